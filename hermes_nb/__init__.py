@@ -1,0 +1,42 @@
+"""hermes_nb: prove a local Hermes proxy works as a UH runtime, and keep the evidence.
+
+``import hermes_nb`` stays light: heavy modules (emulator, receipts, widgets)
+load on first use of their names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    # errors
+    "HermesError": "errors", "ConfigError": "errors", "UnknownKeyError": "errors", "UsageError": "errors",
+    "ArtifactError": "errors", "ProxyUnreachable": "errors", "ProxyTimeout": "errors",
+    "ProxyStatusError": "errors", "ProtocolViolation": "errors", "RigError": "errors",
+    "NotebookFailed": "errors", "SecretLeak": "errors",
+    # config
+    "HermesProxyRuntimeConfig": "config", "AdapterManifest": "config", "load_manifest": "config",
+    "save_manifest": "config", "merge_runtime_config": "config", "manifest_template": "config",
+    # records
+    "Exchange": "records", "Outcome": "records", "ErrorEnvelope": "records",
+    # redaction
+    "Redactor": "redact",
+}
+
+__all__ = ["__version__", *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hermes_nb' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"hermes_nb.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

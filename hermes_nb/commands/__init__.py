@@ -1,0 +1,1 @@
+"""One module per ``hermes-nb`` subcommand: ``register(subparsers, parent)``."""

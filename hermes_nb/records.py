@@ -1,0 +1,159 @@
+"""Plain data records shared by the client, classifier, runner, probe and receipts.
+
+No IO and no logic beyond small derived properties. Every record dumps to
+JSON-safe data with :meth:`pydantic.BaseModel.model_dump` (``mode="json"``)
+and never holds a secret: request headers are redacted when the record is
+built (see :func:`hermes_nb.redact.redact_headers`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ErrorEnvelope",
+    "SSEEventRecord",
+    "RequestRecord",
+    "TransportFailure",
+    "TransportKind",
+    "Timings",
+    "Exchange",
+    "Outcome",
+    "Status",
+]
+
+Status = Literal["passed", "failed", "blocked"]
+
+#: What went wrong below HTTP. ``deadline`` = the overall request deadline
+#: fired; ``read_timeout`` = no byte for the idle-read timeout (a stall).
+TransportKind = Literal[
+    "connect_refused",
+    "connect_timeout",
+    "dns",
+    "connect_error",
+    "read_timeout",
+    "deadline",
+    "read_error",
+    "reset",
+    "remote_protocol",
+    "other",
+]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorEnvelope(_Record):
+    """``{"error": {message, type, code}}`` or the flat ``{message, status}`` shape."""
+
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+    param: str | None = None
+    status: str | int | None = None
+    #: ``"nested"`` for ``{"error": {...}}``, ``"flat"`` for ``{"message": ...}``, ``"string"`` for ``{"error": "..."}``.
+    shape: Literal["nested", "flat", "string"] = "nested"
+
+    @property
+    def code_str(self) -> str | None:
+        return None if self.code is None else str(self.code)
+
+
+class SSEEventRecord(_Record):
+    """One dispatched SSE event as received."""
+
+    event: str = "message"
+    data: str = ""
+    id: str | None = None
+    retry: int | None = None
+    #: seconds since the request was sent
+    t: float = 0.0
+
+
+class RequestRecord(_Record):
+    method: str
+    url: str
+    #: lower-cased names; ``authorization`` is redacted (``Bearer <redacted>``)
+    headers: dict[str, str] = Field(default_factory=dict)
+    #: the JSON body sent, if any
+    body: Any = None
+
+
+class TransportFailure(_Record):
+    kind: TransportKind
+    #: ``connect`` (no response), ``headers`` (connected, no status yet) or ``body`` (mid-stream)
+    phase: Literal["connect", "headers", "body"]
+    message: str
+    exception: str | None = None
+
+
+class Timings(_Record):
+    started_at: datetime
+    #: seconds from send to response headers
+    headers_s: float | None = None
+    first_delta_s: float | None = None
+    last_byte_s: float | None = None
+    total_s: float = 0.0
+
+
+class Exchange(_Record):
+    """One HTTP exchange with the proxy, success or not. Never raises; records."""
+
+    request: RequestRecord
+    status: int | None = None
+    reason: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    #: media type only, lower-cased (``text/event-stream``), charset dropped
+    content_type: str | None = None
+    #: raw body text for non-SSE responses (decoded UTF-8 with replacement), kept verbatim
+    body_text: str | None = None
+    #: the parsed JSON body when the body was JSON
+    json_body: Any = None
+    #: True when the body was read as an SSE stream
+    streamed: bool = False
+    events: list[SSEEventRecord] = Field(default_factory=list)
+    #: assistant text: concatenated ``delta.content`` or ``message.content``
+    text: str = ""
+    finish_reason: str | None = None
+    #: ``data: [DONE]`` was seen
+    done: bool = False
+    usage: dict[str, Any] | None = None
+    model: str | None = None
+    #: error envelope from a non-2xx JSON body or an in-band stream error
+    envelope: ErrorEnvelope | None = None
+    #: the error arrived inside a 200 stream (``event: error`` or ``data: {"error": …}``)
+    in_band_error: bool = False
+    #: frames that were not valid JSON / not a chunk (kept as messages, not raised)
+    protocol_errors: list[str] = Field(default_factory=list)
+    transport_error: TransportFailure | None = None
+    #: from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP-date)
+    retry_after_s: float | None = None
+    timings: Timings
+
+    @property
+    def ok_status(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+    @property
+    def server(self) -> str | None:
+        return self.headers.get("server")
+
+
+class Outcome(_Record):
+    """The classification of one exchange."""
+
+    status: Status
+    #: short machine-readable reason, e.g. ``ok``, ``auth``, ``rate_limited``, ``truncated``
+    reason: str
+    errors: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    hint: str | None = None
+    http_status: int | None = None
+    error_type: str | None = None
+    retry_after_s: float | None = None
+    #: the sentinel block's text, or None when absent
+    final_message: str | None = None

@@ -1,0 +1,20 @@
+"""Hermetic tests: no proxy env, no Hermes env, no user ~/.hermes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_CLEAR_PREFIXES = ("HERMES_", "NOUS_")
+_CLEAR_NAMES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    for name in list(os.environ):
+        upper = name.upper()
+        if upper.startswith(_CLEAR_PREFIXES) or upper in _CLEAR_NAMES:
+            monkeypatch.delenv(name, raising=False)
+    # Anything that would default to ~/.hermes lands in a throwaway directory instead.
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path_factory.mktemp("hermes-home")))
