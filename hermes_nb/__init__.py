@@ -24,6 +24,10 @@ _LAZY = {
     "Exchange": "records", "Outcome": "records", "ErrorEnvelope": "records",
     # redaction
     "Redactor": "redact",
+    # wire core + client
+    "SSEDecoder": "sse", "ServerSentEvent": "sse", "HermesClient": "client", "classify": "classify",
+    "extract_final_message": "sentinel", "runtime_final_message_instruction": "sentinel",
+    "wrap_final_message": "sentinel",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]
