@@ -1,0 +1,254 @@
+"""UH's run artifact tree (uh-contract §3), written safely.
+
+::
+
+    <root>/.harness/missions/<dir>/  latest.json  runtime-result.yaml  runs/index.json
+        runs/<run_id>/  prompt.md  runtime-session.yaml  events.ndjson  runtime.stdout.log
+                        runtime.stderr.log  diff.patch  runtime-result.yaml  runtime-final.txt
+    <root>/.harness/audit/events.ndjson
+
+Every path is checked before anything is written: it must stay inside the
+mission directory (or ``.harness/audit``) and no component below ``root``
+may be a symlink; files are opened with ``O_NOFOLLOW``. Violations raise
+:class:`~hermes_nb.errors.ArtifactError` (CLI exit 2). JSON is 2-space
+indented without a final newline; times are ISO-8601 UTC with ms and ``Z``.
+The documents' models (for validation) live in :mod:`hermes_nb.uh_schema`.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import secrets
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from .errors import ArtifactError
+from .redact import Redactor
+
+__all__ = [
+    "RUN_ID_RE",
+    "RUNTIME",
+    "iso_now",
+    "new_run_id",
+    "validate_run_id",
+    "dump_json",
+    "MissionArtifacts",
+]
+
+RUNTIME = "hermes-proxy"
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+GENERATED_RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
+MISSION_DIR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def iso_now(now: datetime | None = None) -> str:
+    """``2026-12-02T15:40:20.123Z``."""
+    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """``YYYYMMDDTHHMMSSZ-`` plus 6 lowercase hex (UTC)."""
+    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return moment.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def validate_run_id(run_id: str) -> str:
+    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id) or run_id in (".", ".."):
+        raise ArtifactError(f"invalid run id {run_id!r}: must match {RUN_ID_RE.pattern}")
+    return run_id
+
+
+def dump_json(obj: Any) -> str:
+    """2-space indent, no final newline (UH's format)."""
+    return json.dumps(obj, indent=2, ensure_ascii=False)
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings as ``|`` blocks (readable args/bodies)."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_representer)
+
+
+def dump_yaml(obj: Any) -> str:
+    return yaml.dump(obj, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+class MissionArtifacts:
+    """Safe writer for one mission directory under ``<root>/.harness/missions/``."""
+
+    def __init__(self, root: str | Path, mission_dir: str, *, redactor: Redactor | None = None) -> None:
+        if not isinstance(mission_dir, str) or not MISSION_DIR_RE.match(mission_dir) or mission_dir in (".", ".."):
+            raise ArtifactError(f"mission directory name {mission_dir!r} is not a safe path component")
+        root_path = Path(root)
+        try:
+            self.root = root_path.resolve(strict=True)
+        except FileNotFoundError:
+            raise ArtifactError(f"root {root_path} does not exist") from None
+        except OSError as exc:
+            raise ArtifactError(f"root {root_path}: {exc.strerror}") from None
+        if not self.root.is_dir():
+            raise ArtifactError(f"root {self.root} is not a directory")
+        self.mission_dir = self.root / ".harness" / "missions" / mission_dir
+        self.redactor = redactor or Redactor()
+
+    # ---------------------------------------------------------------- path safety
+
+    def _check(self, path: Path, *, inside: Path) -> Path:
+        """Refuse a path outside ``inside`` or through a symlink below ``root``."""
+        path = Path(os.path.normpath(path))
+        try:
+            rel = path.relative_to(inside)
+        except ValueError:
+            raise ArtifactError(f"artifact path {path} escapes {inside}") from None
+        if ".." in rel.parts:
+            raise ArtifactError(f"artifact path {path} escapes {inside}")
+        current = self.root
+        for part in path.relative_to(self.root).parts:
+            current = current / part
+            if current.is_symlink():
+                raise ArtifactError(f"refusing to write through symlink {current}")
+        return path
+
+    def path(self, *parts: str) -> Path:
+        """A path inside the mission directory (checked)."""
+        return self._check(self.mission_dir.joinpath(*parts), inside=self.mission_dir)
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.path("runs", validate_run_id(run_id))
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def preflight(self, run_id: str) -> None:
+        """Everything that can be checked before writing: safe paths, writable root, fresh run dir."""
+        run_dir = self.run_dir(run_id)
+        for name in ("latest.json", "runtime-result.yaml"):
+            self.path(name)
+        self.path("runs", "index.json")
+        self._check(self.root / ".harness" / "audit" / "events.ndjson", inside=self.root / ".harness" / "audit")
+        if run_dir.exists():
+            raise ArtifactError(f"run directory {run_dir} already exists (choose another --run-id)")
+        existing = self.root
+        for part in run_dir.relative_to(self.root).parts:
+            if not (existing / part).exists():
+                break
+            existing = existing / part
+        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            raise ArtifactError(f"cannot write under {existing}: not writable")
+
+    def _mkdirs(self, directory: Path) -> None:
+        current = self.root
+        for part in directory.relative_to(self.root).parts:
+            current = current / part
+            if current.is_symlink():
+                raise ArtifactError(f"refusing to write through symlink {current}")
+            try:
+                current.mkdir(exist_ok=True)
+            except OSError as exc:
+                raise ArtifactError(f"cannot create {current}: {exc.strerror}") from None
+
+    # ---------------------------------------------------------------- raw writes
+
+    def open(self, path: Path, mode: str = "a") -> IO[str]:
+        """Open a checked path for text writing without following a final symlink."""
+        self._mkdirs(path.parent)
+        flags = os.O_WRONLY | os.O_CREAT | _O_NOFOLLOW | (os.O_APPEND if mode == "a" else os.O_TRUNC)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ArtifactError(f"refusing to write through symlink {path}") from None
+            raise ArtifactError(f"cannot write {path}: {exc.strerror}") from None
+        return os.fdopen(fd, mode, encoding="utf-8", newline="")
+
+    def write_text(self, path: Path, text: str, *, atomic: bool = False) -> Path:
+        text = self.redactor.text(text)
+        if not atomic:
+            with self.open(path, "w") as fh:
+                fh.write(text)
+            return path
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        self._check(tmp, inside=path.parent)
+        with self.open(tmp, "w") as fh:
+            fh.write(text)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise ArtifactError(f"cannot replace {path}: {exc.strerror}") from None
+        return path
+
+    def write_bytes(self, path: Path, data: bytes) -> Path:
+        self._mkdirs(path.parent)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_NOFOLLOW
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            raise ArtifactError(f"cannot write {path}: {exc.strerror}") from None
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return path
+
+    def append_line(self, path: Path, obj: dict[str, Any]) -> None:
+        """One NDJSON line, flushed."""
+        line = json.dumps(self.redactor.data(obj), ensure_ascii=False, separators=(",", ":"))
+        with self.open(path, "a") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+
+    # ---------------------------------------------------------------- documents
+
+    def write_json(self, path: Path, obj: Any, *, atomic: bool = True) -> Path:
+        return self.write_text(path, dump_json(self.redactor.data(obj)), atomic=atomic)
+
+    def write_yaml(self, path: Path, obj: Any) -> Path:
+        return self.write_text(path, dump_yaml(self.redactor.data(obj)), atomic=True)
+
+    def set_latest(self, run_id: str, started_at: str, status: str, finished_at: str | None = None) -> None:
+        self.write_json(self.path("latest.json"), {
+            "schema_version": "uh.latest-run.v0",
+            "run_id": run_id,
+            "started_at": started_at,
+            "finished_at": finished_at,
+            "status": status,
+        })
+
+    def read_index(self) -> dict[str, Any]:
+        path = self.path("runs", "index.json")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"schema_version": "uh.runs-index.v0", "runs": []}
+        except (OSError, ValueError) as exc:
+            raise ArtifactError(f"{path}: unreadable runs index ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+            raise ArtifactError(f"{path}: not a uh.runs-index.v0 document")
+        return data
+
+    def update_index(self, run_id: str, **fields: Any) -> None:
+        """Insert or update the entry of ``run_id`` in place (``runtime`` recorded)."""
+        index = self.read_index()
+        for entry in index["runs"]:
+            if isinstance(entry, dict) and entry.get("run_id") == run_id:
+                entry.update(fields)
+                break
+        else:
+            index["runs"].append({"run_id": run_id, **fields})
+        self.write_json(self.path("runs", "index.json"), index)
+
+    def audit(self, event: str, payload: dict[str, Any]) -> None:
+        path = self._check(self.root / ".harness" / "audit" / "events.ndjson", inside=self.root / ".harness" / "audit")
+        self.append_line(path, {"timestamp": iso_now(), "event": event, **payload})

@@ -1,0 +1,312 @@
+"""The life cycle of one run (uh-contract §3 sequence), used by :func:`hermes_nb.run.run`.
+
+1. mark ``latest.json`` and the index ``running``; write ``prompt.md``, the
+   session and ``runtime.started``; append the audit line;
+2. snapshot the work dir (sandbox copy by default), send the request; each
+   delta is appended to ``runtime.stdout.log`` and flushed, each SSE event to
+   ``events.ndjson`` with its receive time, as they arrive;
+3. classify, capture the diff, write stderr log, diff, final text, result,
+   session, ``runtime.finished`` and ``runtime.usage``;
+4. copy the result up and mark ``latest.json`` and the index terminal.
+
+SIGINT/SIGTERM while the request is in flight raise :class:`_Cancelled` (a
+private ``BaseException``) out of the client call; the run then ends as
+``cancelled`` with the partial text kept. Whatever happens, a started run
+ends with its result document and a terminal ``latest.json``/index.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any, Callable
+
+from . import diffcap
+from .artifacts import MissionArtifacts, iso_now
+from .config import HermesProxyRuntimeConfig
+from .errors import HermesError
+from .mission import Mission
+from .records import Exchange, Outcome, SSEEventRecord
+from .run import STATUS_EXIT, RunPlan, RunResult, session_document
+from .sandbox import workdir
+
+__all__ = ["Runner"]
+
+_SIGNAL_NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
+
+
+class _Cancelled(BaseException):
+    """Raised from a signal handler to abort the request (never escapes the runner)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _SignalGuard:
+    """SIGINT/SIGTERM handlers for the duration of a run (main thread only; restored after)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and threading.current_thread() is threading.main_thread()
+        self.armed = False
+        self.pending: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        if self.armed:
+            self.armed = False
+            raise _Cancelled(signum)
+        self.pending = signum
+
+    def arm(self) -> None:
+        self.armed = True
+        if self.pending is not None:
+            self.armed = False
+            raise _Cancelled(self.pending)
+
+    def __enter__(self) -> "_SignalGuard":
+        if self.enabled:
+            for signum in _SIGNAL_NAMES:
+                self._previous[signum] = signal.signal(signum, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.armed = False
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
+
+
+class Runner:
+    def __init__(self, *, mission: Mission, config: HermesProxyRuntimeConfig, plan: RunPlan,
+                 artifacts: MissionArtifacts, run_id: str, project: Path, sandbox: bool, transport: Any,
+                 on_delta: Callable[[str], None] | None, on_event: Callable[[SSEEventRecord], None] | None,
+                 handle_signals: bool) -> None:
+        self.mission, self.config, self.plan, self.arts = mission, config, plan, artifacts
+        self.run_id, self.project, self.sandbox, self.transport = run_id, project, sandbox, transport
+        self.user_on_delta, self.user_on_event = on_delta, on_event
+        self.guard = _SignalGuard(handle_signals)
+        self.run_dir = artifacts.run_dir(run_id)
+        self.started_at = iso_now()
+        self.parts: list[str] = []
+        self.notes: list[str] = []
+        self.result: dict[str, Any] | None = None
+        self._stdout: Any = None
+
+    # ---------------------------------------------------------------- helpers
+
+    def _file(self, name: str) -> Path:
+        return self.arts.path("runs", self.run_id, name)
+
+    def _rel(self, name: str) -> str:
+        return self.arts.relative(self._file(name))
+
+    def _event(self, kind: str, **payload: Any) -> None:
+        self.arts.append_line(self._file("events.ndjson"), {"type": kind, "timestamp": iso_now(), **payload})
+
+    def _base(self) -> dict[str, Any]:
+        return {"runtime": self.plan.runtime, "mission_id": self.mission.id}
+
+    def _on_delta(self, delta: str) -> None:
+        if not delta:
+            return
+        self.parts.append(delta)
+        self._stdout.write(self.arts.redactor.text(delta))
+        self._stdout.flush()
+        if self.user_on_delta is not None:
+            self.user_on_delta(delta)
+
+    def _on_event(self, record: SSEEventRecord) -> None:
+        try:
+            payload: Any = json.loads(record.data)
+        except ValueError:
+            payload = record.data
+        extra = {} if record.event == "message" else {"event": record.event}
+        self._event("hermes-proxy.sse", payload=payload, t=round(record.t, 6), **extra)
+        if self.user_on_event is not None:
+            self.user_on_event(record)
+
+    # ---------------------------------------------------------------- life cycle
+
+    def execute(self) -> RunResult:
+        self.arts.set_latest(self.run_id, self.started_at, "running")
+        self.arts.update_index(self.run_id, started_at=self.started_at, finished_at=None, status="running",
+                               runtime=self.plan.runtime)
+        try:
+            return self._execute()
+        except BaseException as exc:  # process edge: the run must end with its documents, then re-raise
+            if self.result is None:
+                self._abort(exc)
+            raise
+        finally:
+            if self._stdout is not None:
+                self._stdout.close()
+
+    def _execute(self) -> RunResult:
+        self.arts.write_text(self._file("prompt.md"), self.plan.prompt)
+        self.arts.write_yaml(self._file("runtime-session.yaml"), session_document(
+            self.plan, self.arts, self.run_dir, status="running", started_at=self.started_at))
+        self._event("runtime.started", **self._base(), command=self.plan.command, args=self.plan.args,
+                    run_id=self.run_id)
+        self.arts.audit("mission.run", {**self._base(), "mission_name": self.mission.display_name,
+                                        "workflow": self.mission.workflow_profile, "run_id": self.run_id})
+        self.arts.write_text(self._file("runtime.stderr.log"), "")
+        self._stdout = self.arts.open(self._file("runtime.stdout.log"), "w")
+        exchange: Exchange | None = None
+        cancelled: _Cancelled | None = None
+        with self.guard, workdir(self.project, sandbox=self.sandbox) as wd:
+            if self.sandbox:
+                self.notes.append("ran in a sandbox copy of the project (removed after the run)")
+            base = diffcap.snapshot(wd)
+            try:
+                self.guard.arm()
+                exchange = self._send()
+            except _Cancelled as exc:
+                cancelled = exc
+            finally:
+                self.guard.armed = False
+            diff = diffcap.capture(base)
+            if self.guard.pending is not None and cancelled is None:
+                self.notes.append(f"{_SIGNAL_NAMES.get(self.guard.pending, self.guard.pending)} received "
+                                  "after the request finished; run completed")
+        return self._finish(exchange, cancelled, diff)
+
+    def _send(self) -> Exchange:
+        from .client import HermesClient
+
+        with HermesClient(self.config, transport=self.transport) as client:
+            messages = [{"role": "user", "content": self.plan.prompt}]
+            return client.chat(messages, on_delta=self._on_delta, on_event=self._on_event)
+
+    def _outcome(self, exchange: Exchange | None, cancelled: _Cancelled | None) -> Outcome:
+        if cancelled is not None or exchange is None:
+            name = _SIGNAL_NAMES.get(cancelled.signum, str(cancelled.signum)) if cancelled else "interrupt"
+            return Outcome(status="failed", reason="cancelled",
+                           errors=[f"hermes-proxy: run cancelled by {name}; partial text kept"])
+        from .classify import classify
+
+        return classify(exchange, self.config)
+
+    def _finish(self, exchange: Exchange | None, cancelled: _Cancelled | None,
+                diff: diffcap.DiffResult) -> RunResult:
+        outcome = self._outcome(exchange, cancelled)
+        status = "cancelled" if outcome.reason == "cancelled" else outcome.status
+        text = "".join(self.parts)
+        if exchange is not None and exchange.text != text:
+            if exchange.text.startswith(text):  # e.g. a JSON answer: no deltas were streamed
+                self._stdout.write(self.arts.redactor.text(exchange.text[len(text):]))
+                self._stdout.flush()
+            text = exchange.text
+        final = outcome.final_message
+        if final is None:
+            from .sentinel import extract_final_message
+
+            final = extract_final_message(text)
+        self.arts.write_text(self._file("runtime.stderr.log"), self._stderr_text(exchange, outcome, diff))
+        self.arts.write_bytes(self._file("diff.patch"), diff.patch)
+        self.arts.write_text(self._file("runtime-final.txt"), final or "")
+        self.notes.extend(diff.notes)
+        return self._write_terminal(status, outcome, exchange, text, errors=outcome.errors + diff.errors,
+                                    cancelled=cancelled)
+
+    def _stderr_text(self, exchange: Exchange | None, outcome: Outcome, diff: diffcap.DiffResult) -> str:
+        lines: list[str] = []
+        if exchange is not None:
+            if exchange.status is not None and not exchange.ok_status and exchange.body_text:
+                lines.append(f"HTTP {exchange.status} body:")
+                lines.append(exchange.body_text)
+            elif exchange.in_band_error and exchange.envelope is not None:
+                lines.append(f"in-band stream error: {exchange.envelope.model_dump_json(exclude_none=True)}")
+            if exchange.transport_error is not None:
+                te = exchange.transport_error
+                lines.append(f"transport error ({te.kind}, {te.phase}): {te.message}")
+            lines.extend(f"protocol error: {p}" for p in exchange.protocol_errors)
+        lines.extend(f"error: {e}" for e in outcome.errors + diff.errors)
+        lines.extend(f"warning: {w}" for w in outcome.warnings)
+        lines.extend(f"note: {n}" for n in self.notes + diff.notes)
+        return "\n".join(lines) + ("\n" if lines else "")
+
+    def _usage(self, exchange: Exchange | None, text: str) -> dict[str, Any]:
+        usage = exchange.usage if exchange is not None else None
+        if usage:
+            doc: dict[str, Any] = {
+                "input_tokens": usage.get("prompt_tokens", usage.get("input_tokens")),
+                "output_tokens": usage.get("completion_tokens", usage.get("output_tokens")),
+                "total_tokens": usage.get("total_tokens"),
+                "source": "runtime",
+            }
+        else:
+            inp, outp = math.ceil(len(self.plan.prompt) / 4), math.ceil(len(text) / 4)
+            doc = {"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp, "source": "estimated"}
+        if exchange is not None and exchange.model:
+            doc["model"] = exchange.model
+        return doc
+
+    def _write_terminal(self, status: str, outcome: Outcome, exchange: Exchange | None, text: str, *,
+                        errors: list[str], cancelled: _Cancelled | None) -> RunResult:
+        finished_at = iso_now()
+        exit_code = STATUS_EXIT[status]
+        usage = self._usage(exchange, text)
+        result: dict[str, Any] = {
+            "schema_version": "uh.runtime-result.v0",
+            "mission_id": self.mission.id,
+            "runtime": self.plan.runtime,
+            "status": status,
+            "started_at": self.started_at,
+            "finished_at": finished_at,
+            "exit_code": exit_code,
+            "prompt_path": self._rel("prompt.md"),
+            "stdout_path": self._rel("runtime.stdout.log"),
+            "stderr_path": self._rel("runtime.stderr.log"),
+            "diff_path": self._rel("diff.patch"),
+            "errors": errors,
+        }
+        if self.notes:
+            result["notes"] = list(self.notes)
+        result.update({
+            "warnings": list(self.plan.warnings) + list(outcome.warnings),
+            "reason": outcome.reason,
+            "hint": outcome.hint,
+            "http_status": outcome.http_status if outcome.http_status is not None
+            else (exchange.status if exchange is not None else None),
+            "error_type": outcome.error_type,
+            "retry_after_s": outcome.retry_after_s,
+            "usage": usage if usage.get("source") == "runtime" else None,
+            "run_id": self.run_id,
+        })
+        self.result = self.arts.redactor.data(result)
+        self.arts.write_yaml(self._file("runtime-result.yaml"), self.result)
+        session_status = "succeeded" if status == "passed" else "failed"
+        self.arts.write_yaml(self._file("runtime-session.yaml"), session_document(
+            self.plan, self.arts, self.run_dir, status=session_status, started_at=self.started_at,
+            finished_at=finished_at, exit_code=exit_code))
+        if cancelled is not None:
+            self._event("runtime.cancelled", **self._base(),
+                        signal=_SIGNAL_NAMES.get(cancelled.signum, str(cancelled.signum)))
+        self._event("runtime.finished", **self._base(), exit_code=exit_code, status=session_status)
+        self._event("runtime.usage", **self._base(), **usage)
+        self.arts.write_yaml(self.arts.path("runtime-result.yaml"), self.result)
+        self.arts.set_latest(self.run_id, self.started_at, status, finished_at)
+        self.arts.update_index(self.run_id, finished_at=finished_at, status=status)
+        return RunResult(result=self.result, run_dir=self.run_dir, run_id=self.run_id, exit_code=exit_code,
+                         plan=self.plan, outcome=outcome, exchange=exchange, text=text)
+
+    def _abort(self, exc: BaseException) -> None:
+        """Best effort: terminal documents after an unexpected error (the original error is re-raised)."""
+        cancelled = isinstance(exc, (KeyboardInterrupt, _Cancelled))
+        status = "cancelled" if cancelled else "failed"
+        message = "run cancelled" if cancelled else f"run aborted: {type(exc).__name__}: {exc}"
+        outcome = Outcome(status="failed", reason="cancelled" if cancelled else "aborted",
+                          errors=[f"hermes-proxy: {message}"])
+        try:
+            if self._stdout is None:
+                self._stdout = self.arts.open(self._file("runtime.stdout.log"), "a")
+            self.arts.write_text(self._file("runtime.stderr.log"), f"error: hermes-proxy: {message}\n")
+            self._write_terminal(status, outcome, None, "".join(self.parts), errors=outcome.errors,
+                                 cancelled=None)
+        except (OSError, HermesError):
+            self.arts.set_latest(self.run_id, self.started_at, status, iso_now())
