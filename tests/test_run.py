@@ -1,0 +1,235 @@
+"""plan / dry_run / run against the emulator over loopback: artifacts, streaming, cancellation."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hermes_nb.config import HermesProxyRuntimeConfig, validate_config
+from hermes_nb.emulator import serve
+from hermes_nb.errors import ArtifactError
+from hermes_nb.mission import Mission, load_mission
+from hermes_nb.run import dry_run, plan_run, run
+from hermes_nb.uh_schema import LatestRun, RunsIndex, RuntimeSession, validate_result
+
+CANARY = "sk-canary-run-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[Any]:
+    with serve(scenario="ok") as handle:
+        yield handle
+
+
+@pytest.fixture
+def clean_emu(emu: Any) -> Any:
+    emu.clear()
+    return emu
+
+
+def config_for(endpoint: str, scenario: str = "ok", **extra: Any) -> HermesProxyRuntimeConfig:
+    return validate_config({"endpoint": endpoint, "model": "nousresearch/hermes-4-405b", "auth_token": CANARY,
+                            "request_timeout_ms": 5000,
+                            "extra_headers": {"x-hermes-emulator-scenario": scenario}, **extra})
+
+
+def mission_dir(root: Path, name: str = "adhoc") -> Path:
+    return root / ".harness" / "missions" / name
+
+
+def read_events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.ndjson").read_text().splitlines()]
+
+
+def assert_no_canary(root: Path) -> None:
+    for path in root.rglob("*"):
+        if path.is_file():
+            assert CANARY not in path.read_text(errors="replace"), path
+
+
+def test_plan_is_pure_and_redacted(tmp_path: Path) -> None:
+    config = config_for("http://127.0.0.1:9/v1", system_prompt="Be terse.")
+    plan = plan_run(Mission.adhoc("hi"), config)
+    assert plan.command == "POST http://127.0.0.1:9/v1/chat/completions"
+    assert plan.url == "http://127.0.0.1:9/v1/chat/completions"
+    body = json.loads(plan.args[0])
+    assert plan.args[0].startswith("{\n  ")  # pretty-printed
+    assert body["messages"][0] == {"role": "system", "content": "Be terse."}
+    assert body["messages"][1]["role"] == "user" and body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert plan.headers["authorization"] == "Bearer <redacted>"
+    assert CANARY not in plan.model_dump_json()
+    assert plan.timeouts["request_timeout_ms"] == 5000
+
+
+def test_dry_run_sends_nothing(tmp_path: Path, clean_emu: Any) -> None:
+    result = dry_run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, run_id="dry-1")
+    assert clean_emu.requests == []
+    run_dir = mission_dir(tmp_path) / "runs" / "dry-1"
+    assert sorted(p.name for p in run_dir.iterdir()) == ["prompt.md", "runtime-session.yaml"]
+    session = RuntimeSession.model_validate(yaml.safe_load((run_dir / "runtime-session.yaml").read_text()))
+    assert session.status == "planned" and session.command and session.command.startswith("POST ")
+    assert not (mission_dir(tmp_path) / "latest.json").exists()
+    assert result.run_dir == run_dir.resolve() or result.run_dir == run_dir
+    assert_no_canary(tmp_path)
+
+
+def test_passed_run_writes_the_uh_tree(tmp_path: Path, clean_emu: Any) -> None:
+    result = run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
+    mdir = mission_dir(tmp_path)
+    run_dir = result.run_dir
+    assert result.status == "passed" and result.exit_code == 0
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted([
+        "prompt.md", "runtime-session.yaml", "events.ndjson", "runtime.stdout.log", "runtime.stderr.log",
+        "diff.patch", "runtime-result.yaml", "runtime-final.txt"])
+    latest = LatestRun.model_validate_json((mdir / "latest.json").read_text())
+    assert latest.status == "passed" and latest.run_id == result.run_id and latest.finished_at
+    index = RunsIndex.model_validate_json((mdir / "runs" / "index.json").read_text())
+    assert [(r.run_id, r.status, r.runtime) for r in index.runs] == [(result.run_id, "passed", "hermes-proxy")]
+    session = RuntimeSession.model_validate(yaml.safe_load((run_dir / "runtime-session.yaml").read_text()))
+    assert session.status == "succeeded" and session.exit_code == 0
+    doc = yaml.safe_load((run_dir / "runtime-result.yaml").read_text())
+    validate_result(doc)
+    assert doc == yaml.safe_load((mdir / "runtime-result.yaml").read_text())  # mirrored copy
+    assert doc["prompt_path"] == f".harness/missions/adhoc/runs/{result.run_id}/prompt.md"
+    assert doc["usage"]["total_tokens"] > 0 and doc["http_status"] == 200
+    assert (run_dir / "runtime.stdout.log").read_text() == result.text != ""
+    assert (run_dir / "runtime-final.txt").read_text() == result.outcome.final_message != ""
+    assert (run_dir / "diff.patch").read_bytes() == b""
+    events = read_events(run_dir)
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "runtime.started" and kinds[-2:] == ["runtime.finished", "runtime.usage"]
+    assert set(kinds[1:-2]) == {"hermes-proxy.sse"} and events[-2]["status"] == "succeeded"
+    assert events[-1]["source"] == "runtime"
+    assert events[-3]["payload"] == "[DONE]"
+    audit = (tmp_path / ".harness" / "audit" / "events.ndjson").read_text().splitlines()
+    assert json.loads(audit[-1])["event"] == "mission.run"
+    sent = clean_emu.requests[-1]
+    assert sent.json["stream_options"] == {"include_usage": True}
+    assert_no_canary(tmp_path)
+
+
+def test_stdout_log_flushed_per_delta_before_stream_ends(tmp_path: Path, clean_emu: Any) -> None:
+    seen: list[tuple[str, str, list[str]]] = []
+    state: dict[str, Path] = {}
+
+    def on_delta(delta: str) -> None:
+        run_dir = next((mission_dir(tmp_path) / "runs").glob("*/"))
+        state["run_dir"] = run_dir
+        payloads = [e.get("payload") for e in read_events(run_dir)]
+        seen.append((delta, (run_dir / "runtime.stdout.log").read_text(), [str(p) for p in payloads]))
+
+    result = run(Mission.adhoc("hi"), config_for(clean_emu.endpoint, "slow"), root=tmp_path,
+                 on_delta=on_delta, handle_signals=False)
+    assert result.status == "passed" and len(seen) >= 2
+    first_delta, log_then, payloads_then = seen[0]
+    assert log_then == first_delta  # on disk when the hook ran
+    assert "[DONE]" not in payloads_then  # ... while the stream was still open
+    assert "runtime.finished" not in json.dumps(payloads_then)
+    assert seen[1][1] == seen[0][0] + seen[1][0]
+
+
+def test_sse_events_have_receive_times(tmp_path: Path, clean_emu: Any) -> None:
+    result = run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
+    sse = [e for e in read_events(result.run_dir) if e["type"] == "hermes-proxy.sse"]
+    assert sse and all(e["timestamp"].endswith("Z") and "t" in e for e in sse)
+    times = [e["t"] for e in sse]
+    assert times == sorted(times)
+
+
+def test_mission_file_under_harness_uses_its_dir(tmp_path: Path, clean_emu: Any) -> None:
+    path = tmp_path / ".harness" / "missions" / "my-dir" / "mission.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text("schema_version: uh.mission.v0\nid: mid\ntitle: T\nobjective: say hi\n")
+    result = run(load_mission(path), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
+    assert result.run_dir.parent.parent == (tmp_path / ".harness" / "missions" / "my-dir").resolve()
+    assert result.result["mission_id"] == "mid"
+
+
+def test_bad_run_id_writes_nothing(tmp_path: Path, clean_emu: Any) -> None:
+    with pytest.raises(ArtifactError, match="invalid run id"):
+        run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, run_id="../x", handle_signals=False)
+    assert list(tmp_path.iterdir()) == [] and clean_emu.requests == []
+
+
+def test_symlinked_mission_dir_writes_nothing(tmp_path: Path, clean_emu: Any) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / ".harness" / "missions").mkdir(parents=True)
+    mission_dir(tmp_path).symlink_to(outside)
+    with pytest.raises(ArtifactError, match="symlink"):
+        run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
+    assert list(outside.iterdir()) == [] and clean_emu.requests == []
+
+
+def test_unexpected_error_still_ends_with_result(tmp_path: Path, clean_emu: Any) -> None:
+    def boom(delta: str) -> None:
+        raise RuntimeError("hook exploded")
+
+    with pytest.raises(RuntimeError, match="hook exploded"):
+        run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, on_delta=boom, handle_signals=False)
+    mdir = mission_dir(tmp_path)
+    latest = LatestRun.model_validate_json((mdir / "latest.json").read_text())
+    assert latest.status == "failed" and latest.finished_at
+    doc = yaml.safe_load((mdir / "runtime-result.yaml").read_text())
+    validate_result(doc)
+    assert "run aborted: RuntimeError: hook exploded" in doc["errors"][0]
+    assert RunsIndex.model_validate_json((mdir / "runs" / "index.json").read_text()).runs[0].status == "failed"
+
+
+def test_keyboard_interrupt_without_handlers_is_cancelled(tmp_path: Path, clean_emu: Any) -> None:
+    def interrupt(delta: str) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, on_delta=interrupt,
+            handle_signals=False)
+    doc = yaml.safe_load((mission_dir(tmp_path) / "runtime-result.yaml").read_text())
+    assert doc["status"] == "cancelled"
+    assert json.loads((mission_dir(tmp_path) / "latest.json").read_text())["status"] == "cancelled"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_mid_stream_cancels_in_process(tmp_path: Path, clean_emu: Any, signum: int) -> None:
+    previous = signal.getsignal(signum)
+
+    def on_delta(delta: str) -> None:
+        os.kill(os.getpid(), signum)
+
+    result = run(Mission.adhoc("hi"), config_for(clean_emu.endpoint, "stall"), root=tmp_path, on_delta=on_delta)
+    assert result.status == "cancelled" and result.exit_code == 1
+    assert signal.getsignal(signum) is previous  # handlers restored
+    stdout = (result.run_dir / "runtime.stdout.log").read_text()
+    assert stdout and result.text.startswith(stdout[:1])
+    kinds = [e["type"] for e in read_events(result.run_dir)]
+    assert "runtime.cancelled" in kinds and kinds[-2] == "runtime.finished"
+    assert json.loads((mission_dir(tmp_path) / "latest.json").read_text())["status"] == "cancelled"
+    validate_result(result.result)
+
+
+def git_repo(root: Path) -> None:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(root), "PATH": "/usr/bin:/bin"}
+    (root / "f.txt").write_text("x\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "i"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("sandbox", [True, False])
+def test_sandbox_and_in_place_give_empty_diff(tmp_path: Path, clean_emu: Any, sandbox: bool) -> None:
+    git_repo(tmp_path)
+    result = run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, sandbox=sandbox,
+                 handle_signals=False)
+    assert result.status == "passed"
+    assert (result.run_dir / "diff.patch").read_bytes() == b""
+    notes = result.result.get("notes") or []
+    assert any("sandbox" in n for n in notes) is sandbox
+    assert result.result["errors"] == []
