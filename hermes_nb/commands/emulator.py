@@ -1,0 +1,119 @@
+"""``hermes-nb emulator``: run the embedded proxy emulator in the foreground.
+
+The first stdout line is the endpoint (``http://127.0.0.1:<port>/v1``), flushed at once
+(with ``--json``: one JSON object describing the server instead). One log line per
+request goes to stderr. Ctrl-C or SIGTERM stops it cleanly with exit code 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import signal
+import sys
+from typing import Any
+
+from ..errors import ConfigError, UsageError
+from ..emulator.scenarios import PROFILES, SCENARIOS
+
+DEFAULT_PORT = 8645
+
+
+def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "emulator", parents=[parent], help="run the embedded Hermes proxy emulator in the foreground",
+        description="Serve the emulated Hermes proxy on loopback until Ctrl-C. Per request, the header "
+                    "X-Hermes-Emulator-Scenario: <name> overrides --scenario.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="bind address (loopback only; default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"bind port, 0 = any free port (default {DEFAULT_PORT})")
+    p.add_argument("--profile", choices=PROFILES, default="hermes-agent", help="what to emulate (default hermes-agent)")
+    p.add_argument("--scenario", choices=SCENARIOS, default="ok", help="upstream behaviour (default ok)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the deterministic ids/texts (default 0)")
+    p.add_argument("--models", default=None, help="comma-separated model ids listed by /v1/models")
+    p.add_argument("--delay", type=float, default=0.05, metavar="SECONDS", help="per-delta delay of the slow scenario")
+    p.add_argument("--retry-after", type=int, default=2, metavar="SECONDS", help="Retry-After of rate-limited")
+    p.add_argument("--allow-non-loopback", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(handler=handle)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _models(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    models = [m.strip() for m in value.split(",") if m.strip()]
+    if not models:
+        raise UsageError("--models: give at least one model id (comma-separated)")
+    return models
+
+
+def handle(args: argparse.Namespace, out: Any) -> int:
+    if not is_loopback(args.host) and not args.allow_non_loopback:
+        raise UsageError(f"--host {args.host}: the emulator binds loopback only (127.0.0.1, ::1, localhost)")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: must be 0..65535")
+    if args.delay < 0 or args.retry_after < 0:
+        raise UsageError("--delay and --retry-after must be >= 0")
+    models = _models(args.models)
+    log = logging.getLogger("hermes_nb.emulator")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("hermes-nb emulator: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    try:
+        asyncio.run(_serve(args, models, out))
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
+    finally:
+        log.removeHandler(handler)
+    return 0
+
+
+async def _serve(args: argparse.Namespace, models: list[str] | None, out: Any) -> None:
+    from aiohttp import web
+
+    from ..emulator.app import create_app
+
+    app = create_app(profile=args.profile, scenario=args.scenario, seed=args.seed, models=models,
+                     delay_s=args.delay, retry_after=args.retry_after)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+    await runner.setup()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        site = web.TCPSite(runner, host=args.host, port=args.port)
+        await site.start()
+        port = int(runner.addresses[0][1])
+        netloc = f"[{args.host}]" if ":" in args.host else args.host
+        base_url = f"http://{netloc}:{port}"
+        endpoint = f"{base_url}/v1"
+        out.line(endpoint)
+        out.emit({"endpoint": endpoint, "base_url": base_url, "port": port, "profile": args.profile,
+                  "scenario": args.scenario, "seed": args.seed, "models": list(app_models(app))})
+        out.info(f"hermes-nb emulator: {args.profile} profile, scenario {args.scenario}, seed {args.seed}; "
+                 "Ctrl-C to stop")
+        await stop.wait()
+        out.info("hermes-nb emulator: stopping")
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await runner.cleanup()
+
+
+def app_models(app: Any) -> tuple[str, ...]:
+    from ..emulator.app import SETTINGS_KEY
+
+    return app[SETTINGS_KEY].models

@@ -1,0 +1,288 @@
+"""The aiohttp application: three profiles in front of the scenario-driven upstream.
+
+``hermes-agent``  the real ``hermes proxy`` (hermes-agent 0.19.0, ``hermes_cli/proxy/server.py``):
+                  same routes, same aiohttp defaults (404/405/413 text bodies, Server header),
+                  same JSON errors, same pass-through of the upstream's status, headers and body.
+``seed``          the contract the wire-format spike documented: bearer required, JSON
+                  ``path_not_allowed`` 404 for everything but the four ``/v1`` routes.
+``upstream``      a plain OpenAI-compatible server (``/v1/chat/completions`` …) that can sit
+                  behind the real proxy (``NOUS_INFERENCE_BASE_URL=http://127.0.0.1:<port>/v1``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+import struct
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from ..redact import redact_headers
+from . import content as c
+from .scenarios import (
+    PROFILES, RESET, SCENARIO_HEADER, SCENARIOS, STALL, UPSTREAM_ROUTES, Action, Pause, Reply, Settings, json_reply, upstream_reply,
+)
+
+__all__ = [
+    "PROFILES",
+    "SCENARIO_HEADER",
+    "MAX_REQUEST_BYTES",
+    "RecordedRequest",
+    "create_app",
+    "AUTH_STALE_MESSAGE",
+]
+
+logger = logging.getLogger("hermes_nb.emulator")
+
+#: the real proxy's ``client_max_size`` (413 text/plain above it)
+MAX_REQUEST_BYTES = 10_000_000
+UPSTREAM_MAX_BYTES = 32 * 1024 * 1024
+PROXY_PATHS = frozenset(UPSTREAM_ROUTES)
+AUTH_STALE_MESSAGE = "Failed to refresh Nous Portal credentials: Invalid refresh token"
+_ALLOWED = ", ".join(sorted(PROXY_PATHS))
+#: what the real proxy strips from the upstream's response headers
+_HOP_BY_HOP = frozenset({
+    "host", "content-length", "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
+    "trailers", "transfer-encoding", "upgrade", "authorization", "content-encoding",
+})
+
+SETTINGS_KEY = web.AppKey("hermes_nb_settings", Settings)
+REQUESTS_KEY = web.AppKey("hermes_nb_requests", list)
+CLOSING_KEY = web.AppKey("hermes_nb_closing", asyncio.Event)
+SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """One request as the emulator received it (Authorization redacted)."""
+
+    method: str
+    path: str
+    query: str
+    #: lower-cased names, sensitive values redacted (``Bearer <redacted>``)
+    headers: dict[str, str]
+    #: the scenario in effect (default or the per-request header)
+    scenario: str
+    #: the parsed JSON body, when the handler read one that parsed
+    json: Any = None
+    #: bytes read from the body (None: the body was never read, e.g. a 404 before forwarding)
+    body_size: int | None = None
+    #: response status (set once the handler finished; None while still streaming)
+    status: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+RECORD_KEY = web.RequestKey("hermes_nb_record", RecordedRequest)
+
+
+def _proxy_error(status: int, message: str, code: str) -> web.Response:
+    """The real proxy's ``_json_error``."""
+    return web.json_response({"error": {"message": message, "type": code, "code": code}}, status=status)
+
+
+def _scenario_of(request: web.Request) -> str:
+    return request.get(SCENARIO_KEY, request.app[SETTINGS_KEY].scenario)
+
+
+def _unknown_scenario(request: web.Request) -> Reply | None:
+    name = request.headers.get(SCENARIO_HEADER)
+    if name is None or name.strip() in SCENARIOS:
+        return None
+    msg = f"Unknown emulator scenario {name.strip()!r}. Known: {', '.join(SCENARIOS)}"
+    return json_reply(400, c.envelope(msg, "invalid_request_error", "unknown_scenario"))
+
+
+async def _read_body(request: web.Request) -> bytes:
+    raw = await request.read()  # raises HTTPRequestEntityTooLarge (413 text/plain) over client_max_size
+    record: RecordedRequest = request[RECORD_KEY]
+    record.body_size = len(raw)
+    try:
+        record.json = json.loads(raw) if raw else None
+    except (ValueError, UnicodeDecodeError):
+        record.json = None
+    return raw
+
+
+@web.middleware
+async def _observe(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                   ) -> web.StreamResponse:
+    """Record the request, pick its scenario, log one line when it ends."""
+    app = request.app
+    header = (request.headers.get(SCENARIO_HEADER) or "").strip()
+    scenario = header if header in SCENARIOS else app[SETTINGS_KEY].scenario
+    request[SCENARIO_KEY] = scenario
+    record = RecordedRequest(request.method, request.path, request.query_string,
+                             redact_headers(request.headers), scenario)
+    request[RECORD_KEY] = record
+    app[REQUESTS_KEY].append(record)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    status: int | None = None
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    finally:
+        record.status = status
+        logger.info("%s %s %s -> %s scenario=%s %.1fms", app[SETTINGS_KEY].profile, request.method, request.path,
+                    status if status is not None else "aborted", scenario, (loop.time() - started) * 1000)
+
+
+def _reset(request: web.Request) -> None:
+    """Abort the connection with a TCP RST (SO_LINGER on, timeout 0)."""
+    transport = request.transport
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
+
+
+async def _stall(request: web.Request) -> None:
+    """Send nothing more until the client goes away or the emulator shuts down."""
+    closing = request.app[CLOSING_KEY]
+    while not closing.is_set():
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return
+        try:
+            await asyncio.wait_for(closing.wait(), 0.2)
+        except TimeoutError:
+            continue
+
+
+async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.StreamResponse:
+    """Execute a reply plan. ``proxied``: the real proxy's pass-through (chunked; upstream breaks end cleanly)."""
+    headers = {"Content-Type": reply.content_type, **reply.headers}
+    if proxied:
+        headers = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
+    elif not reply.streamed:
+        for part in reply.parts:
+            if isinstance(part, Pause):
+                await asyncio.sleep(part.seconds)
+        return web.Response(status=reply.status, body=reply.body, headers=headers)
+    response = web.StreamResponse(status=reply.status, headers=headers)
+    await response.prepare(request)
+    try:
+        for part in reply.parts:
+            if isinstance(part, bytes):
+                if part:
+                    await response.write(part)
+            elif isinstance(part, Pause):
+                await asyncio.sleep(part.seconds)
+            elif part == STALL:
+                await _stall(request)
+                if request.transport is not None:
+                    request.transport.close()
+                return response
+            elif isinstance(part, Action) and part == RESET:
+                if proxied:
+                    break  # the real proxy logs the broken upstream and ends the body cleanly
+                _reset(request)
+                return response
+        await response.write_eof()
+    except ConnectionError:
+        logger.debug("client went away during %s %s", request.method, request.path)
+    return response
+
+
+def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]:
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({
+            "status": "ok", "upstream": "Nous Portal", "authenticated": _scenario_of(request) != "auth-stale",
+        })
+
+    async def hermes_agent(request: web.Request) -> web.StreamResponse:
+        rel = "/" + request.match_info.get("tail", "").lstrip("/")
+        if rel not in PROXY_PATHS:
+            return _proxy_error(404, f"Path /v1{rel} is not forwarded by this proxy. Allowed: {_ALLOWED}",
+                                "path_not_allowed")
+        scenario = _scenario_of(request)
+        if scenario == "auth-stale":
+            return _proxy_error(401, AUTH_STALE_MESSAGE, "upstream_auth_failed")
+        raw = await _read_body(request)
+        reply = _unknown_scenario(request) or upstream_reply(settings, scenario, rel, request.method, raw)
+        return await _write(request, reply, proxied=True)
+
+    async def seed(request: web.Request) -> web.StreamResponse:
+        auth = request.headers.get("Authorization")
+        if auth is None:
+            return _proxy_error(401, "Missing Authorization header. Send `Authorization: Bearer <any value>`.",
+                                "missing_authorization")
+        scheme, _, value = auth.strip().partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            return _proxy_error(401, "Malformed Authorization header. Expected `Bearer <any value>`.",
+                                "invalid_authorization")
+        path = request.path
+        rel = path[3:] if path.startswith("/v1/") else None
+        if rel not in PROXY_PATHS:
+            return _proxy_error(404, f"Path {path} is not forwarded by this proxy. Allowed: {_ALLOWED}",
+                                "path_not_allowed")
+        scenario = _scenario_of(request)
+        if scenario == "auth-stale":
+            return _proxy_error(401, AUTH_STALE_MESSAGE, "upstream_auth_failed")
+        raw = await _read_body(request)
+        reply = _unknown_scenario(request) or upstream_reply(settings, scenario, rel, request.method, raw)
+        return await _write(request, reply, proxied=False)
+
+    async def upstream(request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if not path.startswith("/v1/"):
+            msg = f"Invalid URL ({request.method} {path})"
+            return web.json_response(c.envelope(msg, "invalid_request_error", None, with_param=True), status=404)
+        rel = path[3:]
+        raw = b""
+        if rel in UPSTREAM_ROUTES:
+            raw = await _read_body(request)
+        reply = _unknown_scenario(request) or upstream_reply(settings, _scenario_of(request), rel,
+                                                             request.method, raw)
+        return await _write(request, reply, proxied=False)
+
+    return {"health": health, "hermes-agent": hermes_agent, "seed": seed, "upstream": upstream}
+
+
+def create_app(
+    *,
+    profile: str = "hermes-agent",
+    scenario: str = "ok",
+    seed: int = 0,
+    models: list[str] | tuple[str, ...] | None = None,
+    delay_s: float = 0.05,
+    retry_after: int = 2,
+    requests: list[RecordedRequest] | None = None,
+) -> web.Application:
+    """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown emulator profile {profile!r}; choose one of: {', '.join(PROFILES)}")
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown emulator scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+    model_ids = tuple(models) if models else c.DEFAULT_MODELS
+    settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
+                        retry_after=retry_after)
+    max_size = UPSTREAM_MAX_BYTES if profile == "upstream" else MAX_REQUEST_BYTES
+    app = web.Application(client_max_size=max_size, middlewares=[_observe])
+    app[SETTINGS_KEY] = settings
+    app[REQUESTS_KEY] = requests if requests is not None else []
+    closing = asyncio.Event()
+    app[CLOSING_KEY] = closing
+
+    async def _on_shutdown(_app: web.Application) -> None:
+        closing.set()
+
+    app.on_shutdown.append(_on_shutdown)
+    handlers = _make_handlers(settings)
+    if profile == "hermes-agent":
+        app.router.add_get("/health", handlers["health"])
+        app.router.add_route("*", "/v1/{tail:.*}", handlers["hermes-agent"])
+    else:
+        app.router.add_route("*", "/{tail:.*}", handlers[profile])
+    return app

@@ -1,0 +1,165 @@
+"""``serve()``: the emulator on a free loopback port, in a background thread with its own event loop.
+
+The thread owns a fresh asyncio loop, so ``serve()`` works the same from plain
+Python and from inside a Jupyter kernel (whose main thread already runs a loop).
+Readiness is a :class:`threading.Event` set once the socket listens; shutdown
+sets the app's closing event (stalled streams end), then cleans the runner up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from .app import RecordedRequest, create_app
+
+__all__ = ["EmulatorHandle", "serve", "LOOPBACK_HOSTS"]
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_START_TIMEOUT_S = 15.0
+_STOP_TIMEOUT_S = 10.0
+
+
+class _ServerThread(threading.Thread):
+    def __init__(self, app: web.Application, host: str, port: int) -> None:
+        super().__init__(name="hermes-nb-emulator", daemon=True)
+        self._app = app
+        self._host = host
+        self._port = port
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+        self.bound_port: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+
+    def run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main())
+        except BaseException as exc:  # thread edge: handed to the caller of serve(), which re-raises it
+            self.error = exc
+        finally:
+            self.ready.set()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _main(self) -> None:
+        self._stop_event = asyncio.Event()
+        runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=2.0)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, host=self._host, port=self._port)
+            await site.start()
+            self.bound_port = int(runner.addresses[0][1])
+            self.ready.set()
+            await self._stop_event.wait()
+        finally:
+            await runner.cleanup()
+
+    def shutdown(self) -> None:
+        loop, stop = self._loop, self._stop_event
+        if loop is not None and stop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(stop.set)
+            except RuntimeError:  # loop closed between the check and the call
+                pass
+        self.join(_STOP_TIMEOUT_S)
+
+
+class EmulatorHandle(str):
+    """A running emulator. The string value is the endpoint (``http://127.0.0.1:<port>/v1``).
+
+    ``with serve() as emu:`` (or ``emu = serve(); …; emu.close()``):
+    ``emu.endpoint``, ``emu.base_url``, ``emu.port``, ``emu.requests`` (a snapshot list of
+    :class:`~hermes_nb.emulator.app.RecordedRequest`), ``emu.clear()``, ``emu.wait_for_requests(n)``.
+    """
+
+    endpoint: str
+    base_url: str
+    host: str
+    port: int
+    profile: str
+    scenario: str
+    seed: int
+
+    def __new__(cls, endpoint: str, **attrs: Any) -> EmulatorHandle:
+        obj = super().__new__(cls, endpoint)
+        obj.endpoint = endpoint
+        for key, value in attrs.items():
+            object.__setattr__(obj, key, value)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"EmulatorHandle({self.endpoint!r}, profile={self.profile!r}, scenario={self.scenario!r})"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        return list(self._log)  # type: ignore[attr-defined]
+
+    def clear(self) -> None:
+        self._log.clear()  # type: ignore[attr-defined]
+
+    def wait_for_requests(self, count: int, *, timeout: float = 5.0) -> list[RecordedRequest]:
+        """Poll (with a deadline) until ``count`` requests have finished; return them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            done = [r for r in self._log if r.status is not None]  # type: ignore[attr-defined]
+            if len(done) >= count or time.monotonic() >= deadline:
+                return done
+            time.sleep(0.01)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        """Stop the server (idempotent); stalled streams are ended."""
+        thread: _ServerThread = self._thread  # type: ignore[attr-defined]
+        thread.shutdown()
+        atexit.unregister(self.close)
+
+    def __enter__(self) -> EmulatorHandle:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def serve(
+    *,
+    profile: str = "hermes-agent",
+    scenario: str = "ok",
+    seed: int = 0,
+    models: list[str] | tuple[str, ...] | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    delay_s: float = 0.05,
+    retry_after: int = 2,
+) -> EmulatorHandle:
+    """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``)."""
+    log: list[RecordedRequest] = []
+    app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
+                     retry_after=retry_after, requests=log)
+    thread = _ServerThread(app, host, port)
+    thread.start()
+    if not thread.ready.wait(_START_TIMEOUT_S):
+        thread.shutdown()
+        raise TimeoutError(f"emulator did not start listening on {host}:{port} within {_START_TIMEOUT_S:.0f}s")
+    if thread.error is not None or thread.bound_port is None:
+        thread.join(_STOP_TIMEOUT_S)
+        err = thread.error
+        raise OSError(f"emulator could not listen on {host}:{port}: {err}") from err
+    netloc = f"[{host}]" if ":" in host else host
+    base_url = f"http://{netloc}:{thread.bound_port}"
+    handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=host, port=thread.bound_port,
+                            profile=profile, scenario=scenario, seed=seed, _log=log, _thread=thread)
+    atexit.register(handle.close)
+    return handle
