@@ -24,6 +24,8 @@ _LAZY = {
     "Exchange": "records", "Outcome": "records", "ErrorEnvelope": "records",
     # redaction
     "Redactor": "redact",
+    # emulator
+    "serve_emulator": "emulator", "EmulatorHandle": "emulator",
     # wire core + client
     "SSEDecoder": "sse", "ServerSentEvent": "sse", "HermesClient": "client", "classify": "classify",
     "extract_final_message": "sentinel", "runtime_final_message_instruction": "sentinel",
