@@ -101,7 +101,7 @@ def find_hermes_bin(
     env = os.environ if environ is None else environ
     for source, value in (("--hermes-bin", explicit), (ENV_HERMES_BIN, env.get(ENV_HERMES_BIN))):
         if value:
-            path = Path(value).expanduser()
+            path = Path(value).expanduser().absolute()
             if not _usable(path):
                 raise RigError(f"{source}: {path} is not an executable file")
             return path
@@ -111,7 +111,7 @@ def find_hermes_bin(
         if _usable(candidate):
             return candidate
     found = shutil.which("hermes", path=env.get("PATH"))
-    return Path(found) if found else None
+    return Path(found).absolute() if found else None
 
 
 def require_hermes_bin(explicit: str | os.PathLike[str] | None = None) -> Path:

@@ -30,6 +30,9 @@ __all__ = [
     "load_contract",
     "resolve_contract",
     "compare",
+    "section_drift",
+    "contract_drift",
+    "dumps_contract",
 ]
 
 FORMAT = "hermes-nb.wire-contract/1"
@@ -161,10 +164,15 @@ def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | Non
     drift: list[Drift] = []
     if report.state != name and report.state in ("stale", "live", "unreachable"):
         drift.append(Drift(field="state", expected=name, observed=report.state))
-    observed = contract_section(report)
-    obs_routes = {r["name"]: r for r in observed["routes"]}
-    for exp in section.get("routes", []):
-        label = f"routes[{exp.get('method')} {exp.get('path')}]"
+    return drift + section_drift(section, contract_section(report))
+
+
+def section_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "") -> list[Drift]:
+    """Field-by-field differences between two contract sections (``expected`` nulls are not compared)."""
+    drift: list[Drift] = []
+    obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
+    for exp in expected.get("routes", []):
+        label = f"{prefix}routes[{exp.get('method')} {exp.get('path')}]"
         got = obs_routes.get(exp.get("name"))
         if got is None:
             drift.append(Drift(field=label, expected="probed", observed="missing"))
@@ -172,12 +180,24 @@ def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | Non
         for f in ROUTE_FIELDS:
             if _differs(f, exp.get(f), got.get(f)):
                 drift.append(Drift(field=f"{label}.{f}", expected=exp.get(f), observed=got.get(f)))
-    for case, exp in (section.get("auth") or {}).items():
-        got = observed["auth"].get(case, {})
+    for case, exp in (expected.get("auth") or {}).items():
+        got = (observed.get("auth") or {}).get(case, {})
         for f in AUTH_FIELDS:
             if _differs(f, exp.get(f), got.get(f)):
-                drift.append(Drift(field=f"auth[{case}].{f}", expected=exp.get(f), observed=got.get(f)))
+                drift.append(Drift(field=f"{prefix}auth[{case}].{f}", expected=exp.get(f), observed=got.get(f)))
     for f in TOP_FIELDS:
-        if _differs(f, section.get(f), observed.get(f)):
-            drift.append(Drift(field=f, expected=section.get(f), observed=observed.get(f)))
+        if _differs(f, expected.get(f), observed.get(f)):
+            drift.append(Drift(field=f"{prefix}{f}", expected=expected.get(f), observed=observed.get(f)))
+    return drift
+
+
+def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> list[Drift]:
+    """Differences between two contract documents, state by state (``stale.routes[GET /].status: …``)."""
+    drift: list[Drift] = []
+    exp_states, obs_states = expected.get("states", {}), observed.get("states", {})
+    for state in sorted(exp_states):
+        if state not in obs_states:
+            drift.append(Drift(field=f"{state}", expected="present", observed="missing"))
+            continue
+        drift += section_drift(exp_states[state], obs_states[state], prefix=f"{state}.")
     return drift

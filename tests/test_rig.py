@@ -1,0 +1,228 @@
+"""The real-proxy rig: hermes lookup, version, auth states, start/stop, redaction, CLI."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hermes_nb import rig
+from hermes_nb.errors import RigError
+from hermes_nb.redact import auth_store_secrets
+
+#: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
+HERMES_BIN = rig.find_hermes_bin()
+needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=rig.INSTALL_HINT)
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _exe(path: Path, text: str = "#!/bin/sh\nexit 0\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+# --------------------------------------------------------------------------- lookup
+
+
+def test_lookup_order_explicit_env_repo_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    explicit = _exe(tmp_path / "a" / "hermes")
+    from_env = _exe(tmp_path / "b" / "hermes")
+    repo = tmp_path / "repo"
+    in_repo = _exe(repo / ".venv-hermes" / "bin" / "hermes")
+    on_path = _exe(tmp_path / "p" / "hermes")
+    env = {rig.ENV_HERMES_BIN: str(from_env), "PATH": str(on_path.parent)}
+    assert rig.find_hermes_bin(explicit, environ=env, repo_root=repo) == explicit
+    assert rig.find_hermes_bin(None, environ=env, repo_root=repo) == from_env
+    env.pop(rig.ENV_HERMES_BIN)
+    assert rig.find_hermes_bin(None, environ=env, repo_root=repo) == in_repo
+    in_repo.unlink()
+    assert rig.find_hermes_bin(None, environ=env, repo_root=repo) == on_path
+
+
+def test_lookup_none_found_and_bad_explicit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert rig.find_hermes_bin(None, environ={"PATH": str(tmp_path)}, repo_root=tmp_path) is None
+    with pytest.raises(RigError, match="not an executable"):
+        rig.find_hermes_bin(tmp_path / "missing")
+    with pytest.raises(RigError, match="HERMES_NB_HERMES_BIN"):
+        rig.find_hermes_bin(None, environ={rig.ENV_HERMES_BIN: str(tmp_path)})
+
+
+def test_no_hermes_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rig, "find_hermes_bin", lambda explicit=None: None)
+    with pytest.raises(RigError, match="make rig-venv") as info:
+        with rig.real_proxy("stale"):
+            pass
+    assert info.value.exit_code == 3
+
+
+def test_relative_explicit_path_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _exe(tmp_path / "bin" / "hermes")
+    monkeypatch.chdir(tmp_path)
+    assert rig.find_hermes_bin("bin/hermes") == tmp_path / "bin" / "hermes"
+
+
+# --------------------------------------------------------------------------- version
+
+
+def test_version_from_dist_info(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    binary = _exe(venv / "bin" / "hermes")
+    (venv / "lib" / "python3.11" / "site-packages" / "hermes_agent-0.17.0.dist-info").mkdir(parents=True)
+    assert rig.hermes_version(binary) == "0.17.0"
+
+
+def test_version_from_cli_first_line_without_waiting_for_update_check(tmp_path: Path) -> None:
+    # prints the banner line, then "checks for updates" forever: the rig must not wait for it
+    script = "#!/bin/sh\necho 'Hermes Agent v9.8.7 (2026.1.1)'\nexec sleep 600\n"
+    binary = _exe(tmp_path / "venv" / "bin" / "hermes", script)
+    assert rig.hermes_version(binary) == "9.8.7"
+
+
+@needs_hermes
+def test_version_of_the_real_hermes() -> None:
+    version = rig.hermes_version(HERMES_BIN)
+    assert version is not None and version[0].isdigit()
+
+
+# --------------------------------------------------------------------------- auth store + env
+
+
+def _claims(token: str) -> dict:
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+def test_auth_store_documents() -> None:
+    assert rig.auth_store_document("logged-out") is None
+    stale = rig.auth_store_document("stale")["providers"]["nous"]
+    assert stale["access_token"] and stale["refresh_token"] and stale["access_token"].count(".") != 2
+    live_doc = rig.auth_store_document("live")
+    live = live_doc["providers"]["nous"]
+    claims = _claims(live["access_token"])
+    assert claims["scope"] == "inference:invoke" and live["scope"] == "inference:invoke"
+    assert claims["exp"] > claims["iat"]
+    assert live_doc["version"] == 1
+    # every token is known to the redactor's helper
+    assert live["access_token"] in auth_store_secrets(live_doc)
+    assert rig.auth_store_document("live")["providers"]["nous"]["access_token"] != live["access_token"]
+    with pytest.raises(RigError, match="unknown rig state"):
+        rig.auth_store_document("bogus")
+
+
+def test_child_environment_is_minimal_and_throwaway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-do-not-pass-1234")
+    env = rig.child_environment(tmp_path, portal_url="http://127.0.0.1:9", inference_url="http://127.0.0.1:8/v1")
+    assert set(env) == {"PATH", "LANG", "LC_ALL", "PYTHONUNBUFFERED", "HOME", "HERMES_HOME",
+                        "HERMES_SHARED_AUTH_DIR", "HERMES_PORTAL_BASE_URL", "TMPDIR", "NOUS_INFERENCE_BASE_URL"}
+    for key in ("HOME", "HERMES_HOME", "HERMES_SHARED_AUTH_DIR", "TMPDIR"):
+        assert Path(env[key]).is_relative_to(tmp_path)
+    assert "NOUS_INFERENCE_BASE_URL" not in rig.child_environment(tmp_path, portal_url="http://127.0.0.1:9")
+
+
+# --------------------------------------------------------------------------- the real proxy
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_stale_rig_answers_upstream_auth_failed_and_cleans_up() -> None:
+    with rig.real_proxy("stale", hermes_bin=HERMES_BIN) as handle:
+        assert handle.endpoint == f"http://127.0.0.1:{handle.port}/v1" and str(handle) == handle.endpoint
+        root = handle.log_path.parent
+        store = json.loads((root / "hermes-home" / "auth.json").read_text())
+        health = httpx.get(handle.base_url + "/health", trust_env=False)
+        assert health.json()["status"] == "ok"
+        resp = httpx.get(handle.endpoint + "/models", trust_env=False)
+        assert resp.status_code == 401 and resp.json()["error"]["type"] == "upstream_auth_failed"
+        shown = repr(handle) + str(handle) + handle.log_text()
+        for secret in auth_store_secrets(store):
+            assert secret not in shown
+        process = handle.process
+    assert process.poll() is not None
+    assert not root.exists()
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_logged_out_raises_rig_error_with_hermes_message() -> None:
+    with pytest.raises(RigError) as info:
+        with rig.real_proxy("logged-out", hermes_bin=HERMES_BIN):
+            pytest.fail("the logged-out proxy must not start")
+    assert "Not logged into Nous Portal. Run `hermes auth add nous` first." in str(info.value)
+    assert "exited 2" in str(info.value) and info.value.exit_code == 3
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_busy_explicit_port_is_reported_not_hung() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        with pytest.raises(RigError, match="failed to bind|exited"):
+            with rig.real_proxy("stale", hermes_bin=HERMES_BIN, port=busy.getsockname()[1]):
+                pytest.fail("the proxy cannot bind a busy port")
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_live_rig_forwards_to_the_upstream_with_its_own_credential() -> None:
+    with rig.real_proxy("live", hermes_bin=HERMES_BIN) as handle:
+        resp = httpx.post(handle.endpoint + "/chat/completions", trust_env=False, timeout=10,
+                          headers={"Authorization": "Bearer probe"},
+                          json={"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8})
+        assert resp.status_code == 200 and resp.json()["object"] == "chat.completion"
+        recorded = [r for r in handle.upstream.requests if r.path == "/v1/chat/completions"]
+        assert recorded, "the upstream emulator saw no forwarded request"
+        # credential swap: the upstream got an Authorization (redacted in the record), not our placeholder
+        assert recorded[-1].headers.get("authorization", "").startswith("Bearer ")
+        assert "probe" not in recorded[-1].headers["authorization"]
+    assert handle.process.poll() is not None
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "hermes_nb.cli", *args]
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_cli_rig_prints_endpoint_first_and_stops_on_ctrl_c() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")}
+    proc = subprocess.Popen(_cli("rig", "--state", "stale", "--hermes-bin", str(HERMES_BIN)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stdout.readline().strip()
+        assert first.startswith("http://127.0.0.1:") and first.endswith("/v1")
+        assert httpx.get(first + "/models", trust_env=False).status_code == 401
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(first + "/models", trust_env=False)
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_cli_rig_logged_out_exits_3_with_the_message() -> None:
+    done = subprocess.run(_cli("rig", "--state", "logged-out", "--hermes-bin", str(HERMES_BIN), "--json"),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    payload = json.loads(done.stdout)
+    assert "Not logged into Nous Portal" in payload["error"] and payload["exit_code"] == 3
