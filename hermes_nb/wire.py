@@ -6,6 +6,7 @@ Pure: no IO. The client feeds bytes/events in; these functions say what they mea
 from __future__ import annotations
 
 import json
+import json.scanner as _json_scanner
 import math
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 _loads = json.loads
+#: the stdlib's C JSON scanner (what json.loads runs underneath), minus the wrapper
+_scan = _json_scanner.make_scanner(json.JSONDecoder())
 
 
 def media_type(content_type: str | None) -> str | None:
@@ -255,19 +258,28 @@ class ChatStream:
         if data[0] == "[" and data.startswith("[DONE]"):
             self.done = True
             return ""
-        try:
-            obj = _loads(data)
+        try:  # json.loads semantics; the C scanner directly on the common exact-JSON case
+            obj, end = _scan(data, 0)
+            if end != len(data):
+                obj = _loads(data)
+        except StopIteration:
+            try:
+                obj = _loads(data)
+            except ValueError:
+                return self._bad_frame(data)
         except ValueError:
-            stripped = data.strip()
-            if stripped.startswith("[DONE]"):
-                self.done = True
-            else:
-                self.protocol_errors.append(f"invalid JSON in SSE data: {_excerpt(data)}")
-            return ""
-        if not isinstance(obj, dict):
+            return self._bad_frame(data)
+        if type(obj) is not dict:
             self.skipped += 1
             return ""
         return self.feed_chunk(obj)
+
+    def _bad_frame(self, data: str) -> str:
+        if data.strip().startswith("[DONE]"):
+            self.done = True
+        else:
+            self.protocol_errors.append(f"invalid JSON in SSE data: {_excerpt(data)}")
+        return ""
 
     def feed_chunk(self, obj: dict[str, Any]) -> str:
         """Interpret one parsed chunk object (``feed`` after ``json.loads``)."""
@@ -281,30 +293,30 @@ class ChatStream:
             return ""
         self.chunks += 1
         model = obj.get("model")
-        if model and isinstance(model, str):
+        if model and model.__class__ is str:
             self.model = model
         usage = obj.get("usage")
-        if usage and isinstance(usage, dict):
+        if usage and usage.__class__ is dict:
             self.usage = usage
-        if not choices or not isinstance(choices, list):
+        if not choices or choices.__class__ is not list:
             return ""
         choice = choices[0]
-        if not isinstance(choice, dict):
+        if choice.__class__ is not dict:
             return ""
         piece = ""
         delta = choice.get("delta")
-        if isinstance(delta, dict):
+        if delta.__class__ is dict:
             content = delta.get("content")
-            if content and isinstance(content, str):
+            if content and content.__class__ is str:
                 piece = content
         elif not self._parts:
             message = choice.get("message")
-            if isinstance(message, dict):
+            if message.__class__ is dict:
                 content = message.get("content")
-                if content and isinstance(content, str):
+                if content and content.__class__ is str:
                     piece = content
         fr = choice.get("finish_reason")
-        if fr and isinstance(fr, str):
+        if fr and fr.__class__ is str:
             self.finish_reason = fr
         if piece:
             self._parts.append(piece)
