@@ -110,7 +110,7 @@ def _config_of(source: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str,
 
 
 def _excerpt(ex: Exchange) -> str:
-    body = (ex.body_text or "").strip()
+    body = " ".join((ex.body_text or "").split())
     if not body:
         return "empty body"
     return body if len(body) <= _EXCERPT else body[:_EXCERPT] + "…"
