@@ -283,18 +283,20 @@ def _state(results: list[RouteResult]) -> str:
 
 def _warnings(report: WireReport) -> list[str]:
     out: list[str] = []
-    if not report.reachable:
+    outcomes = {r.outcome for r in report.routes}
+    if not report.reachable and outcomes <= {"timeout", "skipped"}:
+        out.append(f"{report.endpoint} accepts connections but never answers: the endpoint hangs")
+    elif not report.reachable:
         first = report.routes[0] if report.routes else None
         why = first.transport_error if first else "no answer"
         out.append(f"endpoint unreachable ({why}): is `hermes proxy start` running at {report.endpoint}?")
-        return out
-    if all(r.outcome == "not_found" for r in report.routes if r.name in ("chat", "models", "completions")):
+    elif all(r.outcome == "not_found" for r in report.routes if r.name in ("chat", "models", "completions")):
         out.append("every forwarded route answered a plain 404: does the endpoint miss its /v1 base path?")
     if any(r.body_kind == "html" for r in report.routes):
         out.append("the endpoint answers HTML: is this a Hermes proxy?")
-    if any(r.outcome == "timeout" for r in report.routes):
+    if report.reachable and "timeout" in outcomes:
         out.append("some requests timed out: the endpoint hangs or is very slow")
-    if any(r.outcome == "skipped" for r in report.routes):
+    if "skipped" in outcomes:
         out.append("the probe deadline ran out before every route was probed")
     return out
 

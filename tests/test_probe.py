@@ -1,0 +1,282 @@
+"""The probe against the emulator's profiles and against bad endpoints; contracts and drift; the CLI."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from hermes_nb.cli import main
+from hermes_nb.emulator import serve
+from hermes_nb.errors import ConfigError, UsageError
+from hermes_nb.probe import ROUTES, Drift, WireReport, probe, server_product
+from hermes_nb.wire_contract import (
+    CONTRACT_DIR, compare, contract_document, contract_drift, contract_section, dumps_contract, load_contract,
+    message_template, resolve_contract,
+)
+
+SEED = load_contract(resolve_contract("seed"))
+REAL = load_contract(resolve_contract("hermes-agent-0.19.0"))
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[tuple[str, str], WireReport]:
+    """One probe per (profile, scenario): the emulator is cheap but probing it 4x per test is not."""
+    out = {}
+    for profile in ("hermes-agent", "seed"):
+        for scenario in ("auth-stale", "ok"):
+            with serve(profile=profile, scenario=scenario) as emu:
+                out[(profile, scenario)] = probe(emu.endpoint)
+    return out
+
+
+# --------------------------------------------------------------------------- the probe
+
+
+def test_hermes_agent_profile_stale_report(reports: dict) -> None:
+    r = reports[("hermes-agent", "auth-stale")]
+    assert r.state == "stale" and r.reachable and [x.name for x in r.routes] == [s.name for s in ROUTES]
+    for name in ("chat", "chat_stream", "completions", "embeddings", "models"):
+        route = r.route(name)
+        assert (route.status, route.error_type, route.outcome) == (401, "upstream_auth_failed", "auth_failed")
+    assert r.route("root").body_excerpt == "404: Not Found" and r.route("root").outcome == "not_found"
+    assert r.route("health").outcome == "local"
+    assert r.route("unknown_v1").error_type == "path_not_allowed"
+    assert r.bearer_required is False and r.stream_failure_shape == "json"
+    assert r.server_product == "Python aiohttp" and r.cors_headers == [] and r.rate_limit_headers == []
+
+
+def test_live_report_streams_and_forwards(reports: dict) -> None:
+    r = reports[("hermes-agent", "ok")]
+    assert r.state == "live"
+    stream = r.route("chat_stream")
+    assert stream.body_kind == "sse" and stream.done is True and stream.outcome == "forwarded"
+    assert {"choices", "model"} <= set(r.route("chat").json_keys)
+    # a live proxy still shows how a streaming request fails at the proxy layer: one JSON body
+    assert r.stream_failure_shape == "json"
+
+
+def test_seed_profile_requires_a_bearer(reports: dict) -> None:
+    r = reports[("seed", "ok")]
+    by = {c.case: c for c in r.auth}
+    assert by["none"].status == 401 and by["malformed"].status == 401 and by["bearer"].status == 200
+    assert by["malformed"].header == "Basic <redacted>" and by["bearer"].header == "Bearer probe"
+    assert r.bearer_required is True
+
+
+@pytest.mark.parametrize("key,contract", [
+    (("hermes-agent", "auth-stale"), "hermes-agent-0.19.0"), (("hermes-agent", "ok"), "hermes-agent-0.19.0"),
+    (("seed", "auth-stale"), "seed"), (("seed", "ok"), "seed"),
+])
+def test_emulator_profiles_match_their_contracts(reports: dict, key: tuple, contract: str) -> None:
+    assert compare(reports[key], load_contract(resolve_contract(contract))) == []
+
+
+def test_hermes_agent_vs_seed_drift_names_the_known_differences(reports: dict) -> None:
+    drift = {d.field: d for d in compare(reports[("hermes-agent", "auth-stale")], SEED)}
+    assert drift["bearer_required"].expected is True and drift["bearer_required"].observed is False
+    assert (drift["routes[GET /].content_type"].expected, drift["routes[GET /].content_type"].observed) == (
+        "application/json", "text/plain")
+    assert drift["routes[GET /health].status"].observed == 200
+    assert str(drift["routes[GET /].body_kind"]) == "routes[GET /].body_kind: json-envelope → text"
+    # what both agree on is not drift
+    assert not any(f.startswith("routes[POST /v1/chat/completions]") for f in drift)
+    assert "stream_failure_shape" not in drift
+
+
+def test_secret_token_never_reaches_the_report(reports: dict) -> None:
+    canary = "sk-canary-probe-0123456789abcdef"
+    with serve(profile="seed", scenario="ok") as emu:
+        r = probe(emu.endpoint, auth_token=canary)
+    assert canary not in r.model_dump_json()
+    assert {c.case: c.header for c in r.auth}["bearer"] == "Bearer <redacted>"
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_unreachable_endpoint_gives_a_report() -> None:
+    with socket.socket() as s:  # bound, never listening: connections are refused
+        s.bind(("127.0.0.1", 0))
+        r = probe(f"http://127.0.0.1:{s.getsockname()[1]}/v1", deadline_s=10)
+    assert not r.reachable and r.state == "unreachable" and r.bearer_required is None
+    assert {x.outcome for x in r.routes} == {"unreachable"} and r.stream_failure_shape == "none"
+    assert "unreachable" in r.warnings[0]
+
+
+def test_missing_v1_base_path_is_flagged() -> None:
+    with serve(profile="hermes-agent", scenario="auth-stale") as emu:
+        r = probe(emu.base_url)
+    assert r.route("chat").outcome == "not_found" and r.route("chat").path == "/chat/completions"
+    assert any("/v1" in w for w in r.warnings)
+    assert compare(r, REAL, state="stale")
+
+
+class _Html(BaseHTTPRequestHandler):
+    def _page(self) -> None:
+        body = b"<!doctype html><html><body>Welcome</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._page()
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._page()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def html_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Html)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_html_on_the_port(html_server: str) -> None:
+    r = probe(html_server, deadline_s=10)
+    assert r.reachable and r.state == "unknown"
+    assert r.route("chat").body_kind == "html" and r.route("chat").outcome == "bad_response"
+    assert r.route("root").outcome == "local" and r.route("root").body_excerpt.startswith("<!doctype html>")
+    assert any("HTML" in w for w in r.warnings)
+
+
+def test_hanging_endpoint_is_bounded_by_the_deadline() -> None:
+    with socket.socket() as s:  # listening, never accepting: connects succeed, nothing answers
+        s.bind(("127.0.0.1", 0))
+        s.listen(64)
+        r = probe(f"http://127.0.0.1:{s.getsockname()[1]}/v1", deadline_s=1.5, request_deadline_s=0.4)
+    outcomes = {x.outcome for x in r.routes}
+    assert outcomes <= {"timeout", "skipped"} and "skipped" in outcomes
+    assert not r.reachable and "never answers" in r.warnings[0]
+    assert any("deadline ran out" in w for w in r.warnings)
+
+
+def test_invalid_endpoint_is_a_config_error() -> None:
+    with pytest.raises(ConfigError):
+        probe("ftp://example/v1")
+
+
+# --------------------------------------------------------------------------- contracts
+
+
+def test_server_product_and_message_template() -> None:
+    assert server_product("Python/3.11 aiohttp/3.14.5") == "Python aiohttp"
+    assert server_product(None) is None
+    assert message_template("upstream_auth_failed", "Failed to refresh Nous Portal credentials: [Errno 111] x") == (
+        "Failed to refresh Nous Portal credentials: <why>")
+    assert message_template("upstream_unreachable", "upstream connection failed: 127.0.0.1:4242 refused") == (
+        "upstream connection failed: <why>")
+    assert message_template("path_not_allowed", "Path /v1/x at 127.0.0.1:8645: no") == (
+        "Path /v1/x at 127.0.0.1:<port>: no")
+
+
+def test_null_fields_are_not_compared_and_json_keys_is_a_floor(reports: dict) -> None:
+    r = reports[("hermes-agent", "ok")]
+    doc = contract_document({"live": r}, target="t")
+    section = doc["states"]["live"]
+    section["routes"][0]["status"] = None  # unspecified
+    section["routes"][0]["json_keys"] = ["choices"]  # fewer keys than observed: still fine
+    section["server_observed"] = "Other/1.0"  # recorded, never compared
+    assert compare(r, doc) == []
+    section["routes"][0]["json_keys"] = ["choices", "not_there"]
+    assert [d.field for d in compare(r, doc)] == ["routes[POST /v1/chat/completions].json_keys"]
+
+
+def test_state_mismatch_and_explicit_state(reports: dict) -> None:
+    stale = reports[("hermes-agent", "auth-stale")]
+    drift = compare(stale, REAL, state="live")
+    assert drift[0] == Drift(field="state", expected="live", observed="stale")
+    only_live = {**REAL, "states": {"live": REAL["states"]["live"]}}
+    assert compare(stale, only_live)[0].field == "state"
+    with pytest.raises(UsageError, match="no state"):
+        compare(stale, only_live, state="stale")
+
+
+def test_contract_drift_between_documents() -> None:
+    assert contract_drift(REAL, REAL) == []
+    fields = {d.field for d in contract_drift(SEED, REAL)}
+    assert {"stale.bearer_required", "live.bearer_required", "stale.routes[GET /].content_type",
+            "stale.routes[GET /health].status"} <= fields
+
+
+def test_committed_contracts_are_canonical() -> None:
+    for path in sorted(CONTRACT_DIR.glob("*.json")):
+        doc = load_contract(path)
+        assert dumps_contract(doc) == path.read_text("utf-8"), f"{path.name} is not in canonical form"
+        for section in doc["states"].values():
+            assert [r["name"] for r in section["routes"]] == [s.name for s in ROUTES]
+
+
+def test_contract_section_is_deterministic(reports: dict) -> None:
+    a = contract_section(reports[("hermes-agent", "auth-stale")])
+    with serve(profile="hermes-agent", scenario="auth-stale") as emu:
+        b = contract_section(probe(emu.endpoint))
+    assert a == b and "127.0.0.1" not in json.dumps(a)
+
+
+def test_bad_contract_files(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="unknown contract 'nope'; known: .*seed"):
+        resolve_contract("nope")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(UsageError, match="not valid JSON"):
+        load_contract(bad)
+    bad.write_text('{"format": "other"}')
+    with pytest.raises(UsageError, match="wire-contract/1"):
+        load_contract(bad)
+    with pytest.raises(UsageError, match="cannot read"):
+        load_contract(tmp_path / "missing.json")
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_compare_seed_reports_drift_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    with serve(profile="hermes-agent", scenario="auth-stale") as emu:
+        code = main(["probe", "--endpoint", emu.endpoint, "--compare", "seed", "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert {"routes", "bearer_required", "stream_failure_shape", "server", "drift"} <= set(payload)
+    assert set(payload["routes"][0]) >= {"method", "path", "status", "content_type", "error_type", "error_code",
+                                         "outcome"}
+    assert {"field": "bearer_required", "expected": True, "observed": False} in payload["drift"]
+
+
+def test_cli_human_table_no_drift_exit_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_file = tmp_path / "report.json"
+    with serve(profile="hermes-agent", scenario="auth-stale") as emu:
+        code = main(["probe", "--endpoint", emu.endpoint, "--compare", "hermes-agent-0.19.0", "--out", str(out_file)])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "GET     /                            404     text/plain" in text and "drift vs hermes-agent-0.19.0: none" in text
+    assert WireReport.model_validate_json(out_file.read_text()).state == "stale"
+
+
+def test_cli_drift_lines_use_arrows(capsys: pytest.CaptureFixture[str]) -> None:
+    with serve(profile="seed", scenario="auth-stale") as emu:
+        code = main(["probe", "--endpoint", emu.endpoint, "--compare", "hermes-agent-0.19.0"])
+    text = capsys.readouterr().out
+    assert code == 1 and "  bearer_required: False → True" in text
+
+
+def test_cli_unreachable_exit_3_and_unknown_contract_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        assert main(["probe", "--endpoint", f"http://127.0.0.1:{s.getsockname()[1]}/v1", "--compare", "seed"]) == 3
+    assert main(["probe", "--endpoint", "http://127.0.0.1:1/v1", "--compare", "nope"]) == 2
+    assert "unknown contract" in capsys.readouterr().err
