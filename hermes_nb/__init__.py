@@ -30,6 +30,10 @@ _LAZY = {
     "SSEDecoder": "sse", "ServerSentEvent": "sse", "HermesClient": "client", "classify": "classify",
     "extract_final_message": "sentinel", "runtime_final_message_instruction": "sentinel",
     "wrap_final_message": "sentinel",
+    # check, missions, runs
+    "adapter_check": "check", "CheckResult": "check", "Mission": "mission", "load_mission": "mission",
+    "render_prompt": "mission", "plan_run": "run", "dry_run": "run", "run_mission": "run", "RunPlan": "run",
+    "RunResult": "run",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import secrets
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
@@ -140,6 +141,7 @@ class MissionArtifacts:
             self.path(name)
         self.path("runs", "index.json")
         self._check(self.root / ".harness" / "audit" / "events.ndjson", inside=self.root / ".harness" / "audit")
+        self.read_index()  # a corrupt index fails now, before anything is written
         if run_dir.exists():
             raise ArtifactError(f"run directory {run_dir} already exists (choose another --run-id)")
         existing = self.root
@@ -149,6 +151,11 @@ class MissionArtifacts:
             existing = existing / part
         if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
             raise ArtifactError(f"cannot write under {existing}: not writable")
+        try:  # a real probe too: root ignores permission bits, read-only mounts do not
+            with tempfile.TemporaryFile(dir=existing, prefix=".hermes-nb-probe-"):
+                pass
+        except OSError as exc:
+            raise ArtifactError(f"cannot write under {existing}: {exc.strerror or exc}") from None
 
     def _mkdirs(self, directory: Path) -> None:
         current = self.root

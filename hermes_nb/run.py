@@ -36,6 +36,7 @@ __all__ = [
     "plan_run",
     "dry_run",
     "run",
+    "run_mission",
     "mission_dir_name",
     "STATUS_EXIT",
     "CONNECT_TIMEOUT_S",
@@ -211,3 +212,7 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
                     sandbox=sandbox, transport=transport, on_delta=on_delta, on_event=on_event,
                     handle_signals=handle_signals)
     return runner.execute()
+
+
+#: ``hermes_nb.run_mission`` (``hermes_nb.run`` is this module's name).
+run_mission = run

@@ -133,10 +133,10 @@ class Runner:
     # ---------------------------------------------------------------- life cycle
 
     def execute(self) -> RunResult:
-        self.arts.set_latest(self.run_id, self.started_at, "running")
-        self.arts.update_index(self.run_id, started_at=self.started_at, finished_at=None, status="running",
-                               runtime=self.plan.runtime)
         try:
+            self.arts.set_latest(self.run_id, self.started_at, "running")
+            self.arts.update_index(self.run_id, started_at=self.started_at, finished_at=None, status="running",
+                                   runtime=self.plan.runtime)
             return self._execute()
         except BaseException as exc:  # process edge: the run must end with its documents, then re-raise
             if self.result is None:
@@ -309,4 +309,9 @@ class Runner:
             self._write_terminal(status, outcome, None, "".join(self.parts), errors=outcome.errors,
                                  cancelled=None)
         except (OSError, HermesError):
-            self.arts.set_latest(self.run_id, self.started_at, status, iso_now())
+            # the documents could not be written (disk full, permissions changed mid-run): at least
+            # make latest.json terminal; the original error is re-raised by execute() either way
+            try:
+                self.arts.set_latest(self.run_id, self.started_at, status, iso_now())
+            except (OSError, HermesError):
+                return

@@ -134,3 +134,18 @@ def test_audit_line(tmp_path: Path) -> None:
     arts.audit("mission.run", {"runtime": "hermes-proxy", "mission_id": "m1", "run_id": "r1"})
     line = json.loads((tmp_path / ".harness/audit/events.ndjson").read_text().splitlines()[0])
     assert line["event"] == "mission.run" and line["run_id"] == "r1"
+
+
+def test_unwritable_root_probe(tmp_path: Path) -> None:
+    """A directory nobody can create files in (``/proc/self``), whatever the user's privileges."""
+    with pytest.raises(ArtifactError, match="cannot write under"):
+        MissionArtifacts("/proc/self", "m1").preflight("r1")
+
+
+def test_corrupt_index_fails_before_any_write(tmp_path: Path) -> None:
+    index = tmp_path / ".harness" / "missions" / "m1" / "runs" / "index.json"
+    index.parent.mkdir(parents=True)
+    index.write_text("{not json")
+    with pytest.raises(ArtifactError, match="unreadable runs index"):
+        MissionArtifacts(tmp_path, "m1").preflight("r1")
+    assert not (tmp_path / ".harness" / "missions" / "m1" / "latest.json").exists()
