@@ -258,4 +258,4 @@ class MissionArtifacts:
 
     def audit(self, event: str, payload: dict[str, Any]) -> None:
         path = self._check(self.root / ".harness" / "audit" / "events.ndjson", inside=self.root / ".harness" / "audit")
-        self.append_line(path, {"timestamp": iso_now(), "event": event, **payload})
+        self.append_line(path, {"type": event, "timestamp": iso_now(), **payload})

@@ -30,6 +30,7 @@ __all__ = [
     "WorkflowPhase",
     "load_mission",
     "load_workflow",
+    "mission_warnings",
     "render_prompt",
     "MISSION_INSTRUCTION",
 ]
@@ -306,6 +307,18 @@ def load_workflow(root: str | Path, mission: Mission) -> tuple[Workflow | None, 
         return Workflow.model_validate(data), []
     except ValidationError as exc:
         raise format_validation_error(exc, where=str(path), model=Workflow) from None
+
+
+def mission_warnings(mission: Mission) -> list[str]:
+    """What the hermes-proxy runtime cannot honour (UH's preflight would refuse without --force)."""
+    req = mission.runtime_requirements
+    if req is None:
+        return []
+    missing = [name for name, wanted in (("shell", req.needs_shell), ("fs_write", req.needs_fs_write)) if wanted]
+    if not missing:
+        return []
+    return [f"mission declares runtime_requirements needing {' and '.join(missing)}; the hermes-proxy runtime "
+            "only offers network (the model answers in text; nothing is executed or written)"]
 
 
 # --------------------------------------------------------------------------- prompt

@@ -205,13 +205,15 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
     ``handle_signals``) end the run as ``cancelled`` with the partial text kept.
     """
     from .runner import Runner
+    from .sandbox import workdir
 
     plan, artifacts, rid, run_dir = _prepare(mission, config, root, run_id, workflow, warnings)
-    runner = Runner(mission=mission, config=config, plan=plan, artifacts=artifacts, run_id=rid,
-                    project=Path(project) if project is not None else artifacts.root,
-                    sandbox=sandbox, transport=transport, on_delta=on_delta, on_event=on_event,
-                    handle_signals=handle_signals)
-    return runner.execute()
+    source = Path(project) if project is not None else artifacts.root
+    with workdir(source, sandbox=sandbox) as wd:  # a failed copy leaves nothing behind
+        runner = Runner(mission=mission, config=config, plan=plan, artifacts=artifacts, run_id=rid, workdir=wd,
+                        sandbox=sandbox, transport=transport, on_delta=on_delta, on_event=on_event,
+                        handle_signals=handle_signals)
+        return runner.execute()
 
 
 #: ``hermes_nb.run_mission`` (``hermes_nb.run`` is this module's name).

@@ -2,7 +2,7 @@
 
 1. mark ``latest.json`` and the index ``running``; write ``prompt.md``, the
    session and ``runtime.started``; append the audit line;
-2. snapshot the work dir (sandbox copy by default), send the request; each
+2. snapshot the work dir (the sandbox copy made by ``run`` before step 1, by default), send the request; each
    delta is appended to ``runtime.stdout.log`` and flushed, each SSE event to
    ``events.ndjson`` with its receive time, as they arrive;
 3. classify, capture the diff, write stderr log, diff, final text, result,
@@ -32,7 +32,6 @@ from .errors import HermesError
 from .mission import Mission
 from .records import Exchange, Outcome, SSEEventRecord
 from .run import STATUS_EXIT, RunPlan, RunResult, session_document
-from .sandbox import workdir
 
 __all__ = ["Runner"]
 
@@ -83,11 +82,11 @@ class _SignalGuard:
 
 class Runner:
     def __init__(self, *, mission: Mission, config: HermesProxyRuntimeConfig, plan: RunPlan,
-                 artifacts: MissionArtifacts, run_id: str, project: Path, sandbox: bool, transport: Any,
+                 artifacts: MissionArtifacts, run_id: str, workdir: Path, sandbox: bool, transport: Any,
                  on_delta: Callable[[str], None] | None, on_event: Callable[[SSEEventRecord], None] | None,
                  handle_signals: bool) -> None:
         self.mission, self.config, self.plan, self.arts = mission, config, plan, artifacts
-        self.run_id, self.project, self.sandbox, self.transport = run_id, project, sandbox, transport
+        self.run_id, self.workdir, self.sandbox, self.transport = run_id, workdir, sandbox, transport
         self.user_on_delta, self.user_on_event = on_delta, on_event
         self.guard = _SignalGuard(handle_signals)
         self.run_dir = artifacts.run_dir(run_id)
@@ -158,10 +157,10 @@ class Runner:
         self._stdout = self.arts.open(self._file("runtime.stdout.log"), "w")
         exchange: Exchange | None = None
         cancelled: _Cancelled | None = None
-        with self.guard, workdir(self.project, sandbox=self.sandbox) as wd:
-            if self.sandbox:
-                self.notes.append("ran in a sandbox copy of the project (removed after the run)")
-            base = diffcap.snapshot(wd)
+        if self.sandbox:
+            self.notes.append("ran in a sandbox copy of the project (removed after the run)")
+        with self.guard:
+            base = diffcap.snapshot(self.workdir)
             try:
                 self.guard.arm()
                 exchange = self._send()

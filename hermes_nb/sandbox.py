@@ -16,7 +16,7 @@ from typing import Iterator
 
 from .errors import ArtifactError
 
-__all__ = ["SKIP_NAMES", "sandbox_copy", "workdir"]
+__all__ = ["SKIP_NAMES", "MAX_SANDBOX_ENTRIES", "sandbox_copy", "workdir"]
 
 #: Directory names never copied into a sandbox.
 SKIP_NAMES = frozenset({
@@ -25,12 +25,29 @@ SKIP_NAMES = frozenset({
 })
 
 
-def _ignore(directory: str, names: list[str]) -> set[str]:
-    return {n for n in names if n in SKIP_NAMES}
+#: A project with more entries than this is not copied (use ``--no-sandbox``).
+MAX_SANDBOX_ENTRIES = 50_000
+
+
+class _Counter:
+    """copytree ``ignore`` callback that skips :data:`SKIP_NAMES` and caps the number of entries."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.count = 0
+
+    def __call__(self, directory: str, names: list[str]) -> set[str]:
+        skipped = {n for n in names if n in SKIP_NAMES}
+        self.count += len(names) - len(skipped)
+        if self.count > self.limit:
+            raise ArtifactError(f"project {directory} has more than {self.limit} entries: too large for a "
+                                "sandbox copy (use --no-sandbox)")
+        return skipped
 
 
 @contextmanager
-def sandbox_copy(project: str | Path, *, prefix: str = "hermes-nb-sandbox-") -> Iterator[Path]:
+def sandbox_copy(project: str | Path, *, prefix: str = "hermes-nb-sandbox-",
+                 max_entries: int | None = None) -> Iterator[Path]:
     """Copy ``project`` into a fresh temporary directory; yield the copy; remove it afterwards."""
     source = Path(project)
     if not source.is_dir():
@@ -39,7 +56,7 @@ def sandbox_copy(project: str | Path, *, prefix: str = "hermes-nb-sandbox-") -> 
     target = parent / (source.resolve().name or "project")
     try:
         try:
-            shutil.copytree(source, target, symlinks=True, ignore=_ignore)
+            shutil.copytree(source, target, symlinks=True, ignore=_Counter(MAX_SANDBOX_ENTRIES if max_entries is None else max_entries))
         except (shutil.Error, OSError) as exc:
             raise ArtifactError(f"cannot copy {source} into a sandbox: {exc}") from None
         yield target

@@ -133,7 +133,7 @@ def test_audit_line(tmp_path: Path) -> None:
     arts = MissionArtifacts(tmp_path, "m1")
     arts.audit("mission.run", {"runtime": "hermes-proxy", "mission_id": "m1", "run_id": "r1"})
     line = json.loads((tmp_path / ".harness/audit/events.ndjson").read_text().splitlines()[0])
-    assert line["event"] == "mission.run" and line["run_id"] == "r1"
+    assert line["type"] == "mission.run" and line["run_id"] == "r1"
 
 
 def test_unwritable_root_probe(tmp_path: Path) -> None:

@@ -104,3 +104,13 @@ def test_sandbox_copy_keeps_git_skips_harness_and_is_removed(repo: Path) -> None
 def test_workdir_in_place(repo: Path) -> None:
     with workdir(repo, sandbox=False) as wd:
         assert wd == repo
+
+
+def test_sandbox_refuses_huge_project(tmp_path: Path) -> None:
+    from hermes_nb.errors import ArtifactError
+
+    for i in range(5):
+        (tmp_path / f"f{i}").write_text("x")
+    with pytest.raises(ArtifactError, match="too large for a sandbox copy"):
+        with sandbox_copy(tmp_path, max_entries=3):
+            pass

@@ -151,3 +151,14 @@ def test_missing_file_and_directory_form(tmp_path: Path) -> None:
 def test_adhoc_rejects_empty_prompt() -> None:
     with pytest.raises(ConfigError, match="prompt is empty"):
         Mission.adhoc("   ")
+
+
+def test_runtime_requirements_warning() -> None:
+    from hermes_nb.mission import mission_warnings
+
+    doc = {"schema_version": "uh.mission.v0", "id": "x", "title": "X"}
+    assert mission_warnings(mission_from_document(doc)) == []
+    warned = mission_from_document({**doc, "runtime_requirements": {"needs_network": True}})
+    assert "shell and fs_write" in mission_warnings(warned)[0]
+    fine = mission_from_document({**doc, "runtime_requirements": {"needs_shell": False, "needs_fs_write": False}})
+    assert mission_warnings(fine) == []

@@ -111,7 +111,7 @@ def test_passed_run_writes_the_uh_tree(tmp_path: Path, clean_emu: Any) -> None:
     assert events[-1]["source"] == "runtime"
     assert events[-3]["payload"] == "[DONE]"
     audit = (tmp_path / ".harness" / "audit" / "events.ndjson").read_text().splitlines()
-    assert json.loads(audit[-1])["event"] == "mission.run"
+    assert json.loads(audit[-1])["type"] == "mission.run"
     sent = clean_emu.requests[-1]
     assert sent.json["stream_options"] == {"include_usage": True}
     assert_no_canary(tmp_path)
@@ -233,3 +233,14 @@ def test_sandbox_and_in_place_give_empty_diff(tmp_path: Path, clean_emu: Any, sa
     notes = result.result.get("notes") or []
     assert any("sandbox" in n for n in notes) is sandbox
     assert result.result["errors"] == []
+
+
+def test_failed_sandbox_copy_writes_nothing(tmp_path: Path, clean_emu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hermes_nb.sandbox
+
+    (tmp_path / "a").write_text("x")
+    (tmp_path / "b").write_text("y")
+    monkeypatch.setattr(hermes_nb.sandbox, "MAX_SANDBOX_ENTRIES", 1)
+    with pytest.raises(ArtifactError, match="too large"):
+        run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
+    assert not (tmp_path / ".harness").exists() and clean_emu.requests == []

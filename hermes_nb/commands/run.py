@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import UsageError
-from ..mission import Mission, load_mission, load_workflow
+from ..mission import Mission, load_mission, load_workflow, mission_warnings
 from .check import add_config_flags, resolve_config, root_of
 
 __all__ = ["register", "handle"]
@@ -58,6 +58,7 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     root = root_of(args)
     config = resolve_config(args, mission_overrides=mission.runtime_config_overrides)
     workflow, warnings = load_workflow(root, mission)
+    warnings = mission_warnings(mission) + warnings
     if args.dry_run:
         planned = dry_run(mission, config, root=root, run_id=args.run_id, workflow=workflow, warnings=warnings)
         out.line(f"[PLANNED] mission {mission.id} (dry run: nothing sent)")
