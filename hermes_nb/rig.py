@@ -31,10 +31,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -49,6 +47,10 @@ from typing import Any, Literal
 import httpx
 
 from .errors import RigError
+from .hermes_bin import (
+    ENV_HERMES_BIN, INSTALL_HINT, base_env, find_hermes_bin, hermes_version, live_supported, require_hermes_bin,
+    stop_process,
+)
 from .redact import Redactor, auth_store_secrets
 
 __all__ = [
@@ -58,7 +60,9 @@ __all__ = [
     "ENV_HERMES_BIN",
     "INSTALL_HINT",
     "find_hermes_bin",
+    "require_hermes_bin",
     "hermes_version",
+    "live_supported",
     "free_port",
     "unsigned_jwt",
     "auth_store_document",
@@ -68,119 +72,7 @@ __all__ = [
 
 RigState = Literal["stale", "live", "logged-out"]
 STATES: tuple[str, ...] = ("stale", "live", "logged-out")
-ENV_HERMES_BIN = "HERMES_NB_HERMES_BIN"
-INSTALL_HINT = (
-    "no `hermes` found: run `make rig-venv` (creates .venv-hermes with hermes-agent==0.19.0), "
-    f"or pass --hermes-bin PATH / set {ENV_HERMES_BIN}"
-)
 INVOKE_SCOPE = "inference:invoke"
-#: the repository root when hermes_nb is an editable checkout
-_REPO_ROOT = Path(__file__).resolve().parent.parent
-_VERSION_RE = re.compile(r"v?(\d+\.\d+\.\d+(?:[.+-][0-9A-Za-z.]+)?)")
-_DIST_RE = re.compile(r"^hermes_agent-(\d[^-]*)\.dist-info$")
-
-
-# --------------------------------------------------------------------------- lookup
-
-
-def _usable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
-def find_hermes_bin(
-    explicit: str | os.PathLike[str] | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    repo_root: Path | None = None,
-) -> Path | None:
-    """``explicit`` (--hermes-bin), ``$HERMES_NB_HERMES_BIN``, ``<repo>/.venv-hermes/bin/hermes``, then PATH.
-
-    An explicit path or env value that is not an executable file is an error
-    the caller asked for, so it raises :class:`RigError` rather than falling through.
-    """
-    env = os.environ if environ is None else environ
-    for source, value in (("--hermes-bin", explicit), (ENV_HERMES_BIN, env.get(ENV_HERMES_BIN))):
-        if value:
-            path = Path(value).expanduser().absolute()
-            if not _usable(path):
-                raise RigError(f"{source}: {path} is not an executable file")
-            return path
-    roots = [repo_root or _REPO_ROOT, Path.cwd()]
-    for root in roots:
-        candidate = root / ".venv-hermes" / "bin" / "hermes"
-        if _usable(candidate):
-            return candidate
-    found = shutil.which("hermes", path=env.get("PATH"))
-    return Path(found).absolute() if found else None
-
-
-def require_hermes_bin(explicit: str | os.PathLike[str] | None = None) -> Path:
-    path = find_hermes_bin(explicit)
-    if path is None:
-        raise RigError(INSTALL_HINT)
-    return path
-
-
-def hermes_version(bin_path: str | os.PathLike[str], *, timeout_s: float = 10.0) -> str | None:
-    """The hermes-agent version of ``bin_path``, without network.
-
-    ``hermes --version`` checks PyPI for updates, so it is the last resort:
-    first the ``hermes_agent-*.dist-info`` beside the binary's venv, then the
-    script's interpreter asked through ``importlib.metadata``.
-    """
-    path = Path(bin_path)
-    venv = path.resolve().parent.parent if path.exists() else path.parent.parent
-    for site in sorted(venv.glob("lib/python*/site-packages")):
-        for entry in sorted(site.iterdir()):
-            match = _DIST_RE.match(entry.name)
-            if match:
-                return match.group(1)
-    interpreter = _shebang_python(path)
-    if interpreter is not None:
-        try:
-            done = subprocess.run(
-                [str(interpreter), "-c", "import importlib.metadata as m; print(m.version('hermes-agent'))"],
-                capture_output=True, text=True, timeout=timeout_s, env=_base_env(), check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            done = None
-        if done is not None and done.returncode == 0 and done.stdout.strip():
-            return done.stdout.strip()
-    return _version_from_cli(path, timeout_s=timeout_s)
-
-
-def _shebang_python(path: Path) -> Path | None:
-    try:
-        with path.open("rb") as fh:
-            first = fh.readline(512).decode("utf-8", "replace").strip()
-    except OSError:
-        return None
-    if not first.startswith("#!"):
-        return None
-    parts = first[2:].split()
-    if not parts or "python" not in Path(parts[-1] if parts[0].endswith("env") else parts[0]).name:
-        return None
-    exe = Path(parts[0]) if not parts[0].endswith("env") else Path(shutil.which(parts[-1]) or parts[-1])
-    return exe if _usable(exe) else None
-
-
-def _version_from_cli(path: Path, *, timeout_s: float) -> str | None:
-    """First line of ``hermes --version`` ("Hermes Agent v0.19.0 (…)"); stop before its update check."""
-    with tempfile.TemporaryDirectory(prefix="hermes-nb-ver-") as tmp:
-        try:
-            proc = subprocess.Popen(
-                [str(path), "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env=_base_env(home=Path(tmp)), text=True, start_new_session=True,
-            )
-        except OSError:
-            return None
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-        finally:
-            _stop_process(proc, grace_s=1.0)
-    match = _VERSION_RE.search(line) if "hermes" in line.lower() else None
-    return match.group(1) if match else None
 
 
 # --------------------------------------------------------------------------- auth store
@@ -224,17 +116,9 @@ def auth_store_document(state: str, *, now: datetime | None = None, ttl_s: int =
 # --------------------------------------------------------------------------- process
 
 
-def _base_env(*, home: Path | None = None) -> dict[str, str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-           "PYTHONUNBUFFERED": "1"}
-    if home is not None:
-        env |= {"HOME": str(home), "HERMES_HOME": str(home / ".hermes-nb-none"), "TMPDIR": str(home)}
-    return env
-
-
 def child_environment(root: Path, *, portal_url: str, inference_url: str | None = None) -> dict[str, str]:
     """Minimal environment: PATH, a temp HOME/HERMES_HOME, the Hermes/Nous overrides the rig needs; no proxies."""
-    env = _base_env()
+    env = base_env()
     env |= {
         "HOME": str(root / "home"),
         "HERMES_HOME": str(root / "hermes-home"),
@@ -258,26 +142,6 @@ def _refusing_port(stack: ExitStack) -> int:
     sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
     sock.bind(("127.0.0.1", 0))
     return int(sock.getsockname()[1])
-
-
-def _stop_process(proc: subprocess.Popen[Any], *, grace_s: float = 5.0) -> int | None:
-    """terminate → wait → kill → wait. Returns the exit code (None if it would not die)."""
-    if proc.poll() is None:
-        try:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            try:
-                proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                return None
-        except ProcessLookupError:
-            pass
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
-    return proc.returncode
 
 
 @dataclass
@@ -375,6 +239,9 @@ def real_proxy(
         raise RigError(f"unknown rig state {state!r}; choose one of {', '.join(STATES)}")
     binary = require_hermes_bin(hermes_bin)
     version = hermes_version(binary)
+    if state == "live" and live_supported(binary) is False:
+        raise RigError(f"hermes-agent {version or '?'} at {binary}: its proxy ignores NOUS_INFERENCE_BASE_URL "
+                       "(https allowlist only), so a live rig would forward off this machine; use a newer release")
     with ExitStack() as stack:
         root = Path(tempfile.mkdtemp(prefix=f"hermes-nb-rig-{state}-"))
         if not keep_dir:
@@ -404,7 +271,7 @@ def real_proxy(
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                     cwd=root / "home", start_new_session=True,
                 )
-            stack.callback(_stop_process, proc)
+            stack.callback(stop_process, proc)
             if _wait_ready(proc, base_url, deadline_s=deadline_s):
                 break
             code = proc.returncode

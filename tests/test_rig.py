@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hermes_nb import rig
+from hermes_nb import hermes_bin, rig
 from hermes_nb.errors import RigError
 from hermes_nb.redact import auth_store_secrets
 
@@ -60,7 +60,7 @@ def test_lookup_none_found_and_bad_explicit(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_no_hermes_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rig, "find_hermes_bin", lambda explicit=None: None)
+    monkeypatch.setattr(hermes_bin, "find_hermes_bin", lambda explicit=None: None)
     with pytest.raises(RigError, match="make rig-venv") as info:
         with rig.real_proxy("stale"):
             pass
@@ -88,6 +88,24 @@ def test_version_from_cli_first_line_without_waiting_for_update_check(tmp_path: 
     script = "#!/bin/sh\necho 'Hermes Agent v9.8.7 (2026.1.1)'\nexec sleep 600\n"
     binary = _exe(tmp_path / "venv" / "bin" / "hermes", script)
     assert rig.hermes_version(binary) == "9.8.7"
+
+
+def test_live_refused_for_a_proxy_that_ignores_the_inference_override(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    binary = _exe(venv / "bin" / "hermes", "#!/bin/sh\necho started >> \"$0.ran\"\nexec sleep 600\n")
+    site = venv / "lib" / "python3.11" / "site-packages"
+    adapter = site / "hermes_cli" / "proxy" / "adapters" / "nous_portal.py"
+    adapter.parent.mkdir(parents=True)
+    adapter.write_text("base_url = _validate_nous_inference_url_from_network(x) or DEFAULT\n")
+    (site / "hermes_agent-0.16.0.dist-info").mkdir()
+    assert rig.live_supported(binary) is False
+    with pytest.raises(RigError, match="ignores NOUS_INFERENCE_BASE_URL"):
+        with rig.real_proxy("live", hermes_bin=binary):
+            pytest.fail("must refuse before starting anything")
+    assert not Path(f"{binary}.ran").exists()
+    adapter.write_text("base_url = _nous_inference_env_override() or x\n")
+    assert rig.live_supported(binary) is True
+    assert rig.live_supported(tmp_path / "elsewhere" / "bin" / "hermes") is None
 
 
 @needs_hermes
