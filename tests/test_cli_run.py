@@ -291,3 +291,46 @@ def test_module_entry_point_help() -> None:
     done = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "run", "--help"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and "3 blocked" in done.stdout
+
+
+def test_unwritable_root_exit_2(capsys: pytest.CaptureFixture[str], emu: Any) -> None:
+    emu.clear()
+    code = main(["run", "--prompt", "x", "--root", "/proc/self", "--endpoint", emu.endpoint])
+    assert code == 2 and "cannot write under" in capsys.readouterr().err
+    assert emu.requests == []
+
+
+def test_path_not_allowed_is_failed(capsys: pytest.CaptureFixture[str], tmp_path: Path, emu: Any) -> None:
+    code, doc, _ = run_json(capsys, "--prompt", "hi", "--root", str(tmp_path), "--endpoint", emu.endpoint + "/extra")
+    assert (code, doc["status"], doc["reason"], doc["http_status"]) == (1, "failed", "path_not_allowed", 404)
+    assert_tree(doc, "failed")
+
+
+def test_html_200_is_a_protocol_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Html(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            body = b"<html><body>not a proxy</body></html>"
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Html)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        code, doc, _ = run_json(capsys, "--prompt", "hi", "--root", str(tmp_path), "--endpoint",
+                                f"http://127.0.0.1:{server.server_address[1]}/v1")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (code, doc["status"], doc["reason"]) == (1, "failed", "protocol_error")
+    assert_tree(doc, "failed")

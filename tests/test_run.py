@@ -244,3 +244,12 @@ def test_failed_sandbox_copy_writes_nothing(tmp_path: Path, clean_emu: Any, monk
     with pytest.raises(ArtifactError, match="too large"):
         run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
     assert not (tmp_path / ".harness").exists() and clean_emu.requests == []
+
+
+def test_non_streamed_answer_lands_in_stdout_log(tmp_path: Path, clean_emu: Any) -> None:
+    deltas: list[str] = []
+    result = run(Mission.adhoc("hi"), config_for(clean_emu.endpoint, stream=False), root=tmp_path,
+                 on_delta=deltas.append, handle_signals=False)
+    assert result.status == "passed" and clean_emu.requests[-1].json["stream"] is False
+    assert (result.run_dir / "runtime.stdout.log").read_text() == result.text != ""
+    assert result.result["usage"]["total_tokens"] > 0
