@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .config import HermesProxyRuntimeConfig
 
 __all__ = [
+    "loads_exact",
     "media_type",
     "parse_error_body",
     "envelope_from_json",
@@ -32,6 +33,23 @@ __all__ = [
 _loads = json.loads
 #: the stdlib's C JSON scanner (what json.loads runs underneath), minus the wrapper
 _scan = _json_scanner.make_scanner(json.JSONDecoder())
+
+
+def loads_exact(text: str) -> Any:
+    """Exactly :func:`json.loads` on a str, faster on the common case.
+
+    Runs the stdlib's JSON scanner (what ``json.loads`` runs underneath) without
+    the wrapper; anything it does not consume entirely (surrounding
+    whitespace, trailing data, invalid JSON) goes through ``json.loads`` itself,
+    so results and errors are the same.
+    """
+    try:
+        obj, end = _scan(text, 0)
+    except StopIteration:
+        return _loads(text)
+    if end != len(text):
+        return _loads(text)
+    return obj
 
 
 def media_type(content_type: str | None) -> str | None:
@@ -258,15 +276,8 @@ class ChatStream:
         if data[0] == "[" and data.startswith("[DONE]"):
             self.done = True
             return ""
-        try:  # json.loads semantics; the C scanner directly on the common exact-JSON case
-            obj, end = _scan(data, 0)
-            if end != len(data):
-                obj = _loads(data)
-        except StopIteration:
-            try:
-                obj = _loads(data)
-            except ValueError:
-                return self._bad_frame(data)
+        try:
+            obj = loads_exact(data)
         except ValueError:
             return self._bad_frame(data)
         if type(obj) is not dict:
