@@ -34,6 +34,9 @@ _LAZY = {
     "adapter_check": "check", "CheckResult": "check", "Mission": "mission", "load_mission": "mission",
     "render_prompt": "mission", "plan_run": "run", "dry_run": "run", "run_mission": "run", "RunPlan": "run",
     "RunResult": "run",
+    # probe, contracts, real-proxy rig
+    "probe_endpoint": "probe", "WireReport": "probe", "compare_contract": "wire_contract", "load_contract": "wire_contract",
+    "real_proxy": "rig", "find_hermes_bin": "rig",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]

@@ -32,6 +32,7 @@ __all__ = [
     "Drift",
     "WireReport",
     "probe",
+    "probe_endpoint",
     "route_outcome",
     "server_product",
 ]
@@ -399,3 +400,7 @@ def probe(
     report.state = _state(results)  # type: ignore[assignment]
     report.warnings = _warnings(report)
     return report
+
+
+#: ``hermes_nb.probe_endpoint`` (the package attribute ``probe`` is this module)
+probe_endpoint = probe

@@ -30,6 +30,7 @@ __all__ = [
     "load_contract",
     "resolve_contract",
     "compare",
+    "compare_contract",
     "section_drift",
     "contract_drift",
     "dumps_contract",
@@ -201,3 +202,7 @@ def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> 
             continue
         drift += section_drift(exp_states[state], obs_states[state], prefix=f"{state}.")
     return drift
+
+
+#: ``hermes_nb.compare_contract``
+compare_contract = compare
