@@ -161,6 +161,9 @@ class Runner:
             self.notes.append("ran in a sandbox copy of the project (removed after the run)")
         with self.guard:
             base = diffcap.snapshot(self.workdir)
+            if base.tree is not None:
+                self.notes.append(f"diff base: commit {base.commit or '(none yet)'}, "
+                                  f"working-tree snapshot {base.tree}")
             try:
                 self.guard.arm()
                 exchange = self._send()

@@ -231,7 +231,9 @@ def test_sandbox_and_in_place_give_empty_diff(tmp_path: Path, clean_emu: Any, sa
     assert result.status == "passed"
     assert (result.run_dir / "diff.patch").read_bytes() == b""
     notes = result.result.get("notes") or []
-    assert any("sandbox" in n for n in notes) is sandbox
+    assert any("sandbox copy" in n for n in notes) is sandbox
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert any(n.startswith(f"diff base: commit {head}") for n in notes)
     assert result.result["errors"] == []
 
 
