@@ -206,6 +206,10 @@ def test_live_rig_forwards_to_the_upstream_with_its_own_credential() -> None:
         # credential swap: the upstream got an Authorization (redacted in the record), not our placeholder
         assert recorded[-1].headers.get("authorization", "").startswith("Bearer ")
         assert "probe" not in recorded[-1].headers["authorization"]
+        store = json.loads((handle.log_path.parent / "hermes-home" / "auth.json").read_text())
+        jwt = store["providers"]["nous"]["access_token"]
+        shown = repr(handle) + handle.log_text() + repr(handle.upstream.requests)
+        assert jwt not in shown and handle.redactor.text(f"token {jwt}") == "token <redacted>"
     assert handle.process.poll() is not None
 
 
