@@ -30,6 +30,7 @@ __all__ = [
     "WorkflowPhase",
     "load_mission",
     "load_workflow",
+    "harness_root_of",
     "mission_warnings",
     "render_prompt",
     "MISSION_INSTRUCTION",
@@ -286,6 +287,17 @@ def load_mission(path: str | Path) -> Mission:
         p = p / "mission.yaml"
     data = _read_yaml(p, "mission")
     return mission_from_document(data, where=str(p), source_path=p.resolve())
+
+
+def harness_root_of(mission: Mission) -> Path | None:
+    """``R`` when the mission was read from ``R/.harness/missions/<dir>/mission.yaml``."""
+    src = mission.source_path
+    if src is None or src.name not in ("mission.yaml", "mission.yml"):
+        return None
+    missions = src.parent.parent
+    if missions.name == "missions" and missions.parent.name == ".harness":
+        return missions.parent.parent
+    return None
 
 
 def load_workflow(root: str | Path, mission: Mission) -> tuple[Workflow | None, list[str]]:

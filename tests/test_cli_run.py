@@ -334,3 +334,18 @@ def test_html_200_is_a_protocol_error(capsys: pytest.CaptureFixture[str], tmp_pa
         server.server_close()
     assert (code, doc["status"], doc["reason"]) == (1, "failed", "protocol_error")
     assert_tree(doc, "failed")
+
+
+def test_root_inferred_from_mission_path(capsys: pytest.CaptureFixture[str], tmp_path: Path, emu: Any,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "project"
+    path = project / ".harness" / "missions" / "m" / "mission.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text("schema_version: uh.mission.v0\nid: m\nname: M\n")
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code = main(["run", "--json", str(path), "--endpoint", emu.endpoint, "--no-sandbox"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and Path(doc["run_dir"]).parent.parent == (project / ".harness/missions/m").resolve()
+    assert list(elsewhere.iterdir()) == []

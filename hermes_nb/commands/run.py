@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import UsageError
-from ..mission import Mission, load_mission, load_workflow, mission_warnings
+from ..mission import Mission, harness_root_of, load_mission, load_workflow, mission_warnings
 from .check import add_config_flags, resolve_config, root_of
 
 __all__ = ["register", "handle"]
@@ -28,7 +28,9 @@ _TAGS = {"passed": "PASS", "failed": "FAIL", "blocked": "BLOCKED", "cancelled": 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser("run", parents=[parent], help="run a mission or a prompt and write UH artifacts",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("mission", nargs="?", metavar="MISSION", help="mission.yaml (or its directory)")
+    p.add_argument("mission", nargs="?", metavar="MISSION",
+                   help="mission.yaml (or its directory); <R>/.harness/missions/<dir>/mission.yaml "
+                        "defaults --root to R")
     p.add_argument("--prompt", metavar="TEXT", help="run a plain prompt as mission 'adhoc'")
     add_config_flags(p)
     p.add_argument("--dry-run", action="store_true",
@@ -55,6 +57,8 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     from ..run import dry_run, run
 
     mission = _mission(args)
+    if args.root is None and (inferred := harness_root_of(mission)) is not None:
+        args.root = str(inferred)  # <R>/.harness/missions/<dir>/mission.yaml runs under R
     root = root_of(args)
     config = resolve_config(args, mission_overrides=mission.runtime_config_overrides)
     workflow, warnings = load_workflow(root, mission)
