@@ -81,7 +81,7 @@ def version_tuple(version: str) -> tuple[int, ...]:
 def detect_hermes(hermes_bin: str | os.PathLike[str] | None = None) -> tuple[str | None, str | None, list[str]]:
     """``(bin, version, warnings)`` of the reachable ``hermes`` (all None/empty when there is none)."""
     from .errors import RigError
-    from .rig import find_hermes_bin, hermes_version
+    from .hermes_bin import find_hermes_bin, hermes_version
 
     try:
         path = find_hermes_bin(hermes_bin)
