@@ -42,6 +42,7 @@ schema: install
 
 bench: install
 	$(BIN)/python benchmarks/sse_decode.py
+	$(BIN)/python benchmarks/emulator_load.py
 
 lock:
 	rm -rf /tmp/hermes-nb-lock && $(PYTHON) -m venv /tmp/hermes-nb-lock
