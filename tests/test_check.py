@@ -230,3 +230,10 @@ def test_cli_check_env_endpoint(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert main(["check", "--json", "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert json.loads(out)["endpoint"] == emu.endpoint and CANARY not in out
+
+
+def test_bad_hermes_bin_env_is_a_warning(emu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(tmp_path / "missing-hermes"))
+    result = adapter_check(cfg(emu.endpoint))
+    assert result.state == "ready" and result.hermes_version is None
+    assert any("not an executable file" in w for w in result.warnings)
