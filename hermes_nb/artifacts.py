@@ -93,7 +93,9 @@ class MissionArtifacts:
 
     def __init__(self, root: str | Path, mission_dir: str, *, redactor: Redactor | None = None) -> None:
         if not isinstance(mission_dir, str) or not MISSION_DIR_RE.match(mission_dir) or mission_dir in (".", ".."):
-            raise ArtifactError(f"mission directory name {mission_dir!r} is not a safe path component")
+            raise ArtifactError(f"mission directory name {mission_dir!r} is not a safe path component "
+                                f"(use an id matching {MISSION_DIR_RE.pattern} or put the mission at "
+                                ".harness/missions/<dir>/mission.yaml)")
         root_path = Path(root)
         try:
             self.root = root_path.resolve(strict=True)

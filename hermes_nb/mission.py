@@ -38,7 +38,6 @@ __all__ = [
 
 MISSION_SCHEMA = "uh.mission.v0"
 ADHOC_ID = "adhoc"
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 CAPABILITY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 #: The fixed line before the sentinel instruction (uh-contract §4 item 4).
 MISSION_INSTRUCTION = "Carry out the mission above and produce the expected artifacts."
@@ -142,7 +141,8 @@ class Mission(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal["uh.mission.v0"]
-    id: str = Field(..., min_length=1, pattern=ID_PATTERN)
+    #: any non-empty string (as in UH); the artifact directory needs a path-safe name, checked at run time
+    id: str = Field(..., min_length=1)
     workflow_profile: str | None = None
     title: str | None = None
     name: str | None = None

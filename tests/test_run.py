@@ -259,3 +259,12 @@ def test_non_streamed_answer_lands_in_stdout_log(tmp_path: Path, clean_emu: Any)
     assert result.status == "passed" and clean_emu.requests[-1].json["stream"] is False
     assert (result.run_dir / "runtime.stdout.log").read_text() == result.text != ""
     assert result.result["usage"]["total_tokens"] > 0
+
+
+def test_unsafe_mission_id_outside_harness_writes_nothing(tmp_path: Path, clean_emu: Any) -> None:
+    path = tmp_path / "mission.yaml"
+    path.write_text("schema_version: uh.mission.v0\nid: ../up\ntitle: X\n")
+    mission = load_mission(path)  # UH accepts any non-empty id ...
+    with pytest.raises(ArtifactError, match="not a safe path component"):  # ... but it cannot name a directory
+        run(mission, config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
+    assert not (tmp_path / ".harness").exists() and clean_emu.requests == []
