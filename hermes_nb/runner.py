@@ -134,7 +134,7 @@ class Runner:
     def execute(self) -> RunResult:
         try:
             self.arts.set_latest(self.run_id, self.started_at, "running")
-            self.arts.update_index(self.run_id, started_at=self.started_at, finished_at=None, status="running",
+            self.arts.update_index(self.run_id, started_at=self.started_at, status="running",
                                    runtime=self.plan.runtime)
             return self._execute()
         except BaseException as exc:  # process edge: the run must end with its documents, then re-raise

@@ -1,5 +1,10 @@
 """Models of UH's run documents (uh-contract §3), used to validate what we write.
 
+UH's optional fields are zod ``.optional()``: absent is fine, ``null`` is not
+(only ``latest.json``'s ``finished_at`` is nullable). The models mirror that
+by typing optional fields without ``None`` and defaulting them to ``None``
+(pydantic does not validate defaults), so an explicit ``null`` fails.
+
 The UH models are strict. hermes_nb's runtime-result carries a few documented
 extra fields (:data:`RESULT_EXTRA_FIELDS`); :func:`validate_result` checks the
 UH part strictly and the extras by name and type.
@@ -43,11 +48,11 @@ class LatestRun(_Strict):
 class RunsIndexEntry(_Strict):
     run_id: str
     started_at: Timestamp = Field(..., pattern=_TS)
-    finished_at: Timestamp | None = Field(None, pattern=_TS)
+    finished_at: Timestamp = Field(None, pattern=_TS)  # type: ignore[assignment]
     status: RunStatus
-    runtime: str | None = None
-    archived: bool | None = None
-    replay_of: str | None = None
+    runtime: str = None  # type: ignore[assignment]
+    archived: bool = None  # type: ignore[assignment]
+    replay_of: str = None  # type: ignore[assignment]
 
 
 class RunsIndex(_Strict):
@@ -60,13 +65,13 @@ class RuntimeSession(_Strict):
     mission_id: str
     runtime: str
     status: Literal["planned", "running", "succeeded", "failed"]
-    command: str | None = None
-    args: list[str] | None = None
-    exit_code: int | None = None
-    started_at: Timestamp | None = Field(None, pattern=_TS)
-    finished_at: Timestamp | None = Field(None, pattern=_TS)
-    stdout_path: str | None = None
-    stderr_path: str | None = None
+    command: str = None  # type: ignore[assignment]
+    args: list[str] = None  # type: ignore[assignment]
+    exit_code: int = None  # type: ignore[assignment]
+    started_at: Timestamp = Field(None, pattern=_TS)  # type: ignore[assignment]
+    finished_at: Timestamp = Field(None, pattern=_TS)  # type: ignore[assignment]
+    stdout_path: str = None  # type: ignore[assignment]
+    stderr_path: str = None  # type: ignore[assignment]
 
 
 class Verdict(_Strict):
@@ -83,14 +88,14 @@ class RuntimeResult(_Strict):
     status: Literal["passed", "failed", "blocked", "cancelled"]
     started_at: Timestamp = Field(..., pattern=_TS)
     finished_at: Timestamp = Field(..., pattern=_TS)
-    exit_code: int | None = None
+    exit_code: int = None  # type: ignore[assignment]
     prompt_path: str
     stdout_path: str
     stderr_path: str
-    diff_path: str | None = None
+    diff_path: str = None  # type: ignore[assignment]
     errors: list[str] = Field(default_factory=list)
-    notes: list[str] | None = None
-    verdict: Verdict | None = None
+    notes: list[str] = None  # type: ignore[assignment]
+    verdict: Verdict = None  # type: ignore[assignment]
 
 
 class HermesRuntimeResult(RuntimeResult):

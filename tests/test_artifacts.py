@@ -45,8 +45,8 @@ def test_json_format_two_spaces_no_final_newline() -> None:
 def test_latest_and_index(tmp_path: Path) -> None:
     arts = MissionArtifacts(tmp_path, "m1")
     arts.set_latest("r1", "2026-01-01T00:00:00.000Z", "running")
-    arts.update_index("r1", started_at="2026-01-01T00:00:00.000Z", finished_at=None, status="running", runtime="hermes-proxy")
-    arts.update_index("r2", started_at="2026-01-01T00:00:01.000Z", finished_at=None, status="running")
+    arts.update_index("r1", started_at="2026-01-01T00:00:00.000Z", status="running", runtime="hermes-proxy")
+    arts.update_index("r2", started_at="2026-01-01T00:00:01.000Z", status="running")
     arts.update_index("r1", finished_at="2026-01-01T00:00:02.000Z", status="passed")
     latest_text = (tmp_path / ".harness/missions/m1/latest.json").read_text()
     assert not latest_text.endswith("\n")
@@ -149,3 +149,14 @@ def test_corrupt_index_fails_before_any_write(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="unreadable runs index"):
         MissionArtifacts(tmp_path, "m1").preflight("r1")
     assert not (tmp_path / ".harness" / "missions" / "m1" / "latest.json").exists()
+
+
+def test_uh_models_reject_null_for_optional_fields() -> None:
+    from pydantic import ValidationError
+
+    entry = {"run_id": "r", "started_at": "2026-01-01T00:00:00.000Z", "status": "running"}
+    RunsIndex.model_validate({"schema_version": "uh.runs-index.v0", "runs": [entry]})
+    with pytest.raises(ValidationError):
+        RunsIndex.model_validate({"schema_version": "uh.runs-index.v0", "runs": [entry | {"finished_at": None}]})
+    LatestRun.model_validate({"schema_version": "uh.latest-run.v0", "run_id": "r", "status": "running",
+                              "started_at": "2026-01-01T00:00:00.000Z", "finished_at": None})
