@@ -46,6 +46,8 @@ def observe(base_url: str, method: str, path: str, *, body: Any = None, content:
 def pair() -> Iterator[tuple[str, EmulatorHandle]]:
     with rig.real_proxy("live", hermes_bin=HERMES_BIN) as real, serve(profile="hermes-agent") as emu:
         yield real.base_url, emu
+        # end the upstream's stalled streams first, or the real proxy waits on them when it is stopped
+        real.upstream.close()
 
 
 CASES: list[tuple[str, str, str, Any]] = [
