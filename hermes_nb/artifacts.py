@@ -18,6 +18,7 @@ The documents' models (for validation) live in :mod:`hermes_nb.uh_schema`.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import re
@@ -211,12 +212,15 @@ class MissionArtifacts:
             fh.write(data)
         return path
 
+    def write_line(self, handle: IO[str], obj: dict[str, Any]) -> None:
+        """One redacted NDJSON line on an open handle, flushed."""
+        handle.write(json.dumps(self.redactor.data(obj), ensure_ascii=False, separators=(",", ":")) + "\n")
+        handle.flush()
+
     def append_line(self, path: Path, obj: dict[str, Any]) -> None:
-        """One NDJSON line, flushed."""
-        line = json.dumps(self.redactor.data(obj), ensure_ascii=False, separators=(",", ":"))
+        """One NDJSON line appended to ``path``, flushed."""
         with self.open(path, "a") as fh:
-            fh.write(line + "\n")
-            fh.flush()
+            self.write_line(fh, obj)
 
     # ---------------------------------------------------------------- documents
 
@@ -248,15 +252,17 @@ class MissionArtifacts:
         return data
 
     def update_index(self, run_id: str, **fields: Any) -> None:
-        """Insert or update the entry of ``run_id`` in place (``runtime`` recorded)."""
-        index = self.read_index()
-        for entry in index["runs"]:
-            if isinstance(entry, dict) and entry.get("run_id") == run_id:
-                entry.update(fields)
-                break
-        else:
-            index["runs"].append({"run_id": run_id, **fields})
-        self.write_json(self.path("runs", "index.json"), index)
+        """Insert or update the entry of ``run_id`` in place, under a lock (concurrent runs of one mission)."""
+        with self.open(self.path("runs", ".index.lock"), "a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            index = self.read_index()
+            for entry in index["runs"]:
+                if isinstance(entry, dict) and entry.get("run_id") == run_id:
+                    entry.update(fields)
+                    break
+            else:
+                index["runs"].append({"run_id": run_id, **fields})
+            self.write_json(self.path("runs", "index.json"), index)
 
     def audit(self, event: str, payload: dict[str, Any]) -> None:
         path = self._check(self.root / ".harness" / "audit" / "events.ndjson", inside=self.root / ".harness" / "audit")

@@ -95,6 +95,7 @@ class Runner:
         self.notes: list[str] = []
         self.result: dict[str, Any] | None = None
         self._stdout: Any = None
+        self._events: Any = None
 
     # ---------------------------------------------------------------- helpers
 
@@ -105,7 +106,10 @@ class Runner:
         return self.arts.relative(self._file(name))
 
     def _event(self, kind: str, **payload: Any) -> None:
-        self.arts.append_line(self._file("events.ndjson"), {"type": kind, "timestamp": iso_now(), **payload})
+        """One events.ndjson line, written and flushed now (the handle stays open for the run)."""
+        if self._events is None:
+            self._events = self.arts.open(self._file("events.ndjson"), "a")
+        self.arts.write_line(self._events, {"type": kind, "timestamp": iso_now(), **payload})
 
     def _base(self) -> dict[str, Any]:
         return {"runtime": self.plan.runtime, "mission_id": self.mission.id}
@@ -142,8 +146,9 @@ class Runner:
                 self._abort(exc)
             raise
         finally:
-            if self._stdout is not None:
-                self._stdout.close()
+            for handle in (self._stdout, self._events):
+                if handle is not None:
+                    handle.close()
 
     def _execute(self) -> RunResult:
         self.arts.write_text(self._file("prompt.md"), self.plan.prompt)

@@ -160,3 +160,17 @@ def test_uh_models_reject_null_for_optional_fields() -> None:
         RunsIndex.model_validate({"schema_version": "uh.runs-index.v0", "runs": [entry | {"finished_at": None}]})
     LatestRun.model_validate({"schema_version": "uh.latest-run.v0", "run_id": "r", "status": "running",
                               "started_at": "2026-01-01T00:00:00.000Z", "finished_at": None})
+
+
+def test_concurrent_index_updates_keep_every_run(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def worker(n: int) -> None:
+        arts = MissionArtifacts(tmp_path, "m1")  # one writer object per run, as in real runs
+        for i in range(10):
+            arts.update_index(f"r{n}-{i}", started_at="2026-01-01T00:00:00.000Z", status="running")
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(worker, range(6)))
+    index = RunsIndex.model_validate_json((tmp_path / ".harness/missions/m1/runs/index.json").read_text())
+    assert sorted(r.run_id for r in index.runs) == sorted(f"r{n}-{i}" for n in range(6) for i in range(10))
