@@ -38,13 +38,14 @@ __all__ = [
 ]
 
 Outcome = Literal[
-    "forwarded", "auth_failed", "path_not_allowed", "not_found", "unauthorized", "local", "error",
+    "forwarded", "auth_failed", "path_not_allowed", "not_found", "unauthorized", "rejected", "local", "error",
     "bad_response", "unreachable", "timeout", "transport_error", "skipped",
 ]
 StreamShape = Literal["json", "sse", "text", "none"]
 #: the proxy's own error types (anything else under /v1 came from the upstream)
 PROXY_ERROR_TYPES = frozenset({"upstream_unreachable", "upstream_timeout", "proxy_error"})
 UNKNOWN_V1_PATH = "/hermes-nb-probe/unknown"
+LARGE_BODY_BYTES = 1_500_000
 _CONNECT_KINDS = frozenset({"connect_refused", "dns", "connect_error"})
 _TIMEOUT_KINDS = frozenset({"connect_timeout", "read_timeout", "deadline"})
 _RATE_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
@@ -58,17 +59,26 @@ class RouteSpec:
     method: str
     path: str
     root: bool = False
-    body: str | None = None  # "chat" | "chat_stream" | "completions" | "embeddings"
+    body: str | None = None  # "chat" | "chat_stream" | "chat_large" | "completions" | "embeddings"
     sse: bool = False
+    #: tells routes with the same method and path apart in drift lines
+    variant: str = ""
 
     @property
     def display_path(self) -> str:
         return self.path if self.root else "/v1" + self.path
 
+    @property
+    def label(self) -> str:
+        """``POST /v1/chat/completions (stream)``: how drift lines name the route."""
+        return f"{self.method} {self.display_path}" + (f" ({self.variant})" if self.variant else "")
+
 
 ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("chat", "POST", "/chat/completions", body="chat"),
-    RouteSpec("chat_stream", "POST", "/chat/completions", body="chat_stream", sse=True),
+    RouteSpec("chat_stream", "POST", "/chat/completions", body="chat_stream", sse=True, variant="stream"),
+    # 1.5 MB: over aiohttp's 1 MiB default body cap, under the proxy's 10 MB one (hermes-agent >= 0.18.1)
+    RouteSpec("chat_large", "POST", "/chat/completions", body="chat_large", variant="1.5 MB body"),
     RouteSpec("completions", "POST", "/completions", body="completions"),
     RouteSpec("embeddings", "POST", "/embeddings", body="embeddings"),
     RouteSpec("models", "GET", "/models"),
@@ -215,6 +225,8 @@ def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Outc
     kind = _body_kind(ex)
     if ex.status == 404 and kind != "json-envelope":
         return "not_found"
+    if ex.status == 413:
+        return "rejected"
     if ex.status in (401, 403):
         return "unauthorized"
     if 200 <= ex.status < 300:
@@ -319,9 +331,9 @@ class _Budget:
 def _body(kind: str | None, model: str, config: HermesProxyRuntimeConfig) -> Any:
     from .wire import chat_request_body
 
-    if kind in ("chat", "chat_stream"):
-        return chat_request_body(config, [{"role": "user", "content": "Reply with: pong"}],
-                                 stream=kind == "chat_stream")
+    if kind in ("chat", "chat_stream", "chat_large"):
+        text = "Reply with: pong" if kind != "chat_large" else "Reply with: pong. " + "x" * LARGE_BODY_BYTES
+        return chat_request_body(config, [{"role": "user", "content": text}], stream=kind == "chat_stream")
     if kind == "completions":
         return {"model": model, "prompt": "ping", "max_tokens": config.max_tokens}
     if kind == "embeddings":

@@ -172,8 +172,10 @@ def section_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *, p
     """Field-by-field differences between two contract sections (``expected`` nulls are not compared)."""
     drift: list[Drift] = []
     obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
+    labels = {spec.name: spec.label for spec in ROUTES}
     for exp in expected.get("routes", []):
-        label = f"{prefix}routes[{exp.get('method')} {exp.get('path')}]"
+        fallback = f"{exp.get('method')} {exp.get('path')}"
+        label = f"{prefix}routes[{labels.get(exp.get('name'), fallback)}]"
         got = obs_routes.get(exp.get("name"))
         if got is None:
             drift.append(Drift(field=label, expected="probed", observed="missing"))
@@ -193,12 +195,16 @@ def section_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *, p
 
 
 def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> list[Drift]:
-    """Differences between two contract documents, state by state (``stale.routes[GET /].status: …``)."""
+    """Differences between two contract documents, state by state (``stale.routes[GET /].status: …``).
+
+    A state section present on one side only is one drift (``live: not probed → probed``).
+    """
     drift: list[Drift] = []
     exp_states, obs_states = expected.get("states", {}), observed.get("states", {})
-    for state in sorted(exp_states):
-        if state not in obs_states:
-            drift.append(Drift(field=f"{state}", expected="present", observed="missing"))
+    for state in sorted(set(exp_states) | set(obs_states)):
+        if state not in exp_states or state not in obs_states:
+            drift.append(Drift(field=state, expected="probed" if state in exp_states else "not probed",
+                               observed="probed" if state in obs_states else "not probed"))
             continue
         drift += section_drift(exp_states[state], obs_states[state], prefix=f"{state}.")
     return drift

@@ -90,7 +90,7 @@ def observe(version: str, hermes: Path) -> dict[str, Any]:
 
 def _drift_lines(expected: dict[str, Any], observed: dict[str, Any]) -> list[str]:
     drift = contract_drift(expected, observed)
-    return [f"- `{d.field}`: {d.expected!s} → {d.observed!s}".replace("None", "(none)") for d in drift] or ["- none"]
+    return [f"- `{d.field}`{str(d)[len(d.field):]}" for d in drift] or ["- none"]
 
 
 def render_doc_block(out_dir: Path) -> str:
