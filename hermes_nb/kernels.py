@@ -1,0 +1,95 @@
+"""Kernels for headless runs: a private kernelspec bound to this interpreter, quiet and encrypted.
+
+``KernelPool`` writes one kernelspec (``hermes-nb-python``) whose argv is
+``sys.executable -m ipykernel_launcher``, into a private directory read by
+its own :class:`~jupyter_client.kernelspec.KernelSpecManager`: no
+``JUPYTER_PATH`` mutation, and "kernel not found" or "wrong environment"
+cannot happen. Each notebook gets a fresh kernel (never shared between
+receipts); kernels are started concurrently by the caller's threads.
+
+Quiet at the source: ``JUPYTER_PLATFORM_DIRS=1`` (jupyter_core's
+platformdirs deprecation), ``PYDEVD_DISABLE_FILE_VALIDATION=1`` (debugpy's
+frozen-modules note), and CurveZMQ transport encryption when pyzmq has it
+(ipykernel 7.4 warns "running over TCP without encryption" otherwise), IPC
+transport as the fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["KERNEL_NAME", "QUIET_ENV", "KernelPool", "kernel_env"]
+
+KERNEL_NAME = "hermes-nb-python"
+QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+
+
+def kernel_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a kernel: ours, plus the variables that keep its stderr clean."""
+    env = dict(os.environ if base is None else base)
+    env.update(QUIET_ENV)
+    return env
+
+
+class KernelPool:
+    """Creates kernel managers bound to ``sys.executable``; ``close()`` removes the private spec dir."""
+
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python or sys.executable
+        self._dir = Path(tempfile.mkdtemp(prefix="hermes-nb-kernels-"))
+        spec_dir = self._dir / "kernels" / KERNEL_NAME
+        spec_dir.mkdir(parents=True)
+        spec = {
+            "argv": [self.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (hermes-nb)",
+            "language": "python",
+            "metadata": {"supported_encryption": ["curve"]},
+            "env": dict(QUIET_ENV),
+        }
+        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
+        self.spec_dirs = [str(self._dir / "kernels")]
+
+    def manager_class(self) -> type:
+        """An ``AsyncKernelManager`` subclass bound to the private spec (nbclient creates and owns it)."""
+        import zmq
+        from jupyter_client.kernelspec import KernelSpecManager
+        from jupyter_client.manager import AsyncKernelManager
+        from traitlets import default
+
+        spec_dirs = list(self.spec_dirs)
+        curve = bool(zmq.has("curve"))
+
+        class HermesNbKernelManager(AsyncKernelManager):
+            @default("kernel_spec_manager")
+            def _private_specs(self) -> KernelSpecManager:
+                return KernelSpecManager(kernel_dirs=spec_dirs, ensure_native_kernel=False)
+
+            @default("transport_encryption")
+            def _encrypt(self) -> str:
+                return "auto" if curve else "disabled"
+
+            @default("transport")
+            def _transport(self) -> str:
+                return "tcp" if curve else "ipc"
+
+        return HermesNbKernelManager
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": KERNEL_NAME, "python": self.python,
+                "argv": ["<python>", "-m", "ipykernel_launcher", "-f", "{connection_file}"]}
+
+    def close(self) -> None:
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> "KernelPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
