@@ -27,7 +27,8 @@ def emus() -> Iterator[dict[str, EmulatorHandle]]:
         yield {"hermes-agent": agent, "upstream": upstream, "seed": seed}
 
 
-def raw_stream(emu: EmulatorHandle, scenario: str, body: dict | None = None) -> tuple[httpx.Response, bytes, str | None]:
+def raw_stream(emu: EmulatorHandle, scenario: str,
+               body: dict[str, object] | None = None) -> tuple[httpx.Response, bytes, str | None]:
     """POST a chat request; return the response, every byte received and the transport error, if any."""
     data, error = b"", None
     headers = {SCENARIO_HEADER: scenario, "Authorization": "Bearer probe"}

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -86,7 +87,8 @@ def test_fixture_indirect_param(hermes_emulator: EmulatorHandle) -> None:
     assert status == (401 if hermes_emulator.scenario == "auth-stale" else 200)
 
 
-def test_fixture_default_and_factory(hermes_emulator: EmulatorHandle, hermes_emulator_factory) -> None:  # type: ignore[no-untyped-def]
+def test_fixture_default_and_factory(hermes_emulator: EmulatorHandle,
+                                     hermes_emulator_factory: Callable[..., EmulatorHandle]) -> None:
     assert (hermes_emulator.profile, hermes_emulator.scenario, hermes_emulator.seed) == ("hermes-agent", "ok", 0)
     other = hermes_emulator_factory(profile="upstream")
     assert other.port != hermes_emulator.port and other.running

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError, UsageError
+from ..emulator.content import DEFAULT_MODELS
 from ..emulator.scenarios import PROFILES, SCENARIOS
 
 DEFAULT_PORT = 8645
@@ -28,7 +29,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
                     "X-Hermes-Emulator-Scenario: <name> overrides --scenario.",
     )
     p.add_argument("--host", default="127.0.0.1", help="bind address (loopback only; default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"bind port, 0 = any free port (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=f"bind port, 0 = any free port (default {DEFAULT_PORT})")
     p.add_argument("--profile", choices=PROFILES, default="hermes-agent", help="what to emulate (default hermes-agent)")
     p.add_argument("--scenario", choices=SCENARIOS, default="ok", help="upstream behaviour (default ok)")
     p.add_argument("--seed", type=int, default=0, help="seed of the deterministic ids/texts (default 0)")
@@ -102,7 +104,7 @@ async def _serve(args: argparse.Namespace, models: list[str] | None, out: Any) -
         endpoint = f"{base_url}/v1"
         out.line(endpoint)
         out.emit({"endpoint": endpoint, "base_url": base_url, "port": port, "profile": args.profile,
-                  "scenario": args.scenario, "seed": args.seed, "models": list(app_models(app))})
+                  "scenario": args.scenario, "seed": args.seed, "models": list(models or DEFAULT_MODELS)})
         out.info(f"hermes-nb emulator: {args.profile} profile, scenario {args.scenario}, seed {args.seed}; "
                  "Ctrl-C to stop")
         await stop.wait()
@@ -111,9 +113,3 @@ async def _serve(args: argparse.Namespace, models: list[str] | None, out: Any) -
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         await runner.cleanup()
-
-
-def app_models(app: Any) -> tuple[str, ...]:
-    from ..emulator.app import SETTINGS_KEY
-
-    return app[SETTINGS_KEY].models

@@ -25,7 +25,8 @@ from aiohttp import web
 from ..redact import redact_headers
 from . import content as c
 from .scenarios import (
-    PROFILES, RESET, SCENARIO_HEADER, SCENARIOS, STALL, UPSTREAM_ROUTES, Action, Pause, Reply, Settings, json_reply, upstream_reply,
+    PROFILES, RESET, SCENARIO_HEADER, SCENARIOS, STALL, UPSTREAM_ROUTES, Pause, Reply, Settings,
+    json_reply, upstream_reply,
 )
 
 __all__ = [
@@ -184,7 +185,7 @@ async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.St
                 if request.transport is not None:
                     request.transport.close()
                 return response
-            elif isinstance(part, Action) and part == RESET:
+            elif part == RESET:
                 if proxied:
                     break  # the real proxy logs the broken upstream and ends the body cleanly
                 _reset(request)
