@@ -192,8 +192,9 @@ class Runner:
     def _outcome(self, exchange: Exchange | None, cancelled: _Cancelled | None) -> Outcome:
         if cancelled is not None or exchange is None:
             name = _SIGNAL_NAMES.get(cancelled.signum, str(cancelled.signum)) if cancelled else "interrupt"
-            return Outcome(status="failed", reason="cancelled",
-                           errors=[f"hermes-proxy: run cancelled by {name}; partial text kept"])
+            size = sum(len(p) for p in self.parts)
+            kept = f" ({size} characters of partial text kept)" if size else " (no text had arrived)"
+            return Outcome(status="failed", reason="cancelled", errors=[f"hermes-proxy: run cancelled by {name}{kept}"])
         from .classify import classify
 
         return classify(exchange, self.config)
