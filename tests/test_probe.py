@@ -280,3 +280,65 @@ def test_cli_unreachable_exit_3_and_unknown_contract_exit_2(capsys: pytest.Captu
         assert main(["probe", "--endpoint", f"http://127.0.0.1:{s.getsockname()[1]}/v1", "--compare", "seed"]) == 3
     assert main(["probe", "--endpoint", "http://127.0.0.1:1/v1", "--compare", "nope"]) == 2
     assert "unknown contract" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- outcome table, doc
+
+
+def _exchange(status: int | None, content_type: str | None = None, body: str | None = None,
+              json_body: object = None, envelope: dict | None = None, failure: tuple | None = None):
+    from datetime import datetime, timezone
+
+    from hermes_nb.records import ErrorEnvelope, Exchange, RequestRecord, Timings, TransportFailure
+
+    return Exchange(
+        request=RequestRecord(method="POST", url="http://127.0.0.1:1/v1/chat/completions"),
+        status=status, content_type=content_type, body_text=body, json_body=json_body,
+        envelope=ErrorEnvelope(**envelope) if envelope else None,
+        transport_error=TransportFailure(kind=failure[0], phase=failure[1], message="x") if failure else None,
+        timings=Timings(started_at=datetime.now(timezone.utc)),
+    )
+
+
+@pytest.mark.parametrize("kwargs,root,expected", [
+    ({"status": 200, "content_type": "application/json", "json_body": {"id": "x"}}, False, "forwarded"),
+    ({"status": 200, "content_type": "text/html", "body": "<html>"}, False, "bad_response"),
+    ({"status": 200, "content_type": "application/json", "json_body": {"status": "ok"}}, True, "local"),
+    ({"status": 401, "content_type": "application/json", "json_body": {"error": {}},
+      "envelope": {"type": "upstream_auth_failed"}}, False, "auth_failed"),
+    ({"status": 401, "content_type": "application/json", "json_body": {"error": {}},
+      "envelope": {"type": "missing_authorization"}}, False, "unauthorized"),
+    ({"status": 404, "content_type": "application/json", "json_body": {"error": {}},
+      "envelope": {"type": "path_not_allowed"}}, False, "path_not_allowed"),
+    ({"status": 404, "content_type": "text/plain", "body": "404: Not Found"}, True, "not_found"),
+    ({"status": 413, "content_type": "text/plain", "body": "Maximum request body size 1048576 exceeded."}, False,
+     "rejected"),
+    ({"status": 502, "content_type": "application/json", "json_body": {"error": {}},
+      "envelope": {"type": "upstream_unreachable"}}, False, "error"),
+    ({"status": 429, "content_type": "application/json", "json_body": {"error": {}},
+      "envelope": {"type": "rate_limit_exceeded"}}, False, "forwarded"),
+    ({"status": None, "failure": ("connect_refused", "connect")}, False, "unreachable"),
+    ({"status": None, "failure": ("deadline", "headers")}, False, "timeout"),
+    ({"status": None, "failure": ("reset", "body")}, False, "transport_error"),
+])
+def test_route_outcome_table(kwargs: dict, root: bool, expected: str) -> None:
+    from hermes_nb.probe import route_outcome
+
+    assert route_outcome(_exchange(**kwargs), root=root) == expected
+
+
+def test_contract_drift_names_a_state_present_on_one_side_only() -> None:
+    stale_only = {**REAL, "states": {"stale": REAL["states"]["stale"]}}
+    assert contract_drift(stale_only, REAL) == [Drift(field="live", expected="not probed", observed="probed")]
+    assert contract_drift(REAL, stale_only) == [Drift(field="live", expected="probed", observed="not probed")]
+
+
+def test_doc_block_is_generated_from_the_committed_contracts() -> None:
+    import importlib.util
+
+    script = CONTRACT_DIR.parent.parent / "scripts" / "contract_matrix.py"
+    spec = importlib.util.spec_from_file_location("contract_matrix", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = (CONTRACT_DIR.parent / "wire-contract.md").read_text("utf-8")
+    assert module.render_doc_block(CONTRACT_DIR) in doc, "run: .venv/bin/python scripts/contract_matrix.py --doc-only"
