@@ -35,6 +35,18 @@ class ServerSentEvent:
     retry: int | None = None
 
 
+class _Draft:
+    """Same slot layout as :class:`ServerSentEvent`, but mutable.
+
+    A frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__`` (about 1 µs per event, a fifth of the decoder's
+    time). The decoder fills a draft with plain slot stores and then retags it
+    as a :class:`ServerSentEvent`: the result is a genuine, frozen instance.
+    """
+
+    __slots__ = ("event", "data", "id", "retry")
+
+
 class SSEDecoder:
     """Bytes in, :class:`ServerSentEvent` out. One instance per stream."""
 
@@ -95,14 +107,13 @@ class SSEDecoder:
         for line in lines:
             if not line:
                 if data:
-                    out.append(
-                        ServerSentEvent(
-                            self._event or "message",
-                            data[0] if len(data) == 1 else "\n".join(data),
-                            self._id,
-                            self._retry,
-                        )
-                    )
+                    ev = _Draft()
+                    ev.event = self._event or "message"
+                    ev.data = data[0] if len(data) == 1 else "\n".join(data)
+                    ev.id = self._id
+                    ev.retry = self._retry
+                    ev.__class__ = ServerSentEvent  # type: ignore[assignment]
+                    out.append(ev)  # type: ignore[arg-type]
                     data = self._data = []
                 self._event = None
                 self._retry = None

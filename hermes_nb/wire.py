@@ -233,13 +233,14 @@ class ChatStream:
     """
 
     __slots__ = (
-        "_parts", "_text", "done", "finish_reason", "usage", "model", "error", "in_band_error",
-        "protocol_errors", "events", "chunks", "skipped",
+        "_parts", "_text", "_over", "done", "finish_reason", "usage", "model", "error", "in_band_error",
+        "protocol_errors", "chunks", "skipped",
     )
 
     def __init__(self) -> None:
         self._parts: list[str] = []
         self._text: str | None = ""
+        self._over = False  # done or error: ignore everything else
         self.done = False
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
@@ -247,14 +248,13 @@ class ChatStream:
         self.error: ErrorEnvelope | None = None
         self.in_band_error = False
         self.protocol_errors: list[str] = []
-        #: events fed / chat.completion chunks understood / events skipped
-        self.events = 0
+        #: chat.completion chunks understood / events skipped (empty, keep-alive, not a chunk)
         self.chunks = 0
         self.skipped = 0
 
     @property
     def finished(self) -> bool:
-        return self.done or self.error is not None
+        return self._over
 
     @property
     def text(self) -> str:
@@ -263,40 +263,42 @@ class ChatStream:
         return self._text
 
     def feed(self, event: ServerSentEvent) -> str:
-        if self.done or self.error is not None:
+        if self._over:
             return ""
-        self.events += 1
         data = event.data
         if event.event == "error":
             self._in_band(data)
             return ""
-        if not data or data.isspace():
-            self.skipped += 1
-            return ""
-        if data[0] == "[" and data.startswith("[DONE]"):
-            self.done = True
-            return ""
-        try:
-            obj = loads_exact(data)
-        except ValueError:
-            return self._bad_frame(data)
-        if type(obj) is not dict:
-            self.skipped += 1
-            return ""
+        obj: Any = None
+        if data[:1] == "{":  # the common case: one exact JSON object
+            try:
+                obj, end = _scan(data, 0)
+                if end != len(data):
+                    obj = None
+            except (StopIteration, ValueError):
+                obj = None
+        if obj is None:
+            if not data or data.isspace():
+                self.skipped += 1
+                return ""
+            if data.lstrip().startswith("[DONE]"):
+                self.done = self._over = True
+                return ""
+            try:
+                obj = _loads(data)
+            except ValueError:
+                self.protocol_errors.append(f"invalid JSON in SSE data: {_excerpt(data)}")
+                return ""
+            if obj.__class__ is not dict:
+                self.skipped += 1
+                return ""
         return self.feed_chunk(obj)
-
-    def _bad_frame(self, data: str) -> str:
-        if data.strip().startswith("[DONE]"):
-            self.done = True
-        else:
-            self.protocol_errors.append(f"invalid JSON in SSE data: {_excerpt(data)}")
-        return ""
 
     def feed_chunk(self, obj: dict[str, Any]) -> str:
         """Interpret one parsed chunk object (``feed`` after ``json.loads``)."""
-        if obj.get("error"):
+        if "error" in obj and obj["error"]:
             self.error = envelope_from_json(obj)
-            self.in_band_error = True
+            self.in_band_error = self._over = True
             return ""
         choices = obj.get("choices")
         if choices is None and "usage" not in obj:
@@ -304,10 +306,10 @@ class ChatStream:
             return ""
         self.chunks += 1
         model = obj.get("model")
-        if model and model.__class__ is str:
+        if model is not None and model.__class__ is str and model:
             self.model = model
         usage = obj.get("usage")
-        if usage and usage.__class__ is dict:
+        if usage is not None and usage.__class__ is dict and usage:
             self.usage = usage
         if not choices or choices.__class__ is not list:
             return ""
@@ -320,22 +322,23 @@ class ChatStream:
             content = delta.get("content")
             if content and content.__class__ is str:
                 piece = content
+                self._parts.append(content)
+                self._text = None
         elif not self._parts:
             message = choice.get("message")
             if message.__class__ is dict:
                 content = message.get("content")
                 if content and content.__class__ is str:
                     piece = content
-        fr = choice.get("finish_reason")
-        if fr and fr.__class__ is str:
-            self.finish_reason = fr
-        if piece:
-            self._parts.append(piece)
-            self._text = None
+                    self._parts.append(content)
+                    self._text = None
+        finish = choice.get("finish_reason")
+        if finish and finish.__class__ is str:
+            self.finish_reason = finish
         return piece
 
     def _in_band(self, data: str) -> None:
-        self.in_band_error = True
+        self.in_band_error = self._over = True
         envelope = None
         if data.strip():
             try:
