@@ -143,6 +143,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(out, exc, exc.exit_code)
     except KeyboardInterrupt:
         return _fail(out, HermesError("interrupted"), 130)
+    except BrokenPipeError:
+        # The reader went away (`hermes-nb … | head`): stop quietly, as a Unix tool does.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 def _fail(out: Output, exc: Exception, code: int) -> int:
