@@ -342,3 +342,13 @@ def test_doc_block_is_generated_from_the_committed_contracts() -> None:
     spec.loader.exec_module(module)
     doc = (CONTRACT_DIR.parent / "wire-contract.md").read_text("utf-8")
     assert module.render_doc_block(CONTRACT_DIR) in doc, "run: .venv/bin/python scripts/contract_matrix.py --doc-only"
+
+
+def test_cli_write_contract_round_trips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    written = tmp_path / "observed.json"
+    with serve(profile="hermes-agent", scenario="ok") as emu:
+        assert main(["probe", "--endpoint", emu.endpoint, "--write-contract", str(written)]) == 0
+        assert main(["probe", "--endpoint", emu.endpoint, "--compare", str(written), "--json"]) == 0
+    capsys.readouterr()
+    doc = load_contract(written)
+    assert sorted(doc["states"]) == ["live"] and "127.0.0.1" not in json.dumps(doc["states"])
