@@ -201,3 +201,9 @@ def test_serve_inside_a_running_kernel(tmp_path: Path) -> None:
     assert loop_running == "True"  # the kernel's main thread has a running loop; serve() still works
     assert outputs[1].split() == ["200", "True"]
     assert outputs[2].split() == ["200", "False", "False"]
+
+
+def test_python_dash_m_runs_the_same_command() -> None:
+    out = subprocess.run([sys.executable, "-m", "hermes_nb.emulator", "--host", "10.0.0.1"], capture_output=True,
+                         text=True, cwd=REPO, timeout=60)
+    assert out.returncode == 2 and "loopback only" in out.stderr
