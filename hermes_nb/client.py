@@ -13,7 +13,6 @@ blocked read.
 
 from __future__ import annotations
 
-import errno
 import json
 import socket
 import threading
@@ -28,6 +27,7 @@ from .config import HermesProxyRuntimeConfig
 from .records import Exchange, RequestRecord, SSEEventRecord, Timings
 from .redact import Redactor, redact_headers
 from .sse import SSEDecoder
+from .client_errors import transport_failure
 from .records import TransportFailure
 from .wire import ChatStream, chat_request_body, envelope_from_json, media_type, parse_chat_completion
 from .wire import parse_retry_after, parse_error_body
@@ -141,8 +141,12 @@ class HermesClient:
             hdrs["authorization"] = auth
         for key, value in (headers or {}).items():
             hdrs[key.lower()] = value
-        if isinstance(auth, str):
-            self._redactor.add(auth, auth.split(" ", 1)[-1])
+        if isinstance(auth, str):  # a probe's verbatim value is treated as a secret too
+            scheme, _, credential = auth.partition(" ")
+            if credential.strip():
+                self._redactor.add(auth, credential.strip())
+            elif scheme.lower() not in ("bearer", "basic", "token"):
+                self._redactor.add(scheme)
         return self._http.build_request(method, url, json=json, headers=hdrs)
 
     # ------------------------------------------------------------------ calls
@@ -211,67 +215,6 @@ class HermesClient:
 
 # ---------------------------------------------------------------------- one call
 
-_DNS_MARKERS = (
-    "name or service not known",
-    "nodename nor servname",
-    "temporary failure in name resolution",
-    "no address associated with hostname",
-    "getaddrinfo failed",
-    "name resolution",
-)
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        item = todo.pop()
-        if item is None or any(item is s for s in seen):
-            continue
-        seen.append(item)
-        todo.extend([item.__cause__, item.__context__])
-    return seen
-
-
-def _errnos(exc: BaseException) -> set[int]:
-    return {e.errno for e in _chain(exc) if isinstance(e, OSError) and isinstance(e.errno, int)}
-
-
-def _connect_kind(exc: BaseException) -> str:
-    chain = _chain(exc)
-    text = " ".join(str(e) for e in chain).lower()
-    if any(isinstance(e, socket.gaierror) for e in chain) or any(m in text for m in _DNS_MARKERS):
-        return "dns"
-    if errno.ECONNREFUSED in _errnos(exc) or "connection refused" in text or "[errno 111]" in text:
-        return "connect_refused"
-    return "connect_error"
-
-
-def transport_failure(exc: httpx.RequestError, *, phase: str, deadline_hit: bool, redact: Redactor) -> TransportFailure:
-    """Map an httpx request error to a :class:`TransportFailure` record."""
-    kind: str
-    if deadline_hit and not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
-        kind = "deadline"
-    elif isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
-        kind, phase = "connect_timeout", "connect"
-    elif isinstance(exc, httpx.ConnectError):
-        kind, phase = _connect_kind(exc), "connect"
-    elif isinstance(exc, httpx.ReadTimeout):
-        kind = "read_timeout"
-    elif isinstance(exc, httpx.RemoteProtocolError):
-        kind = "remote_protocol"
-    elif isinstance(exc, (httpx.ReadError, httpx.WriteError)):
-        reset = _errnos(exc) & {errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED}
-        kind = "reset" if reset or "reset" in str(exc).lower() else "read_error"
-    else:
-        kind = "other"
-        if isinstance(exc, (httpx.UnsupportedProtocol, httpx.ProxyError, httpx.LocalProtocolError)):
-            phase = "connect"
-    message = redact.text(str(exc)) or type(exc).__name__
-    name = f"{type(exc).__module__.split('.')[0]}.{type(exc).__name__}"
-    return TransportFailure(kind=kind, phase=phase, message=message, exception=name)  # type: ignore[arg-type]
-
-
 class _Call:
     """State of one request/response; produces the Exchange."""
 
@@ -303,13 +246,19 @@ class _Call:
 
     def _request_record(self) -> RequestRecord:
         body: Any = None
-        content = self.request.content if hasattr(self.request, "_content") else b""
+        try:
+            content = self.request.content
+        except httpx.RequestNotRead:  # a streaming request body: not ours to read
+            content = b""
         if content:
             try:
                 body = self.redact.data(json.loads(content))
             except ValueError:
                 body = self.redact.text(content.decode("utf-8", "replace"))
-        return RequestRecord(method=self.request.method, url=self.redact.text(str(self.request.url)),
+        url = self.request.url
+        if url.userinfo:
+            url = url.copy_with(userinfo=b"")
+        return RequestRecord(method=self.request.method, url=self.redact.text(str(url)),
                              headers=redact_headers(self.request.headers), body=body)
 
     def run(self, sse: bool) -> Exchange:
@@ -338,12 +287,14 @@ class _Call:
         ctype = media_type(response.headers.get("content-type"))
         f["content_type"] = ctype
         f["retry_after_s"] = parse_retry_after(response.headers)
+        sse = ctype == "text/event-stream"
+        body = bytearray()
         watchdog = _Watchdog(response, self.deadline - self.clock())
         try:
-            if ctype == "text/event-stream":
+            if sse:
                 self._read_sse(response)
             else:
-                self._read_body(response)
+                self._read_body(response, body)
         except (httpx.TransportError, httpx.DecodingError) as exc:
             self._fail(exc, "body", watchdog.fired)
         finally:
@@ -351,6 +302,8 @@ class _Call:
             response.close()
         if watchdog.fired and self.failure is None:
             self._deadline("body")
+        if not sse:
+            self._interpret_body(bytes(body), response.status_code)
 
     def _chunks(self, response: httpx.Response):  # type: ignore[no-untyped-def]
         for chunk in response.iter_bytes():
@@ -390,20 +343,17 @@ class _Call:
                      usage=chat.usage, model=chat.model, envelope=chat.error, in_band_error=chat.in_band_error,
                      protocol_errors=list(chat.protocol_errors))
 
-    def _read_body(self, response: httpx.Response) -> None:
-        buf = bytearray()
-        try:
-            for chunk in self._chunks(response):
-                buf += chunk
-                if len(buf) > MAX_BODY_BYTES:
-                    del buf[MAX_BODY_BYTES:]
-                    self.fields.setdefault("protocol_errors", []).append(
-                        f"body larger than {MAX_BODY_BYTES} bytes; the rest was not read")
-                    break
-        finally:
-            self._interpret_body(bytes(buf), response)
+    def _read_body(self, response: httpx.Response, buf: bytearray) -> None:
+        for chunk in self._chunks(response):
+            buf += chunk
+            if len(buf) > MAX_BODY_BYTES:
+                del buf[MAX_BODY_BYTES:]
+                self.fields.setdefault("protocol_errors", []).append(
+                    f"body larger than {MAX_BODY_BYTES} bytes; the rest was not read")
+                return
 
-    def _interpret_body(self, raw: bytes, response: httpx.Response) -> None:
+    def _interpret_body(self, raw: bytes, status: int) -> None:
+        """Keep the body verbatim; parse JSON (a completion, or an error envelope)."""
         f = self.fields
         text = raw.decode("utf-8", "replace")
         f["body_text"] = self.redact.text(text)
@@ -412,7 +362,7 @@ class _Call:
         looks_json = bool(stripped) and stripped[0] in "{["
         is_json = ctype is not None and (ctype.endswith("/json") or ctype.endswith("+json"))
         if not (is_json or looks_json) or self.failure is not None:
-            return
+            return  # a body cut short is kept as text only
         try:
             obj = json.loads(stripped)
         except ValueError:
@@ -421,7 +371,7 @@ class _Call:
             return
         f["json_body"] = self.redact.data(obj)
         envelope = envelope_from_json(obj)
-        if 200 <= response.status_code < 300:
+        if 200 <= status < 300:
             if envelope is not None and isinstance(obj, dict) and obj.get("error"):
                 f["envelope"], f["in_band_error"] = envelope, True
                 return

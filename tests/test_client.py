@@ -487,3 +487,70 @@ def test_connection_refused_on_a_real_socket() -> None:
     assert exchange.transport_error is not None and exchange.transport_error.kind == "connect_refused"
     outcome = classify(exchange, config)
     assert outcome.status == "blocked" and "hermes proxy start" in outcome.errors[0]
+
+
+# ----------------------------------------------------------------- details
+
+
+def test_userinfo_never_reaches_the_request_record() -> None:
+    client = client_for(lambda r: httpx.Response(200, json={"data": []}), endpoint="http://user:pw-secret@127.0.0.1:9/v1")
+    exchange = client.models()
+    assert exchange.request.url == "http://127.0.0.1:9/v1/models" and "pw-secret" not in exchange.model_dump_json()
+
+
+def test_a_verbatim_auth_value_is_redacted_too() -> None:
+    client = client_for(lambda r: httpx.Response(401, text=f"got {r.headers['authorization']}"))
+    exchange = client.request("GET", "/models", auth="sk-canary-noscheme-123456")
+    assert "sk-canary" not in exchange.model_dump_json()
+
+
+def test_json_error_body_cut_mid_read_is_kept_as_text() -> None:
+    body = Body([b'{"error": {"message": "Fai'], exc=httpx.ReadError("[Errno 104] Connection reset by peer"))
+    client = client_for(lambda r: httpx.Response(401, headers={"content-type": "application/json"}, stream=body))
+    exchange = client.chat(MSGS)
+    assert exchange.body_text == '{"error": {"message": "Fai' and exchange.json_body is None
+    assert exchange.protocol_errors == [] and exchange.transport_error is not None
+    assert exchange.transport_error.phase == "body"
+    assert classify(exchange, cfg()).reason == "auth"  # the status still says what happened
+
+
+def test_oversized_body_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hermes_nb.client as client_module
+
+    monkeypatch.setattr(client_module, "MAX_BODY_BYTES", 8)
+    body = Body([b"0123456", b"789abc", b"never read"])
+    exchange = client_for(lambda r: httpx.Response(500, headers={"content-type": "text/plain"}, stream=body)).chat(MSGS)
+    assert exchange.body_text == "01234567" and body.pulled == 2
+    assert exchange.protocol_errors and "larger than 8 bytes" in exchange.protocol_errors[0]
+
+
+def test_watchdog_shuts_the_socket_down_when_the_deadline_passes() -> None:
+    import time
+
+    from hermes_nb.client import _Watchdog
+
+    left, right = socket.socketpair()
+
+    class Stream:
+        def get_extra_info(self, name: str) -> object:
+            return left if name == "socket" else None
+
+    response = httpx.Response(200, extensions={"network_stream": Stream()})
+    try:
+        watchdog = _Watchdog(response, 0.0)
+        limit = time.monotonic() + 10
+        while not watchdog.fired and time.monotonic() < limit:
+            time.sleep(0.01)  # polling for the timer thread, bounded by a deadline
+        assert watchdog.fired
+        assert left.recv(10) == b""  # shut down: a blocked read wakes up with EOF
+    finally:
+        left.close()
+        right.close()
+
+
+def test_watchdog_without_a_socket_is_inert() -> None:
+    from hermes_nb.client import _Watchdog
+
+    watchdog = _Watchdog(httpx.Response(200), 0.0)
+    watchdog.cancel()
+    assert watchdog.fired is False
