@@ -39,7 +39,6 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -144,9 +143,11 @@ def _refusing_port(stack: ExitStack) -> int:
     return int(sock.getsockname()[1])
 
 
-@dataclass
-class RigHandle:
-    """A running real proxy. ``endpoint`` is ``http://127.0.0.1:<port>/v1``."""
+class RigHandle(str):
+    """A running real proxy. The string value is the endpoint (``http://127.0.0.1:<port>/v1``).
+
+    So ``with real_proxy("live") as endpoint:`` works wherever an endpoint string does.
+    """
 
     endpoint: str
     base_url: str
@@ -156,13 +157,22 @@ class RigHandle:
     hermes_version: str | None
     log_path: Path
     startup_s: float
-    process: subprocess.Popen[Any] = field(repr=False)
-    redactor: Redactor = field(repr=False)
+    process: subprocess.Popen[Any]
+    redactor: Redactor
     #: the emulator (``upstream`` profile) behind the proxy in the live state
-    upstream: Any = None
+    upstream: Any
 
-    def __str__(self) -> str:
-        return self.endpoint
+    def __new__(cls, endpoint: str, **fields: Any) -> RigHandle:
+        obj = super().__new__(cls, endpoint)
+        obj.endpoint = endpoint
+        obj.upstream = None
+        for key, value in fields.items():
+            setattr(obj, key, value)
+        return obj
+
+    def __repr__(self) -> str:
+        return (f"RigHandle(endpoint={self.endpoint!r}, state={self.state!r}, "
+                f"hermes_version={self.hermes_version!r}, pid={self.process.pid})")
 
     @property
     def pid(self) -> int:

@@ -157,7 +157,11 @@ def test_child_environment_is_minimal_and_throwaway(tmp_path: Path, monkeypatch:
 @needs_hermes
 def test_stale_rig_answers_upstream_auth_failed_and_cleans_up() -> None:
     with rig.real_proxy("stale", hermes_bin=HERMES_BIN) as handle:
-        assert handle.endpoint == f"http://127.0.0.1:{handle.port}/v1" and str(handle) == handle.endpoint
+        assert handle.endpoint == f"http://127.0.0.1:{handle.port}/v1" and handle == handle.endpoint
+        # `with real_proxy(...) as endpoint:` — the handle is the endpoint string
+        from hermes_nb.config import HermesProxyRuntimeConfig
+
+        assert HermesProxyRuntimeConfig(endpoint=handle, model="m").endpoint == handle.endpoint
         root = handle.log_path.parent
         store = json.loads((root / "hermes-home" / "auth.json").read_text())
         health = httpx.get(handle.base_url + "/health", trust_env=False)
