@@ -97,3 +97,18 @@ def test_auth_stale_has_the_real_envelope_shape() -> None:
                 error = httpx.Response(200, content=seen["body"]).json()["error"]
                 assert error["type"] == error["code"] == "upstream_auth_failed"
                 assert error["message"].startswith("Failed to refresh Nous Portal credentials: ")
+
+
+def test_upstream_unreachable_has_the_real_envelope_shape() -> None:
+    with rig.real_proxy("live", hermes_bin=HERMES_BIN) as real, serve(scenario="upstream-unreachable") as emu:
+        real.upstream.close()  # nothing listens behind the real proxy any more
+        mine = observe(emu.base_url, "POST", "/v1/chat/completions", body={**CHAT, "stream": True},
+                       scenario="upstream-unreachable")
+        theirs = observe(real.base_url, "POST", "/v1/chat/completions", body={**CHAT, "stream": True})
+    assert mine["status"] == theirs["status"] == 502
+    assert dict(mine["headers"])["content-type"] == dict(theirs["headers"])["content-type"]
+    for seen in (mine, theirs):
+        error = httpx.Response(200, content=seen["body"]).json()["error"]
+        assert error["type"] == error["code"] == "upstream_unreachable"
+        assert error["message"].startswith("upstream connection failed: Cannot connect to host ")
+        assert "ssl:default [Connect call failed" in error["message"]

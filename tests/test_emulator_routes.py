@@ -310,3 +310,33 @@ def test_output_is_deterministic_from_the_seed(http: httpx.Client) -> None:
     assert chat["created"] == content.created_at(7) != content.created_at(8)
     assert chat == again and chat["id"].startswith("chatcmpl-emu")
     assert chat["choices"][0]["message"]["content"] in content.reply_text(7, CHAT)
+
+
+# --------------------------------------------------------------------------- the proxy's own 502/504
+
+
+@pytest.mark.parametrize("profile", ["hermes-agent", "seed"])
+def test_proxy_scenarios_answer_the_real_proxys_own_envelopes(http: httpx.Client, profile: str) -> None:
+    with serve(profile=profile) as emu:
+        bearer = {"Authorization": "Bearer probe"}
+        r = http.post(emu.endpoint + "/chat/completions", json={**CHAT, "stream": True},
+                      headers={**bearer, **scen("upstream-unreachable")})
+        assert r.status_code == 502 and r.headers["content-type"] == JSON_CT
+        error = r.json()["error"]
+        assert error["type"] == error["code"] == "upstream_unreachable"
+        assert error["message"].startswith("upstream connection failed: Cannot connect to host ")
+        r = http.get(emu.endpoint + "/models", headers={**bearer, **scen("upstream-timeout")})
+        assert r.status_code == 504 and r.content == json.dumps(
+            {"error": {"message": "upstream request timed out", "type": "upstream_timeout",
+                       "code": "upstream_timeout"}}).encode()
+        # the body is read before the upstream is called: an oversized body is still a 413
+        r = http.post(emu.endpoint + "/chat/completions", content=b"a" * 10_000_001,
+                      headers={**bearer, **scen("upstream-unreachable")})
+        assert r.status_code == 413
+
+
+def test_proxy_scenarios_are_refused_by_the_upstream_profile(upstream: EmulatorHandle, http: httpx.Client) -> None:
+    r = http.get(upstream.endpoint + "/models", headers=scen("upstream-timeout"))
+    assert r.status_code == 400 and r.json()["error"]["code"] == "unknown_scenario"
+    with pytest.raises(ValueError, match="upstream profile"):
+        create_app(profile="upstream", scenario="upstream-unreachable")

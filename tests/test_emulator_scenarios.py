@@ -205,6 +205,14 @@ def test_every_scenario_non_streamed(emus: dict[str, EmulatorHandle], scenario: 
     assert bool(exchange.text) is partial
 
 
+@pytest.mark.parametrize("scenario,status", [("upstream-unreachable", 502), ("upstream-timeout", 504)])
+def test_proxy_faults_classify_as_http_errors(emus: dict[str, EmulatorHandle], scenario: str, status: int) -> None:
+    exchange, outcome = run_client(emus["hermes-agent"], scenario)
+    assert exchange.status == status and exchange.envelope is not None
+    assert exchange.envelope.code == scenario.replace("-", "_")
+    assert (outcome.status, outcome.reason) == ("failed", "http_error")
+
+
 @pytest.mark.parametrize("profile", ["upstream", "seed"])
 def test_direct_reset_is_a_broken_stream_with_partial_text(emus: dict[str, EmulatorHandle], profile: str) -> None:
     exchange, outcome = run_client(emus[profile], "reset")

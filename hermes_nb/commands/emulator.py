@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ConfigError, UsageError
 from ..emulator.content import DEFAULT_MODELS
-from ..emulator.scenarios import PROFILES, SCENARIOS
+from ..emulator.scenarios import ALL_SCENARIOS, PROFILES
 
 DEFAULT_PORT = 8645
 
@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help=f"bind port, 0 = any free port (default {DEFAULT_PORT})")
     p.add_argument("--profile", choices=PROFILES, default="hermes-agent", help="what to emulate (default hermes-agent)")
-    p.add_argument("--scenario", choices=SCENARIOS, default="ok", help="upstream behaviour (default ok)")
+    p.add_argument("--scenario", choices=ALL_SCENARIOS, default="ok",
+                   help="upstream behaviour (default ok); upstream-unreachable/-timeout: the proxy's own 502/504")
     p.add_argument("--seed", type=int, default=0, help="seed of the deterministic ids/texts (default 0)")
     p.add_argument("--models", default=None, help="comma-separated model ids listed by /v1/models")
     p.add_argument("--delay", type=float, default=0.05, metavar="SECONDS", help="per-delta delay of the slow scenario")

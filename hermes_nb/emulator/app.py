@@ -25,7 +25,7 @@ from aiohttp import web
 from ..redact import redact_headers
 from . import content as c
 from .scenarios import (
-    PROFILES, RESET, SCENARIO_HEADER, SCENARIOS, STALL, UPSTREAM_ROUTES, Pause, Reply, Settings,
+    ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS, RESET, SCENARIO_HEADER, STALL, UPSTREAM_ROUTES, Pause, Reply, Settings,
     json_reply, upstream_reply,
 )
 
@@ -45,6 +45,9 @@ MAX_REQUEST_BYTES = 10_000_000
 UPSTREAM_MAX_BYTES = 32 * 1024 * 1024
 PROXY_PATHS = frozenset(UPSTREAM_ROUTES)
 AUTH_STALE_MESSAGE = "Failed to refresh Nous Portal credentials: Invalid refresh token"
+#: what aiohttp says when the upstream refuses the connection (the real proxy prefixes it)
+UNREACHABLE_MESSAGE = ("upstream connection failed: Cannot connect to host inference-api.nousresearch.com:443 "
+                       "ssl:default [Connect call failed ('127.0.0.1', 443)]")
 _ALLOWED = ", ".join(sorted(PROXY_PATHS))
 #: what the real proxy strips from the upstream's response headers
 _HOP_BY_HOP = frozenset({
@@ -91,11 +94,24 @@ def _scenario_of(request: web.Request) -> str:
 
 
 def _unknown_scenario(request: web.Request) -> Reply | None:
-    name = request.headers.get(SCENARIO_HEADER)
-    if name is None or name.strip() in SCENARIOS:
+    """400 for a header naming no scenario (or a proxy-only one sent to the upstream profile)."""
+    name = (request.headers.get(SCENARIO_HEADER) or "").strip()
+    upstream = request.app[SETTINGS_KEY].profile == "upstream"
+    if not name or (name in ALL_SCENARIOS and not (upstream and name in PROXY_SCENARIOS)):
         return None
-    msg = f"Unknown emulator scenario {name.strip()!r}. Known: {', '.join(SCENARIOS)}"
+    known = [s for s in ALL_SCENARIOS if not (upstream and s in PROXY_SCENARIOS)]
+    msg = f"Unknown emulator scenario {name!r} for the {request.app[SETTINGS_KEY].profile} profile. " \
+          f"Known: {', '.join(known)}"
     return json_reply(400, c.envelope(msg, "invalid_request_error", "unknown_scenario"))
+
+
+def _proxy_fault(scenario: str) -> web.Response | None:
+    """The real proxy's own answers when its upstream cannot be reached (502) or times out (504)."""
+    if scenario == "upstream-unreachable":
+        return _proxy_error(502, UNREACHABLE_MESSAGE, "upstream_unreachable")
+    if scenario == "upstream-timeout":
+        return _proxy_error(504, "upstream request timed out", "upstream_timeout")
+    return None
 
 
 async def _read_body(request: web.Request) -> bytes:
@@ -115,7 +131,7 @@ async def _observe(request: web.Request, handler: Callable[[web.Request], Awaita
     """Record the request, pick its scenario, log one line when it ends."""
     app = request.app
     header = (request.headers.get(SCENARIO_HEADER) or "").strip()
-    scenario = header if header in SCENARIOS else app[SETTINGS_KEY].scenario
+    scenario = header if header in ALL_SCENARIOS else app[SETTINGS_KEY].scenario
     request[SCENARIO_KEY] = scenario
     record = RecordedRequest(request.method, request.path, request.query_string,
                              redact_headers(request.headers), scenario)
@@ -210,7 +226,10 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
         scenario = _scenario_of(request)
         if scenario == "auth-stale":
             return _proxy_error(401, AUTH_STALE_MESSAGE, "upstream_auth_failed")
-        raw = await _read_body(request)
+        raw = await _read_body(request)  # the real proxy reads the body before it calls the upstream
+        fault = _proxy_fault(scenario)
+        if fault is not None:
+            return fault
         reply = _unknown_scenario(request) or upstream_reply(settings, scenario, rel, request.method, raw)
         return await _write(request, reply, proxied=True)
 
@@ -232,6 +251,9 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
         if scenario == "auth-stale":
             return _proxy_error(401, AUTH_STALE_MESSAGE, "upstream_auth_failed")
         raw = await _read_body(request)
+        fault = _proxy_fault(scenario)
+        if fault is not None:
+            return fault
         reply = _unknown_scenario(request) or upstream_reply(settings, scenario, rel, request.method, raw)
         return await _write(request, reply, proxied=False)
 
@@ -264,8 +286,9 @@ def create_app(
     """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request."""
     if profile not in PROFILES:
         raise ValueError(f"unknown emulator profile {profile!r}; choose one of: {', '.join(PROFILES)}")
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown emulator scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+    if scenario not in ALL_SCENARIOS or (profile == "upstream" and scenario in PROXY_SCENARIOS):
+        raise ValueError(f"unknown emulator scenario {scenario!r} for the {profile} profile; "
+                         f"choose one of: {', '.join(ALL_SCENARIOS)} (the last two need a proxy profile)")
     model_ids = tuple(models) if models else c.DEFAULT_MODELS
     settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
                         retry_after=retry_after)

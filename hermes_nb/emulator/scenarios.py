@@ -18,6 +18,8 @@ __all__ = [
     "PROFILES",
     "SCENARIO_HEADER",
     "SCENARIOS",
+    "PROXY_SCENARIOS",
+    "ALL_SCENARIOS",
     "STREAM_SCENARIOS",
     "ERROR_SCENARIOS",
     "Settings",
@@ -39,6 +41,9 @@ SCENARIOS: tuple[str, ...] = (
     "model-missing", "stream-error-event", "truncated", "slow", "stall", "reset", "malformed",
 )
 #: answered before the body is read (no model needed)
+#: faults of the proxy itself (hermes-agent and seed profiles; the real proxy's own 502/504 envelopes)
+PROXY_SCENARIOS: tuple[str, ...] = ("upstream-unreachable", "upstream-timeout")
+ALL_SCENARIOS: tuple[str, ...] = SCENARIOS + PROXY_SCENARIOS
 ERROR_SCENARIOS = ("auth-stale", "rate-limited", "server-error", "bad-gateway")
 #: shape the body of a successful answer
 STREAM_SCENARIOS = ("ok", "no-sentinel", "empty", "length", "stream-error-event", "truncated", "slow", "stall",
