@@ -297,7 +297,8 @@ class ChatStream:
     def feed_chunk(self, obj: dict[str, Any]) -> str:
         """Interpret one parsed chunk object (``feed`` after ``json.loads``)."""
         if "error" in obj and obj["error"]:
-            self.error = envelope_from_json(obj)
+            self.error = envelope_from_json(obj) or ErrorEnvelope(
+                message=_excerpt(json.dumps(obj["error"], ensure_ascii=False), 200), shape="string")
             self.in_band_error = self._over = True
             return ""
         choices = obj.get("choices")

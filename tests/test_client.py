@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hermes_nb.classify import classify
 from hermes_nb.client import HermesClient
@@ -554,3 +556,14 @@ def test_watchdog_without_a_socket_is_inert() -> None:
     watchdog = _Watchdog(httpx.Response(200), 0.0)
     watchdog.cancel()
     assert watchdog.fired is False
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=300), st.sampled_from(["text/event-stream", "application/json", "text/plain", ""]),
+       st.sampled_from([200, 401, 404, 429, 500]))
+def test_any_body_gives_an_exchange_and_an_outcome(body: bytes, ctype: str, status: int) -> None:
+    headers = {"content-type": ctype} if ctype else {}
+    client = client_for(lambda r: httpx.Response(status, headers=headers, content=body))
+    exchange = client.chat(MSGS)
+    assert exchange.status == status
+    assert classify(exchange, cfg()).status in ("passed", "failed", "blocked")

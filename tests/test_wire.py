@@ -236,3 +236,31 @@ def test_loads_exact_is_json_loads(doc: str, suffix: str, prefix: str) -> None:
     except ValueError as exc:
         got = ("error", type(exc))
     assert got == expected
+
+
+_KEYS = ["choices", "delta", "content", "message", "usage", "model", "error", "finish_reason", "index", "type",
+         "code", "status"]
+_chunkish = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6) | st.sampled_from(_KEYS),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), c, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["message", "error", "ping", ""]),
+                          _chunkish.map(json.dumps) | st.text(max_size=20) | st.just("[DONE]")), max_size=8))
+def test_chat_stream_never_raises(frames: list[tuple[str, str]]) -> None:
+    stream = ChatStream()
+    for event, data in frames:
+        piece = stream.feed(ServerSentEvent(event or "message", data))
+        assert isinstance(piece, str)
+    assert isinstance(stream.text, str)
+    assert stream.finished == (stream.done or stream.error is not None)
+    assert stream.in_band_error == (stream.error is not None)
+    assert all(isinstance(p, str) for p in stream.protocol_errors)
+
+
+def test_odd_error_values_still_give_an_envelope() -> None:
+    stream, _ = feed(ServerSentEvent(data='{"error": [1, 2]}'))
+    assert stream.in_band_error and stream.error is not None and "[1, 2]" in (stream.error.message or "")
