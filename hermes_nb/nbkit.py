@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,10 @@ __all__ = [
     "verdict_summary",
     "record_verdict",
     "find_verdict",
+    "load_job",
+    "wire_summary",
+    "check_summary",
+    "run_summary",
 ]
 
 VERDICT_MIME = "application/vnd.hermes-nb.verdict+json"
@@ -59,6 +65,17 @@ class Target:
     scenario: str | None = None
     handle: Any = None
     _stack: ExitStack = field(default_factory=ExitStack, repr=False)
+
+    @property
+    def hermes_bin(self) -> Literal[False] | None:
+        """For ``adapter_check``: look up the local hermes only for a real proxy (``False`` skips it)."""
+        return None if self.kind == "given" else False
+
+    def temp_dir(self, prefix: str = "hermes-nb-") -> str:
+        """A temporary directory removed by :meth:`close`."""
+        path = tempfile.mkdtemp(prefix=prefix)
+        self._stack.callback(shutil.rmtree, path, True)
+        return path
 
     def close(self) -> None:
         self._stack.close()
@@ -177,3 +194,68 @@ def find_verdict(nb: Mapping[str, Any]) -> dict[str, Any] | None:
             if isinstance(value, Mapping) and value.get("schema") == VERDICT_SCHEMA:
                 found = dict(value)
     return found
+
+
+# --------------------------------------------------------------------------- the three jobs
+
+def load_job(mission: str | None, prompt: str) -> Any:
+    """The mission at ``mission`` (a mission.yaml path), else an ad-hoc mission from ``prompt``."""
+    from .mission import Mission, load_mission
+
+    return load_mission(mission) if mission else Mission.adhoc(prompt)
+
+
+def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, contract: str) -> dict[str, Any]:
+    """Spike verdict: unreachable → blocked; any drift from the contract → failed; else passed."""
+    drift_lines = [str(d) for d in drift]
+    if not getattr(report, "reachable", False):
+        status, reason = "blocked", "unreachable"
+        errors = [f"hermes-proxy: endpoint unreachable: {target.endpoint} (is `hermes proxy start` running?)"]
+    elif drift_lines:
+        status, reason = "failed", "drift"
+        errors = [f"wire drift from {contract}: {line}" for line in drift_lines]
+    else:
+        status, reason, errors = "passed", "matches-contract", []
+    return verdict_summary(
+        "wire_format_spike", status, reason=reason, errors=errors, warnings=list(getattr(report, "warnings", [])),
+        endpoint=target.endpoint, model=model, target=target.kind,
+        details={"contract": contract, "state": getattr(report, "state", None),
+                 "bearer_required": getattr(report, "bearer_required", None),
+                 "stream_failure_shape": getattr(report, "stream_failure_shape", None),
+                 "server": getattr(report, "server", None), "drift": drift_lines},
+    )
+
+
+_CHECK_VERDICT = {"ready": "passed", "locked": "blocked", "unreachable": "blocked",
+                  "misconfigured": "failed", "error": "failed"}
+
+
+def check_summary(result: Any, *, target: Target) -> dict[str, Any]:
+    """Adapter-check verdict: ready → passed; locked/unreachable → blocked; misconfigured/error → failed."""
+    state = str(getattr(result, "state", "error"))
+    return verdict_summary(
+        "adapter_check", _CHECK_VERDICT.get(state, "failed"), reason=state,
+        errors=list(getattr(result, "errors", [])), warnings=list(getattr(result, "warnings", [])),
+        endpoint=target.endpoint, model=getattr(result, "model", None), target=target.kind,
+        hermes_version=getattr(result, "hermes_version", None),
+        details={"models": list(getattr(result, "models", [])), "hint": getattr(result, "hint", None),
+                 "http_status": getattr(result, "http_status", None)},
+    )
+
+
+def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
+    """E2E verdict: the runtime result's status (cancelled counts as failed) plus the artifact digests."""
+    doc = dict(getattr(result, "result", {}) or {})
+    status = str(doc.get("status", "failed"))
+    outcome = getattr(result, "outcome", None)
+    run_dir = getattr(result, "run_dir", None)
+    return verdict_summary(
+        "e2e_smoke", status if status in VERDICTS else "failed",
+        reason=str(doc.get("reason") or getattr(outcome, "reason", None) or status),
+        errors=list(doc.get("errors") or []), warnings=list(doc.get("warnings") or []),
+        endpoint=config.endpoint, model=config.model, target=target.kind,
+        artifacts=artifact_digests(run_dir), run_dir=str(run_dir) if run_dir else None,
+        details={"run_id": getattr(result, "run_id", None), "exit_code": getattr(result, "exit_code", None),
+                 "final_message": getattr(outcome, "final_message", None), "usage": doc.get("usage")},
+        redactor=Redactor(config.secrets()),
+    )

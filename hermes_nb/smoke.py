@@ -333,6 +333,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
             if target.model:
                 params["model"] = target.model
             if name == "e2e_smoke":
+                (work / "e2e-root").mkdir()
                 params["root"] = str(work / "e2e-root")
             runs.append(NotebookRun(name=name, template=(template_dir / f"{name}.ipynb").resolve(), parameters=params))
         with KernelPool() as pool:

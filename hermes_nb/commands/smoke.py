@@ -1,0 +1,88 @@
+"""``hermes-nb smoke``: run the three notebooks headlessly and keep the receipts.
+
+Target: the embedded emulator (default; each notebook starts its own), a live
+proxy (``--endpoint``) or the real proxy rig (``--rig stale|live``). Receipts go
+to ``--out`` (default ``runbooks/receipts/<target kind>/``; emulator and rig
+receipts are git-ignored, live ones are meant to be committed).
+
+Exit: 0 all passed, 1 any failed, 3 any blocked (none failed), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from ..cli import exit_code_for
+from ..config import normalise_endpoint
+from ..errors import UsageError
+from ..smoke import NOTEBOOKS, SmokeTarget, run_smoke
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "smoke", parents=[parent], help="run the notebooks headlessly into receipt notebooks",
+        description="Execute wire_format_spike, adapter_check and e2e_smoke concurrently through papermill "
+                    "(fresh kernel each) and write receipts: <out>/<UTC date>/<run id>/<notebook>.ipynb + .html "
+                    "+ .receipt.json, and <out>/index.json + README.md.",
+    )
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--endpoint", metavar="URL", help="a live proxy (http://127.0.0.1:8645/v1); default: emulator")
+    target.add_argument("--rig", choices=("stale", "live"), help="start the real proxy rig in this auth state")
+    p.add_argument("--model", metavar="M", help="model id (default: the notebooks' default)")
+    p.add_argument("--out", metavar="DIR", help="receipts directory (default: runbooks/receipts/<target kind>)")
+    p.add_argument("--only", metavar="NAME", action="append", choices=NOTEBOOKS,
+                   help="run only this notebook (repeatable)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help=f"execution timeout per cell, seconds (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--no-html", action="store_true", help="skip the HTML renders")
+    p.set_defaults(handler=handle)
+
+
+def _secrets_of_url(url: str) -> list[str]:
+    import httpx
+
+    parsed = httpx.URL(url)
+    return [s for s in (parsed.password, parsed.username) if s]
+
+
+def handle(args: argparse.Namespace, out: Any) -> int:
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
+    if args.model is not None and not args.model.strip():
+        raise UsageError("--model must not be empty")
+    # papermill/nbclient log cell errors and timeouts themselves; our progress line says the same once
+    for name in ("papermill", "nbclient", "traitlets"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    secrets = [s for s in (os.environ.get("HERMES_NB_AUTH_TOKEN"),) if s]
+    with ExitStack() as stack:
+        if args.endpoint:
+            try:
+                endpoint = normalise_endpoint(args.endpoint)
+            except ValueError as exc:
+                raise UsageError(f"--endpoint: {exc}") from None
+            target = SmokeTarget("live", endpoint, args.model, secrets=secrets + _secrets_of_url(endpoint))
+        elif args.rig:
+            from ..rig import real_proxy
+
+            out.info(f"starting the real proxy rig ({args.rig})")
+            rig = stack.enter_context(real_proxy(args.rig))
+            target = SmokeTarget("rig", rig.endpoint, args.model, hermes_version=rig.hermes_version,
+                                 secrets=secrets + rig.redactor.secrets)
+        else:
+            target = SmokeTarget("emulator", None, args.model, secrets=secrets)
+        out_dir = Path(args.out) if args.out else Path("runbooks") / "receipts" / target.kind
+        say = None if out.json_mode else out.info
+        result = run_smoke(target, out_dir=out_dir, only=args.only, timeout_s=args.timeout,
+                           html=not args.no_html, progress=say)
+    for r in result.runs:
+        out.line(f"[{r.verdict.upper()}] {r.name}: {r.reason}" + (f"  {r.receipt_path}" if r.receipt_path else ""))
+    out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s; receipts in {result.out_dir} (run {result.run_id})")
+    out.emit({**result.to_dict(), "target_kind": target.kind, "endpoint": target.endpoint})
+    return exit_code_for(result.verdict)
