@@ -160,6 +160,7 @@ def test_cli_json_prints_one_object() -> None:
     (["--port", "70000"], "0..65535"),
     (["--models", " , "], "at least one model"),
     (["--scenario", "nope"], "invalid choice"),
+    (["--profile", "upstream", "--scenario", "upstream-timeout"], "fault of the proxy"),
 ])
 def test_cli_usage_errors_exit_2(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["emulator", *argv]) == 2

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ConfigError, UsageError
 from ..emulator.content import DEFAULT_MODELS
-from ..emulator.scenarios import ALL_SCENARIOS, PROFILES
+from ..emulator.scenarios import ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS
 
 DEFAULT_PORT = 8645
 
@@ -65,6 +65,8 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         raise UsageError(f"--host {args.host}: the emulator binds loopback only (127.0.0.1, ::1, localhost)")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be 0..65535")
+    if args.profile == "upstream" and args.scenario in PROXY_SCENARIOS:
+        raise UsageError(f"--scenario {args.scenario} is a fault of the proxy; use --profile hermes-agent or seed")
     if args.delay < 0 or args.retry_after < 0:
         raise UsageError("--delay and --retry-after must be >= 0")
     models = _models(args.models)
