@@ -324,8 +324,8 @@ class _Call:
         try:
             for chunk in self._chunks(response):
                 for ev in decoder.feed(chunk):
-                    rec = SSEEventRecord.model_construct(event=redact(ev.event), data=redact(ev.data), id=ev.id,
-                                                         retry=ev.retry, t=self._elapsed())
+                    rec = SSEEventRecord(event=redact(ev.event), data=redact(ev.data), id=ev.id, retry=ev.retry,
+                                         t=self._elapsed())
                     records.append(rec)
                     if on_event is not None:
                         on_event(rec)
