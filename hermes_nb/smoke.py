@@ -219,7 +219,7 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
                 str(run.template), mem_path, parameters=run.parameters, kernel_name=KERNEL_NAME,
                 kernel_manager_class=pool.manager_class(), resources={"metadata": {"path": str(cwd)}},
                 language="python", progress_bar=False, log_output=False, execution_timeout=timeout_s,
-                start_timeout=60, request_save_on_cell_execute=True,
+                start_timeout=60, request_save_on_cell_execute=True, shutdown_kernel="immediate",
             )
             run.status = "completed"
         except PapermillExecutionError as exc:
