@@ -65,16 +65,20 @@ def _codes(env: ErrorEnvelope | None) -> set[str]:
     return {str(v).strip().lower() for v in (env.type, env.code) if v is not None and str(v).strip()}
 
 
+def _short(text: str, limit: int = 500) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _detail(ex: Exchange) -> str:
     env = ex.envelope
     if env is not None and env.message:
-        return env.message.strip()
+        return _short(env.message)
     if env is not None and (env.type or env.code is not None):
         return str(env.type or env.code)
     body = (ex.body_text or "").strip()
     if body:
-        short = body if len(body) <= _BODY_EXCERPT else body[:_BODY_EXCERPT] + "…"
-        return f"body: {short}"
+        return f"body: {_short(body, _BODY_EXCERPT)}"
     return "no body"
 
 

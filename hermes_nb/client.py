@@ -365,11 +365,11 @@ class _Call:
             return  # a body cut short is kept as text only
         try:
             obj = json.loads(stripped)
-        except ValueError:
+            f["json_body"] = self.redact.data(obj)
+        except (ValueError, RecursionError):  # invalid, or nested too deeply to handle
             if is_json:
                 f.setdefault("protocol_errors", []).append(f"invalid JSON body ({len(raw)} bytes)")
             return
-        f["json_body"] = self.redact.data(obj)
         envelope = envelope_from_json(obj)
         if 200 <= status < 300:
             if envelope is not None and isinstance(obj, dict) and obj.get("error"):

@@ -127,7 +127,7 @@ def parse_error_body(body: str | bytes | None, content_type: str | None) -> Erro
         return None
     try:
         obj = _loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep is invalid too
         return None
     return envelope_from_json(obj)
 
@@ -275,7 +275,7 @@ class ChatStream:
                 obj, end = _scan(data, 0)
                 if end != len(data):
                     obj = None
-            except (StopIteration, ValueError):
+            except (StopIteration, ValueError, RecursionError):
                 obj = None
         if obj is None:
             if not data or data.isspace():
@@ -286,7 +286,7 @@ class ChatStream:
                 return ""
             try:
                 obj = _loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):  # too deep is invalid too
                 self.protocol_errors.append(f"invalid JSON in SSE data: {_excerpt(data)}")
                 return ""
             if obj.__class__ is not dict:
@@ -344,7 +344,7 @@ class ChatStream:
         if data.strip():
             try:
                 envelope = envelope_from_json(_loads(data))
-            except ValueError:
+            except (ValueError, RecursionError):  # too deep is invalid too
                 envelope = None
         if envelope is None:
             envelope = ErrorEnvelope(message=data.strip() or "error event in stream", shape="string")

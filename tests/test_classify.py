@@ -167,3 +167,8 @@ def test_proxy_start_hint_only_for_refused_and_connect_timeout() -> None:
 
 def test_no_response_and_no_failure_is_not_passed() -> None:
     assert classify(ex(), CONFIG).status == "failed"
+
+
+def test_long_messages_are_shortened_in_errors() -> None:
+    outcome = classify(ex(status=500, envelope=env("server_error", None, "y" * 5000)), CONFIG)
+    assert len(outcome.errors[0]) < 700 and outcome.errors[0].endswith("…")

@@ -567,3 +567,11 @@ def test_any_body_gives_an_exchange_and_an_outcome(body: bytes, ctype: str, stat
     exchange = client.chat(MSGS)
     assert exchange.status == status
     assert classify(exchange, cfg()).status in ("passed", "failed", "blocked")
+
+
+def test_deeply_nested_json_body_does_not_crash_the_client() -> None:
+    deep = "[" * 900 + "]" * 900
+    client = client_for(lambda r: httpx.Response(500, headers={"content-type": "application/json"}, text=deep))
+    exchange = client.chat(MSGS)
+    assert exchange.status == 500 and exchange.body_text == deep
+    assert classify(exchange, cfg()).reason == "http_error"

@@ -264,3 +264,10 @@ def test_chat_stream_never_raises(frames: list[tuple[str, str]]) -> None:
 def test_odd_error_values_still_give_an_envelope() -> None:
     stream, _ = feed(ServerSentEvent(data='{"error": [1, 2]}'))
     assert stream.in_band_error and stream.error is not None and "[1, 2]" in (stream.error.message or "")
+
+
+@pytest.mark.parametrize("data", ['{"a":' + "[" * 100_000, "[" * 100_000 + "]" * 100_000])
+def test_absurdly_nested_json_is_a_protocol_error_not_a_crash(data: str) -> None:
+    stream, _ = feed(ServerSentEvent(data=data), ServerSentEvent(event="error", data=data))
+    assert stream.protocol_errors or stream.skipped
+    assert parse_error_body(data, "application/json") is None
