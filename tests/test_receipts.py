@@ -1,0 +1,177 @@
+"""receipts: redaction before writing, digests, sidecar, index, verify (tamper and secret detection)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hermes_nb.errors import ArtifactError
+from hermes_nb.nbkit import sha256_file
+from hermes_nb.receipts import (
+    HtmlRenderer,
+    append_index,
+    index_entry,
+    load_index,
+    receipt_digest,
+    redact_notebook,
+    render_readme,
+    verify_receipt,
+    verify_receipts,
+    write_receipt,
+)
+from hermes_nb.redact import Redactor
+
+CANARY = "sk-canary-receipts-0123456789"
+
+
+def _nb(text: str = "hello") -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x = 1\nprint(x)\n# second line")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    cell.execution_count = 1
+    nb.cells = [cell]
+    nb.metadata["papermill"] = {"parameters": {"endpoint": None}}
+    return nb
+
+
+def _meta(**over) -> dict:
+    meta = {"schema": "hermes-nb.receipt.v1", "notebook": "e2e_smoke", "run_id": "20260101T000000Z-abcdef",
+            "verdict": "passed", "target_kind": "live", "endpoint": "http://127.0.0.1:8645/v1", "model": "m",
+            "started_at": "2026-01-01T00:00:00.000Z", "duration_s": 1.0}
+    meta.update(over)
+    return meta
+
+
+def _write(directory: Path, name: str = "e2e_smoke", text: str = "hello", redactor: Redactor | None = None,
+           html: bool = True, artifacts: dict | None = None, **over):
+    red = redactor or Redactor([CANARY])
+    receipt_dir = directory / "2026-01-01" / "20260101T000000Z-abcdef"
+    meta = _meta(notebook=name, **over)
+    files = write_receipt(_nb(text), receipt_dir, name, meta, redactor=red,
+                          renderer=HtmlRenderer() if html else None, artifacts=artifacts)
+    append_index(directory, [index_entry(directory, files, meta)], redactor=red)
+    return files
+
+
+def test_redact_notebook_redacts_every_string_and_keeps_sources_intact() -> None:
+    nb = _nb(f"token={CANARY}")
+    nb.metadata["papermill"]["parameters"]["x"] = CANARY
+    clean = redact_notebook(nb, Redactor([CANARY]))
+    assert CANARY not in nbformat.writes(clean)
+    assert clean.cells[0].source == "x = 1\nprint(x)\n# second line"
+
+
+def test_write_receipt_writes_notebook_html_sidecar_with_digests(tmp_path: Path) -> None:
+    files = _write(tmp_path)
+    assert files.notebook.name == "e2e_smoke.ipynb" and files.html and files.html.read_text().startswith("<!DOCTYPE")
+    nb = nbformat.read(str(files.notebook), as_version=4)
+    assert nb.metadata.receipt["verdict"] == "passed"
+    sidecar = json.loads(files.sidecar.read_text())
+    assert sidecar["receipt_sha256"] == receipt_digest(nb.metadata.receipt)
+    assert sidecar["files"]["e2e_smoke.ipynb"] == sha256_file(files.notebook)
+    assert sidecar["files"]["e2e_smoke.html"] == sha256_file(files.html)
+
+
+def test_canary_never_reaches_any_file(tmp_path: Path) -> None:
+    art = tmp_path / "runtime.stdout.log"
+    art.write_text(f"the key is {CANARY}\n")
+    _write(tmp_path / "r", text=f"leaked {CANARY} and Authorization: Bearer {CANARY}",
+           artifacts={"runtime.stdout.log": art}, endpoint=f"http://x/{CANARY}")
+    produced = [p for p in (tmp_path / "r").rglob("*") if p.is_file()]
+    assert len(produced) >= 6
+    for path in produced:
+        assert CANARY not in path.read_text(errors="replace"), path
+    assert verify_receipts(tmp_path / "r", secrets=[CANARY]).ok
+
+
+def test_artifact_copies_are_listed_and_digested(tmp_path: Path) -> None:
+    art = tmp_path / "runtime-final.txt"
+    art.write_text("summary\n")
+    files = _write(tmp_path / "r", artifacts={"runtime-final.txt": art})
+    copy = files.notebook.parent / "artifacts" / "e2e_smoke" / "runtime-final.txt"
+    assert copy.read_text() == "summary\n"
+    assert files.files["artifacts/e2e_smoke/runtime-final.txt"] == sha256_file(copy)
+
+
+def test_artifact_names_must_be_plain(tmp_path: Path) -> None:
+    art = tmp_path / "a.txt"
+    art.write_text("x")
+    with pytest.raises(ArtifactError):
+        write_receipt(_nb(), tmp_path / "r", "n", _meta(), redactor=Redactor(), artifacts={"../a.txt": art})
+
+
+def test_index_appends_and_readme_lists_newest_first(tmp_path: Path) -> None:
+    _write(tmp_path, name="adapter_check")
+    _write(tmp_path, name="e2e_smoke", verdict="failed")
+    index = load_index(tmp_path)
+    assert [e["notebook"] for e in index["receipts"]] == ["adapter_check", "e2e_smoke"]
+    readme = (tmp_path / "README.md").read_text()
+    assert readme.index("e2e_smoke") < readme.index("adapter_check")
+    assert "[html](2026-01-01/20260101T000000Z-abcdef/e2e_smoke.html)" in readme
+    assert render_readme(index) == readme
+
+
+def test_verify_passes_on_untouched_receipts(tmp_path: Path) -> None:
+    _write(tmp_path)
+    report = verify_receipts(tmp_path)
+    assert report.ok, report.problems
+    assert report.files_scanned == 6 and report.receipts[0]["ok"]
+
+
+def test_verify_detects_a_changed_verdict_in_the_notebook(tmp_path: Path) -> None:
+    files = _write(tmp_path)
+    nb = nbformat.read(str(files.notebook), as_version=4)
+    nb.metadata.receipt["verdict"] = "failed"
+    nbformat.write(nb, str(files.notebook))
+    problems = " ".join(verify_receipts(tmp_path).problems)
+    assert "metadata.receipt digest does not match the sidecar" in problems
+    assert "sha256 does not match the sidecar" in problems
+
+
+def test_verify_detects_an_edited_html(tmp_path: Path) -> None:
+    files = _write(tmp_path)
+    assert files.html is not None
+    files.html.write_text(files.html.read_text().replace("hello", "HELLO"))
+    assert any("e2e_smoke.html: sha256" in p for p in verify_receipts(tmp_path).problems)
+
+
+def test_verify_detects_a_rewritten_sidecar_via_the_index(tmp_path: Path) -> None:
+    files = _write(tmp_path)
+    sidecar = json.loads(files.sidecar.read_text())
+    sidecar["receipt"]["verdict"] = "failed"
+    sidecar["receipt_sha256"] = receipt_digest(sidecar["receipt"])
+    files.sidecar.write_text(json.dumps(sidecar))
+    problems = " ".join(verify_receipts(tmp_path).problems)
+    assert "sidecar digest does not match the index" in problems
+
+
+def test_verify_detects_a_secret_and_an_unindexed_receipt(tmp_path: Path) -> None:
+    _write(tmp_path)
+    stray = tmp_path / "2026-01-01" / "other"
+    write_receipt(_nb(), stray, "adapter_check", _meta(notebook="adapter_check"), redactor=Redactor())
+    (tmp_path / "notes.txt").write_text(f"oops {CANARY}")
+    report = verify_receipts(tmp_path, secrets=[CANARY])
+    assert not report.ok
+    text = " ".join(report.problems)
+    assert "notes.txt: secret found" in text and CANARY not in text
+    assert "adapter_check.ipynb: receipt not in index.json" in text
+
+
+def test_verify_flags_a_missing_file_and_a_bad_index(tmp_path: Path) -> None:
+    files = _write(tmp_path)
+    assert files.html is not None
+    files.html.unlink()
+    assert any("missing" in p for p in verify_receipts(tmp_path).problems)
+    (tmp_path / "index.json").write_text("{not json")
+    assert any("not valid JSON" in p for p in verify_receipts(tmp_path).problems)
+    assert not verify_receipts(tmp_path / "nope").ok
+
+
+def test_verify_receipt_alone_without_sidecar(tmp_path: Path) -> None:
+    files = _write(tmp_path)
+    files.sidecar.unlink()
+    meta, problems = verify_receipt(files.notebook)
+    assert meta is None and "sidecar not found" in problems[0]
