@@ -65,16 +65,19 @@ def normalise_endpoint(value: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("endpoint must be a non-empty URL")
     text = value.strip()
+    shown = text if "@" not in text else "<a URL with user info>"
     try:
         url = httpx.URL(text)
-    except (httpx.InvalidURL, TypeError) as exc:
-        raise ValueError(f"endpoint is not a valid URL: {exc}") from None
+    except (httpx.InvalidURL, TypeError):
+        raise ValueError(f"endpoint is not a valid URL: {shown!r}") from None
+    if url.userinfo:
+        raise ValueError("endpoint must not carry credentials (user:password@); the proxy attaches its own")
     if url.scheme not in ("http", "https"):
-        raise ValueError(f"endpoint must use http or https, got {text!r}")
+        raise ValueError(f"endpoint must use http or https, got {shown!r}")
     if not url.host:
-        raise ValueError(f"endpoint has no host: {text!r}")
+        raise ValueError(f"endpoint has no host: {shown!r}")
     if url.query or url.fragment:
-        raise ValueError(f"endpoint must not carry a query or fragment: {text!r}")
+        raise ValueError(f"endpoint must not carry a query or fragment: {shown!r}")
     return text.rstrip("/")
 
 

@@ -42,11 +42,15 @@ def test_endpoint_trailing_slash_normalised(raw, expected):
     assert validate_config({"model": "m", "endpoint": raw}).endpoint == expected
 
 
-@pytest.mark.parametrize("bad", ["ftp://x/v1", "not a url", "", "http:///v1", "http://h/v1?x=1"])
+@pytest.mark.parametrize(
+    "bad", ["ftp://x/v1", "not a url", "", "http:///v1", "http://h/v1?x=1", "http://user:sk-canary-123456@h/v1",
+            "ftp://user:sk-canary-123456@h/v1", "http://user:sk-canary-123456@/v1"]
+)
 def test_endpoint_rejects_non_http(bad):
     with pytest.raises(ConfigError) as info:
         validate_config({"model": "m", "endpoint": bad})
     assert "endpoint" in str(info.value)
+    assert "sk-canary" not in str(info.value)
 
 
 def test_unknown_key_is_named_with_suggestion():
