@@ -1,0 +1,221 @@
+"""smoke: verdicts from our own record (timeouts, dead kernels, early exits), receipts, CLI exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hermes_nb.cli import main
+from hermes_nb.kernels import KERNEL_NAME, KernelPool
+from hermes_nb.receipts import load_index, verify_receipts
+from hermes_nb.smoke import NOTEBOOKS, SmokeTarget, decide_verdict, new_run_id, overall_verdict, run_smoke
+
+CANARY = "sk-canary-smoke-0123456789abcdef"
+PARAMS = ('endpoint: "Optional[str]" = None  # where\nmodel: str = "m"  # model', ["parameters"])
+
+
+def _verdict_cell(verdict: str) -> tuple[str, None]:
+    return (f"from hermes_nb import nbkit\nnbkit.record_verdict(nbkit.verdict_summary('fixture', {verdict!r}, "
+            "reason='fixture', endpoint=endpoint, model=model))", None)
+
+
+FIXTURES = {
+    "ok": [PARAMS, ("print('hello')", None), _verdict_cell("passed")],
+    "blocked": [PARAMS, _verdict_cell("blocked")],
+    "failed": [PARAMS, _verdict_cell("failed")],
+    "raises": [PARAMS, ("raise ValueError('boom')", None), _verdict_cell("passed")],
+    "slow": [PARAMS, ("import time\ntime.sleep(60)", None), _verdict_cell("passed")],
+    "dead": [PARAMS, ("import os\nos._exit(1)", None), _verdict_cell("passed")],
+    "exit0": [PARAMS, ("raise SystemExit(0)", None), _verdict_cell("passed")],
+    "leaky": [PARAMS, ("import os\nprint('token', os.environ['HERMES_NB_AUTH_TOKEN'])", None),
+              _verdict_cell("passed")],
+}
+
+
+def _write_fixture(directory: Path, name: str, cells: list) -> None:
+    nb = nbformat.v4.new_notebook()
+    for src, tags in cells:
+        cell = nbformat.v4.new_code_cell(src)
+        if tags:
+            cell.metadata["tags"] = tags
+        nb.cells.append(cell)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(directory / f"{name}.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def fixture_run(tmp_path_factory: pytest.TempPathFactory):
+    """All fixture notebooks in ONE concurrent run (each its own kernel); timeout 3 s per cell."""
+    templates = tmp_path_factory.mktemp("templates")
+    for name, cells in FIXTURES.items():
+        _write_fixture(templates, name, cells)
+    out = tmp_path_factory.mktemp("receipts")
+    old = os.environ.get("HERMES_NB_AUTH_TOKEN")
+    os.environ["HERMES_NB_AUTH_TOKEN"] = CANARY
+    try:
+        result = run_smoke(SmokeTarget("emulator", None, None, secrets=[CANARY]), out_dir=out,
+                           only=list(FIXTURES), templates=templates, timeout_s=3)
+    finally:
+        if old is None:
+            os.environ.pop("HERMES_NB_AUTH_TOKEN", None)
+        else:
+            os.environ["HERMES_NB_AUTH_TOKEN"] = old
+    return result, out
+
+
+@pytest.mark.parametrize(
+    "status, summary, expected",
+    [
+        ("completed", {"verdict": "passed", "reason": "ok"}, ("passed", "ok")),
+        ("cell_error", {"verdict": "blocked", "reason": "auth"}, ("blocked", "auth")),
+        ("cell_error", {"verdict": "failed", "reason": "drift"}, ("failed", "drift")),
+        ("completed", None, ("failed", "no verdict recorded (the notebook stopped before its verdict cell)")),
+        ("cell_error", None, ("failed", "no verdict recorded (the notebook stopped before its verdict cell)")),
+        ("timeout", {"verdict": "passed", "reason": "ok"}, ("failed", "timeout: E")),
+        ("dead_kernel", None, ("failed", "dead kernel: E")),
+        ("kernel_error", None, ("failed", "kernel error: E")),
+        ("cell_error", {"verdict": "passed", "reason": "ok"},
+         ("failed", "the verdict cell passed but the notebook ended with cell_error: E")),
+        ("completed", {"verdict": "maybe"}, ("failed", "unknown verdict 'maybe'")),
+    ],
+)
+def test_decide_verdict_trusts_our_record(status, summary, expected) -> None:
+    assert decide_verdict(status, summary, "E") == expected
+
+
+@pytest.mark.parametrize("verdicts, expected", [
+    (["passed", "passed"], "passed"), (["passed", "blocked"], "blocked"),
+    (["blocked", "failed"], "failed"), ([], "passed"),
+])
+def test_overall_verdict(verdicts, expected) -> None:
+    assert overall_verdict(verdicts) == expected
+
+
+def test_run_id_shape() -> None:
+    import re
+
+    assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", new_run_id())
+
+
+def test_kernel_pool_spec_is_this_interpreter() -> None:
+    with KernelPool() as pool:
+        spec = json.loads((Path(pool.spec_dirs[0]) / KERNEL_NAME / "kernel.json").read_text())
+        assert spec["argv"][0] == sys.executable
+        assert spec["env"]["JUPYTER_PLATFORM_DIRS"] == "1"
+        km = pool.manager_class()(kernel_name=KERNEL_NAME)
+        assert km.kernel_spec.argv[0] == sys.executable
+    assert not Path(pool.spec_dirs[0]).exists()
+
+
+def test_each_fixture_gets_the_truthful_verdict(fixture_run) -> None:
+    result, _ = fixture_run
+    got = {r.name: (r.verdict, r.status) for r in result.runs}
+    assert got == {
+        "ok": ("passed", "completed"),
+        "blocked": ("blocked", "cell_error"),
+        "failed": ("failed", "cell_error"),
+        "raises": ("failed", "cell_error"),
+        "slow": ("failed", "timeout"),
+        "dead": ("failed", "dead_kernel"),
+        "exit0": ("failed", "completed"),  # SystemExit(0): papermill sees no error; no verdict recorded
+        "leaky": ("passed", "completed"),
+    }
+    assert result.verdict == "failed"
+    raises = next(r for r in result.runs if r.name == "raises")
+    assert "ValueError: boom" in raises.errors
+
+
+def test_receipt_metadata_matches_the_verdict_even_where_papermill_misleads(fixture_run) -> None:
+    result, _ = fixture_run
+    for run in result.runs:
+        nb = nbformat.read(str(run.receipt_path), as_version=4)
+        receipt = nb.metadata.receipt
+        assert receipt["verdict"] == run.verdict and receipt["status"] == run.status
+        assert nb.metadata.papermill["exception"] is (run.verdict != "passed")
+        for key in ("hermes_nb_version", "python", "kernel", "papermill_version", "nbclient_version",
+                    "started_at", "finished_at", "duration_s", "template", "parameters_sha256", "lock",
+                    "target_kind", "execution_timeout_s"):
+            assert key in receipt, key
+        assert receipt["kernel"]["name"] == KERNEL_NAME and len(receipt["template"]["sha256"]) == 64
+    slow = next(r for r in result.runs if r.name == "slow")
+    recorded = nbformat.read(str(slow.receipt_path), as_version=4).metadata.receipt["papermill_exception_recorded"]
+    assert recorded is not True  # papermill itself did not flag the timeout; our verdict did
+
+
+def test_receipts_verify_index_and_no_canary_anywhere(fixture_run) -> None:
+    result, out = fixture_run
+    assert verify_receipts(out, secrets=[CANARY]).ok
+    assert len(load_index(out)["receipts"]) == len(FIXTURES)
+    leaky = next(r for r in result.runs if r.name == "leaky")
+    assert "<redacted>" in leaky.receipt_path.read_text()
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert CANARY not in path.read_text(errors="replace"), path
+    dated = list(out.glob("*/*/ok.ipynb"))
+    assert len(dated) == 1 and dated[0].with_suffix(".html").is_file()
+
+
+def test_unknown_notebook_and_bad_timeout_are_usage_errors(tmp_path: Path) -> None:
+    from hermes_nb.errors import UsageError
+
+    with pytest.raises(UsageError):
+        run_smoke(SmokeTarget(), out_dir=tmp_path, only=["nope"])
+    with pytest.raises(UsageError):
+        run_smoke(SmokeTarget(), out_dir=tmp_path, timeout_s=0)
+
+
+@pytest.mark.parametrize("argv", [
+    ["smoke", "--timeout", "0"], ["smoke", "--endpoint", "ftp://x"], ["smoke", "--only", "nope"],
+    ["smoke", "--endpoint", "http://127.0.0.1:1/v1", "--rig", "live"], ["smoke", "--model", " "],
+])
+def test_cli_usage_errors_exit_2(argv, capsys) -> None:
+    assert main([*argv, "--json"]) == 2
+    out = json.loads(capsys.readouterr().out)
+    assert out["exit_code"] == 2
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_cli_unreachable_live_endpoint_is_blocked_exit_3(tmp_path: Path, capsys) -> None:
+    code = main(["smoke", "--endpoint", f"http://127.0.0.1:{_closed_port()}/v1", "--only", "adapter_check",
+                 "--out", str(tmp_path), "--no-html", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 3 and out["verdict"] == "blocked" and out["target_kind"] == "live"
+    assert out["receipts"][0]["notebook"] == "adapter_check" and out["receipts"][0]["verdict"] == "blocked"
+    receipt = nbformat.read(out["receipts"][0]["path"], as_version=4).metadata.receipt
+    assert receipt["target_kind"] == "live" and receipt["reason"] == "unreachable"
+
+
+def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path) -> None:
+    """The README's main command, as a subprocess: three notebooks, receipts verify, the canary nowhere."""
+    env = {**os.environ, "HERMES_NB_AUTH_TOKEN": CANARY}
+    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", "--out", str(tmp_path), "--json"],
+                          capture_output=True, text=True, env=env, timeout=110)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["verdict"] == "passed"
+    assert [r["notebook"] for r in out["receipts"]] == list(NOTEBOOKS)
+    assert all(r["verdict"] == "passed" for r in out["receipts"])
+    e2e = nbformat.read(next(r["path"] for r in out["receipts"] if r["notebook"] == "e2e_smoke"), as_version=4)
+    assert set(e2e.metadata.receipt["artifacts"]) == {"runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt"}
+    copies = Path(out["receipts"][2]["path"]).parent / "artifacts" / "e2e_smoke"
+    assert sorted(p.name for p in copies.iterdir()) == ["runtime-final.txt", "runtime-result.yaml", "runtime.stdout.log"]
+    produced = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(produced) >= 14
+    for path in produced:
+        assert CANARY not in path.read_text(errors="replace"), path
+    verify = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "receipts", "verify", str(tmp_path)],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert verify.returncode == 0, verify.stdout
+    assert "3 receipts" in verify.stdout
