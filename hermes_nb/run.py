@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from .artifacts import RUNTIME, MissionArtifacts, iso_now, new_run_id, validate_run_id
 from .config import HermesProxyRuntimeConfig
@@ -49,7 +49,8 @@ IDLE_TIMEOUT_CAP_S = 300.0
 
 
 class RunPlan(BaseModel):
-    """What a run will send. Holds no secret (headers are redacted)."""
+    """What a run will send. Holds no secret: headers, body, args and ``prompt`` are redacted;
+    the prompt actually sent is :attr:`request_prompt` (never dumped)."""
 
     mission_id: str
     runtime: str = RUNTIME
@@ -63,10 +64,16 @@ class RunPlan(BaseModel):
     prompt: str
     timeouts: dict[str, float]
     warnings: list[str] = Field(default_factory=list)
+    _request_prompt: str | None = PrivateAttr(None)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
         return list(self.body.get("messages", []))
+
+    @property
+    def request_prompt(self) -> str:
+        """The user message as sent (unredacted: the user's own words go to the proxy as written)."""
+        return self.prompt if self._request_prompt is None else self._request_prompt
 
 
 @dataclass
@@ -132,7 +139,7 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
         request = client.build_request("POST", "/chat/completions", json=body, sse=bool(body.get("stream")))
     redactor = Redactor(config.secrets())
     overall = config.request_timeout_ms / 1000.0
-    return RunPlan(
+    plan = RunPlan(
         mission_id=mission.id,
         endpoint=config.endpoint,
         url=str(request.url),
@@ -140,7 +147,7 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
         args=[redactor.text(json.dumps(body, indent=2, ensure_ascii=False))],
         headers=redact_headers(dict(request.headers)),
         body=redactor.data(body),
-        prompt=prompt,
+        prompt=redactor.text(prompt),
         timeouts={
             "request_timeout_ms": float(config.request_timeout_ms),
             "connect_timeout_s": CONNECT_TIMEOUT_S,
@@ -148,6 +155,8 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
         },
         warnings=list(warnings),
     )
+    plan._request_prompt = prompt
+    return plan
 
 
 def session_document(plan: RunPlan, artifacts: MissionArtifacts, run_dir: Path, *, status: str,

@@ -151,7 +151,7 @@ class Runner:
                     handle.close()
 
     def _execute(self) -> RunResult:
-        self.arts.write_text(self._file("prompt.md"), self.plan.prompt)
+        self.arts.write_text(self._file("prompt.md"), self.plan.request_prompt)
         self.arts.write_yaml(self._file("runtime-session.yaml"), session_document(
             self.plan, self.arts, self.run_dir, status="running", started_at=self.started_at))
         self._event("runtime.started", **self._base(), command=self.plan.command, args=self.plan.args,
@@ -186,7 +186,7 @@ class Runner:
         from .client import HermesClient
 
         with HermesClient(self.config, transport=self.transport) as client:
-            messages = [{"role": "user", "content": self.plan.prompt}]
+            messages = [{"role": "user", "content": self.plan.request_prompt}]
             return client.chat(messages, on_delta=self._on_delta, on_event=self._on_event)
 
     def _outcome(self, exchange: Exchange | None, cancelled: _Cancelled | None) -> Outcome:
@@ -248,7 +248,7 @@ class Runner:
                 "source": "runtime",
             }
         else:
-            inp, outp = math.ceil(len(self.plan.prompt) / 4), math.ceil(len(text) / 4)
+            inp, outp = math.ceil(len(self.plan.request_prompt) / 4), math.ceil(len(text) / 4)
             doc = {"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp, "source": "estimated"}
         if exchange is not None and exchange.model:
             doc["model"] = exchange.model

@@ -70,6 +70,20 @@ def test_plan_is_pure_and_redacted(tmp_path: Path) -> None:
     assert plan.timeouts["request_timeout_ms"] == 5000
 
 
+
+def test_plan_and_dry_run_json_hold_no_secret_but_the_request_keeps_the_prompt(tmp_path: Path,
+                                                                                 clean_emu: Any) -> None:
+    mission = Mission.adhoc(f"echo {CANARY} back")
+    config = config_for(clean_emu.endpoint)
+    plan = plan_run(mission, config)
+    assert CANARY not in plan.prompt and CANARY in plan.request_prompt
+    planned = dry_run(mission, config, root=tmp_path)
+    assert CANARY not in json.dumps(planned.to_json())
+    assert_no_canary(tmp_path)
+    run(mission, config, root=tmp_path, handle_signals=False)
+    assert CANARY in clean_emu.requests[-1].json["messages"][-1]["content"]  # sent as the user wrote it
+    assert_no_canary(tmp_path)
+
 def test_dry_run_sends_nothing(tmp_path: Path, clean_emu: Any) -> None:
     result = dry_run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, run_id="dry-1")
     assert clean_emu.requests == []
