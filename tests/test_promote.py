@@ -1,0 +1,139 @@
+"""promote: experimental → active only on a verified, passed, live e2e_smoke receipt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from hermes_nb.cli import main
+from hermes_nb.config import load_manifest, manifest_template, save_manifest
+from hermes_nb.promote import RECORDS_HEADING, PromotionRefused, check_receipt, promote
+from hermes_nb.receipts import HtmlRenderer, append_index, index_entry, write_receipt
+from hermes_nb.redact import Redactor
+
+CANARY = "sk-canary-promote-0123456789"
+
+
+def _receipt(directory: Path, *, notebook: str = "e2e_smoke", verdict: str = "passed", kind: str = "live",
+             run_id: str = "20260101T000000Z-abcdef") -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print(1)")]
+    meta = {"schema": "hermes-nb.receipt.v1", "notebook": notebook, "run_id": run_id, "verdict": verdict,
+            "reason": "ok" if verdict == "passed" else "auth", "target_kind": kind,
+            "endpoint": "http://127.0.0.1:8645/v1", "model": "nousresearch/hermes-4-405b",
+            "hermes_agent_version": "0.19.0", "started_at": "2026-01-01T00:00:00.000Z", "duration_s": 2.0}
+    files = write_receipt(nb, directory / "2026-01-01" / run_id, notebook, meta, redactor=Redactor(),
+                          renderer=HtmlRenderer())
+    append_index(directory, [index_entry(directory, files, meta)], redactor=Redactor())
+    return files.notebook
+
+
+@pytest.fixture
+def manifest(tmp_path: Path) -> Path:
+    path = tmp_path / ".harness" / "adapters" / "hermes-proxy.yaml"
+    save_manifest(manifest_template(), path)
+    assert load_manifest(path).status == "experimental"
+    return path
+
+
+@pytest.fixture
+def runbook(tmp_path: Path) -> Path:
+    path = tmp_path / "hermes-proxy-smoke.md"
+    path.write_text(f"# Smoke\n\ntext\n\n{RECORDS_HEADING}\n\n")
+    return path
+
+
+def test_promotes_on_a_live_passed_e2e_receipt(tmp_path: Path, manifest: Path, runbook: Path) -> None:
+    receipt = _receipt(tmp_path / "receipts")
+    result = promote(receipt, manifest=manifest, runbook=runbook)
+    assert load_manifest(manifest).status == "active"
+    text = runbook.read_text()
+    assert text.count("promoted") == 1 and str(receipt) in text and result.receipt_sha256 in text
+    assert "nousresearch/hermes-4-405b" in text and "http://127.0.0.1:8645/v1" in text
+    assert text.index(RECORDS_HEADING) < text.index(result.receipt_sha256)
+    # the rest of the manifest is kept
+    doc = yaml.safe_load(manifest.read_text())
+    assert doc["id"] == "hermes-proxy" and doc["config"]["runtime_config"]["endpoint"].endswith("/v1")
+
+
+@pytest.mark.parametrize("kwargs, reason", [
+    ({"kind": "emulator"}, "an emulator receipt"),
+    ({"kind": "rig"}, "a rig receipt"),
+    ({"verdict": "failed"}, "verdict is 'failed'"),
+    ({"verdict": "blocked"}, "verdict is 'blocked'"),
+    ({"notebook": "adapter_check"}, "only an e2e_smoke receipt can promote"),
+])
+def test_refuses_with_the_reason(tmp_path: Path, manifest: Path, runbook: Path, kwargs, reason) -> None:
+    receipt = _receipt(tmp_path / "receipts", **kwargs)
+    before = runbook.read_text()
+    with pytest.raises(PromotionRefused) as info:
+        promote(receipt, manifest=manifest, runbook=runbook)
+    assert any(reason in r for r in info.value.reasons), info.value.reasons
+    assert load_manifest(manifest).status == "experimental" and runbook.read_text() == before
+
+
+def test_refuses_a_tampered_receipt(tmp_path: Path, manifest: Path, runbook: Path) -> None:
+    receipt = _receipt(tmp_path / "receipts", kind="emulator")
+    nb = nbformat.read(str(receipt), as_version=4)
+    nb.metadata.receipt["target_kind"] = "live"  # forge the target kind
+    nbformat.write(nb, str(receipt))
+    with pytest.raises(PromotionRefused) as info:
+        promote(receipt, manifest=manifest, runbook=runbook)
+    assert any(r.startswith("digest mismatch") for r in info.value.reasons)
+    assert load_manifest(manifest).status == "experimental"
+
+
+def test_refuses_a_receipt_with_a_secret(tmp_path: Path, manifest: Path, runbook: Path) -> None:
+    receipt = _receipt(tmp_path / "receipts")
+    html = receipt.with_suffix(".html")
+    html.write_text(html.read_text() + f"<!-- {CANARY} -->")
+    _, reasons = check_receipt(receipt, secrets=[CANARY])
+    assert any("secret found" in r for r in reasons) and not any(CANARY in r for r in reasons)
+
+
+def test_refuses_a_rewritten_sidecar_via_the_index(tmp_path: Path, manifest: Path, runbook: Path) -> None:
+    from hermes_nb.receipts import receipt_digest
+
+    receipt = _receipt(tmp_path / "receipts", verdict="failed")
+    sidecar_path = receipt.with_name("e2e_smoke.receipt.json")
+    nb = nbformat.read(str(receipt), as_version=4)
+    nb.metadata.receipt["verdict"] = "passed"
+    nbformat.write(nb, str(receipt))
+    from hermes_nb.nbkit import sha256_file
+
+    sidecar = json.loads(sidecar_path.read_text())
+    sidecar["receipt"] = dict(nb.metadata.receipt)
+    sidecar["receipt_sha256"] = receipt_digest(nb.metadata.receipt)
+    sidecar["files"]["e2e_smoke.ipynb"] = sha256_file(receipt)
+    sidecar_path.write_text(json.dumps(sidecar))
+    with pytest.raises(PromotionRefused) as info:
+        promote(receipt, manifest=manifest, runbook=runbook)
+    assert any("digest mismatch with the index" in r for r in info.value.reasons)
+
+
+def test_refuses_an_already_active_manifest(tmp_path: Path, manifest: Path, runbook: Path) -> None:
+    receipt = _receipt(tmp_path / "receipts")
+    promote(receipt, manifest=manifest, runbook=runbook)
+    with pytest.raises(PromotionRefused) as info:
+        promote(receipt, manifest=manifest, runbook=runbook)
+    assert any("status 'active'" in r for r in info.value.reasons)
+
+
+def test_cli_exit_codes(tmp_path: Path, manifest: Path, runbook: Path, capsys) -> None:
+    emulator = _receipt(tmp_path / "a", kind="emulator")
+    args = ["--manifest", str(manifest), "--runbook", str(runbook), "--json"]
+    assert main(["promote", "--receipt", str(emulator), *args]) == 1
+    refused = json.loads(capsys.readouterr().out)
+    assert refused["exit_code"] == 1 and "emulator" in refused["error"]
+    assert main(["promote", "--receipt", str(tmp_path / "missing.ipynb"), *args]) == 2
+    capsys.readouterr()
+    assert main(["promote", "--receipt", str(emulator), "--manifest", str(tmp_path / "none.yaml"), "--json"]) == 2
+    capsys.readouterr()
+    live = _receipt(tmp_path / "b")
+    assert main(["promote", "--receipt", str(live), *args]) == 0
+    ok = json.loads(capsys.readouterr().out)
+    assert ok["promoted"] is True and ok["status"] == "active"
