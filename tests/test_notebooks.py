@@ -1,0 +1,120 @@
+"""The committed notebooks: conventions, stored outputs for nbval, reproducibility, plain papermill CLI."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hermes_nb.nbkit import VERDICT_MIME, find_verdict
+from hermes_nb.notebook_templates import NAMES, build
+from hermes_nb.smoke import NOTEBOOKS, notebooks_dir
+
+NB_DIR = notebooks_dir()
+PARAM_RE = re.compile(r"^(?P<name>[a-z_][a-z0-9_]*): (?P<type>[\w\[\]\"]+) = (?P<default>[^#]+?)  # (?P<help>.+)$")
+SECRETISH = re.compile(r"(?i)token|secret|password|key|auth")
+
+
+def _load(name: str) -> nbformat.NotebookNode:
+    return nbformat.read(str(NB_DIR / f"{name}.ipynb"), as_version=4)
+
+
+def test_the_three_notebooks_exist_and_match_the_runner() -> None:
+    assert NAMES == NOTEBOOKS
+    assert sorted(p.stem for p in NB_DIR.glob("*.ipynb")) == sorted(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_code_cell_has_stored_outputs(name: str) -> None:
+    """A stripped notebook would pass nbval trivially; this makes it fail instead."""
+    for cell in _load(name).cells:
+        if cell.cell_type != "code":
+            continue
+        assert cell.execution_count is not None, cell.source[:60]
+        if "parameters" not in cell.metadata.get("tags", []):
+            assert cell.outputs, f"{name}: no stored output for {cell.source[:60]!r}"
+        for out in cell.outputs:
+            assert out.output_type != "error", f"{name}: stored error output"
+            assert not (out.output_type == "stream" and out.name == "stderr"), f"{name}: stderr {out.text[:200]}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stored_outputs_come_from_a_passing_emulator_run(name: str) -> None:
+    summary = find_verdict(_load(name))
+    assert summary is not None and summary["verdict"] == "passed" and summary["target"] == "emulator"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_one_parameters_cell_of_typed_literals_without_secrets(name: str) -> None:
+    nb = _load(name)
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1
+    names = []
+    for line in tagged[0].source.splitlines():
+        match = PARAM_RE.match(line)
+        assert match, f"{name}: not `name: type = default  # help`: {line!r}"
+        ast.literal_eval(match["default"].strip())  # literals only
+        assert "=" not in match["help"], "papermill cannot parse a help text with '='"
+        assert not SECRETISH.search(match["name"]), f"secret-like parameter {match['name']!r}"
+        names.append(match["name"])
+    assert names[:2] == ["endpoint", "model"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_papermill_reads_every_parameter(name: str) -> None:
+    import papermill
+
+    params = papermill.inspect_notebook(str(NB_DIR / f"{name}.ipynb"))
+    source = next(c for c in _load(name).cells if "parameters" in c.metadata.get("tags", [])).source
+    assert set(params) == {line.split(":")[0] for line in source.splitlines()}
+    assert all(p["help"] for p in params.values())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sources_are_the_generated_templates(name: str) -> None:
+    """Reproducible: notebooks/ is `hermes-nb notebooks refresh` output (regenerate with `make notebooks`)."""
+    committed = [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in _load(name).cells]
+    generated = [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in build(name).cells]
+    assert committed == generated
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_title_narrative_and_verdict_cell_last(name: str) -> None:
+    nb = _load(name)
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+    assert "HERMES_NB_AUTH_TOKEN" in nb.cells[0].source
+    last = nb.cells[-1]
+    assert last.cell_type == "code" and "nbkit.record_verdict(" in last.source and "target.close()" in last.source
+    assert any(VERDICT_MIME in (o.get("metadata") or {}) for o in last.outputs)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "parameters" not in cell.metadata.get("tags", []):
+            tree = ast.parse(cell.source)
+            assert not any(isinstance(n, (ast.For, ast.While, ast.If, ast.Try, ast.FunctionDef)) for n in ast.walk(tree)), \
+                f"{name}: logic in a cell: {cell.source[:80]!r}"
+
+
+def test_sanitize_file_only_normalises_what_varies() -> None:
+    parser = configparser.ConfigParser()
+    parser.read(NB_DIR / "nbval-sanitize.cfg")
+    assert parser.sections() == ["ports", "run ids", "timestamps", "durations", "kernel temp paths"]
+
+
+def test_plain_papermill_cli_runs_a_notebook_unchanged(tmp_path: Path) -> None:
+    out = tmp_path / "out.ipynb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "papermill", str(NB_DIR / "adapter_check.ipynb"), str(out), "-k", "python3",
+         "-p", "deadline_s", "4.0", "--no-progress-bar", "--execution-timeout", "60", "--cwd", str(tmp_path)],
+        capture_output=True, text=True, timeout=110,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    nb = nbformat.read(str(out), as_version=4)
+    summary = find_verdict(nb)
+    assert summary is not None and summary["verdict"] == "passed"
+    assert json.loads(json.dumps(nb.metadata.papermill["parameters"])) == {"deadline_s": 4.0}
