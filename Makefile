@@ -30,6 +30,7 @@ $(HSTAMP): requirements-hermes.lock
 
 test: install rig-venv
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --nbval notebooks/ --nbval-current-env --nbval-sanitize-with notebooks/nbval-sanitize.cfg
 
 smoke: install
 	$(BIN)/hermes-nb smoke
