@@ -169,9 +169,10 @@ def session_document(plan: RunPlan, artifacts: MissionArtifacts, run_dir: Path, 
         "status": status,
         "command": plan.command,
         "args": plan.args,
-        "stdout_path": artifacts.relative(run_dir / "runtime.stdout.log"),
-        "stderr_path": artifacts.relative(run_dir / "runtime.stderr.log"),
     }
+    if status != "planned":  # a dry run writes no logs: list only files that exist
+        doc["stdout_path"] = artifacts.relative(run_dir / "runtime.stdout.log")
+        doc["stderr_path"] = artifacts.relative(run_dir / "runtime.stderr.log")
     if exit_code is not None:
         doc["exit_code"] = exit_code
     if started_at is not None:

@@ -314,6 +314,11 @@ class Runner:
             if self._stdout is None:
                 self._stdout = self.arts.open(self._file("runtime.stdout.log"), "a")
             self.arts.write_text(self._file("runtime.stderr.log"), f"error: hermes-proxy: {message}\n")
+            # every path the result lists must exist, whatever step failed
+            if not self._file("diff.patch").exists():
+                self.arts.write_bytes(self._file("diff.patch"), b"")
+            if not self._file("runtime-final.txt").exists():
+                self.arts.write_text(self._file("runtime-final.txt"), "")
             self._write_terminal(status, outcome, None, "".join(self.parts), errors=outcome.errors,
                                  cancelled=None)
         except (OSError, HermesError):

@@ -49,6 +49,20 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "events.ndjson").read_text().splitlines()]
 
 
+def assert_listed_paths_exist(root: Path, run_dir: Path) -> None:
+    """Every path the result and the session name exists (the other helper's missing-stdout report)."""
+    session = yaml.safe_load((run_dir / "runtime-session.yaml").read_text())
+    docs = [session]
+    if (run_dir / "runtime-result.yaml").exists():
+        docs += [yaml.safe_load((run_dir / "runtime-result.yaml").read_text()),
+                 yaml.safe_load((run_dir.parents[1] / "runtime-result.yaml").read_text())]
+    listed = [doc[key] for doc in docs for key in ("prompt_path", "stdout_path", "stderr_path", "diff_path")
+              if key in doc]
+    assert len(listed) >= (4 if len(docs) > 1 else 0)
+    assert all((root / rel).is_file() for rel in listed), sorted(p.name for p in run_dir.iterdir())
+    assert all(not Path(rel).is_absolute() and rel.startswith(".harness/missions/") for rel in listed)
+
+
 def assert_no_canary(root: Path) -> None:
     for path in root.rglob("*"):
         if path.is_file():
@@ -84,6 +98,7 @@ def test_plan_and_dry_run_json_hold_no_secret_but_the_request_keeps_the_prompt(t
     assert CANARY in clean_emu.requests[-1].json["messages"][-1]["content"]  # sent as the user wrote it
     assert_no_canary(tmp_path)
 
+
 def test_dry_run_sends_nothing(tmp_path: Path, clean_emu: Any) -> None:
     result = dry_run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, run_id="dry-1")
     assert clean_emu.requests == []
@@ -91,6 +106,8 @@ def test_dry_run_sends_nothing(tmp_path: Path, clean_emu: Any) -> None:
     assert sorted(p.name for p in run_dir.iterdir()) == ["prompt.md", "runtime-session.yaml"]
     session = RuntimeSession.model_validate(yaml.safe_load((run_dir / "runtime-session.yaml").read_text()))
     assert session.status == "planned" and session.command and session.command.startswith("POST ")
+    assert session.stdout_path is None and session.stderr_path is None  # no log exists to point at
+    assert_listed_paths_exist(tmp_path, run_dir)
     assert not (mission_dir(tmp_path) / "latest.json").exists()
     assert result.run_dir == run_dir.resolve() or result.run_dir == run_dir
     assert_no_canary(tmp_path)
@@ -118,6 +135,7 @@ def test_passed_run_writes_the_uh_tree(tmp_path: Path, clean_emu: Any) -> None:
     assert (run_dir / "runtime.stdout.log").read_text() == result.text != ""
     assert (run_dir / "runtime-final.txt").read_text() == result.outcome.final_message != ""
     assert (run_dir / "diff.patch").read_bytes() == b""
+    assert_listed_paths_exist(tmp_path, run_dir)
     events = read_events(run_dir)
     kinds = [e["type"] for e in events]
     assert kinds[0] == "runtime.started" and kinds[-2:] == ["runtime.finished", "runtime.usage"]
@@ -187,13 +205,18 @@ def test_symlinked_mission_dir_writes_nothing(tmp_path: Path, clean_emu: Any) ->
     assert list(outside.iterdir()) == [] and clean_emu.requests == []
 
 
-def test_unexpected_error_still_ends_with_result(tmp_path: Path, clean_emu: Any) -> None:
-    def boom(delta: str) -> None:
+def test_unexpected_error_still_ends_with_result(tmp_path: Path, clean_emu: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import hermes_nb.diffcap
+
+    def boom(base: Any) -> Any:
         raise RuntimeError("hook exploded")
 
+    monkeypatch.setattr(hermes_nb.diffcap, "capture", boom)  # fails after the answer, before diff/final
     with pytest.raises(RuntimeError, match="hook exploded"):
-        run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, on_delta=boom, handle_signals=False)
+        run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
     mdir = mission_dir(tmp_path)
+    assert_listed_paths_exist(tmp_path, next((mdir / "runs").glob("*/")))
     latest = LatestRun.model_validate_json((mdir / "latest.json").read_text())
     assert latest.status == "failed" and latest.finished_at
     doc = yaml.safe_load((mdir / "runtime-result.yaml").read_text())
@@ -224,6 +247,7 @@ def test_signal_mid_stream_cancels_in_process(tmp_path: Path, clean_emu: Any, si
     result = run(Mission.adhoc("hi"), config_for(clean_emu.endpoint, "stall"), root=tmp_path, on_delta=on_delta)
     assert result.status == "cancelled" and result.exit_code == 1
     assert signal.getsignal(signum) is previous  # handlers restored
+    assert_listed_paths_exist(tmp_path, result.run_dir)
     stdout = (result.run_dir / "runtime.stdout.log").read_text()
     assert stdout == result.text != ""  # the partial text is kept
     assert "partial text kept" in result.result["errors"][0]
@@ -248,6 +272,7 @@ def test_sandbox_and_in_place_give_empty_diff(tmp_path: Path, clean_emu: Any, sa
                  handle_signals=False)
     assert result.status == "passed"
     assert (result.run_dir / "diff.patch").read_bytes() == b""
+    assert_listed_paths_exist(tmp_path, result.run_dir)
     notes = result.result.get("notes") or []
     assert any("sandbox copy" in n for n in notes) is sandbox
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
