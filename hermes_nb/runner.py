@@ -9,10 +9,12 @@
    session, ``runtime.finished`` and ``runtime.usage``;
 4. copy the result up and mark ``latest.json`` and the index terminal.
 
-SIGINT/SIGTERM while the request is in flight raise :class:`_Cancelled` (a
+SIGINT/SIGTERM handlers are installed for the whole life cycle (main thread
+only). A signal before or during the request raises :class:`_Cancelled` (a
 private ``BaseException``) out of the client call; the run then ends as
-``cancelled`` with the partial text kept. Whatever happens, a started run
-ends with its result document and a terminal ``latest.json``/index.
+``cancelled`` with the partial text kept. A signal after the answer arrived
+lets the run finish normally (noted in the result). Whatever happens, a
+started run ends with its result document and a terminal ``latest.json``/index.
 """
 
 from __future__ import annotations
@@ -136,19 +138,22 @@ class Runner:
     # ---------------------------------------------------------------- life cycle
 
     def execute(self) -> RunResult:
-        try:
-            self.arts.set_latest(self.run_id, self.started_at, "running")
-            self.arts.update_index(self.run_id, started_at=self.started_at, status="running",
-                                   runtime=self.plan.runtime)
-            return self._execute()
-        except BaseException as exc:  # process edge: the run must end with its documents, then re-raise
-            if self.result is None:
-                self._abort(exc)
-            raise
-        finally:
-            for handle in (self._stdout, self._events):
-                if handle is not None:
-                    handle.close()
+        # the handlers cover the whole life cycle (a SIGTERM while a document is written must not kill
+        # the process with latest.json still ``running``); they only cancel while the request is in flight
+        with self.guard:
+            try:
+                self.arts.set_latest(self.run_id, self.started_at, "running")
+                self.arts.update_index(self.run_id, started_at=self.started_at, status="running",
+                                       runtime=self.plan.runtime)
+                return self._execute()
+            except BaseException as exc:  # process edge: the run must end with its documents, then re-raise
+                if self.result is None:
+                    self._abort(exc)
+                raise
+            finally:
+                for handle in (self._stdout, self._events):
+                    if handle is not None:
+                        handle.close()
 
     def _execute(self) -> RunResult:
         self.arts.write_text(self._file("prompt.md"), self.plan.request_prompt)
@@ -164,22 +169,21 @@ class Runner:
         cancelled: _Cancelled | None = None
         if self.sandbox:
             self.notes.append("ran in a sandbox copy of the project (removed after the run)")
-        with self.guard:
-            base = diffcap.snapshot(self.workdir)
-            if base.tree is not None:
-                self.notes.append(f"diff base: commit {base.commit or '(none yet)'}, "
-                                  f"working-tree snapshot {base.tree}")
-            try:
-                self.guard.arm()
-                exchange = self._send()
-            except _Cancelled as exc:
-                cancelled = exc
-            finally:
-                self.guard.armed = False
-            diff = diffcap.capture(base)
-            if self.guard.pending is not None and cancelled is None:
-                self.notes.append(f"{_SIGNAL_NAMES.get(self.guard.pending, self.guard.pending)} received "
-                                  "after the request finished; run completed")
+        base = diffcap.snapshot(self.workdir)
+        if base.tree is not None:
+            self.notes.append(f"diff base: commit {base.commit or '(none yet)'}, "
+                              f"working-tree snapshot {base.tree}")
+        try:
+            self.guard.arm()  # a signal that arrived since the start cancels here
+            exchange = self._send()
+        except _Cancelled as exc:
+            cancelled = exc
+        finally:
+            self.guard.armed = False
+        diff = diffcap.capture(base)
+        if self.guard.pending is not None and cancelled is None:
+            self.notes.append(f"{_SIGNAL_NAMES.get(self.guard.pending, self.guard.pending)} received "
+                              "after the request finished; run completed")
         return self._finish(exchange, cancelled, diff)
 
     def _send(self) -> Exchange:

@@ -307,3 +307,35 @@ def test_unsafe_mission_id_outside_harness_writes_nothing(tmp_path: Path, clean_
     with pytest.raises(ArtifactError, match="not a safe path component"):  # ... but it cannot name a directory
         run(mission, config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
     assert not (tmp_path / ".harness").exists() and clean_emu.requests == []
+
+
+@pytest.mark.parametrize("when", ["before_request", "while_finishing"])
+def test_sigterm_outside_the_request_never_leaves_the_run_running(tmp_path: Path, clean_emu: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   when: str) -> None:
+    from hermes_nb.artifacts import MissionArtifacts
+
+    delivered: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: delivered.append(signum))
+    try:
+        # a SIGTERM while the audit line (before the request) or diff.patch (after it) is written;
+        # without the runner's handler the process would die there with latest.json "running"
+        target = "audit" if when == "before_request" else "write_bytes"
+        original = getattr(MissionArtifacts, target)
+
+        def send_sigterm(self: MissionArtifacts, *args: Any) -> Any:
+            os.kill(os.getpid(), signal.SIGTERM)
+            return original(self, *args)
+
+        monkeypatch.setattr(MissionArtifacts, target, send_sigterm)
+        result = run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert delivered == []  # the runner's handler took it, not the previous one
+    latest = json.loads((mission_dir(tmp_path) / "latest.json").read_text())
+    if when == "before_request":
+        assert result.status == latest["status"] == "cancelled" and clean_emu.requests == []
+        assert "no text had arrived" in result.result["errors"][0]
+    else:
+        assert result.status == latest["status"] == "passed"
+    assert_listed_paths_exist(tmp_path, result.run_dir)
