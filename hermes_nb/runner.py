@@ -95,6 +95,7 @@ class Runner:
         self.started_at = iso_now()
         self.parts: list[str] = []
         self.notes: list[str] = []
+        self.callback_warnings: list[str] = []
         self.result: dict[str, Any] | None = None
         self._stdout: Any = None
         self._events: Any = None
@@ -123,7 +124,7 @@ class Runner:
         self._stdout.write(self.arts.redactor.text(delta))
         self._stdout.flush()
         if self.user_on_delta is not None:
-            self.user_on_delta(delta)
+            self._callback("on_delta", self.user_on_delta, delta)
 
     def _on_event(self, record: SSEEventRecord) -> None:
         try:
@@ -133,7 +134,16 @@ class Runner:
         extra = {} if record.event == "message" else {"event": record.event}
         self._event("hermes-proxy.sse", payload=payload, t=round(record.t, 6), **extra)
         if self.user_on_event is not None:
-            self.user_on_event(record)
+            self._callback("on_event", self.user_on_event, record)
+
+    def _callback(self, name: str, hook: Callable[[Any], None], value: Any) -> None:
+        """Call a caller's display hook; if it fails, warn and stop calling it (the run goes on)."""
+        try:
+            hook(value)
+        except Exception as exc:  # process edge: a caller's hook must not wreck a run already paid for
+            setattr(self, f"user_{name}", None)
+            self.callback_warnings.append(f"{name} callback raised {type(exc).__name__}: {exc}; "
+                                          "not called again (the run went on)")
 
     # ---------------------------------------------------------------- life cycle
 
@@ -238,7 +248,7 @@ class Runner:
                 lines.append(f"transport error ({te.kind}, {te.phase}): {te.message}")
             lines.extend(f"protocol error: {p}" for p in exchange.protocol_errors)
         lines.extend(f"error: {e}" for e in outcome.errors + diff.errors)
-        lines.extend(f"warning: {w}" for w in outcome.warnings)
+        lines.extend(f"warning: {w}" for w in outcome.warnings + self.callback_warnings)
         lines.extend(f"note: {n}" for n in self.notes + diff.notes)
         return "\n".join(lines) + ("\n" if lines else "")
 
@@ -280,7 +290,7 @@ class Runner:
         if self.notes:
             result["notes"] = list(self.notes)
         result.update({
-            "warnings": list(self.plan.warnings) + list(outcome.warnings),
+            "warnings": list(self.plan.warnings) + list(outcome.warnings) + self.callback_warnings,
             "reason": outcome.reason,
             "hint": outcome.hint,
             "http_status": outcome.http_status if outcome.http_status is not None

@@ -339,3 +339,25 @@ def test_sigterm_outside_the_request_never_leaves_the_run_running(tmp_path: Path
     else:
         assert result.status == latest["status"] == "passed"
     assert_listed_paths_exist(tmp_path, result.run_dir)
+
+
+def test_failing_hooks_warn_and_the_run_goes_on(tmp_path: Path, clean_emu: Any) -> None:
+    calls: list[str] = []
+
+    def on_delta(delta: str) -> None:
+        calls.append(delta)
+        if len(calls) == 2:
+            raise ValueError("widget gone")
+
+    def on_event(record: Any) -> None:
+        raise BrokenPipeError("reader closed")
+
+    result = run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, on_delta=on_delta,
+                 on_event=on_event, handle_signals=False)
+    assert result.status == "passed" and result.exit_code == 0 and len(calls) == 2
+    warnings = result.result["warnings"]
+    assert any(w.startswith("on_delta callback raised ValueError: widget gone") for w in warnings)
+    assert any(w.startswith("on_event callback raised BrokenPipeError") for w in warnings)
+    assert (result.run_dir / "runtime.stdout.log").read_text() == result.text  # every delta still logged
+    assert "warning: on_delta callback raised" in (result.run_dir / "runtime.stderr.log").read_text()
+    validate_result(result.result)
