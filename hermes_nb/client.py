@@ -283,7 +283,7 @@ class _Call:
         f = self.fields
         f["status"] = response.status_code
         f["reason"] = response.reason_phrase or None
-        f["headers"] = redact_headers(response.headers)
+        f["headers"] = {k: self.redact.text(v) for k, v in redact_headers(response.headers).items()}
         ctype = media_type(response.headers.get("content-type"))
         f["content_type"] = ctype
         f["retry_after_s"] = parse_retry_after(response.headers)
@@ -324,8 +324,8 @@ class _Call:
         try:
             for chunk in self._chunks(response):
                 for ev in decoder.feed(chunk):
-                    rec = SSEEventRecord(event=redact(ev.event), data=redact(ev.data), id=ev.id, retry=ev.retry,
-                                         t=self._elapsed())
+                    rec = SSEEventRecord(event=redact(ev.event), data=redact(ev.data),
+                                         id=redact(ev.id) if ev.id else ev.id, retry=ev.retry, t=self._elapsed())
                     records.append(rec)
                     if on_event is not None:
                         on_event(rec)
@@ -385,7 +385,7 @@ class _Call:
         if f.get("text"):
             f["text"] = self.redact.text(f["text"])
         env = f.get("envelope")
-        if env is not None and env.message:
-            f["envelope"] = env.model_copy(update={"message": self.redact.text(env.message)})
+        if env is not None:  # every field: a server may echo the credential in type or code too
+            f["envelope"] = type(env).model_validate(self.redact.data(env.model_dump()))
         timings = Timings(started_at=self.started_at, **self.timings)
         return Exchange(request=self._request_record(), transport_error=self.failure, timings=timings, **f)

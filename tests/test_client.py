@@ -369,12 +369,13 @@ def test_canary_never_reaches_an_output(caplog: pytest.LogCaptureFixture) -> Non
     def echo(request: httpx.Request) -> httpx.Response:
         seen = request.headers.get("authorization", "")
         if request.url.path.endswith("/models"):
-            return httpx.Response(401, json={"error": {"message": f"bad key {seen}", "type": "upstream_auth_failed"}})
+            return httpx.Response(401, headers={"x-echo": seen},
+                                  json={"error": {"message": f"bad key {seen}", "type": f"t {seen}", "code": seen}})
         if request.url.path.endswith("/boom"):
             raise httpx.ConnectError(f"could not connect with {seen}")
         text = json.dumps({"choices": [{"delta": {"content": f"you sent {seen} and {CANARY}"}}]})
-        body = Body([f"data: {text}\n\n".encode(), f"event: error\ndata: {seen}\n\n".encode()])
-        return httpx.Response(200, headers=SSE, stream=body)
+        body = Body([f"id: {seen}\ndata: {text}\n\n".encode(), f"event: error\ndata: {seen}\n\n".encode()])
+        return httpx.Response(200, headers={**SSE, "x-echo": seen}, stream=body)
 
     for extra in ({}, {"authorization": f"Bearer {CANARY_EXTRA}"}):
         config = cfg(auth_token=CANARY, extra_headers=extra)
