@@ -97,6 +97,59 @@ def test_secret_token_never_reaches_the_report(reports: dict) -> None:
     assert {c.case: c.header for c in r.auth}["bearer"] == "Bearer <redacted>"
 
 
+class _Echo(BaseHTTPRequestHandler):
+    """Echoes the Authorization header it got into envelope fields, bodies and a response header."""
+
+    def _send(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        auth = self.headers.get("Authorization", "")
+        if self.path.endswith("/models"):
+            status, ctype = 401, "application/json"
+            body = json.dumps({"error": {"message": f"bad {auth}", "type": f"t {auth}", "code": auth}}).encode()
+        elif self.path == "/":
+            status, ctype, body = 404, "text/plain", f"hello {auth}\n".encode()
+        elif self.path.endswith("/unknown"):
+            status, ctype, body = 500, "text/html", f"<html>{auth}</html>".encode()
+        else:
+            status, ctype = 400, "application/json"
+            body = json.dumps({"message": f"flat {auth}", "status": auth}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("X-Echo", auth)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _send
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"auth_token": "sk-canary-probe-tok-0123456789"},
+    {"headers": {"authorization": "Bearer sk-canary-probe-extra-0123456789"}},
+], ids=["auth_token", "extra_headers"])
+def test_echoed_credential_never_reaches_report_table_or_contract(kwargs: dict) -> None:
+    from hermes_nb.commands.probe import render
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        r = probe(endpoint, deadline_s=20, **kwargs)
+    finally:
+        server.shutdown()
+        server.server_close()
+    r.drift = compare(r, SEED)
+    assert r.route("models").status == 401 and r.route("root").body_excerpt is not None
+    outputs = [r.model_dump_json(), repr(r), "\n".join(render(r, compared="seed")),
+               dumps_contract(contract_document({r.state: r}, target=endpoint))]
+    assert "sk-canary" not in "\n".join(outputs)
+    assert "<redacted>" in outputs[0]
+
+
 # --------------------------------------------------------------------------- bad input
 
 
