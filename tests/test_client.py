@@ -132,6 +132,39 @@ def test_stream_success_records_everything_and_calls_back_in_order() -> None:
     assert (outcome.status, outcome.final_message) == ("passed", "did it")
 
 
+def test_on_delta_is_called_as_each_piece_arrives() -> None:
+    deltas: list[str] = []
+    seen_when_pulled: list[list[str]] = []
+    body = Body([chunk("a"), chunk("b"), chunk("c", "stop"), DONE],
+                on_part=lambda: seen_when_pulled.append(list(deltas)))
+    client = client_for(lambda r: httpx.Response(200, headers=SSE, stream=body))
+    client.chat(MSGS, on_delta=deltas.append)
+    # before each network read, every earlier piece has already been handed to the callback
+    assert seen_when_pulled == [[], ["a"], ["a", "b"], ["a", "b", "c"]]
+
+
+@pytest.mark.parametrize(("timeout_ms", "connect", "idle", "want_read"), [
+    (60_000, 2.0, 7.0, 7.0),      # connect and idle-read are separate settings
+    (3_000, 2.0, 7.0, 3.0),       # idle read never exceeds the overall deadline
+    (600_000, 5.0, None, 300.0),  # default idle = min(300 s, overall)
+])
+def test_connect_idle_and_overall_deadlines_are_separate(timeout_ms: int, connect: float, idle: float | None,
+                                                          want_read: float) -> None:
+    seen: dict[str, Any] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.update(request.extensions["timeout"])
+        return httpx.Response(200, json={"data": []})
+
+    kw = {} if idle is None else {"idle_timeout_s": idle}
+    client = HermesClient(cfg(request_timeout_ms=timeout_ms), transport=httpx.MockTransport(handler),
+                          connect_timeout_s=connect, **kw)
+    client.chat(MSGS)
+    assert (seen["connect"], seen["read"], seen["pool"]) == (connect, want_read, connect)
+    client.models(deadline_s=1.5)  # a per-call overall deadline caps connect and read too
+    assert (seen["connect"], seen["read"]) == (min(connect, 1.5), 1.5)
+
+
 def test_reading_stops_at_done() -> None:
     handler, body = stream_response(chunk("a", "stop"), DONE, chunk("never"),
                                     exc=httpx.ReadError("must not be reached"))
