@@ -172,3 +172,34 @@ def test_no_response_and_no_failure_is_not_passed() -> None:
 def test_long_messages_are_shortened_in_errors() -> None:
     outcome = classify(ex(status=500, envelope=env("server_error", None, "y" * 5000)), CONFIG)
     assert len(outcome.errors[0]) < 700 and outcome.errors[0].endswith("…")
+
+
+#: the hint each not-passed row must carry (None: no hint; the error says it all)
+HINTS: dict[str, str | None] = {
+    "401-upstream-auth": "hermes auth status claude", "403-no-body": "hermes auth status claude",
+    "500-auth-code": "hermes auth status claude", "in-band-auth": "hermes auth status claude",
+    "429-retry-after": "re-run later (Retry-After: 7 s)", "429-no-retry-after": "re-run later",
+    "in-band-rate-limit": "re-run later",
+    "404-path-not-allowed": "/v1", "404-model-not-found": "GET /v1/models",
+    "connect-refused": "hermes proxy start", "connect-timeout": "hermes proxy start",
+    "dns": "runtime_config.endpoint", "connect-error": "runtime_config.endpoint",
+}
+
+
+@pytest.mark.parametrize(("row_id", "exchange"), [(r[0], r[1]) for r in ROWS], ids=[r[0] for r in ROWS])
+def test_every_row_has_its_hint(row_id: str, exchange: Exchange) -> None:
+    outcome = classify(exchange, CONFIG)
+    want = HINTS.get(row_id)
+    if want is None:
+        assert outcome.hint is None, outcome.hint
+    else:
+        assert outcome.hint is not None and want in outcome.hint
+    if row_id == "429-no-retry-after":
+        assert outcome.hint == "re-run later"
+
+
+@pytest.mark.parametrize("kind", ["read_timeout", "reset", "remote_protocol", "read_error", "deadline"])
+def test_mid_stream_failures_say_how_much_partial_text_was_kept(kind: str) -> None:
+    exchange = sse("twelve chars", done=False, finish=None, transport_error=fail(kind, "body"))
+    outcome = classify(exchange, CONFIG)
+    assert outcome.status == "failed" and "(12 characters of partial text kept)" in outcome.errors[0]
