@@ -73,25 +73,32 @@ def redact_notebook(nb: Any, redactor: Redactor) -> nbformat.NotebookNode:
 
 
 class HtmlRenderer:
-    """One nbconvert exporter shared by the receipts of a run (template loading is the slow part)."""
+    """Renders receipts to HTML: our own fast renderer by default, nbconvert's HTMLExporter on request.
 
-    def __init__(self, template_name: str = "basic") -> None:
+    ``engine="nbconvert"`` (template ``lab``/``classic``/``basic``) costs ~2 s per run; the default
+    ``engine="hermes"`` (:mod:`hermes_nb.receipt_html`) costs milliseconds.
+    """
+
+    def __init__(self, engine: str = "hermes", template_name: str = "lab") -> None:
+        if engine not in ("hermes", "nbconvert"):
+            raise ValueError(f"unknown HTML engine {engine!r}")
+        self.engine = engine
         self.template_name = template_name
         self._exporter: Any = None
         self._lock = threading.Lock()
 
     def render(self, nb: nbformat.NotebookNode) -> str:
+        if self.engine == "hermes":
+            from .receipt_html import render_html
+
+            return render_html(nb)
         with self._lock:
             if self._exporter is None:
                 from nbconvert import HTMLExporter
 
                 self._exporter = HTMLExporter(template_name=self.template_name)
             body, _ = self._exporter.from_notebook_node(nb)
-        title = nb.metadata.get("receipt", {}).get("notebook", "receipt")
-        if self.template_name == "basic":
-            body = (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{title}</title></head>'
-                    f"<body>\n{body}\n</body></html>\n")
-        return body
+        return str(body)
 
 
 @dataclass

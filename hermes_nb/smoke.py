@@ -209,17 +209,22 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
     t0 = time.perf_counter()
     mem_path = f"{MEM_SCHEME}{run.name}-{_secrets.token_hex(4)}.ipynb"
     error: str | None = None
+    km: Any = None
     try:
+        # start the kernel first: it boots while this thread imports papermill and parameterises
+        from jupyter_core.utils import run_sync
+
+        km = pool.manager_class()(kernel_name=KERNEL_NAME)
+        run_sync(km.start_kernel)(cwd=str(cwd))
         pm = _papermill()
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
         from papermill.exceptions import PapermillExecutionError
 
         try:
             pm.execute_notebook(
-                str(run.template), mem_path, parameters=run.parameters, kernel_name=KERNEL_NAME,
-                kernel_manager_class=pool.manager_class(), resources={"metadata": {"path": str(cwd)}},
+                str(run.template), mem_path, parameters=run.parameters, kernel_name=KERNEL_NAME, km=km,
                 language="python", progress_bar=False, log_output=False, execution_timeout=timeout_s,
-                start_timeout=60, request_save_on_cell_execute=True, shutdown_kernel="immediate",
+                start_timeout=60, request_save_on_cell_execute=True,
             )
             run.status = "completed"
         except PapermillExecutionError as exc:
@@ -234,6 +239,8 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         run.status, error = "runner_error", f"{type(exc).__name__}: {exc}"
     finally:
         text = _MemoryHandler.pop(mem_path)
+        if km is not None and km.has_kernel:
+            run_sync(km.shutdown_kernel)(now=True)
     run.nb = nbformat.reads(text, as_version=4) if text else None
     run.summary = find_verdict(run.nb) if run.nb is not None else None
     run.verdict, run.reason = decide_verdict(run.status, run.summary, error)

@@ -67,6 +67,7 @@ def test_redact_notebook_redacts_every_string_and_keeps_sources_intact() -> None
 def test_write_receipt_writes_notebook_html_sidecar_with_digests(tmp_path: Path) -> None:
     files = _write(tmp_path)
     assert files.notebook.name == "e2e_smoke.ipynb" and files.html and files.html.read_text().startswith("<!DOCTYPE")
+    assert "hello" in files.html.read_text() and "<th>verdict</th><td>passed</td>" in files.html.read_text()
     nb = nbformat.read(str(files.notebook), as_version=4)
     assert nb.metadata.receipt["verdict"] == "passed"
     sidecar = json.loads(files.sidecar.read_text())
@@ -175,3 +176,31 @@ def test_verify_receipt_alone_without_sidecar(tmp_path: Path) -> None:
     files.sidecar.unlink()
     meta, problems = verify_receipt(files.notebook)
     assert meta is None and "sidecar not found" in problems[0]
+
+
+def test_html_render_shows_markdown_code_outputs_and_errors() -> None:
+    from hermes_nb.receipt_html import render_html
+
+    nb = _nb("out <b>")
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell("# Title\n\nsome *text*"))
+    err = nbformat.v4.new_code_cell("1/0")
+    err.outputs = [nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="x",
+                                          traceback=["\x1b[31mZeroDivisionError\x1b[0m: x"])]
+    html_out = nbformat.v4.new_code_cell("show()")
+    html_out.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<table>t</table>",
+                                                                      "text/plain": "<obj>"})]
+    nb.cells += [err, html_out]
+    nb.metadata["receipt"] = _meta()
+    page = render_html(nb)
+    assert "<h1>Title</h1>" in page and "<em>text</em>" in page
+    assert "out &lt;b&gt;" in page and "x = 1" in page
+    assert "ZeroDivisionError: x" in page and "\x1b" not in page
+    assert "<table>t</table>" in page and "&lt;obj&gt;" not in page
+    assert "<th>target_kind</th><td>live</td>" in page
+
+
+def test_nbconvert_engine_is_available_on_request() -> None:
+    page = HtmlRenderer(engine="nbconvert", template_name="basic").render(_nb("via nbconvert"))
+    assert "via nbconvert" in page
+    with pytest.raises(ValueError):
+        HtmlRenderer(engine="nope")
