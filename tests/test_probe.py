@@ -316,7 +316,11 @@ def test_cli_human_table_no_drift_exit_0(capsys: pytest.CaptureFixture[str], tmp
         code = main(["probe", "--endpoint", emu.endpoint, "--compare", "hermes-agent-0.19.0", "--out", str(out_file)])
     text = capsys.readouterr().out
     assert code == 0
-    assert "GET     /                            404     text/plain" in text and "drift vs hermes-agent-0.19.0: none" in text
+    rows = [line.split() for line in text.splitlines()]
+    assert ["GET", "/", "404", "text/plain", "404:", "Not", "Found", "not_found"] in rows
+    assert ["POST", "/v1/chat/completions", "(stream)", "401", "application/json", "upstream_auth_failed",
+            "auth_failed"] in rows
+    assert "drift vs hermes-agent-0.19.0: none" in text
     assert WireReport.model_validate_json(out_file.read_text()).state == "stale"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULT_MODEL
-from ..probe import WireReport, probe
+from ..probe import ROUTES, WireReport, probe
 from ..wire_contract import compare, contract_document, dumps_contract, load_contract, resolve_contract
 
 
@@ -53,6 +53,10 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     return 1 if report.drift else 0
 
 
+#: `` (stream)`` / `` (1.5 MB body)``: tells the three chat rows apart in the table
+_VARIANTS = {spec.name: f" ({spec.variant})" for spec in ROUTES if spec.variant}
+
+
 def _cell(value: Any) -> str:
     return "-" if value is None else str(value)
 
@@ -63,7 +67,8 @@ def render(report: WireReport, *, compared: str | None = None) -> list[str]:
     rows = [("METHOD", "PATH", "STATUS", "CONTENT-TYPE", "ERROR", "OUTCOME")]
     for r in report.routes:
         err = r.error_type or r.body_excerpt or r.transport_error
-        rows.append((r.method, r.path, _cell(r.status), _cell(r.content_type), _cell(err), r.outcome))
+        rows.append((r.method, r.path + _VARIANTS.get(r.name, ""), _cell(r.status), _cell(r.content_type), _cell(err),
+                     r.outcome))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     auth = "; ".join(f"{c.header} → {_cell(c.status)} {c.error_type or c.outcome}" for c in report.auth)
