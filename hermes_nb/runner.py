@@ -34,6 +34,7 @@ from .errors import HermesError
 from .mission import Mission
 from .records import Exchange, Outcome, SSEEventRecord
 from .run import STATUS_EXIT, RunPlan, RunResult, session_document
+from .stream_redact import RedactedStream
 
 __all__ = ["Runner"]
 
@@ -98,6 +99,8 @@ class Runner:
         self.callback_warnings: list[str] = []
         self.result: dict[str, Any] | None = None
         self._stdout: Any = None
+        self._stream = RedactedStream(artifacts.redactor, write_text=self._write_stdout,
+                                      write_event=self._write_sse)
         self._events: Any = None
 
     # ---------------------------------------------------------------- helpers
@@ -118,19 +121,18 @@ class Runner:
         return {"runtime": self.plan.runtime, "mission_id": self.mission.id}
 
     def _on_delta(self, delta: str) -> None:
-        if not delta:
-            return
-        self.parts.append(delta)
-        self._stdout.write(self.arts.redactor.text(delta))
+        if delta:
+            self.parts.append(delta)
+            self._stream.piece(delta)
+
+    def _write_stdout(self, safe: str) -> None:
+        """Redacted, settled text: appended to runtime.stdout.log (flushed), then handed to ``on_delta``."""
+        self._stdout.write(safe)
         self._stdout.flush()
         if self.user_on_delta is not None:
-            self._callback("on_delta", self.user_on_delta, delta)
+            self._callback("on_delta", self.user_on_delta, safe)
 
-    def _on_event(self, record: SSEEventRecord) -> None:
-        try:
-            payload: Any = json.loads(record.data)
-        except ValueError:
-            payload = record.data
+    def _write_sse(self, record: SSEEventRecord, payload: Any) -> None:
         extra = {} if record.event == "message" else {"event": record.event}
         self._event("hermes-proxy.sse", payload=payload, t=round(record.t, 6), **extra)
         if self.user_on_event is not None:
@@ -201,7 +203,7 @@ class Runner:
 
         with HermesClient(self.config, transport=self.transport) as client:
             messages = [{"role": "user", "content": self.plan.request_prompt}]
-            return client.chat(messages, on_delta=self._on_delta, on_event=self._on_event)
+            return client.chat(messages, on_delta=self._on_delta, on_event=self._stream.event)
 
     def _outcome(self, exchange: Exchange | None, cancelled: _Cancelled | None) -> Outcome:
         if cancelled is not None or exchange is None:
@@ -220,9 +222,9 @@ class Runner:
         text = "".join(self.parts)
         if exchange is not None and exchange.text != text:
             if exchange.text.startswith(text):  # e.g. a JSON answer: no deltas were streamed
-                self._stdout.write(self.arts.redactor.text(exchange.text[len(text):]))
-                self._stdout.flush()
+                self._stream.piece(exchange.text[len(text):])
             text = exchange.text
+        self._stream.finish()
         final = outcome.final_message
         if final is None:
             from .sentinel import extract_final_message
@@ -315,7 +317,7 @@ class Runner:
         self.arts.set_latest(self.run_id, self.started_at, status, finished_at)
         self.arts.update_index(self.run_id, finished_at=finished_at, status=status)
         return RunResult(result=self.result, run_dir=self.run_dir, run_id=self.run_id, exit_code=exit_code,
-                         plan=self.plan, outcome=outcome, exchange=exchange, text=text)
+                         plan=self.plan, outcome=outcome, exchange=exchange, text=self.arts.redactor.text(text))
 
     def _abort(self, exc: BaseException) -> None:
         """Best effort: terminal documents after an unexpected error (the original error is re-raised)."""
@@ -327,6 +329,7 @@ class Runner:
         try:
             if self._stdout is None:
                 self._stdout = self.arts.open(self._file("runtime.stdout.log"), "a")
+            self._stream.finish()
             self.arts.write_text(self._file("runtime.stderr.log"), f"error: hermes-proxy: {message}\n")
             # every path the result lists must exist, whatever step failed
             if not self._file("diff.patch").exists():

@@ -72,18 +72,10 @@ def handle(args: argparse.Namespace, out: Any) -> int:
             out.line(f"  warning: {warning}")
         out.emit(planned.to_json())
         return 0
-    streamed: list[str] = []
-
-    def on_delta(delta: str) -> None:
-        streamed.append(delta)
-        _stream(delta)
-
+    # on_delta gets exactly what runtime.stdout.log gets (redacted; a non-streamed answer too)
     result = run(mission, config, root=root, sandbox=not args.no_sandbox, run_id=args.run_id,
-                 workflow=workflow, warnings=warnings, on_delta=None if out.json_mode else on_delta)
+                 workflow=workflow, warnings=warnings, on_delta=None if out.json_mode else _stream)
     if not out.json_mode:
-        text = "".join(streamed)
-        if result.text != text and result.text.startswith(text):
-            _stream(result.text[len(text):])  # a JSON (non-streamed) answer
         if result.text and not result.text.endswith("\n"):
             _stream("\n")
         doc = result.result

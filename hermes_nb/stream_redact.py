@@ -1,0 +1,214 @@
+"""Redaction of text that arrives in pieces (the run's streamed answer).
+
+Redacting each delta alone lets a secret split across two deltas through
+(``"sk-canary-01"`` + ``"23456789abcdef"``). :class:`StreamRedactor` holds back
+the shortest tail that could still become a secret — a proper prefix of a
+known secret, or a token that could grow into a secret *shape* (``sk-…``,
+a JWT, ``Bearer …``) — and releases it once the next piece settles it.
+Ordinary prose ends its pieces at a space, so little or nothing is held.
+
+It also remembers where the secrets of the settled text are, so the SSE
+event that carried one piece can be logged with its share of a split secret
+masked (:meth:`StreamRedactor.mask`).
+
+Property (tested): however the text is split, the concatenated output equals
+``redactor.text(whole)`` and never contains a known secret.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .redact import _SHAPES as SECRET_SHAPES  # the one list of secret shapes
+from .records import SSEEventRecord
+from .redact import REDACTED, Redactor
+
+__all__ = ["StreamRedactor", "RedactedStream"]
+
+#: tails that could still grow into a secret shape (kept in sync with redact's shapes)
+_GROWING = (
+    re.compile(r"\bs(?:k(?:-[A-Za-z0-9_-]*)?)?$"),
+    re.compile(r"\be(?:y(?:J[A-Za-z0-9_.-]*)?)?$"),
+    re.compile(r"(?i)\bb(?:e(?:a(?:r(?:e(?:r)?)?)?)?)?$"),
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]*$"),
+)
+
+
+class StreamRedactor:
+    """Feed pieces, get redacted text that is safe to write now; :meth:`flush` at the end.
+
+    ``settled`` counts the raw characters already released; ``mask(start, end)``
+    returns ``raw[start:end]`` (settled text only) with the parts that belong to
+    a secret replaced by ``<redacted>``.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.raw = ""
+        self.settled = 0
+        self._spans: list[tuple[int, int]] = []
+
+    @property
+    def pending(self) -> str:
+        return self.raw[self.settled:]
+
+    def feed(self, piece: str) -> str:
+        self.raw += piece
+        return self._release(self.settled + self._safe_cut(self.pending))
+
+    def flush(self) -> str:
+        return self._release(len(self.raw))
+
+    def mask(self, start: int, end: int) -> str:
+        """``raw[start:end]`` with every character inside a secret replaced (one marker per secret)."""
+        if end > self.settled:
+            raise ValueError("mask() of text that is not settled yet")
+        out: list[str] = []
+        pos = start
+        first = bisect.bisect_left(self._spans, (start, -1))
+        if first and self._spans[first - 1][1] > start:
+            first -= 1
+        for s_start, s_end in self._spans[first:]:
+            if s_start >= end:
+                break
+            if s_start > pos:
+                out.append(self.raw[pos:s_start])
+            out.append(REDACTED)
+            pos = max(pos, min(s_end, end))
+        out.append(self.raw[pos:end])
+        return self.redactor.text("".join(out))
+
+    def _release(self, upto: int) -> str:
+        start = self.settled
+        if upto <= start:
+            return ""
+        self._record_spans(start, upto)
+        self.settled = upto
+        return self.redactor.text(self.raw[start:upto])
+
+    def _record_spans(self, start: int, end: int) -> None:
+        found: list[tuple[int, int]] = []
+        for secret in self.redactor.secrets:
+            at = self.raw.find(secret, start, end)
+            while at != -1:
+                found.append((at, at + len(secret)))
+                at = self.raw.find(secret, at + len(secret), end)
+        for pattern in SECRET_SHAPES:
+            # a shape with groups (``bearer <token>``) keeps its prefix: only the last group is secret
+            found.extend(m.span(m.lastindex or 0) for m in pattern.finditer(self.raw, start, end))
+        for span in sorted(found):  # merge overlaps; spans never straddle a release point
+            if self._spans and span[0] < self._spans[-1][1]:
+                self._spans[-1] = (self._spans[-1][0], max(self._spans[-1][1], span[1]))
+            else:
+                self._spans.append(span)
+
+    def _safe_cut(self, buffer: str) -> int:
+        cut = len(buffer)
+        for secret in self.redactor.secrets:  # the longest tail that starts a known secret
+            for size in range(min(len(secret) - 1, len(buffer)), 0, -1):
+                if buffer.endswith(secret[:size]):
+                    cut = min(cut, len(buffer) - size)
+                    break
+        for pattern in _GROWING:
+            match = pattern.search(buffer)
+            if match:
+                cut = min(cut, match.start())
+        while True:  # never cut through a secret or a shape that is already complete
+            moved = self._straddling(buffer, cut)
+            if moved is None:
+                return cut
+            cut = moved
+
+    def _straddling(self, buffer: str, cut: int) -> int | None:
+        for secret in self.redactor.secrets:
+            start = buffer.find(secret, max(0, cut - len(secret) + 1))
+            if start != -1 and start < cut:
+                return start
+        for pattern in SECRET_SHAPES:
+            for match in pattern.finditer(buffer):
+                if match.start() < cut < match.end():
+                    return match.start()
+        return None
+
+
+@dataclass
+class _QueuedEvent:
+    """An SSE event waiting until the text piece it carried is settled."""
+
+    record: SSEEventRecord
+    span: tuple[int, int] | None = None  # its piece's place in the streamed text
+    closed: bool = False  # no piece will follow for it
+
+
+def _set_content(payload: Any, text: str) -> bool:
+    """Replace the content piece of a chat chunk (``choices[0].delta``/``message``); True if it changed."""
+    try:
+        choice = payload["choices"][0]
+        holder = choice["delta"] if isinstance(choice.get("delta"), dict) else choice["message"]
+        if not isinstance(holder.get("content"), str) or holder["content"] == text:
+            return False
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return False
+    holder["content"] = text
+    return True
+
+
+class RedactedStream:
+    """A run's streamed answer and its SSE events, released in order and redacted.
+
+    ``event(record)`` and ``piece(text)`` are called as the client reads (an
+    event first, then the piece it carried). ``write_text(safe)`` gets settled,
+    redacted text; ``write_event(record, payload)`` gets each event once its
+    piece is settled, with its share of any split secret masked (the record's
+    ``data`` is rewritten when that changed it). ``finish()`` releases the rest.
+    """
+
+    def __init__(self, redactor: Redactor, *, write_text: Callable[[str], None],
+                 write_event: Callable[[SSEEventRecord, Any], None]) -> None:
+        self.text = StreamRedactor(redactor)
+        self.write_text, self.write_event = write_text, write_event
+        self._queue: list[_QueuedEvent] = []
+
+    def event(self, record: SSEEventRecord) -> None:
+        for queued in self._queue:
+            queued.closed = True  # the client delivers an event's piece before the next event
+        self._drain()
+        self._queue.append(_QueuedEvent(record))
+
+    def piece(self, text: str) -> None:
+        if not text:
+            return
+        if self._queue and self._queue[-1].span is None and not self._queue[-1].closed:
+            start = len(self.text.raw)
+            self._queue[-1].span = (start, start + len(text))
+        self._release(self.text.feed(text))
+
+    def finish(self) -> None:
+        self._release(self.text.flush())
+        self._drain(final=True)
+
+    def _release(self, safe: str) -> None:
+        if safe:
+            self._drain()  # the events that carried the text go first (on_delta hooks see them logged)
+            self.write_text(safe)
+
+    def _drain(self, *, final: bool = False) -> None:
+        while self._queue:
+            queued = self._queue[0]
+            if queued.span is None and not (queued.closed or final):
+                return
+            if queued.span is not None and queued.span[1] > self.text.settled:
+                return
+            self._queue.pop(0)
+            record = queued.record
+            try:
+                payload: Any = json.loads(record.data)
+            except ValueError:
+                payload = record.data
+            if queued.span is not None and _set_content(payload, self.text.mask(*queued.span)):
+                record = record.model_copy(update={"data": json.dumps(payload, ensure_ascii=False)})
+            self.write_event(record, payload)
