@@ -252,9 +252,18 @@ class MissionArtifacts:
         return data
 
     def update_index(self, run_id: str, **fields: Any) -> None:
-        """Insert or update the entry of ``run_id`` in place, under a lock (concurrent runs of one mission)."""
-        with self.open(self.path("runs", ".index.lock"), "a") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        """Insert or update the entry of ``run_id`` in place, under a lock (concurrent runs of one mission).
+
+        The lock is on the ``runs/`` directory itself, so UH's tree gets no extra lock file.
+        """
+        runs = self.path("runs")
+        self._mkdirs(runs)
+        try:
+            fd = os.open(runs, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_NOFOLLOW)
+        except OSError as exc:
+            raise ArtifactError(f"cannot open {runs}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             index = self.read_index()
             for entry in index["runs"]:
                 if isinstance(entry, dict) and entry.get("run_id") == run_id:
@@ -263,6 +272,8 @@ class MissionArtifacts:
             else:
                 index["runs"].append({"run_id": run_id, **fields})
             self.write_json(self.path("runs", "index.json"), index)
+        finally:
+            os.close(fd)  # releases the lock
 
     def audit(self, event: str, payload: dict[str, Any]) -> None:
         path = self._check(self.root / ".harness" / "audit" / "events.ndjson", inside=self.root / ".harness" / "audit")

@@ -125,6 +125,8 @@ def test_passed_run_writes_the_uh_tree(tmp_path: Path, clean_emu: Any) -> None:
     assert latest.status == "passed" and latest.run_id == result.run_id and latest.finished_at
     index = RunsIndex.model_validate_json((mdir / "runs" / "index.json").read_text())
     assert [(r.run_id, r.status, r.runtime) for r in index.runs] == [(result.run_id, "passed", "hermes-proxy")]
+    assert sorted(p.name for p in (mdir / "runs").iterdir()) == sorted([result.run_id, "index.json"])  # UH's tree only
+    assert sorted(p.name for p in mdir.iterdir()) == ["latest.json", "runs", "runtime-result.yaml"]
     session = RuntimeSession.model_validate(yaml.safe_load((run_dir / "runtime-session.yaml").read_text()))
     assert session.status == "succeeded" and session.exit_code == 0
     doc = yaml.safe_load((run_dir / "runtime-result.yaml").read_text())
