@@ -318,21 +318,16 @@ class ChatStream:
         if choice.__class__ is not dict:
             return ""
         piece = ""
-        delta = choice.get("delta")
-        if delta.__class__ is dict:
-            content = delta.get("content")
+        # a chunk's delta; a whole message only counts while no delta has arrived
+        holder = choice.get("delta")
+        if holder.__class__ is not dict and not self._parts:
+            holder = choice.get("message")
+        if holder.__class__ is dict:
+            content = holder.get("content")
             if content and content.__class__ is str:
                 piece = content
                 self._parts.append(content)
                 self._text = None
-        elif not self._parts:
-            message = choice.get("message")
-            if message.__class__ is dict:
-                content = message.get("content")
-                if content and content.__class__ is str:
-                    piece = content
-                    self._parts.append(content)
-                    self._text = None
         finish = choice.get("finish_reason")
         if finish and finish.__class__ is str:
             self.finish_reason = finish
