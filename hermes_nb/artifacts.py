@@ -40,6 +40,7 @@ __all__ = [
     "new_run_id",
     "validate_run_id",
     "dump_json",
+    "refuse_symlinks",
     "MissionArtifacts",
 ]
 
@@ -71,6 +72,15 @@ def validate_run_id(run_id: str) -> str:
 def dump_json(obj: Any) -> str:
     """2-space indent, no final newline (UH's format)."""
     return json.dumps(obj, indent=2, ensure_ascii=False)
+
+
+def refuse_symlinks(root: Path, path: Path) -> None:
+    """Raise :class:`ArtifactError` if any component of ``path`` below ``root`` is a symlink."""
+    current = root
+    for part in path.relative_to(root).parts:
+        current = current / part
+        if current.is_symlink():
+            raise ArtifactError(f"refusing to write through symlink {current}")
 
 
 class _BlockDumper(yaml.SafeDumper):
@@ -120,11 +130,7 @@ class MissionArtifacts:
             raise ArtifactError(f"artifact path {path} escapes {inside}") from None
         if ".." in rel.parts:
             raise ArtifactError(f"artifact path {path} escapes {inside}")
-        current = self.root
-        for part in path.relative_to(self.root).parts:
-            current = current / part
-            if current.is_symlink():
-                raise ArtifactError(f"refusing to write through symlink {current}")
+        refuse_symlinks(self.root, path)
         return path
 
     def path(self, *parts: str) -> Path:

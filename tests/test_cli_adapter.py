@@ -63,7 +63,8 @@ def test_show_masks_secrets(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     assert main(["adapter", "add", "--root", str(tmp_path)]) == 0
     path = manifest(tmp_path)
     doc = yaml.safe_load(path.read_text())
-    doc["config"]["runtime_config"]["extra_headers"] = {"authorization": f"Bearer {CANARY}"}
+    doc["config"]["runtime_config"]["extra_headers"] = {"authorization": f"Bearer {CANARY}", "x-note": CANARY}
+    doc["config"]["runtime_config"]["auth_token"] = "file-token-" + CANARY[::-1]  # the env one wins below
     path.write_text(yaml.safe_dump(doc))
     monkeypatch.setenv("HERMES_NB_AUTH_TOKEN", CANARY)
     capsys.readouterr()
@@ -75,6 +76,7 @@ def test_show_masks_secrets(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     assert shown["runtime_config"]["model"] == "nousresearch/hermes-4-405b"
     assert shown["runtime_config"]["auth_token"] == "**********"
     assert CANARY not in out and CANARY not in human and "hermes-proxy" in human
+    assert CANARY[::-1] not in out + human  # the manifest's own token, though not the effective one
 
 
 def test_show_without_manifest_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -8,9 +8,10 @@ from typing import Any
 
 import yaml
 
+from ..artifacts import refuse_symlinks
 from ..config import load_manifest, manifest_document, manifest_template, save_manifest
 from ..errors import ArtifactError, ConfigError, UsageError
-from ..redact import redact_headers
+from ..redact import Redactor
 from .check import check_manifest_path, resolve_config, root_of
 
 __all__ = ["register", "manifest_path"]
@@ -43,20 +44,12 @@ def _need_action(args: argparse.Namespace, out: Any) -> int:
     raise UsageError("hermes-nb adapter: choose an action: add or show")
 
 
-def _check_target(root: Path, path: Path) -> None:
-    current = root
-    for part in path.relative_to(root).parts:
-        current = current / part
-        if current.is_symlink():
-            raise ArtifactError(f"refusing to write through symlink {current}")
-
-
 def handle_add(args: argparse.Namespace, out: Any) -> int:
     root = root_of(args)
     if not root.is_dir():
         raise ArtifactError(f"root {root} is not a directory")
     path = manifest_path(root)
-    _check_target(root, path)
+    refuse_symlinks(root, path)
     manifest = manifest_template(uh_strict=args.uh_strict)
     try:
         written = save_manifest(manifest, path, force=args.force)
@@ -76,13 +69,10 @@ def handle_show(args: argparse.Namespace, out: Any) -> int:
         raise ConfigError(f"{manifest_path(root)}: manifest not found (run `hermes-nb adapter add`)")
     manifest = load_manifest(path)
     config = resolve_config(argparse.Namespace(root=str(root), manifest=str(path)))
-    document = manifest_document(manifest)
-    runtime_config = document.get("config", {}).get("runtime_config", {})
-    if "auth_token" in runtime_config:
-        runtime_config["auth_token"] = "**********"
-    if isinstance(runtime_config.get("extra_headers"), dict):
-        runtime_config["extra_headers"] = redact_headers(runtime_config["extra_headers"])
-    effective = config.to_document()
+    # the file's own token and the effective one (HERMES_NB_AUTH_TOKEN may differ), plus secret shapes
+    redactor = Redactor([*config.secrets(), *manifest.runtime_config().secrets()])
+    document = redactor.data(manifest_document(manifest))
+    effective = redactor.data(config.to_document())
     out.line(f"# {path}")
     out.line(yaml.safe_dump(document, sort_keys=False, allow_unicode=True).rstrip())
     out.line("# effective runtime_config (manifest + HERMES_NB_* environment)")
