@@ -32,6 +32,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, Field
 
+from .classify import AUTH_CODES, PREFIX, START_HINT, auth_hint
 from .config import AdapterManifest, HermesProxyRuntimeConfig, validate_config
 from .errors import ConfigError
 from .records import Exchange
@@ -50,8 +51,7 @@ __all__ = [
 #: First hermes-agent release on PyPI with ``hermes proxy`` (the seed says 0.14.0, which PyPI never had).
 MINIMUM_HERMES_PROXY_VERSION = "0.16.0"
 SEED_HERMES_PROXY_VERSION = "0.14.0"
-PREFIX = "hermes-proxy: "
-START_HINT = "start the proxy with `hermes proxy start` (and check the endpoint's port)"
+CONFIG_HINT = "fix the runtime_config (see `hermes-nb schema`)"
 _EXCERPT = 200
 
 CheckState = Literal["ready", "locked", "unreachable", "misconfigured", "error"]
@@ -71,6 +71,12 @@ class CheckResult(BaseModel):
     http_status: int | None = None
     hermes_bin: str | None = None
     hermes_version: str | None = None
+
+    @classmethod
+    def misconfigured(cls, exc: ConfigError, **fields: Any) -> "CheckResult":
+        """The verdict for a config that does not validate (no request is sent)."""
+        return cls(available=False, state="misconfigured", errors=[PREFIX + p for p in exc.problems],
+                   hint=CONFIG_HINT, **fields)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -123,13 +129,7 @@ def _codes(ex: Exchange) -> set[str]:
     return {str(v).lower() for v in (env.type, env.code) if v is not None}
 
 
-def _auth_hint(config: HermesProxyRuntimeConfig) -> str:
-    return f"run `hermes auth status {config.provider or 'nous'}` and re-authenticate"
-
-
 def _classify(ex: Exchange, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
-    from .classify import AUTH_CODES
-
     endpoint = config.endpoint
     failure = ex.transport_error
     if ex.status is None:
@@ -150,7 +150,7 @@ def _classify(ex: Exchange, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
     message = ex.envelope.message if ex.envelope and ex.envelope.message else _excerpt(ex)
     if status in (401, 403) or codes & AUTH_CODES:
         return dict(state="locked", error=f"configured but locked: HTTP {status} from proxy: {message}",
-                    hint=_auth_hint(config))
+                    hint=auth_hint(config))
     if 200 <= status < 300:
         if failure is not None:
             return dict(state="error", error=f"model list cut off ({failure.kind}): {failure.message}")
@@ -186,9 +186,7 @@ def adapter_check(config_or_manifest: HermesProxyRuntimeConfig | AdapterManifest
     try:
         config = _config_of(config_or_manifest)
     except ConfigError as exc:
-        return CheckResult(available=False, state="misconfigured", errors=[PREFIX + p for p in exc.problems],
-                           warnings=version_warnings, hint="fix the runtime_config (see `hermes-nb schema`)",
-                           hermes_bin=bin_path, hermes_version=version)
+        return CheckResult.misconfigured(exc, warnings=version_warnings, hermes_bin=bin_path, hermes_version=version)
     from .client import HermesClient
 
     with HermesClient(config, transport=transport) as client:

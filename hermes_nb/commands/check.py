@@ -102,9 +102,7 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     try:
         config: Any = resolve_config(args)
     except ConfigError as exc:
-        result = CheckResult(available=False, state="misconfigured",
-                             errors=[f"hermes-proxy: {p}" for p in exc.problems],
-                             hint="fix the runtime_config (see `hermes-nb schema`)")
+        result = CheckResult.misconfigured(exc)
     else:
         result = adapter_check(config, deadline_s=args.deadline, hermes_bin=args.hermes_bin)
     _human(result, out)
