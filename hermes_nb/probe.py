@@ -155,10 +155,16 @@ def probe(
 
     ``deadline_s`` bounds the whole probe; each request gets at most
     ``request_deadline_s``. Requests the budget cannot afford are marked ``skipped``.
-    Raises :class:`~hermes_nb.errors.ConfigError` only for an invalid endpoint URL.
+    Raises :class:`~hermes_nb.errors.ConfigError` only for an invalid endpoint URL and
+    :class:`~hermes_nb.errors.UsageError` for a deadline that is not positive.
     """
     from .client import HermesClient
     from .config import validate_config
+    from .errors import UsageError
+
+    if not (deadline_s > 0 and request_deadline_s > 0):
+        raise UsageError(f"probe deadlines must be > 0 s (deadline_s={deadline_s!r}, "
+                         f"request_deadline_s={request_deadline_s!r})")
 
     config = validate_config({"endpoint": endpoint, "model": model, "auth_token": auth_token, "max_tokens": 8,
                               "temperature": 0, "stream": False, "extra_headers": dict(headers or {})},

@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 import httpx
 
-from .errors import RigError
+from .errors import RigError, UsageError
 from .hermes_bin import (
     ENV_HERMES_BIN, INSTALL_HINT, base_env, find_hermes_bin, hermes_version, live_supported, require_hermes_bin,
     stop_process,
@@ -247,6 +247,12 @@ def real_proxy(
     """
     if state not in STATES:
         raise RigError(f"unknown rig state {state!r}; choose one of {', '.join(STATES)}")
+    from .emulator import SCENARIOS  # light: no aiohttp
+
+    if state == "live" and upstream_scenario not in SCENARIOS:
+        raise UsageError(f"unknown upstream scenario {upstream_scenario!r}; choose one of {', '.join(SCENARIOS)}")
+    if not deadline_s > 0:
+        raise UsageError(f"deadline_s must be > 0, got {deadline_s!r}")
     binary = require_hermes_bin(hermes_bin)
     version = hermes_version(binary)
     if state == "live" and live_supported(binary) is False:

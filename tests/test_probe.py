@@ -224,6 +224,14 @@ def test_invalid_endpoint_is_a_config_error() -> None:
         probe("ftp://example/v1")
 
 
+@pytest.mark.parametrize("kwargs", [{"deadline_s": 0}, {"deadline_s": -1}, {"request_deadline_s": 0}])
+def test_non_positive_deadline_is_a_usage_error(kwargs: dict, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(UsageError, match="must be > 0"):
+        probe("http://127.0.0.1:1/v1", **kwargs)
+    assert main(["probe", "--endpoint", "http://127.0.0.1:1/v1", "--deadline", "0"]) == 2
+    assert "--deadline must be > 0" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- contracts
 
 

@@ -252,3 +252,30 @@ def test_cli_rig_logged_out_exits_3_with_the_message() -> None:
     assert done.returncode == 3
     payload = json.loads(done.stdout)
     assert "Not logged into Nous Portal" in payload["error"] and payload["exit_code"] == 3
+
+
+# --------------------------------------------------------------------------- bad arguments
+
+
+def test_bad_upstream_scenario_and_deadline_are_usage_errors_before_anything_starts(tmp_path: Path) -> None:
+    from hermes_nb.errors import UsageError
+
+    missing = tmp_path / "no-hermes-here"  # would be a RigError if the lookup ran first
+    with pytest.raises(UsageError, match="unknown upstream scenario 'bogus'"):
+        with rig.real_proxy("live", upstream_scenario="bogus", hermes_bin=missing):
+            pass
+    with pytest.raises(UsageError, match="deadline_s must be > 0"):
+        with rig.real_proxy("stale", deadline_s=0, hermes_bin=missing):
+            pass
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["rig", "--state", "live", "--scenario", "bogus"], "invalid choice: 'bogus'"),
+    (["rig", "--state", "stale", "--deadline", "0"], "--deadline must be > 0"),
+    (["rig", "--port", "70000"], "--port must be 0..65535"),
+])
+def test_cli_rig_bad_arguments_exit_2(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from hermes_nb.cli import main
+
+    assert main(argv) == 2
+    assert needle in capsys.readouterr().err

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULT_MODEL
+from ..errors import UsageError
 from ..probe import ROUTES, WireReport, probe
 from ..wire_contract import compare, contract_document, dumps_contract, load_contract, resolve_contract
 
@@ -35,6 +36,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 
 
 def handle(args: argparse.Namespace, out: Any) -> int:
+    if not args.deadline > 0:
+        raise UsageError(f"--deadline must be > 0 seconds, got {args.deadline:g}")
     contract = load_contract(resolve_contract(args.compare)) if args.compare else None
     report = probe(args.endpoint, model=args.model, deadline_s=args.deadline,
                    request_deadline_s=min(5.0, args.deadline))

@@ -15,6 +15,8 @@ import threading
 from types import FrameType
 from typing import Any
 
+from ..emulator import SCENARIOS
+from ..errors import UsageError
 from ..rig import STATES, real_proxy
 
 
@@ -30,16 +32,17 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--port", type=int, default=0, help="proxy port (default: a free loopback port)")
     p.add_argument("--hermes-bin", metavar="PATH",
                    help="the `hermes` executable (default: $HERMES_NB_HERMES_BIN, .venv-hermes/bin/hermes, PATH)")
-    p.add_argument("--scenario", default="ok", help="upstream emulator scenario in the live state (default: ok)")
+    p.add_argument("--scenario", default="ok", choices=SCENARIOS,
+                   help="upstream emulator scenario in the live state (default: ok)")
     p.add_argument("--deadline", type=float, default=30.0, metavar="S", help="readiness deadline in seconds")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace, out: Any) -> int:
     if not 0 <= args.port <= 65535:
-        from ..errors import UsageError
-
         raise UsageError(f"--port must be 0..65535, got {args.port}")
+    if not args.deadline > 0:
+        raise UsageError(f"--deadline must be > 0 seconds, got {args.deadline:g}")
     with real_proxy(args.state, port=args.port, hermes_bin=args.hermes_bin,
                     upstream_scenario=args.scenario, deadline_s=args.deadline) as rig:
         out.line(rig.endpoint)
