@@ -12,6 +12,13 @@
 Everything that can be checked before the first write is checked first
 (run id, artifact paths, symlinks, writable root), so bad input never leaves
 a half-written run.
+
+Where the artifacts go: a mission read from ``<root>/.harness/missions/<dir>/mission.yaml``
+writes under that ``<dir>`` (as UH does). Any other mission — a file elsewhere, or
+``--prompt`` (id ``adhoc``) — writes under ``<root>/.harness/missions/<mission id>/``,
+``<root>`` being ``--root`` or the current directory; the mission id must then be a
+safe path component (else exit 2, nothing written). UH writes nothing for such a
+mission; we keep the evidence, and the result's ``notes`` say where it went.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from .artifacts import RUNTIME, MissionArtifacts, iso_now, new_run_id, validate_run_id
 from .config import HermesProxyRuntimeConfig
-from .mission import Mission, Workflow, render_prompt
+from .mission import Mission, Workflow, harness_root_of, render_prompt
 from .records import Exchange, Outcome, SSEEventRecord
 from .redact import Redactor, redact_headers
 
@@ -119,12 +126,14 @@ class DryRunResult:
 
 def mission_dir_name(mission: Mission, root: str | Path) -> str:
     """``<dir>`` of ``<root>/.harness/missions/<dir>/mission.yaml``, else the mission id."""
-    src = mission.source_path
-    if src is not None and src.name in ("mission.yaml", "mission.yml"):
-        missions = (Path(root) / ".harness" / "missions").resolve()
-        if src.resolve().parent.parent == missions:
-            return src.resolve().parent.name
+    if _in_harness(mission, root) and mission.source_path is not None:
+        return mission.source_path.parent.name
     return mission.id
+
+
+def _in_harness(mission: Mission, root: str | Path) -> bool:
+    home = harness_root_of(mission)
+    return home is not None and home.resolve() == Path(root).resolve()
 
 
 def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Workflow | None = None,
@@ -225,6 +234,10 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
         runner = Runner(mission=mission, config=config, plan=plan, artifacts=artifacts, run_id=rid, workdir=wd,
                         sandbox=sandbox, transport=transport, on_delta=on_delta, on_event=on_event,
                         handle_signals=handle_signals)
+        if mission.source_path is not None and not _in_harness(mission, artifacts.root):
+            runner.notes.append(f"mission file {mission.source_path} is not <root>/.harness/missions/<dir>/"
+                                f"mission.yaml; artifacts written under {artifacts.relative(artifacts.mission_dir)}/ "
+                                "by mission id (UH would write none)")
         return runner.execute()
 
 

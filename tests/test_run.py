@@ -363,3 +363,22 @@ def test_failing_hooks_warn_and_the_run_goes_on(tmp_path: Path, clean_emu: Any) 
     assert (result.run_dir / "runtime.stdout.log").read_text() == result.text  # every delta still logged
     assert "warning: on_delta callback raised" in (result.run_dir / "runtime.stderr.log").read_text()
     validate_result(result.result)
+
+
+def test_mission_outside_harness_writes_under_root_by_id_and_says_so(tmp_path: Path, clean_emu: Any) -> None:
+    elsewhere, root = tmp_path / "elsewhere", tmp_path / "proj"
+    elsewhere.mkdir()
+    root.mkdir()
+    (elsewhere / "m.yaml").write_text("schema_version: uh.mission.v0\nid: fix-1\ntitle: X\n")
+    result = run(load_mission(elsewhere / "m.yaml"), config_for(clean_emu.endpoint), root=root,
+                 handle_signals=False)
+    assert result.run_dir.parent.parent == (root / ".harness" / "missions" / "fix-1").resolve()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["m.yaml"]  # nothing next to the mission file
+    assert any("UH would write none" in n and ".harness/missions/fix-1/" in n for n in result.result["notes"])
+    # the same id inside <root>/.harness/missions/<id>/mission.yaml: placed by its directory, no note
+    home = root / ".harness" / "missions" / "fix-1"
+    (home / "mission.yaml").write_text((elsewhere / "m.yaml").read_text())
+    placed = run(load_mission(home / "mission.yaml"), config_for(clean_emu.endpoint), root=root,
+                 handle_signals=False)
+    assert placed.run_dir.parent.parent == home.resolve()
+    assert not any("UH would write none" in n for n in placed.result.get("notes", []))

@@ -18,7 +18,9 @@ from .check import add_config_flags, resolve_config, root_of
 __all__ = ["register", "handle"]
 
 DESCRIPTION = """Run a UH mission (mission.yaml) or a plain prompt against the proxy and write UH's
-artifact tree under <root>/.harness/missions/<mission>/ (run id YYYYMMDDTHHMMSSZ-xxxxxx).
+artifact tree under <root>/.harness/missions/<dir>/ (run id YYYYMMDDTHHMMSSZ-xxxxxx): <dir> is the
+mission's own directory for <root>/.harness/missions/<dir>/mission.yaml, else the mission id
+('adhoc' for --prompt). <root> is --root, else R for R/.harness/missions/<dir>/mission.yaml, else cwd.
 exit: 0 passed, 1 failed or cancelled, 2 usage/configuration error (nothing written),
 3 blocked (locked credentials, proxy not running, rate-limited, model not available)."""
 
