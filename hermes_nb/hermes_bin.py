@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -151,13 +152,28 @@ def _version_from_cli(path: Path, *, timeout_s: float) -> str | None:
             )
         except OSError:
             return None
+        # a binary that prints no full line would block readline forever: kill its whole
+        # session (children hold the pipe too) when the time is up; readline then sees EOF
+        timer = threading.Timer(timeout_s, _kill_session, (proc,))
+        timer.daemon = True
+        timer.start()
         try:
             assert proc.stdout is not None
             line = proc.stdout.readline()
         finally:
+            timer.cancel()
+            _kill_session(proc)
             stop_process(proc, grace_s=1.0)
     match = _VERSION_RE.search(line) if "hermes" in line.lower() else None
     return match.group(1) if match else None
+
+
+def _kill_session(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL the process group of a child started with ``start_new_session=True``."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # already gone (or reaped and reused: not ours)
+        pass
 
 
 def site_packages(bin_path: str | os.PathLike[str]) -> list[Path]:

@@ -90,6 +90,13 @@ def test_version_from_cli_first_line_without_waiting_for_update_check(tmp_path: 
     assert rig.hermes_version(binary) == "9.8.7"
 
 
+def test_version_from_a_cli_that_never_ends_its_line_is_bounded(tmp_path: Path) -> None:
+    # a partial line, then a child that keeps the pipe open: readline alone would block for ever
+    script = "#!/bin/sh\nprintf 'Hermes Agent'\nsleep 600\n"
+    binary = _exe(tmp_path / "venv" / "bin" / "hermes", script)
+    assert rig.hermes_version(binary, timeout_s=0.3) is None
+
+
 def test_live_refused_for_a_proxy_that_ignores_the_inference_override(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     binary = _exe(venv / "bin" / "hermes", "#!/bin/sh\necho started >> \"$0.ran\"\nexec sleep 600\n")
