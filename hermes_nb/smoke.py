@@ -325,7 +325,13 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
             raise UsageError(f"no notebook {name!r} in {template_dir}")
     if timeout_s <= 0:
         raise UsageError(f"--timeout must be > 0, got {timeout_s:g}")
-    say = progress or (lambda _msg: None)
+    say_lock = threading.Lock()
+
+    def say(msg: str) -> None:  # one whole line at a time from the worker threads
+        if progress is not None:
+            with say_lock:
+                progress(msg)
+
     t0 = time.perf_counter()
     run_id = run_id or new_run_id()
     out_dir = Path(out_dir).resolve()
