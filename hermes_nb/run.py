@@ -222,7 +222,7 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
     ``on_delta``/``on_event`` are called *after* the delta/event was appended to
     ``runtime.stdout.log``/``events.ndjson``. A hook that raises is not called
     again and the run goes on (the error becomes a warning of the result);
-    ``KeyboardInterrupt`` from a hook cancels the run. SIGINT/SIGTERM (main thread only,
+    ``KeyboardInterrupt`` from a hook cancels the run. SIGINT/SIGTERM/SIGHUP (main thread only,
     ``handle_signals``) end the run as ``cancelled`` with the partial text kept.
     """
     from .runner import Runner

@@ -9,7 +9,7 @@
    session, ``runtime.finished`` and ``runtime.usage``;
 4. copy the result up and mark ``latest.json`` and the index terminal.
 
-SIGINT/SIGTERM handlers are installed for the whole life cycle (main thread
+SIGINT/SIGTERM/SIGHUP handlers are installed for the whole life cycle (main thread
 only). A signal before or during the request raises :class:`_Cancelled` (a
 private ``BaseException``) out of the client call; the run then ends as
 ``cancelled`` with the partial text kept. A signal after the answer arrived
@@ -38,7 +38,8 @@ from .stream_redact import RedactedStream
 
 __all__ = ["Runner"]
 
-_SIGNAL_NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
+#: SIGHUP too: a closed terminal must not leave latest.json "running"
+_SIGNAL_NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 
 
 class _Cancelled(BaseException):

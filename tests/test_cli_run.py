@@ -260,7 +260,7 @@ def test_subprocess_passed_run(tmp_path: Path, emu: Any) -> None:
     assert doc["status"] == "passed" and Path(doc["run_dir"]).is_dir()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_subprocess_signal_mid_stream_writes_cancelled(tmp_path: Path, emu: Any, signum: int) -> None:
     proc = subprocess.Popen(
         [str(CLI), "run", "--json", "--prompt", "hi", "--root", str(tmp_path), "--endpoint", emu.endpoint,

@@ -239,7 +239,7 @@ def test_keyboard_interrupt_without_handlers_is_cancelled(tmp_path: Path, clean_
     assert json.loads((mission_dir(tmp_path) / "latest.json").read_text())["status"] == "cancelled"
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signal_mid_stream_cancels_in_process(tmp_path: Path, clean_emu: Any, signum: int) -> None:
     previous = signal.getsignal(signum)
 
