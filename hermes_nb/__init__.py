@@ -37,6 +37,9 @@ _LAZY = {
     # probe, contracts, real-proxy rig
     "probe_endpoint": "probe", "WireReport": "probe", "compare_contract": "wire_contract", "load_contract": "wire_contract",
     "real_proxy": "rig", "find_hermes_bin": "rig",
+    # notebooks: smoke runner, receipts, promotion gate, widgets
+    "run_smoke": "smoke", "SmokeTarget": "smoke", "verify_receipts": "receipts",
+    "PromotionRefused": "promote", "Console": "widgets",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]
