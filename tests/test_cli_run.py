@@ -60,6 +60,11 @@ def assert_tree(doc: dict[str, Any], status: str) -> Path:
     assert session.status == ("succeeded" if status == "passed" else "failed")
     on_disk = yaml.safe_load((run_dir / "runtime-result.yaml").read_text())
     assert on_disk == {k: v for k, v in doc.items() if k != "run_dir"}
+    root = run_dir.parents[4]  # <root>/.harness/missions/<dir>/runs/<id>: the listed paths are relative to it
+    for key in ("prompt_path", "stdout_path", "stderr_path", "diff_path"):
+        assert (root / doc[key]).is_file(), (key, sorted(p.name for p in run_dir.iterdir()))
+    for key in ("stdout_path", "stderr_path"):
+        assert (root / getattr(session, key)).is_file()
     return run_dir
 
 
@@ -349,3 +354,16 @@ def test_root_inferred_from_mission_path(capsys: pytest.CaptureFixture[str], tmp
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and Path(doc["run_dir"]).parent.parent == (project / ".harness/missions/m").resolve()
     assert list(elsewhere.iterdir()) == []
+
+
+def test_relative_root_from_another_cwd_lists_paths_under_that_root(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path, emu: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    code, doc, _ = run_json(capsys, "--prompt", "hi", "--root", "../proj", "--endpoint", emu.endpoint)
+    assert code == 0
+    run_dir = assert_tree(doc, "passed")
+    assert run_dir.parents[4] == (tmp_path / "proj").resolve()
+    assert not (tmp_path / "cwd" / ".harness").exists()
