@@ -43,8 +43,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
-
 from .errors import RigError, UsageError
 from .hermes_bin import (
     ENV_HERMES_BIN, INSTALL_HINT, base_env, find_hermes_bin, hermes_version, live_supported, require_hermes_bin,
@@ -203,18 +201,18 @@ def _last_lines(text: str, n: int = 3) -> str:
 
 def _wait_ready(proc: subprocess.Popen[Any], base_url: str, *, deadline_s: float) -> bool:
     """Poll ``GET /health`` until 200 JSON; False when the child exited first. Raises RigError on deadline."""
+    from .client import HermesClient  # the one request builder; never raises for HTTP/network failures
+    from .config import HermesProxyRuntimeConfig
+
     deadline = time.monotonic() + deadline_s
-    url = httpx.URL(base_url).join("/health")
-    with httpx.Client(trust_env=False, timeout=httpx.Timeout(1.0)) as client:
+    config = HermesProxyRuntimeConfig(endpoint=f"{base_url}/v1", model="rig-readiness")
+    with HermesClient(config, connect_timeout_s=1.0) as client:
         while True:
             if proc.poll() is not None:
                 return False
-            try:
-                resp = client.get(url)
-                if resp.status_code == 200 and "status" in resp.json():
-                    return True
-            except (httpx.HTTPError, ValueError):
-                pass
+            answer = client.request("GET", "/health", root=True, auth=False, deadline_s=1.0)
+            if answer.status == 200 and isinstance(answer.json_body, dict) and "status" in answer.json_body:
+                return True
             if time.monotonic() >= deadline:
                 raise RigError(f"hermes proxy did not answer GET /health within {deadline_s:.0f}s")
             try:  # the child's exit is the event we wait on; 50 ms is the poll period
