@@ -490,7 +490,7 @@ def test_overall_deadline_on_a_real_socket(style: str) -> None:
         server.close()
     assert exchange.transport_error is not None
     assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("deadline", "body")
-    assert exchange.text == "partial " and exchange.timings.total_s < 20
+    assert exchange.text == "partial "  # "deadline", not read_timeout (idle is 30 s): no timing assertion needed
     assert classify(exchange, config).reason == "deadline"
 
 
