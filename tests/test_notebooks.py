@@ -118,3 +118,16 @@ def test_plain_papermill_cli_runs_a_notebook_unchanged(tmp_path: Path) -> None:
     summary = find_verdict(nb)
     assert summary is not None and summary["verdict"] == "passed"
     assert json.loads(json.dumps(nb.metadata.papermill["parameters"])) == {"deadline_s": 4.0}
+
+
+def test_refresh_regenerates_executes_and_strips_run_metadata(tmp_path: Path) -> None:
+    from hermes_nb.refresh import refresh_notebooks
+
+    runs = refresh_notebooks(tmp_path, names=["adapter_check"], timeout_s=60)
+    assert [r.verdict for r in runs] == ["passed"]
+    nb = nbformat.read(str(tmp_path / "adapter_check.ipynb"), as_version=4)
+    assert "papermill" not in nb.metadata
+    assert all("papermill" not in c.metadata and "execution" not in c.metadata for c in nb.cells)
+    assert [c.id for c in nb.cells] == [c.id for c in build("adapter_check").cells]
+    assert all(c.outputs for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", []))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter_check.ipynb"]
