@@ -36,6 +36,7 @@ from .classify import AUTH_CODES, PREFIX, START_HINT, auth_hint
 from .config import AdapterManifest, HermesProxyRuntimeConfig, validate_config
 from .errors import ConfigError
 from .records import Exchange
+from .redact import Redactor
 
 __all__ = [
     "CheckResult",
@@ -198,14 +199,15 @@ def adapter_check(config_or_manifest: HermesProxyRuntimeConfig | AdapterManifest
         warnings.append(f"configured model {config.model!r} is not in the proxy's model list"
                         + (f" ({', '.join(models[:5])}{', …' if len(models) > 5 else ''})" if models else ""))
     error = verdict.get("error")
+    redactor = Redactor(config.secrets())  # the client masks known secrets; this adds secret shapes
     return CheckResult(
         available=verdict["state"] == "ready",
         state=verdict["state"],
         endpoint=config.endpoint,
         model=config.model,
         models=models,
-        errors=[PREFIX + error] if error else [],
-        warnings=warnings,
+        errors=[redactor.text(PREFIX + error)] if error else [],
+        warnings=redactor.data(warnings),
         hint=verdict.get("hint"),
         http_status=exchange.status,
         hermes_bin=bin_path,

@@ -113,6 +113,15 @@ def test_html_200_from_another_server_is_error(canned: Any) -> None:
     assert "not a model list" in result.errors[0] and "<html>hello</html>" in result.errors[0]
 
 
+def test_error_body_with_secret_shapes_is_redacted(canned: Any) -> None:
+    body = f"upstream said: key sk-leaked-0123456789abcdef, Bearer abcdefghijkl0123, token {CANARY}"
+    canned.RequestHandlerClass.reply = (500, "text/plain", body.encode())
+    result = check(cfg(f"http://127.0.0.1:{canned.server_address[1]}/v1"))
+    assert result.state == "error" and "upstream said" in result.errors[0]
+    dumped = result.model_dump_json()
+    assert "sk-leaked" not in dumped and "abcdefghijkl0123" not in dumped and CANARY not in dumped
+
+
 def test_403_is_locked(canned: Any) -> None:
     canned.RequestHandlerClass.reply = (403, "application/json", b'{"error": {"message": "forbidden"}}')
     result = check(cfg(f"http://127.0.0.1:{canned.server_address[1]}/v1"))
