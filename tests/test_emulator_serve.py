@@ -208,3 +208,14 @@ def test_python_dash_m_runs_the_same_command() -> None:
     out = subprocess.run([sys.executable, "-m", "hermes_nb.emulator", "--host", "10.0.0.1"], capture_output=True,
                          text=True, cwd=REPO, timeout=60)
     assert out.returncode == 2 and "loopback only" in out.stderr
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "example.com"])
+def test_serve_refuses_a_non_loopback_host(host: str) -> None:
+    with pytest.raises(ValueError, match="not a loopback address"):
+        serve(host=host)
+
+
+def test_cli_refuses_a_non_loopback_host(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["emulator", "--host", "0.0.0.0", "--port", "0"]) == 2
+    assert "loopback only" in capsys.readouterr().err

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import logging
 import signal
 import sys
@@ -42,15 +41,6 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _models(value: str | None) -> list[str] | None:
     if value is None:
         return None
@@ -61,6 +51,8 @@ def _models(value: str | None) -> list[str] | None:
 
 
 def handle(args: argparse.Namespace, out: Any) -> int:
+    from ..emulator.server import is_loopback
+
     if not is_loopback(args.host) and not args.allow_non_loopback:
         raise UsageError(f"--host {args.host}: the emulator binds loopback only (127.0.0.1, ::1, localhost)")
     if not 0 <= args.port <= 65535:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import ipaddress
 import threading
 import time
 from types import TracebackType
@@ -19,11 +20,20 @@ from aiohttp import web
 
 from .app import RecordedRequest, create_app
 
-__all__ = ["EmulatorHandle", "serve", "LOOPBACK_HOSTS"]
+__all__ = ["EmulatorHandle", "serve", "is_loopback"]
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _START_TIMEOUT_S = 15.0
 _STOP_TIMEOUT_S = 10.0
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback IP literal (``127.0.0.0/8``, ``::1``): the only hosts the emulator binds."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class _ServerThread(threading.Thread):
@@ -144,7 +154,12 @@ def serve(
     delay_s: float = 0.05,
     retry_after: int = 2,
 ) -> EmulatorHandle:
-    """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``)."""
+    """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``).
+
+    ``host`` must be a loopback address (ValueError otherwise): the emulator is never exposed.
+    """
+    if not is_loopback(host):
+        raise ValueError(f"emulator host {host!r} is not a loopback address (127.0.0.1, ::1, localhost)")
     log: list[RecordedRequest] = []
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
                      retry_after=retry_after, requests=log)
