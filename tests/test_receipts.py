@@ -204,3 +204,20 @@ def test_nbconvert_engine_is_available_on_request() -> None:
     assert "via nbconvert" in page
     with pytest.raises(ValueError):
         HtmlRenderer(engine="nope")
+
+
+def test_receipts_cli_verify_and_list(tmp_path: Path, capsys) -> None:
+    from hermes_nb.cli import main
+
+    _write(tmp_path)
+    assert main(["receipts", "verify", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+    assert main(["receipts", "list", str(tmp_path), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [e["notebook"] for e in listed["receipts"]] == ["e2e_smoke"]
+    (tmp_path / "leak.txt").write_text(CANARY)
+    assert main(["receipts", "verify", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "leak.txt: secret found" in out and CANARY not in out
+    assert main(["receipts", "verify", str(tmp_path / "nope")]) == 2
+    assert main(["receipts"]) == 2

@@ -52,6 +52,14 @@ def _secrets_of_url(url: str) -> list[str]:
     return [s for s in (parsed.password, parsed.username) if s]
 
 
+def _local_hermes_version() -> str | None:
+    """The version of the local `hermes` (the live proxy's, when it runs from it); None when none is found."""
+    from ..hermes_bin import find_hermes_bin, hermes_version
+
+    binary = find_hermes_bin()
+    return hermes_version(binary) if binary is not None else None
+
+
 def handle(args: argparse.Namespace, out: Any) -> int:
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
@@ -67,7 +75,8 @@ def handle(args: argparse.Namespace, out: Any) -> int:
                 endpoint = normalise_endpoint(args.endpoint)
             except ValueError as exc:
                 raise UsageError(f"--endpoint: {exc}") from None
-            target = SmokeTarget("live", endpoint, args.model, secrets=secrets + _secrets_of_url(endpoint))
+            target = SmokeTarget("live", endpoint, args.model, hermes_version=_local_hermes_version(),
+                                 secrets=secrets + _secrets_of_url(endpoint))
         elif args.rig:
             from ..rig import real_proxy
 
