@@ -1,9 +1,11 @@
 """Missions (``uh.mission.v0``, uh-contract §1) and prompt rendering (§4).
 
 A mission is read from YAML (``load_mission``) or made from a plain prompt
-(``Mission.adhoc``). Unknown *top-level* keys are rejected, naming the key and
-the closest valid one; sub-objects drop unknown keys like UH does, except the
-ones UH keeps strict (``runtime_requirements``, ``team``). Unlike UH,
+(``Mission.adhoc``). Unknown keys are dropped like UH does (a mission UH runs
+runs here too), except in the objects UH keeps strict (``runtime_requirements``,
+``team``); an unknown *top-level* key becomes a warning naming the closest valid
+key (:func:`mission_warnings`), and is named in the error when the mission then
+fails to validate (``titel`` -> a missing ``title``). Unlike UH,
 ``workflow_profile`` is optional here and a missing workflow file is a warning.
 
 ``render_prompt`` follows UH's section order and ends with the final-message
@@ -20,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .config import format_validation_error
-from .errors import ConfigError, UnknownKeyError
+from .errors import ConfigError
 
 __all__ = [
     "MISSION_SCHEMA",
@@ -173,6 +175,8 @@ class Mission(BaseModel):
 
     #: where the mission was read from (not part of the document)
     source_path: Path | None = Field(None, exclude=True)
+    #: unknown top-level keys that were dropped, as "'key' (did you mean 'k'?)" (not part of the document)
+    ignored_keys: list[str] = Field(default_factory=list, exclude=True)
 
     @model_validator(mode="after")
     def _derive(self) -> "Mission":
@@ -266,17 +270,23 @@ def mission_from_document(data: Any, *, where: str = "mission", source_path: Pat
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: a mission must be a mapping, got {type(data).__name__}")
     fields = _document_fields()
+    ignored: list[str] = []
     for key in data:
         if key not in fields:
-            match = difflib.get_close_matches(str(key), fields, n=1, cutoff=0.5)
-            raise UnknownKeyError(str(key), where=where, suggestion=match[0] if match else None)
-    if not data.get("id"):
-        raise ConfigError(f"{where}: missing mission id ('id' is required and non-empty)")
+            match = difflib.get_close_matches(str(key), fields, n=1, cutoff=0.75)
+            ignored.append(f"{key!r}" + (f" (did you mean {match[0]!r}?)" if match else ""))
+    known = {k: v for k, v in data.items() if k in fields}
+    also = f"; unknown key {', '.join(ignored)} ignored" if ignored else ""
+    if not known.get("id"):
+        raise ConfigError(f"{where}: missing mission id ('id' is required and non-empty){also}")
     try:
-        mission = Mission.model_validate(data)
+        mission = Mission.model_validate(known)
     except ValidationError as exc:
-        raise format_validation_error(exc, where=where, model=Mission) from None
+        error = format_validation_error(exc, where=where, model=Mission)
+        problems = [p + also for p in error.problems]
+        raise ConfigError("; ".join(problems), problems=problems) from None
     mission.source_path = source_path
+    mission.ignored_keys = ignored
     return mission
 
 
@@ -322,14 +332,17 @@ def load_workflow(root: str | Path, mission: Mission) -> tuple[Workflow | None, 
 
 
 def mission_warnings(mission: Mission) -> list[str]:
-    """What the hermes-proxy runtime cannot honour (UH's preflight would refuse without --force)."""
+    """Ignored unknown keys, and what the hermes-proxy runtime cannot honour (UH's preflight would
+    refuse without --force)."""
+    where = str(mission.source_path) if mission.source_path else "mission"
+    out = [f"{where}: unknown key {key} ignored (as UH does)" for key in mission.ignored_keys]
     req = mission.runtime_requirements
     if req is None:
-        return []
+        return out
     missing = [name for name, wanted in (("shell", req.needs_shell), ("fs_write", req.needs_fs_write)) if wanted]
     if not missing:
-        return []
-    return [f"mission declares runtime_requirements needing {' and '.join(missing)}; the hermes-proxy runtime "
+        return out
+    return out + [f"mission declares runtime_requirements needing {' and '.join(missing)}; the hermes-proxy runtime "
             "only offers network (the model answers in text; nothing is executed or written)"]
 
 

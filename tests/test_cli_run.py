@@ -220,7 +220,7 @@ def test_bad_input_exit_2_nothing_written(capsys: pytest.CaptureFixture[str], tm
 @pytest.mark.parametrize("doc, needle", [
     ("schema_version: uh.mission.v0\ntitle: T\n", "missing mission id"),
     ("schema_version: uh.mission.v0\nid: x\ntitle: [\n", "invalid YAML"),
-    ("schema_version: uh.mission.v0\nid: x\ntitle: T\ncolour: red\n", "unknown key 'colour'"),
+    ("schema_version: uh.mission.v0\nid: x\ntitel: T\n", "unknown key 'titel' (did you mean 'title'?) ignored"),
 ])
 def test_bad_mission_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, emu: Any, doc: str,
                             needle: str) -> None:
@@ -367,3 +367,12 @@ def test_relative_root_from_another_cwd_lists_paths_under_that_root(capsys: pyte
     run_dir = assert_tree(doc, "passed")
     assert run_dir.parents[4] == (tmp_path / "proj").resolve()
     assert not (tmp_path / "cwd" / ".harness").exists()
+
+
+def test_uh_mission_with_an_extra_key_runs_with_a_warning(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                          emu: Any) -> None:
+    (tmp_path / "mission.yaml").write_text("schema_version: uh.mission.v0\nid: x\ntitle: T\ncolour: red\n")
+    code, doc, _ = run_json(capsys, str(tmp_path / "mission.yaml"), "--root", str(tmp_path),
+                            "--endpoint", emu.endpoint)
+    assert code == 0 and doc["status"] == "passed"  # UH drops unknown keys; so do we
+    assert any("unknown key 'colour' ignored" in w for w in doc["warnings"])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.errors import ConfigError, UnknownKeyError
+from hermes_nb.errors import ConfigError
 from hermes_nb.mission import (
     MISSION_INSTRUCTION,
     Mission,
@@ -116,7 +116,8 @@ def test_workflow_profile_optional(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("doc, needle", [
-    ("schema_version: uh.mission.v0\nid: x\ntitle: X\nobjectiv: y\n", "unknown key 'objectiv' (did you mean 'objective'?)"),
+    ("schema_version: uh.mission.v0\nid: x\ntitel: X\n",
+     "'title' or 'name'; unknown key 'titel' (did you mean 'title'?) ignored"),
     ("schema_version: uh.mission.v0\ntitle: X\n", "missing mission id"),
     ("schema_version: uh.mission.v0\nid: ''\ntitle: X\n", "missing mission id"),
     ("schema_version: uh.mission.v0\nid: x\n", "'title' or 'name'"),
@@ -134,10 +135,18 @@ def test_bad_missions_one_clear_line(tmp_path: Path, doc: str, needle: str) -> N
     assert info.value.exit_code == 2
 
 
-def test_unknown_key_error_type() -> None:
-    with pytest.raises(UnknownKeyError) as info:
-        mission_from_document({"schema_version": "uh.mission.v0", "id": "x", "title": "X", "tittle": "Y"})
-    assert info.value.key == "tittle" and info.value.suggestion == "title"
+def test_unknown_top_level_keys_are_dropped_as_uh_does_with_a_warning() -> None:
+    from hermes_nb.mission import mission_warnings
+
+    mission = mission_from_document({"schema_version": "uh.mission.v0", "id": "x", "title": "X",
+                                     "objectiv": "Y", "owner": "me"})
+    assert mission.objective == "" and "objectiv" not in mission.model_dump()
+    warnings = mission_warnings(mission)
+    assert warnings == ["mission: unknown key 'objectiv' (did you mean 'objective'?) ignored (as UH does)",
+                        "mission: unknown key 'owner' ignored (as UH does)"]
+    with pytest.raises(ConfigError, match="needs_gpu"):  # the objects UH keeps strict stay strict
+        mission_from_document({"schema_version": "uh.mission.v0", "id": "x", "title": "X",
+                               "runtime_requirements": {"needs_gpu": True}})
 
 
 def test_missing_file_and_directory_form(tmp_path: Path) -> None:
