@@ -109,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hermes-nb {__version__}")
+    # also accepted before the command (`hermes-nb --json run …`); main() reads it from argv either way
+    parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     parent = _Parser(add_help=False)
     parent.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -137,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Callable[[argparse.Namespace, Output], int] | None = getattr(args, "handler", None)
         if handler is None:
             parser.print_help(sys.stderr)
-            return EXIT_USAGE
+            return _fail(out, UsageError("hermes-nb: choose a command"), EXIT_USAGE)
         return int(handler(args, out))
     except HermesError as exc:
         return _fail(out, exc, exc.exit_code)

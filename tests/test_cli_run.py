@@ -376,3 +376,17 @@ def test_uh_mission_with_an_extra_key_runs_with_a_warning(capsys: pytest.Capture
                             "--endpoint", emu.endpoint)
     assert code == 0 and doc["status"] == "passed"  # UH drops unknown keys; so do we
     assert any("unknown key 'colour' ignored" in w for w in doc["warnings"])
+
+
+@pytest.mark.parametrize("argv", [["--json"], ["--json", "run", "--bogus"], ["run", "--json", "--root"],
+                                  ["--json", "adapter"], ["--json", "check", "--deadline", "x"]])
+def test_json_usage_errors_print_one_object(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert main(argv) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["exit_code"] == 2 and doc["error"]
+
+
+def test_json_flag_before_the_command(capsys: pytest.CaptureFixture[str], tmp_path: Path, emu: Any) -> None:
+    code = main(["--json", "run", "--prompt", "hi", "--root", str(tmp_path), "--endpoint", emu.endpoint])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["status"] == "passed"
