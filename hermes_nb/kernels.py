@@ -17,25 +17,16 @@ transport as the fallback.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KERNEL_NAME", "QUIET_ENV", "KernelPool", "kernel_env"]
+__all__ = ["KERNEL_NAME", "QUIET_ENV", "KernelPool"]
 
 KERNEL_NAME = "hermes-nb-python"
 QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-
-
-def kernel_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a kernel: ours, plus the variables that keep its stderr clean."""
-    env = dict(os.environ if base is None else base)
-    env.update(QUIET_ENV)
-    return env
 
 
 class KernelPool:

@@ -21,7 +21,6 @@ writes it.
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import secrets as _secrets
 import shutil
 import sys
@@ -389,8 +388,3 @@ def _empty_notebook(template: Path) -> Any:
     import nbformat
 
     return nbformat.read(str(template), as_version=4)
-
-
-def load_receipt_summary(path: Path) -> dict[str, Any]:
-    """metadata.receipt of a receipt notebook (for tests and tools)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))["metadata"]["receipt"]

@@ -181,6 +181,25 @@ def test_cli_usage_errors_exit_2(argv, capsys) -> None:
     assert out["exit_code"] == 2
 
 
+#: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
+HERMES_BIN = __import__("hermes_nb.rig", fromlist=["find_hermes_bin"]).find_hermes_bin()
+
+
+@pytest.mark.real_proxy
+@pytest.mark.skipif(HERMES_BIN is None, reason="no hermes: run `make rig-venv`")
+def test_cli_rig_stale_is_blocked_exit_3_with_the_hermes_version(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))
+    code = main(["smoke", "--rig", "stale", "--only", "adapter_check", "--only", "e2e_smoke",
+                 "--out", str(tmp_path), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 3 and out["verdict"] == "blocked" and out["target_kind"] == "rig"
+    assert {r["notebook"]: r["verdict"] for r in out["receipts"]} == {"adapter_check": "blocked", "e2e_smoke": "blocked"}
+    for r in out["receipts"]:
+        receipt = nbformat.read(r["path"], as_version=4).metadata.receipt
+        assert receipt["target_kind"] == "rig" and receipt["hermes_agent_version"]
+    assert verify_receipts(tmp_path).ok
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
