@@ -162,6 +162,9 @@ class Runner:
             except BaseException as exc:  # process edge: the run must end with its documents, then re-raise
                 if self.result is None:
                     self._abort(exc)
+                if isinstance(exc, OSError):  # disk full, permissions changed mid-run: one line, exit 1
+                    raise HermesError(f"run {self.run_id} aborted: {exc.strerror or exc} "
+                                      f"(documents under {self.run_dir})") from exc
                 raise
             finally:
                 for handle in (self._stdout, self._events):

@@ -390,3 +390,23 @@ def test_json_flag_before_the_command(capsys: pytest.CaptureFixture[str], tmp_pa
     code = main(["--json", "run", "--prompt", "hi", "--root", str(tmp_path), "--endpoint", emu.endpoint])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["status"] == "passed"
+
+
+def test_disk_error_mid_run_is_one_json_error_and_a_terminal_run(capsys: pytest.CaptureFixture[str],
+                                                                  tmp_path: Path, emu: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from hermes_nb.artifacts import MissionArtifacts
+
+    def disk_full(self: MissionArtifacts, path: Path, data: bytes) -> Path:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(MissionArtifacts, "write_bytes", disk_full)  # diff.patch, after the answer
+    code = main(["run", "--json", "--prompt", "hi", "--root", str(tmp_path), "--endpoint", emu.endpoint])
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert code == 1 and doc["exit_code"] == 1 and "No space left on device" in doc["error"]
+    assert "Traceback" not in captured.err
+    latest = json.loads((tmp_path / ".harness" / "missions" / "adhoc" / "latest.json").read_text())
+    assert latest["status"] == "failed" and latest["finished_at"]
