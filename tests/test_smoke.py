@@ -238,3 +238,19 @@ def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path)
                             capture_output=True, text=True, env=env, timeout=60)
     assert verify.returncode == 0, verify.stdout
     assert "3 receipts" in verify.stdout
+
+
+def test_cli_constants_mirror_the_library() -> None:
+    from hermes_nb import promote
+    from hermes_nb.commands import promote as promote_cmd
+    from hermes_nb.commands import smoke as smoke_cmd
+
+    assert smoke_cmd.NOTEBOOKS == NOTEBOOKS
+    assert (promote_cmd.DEFAULT_MANIFEST, promote_cmd.DEFAULT_RUNBOOK) == (promote.DEFAULT_MANIFEST, promote.DEFAULT_RUNBOOK)
+
+
+def test_building_the_cli_does_not_import_the_notebook_stack() -> None:
+    code = ("import sys, hermes_nb.cli as c; c.build_parser(); "
+            "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'hermes_nb.smoke') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr

@@ -7,7 +7,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..smoke import notebooks_dir
 
 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
@@ -29,6 +28,7 @@ def _usage(p: argparse.ArgumentParser) -> int:
 
 def handle_refresh(args: argparse.Namespace, out: Any) -> int:
     from ..refresh import refresh_notebooks
+    from ..smoke import notebooks_dir
 
     for name in ("papermill", "nbclient", "traitlets"):
         logging.getLogger(name).setLevel(logging.CRITICAL)

@@ -11,7 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..promote import DEFAULT_MANIFEST, DEFAULT_RUNBOOK, promote
+#: = hermes_nb.promote.DEFAULT_MANIFEST / DEFAULT_RUNBOOK (literal: building --help imports nothing heavy)
+DEFAULT_MANIFEST = Path(".harness/adapters/hermes-proxy.yaml")
+DEFAULT_RUNBOOK = Path("runbooks/hermes-proxy-smoke.md")
 
 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
@@ -25,6 +27,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 
 
 def handle(args: argparse.Namespace, out: Any) -> int:
+    from ..promote import promote
+
     secrets = [s for s in (os.environ.get("HERMES_NB_AUTH_TOKEN"),) if s]
     result = promote(Path(args.receipt), manifest=Path(args.manifest), runbook=Path(args.runbook), secrets=secrets)
     out.line(f"[PROMOTED] {result.manifest}: experimental → active")

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..receipts import load_index, verify_receipts
 
 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
@@ -40,6 +39,8 @@ def _dir(value: str) -> Path:
 
 
 def handle_verify(args: argparse.Namespace, out: Any) -> int:
+    from ..receipts import verify_receipts
+
     directory = _dir(args.dir)
     secrets = [s for s in (os.environ.get("HERMES_NB_AUTH_TOKEN"),) if s]
     report = verify_receipts(directory, secrets=secrets)
@@ -54,6 +55,8 @@ def handle_verify(args: argparse.Namespace, out: Any) -> int:
 
 
 def handle_list(args: argparse.Namespace, out: Any) -> int:
+    from ..receipts import load_index
+
     directory = _dir(args.dir)
     index = load_index(directory)
     for e in index["receipts"]:

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..cli import exit_code_for
-from ..config import normalise_endpoint
 from ..errors import UsageError
-from ..smoke import NOTEBOOKS, SmokeTarget, run_smoke
 
 DEFAULT_TIMEOUT_S = 120.0
+#: = hermes_nb.smoke.NOTEBOOKS (kept literal so the CLI does not import papermill/nbformat to build --help)
+NOTEBOOKS = ("wire_format_spike", "adapter_check", "e2e_smoke")
 
 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
@@ -61,6 +61,9 @@ def _local_hermes_version() -> str | None:
 
 
 def handle(args: argparse.Namespace, out: Any) -> int:
+    from ..config import normalise_endpoint
+    from ..smoke import SmokeTarget, run_smoke
+
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
     if args.model is not None and not args.model.strip():
