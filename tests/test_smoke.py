@@ -254,3 +254,14 @@ def test_building_the_cli_does_not_import_the_notebook_stack() -> None:
             "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'hermes_nb.smoke') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
+
+
+def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Path) -> None:
+    from hermes_nb.smoke import NotebookRun, execute_notebook
+
+    _write_fixture(tmp_path, "ok", FIXTURES["ok"])
+    run = NotebookRun(name="ok", template=tmp_path / "ok.ipynb", parameters={})
+    with KernelPool(python=str(tmp_path / "no-such-python")) as pool:
+        execute_notebook(run, pool, timeout_s=5, cwd=tmp_path)
+    assert (run.status, run.verdict) == ("kernel_error", "failed")
+    assert run.reason.startswith("kernel error: FileNotFoundError") and run.nb is None
