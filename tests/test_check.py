@@ -128,6 +128,16 @@ def test_403_is_locked(canned: Any) -> None:
     assert result.state == "locked" and "HTTP 403" in result.errors[0]
 
 
+def no_dns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolve nothing (no query leaves the machine: tests use loopback only)."""
+    import socket
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", fail)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -147,7 +157,8 @@ def test_silent_server_times_out_within_one_deadline() -> None:
     assert result.state == "unreachable" and "in time" in result.errors[0]
 
 
-def test_dns_failure_is_misconfigured() -> None:
+def test_dns_failure_is_misconfigured(monkeypatch: pytest.MonkeyPatch) -> None:
+    no_dns(monkeypatch)
     result = check(cfg("http://no-such-host.invalid:8645/v1"))
     assert result.state == "misconfigured" and "cannot resolve" in result.errors[0]
 

@@ -143,7 +143,11 @@ def test_connection_refused_is_blocked(capsys: pytest.CaptureFixture[str], tmp_p
     assert_tree(doc, "blocked")
 
 
-def test_dns_failure_is_failed_without_start_hint(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_dns_failure_is_failed_without_start_hint(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_check import no_dns
+
+    no_dns(monkeypatch)
     code, doc, _ = run_json(capsys, "--prompt", "hi", "--root", str(tmp_path),
                             "--endpoint", "http://no-such-host.invalid:8645/v1")
     assert (code, doc["status"], doc["reason"]) == (1, "failed", "dns")
