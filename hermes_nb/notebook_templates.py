@@ -29,7 +29,7 @@ Param = tuple[str, str, str, str]  # name, type, default literal, help
 
 _TARGET_PARAMS: list[Param] = [
     ("endpoint", '"Optional[str]"', "None", "proxy endpoint incl. /v1 (None: start the embedded emulator here)"),
-    ("model", "str", repr(DEFAULT_MODEL), "model id, sent verbatim"),
+    ("model", "str", f'"{DEFAULT_MODEL}"', "model id, sent verbatim"),
     ("profile", "str", '"hermes-agent"', "emulator profile (only when endpoint is None)"),
     ("scenario", "str", '"ok"', "emulator scenario (only when endpoint is None)"),
 ]
