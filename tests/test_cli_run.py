@@ -80,6 +80,8 @@ ROWS = [
     ("model-missing", "blocked", 3, "model_missing", 'model "nousresearch/hermes-4-405b" not available', False),
     ("server-error", "failed", 1, "http_error", "HTTP 500", False),
     ("bad-gateway", "failed", 1, "http_error", "HTTP 502", False),
+    ("upstream-unreachable", "failed", 1, "http_error", "HTTP 502: upstream connection failed", False),
+    ("upstream-timeout", "failed", 1, "http_error", "HTTP 504", False),
     ("stream-error-event", "failed", 1, "in_band_error", "error inside the 200 stream", True),
     ("truncated", "failed", 1, "truncated", "truncated", True),
     ("reset", "failed", 1, "truncated", "partial text kept", True),
