@@ -95,7 +95,6 @@ class Runner:
         self.guard = _SignalGuard(handle_signals)
         self.run_dir = artifacts.run_dir(run_id)
         self.started_at = iso_now()
-        self.parts: list[str] = []
         self.notes: list[str] = []
         self.callback_warnings: list[str] = []
         self.result: dict[str, Any] | None = None
@@ -122,9 +121,7 @@ class Runner:
         return {"runtime": self.plan.runtime, "mission_id": self.mission.id}
 
     def _on_delta(self, delta: str) -> None:
-        if delta:
-            self.parts.append(delta)
-            self._stream.piece(delta)
+        self._stream.piece(delta)  # the one record of the streamed text (``.text.raw``)
 
     def _write_stdout(self, safe: str) -> None:
         """Redacted, settled text: appended to runtime.stdout.log (flushed), then handed to ``on_delta``."""
@@ -212,7 +209,7 @@ class Runner:
     def _outcome(self, exchange: Exchange | None, cancelled: _Cancelled | None) -> Outcome:
         if cancelled is not None or exchange is None:
             name = _SIGNAL_NAMES.get(cancelled.signum, str(cancelled.signum)) if cancelled else "interrupt"
-            size = sum(len(p) for p in self.parts)
+            size = len(self._stream.text.raw)
             kept = f" ({size} characters of partial text kept)" if size else " (no text had arrived)"
             return Outcome(status="failed", reason="cancelled", errors=[f"hermes-proxy: run cancelled by {name}{kept}"])
         from .classify import classify
@@ -223,7 +220,7 @@ class Runner:
                 diff: diffcap.DiffResult) -> RunResult:
         outcome = self._outcome(exchange, cancelled)
         status = "cancelled" if outcome.reason == "cancelled" else outcome.status
-        text = "".join(self.parts)
+        text = self._stream.text.raw
         if exchange is not None and exchange.text != text:
             if exchange.text.startswith(text):  # e.g. a JSON answer: no deltas were streamed
                 self._stream.piece(exchange.text[len(text):])
@@ -340,7 +337,7 @@ class Runner:
                 self.arts.write_bytes(self._file("diff.patch"), b"")
             if not self._file("runtime-final.txt").exists():
                 self.arts.write_text(self._file("runtime-final.txt"), "")
-            self._write_terminal(status, outcome, None, "".join(self.parts), errors=outcome.errors,
+            self._write_terminal(status, outcome, None, self._stream.text.raw, errors=outcome.errors,
                                  cancelled=None)
         except (OSError, HermesError):
             # the documents could not be written (disk full, permissions changed mid-run): at least
