@@ -92,6 +92,8 @@ class NotebookRun:
     finished_at: str = ""
     duration_s: float = 0.0
     receipt_path: Path | None = None
+    #: (ReceiptFiles, metadata.receipt) once the receipt is written
+    written: Any = None
 
 
 @dataclass
@@ -306,11 +308,18 @@ def receipt_metadata(run: NotebookRun, *, run_id: str, target: SmokeTarget, pool
 
 
 def _artifact_sources(run: NotebookRun) -> dict[str, Path]:
+    """The run artifacts to copy into the receipt; each must still match the digest the kernel recorded."""
     summary = run.summary or {}
     run_dir = summary.get("run_dir")
-    if not run_dir:
-        return {}
-    return {name: Path(run_dir) / name for name in (summary.get("artifacts") or {}) if (Path(run_dir) / name).is_file()}
+    sources: dict[str, Path] = {}
+    for name, digest in (summary.get("artifacts") or {}).items() if run_dir else ():
+        path = Path(run_dir) / name
+        if not path.is_file() or sha256_file(path) != digest:
+            run.verdict, run.reason = "failed", f"artifact {name} changed or vanished after the run"
+            run.errors.append(run.reason)
+            continue
+        sources[name] = path
+    return sources
 
 
 def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None = None,
@@ -354,6 +363,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
                 cwd.mkdir(parents=True, exist_ok=True)
                 say(f"{run.name}: running")
                 execute_notebook(run, pool, timeout_s=timeout_s, cwd=cwd)
+                artifacts = _artifact_sources(run)
                 meta = receipt_metadata(run, run_id=run_id, target=target, pool=pool, timeout_s=timeout_s,
                                         redactor=redactor)
                 nb = run.nb if run.nb is not None else _empty_notebook(run.template)
@@ -361,25 +371,25 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
                     nb.metadata["papermill"]["exception"] = run.verdict != "passed"
                 try:
                     files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, renderer=renderer,
-                                          artifacts=_artifact_sources(run))
+                                          artifacts=artifacts)
                 except SecretLeak as exc:
-                    run.verdict, run.reason, run.nb = "failed", str(exc), None
+                    run.verdict, run.reason = "failed", str(exc)
                     run.errors.append(str(exc))
                     say(f"{run.name}: failed: {exc}")
                     return run
                 run.receipt_path = files.notebook
-                run.nb = (files, meta)
+                run.written = (files, meta)
                 say(f"{run.name}: {run.verdict} ({run.reason}) in {run.duration_s:.2f} s")
                 return run
 
             with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="hermes-nb-smoke") as ex:
                 runs = list(ex.map(job, runs))
-        entries = [index_entry(out_dir, r.nb[0], r.nb[1]) for r in runs if r.nb is not None]
+        entries = [index_entry(out_dir, *r.written) for r in runs if r.written is not None]
         append_index(out_dir, entries, redactor=redactor)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for r in runs:
-        r.nb = None
+        r.nb = r.written = None  # the receipts on disk are the record; drop the in-memory copies
     verdict = overall_verdict([r.verdict for r in runs])
     return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0)
 

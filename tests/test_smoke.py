@@ -265,3 +265,19 @@ def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Pa
         execute_notebook(run, pool, timeout_s=5, cwd=tmp_path)
     assert (run.status, run.verdict) == ("kernel_error", "failed")
     assert run.reason.startswith("kernel error: FileNotFoundError") and run.nb is None
+
+
+def test_artifacts_changed_after_the_run_fail_the_verdict(tmp_path: Path) -> None:
+    from hermes_nb.nbkit import sha256_file
+    from hermes_nb.smoke import NotebookRun, _artifact_sources
+
+    (tmp_path / "runtime-final.txt").write_text("final")
+    (tmp_path / "runtime.stdout.log").write_text("text")
+    digests = {"runtime-final.txt": sha256_file(tmp_path / "runtime-final.txt"),
+               "runtime.stdout.log": sha256_file(tmp_path / "runtime.stdout.log")}
+    run = NotebookRun(name="e2e_smoke", template=tmp_path / "t.ipynb", parameters={}, verdict="passed",
+                      summary={"run_dir": str(tmp_path), "artifacts": digests})
+    assert set(_artifact_sources(run)) == set(digests) and run.verdict == "passed"
+    (tmp_path / "runtime.stdout.log").write_text("edited")
+    assert set(_artifact_sources(run)) == {"runtime-final.txt"}
+    assert run.verdict == "failed" and "runtime.stdout.log changed" in run.reason
