@@ -18,6 +18,7 @@ import yaml
 
 from hermes_nb.cli import main
 from hermes_nb.emulator import serve
+from hermes_nb.hermes_bin import stop_process
 from hermes_nb.uh_schema import LatestRun, RunsIndex, RuntimeSession, validate_result
 
 REPO = Path(__file__).resolve().parents[1]
@@ -286,9 +287,7 @@ def test_subprocess_signal_mid_stream_writes_cancelled(tmp_path: Path, emu: Any,
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)  # only if the test failed before the process ended
     assert proc.returncode == 1, err
     doc = json.loads(out)
     assert doc["status"] == "cancelled" and doc["reason"] == "cancelled"
