@@ -220,7 +220,10 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
     """Execute ``mission``; always ends with the runtime-result document written.
 
     ``on_delta``/``on_event`` are called *after* the delta/event was appended to
-    ``runtime.stdout.log``/``events.ndjson``. A hook that raises is not called
+    ``runtime.stdout.log``/``events.ndjson``. ``on_delta`` gets exactly the redacted text
+    the log gets (a tail that could still become a secret is held back until the next
+    delta settles it; a non-streamed answer arrives as one piece); ``on_event`` gets each
+    SSE record once its piece is settled, its share of a split secret masked. A hook that raises is not called
     again and the run goes on (the error becomes a warning of the result);
     ``KeyboardInterrupt`` from a hook cancels the run. SIGINT/SIGTERM/SIGHUP (main thread only,
     ``handle_signals``) end the run as ``cancelled`` with the partial text kept.
