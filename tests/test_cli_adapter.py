@@ -94,3 +94,10 @@ def test_show_invalid_manifest_exit_2(capsys: pytest.CaptureFixture[str], tmp_pa
 def test_adapter_without_action_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["adapter"]) == 2
     assert "choose an action" in capsys.readouterr().err
+
+
+def test_add_accepts_uh_runtime_argument(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["adapter", "add", "hermes-proxy", "--root", str(tmp_path)]) == 0  # UH: adapter add <runtime>
+    assert manifest(tmp_path).is_file()
+    assert main(["adapter", "add", "claude-code", "--root", str(tmp_path / "x")]) == 2
+    assert "unknown runtime 'claude-code'" in capsys.readouterr().err

@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
         "add", parents=[parent], help="write .harness/adapters/hermes-proxy.yaml (seed §9 template)",
         description="Write <root>/.harness/adapters/hermes-proxy.yaml (status experimental).\n"
                     "exit: 0 written, 2 exists without --force or not writable.")
+    add.add_argument("runtime", nargs="?", default="hermes-proxy", metavar="RUNTIME",
+                     help="the runtime to add, as in UH's `adapter add <runtime>` (only hermes-proxy)")
     add.add_argument("--root", metavar="DIR", help="project root (default: current directory)")
     add.add_argument("--uh-strict", action="store_true",
                      help="write only the runtime_config keys UH's strict schema accepts")
@@ -45,6 +47,8 @@ def _need_action(args: argparse.Namespace, out: Any) -> int:
 
 
 def handle_add(args: argparse.Namespace, out: Any) -> int:
+    if args.runtime != "hermes-proxy":
+        raise UsageError(f"hermes-nb adapter add: unknown runtime {args.runtime!r} (only 'hermes-proxy')")
     root = root_of(args)
     if not root.is_dir():
         raise ArtifactError(f"root {root} is not a directory")
