@@ -7,15 +7,13 @@ or network failures; :func:`hermes_nb.classify.classify` judges it.
 Timeouts: ``connect`` (5 s), an idle ``read`` timeout (max gap between bytes,
 default ``min(300 s, overall)``) and an overall deadline (``request_timeout_ms``
 for chat) that also fires while bytes keep trickling: it is checked after
-every read, and a watchdog shuts the socket down when it passes during a
-blocked read.
+every read, and a watchdog (:mod:`hermes_nb.watchdog`, armed from the TCP
+connect on) shuts the socket down when it passes during a blocked read or write.
 """
 
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
@@ -26,11 +24,12 @@ import httpx
 from .config import HermesProxyRuntimeConfig
 from .records import Exchange, RequestRecord, SSEEventRecord, Timings
 from .redact import Redactor, redact_headers
-from .sse import SSEDecoder
 from .client_errors import transport_failure
 from .records import TransportFailure
+from .sse import SSEDecoder
+from .watchdog import Watchdog as _Watchdog
 from .wire import ChatStream, chat_request_body, envelope_from_json, media_type, parse_chat_completion
-from .wire import parse_retry_after, parse_error_body
+from .wire import parse_error_body, parse_retry_after
 
 __all__ = ["HermesClient", "MAX_BODY_BYTES"]
 
@@ -38,35 +37,6 @@ __all__ = ["HermesClient", "MAX_BODY_BYTES"]
 MAX_BODY_BYTES = 16 * 1024 * 1024
 DeltaCallback = Callable[[str], None]
 EventCallback = Callable[[SSEEventRecord], None]
-
-
-class _Watchdog:
-    """Shuts the response's socket down when the overall deadline passes mid-read."""
-
-    def __init__(self, response: httpx.Response, remaining_s: float) -> None:
-        self.fired = False
-        self._sock: socket.socket | None = None
-        stream = response.extensions.get("network_stream")
-        if stream is not None and hasattr(stream, "get_extra_info"):
-            sock = stream.get_extra_info("socket")
-            self._sock = sock if isinstance(sock, socket.socket) else None
-        self._timer: threading.Timer | None = None
-        if self._sock is not None:
-            self._timer = threading.Timer(max(0.0, remaining_s), self._fire)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _fire(self) -> None:
-        self.fired = True
-        if self._sock is not None:
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:  # already closed: nothing to interrupt
-                pass
-
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
 
 
 class HermesClient:
@@ -87,7 +57,9 @@ class HermesClient:
         self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else min(300.0, overall)
         self._clock = clock
         self._redactor = Redactor(config.secrets(), shapes=False)
-        self._http = httpx.Client(transport=transport, trust_env=False, follow_redirects=False, timeout=None)
+        # no keep-alive: every request connects afresh, so the deadline watchdog is armed from the connect on
+        self._http = httpx.Client(transport=transport, trust_env=False, follow_redirects=False, timeout=None,
+                                  limits=httpx.Limits(max_keepalive_connections=0))
 
     def __repr__(self) -> str:
         return f"HermesClient(endpoint={self.config.endpoint!r}, model={self.config.model!r})"
@@ -232,6 +204,18 @@ class _Call:
         self.fields: dict[str, Any] = {}
         self.timings: dict[str, Any] = {}
         self.failure: TransportFailure | None = None
+        self.watchdog: _Watchdog | None = None
+        self._outer_trace = request.extensions.get("trace")
+
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore trace hook: arm the watchdog once the TCP connection exists."""
+        if event == "connection.connect_tcp.complete" and self.watchdog is None:
+            self.watchdog = _Watchdog(info.get("return_value"), self.deadline - self.clock())
+        if self._outer_trace is not None:
+            self._outer_trace(event, info)
+
+    def _fired(self) -> bool:
+        return self.watchdog is not None and self.watchdog.fired
 
     def _elapsed(self) -> float:
         return self.clock() - self.t0
@@ -268,14 +252,19 @@ class _Call:
         connect_s = min(client.connect_timeout_s, budget)
         self.request.extensions["timeout"] = httpx.Timeout(connect_s, read=read_s, write=read_s,
                                                            pool=connect_s).as_dict()
+        self.request.extensions["trace"] = self._trace
         response: httpx.Response | None = None
         try:
-            response = client._http.send(self.request, stream=True)
-        except (httpx.TransportError, httpx.DecodingError) as exc:
-            self._fail(exc, "headers")
-        if response is not None:
-            self.timings["headers_s"] = self._elapsed()
-            self._read(response)
+            try:
+                response = client._http.send(self.request, stream=True)
+            except (httpx.TransportError, httpx.DecodingError) as exc:
+                self._fail(exc, "headers", self._fired())
+            if response is not None:
+                self.timings["headers_s"] = self._elapsed()
+                self._read(response)
+        finally:
+            if self.watchdog is not None:
+                self.watchdog.cancel()
         self.timings["total_s"] = self._elapsed()
         return self._exchange()
 
@@ -289,7 +278,9 @@ class _Call:
         f["retry_after_s"] = parse_retry_after(response.headers)
         sse = ctype == "text/event-stream"
         body = bytearray()
-        watchdog = _Watchdog(response, self.deadline - self.clock())
+        if self.watchdog is None:  # no connect event seen (e.g. a custom transport)
+            self.watchdog = _Watchdog(response, self.deadline - self.clock())
+        watchdog = self.watchdog
         try:
             if sse:
                 self._read_sse(response)
@@ -298,7 +289,6 @@ class _Call:
         except (httpx.TransportError, httpx.DecodingError) as exc:
             self._fail(exc, "body", watchdog.fired)
         finally:
-            watchdog.cancel()
             response.close()
         if watchdog.fired and self.failure is None:
             self._deadline("body")

@@ -494,6 +494,65 @@ def test_overall_deadline_on_a_real_socket(style: str) -> None:
     assert classify(exchange, config).reason == "deadline"
 
 
+def test_overall_deadline_while_headers_trickle_in() -> None:
+    """A server that sends its status line and headers a few bytes at a time never trips the idle timeout."""
+    release = threading.Event()
+    ended: list[str] = []
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            try:
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                for _ in range(400):  # ~20 s at most, so a client without the deadline fails, not hangs
+                    if release.wait(0.05):
+                        ended.append("released")  # the client returned first
+                        return
+                    conn.sendall(b"X-Slow: a\r\n")
+                ended.append("server gave up")
+            except OSError:
+                ended.append("client hung up")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        config = cfg(endpoint=f"http://127.0.0.1:{listener.getsockname()[1]}/v1", request_timeout_ms=600)
+        with HermesClient(config, idle_timeout_s=30.0) as client:
+            exchange = client.chat(MSGS)
+    finally:
+        release.set()
+        thread.join(timeout=10)
+        listener.close()
+    assert ended and ended[0] != "server gave up"  # the client ended it, long before the server would
+    assert exchange.status is None and exchange.transport_error is not None
+    assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("deadline", "headers")
+    assert classify(exchange, config).reason == "deadline"
+
+
+def test_a_callers_own_trace_hook_still_sees_the_events() -> None:
+    def script(conn: socket.socket, release: threading.Event) -> None:
+        conn.sendall(_http_chunk(chunk("ok", "stop")) + _http_chunk(DONE) + b"0\r\n\r\n")
+
+    server = RawServer(script)
+    events: list[str] = []
+    try:
+        config = cfg(endpoint=f"http://127.0.0.1:{server.port}/v1")
+        with HermesClient(config) as client:
+            request = client.build_request("POST", "/chat/completions", json={"stream": True}, sse=True)
+            request.extensions["trace"] = lambda name, info: events.append(name)
+            exchange = client.send(request)
+    finally:
+        server.close()
+    assert exchange.done and exchange.text == "ok"
+    assert "connection.connect_tcp.complete" in events
+
+
 def test_idle_read_timeout_on_a_real_socket() -> None:
     def script(conn: socket.socket, release: threading.Event) -> None:
         conn.sendall(_http_chunk(chunk("stalled ")))
