@@ -218,11 +218,8 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
             "status": "ok", "upstream": "Nous Portal", "authenticated": _scenario_of(request) != "auth-stale",
         })
 
-    async def hermes_agent(request: web.Request) -> web.StreamResponse:
-        rel = "/" + request.match_info.get("tail", "").lstrip("/")
-        if rel not in PROXY_PATHS:
-            return _proxy_error(404, f"Path /v1{rel} is not forwarded by this proxy. Allowed: {_ALLOWED}",
-                                "path_not_allowed")
+    async def forward(request: web.Request, rel: str, *, proxied: bool) -> web.StreamResponse:
+        """An allowed route on a proxy profile: credential state, body, the proxy's own faults, the upstream."""
         scenario = _scenario_of(request)
         if scenario == "auth-stale":
             return _proxy_error(401, AUTH_STALE_MESSAGE, "upstream_auth_failed")
@@ -231,7 +228,14 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
         if fault is not None:
             return fault
         reply = _unknown_scenario(request) or upstream_reply(settings, scenario, rel, request.method, raw)
-        return await _write(request, reply, proxied=True)
+        return await _write(request, reply, proxied=proxied)
+
+    async def hermes_agent(request: web.Request) -> web.StreamResponse:
+        rel = "/" + request.match_info.get("tail", "").lstrip("/")
+        if rel not in PROXY_PATHS:
+            return _proxy_error(404, f"Path /v1{rel} is not forwarded by this proxy. Allowed: {_ALLOWED}",
+                                "path_not_allowed")
+        return await forward(request, rel, proxied=True)
 
     async def seed(request: web.Request) -> web.StreamResponse:
         auth = request.headers.get("Authorization")
@@ -247,15 +251,7 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
         if rel not in PROXY_PATHS:
             return _proxy_error(404, f"Path {path} is not forwarded by this proxy. Allowed: {_ALLOWED}",
                                 "path_not_allowed")
-        scenario = _scenario_of(request)
-        if scenario == "auth-stale":
-            return _proxy_error(401, AUTH_STALE_MESSAGE, "upstream_auth_failed")
-        raw = await _read_body(request)
-        fault = _proxy_fault(scenario)
-        if fault is not None:
-            return fault
-        reply = _unknown_scenario(request) or upstream_reply(settings, scenario, rel, request.method, raw)
-        return await _write(request, reply, proxied=False)
+        return await forward(request, rel, proxied=False)
 
     async def upstream(request: web.Request) -> web.StreamResponse:
         path = request.path
