@@ -224,6 +224,26 @@ def test_live_rig_forwards_to_the_upstream_with_its_own_credential() -> None:
     assert handle.process.poll() is not None
 
 
+@pytest.mark.real_proxy
+@needs_hermes
+def test_client_canary_never_reaches_rig_log_upstream_record_or_exchange() -> None:
+    from hermes_nb.client import HermesClient
+    from hermes_nb.config import HermesProxyRuntimeConfig
+
+    token, extra = "sk-canary-rig-token-0a1b2c3d", "sk-canary-rig-extra-4e5f6a7b"
+    with rig.real_proxy("live", hermes_bin=HERMES_BIN) as handle:
+        config = HermesProxyRuntimeConfig(endpoint=handle, model="m", auth_token=token,
+                                          extra_headers={"x-api-key": extra})
+        with HermesClient(config) as client:
+            exchanges = [client.chat([{"role": "user", "content": "hi"}]), client.models(),
+                         client.request("GET", "/nope", auth=f"Bearer {token}")]
+        raw_log = handle.log_path.read_text("utf-8", "replace")
+        outputs = [raw_log, handle.log_text(), repr(handle), repr(handle.upstream.requests),
+                   *(e.model_dump_json() for e in exchanges)]
+    assert [e.status for e in exchanges] == [200, 200, 404]
+    assert "sk-canary" not in "\n".join(outputs)
+
+
 # --------------------------------------------------------------------------- CLI
 
 
