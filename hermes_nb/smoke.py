@@ -326,7 +326,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
               timeout_s: float = 120.0, html: bool = True, templates: Path | None = None,
               progress: Callable[[str], None] | None = None, run_id: str | None = None) -> SmokeResult:
     """Execute the notebooks concurrently and write one receipt each, plus the index."""
-    names = list(only) if only else list(NOTEBOOKS)
+    names = list(dict.fromkeys(only)) if only else list(NOTEBOOKS)  # a repeated --only runs once
     template_dir = templates or notebooks_dir()
     for name in names:
         if not (template_dir / f"{name}.ipynb").is_file():
