@@ -102,8 +102,9 @@ def test_agent_never_records_or_logs_the_bearer(http: httpx.Client, caplog: pyte
     caplog.set_level(logging.INFO, logger="hermes_nb.emulator")
     with serve() as emu:
         http.post(emu.endpoint + "/chat/completions", json=CHAT, headers={"Authorization": f"Bearer {CANARY}"})
-        http.get(emu.endpoint + "/models", headers={"X-Api-Key": CANARY})
+        http.get(emu.endpoint + "/models", headers={"X-Api-Key": CANARY}, params={"api_key": CANARY})
         records = emu.wait_for_requests(2)
+    assert records[1].query == "api_key=<redacted>"
     assert [r.headers.get("authorization") for r in records] == ["Bearer <redacted>", None]
     assert records[1].headers["x-api-key"] == "<redacted>"
     assert CANARY not in repr(records) and CANARY not in caplog.text

@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..redact import redact_headers
+from ..redact import Redactor, redact_headers
 from . import content as c
 from .scenarios import (
     ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS, RESET, SCENARIO_HEADER, STALL, UPSTREAM_ROUTES, Pause, Reply, Settings,
@@ -82,6 +82,8 @@ class RecordedRequest:
 
 
 RECORD_KEY = web.RequestKey("hermes_nb_record", RecordedRequest)
+#: secret-shaped values (``sk-…``, JWTs, bearer values) in a query string are not recorded
+_SHAPES = Redactor()
 
 
 def _proxy_error(status: int, message: str, code: str) -> web.Response:
@@ -133,7 +135,7 @@ async def _observe(request: web.Request, handler: Callable[[web.Request], Awaita
     header = (request.headers.get(SCENARIO_HEADER) or "").strip()
     scenario = header if header in ALL_SCENARIOS else app[SETTINGS_KEY].scenario
     request[SCENARIO_KEY] = scenario
-    record = RecordedRequest(request.method, request.path, request.query_string,
+    record = RecordedRequest(request.method, request.path, _SHAPES.text(request.query_string),
                              redact_headers(request.headers), scenario)
     request[RECORD_KEY] = record
     app[REQUESTS_KEY].append(record)
