@@ -64,7 +64,8 @@ def main() -> int:
         trivial = work / "trivial.ipynb"
         _trivial(trivial)
         rows = [
-            _measure("baseline: papermill CLI, trivial notebook", lambda: [_papermill(trivial, work / "t.out.ipynb", "-p", "x", "21")], args.runs),
+            _measure("baseline: papermill CLI, trivial notebook",
+                     lambda: [_papermill(trivial, work / "t.out.ipynb", "-p", "x", "21")], args.runs),
             _measure("papermill CLI x3, one after another", lambda: [
                 _papermill(ROOT / "notebooks" / f"{n}.ipynb", work / f"{n}.out.ipynb") for n in NOTEBOOKS], args.runs),
             _measure("hermes-nb smoke (3 concurrent + receipts + HTML)", lambda: [

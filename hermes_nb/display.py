@@ -102,6 +102,12 @@ def kv_table(data: Mapping[str, Any] | Any, *, title: str | None = None, keys: S
     return f"{_TABLE}{caption}{''.join(rows)}</table>"
 
 
+def _cell(value: Any, key: str, redactor: Redactor | None) -> str:
+    if key in ("status", "verdict") and value is not None:
+        return _badge(value)
+    return fmt(value, key=key, redactor=redactor)
+
+
 def rows_table(rows: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | None = None,
                title: str | None = None, redactor: Redactor | None = None) -> str:
     """A table with one row per mapping (columns: the given ones, else the union in order)."""
@@ -115,10 +121,7 @@ def rows_table(rows: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | No
     head = "".join(f"<th {_CELL}>{html.escape(c)}</th>" for c in cols)
     body = []
     for item in items:
-        cells = "".join(
-            f"<td {_CELL}>{_badge(item.get(c)) if c in ('status', 'verdict') and item.get(c) is not None else fmt(item.get(c), key=c, redactor=redactor)}</td>"
-            for c in cols
-        )
+        cells = "".join(f"<td {_CELL}>{_cell(item.get(c), c, redactor)}</td>" for c in cols)
         body.append(f"<tr>{cells}</tr>")
     caption = f"<caption><b>{html.escape(title)}</b></caption>" if title else ""
     empty = f'<tr><td {_CELL} colspan="{max(len(cols), 1)}">(none)</td></tr>' if not items else ""

@@ -207,8 +207,8 @@ def _closed_port() -> int:
 
 
 def test_cli_unreachable_live_endpoint_is_blocked_exit_3(tmp_path: Path, capsys) -> None:
-    code = main(["smoke", "--endpoint", f"http://127.0.0.1:{_closed_port()}/v1", "--only", "adapter_check", "--only", "adapter_check",
-                 "--out", str(tmp_path), "--no-html", "--json"])
+    code = main(["smoke", "--endpoint", f"http://127.0.0.1:{_closed_port()}/v1", "--only", "adapter_check",
+                 "--only", "adapter_check", "--out", str(tmp_path), "--no-html", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 3 and out["verdict"] == "blocked" and out["target_kind"] == "live"
     assert len(out["receipts"]) == 1  # a repeated --only runs once
