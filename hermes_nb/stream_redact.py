@@ -43,30 +43,63 @@ class StreamRedactor:
 
     ``settled`` counts the raw characters already released; ``mask(start, end)``
     returns ``raw[start:end]`` (settled text only) with the parts that belong to
-    a secret replaced by ``<redacted>``.
+    a secret replaced by ``<redacted>``. Only a window of recent text is kept
+    for that (:meth:`forget` moves its start), so a long answer costs linear time.
     """
+
+    #: characters kept before the window start, so ``\b`` in the shapes sees the previous character
+    MARGIN = 64
 
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
-        self.raw = ""
+        self.length = 0
         self.settled = 0
+        self._pieces: list[str] = []
+        self._window = ""  # raw[self._wstart:]
+        self._wstart = 0
         self._spans: list[tuple[int, int]] = []
 
     @property
+    def raw(self) -> str:
+        """Everything fed so far (joined on demand)."""
+        if len(self._pieces) > 1:
+            self._pieces = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
+
+    @property
+    def kept(self) -> int:
+        """How many raw characters the mask window holds."""
+        return len(self._window)
+
+    @property
     def pending(self) -> str:
-        return self.raw[self.settled:]
+        return self._window[self.settled - self._wstart:]
 
     def feed(self, piece: str) -> str:
-        self.raw += piece
+        self._pieces.append(piece)
+        self._window += piece
+        self.length += len(piece)
         return self._release(self.settled + self._safe_cut(self.pending))
 
     def flush(self) -> str:
-        return self._release(len(self.raw))
+        return self._release(self.length)
+
+    def forget(self, before: int) -> None:
+        """Text before ``before`` (and before ``settled``) will not be masked again: drop it from the window."""
+        cut = min(before, self.settled) - self.MARGIN
+        if cut > self._wstart:
+            self._window = self._window[cut - self._wstart:]
+            self._wstart = cut
+            drop = bisect.bisect_left(self._spans, (cut, -1))
+            del self._spans[:max(0, drop - 1)]
+
+    def _text(self, start: int, end: int) -> str:
+        return self._window[start - self._wstart:end - self._wstart]
 
     def mask(self, start: int, end: int) -> str:
         """``raw[start:end]`` with every character inside a secret replaced (one marker per secret)."""
-        if end > self.settled:
-            raise ValueError("mask() of text that is not settled yet")
+        if end > self.settled or start < self._wstart:
+            raise ValueError("mask() of text that is not settled yet or already forgotten")
         out: list[str] = []
         pos = start
         first = bisect.bisect_left(self._spans, (start, -1))
@@ -76,10 +109,10 @@ class StreamRedactor:
             if s_start >= end:
                 break
             if s_start > pos:
-                out.append(self.raw[pos:s_start])
+                out.append(self._text(pos, s_start))
             out.append(REDACTED)
             pos = max(pos, min(s_end, end))
-        out.append(self.raw[pos:end])
+        out.append(self._text(pos, end))
         return self.redactor.text("".join(out))
 
     def _release(self, upto: int) -> str:
@@ -88,18 +121,20 @@ class StreamRedactor:
             return ""
         self._record_spans(start, upto)
         self.settled = upto
-        return self.redactor.text(self.raw[start:upto])
+        return self.redactor.text(self._text(start, upto))
 
     def _record_spans(self, start: int, end: int) -> None:
         found: list[tuple[int, int]] = []
+        window, base = self._window, self._wstart
         for secret in self.redactor.secrets:
-            at = self.raw.find(secret, start, end)
+            at = window.find(secret, start - base, end - base)
             while at != -1:
-                found.append((at, at + len(secret)))
-                at = self.raw.find(secret, at + len(secret), end)
+                found.append((base + at, base + at + len(secret)))
+                at = window.find(secret, at + len(secret), end - base)
         for pattern in SECRET_SHAPES:
             # a shape with groups (``bearer <token>``) keeps its prefix: only the last group is secret
-            found.extend(m.span(m.lastindex or 0) for m in pattern.finditer(self.raw, start, end))
+            found.extend((base + m.start(m.lastindex or 0), base + m.end(m.lastindex or 0))
+                         for m in pattern.finditer(window, start - base, end - base))
         for span in sorted(found):  # merge overlaps; spans never straddle a release point
             if self._spans and span[0] < self._spans[-1][1]:
                 self._spans[-1] = (self._spans[-1][0], max(self._spans[-1][1], span[1]))
@@ -183,7 +218,7 @@ class RedactedStream:
         if not text:
             return
         if self._queue and self._queue[-1].span is None and not self._queue[-1].closed:
-            start = len(self.text.raw)
+            start = self.text.length
             self._queue[-1].span = (start, start + len(text))
         self._release(self.text.feed(text))
 
@@ -197,6 +232,11 @@ class RedactedStream:
             self.write_text(safe)
 
     def _drain(self, *, final: bool = False) -> None:
+        self._drain_ready(final)
+        starts = [q.span[0] for q in self._queue if q.span is not None]
+        self.text.forget(min(starts, default=self.text.settled))
+
+    def _drain_ready(self, final: bool) -> None:
         while self._queue:
             queued = self._queue[0]
             if queued.span is None and not (queued.closed or final):

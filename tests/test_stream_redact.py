@@ -101,3 +101,23 @@ def test_masked_pieces_hold_no_fragment_of_a_secret(cuts: list[int]) -> None:
     grams = {CANARY[i:i + 4] for i in range(len(CANARY) - 3)}
     assert not any(g in m for g in grams for m in masked)
     assert "eyJzdWIi" not in "".join(masked) and "9876543210" not in "".join(masked)
+
+
+def test_a_long_stream_keeps_a_small_window_and_still_masks_late_secrets() -> None:
+    from hermes_nb.records import SSEEventRecord
+    from hermes_nb.stream_redact import RedactedStream
+
+    pieces = [f"word{i} and more text " for i in range(3000)] + ["key sk-canary-str", "eam-0123456789abcdef ok"]
+    out: list[str] = []
+    events: list[str] = []
+    stream = RedactedStream(Redactor([CANARY]), write_text=out.append,
+                            write_event=lambda record, payload: events.append(payload["choices"][0]["delta"]["content"]))
+    for piece in pieces:
+        stream.event(SSEEventRecord(data=json.dumps({"choices": [{"delta": {"content": piece}}]})))
+        stream.piece(piece)
+        assert stream.text.kept < 500  # not the whole answer
+    stream.finish()
+    text = "".join(out)
+    assert text == Redactor([CANARY]).text("".join(pieces)) and text.endswith("key <redacted> ok")
+    assert events[-2:] == ["key <redacted>", "<redacted> ok"] and len(events) == len(pieces)
+    assert stream.text.raw == "".join(pieces)
