@@ -27,6 +27,7 @@ from typing import Any
 
 from hermes_nb.errors import RigError
 from hermes_nb.probe import probe
+from hermes_nb.hermes_bin import site_packages
 from hermes_nb.rig import hermes_version, live_supported, real_proxy
 from hermes_nb.wire_contract import (
     contract_document, contract_drift, dumps_contract, load_contract, resolve_contract,
@@ -57,8 +58,7 @@ def ensure_venv(version: str, root: Path, python: str) -> Path:
 
 
 def has_proxy(hermes: Path) -> bool:
-    venv = hermes.resolve().parent.parent
-    return any(venv.glob("lib/python*/site-packages/hermes_cli/proxy/server.py"))
+    return any((site / "hermes_cli" / "proxy" / "server.py").is_file() for site in site_packages(hermes))
 
 
 def observe(version: str, hermes: Path) -> dict[str, Any]:
