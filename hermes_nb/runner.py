@@ -327,6 +327,7 @@ class Runner:
         message = "run cancelled" if cancelled else f"run aborted: {type(exc).__name__}: {exc}"
         outcome = Outcome(status="failed", reason="cancelled" if cancelled else "aborted",
                           errors=[f"hermes-proxy: {message}"])
+        self.user_on_delta = self.user_on_event = None  # a hook that interrupted once is not called again
         try:
             if self._stdout is None:
                 self._stdout = self.arts.open(self._file("runtime.stdout.log"), "a")

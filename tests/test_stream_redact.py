@@ -121,3 +121,27 @@ def test_a_long_stream_keeps_a_small_window_and_still_masks_late_secrets() -> No
     assert text == Redactor([CANARY]).text("".join(pieces)) and text.endswith("key <redacted> ok")
     assert events[-2:] == ["key <redacted>", "<redacted> ok"] and len(events) == len(pieces)
     assert stream.text.raw == "".join(pieces)
+
+
+def test_interrupting_hook_is_not_called_again_while_the_run_is_ended(tmp_path: Path) -> None:
+    import pytest
+
+    calls: list[str] = []
+
+    def interrupt(text: str) -> None:
+        calls.append(text)
+        raise KeyboardInterrupt
+
+    def handler(request: httpx.Request) -> httpx.Response:  # "s" is held back (it could start "sk-…")
+        return httpx.Response(200, headers={"content-type": "text/event-stream"},
+                              content=iter(sse(["Hello s", "ky is blue"])))
+
+    config = validate_config({"endpoint": "http://127.0.0.1:9/v1", "model": "m", "auth_token": CANARY})
+    with pytest.raises(KeyboardInterrupt):
+        run(Mission.adhoc("hi"), config, root=tmp_path, transport=httpx.MockTransport(handler),
+            on_delta=interrupt, handle_signals=False)
+    assert calls == ["Hello "]
+    mission_dir = tmp_path / ".harness" / "missions" / "adhoc"
+    assert json.loads((mission_dir / "latest.json").read_text())["status"] == "cancelled"
+    run_dir = next((mission_dir / "runs").glob("*/"))
+    assert (run_dir / "runtime.stdout.log").read_text() == "Hello s"  # the held tail still reaches the log
