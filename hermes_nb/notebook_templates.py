@@ -137,6 +137,7 @@ def e2e_smoke() -> nbformat.NotebookNode:
         ("mission", '"Optional[str]"', "None", "path to a mission.yaml (None: use the ad-hoc prompt below)"),
         ("prompt", "str", '"Summarise in one sentence what a smoke test proves."', "ad-hoc prompt (when mission is None)"),
         ("root", '"Optional[str]"', "None", "run root (artifacts under <root>/.harness) (None: a temp dir)"),
+        ("manifest", '"Optional[str]"', "None", "adapter manifest whose runtime_config is the base (None: defaults)"),
         ("request_timeout_s", "float", "120.0", "overall deadline of the chat request, seconds"),
     ]
     return _notebook([
@@ -154,7 +155,8 @@ Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`.
         _params(params),
         _code(_SETUP.format(imports="from hermes_nb.run import run\n")),
         _md("## Mission and runtime config (token masked)"),
-        _code("config = nbkit.runtime_config(target.endpoint, model, request_timeout_s=request_timeout_s)\n"
+        _code("config = nbkit.runtime_config(target.endpoint, model, manifest=manifest, "
+              "request_timeout_s=request_timeout_s)\n"
               "job = nbkit.load_job(mission, prompt)\n"
               "run_root = root or target.temp_dir(\"hermes-nb-e2e-\")\n"
               "HTML(show.kv_table({\"mission\": job.id, \"title\": job.display_name, **config.to_document()}, "
