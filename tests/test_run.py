@@ -382,3 +382,14 @@ def test_mission_outside_harness_writes_under_root_by_id_and_says_so(tmp_path: P
                  handle_signals=False)
     assert placed.run_dir.parent.parent == home.resolve()
     assert not any("UH would write none" in n for n in placed.result.get("notes", []))
+
+
+def test_mission_id_with_a_slash_runs_from_its_harness_directory(tmp_path: Path, clean_emu: Any) -> None:
+    home = tmp_path / ".harness" / "missions" / "d1"
+    home.mkdir(parents=True)
+    (home / "mission.yaml").write_text("schema_version: uh.mission.v0\nid: team/fix-12\ntitle: X\n")
+    result = run(load_mission(home / "mission.yaml"), config_for(clean_emu.endpoint), root=tmp_path,
+                 handle_signals=False)
+    assert result.status == "passed" and result.result["mission_id"] == "team/fix-12"
+    assert result.run_dir.parent.parent == home.resolve()
+    assert_listed_paths_exist(tmp_path, result.run_dir)
