@@ -82,7 +82,8 @@ def normalise_endpoint(value: str) -> str:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+    # hide_input_in_errors: a rejected extra_headers/auth_token value must not be echoed in a ValidationError
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False, hide_input_in_errors=True)
 
 
 class HermesProxyRuntimeConfig(_Strict):
@@ -128,6 +129,9 @@ class HermesProxyRuntimeConfig(_Strict):
     def _token(cls, value: SecretStr) -> SecretStr:
         if not value.get_secret_value():
             raise ValueError("auth_token must be non-empty")
+        token = value.get_secret_value()
+        if not token.isascii() or any(c in token for c in "\r\n"):  # never echo the token itself
+            raise ValueError("auth_token must be ASCII without line breaks (it is sent in the Authorization header)")
         return value
 
     @field_validator("extra_headers")
@@ -139,6 +143,8 @@ class HermesProxyRuntimeConfig(_Strict):
                 raise ValueError(f"invalid header name {key!r}")
             if any(c in val for c in "\r\n"):
                 raise ValueError(f"header {key!r} has a line break in its value")
+            if not val.isascii():  # httpx sends header values as ASCII
+                raise ValueError(f"header {key!r} has a non-ASCII value")
             out[key.lower()] = val
         return out
 

@@ -670,3 +670,18 @@ def test_deeply_nested_json_body_does_not_crash_the_client() -> None:
     exchange = client.chat(MSGS)
     assert exchange.status == 500 and exchange.body_text == deep
     assert classify(exchange, cfg()).reason == "http_error"
+
+
+@pytest.mark.parametrize("kw", [{"auth_token": "sk-canary-tök-123456"}, {"auth_token": "sk-canary-a\nb-123456"},
+                                {"extra_headers": {"authorization": "Bearer sk-canary-café-1234"}}],
+                         ids=["non-ascii-token", "line-break-token", "non-ascii-header"])
+def test_unsendable_credentials_are_config_errors_not_a_crash_at_send(kw: dict[str, Any]) -> None:
+    from hermes_nb.config import validate_config
+    from hermes_nb.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        validate_config({"model": "m", **kw})
+    assert "sk-canary" not in str(info.value)
+    with pytest.raises(ValueError) as raw:  # the bare pydantic error does not echo the value either
+        HermesProxyRuntimeConfig(model="m", **kw)
+    assert "sk-canary" not in str(raw.value)
