@@ -435,10 +435,14 @@ def test_canary_never_reaches_an_output(caplog: pytest.LogCaptureFixture) -> Non
 # ----------------------------------------------------------------- real loopback sockets
 
 
-class RawServer:
-    """A one-connection HTTP/1.1 server on 127.0.0.1:0 that sends headers, then runs ``script``."""
+SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 
-    def __init__(self, script: Callable[[socket.socket, threading.Event], None]) -> None:
+
+class RawServer:
+    """A one-connection HTTP/1.1 server on 127.0.0.1:0 that sends ``head`` (SSE headers), then runs ``script``."""
+
+    def __init__(self, script: Callable[[socket.socket, threading.Event], None], head: bytes = SSE_HEAD) -> None:
+        self.head = head
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(1)
@@ -454,8 +458,7 @@ class RawServer:
             data = b""
             while b"\r\n\r\n" not in data:
                 data += conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                         b"Transfer-Encoding: chunked\r\n\r\n")
+            conn.sendall(self.head)
             try:
                 self.script(conn, self.release)
             except OSError:  # the client hung up: that is the point of these tests
@@ -496,39 +499,26 @@ def test_overall_deadline_on_a_real_socket(style: str) -> None:
 
 def test_overall_deadline_while_headers_trickle_in() -> None:
     """A server that sends its status line and headers a few bytes at a time never trips the idle timeout."""
-    release = threading.Event()
     ended: list[str] = []
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
 
-    def serve() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
-            try:
-                conn.sendall(b"HTTP/1.1 200 OK\r\n")
-                for _ in range(400):  # ~20 s at most, so a client without the deadline fails, not hangs
-                    if release.wait(0.05):
-                        ended.append("released")  # the client returned first
-                        return
-                    conn.sendall(b"X-Slow: a\r\n")
-                ended.append("server gave up")
-            except OSError:
-                ended.append("client hung up")
+    def script(conn: socket.socket, release: threading.Event) -> None:
+        try:
+            for _ in range(400):  # ~20 s at most, so a client without the deadline fails, not hangs
+                if release.wait(0.05):
+                    ended.append("released")  # the client returned first
+                    return
+                conn.sendall(b"X-Slow: a\r\n")
+            ended.append("server gave up")
+        except OSError:
+            ended.append("client hung up")
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    server = RawServer(script, head=b"HTTP/1.1 200 OK\r\n")
     try:
-        config = cfg(endpoint=f"http://127.0.0.1:{listener.getsockname()[1]}/v1", request_timeout_ms=600)
+        config = cfg(endpoint=f"http://127.0.0.1:{server.port}/v1", request_timeout_ms=600)
         with HermesClient(config, idle_timeout_s=30.0) as client:
             exchange = client.chat(MSGS)
     finally:
-        release.set()
-        thread.join(timeout=10)
-        listener.close()
+        server.close()
     assert ended and ended[0] != "server gave up"  # the client ended it, long before the server would
     assert exchange.status is None and exchange.transport_error is not None
     assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("deadline", "headers")
