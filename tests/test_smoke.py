@@ -52,7 +52,7 @@ def _write_fixture(directory: Path, name: str, cells: list) -> None:
 
 @pytest.fixture(scope="module")
 def fixture_run(tmp_path_factory: pytest.TempPathFactory):
-    """All fixture notebooks in ONE concurrent run (each its own kernel); timeout 3 s per cell."""
+    """All fixture notebooks in ONE concurrent run (each its own kernel); timeout 8 s per cell (load-proof)."""
     templates = tmp_path_factory.mktemp("templates")
     for name, cells in FIXTURES.items():
         _write_fixture(templates, name, cells)
@@ -61,7 +61,7 @@ def fixture_run(tmp_path_factory: pytest.TempPathFactory):
     os.environ["HERMES_NB_AUTH_TOKEN"] = CANARY
     try:
         result = run_smoke(SmokeTarget("emulator", None, None, secrets=[CANARY]), out_dir=out,
-                           only=list(FIXTURES), templates=templates, timeout_s=3)
+                           only=list(FIXTURES), templates=templates, timeout_s=8)
     finally:
         if old is None:
             os.environ.pop("HERMES_NB_AUTH_TOKEN", None)
