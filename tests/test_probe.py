@@ -417,3 +417,15 @@ def test_cli_write_contract_round_trips(tmp_path: Path, capsys: pytest.CaptureFi
     capsys.readouterr()
     doc = load_contract(written)
     assert sorted(doc["states"]) == ["live"] and "127.0.0.1" not in json.dumps(doc["states"])
+
+
+def test_cli_unwritable_out_is_one_error_line_not_a_traceback(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    endpoint = "http://127.0.0.1:1/v1"
+    assert main(["probe", "--endpoint", endpoint, "--out", str(tmp_path / "missing" / "r.json")]) == 2
+    assert "its directory does not exist" in capsys.readouterr().err
+    # the directory exists but the target is a directory: the write fails after the probe, still exit 2
+    assert main(["probe", "--endpoint", endpoint, "--deadline", "3", "--json", "--write-contract", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["error"].startswith(f"cannot write {tmp_path}")  # exactly one JSON object
+    assert "Traceback" not in captured.err

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULT_MODEL
-from ..errors import UsageError
+from ..errors import ArtifactError, UsageError
 from ..probe import ROUTES, WireReport, probe
 from ..wire_contract import compare, contract_document, dumps_contract, load_contract, resolve_contract
 
@@ -38,16 +38,19 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 def handle(args: argparse.Namespace, out: Any) -> int:
     if not args.deadline > 0:
         raise UsageError(f"--deadline must be > 0 seconds, got {args.deadline:g}")
+    for flag, target in (("--out", args.out), ("--write-contract", args.write_contract)):
+        if target and not Path(target).resolve().parent.is_dir():
+            raise UsageError(f"{flag} {target}: its directory does not exist")
     contract = load_contract(resolve_contract(args.compare)) if args.compare else None
     report = probe(args.endpoint, model=args.model, deadline_s=args.deadline,
                    request_deadline_s=min(5.0, args.deadline))
     if contract is not None:
         report.drift = compare(report, contract, state=args.state)
     if args.out:
-        Path(args.out).write_text(report.model_dump_json(indent=2) + "\n", "utf-8")
+        _write(args.out, report.model_dump_json(indent=2) + "\n")
     if args.write_contract:
         doc = contract_document({report.state: report}, target=args.endpoint)
-        Path(args.write_contract).write_text(dumps_contract(doc), "utf-8")
+        _write(args.write_contract, dumps_contract(doc))
     for line in render(report, compared=args.compare):
         out.line(line)
     out.emit(report.summary())
@@ -58,6 +61,13 @@ def handle(args: argparse.Namespace, out: Any) -> int:
 
 #: `` (stream)`` / `` (1.5 MB body)``: tells the three chat rows apart in the table
 _VARIANTS = {spec.name: f" ({spec.variant})" for spec in ROUTES if spec.variant}
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, "utf-8")
+    except OSError as exc:
+        raise ArtifactError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def _cell(value: Any) -> str:
