@@ -77,7 +77,8 @@ def normalise_endpoint(value: str) -> str:
     if not url.host:
         raise ValueError(f"endpoint has no host: {shown!r}")
     if url.query or url.fragment:
-        raise ValueError(f"endpoint must not carry a query or fragment: {shown!r}")
+        # not echoed: a query is where API keys get pasted (?key=…)
+        raise ValueError("endpoint must not carry a query or fragment (?… or #…)")
     return text.rstrip("/")
 
 

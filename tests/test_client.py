@@ -675,3 +675,12 @@ def test_unsendable_credentials_are_config_errors_not_a_crash_at_send(kw: dict[s
     with pytest.raises(ValueError) as raw:  # the bare pydantic error does not echo the value either
         HermesProxyRuntimeConfig(model="m", **kw)
     assert "sk-canary" not in str(raw.value)
+
+
+def test_an_endpoint_with_a_key_in_its_query_is_rejected_without_echoing_it() -> None:
+    from hermes_nb.config import validate_config
+    from hermes_nb.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="query or fragment") as info:
+        validate_config({"model": "m", "endpoint": "http://127.0.0.1:9/v1?key=sk-canary-query-1234567"})
+    assert "sk-canary" not in str(info.value)
