@@ -135,7 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Output(json_mode)
     try:
         parser = build_parser()
-        args = parser.parse_args(args_list)
+        args = _parse(parser, args_list, out)
+        if args is None:
+            return EXIT_OK
         handler: Callable[[argparse.Namespace, Output], int] | None = getattr(args, "handler", None)
         if handler is None:
             parser.print_help(sys.stderr)
@@ -152,6 +154,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+
+
+def _parse(parser: argparse.ArgumentParser, args_list: list[str], out: Output) -> argparse.Namespace | None:
+    """Parse; ``--help``/``--version`` with ``--json`` become one ``{"help": …}`` object."""
+    if not out.json_mode:
+        try:
+            return parser.parse_args(args_list)
+        except SystemExit as exc:  # --help / --version printed their text
+            if exc.code in (0, None):
+                return None
+            raise
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buffer):
+            return parser.parse_args(args_list)
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
+        out.emit({"help": buffer.getvalue(), "exit_code": EXIT_OK})
+        return None
 
 
 def _fail(out: Output, exc: Exception, code: int) -> int:

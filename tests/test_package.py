@@ -40,3 +40,15 @@ def test_cli_version_and_help(capsys):
 
     doc = json.loads(captured.out)
     assert doc["exit_code"] == 2 and "no-such-command" in doc["error"]
+
+
+def test_help_with_json_is_one_object(capsys):
+    import json
+
+    from hermes_nb.cli import main
+
+    assert main(["run", "--help", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "--prompt" in doc["help"] and doc["exit_code"] == 0
+    assert main(["--version"]) == 0
+    assert "hermes-nb" in capsys.readouterr().out
