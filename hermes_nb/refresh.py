@@ -19,7 +19,7 @@ import nbformat
 from .errors import NotebookFailed
 from .kernels import KernelPool
 from .notebook_templates import NAMES, build
-from .smoke import NotebookRun, execute_notebook
+from .nbexec import NotebookRun, execute_notebook
 
 __all__ = ["strip_run_metadata", "refresh_notebooks"]
 

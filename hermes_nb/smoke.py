@@ -1,43 +1,40 @@
-"""Execute the notebooks headlessly through papermill and keep them as receipts.
+"""Run the notebooks headlessly through papermill and keep them as receipts.
 
 The three notebooks run **concurrently**, each in its own thread with its own
 fresh kernel (:class:`~hermes_nb.kernels.KernelPool`); nothing is shared
 between receipts and the process never ``chdir``s (absolute paths only; the
-kernel's working directory is a private temp dir).
+kernel's working directory is a private temp dir). One notebook's execution
+and its truthful verdict: :mod:`hermes_nb.nbexec`; the receipts:
+:mod:`hermes_nb.receipts`.
 
-Papermill's own record is not trusted for the verdict: after an execution
-timeout it marks every cell completed, and ``sys.exit(0)`` in a cell looks
-like a failure. :func:`decide_verdict` decides from *our* record — the
-exception the execution raised (if any) and the summary the notebook's
-verdict cell displayed (:data:`hermes_nb.nbkit.VERDICT_MIME`). A notebook
-that never reached its verdict cell has failed.
-
-Papermill writes the executed notebook through an in-memory I/O handler
-(``hermes-nb-mem://``), so nothing unredacted touches the disk; the receipt
-is redacted and scanned before :func:`hermes_nb.receipts.write_receipt`
-writes it.
+Target kinds: ``emulator`` (each notebook starts its own, or an endpoint that
+turns out to answer from hermes_nb's emulator), ``rig`` (the real proxy rig)
+and ``live``. A ``live`` target is checked first (:func:`detect_emulator`):
+the promotion gate only accepts live receipts, so pointing ``--endpoint`` at
+an emulator must not produce one.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import secrets as _secrets
 import shutil
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .artifacts import new_run_id
 from .errors import SecretLeak, UsageError
-from .kernels import KERNEL_NAME, KernelPool
-from .nbkit import find_verdict, sha256_bytes, sha256_file
+from .kernels import KernelPool
+from .nbexec import NotebookRun, decide_verdict, execute_notebook, overall_verdict
+from .nbkit import sha256_bytes, sha256_file
 from .receipts import HtmlRenderer, append_index, canonical_json, index_entry, write_receipt
 from .redact import Redactor
 
@@ -52,6 +49,8 @@ __all__ = [
     "decide_verdict",
     "overall_verdict",
     "new_run_id",
+    "detect_emulator",
+    "confirm_target",
     "execute_notebook",
     "run_smoke",
     "run_notebooks",
@@ -60,7 +59,6 @@ __all__ = [
 NOTEBOOKS = ("wire_format_spike", "adapter_check", "e2e_smoke")
 TARGET_KINDS = ("emulator", "rig", "live")
 REPO_ROOT = Path(__file__).resolve().parent.parent
-MEM_SCHEME = "hermes-nb-mem://"
 
 
 def notebooks_dir() -> Path:
@@ -76,25 +74,8 @@ class SmokeTarget:
     model: str | None = None
     hermes_version: str | None = None
     secrets: list[str] = field(default_factory=list)
-
-
-@dataclass
-class NotebookRun:
-    name: str
-    template: Path
-    parameters: dict[str, Any]
-    status: str = "pending"  # completed | cell_error | timeout | dead_kernel | kernel_error | runner_error
-    verdict: str = "failed"
-    reason: str = ""
-    errors: list[str] = field(default_factory=list)
-    summary: dict[str, Any] | None = None
-    nb: Any = None
-    started_at: str = ""
-    finished_at: str = ""
-    duration_s: float = 0.0
-    receipt_path: Path | None = None
-    #: (ReceiptFiles, metadata.receipt) once the receipt is written
-    written: Any = None
+    #: why the kind is what it is when it was not taken as given (see :func:`confirm_target`)
+    evidence: str | None = None
 
 
 @dataclass
@@ -104,11 +85,16 @@ class SmokeResult:
     out_dir: Path
     runs: list[NotebookRun]
     duration_s: float
+    #: the target the receipts name (a ``live`` target found to be an emulator is ``emulator`` here)
+    target: SmokeTarget = field(default_factory=SmokeTarget)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "run_id": self.run_id,
+            "target_kind": self.target.kind,
+            "endpoint": self.target.endpoint,
+            "target_evidence": self.target.evidence,
             "out_dir": str(self.out_dir),
             "duration_s": round(self.duration_s, 3),
             "receipts": [
@@ -120,138 +106,47 @@ class SmokeResult:
         }
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
+# --------------------------------------------------------------------------- target
+
+#: a scenario name no emulator knows: hermes_nb's emulator answers it with 400 ``unknown_scenario``
+PROBE_SCENARIO = "hermes-nb-target-check"
 
 
-def _iso(ts: datetime) -> str:
-    return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def detect_emulator(endpoint: str, *, auth_token: str | None = None, transport: Any = None,
+                    deadline_s: float = 5.0) -> str | None:
+    """Evidence that ``endpoint`` answers from hermes_nb's emulator, else None.
+
+    ``GET /models`` naming an unknown scenario in ``X-Hermes-Emulator-Scenario``: the emulator (every
+    profile) answers 400 ``unknown_scenario``; the real proxy forwards the header to its upstream, so a
+    real proxy in front of the emulator (the rig) is caught too, while a real upstream ignores it. The
+    hermes-agent profile is byte-identical to the real proxy otherwise (Server header, ``/health``), so
+    nothing else tells them apart. Unreachable or any other answer: None.
+    """
+    from .client import HermesClient
+    from .config import HermesProxyRuntimeConfig
+    from .emulator.scenarios import SCENARIO_HEADER
+
+    config = HermesProxyRuntimeConfig(endpoint=endpoint, model="hermes-nb-target-check",
+                                      **({"auth_token": auth_token} if auth_token else {}))
+    with HermesClient(config, transport=transport) as client:
+        exchange = client.request("GET", "/models", headers={SCENARIO_HEADER: PROBE_SCENARIO},
+                                  deadline_s=deadline_s)
+    code = exchange.envelope.code if exchange.envelope is not None else None
+    if exchange.status == 400 and code == "unknown_scenario":
+        return (f"GET {config.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 "
+                "unknown_scenario: the answers come from hermes_nb's emulator (directly or behind a proxy)")
+    return None
 
 
-def new_run_id(now: datetime | None = None) -> str:
-    ts = now or _now()
-    return ts.strftime("%Y%m%dT%H%M%SZ") + "-" + _secrets.token_hex(3)
-
-
-def decide_verdict(status: str, summary: Mapping[str, Any] | None, error: str | None = None) -> tuple[str, str]:
-    """Our verdict from our own record: the execution status and the verdict cell's summary."""
-    if status in ("timeout", "dead_kernel", "kernel_error", "runner_error"):
-        return "failed", f"{status.replace('_', ' ')}: {error}" if error else status.replace("_", " ")
-    if summary is None:
-        return "failed", "no verdict recorded (the notebook stopped before its verdict cell)"
-    verdict = str(summary.get("verdict"))
-    reason = str(summary.get("reason") or verdict)
-    if verdict not in ("passed", "failed", "blocked"):
-        return "failed", f"unknown verdict {verdict!r}"
-    if verdict == "passed" and status != "completed":
-        return "failed", f"the verdict cell passed but the notebook ended with {status}: {error}"
-    return verdict, reason
-
-
-def overall_verdict(verdicts: Sequence[str]) -> str:
-    """failed wins over blocked wins over passed."""
-    if any(v == "failed" for v in verdicts):
-        return "failed"
-    if any(v == "blocked" for v in verdicts):
-        return "blocked"
-    return "passed"
-
-
-# --------------------------------------------------------------------------- papermill in memory
-
-class _MemoryHandler:
-    """papermill I/O handler keeping executed notebooks in memory (keyed by path)."""
-
-    store: dict[str, str] = {}
-    lock = threading.Lock()
-
-    @classmethod
-    def read(cls, path: str) -> str:
-        with cls.lock:
-            return cls.store[path]
-
-    @classmethod
-    def write(cls, buf: str, path: str) -> None:
-        with cls.lock:
-            cls.store[path] = buf
-
-    @classmethod
-    def pop(cls, path: str) -> str | None:
-        with cls.lock:
-            return cls.store.pop(path, None)
-
-    @classmethod
-    def listdir(cls, path: str) -> list[str]:
-        return []
-
-    @classmethod
-    def pretty_path(cls, path: str) -> str:
-        return path
-
-
-_REGISTER_LOCK = threading.Lock()
-
-
-def _papermill() -> Any:
-    import papermill
-    from papermill.iorw import papermill_io
-
-    with _REGISTER_LOCK:
-        if not any(scheme == MEM_SCHEME for scheme, _ in papermill_io._handlers):
-            papermill_io.register(MEM_SCHEME, _MemoryHandler)
-    return papermill
-
-
-def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path) -> NotebookRun:
-    """Run one notebook on a fresh kernel; record status, the executed notebook and our verdict."""
-    import nbformat
-
-    started = _now()
-    run.started_at = _iso(started)
-    t0 = time.perf_counter()
-    mem_path = f"{MEM_SCHEME}{run.name}-{_secrets.token_hex(4)}.ipynb"
-    error: str | None = None
-    km: Any = None
-    try:
-        # start the kernel first: it boots while this thread imports papermill and parameterises
-        from jupyter_core.utils import run_sync
-
-        km = pool.manager_class()(kernel_name=KERNEL_NAME)
-        run_sync(km.start_kernel)(cwd=str(cwd))
-        pm = _papermill()
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
-        from papermill.exceptions import PapermillExecutionError
-
-        try:
-            pm.execute_notebook(
-                str(run.template), mem_path, parameters=run.parameters, kernel_name=KERNEL_NAME, km=km,
-                language="python", progress_bar=False, log_output=False, execution_timeout=timeout_s,
-                start_timeout=60, request_save_on_cell_execute=True,
-            )
-            run.status = "completed"
-        except PapermillExecutionError as exc:
-            run.status, error = "cell_error", f"{exc.ename}: {exc.evalue}"
-        except CellTimeoutError:
-            run.status, error = "timeout", f"a cell ran longer than the execution timeout ({timeout_s:g} s)"
-        except DeadKernelError as exc:
-            run.status, error = "dead_kernel", str(exc).splitlines()[0] if str(exc) else "kernel died"
-    except (RuntimeError, TimeoutError, OSError) as exc:
-        run.status, error = "kernel_error", f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # noqa: BLE001 — worker-thread edge: every notebook must end with a verdict
-        run.status, error = "runner_error", f"{type(exc).__name__}: {exc}"
-    finally:
-        text = _MemoryHandler.pop(mem_path)
-        if km is not None and km.has_kernel:
-            run_sync(km.shutdown_kernel)(now=True)
-    run.nb = nbformat.reads(text, as_version=4) if text else None
-    run.summary = find_verdict(run.nb) if run.nb is not None else None
-    run.verdict, run.reason = decide_verdict(run.status, run.summary, error)
-    run.errors = list((run.summary or {}).get("errors") or [])
-    if error and error not in run.errors:
-        run.errors.append(error)
-    run.finished_at = _iso(_now())
-    run.duration_s = time.perf_counter() - t0
-    return run
+def confirm_target(target: SmokeTarget, *, transport: Any = None) -> SmokeTarget:
+    """A ``live`` target whose endpoint answers from the emulator becomes kind ``emulator`` (with evidence)."""
+    if target.kind != "live" or not target.endpoint:
+        return target
+    token = next((s for s in target.secrets if s), None)
+    evidence = detect_emulator(target.endpoint, auth_token=token, transport=transport)
+    if evidence is None:
+        return target
+    return replace(target, kind="emulator", hermes_version=None, evidence=evidence)
 
 
 # --------------------------------------------------------------------------- receipts
@@ -285,6 +180,7 @@ def receipt_metadata(run: NotebookRun, *, run_id: str, target: SmokeTarget, pool
         "reason": run.reason,
         "errors": run.errors,
         "target_kind": target.kind,
+        "target_evidence": target.evidence,
         "endpoint": summary.get("endpoint") or target.endpoint,
         "model": summary.get("model") or run.parameters.get("model"),
         "hermes_nb_version": __version__,
@@ -325,8 +221,13 @@ def _artifact_sources(run: NotebookRun) -> dict[str, Path]:
 
 def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None = None,
               timeout_s: float = 120.0, html: bool = True, templates: Path | None = None,
-              progress: Callable[[str], None] | None = None, run_id: str | None = None) -> SmokeResult:
-    """Execute the notebooks concurrently and write one receipt each, plus the index."""
+              progress: Callable[[str], None] | None = None, run_id: str | None = None,
+              confirm: bool = True) -> SmokeResult:
+    """Execute the notebooks concurrently and write one receipt each, plus the index.
+
+    ``confirm``: check a ``live`` target first (:func:`confirm_target`); pass False only for a target
+    that already went through it.
+    """
     names = list(dict.fromkeys(only)) if only else list(NOTEBOOKS)  # a repeated --only runs once
     template_dir = templates or notebooks_dir()
     for name in names:
@@ -342,9 +243,13 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
                 progress(msg)
 
     t0 = time.perf_counter()
-    run_id = run_id or new_run_id()
+    target = confirm_target(target) if confirm else target
+    if target.evidence:
+        say(f"target kind: emulator ({target.evidence})")
+    started = datetime.now(timezone.utc)
+    run_id = run_id or new_run_id(started)
     out_dir = Path(out_dir).resolve()
-    receipt_dir = out_dir / _now().strftime("%Y-%m-%d") / run_id
+    receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
     redactor = Redactor(target.secrets)
     renderer = HtmlRenderer() if html else None
     work = Path(tempfile.mkdtemp(prefix="hermes-nb-smoke-"))
@@ -392,7 +297,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
     for r in runs:
         r.nb = r.written = None  # the receipts on disk are the record; drop the in-memory copies
     verdict = overall_verdict([r.verdict for r in runs])
-    return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0)
+    return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target)
 
 
 def _empty_notebook(template: Path) -> Any:

@@ -282,3 +282,81 @@ def test_artifacts_changed_after_the_run_fail_the_verdict(tmp_path: Path) -> Non
     (tmp_path / "runtime.stdout.log").write_text("edited")
     assert set(_artifact_sources(run)) == {"runtime-final.txt"}
     assert run.verdict == "failed" and "runtime.stdout.log changed" in run.reason
+
+
+# --------------------------------------------------------------------------- target kind: an emulator is never "live"
+
+@pytest.mark.parametrize("profile", ["hermes-agent", "seed", "upstream"])
+def test_detect_emulator_on_every_profile(profile: str) -> None:
+    from hermes_nb.emulator import serve
+    from hermes_nb.smoke import detect_emulator
+
+    with serve(profile=profile) as emu:
+        evidence = detect_emulator(emu.endpoint)
+        assert evidence is not None and "unknown_scenario" in evidence
+        assert [r.path for r in emu.requests] == ["/v1/models"]
+
+
+def test_detect_emulator_is_none_for_a_real_upstream_or_nothing_listening() -> None:
+    import httpx
+
+    from hermes_nb.emulator import SCENARIO_HEADER
+    from hermes_nb.smoke import PROBE_SCENARIO, detect_emulator
+
+    seen: list[httpx.Request] = []
+
+    def upstream(request: httpx.Request) -> httpx.Response:  # a real proxy ignores the header
+        seen.append(request)
+        return httpx.Response(200, json={"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+    assert detect_emulator("http://127.0.0.1:8645/v1", transport=httpx.MockTransport(upstream)) is None
+    assert seen[0].headers[SCENARIO_HEADER] == PROBE_SCENARIO and seen[0].url.path == "/v1/models"
+    assert detect_emulator(f"http://127.0.0.1:{_closed_port()}/v1") is None
+
+
+def test_confirm_target_relabels_only_live_targets() -> None:
+    from hermes_nb.emulator import serve
+    from hermes_nb.smoke import confirm_target
+
+    with serve() as emu:
+        live = confirm_target(SmokeTarget("live", emu.endpoint, hermes_version="0.19.0"))
+        assert (live.kind, live.hermes_version) == ("emulator", None) and live.evidence
+        rig = SmokeTarget("rig", emu.endpoint)
+        assert confirm_target(rig) is rig
+    assert confirm_target(SmokeTarget("emulator")).kind == "emulator"
+
+
+def test_cli_endpoint_at_an_emulator_gives_emulator_receipts_the_gate_refuses(tmp_path: Path, capsys) -> None:
+    from hermes_nb.config import manifest_template, save_manifest
+    from hermes_nb.emulator import serve
+    from hermes_nb.promote import PromotionRefused, promote
+
+    with serve() as emu:
+        code = main(["smoke", "--endpoint", emu.endpoint, "--only", "e2e_smoke", "--out", str(tmp_path / "r"),
+                     "--no-html", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["verdict"] == "passed" and out["target_kind"] == "emulator" and out["target_evidence"]
+    receipt_path = Path(out["receipts"][0]["path"])
+    receipt = nbformat.read(str(receipt_path), as_version=4).metadata.receipt
+    assert receipt["target_kind"] == "emulator" and "unknown_scenario" in receipt["target_evidence"]
+    assert receipt["hermes_agent_version"] is None  # the local hermes says nothing about an emulator
+    assert load_index(tmp_path / "r")["receipts"][0]["target_kind"] == "emulator"
+    manifest = tmp_path / "hermes-proxy.yaml"
+    save_manifest(manifest_template(), manifest)
+    with pytest.raises(PromotionRefused) as info:
+        promote(receipt_path, manifest=manifest, runbook=tmp_path / "runbook.md")
+    assert any("an emulator receipt" in r for r in info.value.reasons)
+
+
+def test_cli_failing_endpoint_exits_1_with_a_verified_failed_receipt(tmp_path: Path, capsys) -> None:
+    from hermes_nb.emulator import serve
+
+    with serve(scenario="server-error") as emu:
+        code = main(["smoke", "--endpoint", emu.endpoint, "--only", "adapter_check", "--out", str(tmp_path),
+                     "--no-html", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["verdict"] == "failed"
+    assert out["receipts"][0]["verdict"] == "failed" and out["receipts"][0]["status"] == "cell_error"
+    receipt = nbformat.read(out["receipts"][0]["path"], as_version=4).metadata.receipt
+    assert receipt["verdict"] == "failed" and any("HTTP 500" in e for e in receipt["errors"])
+    assert verify_receipts(tmp_path).ok

@@ -1,7 +1,9 @@
 """``hermes-nb smoke``: run the three notebooks headlessly and keep the receipts.
 
 Target: the embedded emulator (default; each notebook starts its own), a live
-proxy (``--endpoint``) or the real proxy rig (``--rig stale|live``). Receipts go
+proxy (``--endpoint``; an endpoint that answers from hermes_nb's emulator gives
+emulator receipts, see :func:`hermes_nb.smoke.detect_emulator`) or the real proxy
+rig (``--rig stale|live``). Receipts go
 to ``--out`` (default ``runbooks/receipts/<target kind>/``; emulator and rig
 receipts are git-ignored, live ones are meant to be committed).
 
@@ -45,13 +47,6 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def _secrets_of_url(url: str) -> list[str]:
-    import httpx
-
-    parsed = httpx.URL(url)
-    return [s for s in (parsed.password, parsed.username) if s]
-
-
 def _local_hermes_version() -> str | None:
     """The version of the local `hermes` (the live proxy's, when it runs from it); None when none is found."""
     from ..hermes_bin import find_hermes_bin, hermes_version
@@ -62,7 +57,7 @@ def _local_hermes_version() -> str | None:
 
 def handle(args: argparse.Namespace, out: Any) -> int:
     from ..config import normalise_endpoint
-    from ..smoke import SmokeTarget, run_smoke
+    from ..smoke import SmokeTarget, confirm_target, run_smoke
 
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
@@ -78,8 +73,10 @@ def handle(args: argparse.Namespace, out: Any) -> int:
                 endpoint = normalise_endpoint(args.endpoint)
             except ValueError as exc:
                 raise UsageError(f"--endpoint: {exc}") from None
-            target = SmokeTarget("live", endpoint, args.model, hermes_version=_local_hermes_version(),
-                                 secrets=secrets + _secrets_of_url(endpoint))
+            target = confirm_target(SmokeTarget("live", endpoint, args.model,
+                                                secrets=secrets))
+            if target.kind == "live":  # else: an emulator behind --endpoint (run_smoke says so)
+                target.hermes_version = _local_hermes_version()
         elif args.rig:
             from ..rig import real_proxy
 
@@ -92,9 +89,9 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         out_dir = Path(args.out) if args.out else Path("runbooks") / "receipts" / target.kind
         say = None if out.json_mode else out.info
         result = run_smoke(target, out_dir=out_dir, only=args.only, timeout_s=args.timeout,
-                           html=not args.no_html, progress=say)
+                           html=not args.no_html, progress=say, confirm=False)
     for r in result.runs:
         out.line(f"[{r.verdict.upper()}] {r.name}: {r.reason}" + (f"  {r.receipt_path}" if r.receipt_path else ""))
     out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s; receipts in {result.out_dir} (run {result.run_id})")
-    out.emit({**result.to_dict(), "target_kind": target.kind, "endpoint": target.endpoint})
+    out.emit(result.to_dict())
     return exit_code_for(result.verdict)

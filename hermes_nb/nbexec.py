@@ -1,0 +1,169 @@
+"""Execute one notebook through papermill on a fresh kernel and decide its verdict from our own record.
+
+Papermill's own record is not trusted for the verdict: after an execution
+timeout it marks every cell completed (``exception: null``), and
+``sys.exit(0)`` in a cell looks like a failure. :func:`decide_verdict`
+decides from *our* record — the exception the execution raised (if any) and
+the summary the notebook's verdict cell displayed
+(:data:`hermes_nb.nbkit.VERDICT_MIME`). A notebook that never reached its
+verdict cell has failed.
+
+Papermill writes the executed notebook through an in-memory I/O handler
+(``hermes-nb-mem://``), so nothing unredacted touches the disk; the caller
+redacts and scans it before anything is written (:mod:`hermes_nb.receipts`).
+"""
+
+from __future__ import annotations
+
+import secrets as _secrets
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .artifacts import iso_now
+from .kernels import KERNEL_NAME, KernelPool
+from .nbkit import find_verdict
+
+__all__ = ["MEM_SCHEME", "NotebookRun", "decide_verdict", "overall_verdict", "execute_notebook"]
+
+MEM_SCHEME = "hermes-nb-mem://"
+
+
+@dataclass
+class NotebookRun:
+    name: str
+    template: Path
+    parameters: dict[str, Any]
+    status: str = "pending"  # completed | cell_error | timeout | dead_kernel | kernel_error | runner_error
+    verdict: str = "failed"
+    reason: str = ""
+    errors: list[str] = field(default_factory=list)
+    summary: dict[str, Any] | None = None
+    nb: Any = None
+    started_at: str = ""
+    finished_at: str = ""
+    duration_s: float = 0.0
+    receipt_path: Path | None = None
+    #: (ReceiptFiles, metadata.receipt) once the receipt is written
+    written: Any = None
+
+
+def decide_verdict(status: str, summary: Mapping[str, Any] | None, error: str | None = None) -> tuple[str, str]:
+    """Our verdict from our own record: the execution status and the verdict cell's summary."""
+    if status in ("timeout", "dead_kernel", "kernel_error", "runner_error"):
+        return "failed", f"{status.replace('_', ' ')}: {error}" if error else status.replace("_", " ")
+    if summary is None:
+        return "failed", "no verdict recorded (the notebook stopped before its verdict cell)"
+    verdict = str(summary.get("verdict"))
+    reason = str(summary.get("reason") or verdict)
+    if verdict not in ("passed", "failed", "blocked"):
+        return "failed", f"unknown verdict {verdict!r}"
+    if verdict == "passed" and status != "completed":
+        return "failed", f"the verdict cell passed but the notebook ended with {status}: {error}"
+    return verdict, reason
+
+
+def overall_verdict(verdicts: Sequence[str]) -> str:
+    """failed wins over blocked wins over passed."""
+    if any(v == "failed" for v in verdicts):
+        return "failed"
+    if any(v == "blocked" for v in verdicts):
+        return "blocked"
+    return "passed"
+
+
+class _MemoryHandler:
+    """papermill I/O handler keeping executed notebooks in memory (keyed by path)."""
+
+    store: dict[str, str] = {}
+    lock = threading.Lock()
+
+    @classmethod
+    def read(cls, path: str) -> str:
+        with cls.lock:
+            return cls.store[path]
+
+    @classmethod
+    def write(cls, buf: str, path: str) -> None:
+        with cls.lock:
+            cls.store[path] = buf
+
+    @classmethod
+    def pop(cls, path: str) -> str | None:
+        with cls.lock:
+            return cls.store.pop(path, None)
+
+    @classmethod
+    def listdir(cls, path: str) -> list[str]:
+        return []
+
+    @classmethod
+    def pretty_path(cls, path: str) -> str:
+        return path
+
+
+_REGISTER_LOCK = threading.Lock()
+
+
+def _papermill() -> Any:
+    import papermill
+    from papermill.iorw import papermill_io
+
+    with _REGISTER_LOCK:
+        if not any(scheme == MEM_SCHEME for scheme, _ in papermill_io._handlers):
+            papermill_io.register(MEM_SCHEME, _MemoryHandler)
+    return papermill
+
+
+def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path) -> NotebookRun:
+    """Run one notebook on a fresh kernel; record status, the executed notebook and our verdict."""
+    import nbformat
+
+    run.started_at = iso_now()
+    t0 = time.perf_counter()
+    mem_path = f"{MEM_SCHEME}{run.name}-{_secrets.token_hex(4)}.ipynb"
+    error: str | None = None
+    km: Any = None
+    try:
+        # start the kernel first: it boots while this thread imports papermill and parameterises
+        from jupyter_core.utils import run_sync
+
+        km = pool.manager_class()(kernel_name=KERNEL_NAME)
+        run_sync(km.start_kernel)(cwd=str(cwd))
+        pm = _papermill()
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+        from papermill.exceptions import PapermillExecutionError
+
+        try:
+            pm.execute_notebook(
+                str(run.template), mem_path, parameters=run.parameters, kernel_name=KERNEL_NAME, km=km,
+                language="python", progress_bar=False, log_output=False, execution_timeout=timeout_s,
+                start_timeout=60, request_save_on_cell_execute=True,
+            )
+            run.status = "completed"
+        except PapermillExecutionError as exc:
+            run.status, error = "cell_error", f"{exc.ename}: {exc.evalue}"
+        except CellTimeoutError:
+            run.status, error = "timeout", f"a cell ran longer than the execution timeout ({timeout_s:g} s)"
+        except DeadKernelError as exc:
+            run.status, error = "dead_kernel", str(exc).splitlines()[0] if str(exc) else "kernel died"
+    except (RuntimeError, TimeoutError, OSError) as exc:
+        run.status, error = "kernel_error", f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 — worker-thread edge: every notebook must end with a verdict
+        run.status, error = "runner_error", f"{type(exc).__name__}: {exc}"
+    finally:
+        text = _MemoryHandler.pop(mem_path)
+        if km is not None and km.has_kernel:
+            run_sync(km.shutdown_kernel)(now=True)
+    run.nb = nbformat.reads(text, as_version=4) if text else None
+    run.summary = find_verdict(run.nb) if run.nb is not None else None
+    run.verdict, run.reason = decide_verdict(run.status, run.summary, error)
+    run.errors = list((run.summary or {}).get("errors") or [])
+    if error and error not in run.errors:
+        run.errors.append(error)
+    run.finished_at = iso_now()
+    run.duration_s = time.perf_counter() - t0
+    return run
