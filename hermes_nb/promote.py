@@ -5,7 +5,8 @@ A manifest is promoted only for a receipt that is
 * an ``e2e_smoke`` receipt,
 * verified (sidecar digests, receipt digest, index digest when indexed, no secret in any of its files),
 * verdict ``passed``,
-* against target kind ``live`` (never the emulator or the rig),
+* against target kind ``live`` (never the emulator or the rig; a live receipt whose own record names an
+  emulator — ``target_evidence`` or the kernel's ``summary.target`` — is refused too),
 
 and only when the manifest is ``experimental``. On success the manifest is
 rewritten with ``status: active`` and a promotion record (date, receipt path
@@ -99,6 +100,10 @@ def check_receipt(receipt: Path, *, secrets: Iterable[str] = ()) -> tuple[dict[s
         reasons.append(f"target kind is {kind!r} ({'an emulator' if kind == 'emulator' else 'a rig'} receipt"
                        " proves nothing about a live proxy); a live receipt is required"
                        if kind in ("emulator", "rig") else f"target kind is {kind!r}; a live receipt is required")
+    summary = meta.get("summary") if isinstance(meta.get("summary"), dict) else {}
+    if kind == "live" and (meta.get("target_evidence") or summary.get("target") == "emulator"):
+        reasons.append("the receipt claims target kind 'live' but records an emulator "
+                       f"({meta.get('target_evidence') or 'the notebook started its own emulator'})")
     if meta.get("verdict") != "passed":
         reasons.append(f"verdict is {meta.get('verdict')!r} ({meta.get('reason')}); a passed receipt is required")
     return meta, reasons

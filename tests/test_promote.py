@@ -137,3 +137,74 @@ def test_cli_exit_codes(tmp_path: Path, manifest: Path, runbook: Path, capsys) -
     assert main(["promote", "--receipt", str(live), *args]) == 0
     ok = json.loads(capsys.readouterr().out)
     assert ok["promoted"] is True and ok["status"] == "active"
+
+
+class _Relay(__import__("http.server").server.BaseHTTPRequestHandler):
+    """A loopback proxy that is not the emulator: forwards to it but drops the emulator's scenario header,
+    the way a real upstream ignores it. Non-streaming relay (the SSE body is buffered, then written)."""
+
+    upstream = ""
+
+    def _relay(self) -> None:
+        import httpx
+
+        from hermes_nb.emulator import SCENARIO_HEADER
+
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        drop = {"host", "content-length", "connection", "accept-encoding", SCENARIO_HEADER.lower()}
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}
+        resp = httpx.request(self.command, self.upstream + self.path, headers=headers, content=body, timeout=30)
+        self.send_response(resp.status_code)
+        self.send_header("content-type", resp.headers.get("content-type", "application/json"))
+        self.send_header("content-length", str(len(resp.content)))
+        self.end_headers()
+        self.wfile.write(resp.content)
+
+    do_GET = do_POST = _relay
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_success_path_end_to_end_a_smoke_receipt_against_a_non_emulator_endpoint_promotes(
+        tmp_path: Path, manifest: Path, runbook: Path) -> None:
+    """The whole chain, no hand-made receipt: smoke (live target) -> receipt -> verify -> promote."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from hermes_nb.emulator import serve
+    from hermes_nb.receipts import verify_receipts
+    from hermes_nb.smoke import SmokeTarget, run_smoke
+
+    with serve() as emu:
+        handler = type("Relay", (_Relay,), {"upstream": emu.base_url})
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1"
+            result = run_smoke(SmokeTarget("live", endpoint), out_dir=tmp_path / "live", only=["e2e_smoke"],
+                               html=False)
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join()
+    assert (result.verdict, result.target.kind, result.target.evidence) == ("passed", "live", None)
+    assert verify_receipts(tmp_path / "live").ok
+    receipt = result.runs[0].receipt_path
+    assert receipt is not None
+    promotion = promote(receipt, manifest=manifest, runbook=runbook)
+    assert load_manifest(manifest).status == "active" and promotion.endpoint == endpoint
+    assert promotion.receipt_sha256 in runbook.read_text()
+
+
+def test_refuses_a_live_receipt_whose_own_record_names_an_emulator(tmp_path: Path, manifest: Path,
+                                                                   runbook: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    meta = {"schema": "hermes-nb.receipt.v1", "notebook": "e2e_smoke", "run_id": "20260101T000000Z-abcdef",
+            "verdict": "passed", "reason": "ok", "target_kind": "live", "endpoint": "http://127.0.0.1:1/v1",
+            "model": "m", "summary": {"target": "emulator"}}
+    files = write_receipt(nb, tmp_path / "r" / "2026-01-01" / "x", "e2e_smoke", meta, redactor=Redactor())
+    with pytest.raises(PromotionRefused) as info:
+        promote(files.notebook, manifest=manifest, runbook=runbook)
+    assert any("records an emulator" in r for r in info.value.reasons)
