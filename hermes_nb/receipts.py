@@ -202,9 +202,11 @@ def append_index(directory: Path, entries: Iterable[Mapping[str, Any]], *, redac
     """Append entries to ``index.json`` and regenerate ``README.md`` (file lock + atomic rename)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    with _INDEX_LOCK, open(directory / ".index.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    # the lock is taken on the directory itself: no stray lock file in a tree meant to be committed
+    with _INDEX_LOCK:
+        fd = os.open(directory, os.O_RDONLY)
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             index = load_index(directory)
             index["receipts"].extend(redactor.data(dict(e)) for e in entries)
             text = json.dumps(index, indent=2, ensure_ascii=False) + "\n"
@@ -213,7 +215,7 @@ def append_index(directory: Path, entries: Iterable[Mapping[str, Any]], *, redac
             _write_text(directory / "index.json", text)
             _write_text(directory / "README.md", readme)
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            os.close(fd)  # releases the lock
     return directory / "index.json"
 
 
@@ -306,6 +308,28 @@ def verify_receipt(notebook: Path, *, sidecar_sha256: str | None = None,
     return dict(receipt), sorted(set(problems), key=problems.index)
 
 
+#: index fields that must equal the receipt's own (metadata.receipt) values
+_INDEXED_FIELDS = ("run_id", "notebook", "verdict", "target_kind", "endpoint", "model", "started_at", "duration_s")
+
+
+def _entry_problems(path: Path, entry: Mapping[str, Any], receipt: Mapping[str, Any]) -> list[str]:
+    problems = [f"{path}: index says {key} {entry.get(key)!r}, the receipt says {receipt.get(key)!r}"
+                for key in _INDEXED_FIELDS if entry.get(key) != receipt.get(key)]
+    name = path.name[: -len(".ipynb")] if path.name.endswith(".ipynb") else path.stem
+    sidecar = Path(str(entry.get("path", ""))).with_name(name + SIDECAR_SUFFIX).as_posix()
+    if entry.get("sidecar") != sidecar:
+        problems.append(f"{path}: index names sidecar {entry.get('sidecar')!r}, expected {sidecar!r}")
+    return problems
+
+
+def _sidecar_files(sidecar: Path) -> list[str]:
+    try:
+        files = json.loads(sidecar.read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(rel) for rel in files] if isinstance(files, dict) else []
+
+
 def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyReport:
     """Recompute every digest of every indexed receipt and re-scan the whole tree for secrets."""
     directory = Path(directory)
@@ -326,15 +350,22 @@ def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyRe
         receipt, problems = verify_receipt(path, sidecar_sha256=entry.get("sidecar_sha256"), secrets=known)
         if receipt is not None and receipt_digest(receipt) != entry.get("receipt_sha256"):
             problems.append(f"{path}: metadata.receipt digest does not match the index")
-        if receipt is not None and receipt.get("verdict") != entry.get("verdict"):
-            problems.append(f"{path}: verdict {receipt.get('verdict')!r} differs from the index")
+        if receipt is not None:
+            problems.extend(_entry_problems(path, entry, receipt))
         report.receipts.append({"path": entry.get("path"), "notebook": entry.get("notebook"),
                                 "verdict": entry.get("verdict"), "ok": not problems})
         report.problems.extend(problems)
+    listed: set[Path] = set()
     for sidecar in directory.rglob("*" + SIDECAR_SUFFIX):
         nb_path = sidecar.with_name(sidecar.name[: -len(SIDECAR_SUFFIX)] + ".ipynb")
         if nb_path.resolve() not in indexed:
             report.problems.append(f"{nb_path}: receipt not in index.json")
+        listed.add(sidecar.resolve())
+        listed.update((sidecar.parent / rel).resolve() for rel in _sidecar_files(sidecar))
+    for path in sorted(directory.rglob("*")):
+        # a receipt directory (DIR/<date>/<run id>/…) holds only what its sidecars list
+        if path.is_file() and len(path.relative_to(directory).parts) > 2 and path.resolve() not in listed:
+            report.problems.append(f"{path}: not listed in any receipt sidecar")
     report.files_scanned, leaks = scan_tree(directory, known)
     report.problems.extend(p for p in leaks if p not in report.problems)
     return report

@@ -119,7 +119,7 @@ def test_verify_passes_on_untouched_receipts(tmp_path: Path) -> None:
     _write(tmp_path)
     report = verify_receipts(tmp_path)
     assert report.ok, report.problems
-    assert report.files_scanned == 6 and report.receipts[0]["ok"]
+    assert report.files_scanned == 5 and report.receipts[0]["ok"]  # ipynb, html, sidecar, index, README
 
 
 def test_verify_detects_a_changed_verdict_in_the_notebook(tmp_path: Path) -> None:
@@ -221,3 +221,31 @@ def test_receipts_cli_verify_and_list(tmp_path: Path, capsys) -> None:
     assert "leak.txt: secret found" in out and CANARY not in out
     assert main(["receipts", "verify", str(tmp_path / "nope")]) == 2
     assert main(["receipts"]) == 2
+
+
+@pytest.mark.parametrize("key, value", [("target_kind", "live-ish"), ("endpoint", "http://elsewhere/v1"),
+                                        ("notebook", "adapter_check"), ("model", "other"), ("run_id", "x"),
+                                        ("sidecar", "2026-01-01/x/e2e_smoke.receipt.json")])
+def test_verify_detects_an_index_field_that_disagrees_with_the_receipt(tmp_path: Path, key: str, value: str) -> None:
+    _write(tmp_path)
+    index = json.loads((tmp_path / "index.json").read_text())
+    index["receipts"][0][key] = value
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    report = verify_receipts(tmp_path)
+    assert not report.ok and not report.receipts[0]["ok"]
+    assert any(key in p and repr(value) in p for p in report.problems), report.problems
+
+
+def test_verify_detects_a_file_slipped_into_a_receipt_directory(tmp_path: Path) -> None:
+    files = _write(tmp_path)
+    extra = files.notebook.parent / "artifacts" / "e2e_smoke" / "runtime-extra.txt"
+    extra.parent.mkdir(parents=True)
+    extra.write_text("not part of the receipt")
+    problems = verify_receipts(tmp_path).problems
+    assert problems == [f"{extra}: not listed in any receipt sidecar"]
+
+
+def test_the_index_lock_leaves_no_file_behind(tmp_path: Path) -> None:
+    _write(tmp_path)
+    _write(tmp_path, name="adapter_check")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["README.md", "index.json"]
