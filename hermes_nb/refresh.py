@@ -4,11 +4,17 @@
 what nbval compares (``pytest --nbval notebooks/``); they must come from a
 passing run against the deterministic emulator, so a notebook that does not
 pass is not written. Papermill's per-run metadata (timings, status) is
-stripped so that refreshes diff cleanly.
+stripped, and the stored outputs are normalised with the nbval sanitize rules
+(ports, run ids, timestamps, durations, temp paths → placeholders; artifact
+digests in the verdict's machine summary → ``<sha256>``), so that refreshing
+twice writes byte-identical files and ``git diff notebooks/`` shows only real
+changes.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,12 +22,16 @@ from typing import Any
 
 import nbformat
 
-from .errors import NotebookFailed
+from .errors import ConfigError, NotebookFailed
 from .kernels import KernelPool
+from .nbkit import VERDICT_MIME
 from .notebook_templates import NAMES, build
 from .nbexec import NotebookRun, execute_notebook
 
-__all__ = ["strip_run_metadata", "refresh_notebooks"]
+__all__ = ["SANITIZE_FILE", "strip_run_metadata", "sanitize_rules", "sanitize_outputs", "refresh_notebooks"]
+
+SANITIZE_FILE = "nbval-sanitize.cfg"
+REPO_NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def strip_run_metadata(nb: Any) -> Any:
@@ -30,6 +40,50 @@ def strip_run_metadata(nb: Any) -> Any:
     for cell in nb.cells:
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
+    return nb
+
+
+def sanitize_rules(path: Path) -> list[tuple[re.Pattern[str], str]]:
+    """The ``regex:``/``replace:`` pairs of an nbval sanitize file (``[section]`` lines and comments ignored)."""
+    rules: list[tuple[re.Pattern[str], str]] = []
+    pattern: str | None = None
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith("regex:"):
+            pattern = line[len("regex:"):].strip()
+        elif line.startswith("replace:") and pattern is not None:
+            try:
+                rules.append((re.compile(pattern), line[len("replace:"):].strip()))
+            except re.error as exc:
+                raise ConfigError(f"{path}: bad regex {pattern!r}: {exc}") from None
+            pattern = None
+    return rules
+
+
+def _sanitize(value: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> Any:
+    if isinstance(value, str):
+        for regex, replacement in rules:
+            value = regex.sub(replacement, value)
+        return value
+    if isinstance(value, list):
+        return [_sanitize(v, rules) for v in value]
+    if isinstance(value, dict):
+        return {k: _sanitize(v, rules) for k, v in value.items()}
+    return value
+
+
+def sanitize_outputs(nb: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> Any:
+    """Apply the sanitize rules to every string of every output (data, text, metadata); digests → ``<sha256>``."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        outputs = []
+        for output in cell.outputs:
+            clean = _sanitize(json.loads(json.dumps(output)), rules)
+            summary = (clean.get("metadata") or {}).get(VERDICT_MIME)
+            if isinstance(summary, dict) and isinstance(summary.get("artifacts"), dict):
+                summary["artifacts"] = {name: "<sha256>" for name in summary["artifacts"]}
+            outputs.append(nbformat.from_dict(clean))
+        cell.outputs = outputs
     return nb
 
 
@@ -55,8 +109,10 @@ def refresh_notebooks(directory: Path, *, names: Sequence[str] | None = None, ti
     failed = [r for r in runs if r.verdict != "passed"]
     if failed:
         raise NotebookFailed("; ".join(f"{r.name}: {r.verdict} ({r.reason})" for r in failed))
+    cfg = directory / SANITIZE_FILE
+    rules = sanitize_rules(cfg if cfg.is_file() else REPO_NOTEBOOKS / SANITIZE_FILE)
     for r in runs:
-        nb = strip_run_metadata(r.nb)
+        nb = sanitize_outputs(strip_run_metadata(r.nb), rules)
         for cell, ref in zip(nb.cells, build(r.name).cells):
             cell["id"] = ref["id"]
         nbformat.write(nb, str(directory / f"{r.name}.ipynb"))

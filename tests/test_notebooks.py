@@ -131,3 +131,44 @@ def test_refresh_regenerates_executes_and_strips_run_metadata(tmp_path: Path) ->
     assert [c.id for c in nb.cells] == [c.id for c in build("adapter_check").cells]
     assert all(c.outputs for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", []))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter_check.ipynb"]
+    first = (tmp_path / "adapter_check.ipynb").read_bytes()
+    outputs = json.dumps([c.outputs for c in nb.cells if c.cell_type == "code"])
+    assert "127.0.0.1:<port>" in outputs and not re.search(r"127\.0\.0\.1:\d", outputs)  # stored sanitized
+    refresh_notebooks(tmp_path, names=["adapter_check"], timeout_s=60)
+    assert (tmp_path / "adapter_check.ipynb").read_bytes() == first
+
+
+def test_sanitize_outputs_applies_the_rules_to_outputs_only_and_masks_digests() -> None:
+    from hermes_nb.refresh import sanitize_outputs, sanitize_rules
+
+    rules = sanitize_rules(NB_DIR / "nbval-sanitize.cfg")
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print('http://127.0.0.1:1234/v1')")
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="http://127.0.0.1:1234/v1 in 0.125 s\n"),
+        nbformat.v4.new_output("display_data", data={"text/plain": "run 20261202T163553Z-468a2c"},
+                               metadata={VERDICT_MIME: {"artifacts": {"runtime-final.txt": "ab" * 32},
+                                                        "run_dir": "/tmp/hermes-nb-e2e-x/runs"}}),
+    ]
+    nb.cells = [nbformat.v4.new_markdown_cell("port 127.0.0.1:8645"), cell]
+    sanitize_outputs(nb, rules)
+    assert nb.cells[0].source == "port 127.0.0.1:8645" and "1234" in nb.cells[1].source
+    assert nb.cells[1].outputs[0].text == "http://127.0.0.1:<port>/v1 in <n.nnn> s\n"
+    assert nb.cells[1].outputs[1].data["text/plain"] == "run <run-id>"
+    meta = nb.cells[1].outputs[1].metadata[VERDICT_MIME]
+    assert meta == {"artifacts": {"runtime-final.txt": "<sha256>"}, "run_dir": "<tmp-path>"}
+
+
+def test_nbval_fails_when_a_stored_output_changes(tmp_path: Path) -> None:
+    """The regression check can fail: the Makefile's nbval line on a copy with one edited stored output."""
+    nb = _load("adapter_check")
+    verdict_out = next(o for o in nb.cells[-1].outputs if VERDICT_MIME in (o.get("metadata") or {}))
+    verdict_out.data["text/plain"] = verdict_out.data["text/plain"].replace("(ready)", "(locked)")
+    nbformat.write(nb, str(tmp_path / "adapter_check.ipynb"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", str(tmp_path / "adapter_check.ipynb"),
+         "--nbval-current-env", "--nbval-sanitize-with", str(NB_DIR / "nbval-sanitize.cfg")],
+        capture_output=True, text=True, timeout=110, cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "verdict: passed (locked)" in proc.stdout and "1 failed" in proc.stdout
