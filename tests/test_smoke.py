@@ -31,8 +31,9 @@ FIXTURES = {
     "blocked": [PARAMS, _verdict_cell("blocked")],
     "failed": [PARAMS, _verdict_cell("failed")],
     "raises": [PARAMS, ("raise ValueError('boom')", None), _verdict_cell("passed")],
-    "slow": [PARAMS, ("import time\ntime.sleep(60)", None), _verdict_cell("passed")],
-    "dead": [PARAMS, ("import os\nos._exit(1)", None), _verdict_cell("passed")],
+    "slow": [PARAMS, ("print('before the stall')", None), ("import time\ntime.sleep(60)", None),
+             _verdict_cell("passed")],
+    "dead": [PARAMS, ("print('before the crash')", None), ("import os\nos._exit(1)", None), _verdict_cell("passed")],
     "exit0": [PARAMS, ("raise SystemExit(0)", None), _verdict_cell("passed")],
     "leaky": [PARAMS, ("import os\nprint('token', os.environ['HERMES_NB_AUTH_TOKEN'])", None),
               _verdict_cell("passed")],
@@ -147,6 +148,11 @@ def test_receipt_metadata_matches_the_verdict_even_where_papermill_misleads(fixt
     slow = next(r for r in result.runs if r.name == "slow")
     recorded = nbformat.read(str(slow.receipt_path), as_version=4).metadata.receipt["papermill_exception_recorded"]
     assert recorded is not True  # papermill itself did not flag the timeout; our verdict did
+    # papermill writes nothing after a timeout or a dead kernel: the receipt still shows the outputs so far
+    for name, line in (("slow", "before the stall"), ("dead", "before the crash")):
+        run = next(r for r in result.runs if r.name == name)
+        cell = next(c for c in nbformat.read(str(run.receipt_path), as_version=4).cells if line in c.source)
+        assert [o.get("text") for o in cell.outputs] == [line + "\n"], name
 
 
 def test_receipts_verify_index_and_no_canary_anywhere(fixture_run) -> None:
@@ -360,3 +366,23 @@ def test_cli_failing_endpoint_exits_1_with_a_verified_failed_receipt(tmp_path: P
     receipt = nbformat.read(out["receipts"][0]["path"], as_version=4).metadata.receipt
     assert receipt["verdict"] == "failed" and any("HTTP 500" in e for e in receipt["errors"])
     assert verify_receipts(tmp_path).ok
+
+
+def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: Path, monkeypatch) -> None:
+    """A startup script in the user's IPython profile must not change what a receipt's notebook does."""
+    from hermes_nb.smoke import NotebookRun, execute_notebook
+
+    user_dir = tmp_path / "user-ipython"
+    (user_dir / "profile_default" / "startup").mkdir(parents=True)
+    (user_dir / "profile_default" / "startup" / "00-leak.py").write_text("LEAKED = True\n")
+    monkeypatch.setenv("IPYTHONDIR", str(user_dir))
+    _write_fixture(tmp_path, "probe", [PARAMS, (
+        "import os\nprint('LEAKED' in globals(), get_ipython().history_manager.enabled, "
+        "os.environ['IPYTHONDIR'] == " + repr(str(user_dir)) + ")", None)])
+    run = NotebookRun(name="probe", template=tmp_path / "probe.ipynb", parameters={})
+    with KernelPool() as pool:
+        execute_notebook(run, pool, timeout_s=30, cwd=tmp_path)
+    assert run.status == "completed", run.errors
+    out = next(c for c in run.nb.cells if "LEAKED" in c.source).outputs
+    assert [o.get("text") for o in out] == ["False False False\n"]
+    assert sorted(p.name for p in user_dir.rglob("*")) == ["00-leak.py", "profile_default", "startup"]
