@@ -20,11 +20,13 @@ import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
-from .config import HermesProxyRuntimeConfig, load_manifest, merge_runtime_config
 from .errors import ConfigError, NotebookFailed
 from .redact import Redactor
+
+if TYPE_CHECKING:  # config (pydantic, httpx) is imported where it is used: the smoke runner imports this module
+    from .config import HermesProxyRuntimeConfig
 
 __all__ = [
     "VERDICT_MIME",
@@ -104,6 +106,8 @@ def runtime_config(endpoint: str, model: str, *, manifest: str | None = None,
                    request_timeout_s: float | None = None,
                    environ: Mapping[str, str] | None = None) -> HermesProxyRuntimeConfig:
     """Build the runtime config inside the kernel; the token comes from the env or the manifest, never a parameter."""
+    from .config import load_manifest, merge_runtime_config
+
     env = os.environ if environ is None else environ
     base: dict[str, Any] = {}
     if manifest:

@@ -25,13 +25,14 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import nbformat
+from typing import TYPE_CHECKING, Any
 
 from .errors import ArtifactError, SecretLeak
 from .nbkit import sha256_bytes, sha256_file
 from .redact import Redactor, find_secrets
+
+if TYPE_CHECKING:  # nbformat is imported where it is used: the smoke runner starts its kernels first
+    import nbformat
 
 __all__ = [
     "RECEIPT_SCHEMA",
@@ -68,6 +69,8 @@ def receipt_digest(receipt: Mapping[str, Any]) -> str:
 
 def redact_notebook(nb: Any, redactor: Redactor) -> nbformat.NotebookNode:
     """Every string of the notebook (sources, outputs, metadata, papermill parameters) redacted."""
+    import nbformat
+
     data = redactor.data(json.loads(nbformat.writes(nb)))
     return nbformat.reads(json.dumps(data), as_version=4)
 
@@ -131,6 +134,8 @@ def write_receipt(nb: Any, receipt_dir: Path, name: str, receipt: Mapping[str, A
     clean = redact_notebook(nb, redactor)
     meta = redactor.data(dict(receipt))
     clean.metadata["receipt"] = meta
+    import nbformat
+
     nb_text = nbformat.writes(clean)
     _check_clean(f"{name}.ipynb", nb_text, redactor)
     html_text = renderer.render(clean) if renderer is not None else None
@@ -272,6 +277,8 @@ def scan_tree(directory: Path, secrets: Iterable[str] = ()) -> tuple[int, list[s
 def verify_receipt(notebook: Path, *, sidecar_sha256: str | None = None,
                    secrets: Iterable[str] = ()) -> tuple[dict[str, Any] | None, list[str]]:
     """Check one receipt: sidecar digests, the receipt digest, its files' secrets. Returns (receipt, problems)."""
+    import nbformat
+
     notebook = Path(notebook)
     problems: list[str] = []
     name = notebook.name[: -len(".ipynb")] if notebook.name.endswith(".ipynb") else notebook.stem

@@ -16,7 +16,6 @@ an emulator must not produce one.
 
 from __future__ import annotations
 
-import importlib.metadata
 import shutil
 import sys
 import tempfile
@@ -152,6 +151,8 @@ def confirm_target(target: SmokeTarget, *, transport: Any = None) -> SmokeTarget
 # --------------------------------------------------------------------------- receipts
 
 def _version(dist: str) -> str | None:
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:

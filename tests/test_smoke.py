@@ -386,3 +386,12 @@ def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: 
     out = next(c for c in run.nb.cells if "LEAKED" in c.source).outputs
     assert [o.get("text") for o in out] == ["False False False\n"]
     assert sorted(p.name for p in user_dir.rglob("*")) == ["00-leak.py", "profile_default", "startup"]
+
+
+def test_importing_the_runner_is_light_so_kernels_start_first() -> None:
+    """The kernels boot while the runner imports papermill/nbformat/pydantic: none of them at import time."""
+    code = ("import sys, hermes_nb.smoke; "
+            "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'pydantic', 'httpx', 'jupyter_client') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr

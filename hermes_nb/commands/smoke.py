@@ -56,7 +56,6 @@ def _local_hermes_version() -> str | None:
 
 
 def handle(args: argparse.Namespace, out: Any) -> int:
-    from ..config import normalise_endpoint
     from ..smoke import SmokeTarget, confirm_target, run_smoke
 
     if args.timeout <= 0:
@@ -69,6 +68,8 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     secrets = [s for s in (os.environ.get("HERMES_NB_AUTH_TOKEN"),) if s]
     with ExitStack() as stack:
         if args.endpoint:
+            from ..config import normalise_endpoint
+
             try:
                 endpoint = normalise_endpoint(args.endpoint)
             except ValueError as exc:
