@@ -395,3 +395,16 @@ def test_importing_the_runner_is_light_so_kernels_start_first() -> None:
             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
+
+
+@pytest.mark.real_proxy
+@pytest.mark.skipif(HERMES_BIN is None, reason="no hermes: run `make rig-venv`")
+def test_detect_emulator_through_the_real_proxy(monkeypatch) -> None:
+    """The real proxy forwards the scenario header to its upstream: a rig behind --endpoint is no live proxy."""
+    from hermes_nb.rig import real_proxy
+    from hermes_nb.smoke import detect_emulator
+
+    monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))
+    with real_proxy("live") as rig:
+        evidence = detect_emulator(rig.endpoint)
+    assert evidence is not None and "unknown_scenario" in evidence
