@@ -34,6 +34,10 @@ _TARGET_PARAMS: list[Param] = [
     ("scenario", "str", '"ok"', "emulator scenario (only when endpoint is None)"),
 ]
 
+_MANIFEST_PARAM: Param = (
+    "manifest", '"Optional[str]"', "None", "adapter manifest whose runtime_config is the base (None: defaults)",
+)
+
 _SETUP = """from IPython.display import HTML
 
 from hermes_nb import display as show, nbkit
@@ -106,7 +110,7 @@ Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8
 
 def adapter_check() -> nbformat.NotebookNode:
     params = _TARGET_PARAMS + [
-        ("manifest", '"Optional[str]"', "None", "adapter manifest whose runtime_config is the base (None: defaults)"),
+        _MANIFEST_PARAM,
         ("deadline_s", "float", "5.0", "deadline of GET /models, seconds"),
     ]
     return _notebook([
@@ -137,7 +141,7 @@ def e2e_smoke() -> nbformat.NotebookNode:
         ("mission", '"Optional[str]"', "None", "path to a mission.yaml (None: use the ad-hoc prompt below)"),
         ("prompt", "str", '"Summarise in one sentence what a smoke test proves."', "ad-hoc prompt (when mission is None)"),
         ("root", '"Optional[str]"', "None", "run root (artifacts under <root>/.harness) (None: a temp dir)"),
-        ("manifest", '"Optional[str]"', "None", "adapter manifest whose runtime_config is the base (None: defaults)"),
+        _MANIFEST_PARAM,
         ("request_timeout_s", "float", "120.0", "overall deadline of the chat request, seconds"),
     ]
     return _notebook([
