@@ -249,7 +249,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
         say(f"target kind: emulator ({target.evidence})")
     started = datetime.now(timezone.utc)
     run_id = run_id or new_run_id(started)
-    out_dir = Path(out_dir).resolve()
+    out_dir = _writable_dir(Path(out_dir).resolve())
     receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
     redactor = Redactor(target.secrets)
     renderer = HtmlRenderer() if html else None
@@ -279,10 +279,11 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
                 try:
                     files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, renderer=renderer,
                                           artifacts=artifacts)
-                except SecretLeak as exc:
-                    run.verdict, run.reason = "failed", str(exc)
-                    run.errors.append(str(exc))
-                    say(f"{run.name}: failed: {exc}")
+                except (SecretLeak, OSError) as exc:
+                    reason = str(exc) if isinstance(exc, SecretLeak) else f"receipt not written: {exc}"
+                    run.verdict, run.reason = "failed", reason
+                    run.errors.append(reason)
+                    say(f"{run.name}: failed: {reason}")
                     return run
                 run.receipt_path = files.notebook
                 run.written = (files, meta)
@@ -299,6 +300,17 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
         r.nb = r.written = None  # the receipts on disk are the record; drop the in-memory copies
     verdict = overall_verdict([r.verdict for r in runs])
     return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target)
+
+
+def _writable_dir(path: Path) -> Path:
+    """``path`` created if needed and writable, else a usage error before any notebook runs."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--out {path}: not a writable directory ({exc.strerror or exc})") from None
+    return path
 
 
 def _empty_notebook(template: Path) -> Any:

@@ -408,3 +408,28 @@ def test_detect_emulator_through_the_real_proxy(monkeypatch) -> None:
     with real_proxy("live") as rig:
         evidence = detect_emulator(rig.endpoint)
     assert evidence is not None and "unknown_scenario" in evidence
+
+
+def test_an_unwritable_out_is_a_usage_error_before_any_notebook_runs(tmp_path: Path, capsys) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert main(["smoke", "--out", str(a_file), "--only", "adapter_check", "--json"]) == 2
+    out = json.loads(capsys.readouterr().out)
+    assert out["exit_code"] == 2 and out["error"].startswith(f"--out {a_file}: not a writable directory")
+
+
+def test_a_receipt_that_cannot_be_written_fails_that_notebook_not_the_process(tmp_path: Path, monkeypatch) -> None:
+    import hermes_nb.smoke as smoke
+
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    _write_fixture(templates, "ok", FIXTURES["ok"])
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(smoke, "write_receipt", disk_full)
+    result = run_smoke(SmokeTarget(), out_dir=tmp_path / "out", only=["ok"], templates=templates, timeout_s=30)
+    assert result.verdict == "failed" and result.runs[0].receipt_path is None
+    assert result.runs[0].reason == "receipt not written: [Errno 28] No space left on device"
+    assert load_index(tmp_path / "out")["receipts"] == []
