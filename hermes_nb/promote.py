@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import load_manifest, save_manifest
-from .errors import HermesError, UsageError
+from .errors import ArtifactError, HermesError, UsageError
 from .nbkit import sha256_file
 from .receipts import SIDECAR_SUFFIX, load_index, verify_receipt
 
@@ -131,16 +131,28 @@ def promote(receipt: Path, *, manifest: Path = DEFAULT_MANIFEST, runbook: Path =
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     digest = receipt_digest(meta)
     record = _record(stamp, Path(receipt), digest, meta, manifest)
-    loaded.status = "active"
-    save_manifest(loaded, manifest, force=True)
     runbook = Path(runbook)
-    text = runbook.read_text(encoding="utf-8") if runbook.is_file() else "# Hermes proxy smoke\n"
-    if RECORDS_HEADING not in text:
-        text = text.rstrip("\n") + f"\n\n{RECORDS_HEADING}\n\n"
-    text = text if text.endswith("\n") else text + "\n"
-    runbook.parent.mkdir(parents=True, exist_ok=True)
-    tmp = runbook.with_name(runbook.name + ".tmp")
-    tmp.write_text(text + record, encoding="utf-8")
+    # the record is staged first: an unwritable runbook must not leave an active manifest without its record
+    try:
+        text = runbook.read_text(encoding="utf-8") if runbook.is_file() else "# Hermes proxy smoke\n"
+        if RECORDS_HEADING not in text:
+            text = text.rstrip("\n") + f"\n\n{RECORDS_HEADING}\n\n"
+        text = text if text.endswith("\n") else text + "\n"
+        runbook.parent.mkdir(parents=True, exist_ok=True)
+        tmp = runbook.with_name(runbook.name + ".tmp")
+        tmp.write_text(text + record, encoding="utf-8")
+    except OSError as exc:
+        raise ArtifactError(f"--runbook {runbook}: cannot append the promotion record ({exc.strerror or exc}); "
+                            "nothing was promoted") from None
+    loaded.status = "active"
+    try:
+        save_manifest(loaded, manifest, force=True)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ArtifactError(f"{manifest}: cannot write ({exc.strerror or exc}); nothing was promoted") from None
+    except HermesError:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, runbook)
     return Promotion(manifest, runbook, Path(receipt), digest, meta.get("model"), meta.get("endpoint"), stamp,
                      record, meta)

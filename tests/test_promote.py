@@ -208,3 +208,15 @@ def test_refuses_a_live_receipt_whose_own_record_names_an_emulator(tmp_path: Pat
     with pytest.raises(PromotionRefused) as info:
         promote(files.notebook, manifest=manifest, runbook=runbook)
     assert any("records an emulator" in r for r in info.value.reasons)
+
+
+def test_an_unwritable_runbook_promotes_nothing(tmp_path: Path, manifest: Path) -> None:
+    from hermes_nb.errors import ArtifactError
+
+    receipt = _receipt(tmp_path / "receipts")
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    with pytest.raises(ArtifactError) as info:
+        promote(receipt, manifest=manifest, runbook=blocker / "hermes-proxy-smoke.md")
+    assert "nothing was promoted" in str(info.value) and info.value.exit_code == 2
+    assert load_manifest(manifest).status == "experimental"
