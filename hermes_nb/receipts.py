@@ -344,6 +344,8 @@ def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyRe
     if not directory.is_dir():
         report.problems.append(f"{directory}: not a directory")
         return report
+    if not (directory / "index.json").is_file():  # verifying nothing must not read as "verified"
+        report.problems.append(f"{directory}: no index.json (not a receipts directory, or nothing was written)")
     try:
         index = load_index(directory)
     except ArtifactError as exc:

@@ -249,3 +249,8 @@ def test_the_index_lock_leaves_no_file_behind(tmp_path: Path) -> None:
     _write(tmp_path)
     _write(tmp_path, name="adapter_check")
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["README.md", "index.json"]
+
+
+def test_verify_of_a_directory_without_an_index_is_not_verified(tmp_path: Path) -> None:
+    report = verify_receipts(tmp_path)
+    assert not report.ok and report.problems == [f"{tmp_path}: no index.json (not a receipts directory, or nothing was written)"]
