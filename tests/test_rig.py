@@ -306,3 +306,32 @@ def test_cli_rig_bad_arguments_exit_2(argv: list[str], needle: str, capsys: pyte
 
     assert main(argv) == 2
     assert needle in capsys.readouterr().err
+
+
+def test_cli_sigterm_during_startup_stops_the_proxy_and_removes_the_temp_dir(tmp_path: Path) -> None:
+    import time
+
+    # a fake `hermes` that never becomes ready; it says where it runs, then waits
+    venv = tmp_path / "venv"
+    (venv / "lib" / "python3.11" / "site-packages" / "hermes_agent-0.19.0.dist-info").mkdir(parents=True)
+    marker = tmp_path / "proxy.started"
+    binary = _exe(venv / "bin" / "hermes",
+                  f'#!/bin/sh\necho "$$ $HERMES_HOME" > "{marker}.tmp"\nmv "{marker}.tmp" "{marker}"\nexec sleep 600\n')
+    env = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")}
+    proc = subprocess.Popen(_cli("rig", "--state", "stale", "--hermes-bin", str(binary), "--deadline", "60"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        limit = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < limit and proc.poll() is None:
+            time.sleep(0.02)  # polling for the child's marker file, bounded by a deadline
+        assert marker.exists(), proc.stderr.read() if proc.poll() is not None else "fake proxy never started"
+        pid_text, hermes_home = marker.read_text().split()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with pytest.raises(ProcessLookupError):  # stopped and reaped by the rig, not orphaned
+        os.kill(int(pid_text), 0)
+    assert not Path(hermes_home).parent.exists()

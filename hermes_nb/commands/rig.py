@@ -2,7 +2,8 @@
 
 The first stdout line is the endpoint (``http://127.0.0.1:<port>/v1``); with
 ``--json`` the single JSON object is printed once the proxy is ready. Ctrl-C
-stops the proxy (and the live state's upstream emulator) cleanly, exit 0.
+or SIGTERM stops the proxy (and the live state's upstream emulator) cleanly,
+exit 0; during startup too (the proxy is stopped, the temp dir removed; exit 130).
 Exit 3 when the proxy cannot be started (no hermes, logged-out, not ready),
 1 when it dies while running.
 """
@@ -43,30 +44,31 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         raise UsageError(f"--port must be 0..65535, got {args.port}")
     if not args.deadline > 0:
         raise UsageError(f"--deadline must be > 0 seconds, got {args.deadline:g}")
-    with real_proxy(args.state, port=args.port, hermes_bin=args.hermes_bin,
-                    upstream_scenario=args.scenario, deadline_s=args.deadline) as rig:
-        out.line(rig.endpoint)
-        out.emit({
-            "endpoint": rig.endpoint, "state": rig.state, "hermes_version": rig.hermes_version,
-            "hermes_bin": str(rig.hermes_bin), "pid": rig.pid, "startup_s": round(rig.startup_s, 3),
-            "upstream": _upstream(rig.upstream),
-        })
-        out.info(f"hermes proxy {rig.hermes_version or '?'} ({rig.state}) pid {rig.pid}, "
-                 f"ready in {rig.startup_s:.2f}s; log {rig.log_path}")
-        if rig.upstream is not None:
-            out.info(f"upstream emulator: {_upstream(rig.upstream)}")
-        out.info("Ctrl-C stops")
-        previous = _sigterm_as_interrupt()
-        try:
-            code = rig.wait()
-        except KeyboardInterrupt:
-            out.info("stopping")
-            return 0
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
-        out.info(f"hermes proxy exited {code} unexpectedly: {rig.log_text().strip().splitlines()[-1:]}")
-        return 1
+    previous = _sigterm_as_interrupt()  # from the start: a SIGTERM during startup must still stop the proxy
+    try:
+        with real_proxy(args.state, port=args.port, hermes_bin=args.hermes_bin,
+                        upstream_scenario=args.scenario, deadline_s=args.deadline) as rig:
+            out.line(rig.endpoint)
+            out.emit({
+                "endpoint": rig.endpoint, "state": rig.state, "hermes_version": rig.hermes_version,
+                "hermes_bin": str(rig.hermes_bin), "pid": rig.pid, "startup_s": round(rig.startup_s, 3),
+                "upstream": _upstream(rig.upstream),
+            })
+            out.info(f"hermes proxy {rig.hermes_version or '?'} ({rig.state}) pid {rig.pid}, "
+                     f"ready in {rig.startup_s:.2f}s; log {rig.log_path}")
+            if rig.upstream is not None:
+                out.info(f"upstream emulator: {_upstream(rig.upstream)}")
+            out.info("Ctrl-C stops")
+            try:
+                code = rig.wait()
+            except KeyboardInterrupt:
+                out.info("stopping")
+                return 0
+            out.info(f"hermes proxy exited {code} unexpectedly: {rig.log_text().strip().splitlines()[-1:]}")
+            return 1
+    finally:  # an interrupt before the proxy was ready has already stopped it (real_proxy's cleanup): exit 130
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
