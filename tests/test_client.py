@@ -6,6 +6,7 @@ import errno
 import json
 import logging
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -559,6 +560,35 @@ def test_idle_read_timeout_on_a_real_socket() -> None:
     assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("read_timeout", "body")
     outcome = classify(exchange, config)
     assert (outcome.status, outcome.reason) == ("failed", "read_timeout") and exchange.text == "stalled "
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="relies on Linux dropping SYNs when the accept queue is full")
+def test_connect_timeout_is_its_own_deadline_on_a_real_socket() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)  # never accepts: once its queue is full, further connects get no answer
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):
+        filler = socket.socket()
+        filler.setblocking(False)
+        try:
+            filler.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(filler)
+    try:
+        config = cfg(endpoint=f"http://127.0.0.1:{port}/v1", request_timeout_ms=60_000)
+        with HermesClient(config, connect_timeout_s=0.3, idle_timeout_s=30.0) as client:
+            exchange = client.models(deadline_s=30.0)
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+    assert exchange.transport_error is not None
+    assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("connect_timeout", "connect")
+    outcome = classify(exchange, config)
+    assert (outcome.status, outcome.reason) == ("blocked", "connect_timeout")
 
 
 def test_connection_refused_on_a_real_socket() -> None:
