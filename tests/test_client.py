@@ -475,6 +475,18 @@ def _http_chunk(data: bytes) -> bytes:
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
+def chat_over_socket(script: Callable[[socket.socket, threading.Event], None], *, head: bytes = SSE_HEAD,
+                     idle_timeout_s: float | None = None, **config: Any) -> tuple[Exchange, HermesProxyRuntimeConfig]:
+    """One chat call against a :class:`RawServer` running ``script``; the server is closed afterwards."""
+    server = RawServer(script, head=head)
+    try:
+        conf = cfg(endpoint=f"http://127.0.0.1:{server.port}/v1", **config)
+        with HermesClient(conf, idle_timeout_s=idle_timeout_s) as client:
+            return client.chat(MSGS), conf
+    finally:
+        server.close()
+
+
 @pytest.mark.parametrize("style", ["stall", "trickle"])
 def test_overall_deadline_on_a_real_socket(style: str) -> None:
     def script(conn: socket.socket, release: threading.Event) -> None:
@@ -485,13 +497,7 @@ def test_overall_deadline_on_a_real_socket(style: str) -> None:
             while not release.wait(0.05):
                 conn.sendall(_http_chunk(b": keep-alive\n\n"))
 
-    server = RawServer(script)
-    try:
-        config = cfg(endpoint=f"http://127.0.0.1:{server.port}/v1", request_timeout_ms=600)
-        with HermesClient(config, idle_timeout_s=30.0) as client:
-            exchange = client.chat(MSGS)
-    finally:
-        server.close()
+    exchange, config = chat_over_socket(script, idle_timeout_s=30.0, request_timeout_ms=600)
     assert exchange.transport_error is not None
     assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("deadline", "body")
     assert exchange.text == "partial "  # "deadline", not read_timeout (idle is 30 s): no timing assertion needed
@@ -513,13 +519,8 @@ def test_overall_deadline_while_headers_trickle_in() -> None:
         except OSError:
             ended.append("client hung up")
 
-    server = RawServer(script, head=b"HTTP/1.1 200 OK\r\n")
-    try:
-        config = cfg(endpoint=f"http://127.0.0.1:{server.port}/v1", request_timeout_ms=600)
-        with HermesClient(config, idle_timeout_s=30.0) as client:
-            exchange = client.chat(MSGS)
-    finally:
-        server.close()
+    exchange, config = chat_over_socket(script, head=b"HTTP/1.1 200 OK\r\n", idle_timeout_s=30.0,
+                                        request_timeout_ms=600)
     assert ended and ended[0] != "server gave up"  # the client ended it, long before the server would
     assert exchange.status is None and exchange.transport_error is not None
     assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("deadline", "headers")
@@ -549,13 +550,7 @@ def test_idle_read_timeout_on_a_real_socket() -> None:
         conn.sendall(_http_chunk(chunk("stalled ")))
         release.wait(30)
 
-    server = RawServer(script)
-    try:
-        config = cfg(endpoint=f"http://127.0.0.1:{server.port}/v1", request_timeout_ms=60_000)
-        with HermesClient(config, idle_timeout_s=0.3) as client:
-            exchange = client.chat(MSGS)
-    finally:
-        server.close()
+    exchange, config = chat_over_socket(script, idle_timeout_s=0.3, request_timeout_ms=60_000)
     assert exchange.transport_error is not None
     assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("read_timeout", "body")
     outcome = classify(exchange, config)
