@@ -264,9 +264,7 @@ def test_cli_rig_prints_endpoint_first_and_stops_on_ctrl_c() -> None:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        hermes_bin.stop_process(proc)
     with pytest.raises(httpx.ConnectError):
         httpx.get(first + "/models", trust_env=False)
 
@@ -329,9 +327,7 @@ def test_cli_sigterm_during_startup_stops_the_proxy_and_removes_the_temp_dir(tmp
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 130
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        hermes_bin.stop_process(proc)
     with pytest.raises(ProcessLookupError):  # stopped and reaped by the rig, not orphaned
         os.kill(int(pid_text), 0)
     assert not Path(hermes_home).parent.exists()
