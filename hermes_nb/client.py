@@ -265,6 +265,11 @@ class _Call:
         finally:
             if self.watchdog is not None:
                 self.watchdog.cancel()
+            # leave the request as it came: sending it again must not reach this call's hook
+            if self._outer_trace is None:
+                self.request.extensions.pop("trace", None)
+            else:
+                self.request.extensions["trace"] = self._outer_trace
         self.timings["total_s"] = self._elapsed()
         return self._exchange()
 

@@ -527,7 +527,7 @@ def test_overall_deadline_while_headers_trickle_in() -> None:
     assert classify(exchange, config).reason == "deadline"
 
 
-def test_a_callers_own_trace_hook_still_sees_the_events() -> None:
+def test_a_callers_own_trace_hook_still_sees_the_events_and_is_restored() -> None:
     def script(conn: socket.socket, release: threading.Event) -> None:
         conn.sendall(_http_chunk(chunk("ok", "stop")) + _http_chunk(DONE) + b"0\r\n\r\n")
 
@@ -537,12 +537,16 @@ def test_a_callers_own_trace_hook_still_sees_the_events() -> None:
         config = cfg(endpoint=f"http://127.0.0.1:{server.port}/v1")
         with HermesClient(config) as client:
             request = client.build_request("POST", "/chat/completions", json={"stream": True}, sse=True)
-            request.extensions["trace"] = lambda name, info: events.append(name)
+            hook = request.extensions["trace"] = lambda name, info: events.append(name)
             exchange = client.send(request)
     finally:
         server.close()
     assert exchange.done and exchange.text == "ok"
     assert "connection.connect_tcp.complete" in events
+    assert request.extensions["trace"] is hook  # left as it came, so the request can be sent again
+    plain = client.build_request("GET", "/models")
+    client_for(lambda r: httpx.Response(200, json={"data": []})).send(plain)
+    assert "trace" not in plain.extensions
 
 
 def test_idle_read_timeout_on_a_real_socket() -> None:
