@@ -26,6 +26,7 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,24 @@ class KernelPool:
         }
         (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
         self.spec_dirs = [str(self._dir / "kernels")]
+        self.cancelled = threading.Event()
+        self._managers: list[Any] = []
+        self._lock = threading.Lock()
+
+    def track(self, km: Any) -> None:
+        """Remember a started kernel so :meth:`cancel` can stop it (killed at once if already cancelled)."""
+        with self._lock:
+            self._managers.append(km)
+        if self.cancelled.is_set():
+            _kill(km)
+
+    def cancel(self) -> None:
+        """Ctrl-C: kill every kernel of this pool; the notebooks then end as ``interrupted``."""
+        self.cancelled.set()
+        with self._lock:
+            managers = list(self._managers)
+        for km in managers:
+            _kill(km)
 
     def manager_class(self) -> type:
         """An ``AsyncKernelManager`` subclass bound to the private spec (nbclient creates and owns it)."""
@@ -91,3 +110,13 @@ class KernelPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _kill(km: Any) -> None:
+    """SIGKILL the kernel process (thread-safe: only ``Popen.kill``; its manager's thread reaps it)."""
+    process = getattr(getattr(km, "provisioner", None), "process", None)
+    if process is not None:
+        try:
+            process.kill()
+        except OSError:  # already gone
+            pass

@@ -47,7 +47,8 @@ class NotebookRun:
     name: str
     template: Path
     parameters: dict[str, Any]
-    status: str = "pending"  # completed | cell_error | timeout | dead_kernel | kernel_error | runner_error
+    #: completed | cell_error | timeout | dead_kernel | kernel_error | runner_error | interrupted
+    status: str = "pending"
     verdict: str = "failed"
     reason: str = ""
     errors: list[str] = field(default_factory=list)
@@ -63,7 +64,7 @@ class NotebookRun:
 
 def decide_verdict(status: str, summary: Mapping[str, Any] | None, error: str | None = None) -> tuple[str, str]:
     """Our verdict from our own record: the execution status and the verdict cell's summary."""
-    if status in ("timeout", "dead_kernel", "kernel_error", "runner_error"):
+    if status in ("timeout", "dead_kernel", "kernel_error", "runner_error", "interrupted"):
         return "failed", f"{status.replace('_', ' ')}: {error}" if error else status.replace("_", " ")
     if summary is None:
         return "failed", "no verdict recorded (the notebook stopped before its verdict cell)"
@@ -158,7 +159,10 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         from jupyter_core.utils import run_sync
 
         km = pool.manager_class()(kernel_name=KERNEL_NAME)
+        if pool.cancelled.is_set():
+            raise KeyboardInterrupt
         run_sync(km.start_kernel)(cwd=str(cwd))
+        pool.track(km)
         pm = _papermill()
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
         from papermill.exceptions import PapermillExecutionError
@@ -176,6 +180,8 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
             run.status, error = "timeout", f"a cell ran longer than the execution timeout ({timeout_s:g} s)"
         except DeadKernelError as exc:
             run.status, error = "dead_kernel", str(exc).splitlines()[0] if str(exc) else "kernel died"
+    except KeyboardInterrupt:
+        run.status, error = "interrupted", "Ctrl-C before its kernel started"
     except (RuntimeError, TimeoutError, OSError) as exc:
         run.status, error = "kernel_error", f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # noqa: BLE001 — worker-thread edge: every notebook must end with a verdict
@@ -184,6 +190,8 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         text = _MemoryHandler.pop(mem_path)
         if km is not None and km.has_kernel:
             run_sync(km.shutdown_kernel)(now=True)
+    if pool.cancelled.is_set() and run.status not in ("completed", "interrupted"):
+        run.status, error = "interrupted", f"Ctrl-C while running (then: {error})"
     # written by papermill (completed, cell error), else the notebook as far as it got (timeout, dead kernel)
     run.nb = nbformat.reads(text, as_version=4) if text else getattr(_EXECUTING, "nb", None)
     _EXECUTING.nb = None

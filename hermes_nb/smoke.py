@@ -255,6 +255,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
     renderer = HtmlRenderer() if html else None
     work = Path(tempfile.mkdtemp(prefix="hermes-nb-smoke-"))
     runs: list[NotebookRun] = []
+    interrupted = False
     try:
         for name in names:
             params: dict[str, Any] = {"endpoint": target.endpoint}
@@ -291,13 +292,22 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
                 return run
 
             with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="hermes-nb-smoke") as ex:
-                runs = list(ex.map(job, runs))
+                futures = [ex.submit(job, r) for r in runs]
+                try:
+                    runs = [f.result() for f in futures]
+                except KeyboardInterrupt:  # Ctrl-C: kill the kernels, keep the receipts, then re-raise
+                    interrupted = True
+                    say("interrupted: stopping the kernels; the receipts say so")
+                    pool.cancel()
+                    runs = [f.result() for f in futures]
         entries = [index_entry(out_dir, *r.written) for r in runs if r.written is not None]
         append_index(out_dir, entries, redactor=redactor)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for r in runs:
         r.nb = r.written = None  # the receipts on disk are the record; drop the in-memory copies
+    if interrupted:
+        raise KeyboardInterrupt
     verdict = overall_verdict([r.verdict for r in runs])
     return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target)
 

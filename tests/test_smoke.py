@@ -82,6 +82,7 @@ def fixture_run(tmp_path_factory: pytest.TempPathFactory):
         ("timeout", {"verdict": "passed", "reason": "ok"}, ("failed", "timeout: E")),
         ("dead_kernel", None, ("failed", "dead kernel: E")),
         ("kernel_error", None, ("failed", "kernel error: E")),
+        ("interrupted", {"verdict": "passed", "reason": "ok"}, ("failed", "interrupted: E")),
         ("cell_error", {"verdict": "passed", "reason": "ok"},
          ("failed", "the verdict cell passed but the notebook ended with cell_error: E")),
         ("completed", {"verdict": "maybe"}, ("failed", "unknown verdict 'maybe'")),
@@ -433,3 +434,37 @@ def test_a_receipt_that_cannot_be_written_fails_that_notebook_not_the_process(tm
     assert result.verdict == "failed" and result.runs[0].receipt_path is None
     assert result.runs[0].reason == "receipt not written: [Errno 28] No space left on device"
     assert load_index(tmp_path / "out")["receipts"] == []
+
+
+def test_ctrl_c_kills_the_kernels_and_still_writes_receipts_and_index(tmp_path: Path) -> None:
+    """SIGINT while a cell runs: kernels killed at once, each receipt failed 'interrupted', index consistent."""
+    import signal
+    import time
+
+    marker = tmp_path / "cell-started"
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    _write_fixture(templates, "block", [PARAMS, (f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(300)",
+                                                 None), _verdict_cell("passed")])
+    out = tmp_path / "out"
+    script = ("import sys\nfrom pathlib import Path\nfrom hermes_nb.smoke import SmokeTarget, run_smoke\n"
+              f"try:\n    run_smoke(SmokeTarget(), out_dir=Path({str(out)!r}), only=['block'], "
+              f"templates=Path({str(templates)!r}), timeout_s=280)\n"
+              "except KeyboardInterrupt:\n    sys.exit(130)\nsys.exit(0)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():  # poll with a deadline: the cell is running
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "no start"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    entries = load_index(out)["receipts"]
+    assert [(e["notebook"], e["verdict"]) for e in entries] == [("block", "failed")]
+    receipt = nbformat.read(str(out / entries[0]["path"]), as_version=4).metadata.receipt
+    assert receipt["status"] == "interrupted" and receipt["reason"].startswith("interrupted: Ctrl-C while running")
+    assert verify_receipts(out).ok
