@@ -11,8 +11,13 @@ Layout under a receipts directory ``DIR``::
 
 Tamper evidence: the sidecar holds the sha256 of the canonical JSON of
 ``metadata.receipt`` and of every file of the receipt; the index holds the
-sidecar's sha256. :func:`verify_receipts` recomputes all of them and
-re-scans every file for secrets. Nothing is written before it is redacted
+sidecar's sha256 and the receipt's key fields, and each index entry holds the
+sha256 of the entry before it (``prev_sha256``: removing, editing or
+reordering an earlier entry breaks the chain; cutting the newest entries off
+does not — git history of a committed receipts dir covers that).
+:func:`verify_receipts` recomputes all of them and re-scans every file for
+secrets. The digests are not signatures: they catch edits and accidents, not
+someone who recomputes them all. Nothing is written before it is redacted
 and scanned (:func:`write_receipt` raises :class:`SecretLeak` otherwise).
 """
 
@@ -213,7 +218,9 @@ def append_index(directory: Path, entries: Iterable[Mapping[str, Any]], *, redac
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             index = load_index(directory)
-            index["receipts"].extend(redactor.data(dict(e)) for e in entries)
+            for e in entries:  # each entry names the digest of the one before: a chain, rewrites show
+                chained = {**redactor.data(dict(e)), "prev_sha256": _entry_digest(index["receipts"])}
+                index["receipts"].append(chained)
             text = json.dumps(index, indent=2, ensure_ascii=False) + "\n"
             readme = render_readme(index)
             _check_clean("index.json", text, redactor)
@@ -222,6 +229,11 @@ def append_index(directory: Path, entries: Iterable[Mapping[str, Any]], *, redac
         finally:
             os.close(fd)  # releases the lock
     return directory / "index.json"
+
+
+def _entry_digest(entries: list[Any]) -> str | None:
+    """sha256 of the canonical JSON of the last entry (None for an empty index)."""
+    return sha256_bytes(canonical_json(entries[-1]).encode("utf-8")) if entries else None
 
 
 def render_readme(index: Mapping[str, Any]) -> str:
@@ -353,7 +365,10 @@ def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyRe
         return report
     known = list(secrets)
     indexed: set[Path] = set()
-    for entry in index["receipts"]:
+    for position, entry in enumerate(index["receipts"]):
+        if "prev_sha256" in entry and entry["prev_sha256"] != _entry_digest(index["receipts"][:position]):
+            report.problems.append(f"{directory / 'index.json'}: entry {position + 1} ({entry.get('path')}): "
+                                   "chain broken (an earlier entry was changed, removed or reordered)")
         path = directory / str(entry.get("path", ""))
         indexed.add(path.resolve())
         receipt, problems = verify_receipt(path, sidecar_sha256=entry.get("sidecar_sha256"), secrets=known)

@@ -254,3 +254,31 @@ def test_the_index_lock_leaves_no_file_behind(tmp_path: Path) -> None:
 def test_verify_of_a_directory_without_an_index_is_not_verified(tmp_path: Path) -> None:
     report = verify_receipts(tmp_path)
     assert not report.ok and report.problems == [f"{tmp_path}: no index.json (not a receipts directory, or nothing was written)"]
+
+
+def test_the_index_is_a_chain_removing_or_reordering_an_entry_shows(tmp_path: Path) -> None:
+    import shutil
+
+    for name in ("wire_format_spike", "adapter_check", "e2e_smoke"):
+        files = _write(tmp_path / "r", name=name)
+    index = load_index(tmp_path / "r")
+    assert index["receipts"][0]["prev_sha256"] is None
+    assert all(len(e["prev_sha256"]) == 64 for e in index["receipts"][1:])
+    assert verify_receipts(tmp_path / "r").ok
+
+    # drop the middle receipt entirely: its entry and its files
+    shutil.copytree(tmp_path / "r", tmp_path / "dropped")
+    dropped = load_index(tmp_path / "dropped")
+    gone = dropped["receipts"].pop(1)
+    (tmp_path / "dropped" / "index.json").write_text(json.dumps(dropped))
+    for path in (tmp_path / "dropped").glob(f"*/*/{gone['notebook']}*"):
+        path.unlink()
+    problems = verify_receipts(tmp_path / "dropped").problems
+    assert problems == [f"{tmp_path / 'dropped' / 'index.json'}: entry 2 ({files.notebook.relative_to(tmp_path / 'r')}):"
+                        " chain broken (an earlier entry was changed, removed or reordered)"]
+
+    # swap two entries
+    swapped = load_index(tmp_path / "r")
+    swapped["receipts"][0], swapped["receipts"][1] = swapped["receipts"][1], swapped["receipts"][0]
+    (tmp_path / "r" / "index.json").write_text(json.dumps(swapped))
+    assert sum("chain broken" in p for p in verify_receipts(tmp_path / "r").problems) == 3
