@@ -130,6 +130,11 @@ def test_each_fixture_gets_the_truthful_verdict(fixture_run) -> None:
         "leaky": ("passed", "completed"),
     }
     assert result.verdict == "failed"
+    # the exit code each run alone would give (cli.exit_code_for is what `hermes-nb smoke` returns)
+    from hermes_nb.cli import exit_code_for
+
+    codes = {r.name: exit_code_for(overall_verdict([r.verdict])) for r in result.runs}
+    assert codes == {"ok": 0, "blocked": 3, "failed": 1, "raises": 1, "slow": 1, "dead": 1, "exit0": 1, "leaky": 0}
     raises = next(r for r in result.runs if r.name == "raises")
     assert "ValueError: boom" in raises.errors
 
