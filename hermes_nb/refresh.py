@@ -22,7 +22,7 @@ from typing import Any
 
 import nbformat
 
-from .errors import ConfigError, NotebookFailed
+from .errors import ConfigError, NotebookFailed, UsageError
 from .kernels import KernelPool
 from .nbkit import VERDICT_MIME
 from .notebook_templates import NAMES, build
@@ -90,6 +90,8 @@ def sanitize_outputs(nb: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> A
 def refresh_notebooks(directory: Path, *, names: Sequence[str] | None = None, timeout_s: float = 120.0,
                       progress: Callable[[str], None] | None = None) -> list[NotebookRun]:
     """Write each template to ``directory``, execute it there (cwd = directory), store it with outputs."""
+    if timeout_s <= 0:
+        raise UsageError(f"--timeout must be > 0, got {timeout_s:g}")
     directory = Path(directory).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda _msg: None)

@@ -172,3 +172,11 @@ def test_nbval_fails_when_a_stored_output_changes(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert "verdict: passed (locked)" in proc.stdout and "1 failed" in proc.stdout
+
+
+def test_refresh_needs_a_positive_timeout(tmp_path: Path, capsys) -> None:
+    from hermes_nb.cli import main
+
+    assert main(["notebooks", "refresh", "--dir", str(tmp_path), "--timeout", "0", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == "--timeout must be > 0, got 0"
+    assert list(tmp_path.iterdir()) == []
