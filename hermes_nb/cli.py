@@ -101,7 +101,18 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_in(args_list: Sequence[str]) -> str | None:
+    """The subcommand named in argv (the first word that is not an option), if it is one of ours."""
+    for word in args_list:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word if word in COMMAND_MODULES else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; with ``only``, register just that command (start-up cost: its imports alone)."""
     parser = _Parser(
         prog="hermes-nb",
         description="Prove a local Hermes proxy works as a UH runtime, and keep the evidence.",
@@ -114,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     parent = _Parser(add_help=False)
     parent.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in (only,) if only else COMMAND_MODULES:
         try:
             module = importlib.import_module(f"hermes_nb.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -134,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_mode = "--json" in args_list
     out = Output(json_mode)
     try:
-        parser = build_parser()
+        parser = build_parser(only=_command_in(args_list))
         args = _parse(parser, args_list, out)
         if args is None:
             return EXIT_OK

@@ -52,3 +52,21 @@ def test_help_with_json_is_one_object(capsys):
     assert "--prompt" in doc["help"] and doc["exit_code"] == 0
     assert main(["--version"]) == 0
     assert "hermes-nb" in capsys.readouterr().out
+
+
+def test_a_command_imports_only_its_own_module():
+    code = (
+        "import sys\n"
+        "from hermes_nb.cli import main\n"
+        "main(['emulator', '--help'])\n"
+        "print('loaded:' + ','.join(m for m in ('hermes_nb.commands.run', 'hermes_nb.commands.smoke', 'hermes_nb.check')"
+        " if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "usage: hermes-nb emulator" in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "loaded:"
+    from hermes_nb.cli import build_parser
+
+    full = build_parser()
+    sub = next(a for a in full._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert {"check", "run", "smoke", "emulator", "probe"} <= set(sub.choices)
