@@ -309,12 +309,22 @@ def test_cli_rig_bad_arguments_exit_2(argv: list[str], needle: str, capsys: pyte
 def test_cli_sigterm_during_startup_stops_the_proxy_and_removes_the_temp_dir(tmp_path: Path) -> None:
     import time
 
-    # a fake `hermes` that never becomes ready; it says where it runs, then waits
+    # a fake `hermes` that never becomes ready: it takes the rig's first readiness poll (so the rig is past
+    # spawning it), says where it runs, then waits without answering
     venv = tmp_path / "venv"
     (venv / "lib" / "python3.11" / "site-packages" / "hermes_agent-0.19.0.dist-info").mkdir(parents=True)
     marker = tmp_path / "proxy.started"
-    binary = _exe(venv / "bin" / "hermes",
-                  f'#!/bin/sh\necho "$$ $HERMES_HOME" > "{marker}.tmp"\nmv "{marker}.tmp" "{marker}"\nexec sleep 600\n')
+    fake = f"""#!{sys.executable}
+import os, socket, sys, time
+port = int(sys.argv[sys.argv.index("--port") + 1])
+server = socket.create_server(("127.0.0.1", port))
+conn, _ = server.accept()
+with open("{marker}.tmp", "w") as fh:
+    fh.write(f"{{os.getpid()}} {{os.environ['HERMES_HOME']}}")
+os.replace("{marker}.tmp", "{marker}")
+time.sleep(600)
+"""
+    binary = _exe(venv / "bin" / "hermes", fake)
     env = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")}
     proc = subprocess.Popen(_cli("rig", "--state", "stale", "--hermes-bin", str(binary), "--deadline", "60"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -325,7 +335,8 @@ def test_cli_sigterm_during_startup_stops_the_proxy_and_removes_the_temp_dir(tmp
         assert marker.exists(), proc.stderr.read() if proc.poll() is not None else "fake proxy never started"
         pid_text, hermes_home = marker.read_text().split()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 130
+        code = proc.wait(timeout=30)
+        assert code == 130, proc.stderr.read()
     finally:
         hermes_bin.stop_process(proc)
     with pytest.raises(ProcessLookupError):  # stopped and reaped by the rig, not orphaned
