@@ -18,6 +18,8 @@ $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@# byte-compile the editable package once: kernels and CLI runs then skip compiling it (PYTHONDONTWRITEBYTECODE may be set)
+	$(BIN)/python -m compileall -q hermes_nb
 	@touch $@
 
 # The real proxy lives in its own venv: hermes-agent pins its own pydantic, httpx and openai.
