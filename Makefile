@@ -31,8 +31,8 @@ $(HSTAMP): requirements-hermes.lock
 	@touch $@
 
 test: install rig-venv
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -q --nbval notebooks/ --nbval-current-env --nbval-sanitize-with notebooks/nbval-sanitize.cfg
+	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \
+		--nbval-sanitize-with notebooks/nbval-sanitize.cfg $(PYTEST_ARGS)
 
 smoke: install
 	$(BIN)/hermes-nb smoke
