@@ -37,8 +37,11 @@ test: install rig-venv
 smoke: install
 	$(BIN)/hermes-nb smoke
 
+# refresh the committed notebooks, then ship the same bytes in the package (a test keeps them identical)
 notebooks: install
-	$(BIN)/hermes-nb notebooks refresh
+	$(BIN)/hermes-nb notebooks refresh --dir notebooks
+	cp notebooks/*.ipynb hermes_nb/data/notebooks/
+	cp notebooks/nbval-sanitize.cfg hermes_nb/data/nbval-sanitize.cfg
 
 schema: install
 	$(BIN)/hermes-nb schema --write docs/schema

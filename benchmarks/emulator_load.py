@@ -35,7 +35,7 @@ import aiohttp
 import httpx
 
 from hermes_nb.emulator import SCENARIO_HEADER
-from hermes_nb.sse import SSEDecoder
+from hermes_nb.wire.sse import SSEDecoder
 
 BODY = {"model": "hermes-4-405b", "messages": [{"role": "user", "content": "Load test."}], "stream": True,
         "stream_options": {"include_usage": True}}

@@ -27,8 +27,8 @@ import random
 import time
 from collections.abc import Callable
 
-from hermes_nb.sse import SSEDecoder
-from hermes_nb.wire import ChatStream
+from hermes_nb.wire.payloads import ChatStream
+from hermes_nb.wire.sse import SSEDecoder
 
 PIECE = 4096
 WORDS = (

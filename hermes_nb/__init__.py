@@ -1,7 +1,10 @@
 """hermes_nb: prove a local Hermes proxy works as a UH runtime, and keep the evidence.
 
-``import hermes_nb`` stays light: heavy modules (emulator, receipts, widgets)
-load on first use of their names.
+``from hermes_nb import …`` is the public surface (:data:`__all__`). It stays
+light: each name loads its module on first use, and always resolves to the
+same object, whatever was imported before. The package is layered, read
+bottom-up (docs/architecture/layers.md): ``core`` → ``wire`` → ``emulator`` →
+``proxy`` | ``harness`` → ``receipts`` → ``kit`` | ``nbrun`` → ``cli``.
 """
 
 from __future__ import annotations
@@ -12,34 +15,34 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    # errors
-    "HermesError": "errors", "ConfigError": "errors", "UnknownKeyError": "errors", "UsageError": "errors",
-    "ArtifactError": "errors", "ProxyUnreachable": "errors", "ProxyTimeout": "errors",
-    "ProxyStatusError": "errors", "ProtocolViolation": "errors", "RigError": "errors",
-    "NotebookFailed": "errors", "SecretLeak": "errors",
-    # config
-    "HermesProxyRuntimeConfig": "config", "AdapterManifest": "config", "load_manifest": "config",
-    "save_manifest": "config", "merge_runtime_config": "config", "manifest_template": "config",
-    # records
-    "Exchange": "records", "Outcome": "records", "ErrorEnvelope": "records",
-    # redaction
-    "Redactor": "redact",
+    # core: errors, config, manifest, records, redaction
+    "HermesError": "core.errors", "ConfigError": "core.errors", "UnknownKeyError": "core.errors",
+    "UsageError": "core.errors", "ArtifactError": "core.errors", "ProxyUnreachable": "core.errors",
+    "ProxyTimeout": "core.errors", "ProxyStatusError": "core.errors", "ProtocolViolation": "core.errors",
+    "RigError": "core.errors", "NotebookFailed": "core.errors", "SecretLeak": "core.errors",
+    "HermesProxyRuntimeConfig": "core.config", "merge_runtime_config": "core.config",
+    "resolve_runtime_config": "core.resolve",
+    "AdapterManifest": "core.manifest", "load_manifest": "core.manifest", "save_manifest": "core.manifest",
+    "manifest_template": "core.manifest",
+    "Exchange": "core.records", "Outcome": "core.records", "ErrorEnvelope": "core.records",
+    "Redactor": "core.redaction",
+    # wire
+    "SSEDecoder": "wire.sse", "ServerSentEvent": "wire.sse", "HermesClient": "wire.client",
+    "classify": "wire.classify", "extract_final_message": "wire.sentinel",
+    "runtime_final_message_instruction": "wire.sentinel", "wrap_final_message": "wire.sentinel",
     # emulator
     "serve_emulator": "emulator", "EmulatorHandle": "emulator",
-    # wire core + client
-    "SSEDecoder": "sse", "ServerSentEvent": "sse", "HermesClient": "client", "classify": "classify",
-    "extract_final_message": "sentinel", "runtime_final_message_instruction": "sentinel",
-    "wrap_final_message": "sentinel",
-    # check, missions, runs
-    "adapter_check": "check", "CheckResult": "check", "Mission": "mission", "load_mission": "mission",
-    "render_prompt": "mission", "plan_run": "run", "dry_run": "run", "run_mission": "run", "RunPlan": "run",
-    "RunResult": "run",
-    # probe, contracts, real-proxy rig
-    "probe_endpoint": "probe", "WireReport": "probe", "compare_contract": "wire_contract", "load_contract": "wire_contract",
-    "real_proxy": "rig", "find_hermes_bin": "rig",
-    # notebooks: smoke runner, receipts, promotion gate, widgets
-    "run_smoke": "smoke", "SmokeTarget": "smoke", "verify_receipts": "receipts",
-    "PromotionRefused": "promote", "Console": "widgets",
+    # proxy: check, probe, contracts, real-proxy rig
+    "adapter_check": "proxy.check", "CheckResult": "proxy.check", "probe_endpoint": "proxy.probe",
+    "WireReport": "proxy.report", "compare_contract": "proxy.contracts", "load_contract": "proxy.contracts",
+    "real_proxy": "proxy.rig", "find_hermes_bin": "proxy.executable",
+    # harness: missions and runs
+    "Mission": "harness.mission", "load_mission": "harness.mission", "render_prompt": "harness.prompt",
+    "plan_run": "harness.plan", "RunPlan": "harness.plan", "dry_run": "harness.run", "run_mission": "harness.run",
+    "RunResult": "harness.results",
+    # receipts, the notebook runner, the kernel-side kit
+    "verify_receipts": "receipts.verify", "PromotionRefused": "receipts.promote",
+    "run_smoke": "nbrun.smoke", "SmokeTarget": "nbrun.smoke_target", "Console": "kit.console",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .emulator.server import EmulatorHandle
+    from hermes_nb.emulator.server import EmulatorHandle
 
 __all__ = ["hermes_emulator", "hermes_emulator_factory"]
 
@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def hermes_emulator_factory() -> Iterator[Callable[..., EmulatorHandle]]:
     """Start emulators on demand (``factory(profile=…, scenario=…)``); all closed at teardown."""
-    from .emulator.server import serve
+    from hermes_nb.emulator.server import serve
 
     started: list[EmulatorHandle] = []
 

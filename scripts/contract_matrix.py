@@ -3,8 +3,8 @@
 
 For each version: a throwaway venv with ``hermes-agent==<v>`` and aiohttp
 (reused from ``--venv-root`` when already built), the real proxy started by
-``hermes_nb.rig`` in the ``stale`` and ``live`` states, one probe each, and
-``docs/wire-contract/hermes-agent-<v>.json``. Then the drift between
+``hermes_nb.proxy.rig`` in the ``stale`` and ``live`` states, one probe each, and
+``hermes_nb/data/contracts/hermes-agent-<v>.json`` (shipped in the wheel). Then the drift between
 consecutive versions (and against the seed) is written into
 ``docs/wire-contract.md`` between the ``contract-matrix`` markers.
 
@@ -25,13 +25,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.errors import RigError
-from hermes_nb.probe import probe
-from hermes_nb.hermes_bin import site_packages
-from hermes_nb.rig import hermes_version, live_supported, real_proxy
-from hermes_nb.wire_contract import (
-    contract_document, contract_drift, dumps_contract, load_contract, resolve_contract,
+from hermes_nb.core.errors import RigError
+from hermes_nb.proxy.contracts import (
+    contract_document,
+    contract_drift,
+    dumps_contract,
+    load_contract,
 )
+from hermes_nb.proxy.executable import hermes_version, live_supported, site_packages
+from hermes_nb.proxy.probe import probe
+from hermes_nb.proxy.rig import real_proxy
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_VERSIONS = ("0.16.0", "0.17.0", "0.18.0", "0.18.1", "0.18.2", "0.19.0")
@@ -78,7 +81,7 @@ def observe(version: str, hermes: Path) -> dict[str, Any]:
     except RigError as exc:
         found = re.search(r"exited (-?\d+) before it was ready: (.*)", str(exc))
         logged_out = f"exit {found.group(1)}: {found.group(2)}" if found else str(exc)
-    notes.append("Observed by scripts/contract_matrix.py through hermes_nb.rig + hermes_nb.probe; do not edit.")
+    notes.append("Observed by scripts/contract_matrix.py through hermes_nb.proxy.rig + hermes_nb.proxy.probe; do not edit.")
     notes.append("stale: tokens present, portal refusing connections; live: unsigned invoke JWT, "
                  "NOUS_INFERENCE_BASE_URL -> hermes_nb emulator (upstream profile).")
     doc = contract_document(reports, target=f"hermes-agent {version}", notes=notes)
@@ -100,9 +103,9 @@ def render_doc_block(out_dir: Path) -> str:
     lines += ["| version | contract | states probed | logged-out start | server (recorded) |", "|---|---|---|---|---|"]
     for version, doc in docs:
         server = next(iter(doc["states"].values())).get("server_observed")
-        lines.append(f"| {version} | [hermes-agent-{version}.json](wire-contract/hermes-agent-{version}.json) "
+        lines.append(f"| {version} | [hermes-agent-{version}.json](../hermes_nb/data/contracts/hermes-agent-{version}.json) "
                      f"| {', '.join(sorted(doc['states']))} | {doc.get('logged_out', '-')} | `{server}` |")
-    seed = load_contract(resolve_contract("seed", directory=out_dir))
+    seed = load_contract(out_dir / "seed.json")
     if docs:
         latest_version, latest = docs[-1]
         lines += ["", f"### seed → hermes-agent {latest_version}", ""] + _drift_lines(seed, latest)
@@ -130,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hermes-bin", action="append", default=[], metavar="VERSION=PATH",
                     help="use an existing hermes for VERSION instead of building a venv")
     ap.add_argument("--python", default="python3", help="interpreter for the venvs")
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "wire-contract"))
+    ap.add_argument("--out-dir", default=str(REPO / "hermes_nb" / "data" / "contracts"))
     ap.add_argument("--doc", default=str(REPO / "docs" / "wire-contract.md"))
     ap.add_argument("--doc-only", action="store_true", help="only regenerate the doc block from the files")
     args = ap.parse_args(argv)

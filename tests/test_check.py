@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from hermes_nb.check import MINIMUM_HERMES_PROXY_VERSION, CheckResult, adapter_check, version_tuple
 from hermes_nb.cli import main
-from hermes_nb.config import manifest_template, validate_config
+from hermes_nb.core.config import validate_config
+from hermes_nb.core.manifest import manifest_template
 from hermes_nb.emulator import serve
+from hermes_nb.proxy.check import CheckResult, adapter_check
+from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, version_tuple
 
 CANARY = "sk-canary-check-0123456789abcdef"
 

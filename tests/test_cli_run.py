@@ -18,8 +18,8 @@ import yaml
 
 from hermes_nb.cli import main
 from hermes_nb.emulator import serve
-from hermes_nb.hermes_bin import stop_process
-from hermes_nb.uh_schema import LatestRun, RunsIndex, RuntimeSession, validate_result
+from hermes_nb.harness.documents import LatestRun, RunsIndex, RuntimeSession, validate_result
+from hermes_nb.proxy.executable import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = REPO / ".venv" / "bin" / "hermes-nb"
@@ -402,7 +402,7 @@ def test_disk_error_mid_run_is_one_json_error_and_a_terminal_run(capsys: pytest.
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    from hermes_nb.artifacts import MissionArtifacts
+    from hermes_nb.harness.artifacts import MissionArtifacts
 
     def disk_full(self: MissionArtifacts, path: Path, data: bytes) -> Path:
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb.classify import classify
-from hermes_nb.client import HermesClient
-from hermes_nb.config import HermesProxyRuntimeConfig
-from hermes_nb.records import Exchange, SSEEventRecord
-from hermes_nb.sentinel import wrap_final_message
+from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.records import Exchange, SSEEventRecord
+from hermes_nb.wire.classify import classify
+from hermes_nb.wire.client import HermesClient
+from hermes_nb.wire.sentinel import wrap_final_message
 
 MSGS = [{"role": "user", "content": "hi"}]
 
@@ -631,7 +631,7 @@ def test_json_error_body_cut_mid_read_is_kept_as_text() -> None:
 
 
 def test_oversized_body_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_nb.client as client_module
+    import hermes_nb.wire.client as client_module
 
     monkeypatch.setattr(client_module, "MAX_BODY_BYTES", 8)
     body = Body([b"0123456", b"789abc", b"never read"])
@@ -643,7 +643,7 @@ def test_oversized_body_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_watchdog_shuts_the_socket_down_when_the_deadline_passes() -> None:
     import time
 
-    from hermes_nb.client import _Watchdog
+    from hermes_nb.wire.client import _Watchdog
 
     left, right = socket.socketpair()
 
@@ -665,7 +665,7 @@ def test_watchdog_shuts_the_socket_down_when_the_deadline_passes() -> None:
 
 
 def test_watchdog_without_a_socket_is_inert() -> None:
-    from hermes_nb.client import _Watchdog
+    from hermes_nb.wire.client import _Watchdog
 
     watchdog = _Watchdog(httpx.Response(200), 0.0)
     watchdog.cancel()
@@ -695,8 +695,8 @@ def test_deeply_nested_json_body_does_not_crash_the_client() -> None:
                                 {"extra_headers": {"authorization": "Bearer sk-canary-café-1234"}}],
                          ids=["non-ascii-token", "line-break-token", "non-ascii-header"])
 def test_unsendable_credentials_are_config_errors_not_a_crash_at_send(kw: dict[str, Any]) -> None:
-    from hermes_nb.config import validate_config
-    from hermes_nb.errors import ConfigError
+    from hermes_nb.core.config import validate_config
+    from hermes_nb.core.errors import ConfigError
 
     with pytest.raises(ConfigError) as info:
         validate_config({"model": "m", **kw})
@@ -707,8 +707,8 @@ def test_unsendable_credentials_are_config_errors_not_a_crash_at_send(kw: dict[s
 
 
 def test_an_endpoint_with_a_key_in_its_query_is_rejected_without_echoing_it() -> None:
-    from hermes_nb.config import validate_config
-    from hermes_nb.errors import ConfigError
+    from hermes_nb.core.config import validate_config
+    from hermes_nb.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="query or fragment") as info:
         validate_config({"model": "m", "endpoint": "http://127.0.0.1:9/v1?key=sk-canary-query-1234567"})

@@ -3,18 +3,15 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.config import (
-    AdapterManifest,
+from hermes_nb.core.config import (
     HermesProxyRuntimeConfig,
-    load_manifest,
-    manifest_template,
     merge_runtime_config,
     parse_overrides_json,
-    save_manifest,
-    schema_documents,
     validate_config,
 )
-from hermes_nb.errors import ConfigError, UnknownKeyError
+from hermes_nb.core.errors import ConfigError, UnknownKeyError
+from hermes_nb.core.manifest import AdapterManifest, load_manifest, manifest_template, save_manifest
+from hermes_nb.core.schema import schema_documents
 
 ROOT = Path(__file__).resolve().parents[1]
 CANARY = "sk-canary-7f3a9c1e55d0"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import diffcap
-from hermes_nb.sandbox import sandbox_copy, workdir
+from hermes_nb.harness import diffcap
+from hermes_nb.harness.sandbox import sandbox_copy, workdir
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -107,7 +107,7 @@ def test_workdir_in_place(repo: Path) -> None:
 
 
 def test_sandbox_refuses_huge_project(tmp_path: Path) -> None:
-    from hermes_nb.errors import ArtifactError
+    from hermes_nb.core.errors import ArtifactError
 
     for i in range(5):
         (tmp_path / f"f{i}").write_text("x")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_nb import display
-from hermes_nb.check import CheckResult
-from hermes_nb.probe import Drift, RouteResult, WireReport
-from hermes_nb.records import Outcome
-from hermes_nb.redact import Redactor
+from hermes_nb.core.records import Outcome
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.kit import display
+from hermes_nb.proxy.check import CheckResult
+from hermes_nb.proxy.report import Drift, RouteResult, WireReport
 
 CANARY = "sk-canary-display-0123456789"
 
@@ -24,9 +24,9 @@ def test_kv_table_escapes_html_and_formats_values() -> None:
 
 
 def test_values_are_redacted_known_and_by_shape() -> None:
-    html = display.kv_table({"a": f"token {CANARY}", "b": "Bearer abcdefghijkl", "c": "mine-secret-value"},
+    html = display.kv_table({"a": f"token {CANARY}", "b": "Bearer abcdefghijkl0123", "c": "mine-secret-value"},
                             redactor=Redactor(["mine-secret-value"]))
-    assert CANARY not in html and "abcdefghijkl" not in html and "mine-secret-value" not in html
+    assert CANARY not in html and "abcdefghijkl0123" not in html and "mine-secret-value" not in html
     assert html.count("&lt;redacted&gt;") == 3
 
 

@@ -11,8 +11,7 @@ import aiohttp
 import httpx
 import pytest
 
-from hermes_nb.emulator import SCENARIO_HEADER, create_app, serve
-from hermes_nb.emulator import content
+from hermes_nb.emulator import SCENARIO_HEADER, content, create_app, serve
 from hermes_nb.emulator.server import EmulatorHandle
 
 SERVER = f"Python/{sys.version_info.major}.{sys.version_info.minor} aiohttp/{aiohttp.__version__}"

@@ -6,16 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.errors import ConfigError
-from hermes_nb.mission import (
-    MISSION_INSTRUCTION,
-    Mission,
-    load_mission,
-    load_workflow,
-    mission_from_document,
-    render_prompt,
-)
-from hermes_nb.sentinel import extract_final_message, runtime_final_message_instruction, wrap_final_message
+from hermes_nb.core.errors import ConfigError
+from hermes_nb.harness.mission import Mission, load_mission, load_workflow, mission_from_document
+from hermes_nb.harness.prompt import MISSION_INSTRUCTION, render_prompt
+from hermes_nb.wire.sentinel import extract_final_message, runtime_final_message_instruction, wrap_final_message
 
 FULL = """
 schema_version: uh.mission.v0
@@ -136,7 +130,7 @@ def test_bad_missions_one_clear_line(tmp_path: Path, doc: str, needle: str) -> N
 
 
 def test_unknown_top_level_keys_are_dropped_as_uh_does_with_a_warning() -> None:
-    from hermes_nb.mission import mission_warnings
+    from hermes_nb.harness.mission import mission_warnings
 
     mission = mission_from_document({"schema_version": "uh.mission.v0", "id": "x", "title": "X",
                                      "objectiv": "Y", "owner": "me"})
@@ -162,7 +156,7 @@ def test_adhoc_rejects_empty_prompt() -> None:
 
 
 def test_runtime_requirements_warning() -> None:
-    from hermes_nb.mission import mission_warnings
+    from hermes_nb.harness.mission import mission_warnings
 
     doc = {"schema_version": "uh.mission.v0", "id": "x", "title": "X"}
     assert mission_warnings(mission_from_document(doc)) == []

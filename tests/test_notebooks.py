@@ -13,11 +13,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hermes_nb.nbkit import VERDICT_MIME, find_verdict
-from hermes_nb.notebook_templates import NAMES, build
-from hermes_nb.smoke import NOTEBOOKS, notebooks_dir
+from hermes_nb.core.facts import NOTEBOOKS
+from hermes_nb.core.resources import notebooks_dir, sanitize_file
+from hermes_nb.nbrun.templates import build
+from hermes_nb.receipts.verdict import VERDICT_MIME, find_verdict
 
-NB_DIR = notebooks_dir()
+NAMES = NOTEBOOKS
+#: the committed notebooks people open and nbval checks
+NB_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 PARAM_RE = re.compile(r"^(?P<name>[a-z_][a-z0-9_]*): (?P<type>[\w\[\]\"]+) = (?P<default>[^#]+?)  # (?P<help>.+)$")
 SECRETISH = re.compile(r"(?i)token|secret|password|key|auth")
 
@@ -91,13 +94,20 @@ def test_title_narrative_and_verdict_cell_last(name: str) -> None:
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
     assert "HERMES_NB_AUTH_TOKEN" in nb.cells[0].source
     last = nb.cells[-1]
-    assert last.cell_type == "code" and "nbkit.record_verdict(" in last.source and "target.close()" in last.source
+    assert last.cell_type == "code" and "kit.record_verdict(" in last.source and "target.close()" in last.source
     assert any(VERDICT_MIME in (o.get("metadata") or {}) for o in last.outputs)
     for cell in nb.cells:
         if cell.cell_type == "code" and "parameters" not in cell.metadata.get("tags", []):
             tree = ast.parse(cell.source)
             assert not any(isinstance(n, (ast.For, ast.While, ast.If, ast.Try, ast.FunctionDef)) for n in ast.walk(tree)), \
                 f"{name}: logic in a cell: {cell.source[:80]!r}"
+
+
+@pytest.mark.parametrize("name", [*(f"{n}.ipynb" for n in NOTEBOOKS), "nbval-sanitize.cfg"])
+def test_the_package_ships_exactly_the_committed_notebooks(name: str) -> None:
+    """One source: what the wheel ships (and the smoke executes) is byte-identical to notebooks/ (make notebooks)."""
+    shipped = sanitize_file() if name.endswith(".cfg") else notebooks_dir() / name
+    assert shipped.read_bytes() == (NB_DIR / name).read_bytes(), f"run `make notebooks`: {name} differs"
 
 
 def test_sanitize_file_only_normalises_what_varies() -> None:
@@ -121,7 +131,7 @@ def test_plain_papermill_cli_runs_a_notebook_unchanged(tmp_path: Path) -> None:
 
 
 def test_refresh_regenerates_executes_and_strips_run_metadata(tmp_path: Path) -> None:
-    from hermes_nb.refresh import refresh_notebooks
+    from hermes_nb.nbrun.refresh import refresh_notebooks
 
     runs = refresh_notebooks(tmp_path, names=["adapter_check"], timeout_s=60)
     assert [r.verdict for r in runs] == ["passed"]
@@ -130,7 +140,8 @@ def test_refresh_regenerates_executes_and_strips_run_metadata(tmp_path: Path) ->
     assert all("papermill" not in c.metadata and "execution" not in c.metadata for c in nb.cells)
     assert [c.id for c in nb.cells] == [c.id for c in build("adapter_check").cells]
     assert all(c.outputs for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", []))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter_check.ipynb"]
+    # the notebook, and the sanitize rules its outputs were stored with (nbval in that directory needs them)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter_check.ipynb", "nbval-sanitize.cfg"]
     first = (tmp_path / "adapter_check.ipynb").read_bytes()
     outputs = json.dumps([c.outputs for c in nb.cells if c.cell_type == "code"])
     assert "127.0.0.1:<port>" in outputs and not re.search(r"127\.0\.0\.1:\d", outputs)  # stored sanitized
@@ -139,7 +150,7 @@ def test_refresh_regenerates_executes_and_strips_run_metadata(tmp_path: Path) ->
 
 
 def test_sanitize_outputs_applies_the_rules_to_outputs_only_and_masks_digests() -> None:
-    from hermes_nb.refresh import sanitize_outputs, sanitize_rules
+    from hermes_nb.nbrun.refresh import sanitize_outputs, sanitize_rules
 
     rules = sanitize_rules(NB_DIR / "nbval-sanitize.cfg")
     nb = nbformat.v4.new_notebook()

@@ -1,9 +1,60 @@
 """The public API is small and explicit, and `import hermes_nb` stays light."""
 
+import json
+import pkgutil
 import subprocess
 import sys
 
 import hermes_nb
+
+#: the public surface, pinned (as httpx's tests/test_exported_members.py does): a change here is an API change
+EXPORTED = [
+    "AdapterManifest", "ArtifactError", "CheckResult", "ConfigError", "Console", "EmulatorHandle", "ErrorEnvelope",
+    "Exchange", "HermesClient", "HermesError", "HermesProxyRuntimeConfig", "Mission", "NotebookFailed", "Outcome",
+    "PromotionRefused", "ProtocolViolation", "ProxyStatusError", "ProxyTimeout", "ProxyUnreachable", "Redactor",
+    "RigError", "RunPlan", "RunResult", "SSEDecoder", "SecretLeak", "ServerSentEvent", "SmokeTarget",
+    "UnknownKeyError", "UsageError", "WireReport", "__version__", "adapter_check", "classify", "compare_contract",
+    "dry_run", "extract_final_message", "find_hermes_bin", "load_contract", "load_manifest", "load_mission",
+    "manifest_template", "merge_runtime_config", "plan_run", "probe_endpoint", "real_proxy", "render_prompt",
+    "resolve_runtime_config", "run_mission", "run_smoke", "runtime_final_message_instruction", "save_manifest",
+    "serve_emulator", "verify_receipts", "wrap_final_message",
+]
+
+
+def test_exported_members_are_pinned():
+    assert sorted(hermes_nb.__all__) == sorted(EXPORTED)
+
+
+def test_no_public_name_is_also_a_submodule_name():
+    """``from hermes_nb import classify`` must never be a module (the flat layout's trap)."""
+    submodules = {m.name for m in pkgutil.iter_modules(hermes_nb.__path__)}
+    assert not submodules & set(hermes_nb.__all__)
+
+
+_IDENTITY = (
+    "import importlib, json, pkgutil, sys, hermes_nb\n"
+    "def walk():\n"
+    "    for m in pkgutil.walk_packages(hermes_nb.__path__, 'hermes_nb.'):\n"
+    "        if not m.name.endswith('__main__'):\n"
+    "            importlib.import_module(m.name)\n"
+    "def names():\n"
+    "    return {n: getattr(hermes_nb, n) for n in hermes_nb.__all__ if n != '__version__'}\n"
+    "first = {}\n"
+    "if sys.argv[1] == 'modules-first':\n"
+    "    walk(); got = names()\n"
+    "else:\n"
+    "    got = names(); walk()\n"
+    "bad = [n for n, obj in got.items()\n"
+    "       if obj is not getattr(importlib.import_module('hermes_nb.' + hermes_nb._LAZY[n]), n)\n"
+    "       or getattr(hermes_nb, n) is not obj or isinstance(obj, type(hermes_nb))]\n"
+    "print(json.dumps(bad))\n"
+)
+
+
+def test_each_name_is_the_same_object_whatever_was_imported_before():
+    for order in ("modules-first", "names-first"):
+        out = subprocess.run([sys.executable, "-c", _IDENTITY, order], capture_output=True, text=True, check=True)
+        assert json.loads(out.stdout) == [], order
 
 
 def test_all_names_resolve():
@@ -59,13 +110,13 @@ def test_a_command_imports_only_its_own_module():
         "import sys\n"
         "from hermes_nb.cli import main\n"
         "main(['emulator', '--help'])\n"
-        "print('loaded:' + ','.join(m for m in ('hermes_nb.commands.run', 'hermes_nb.commands.smoke', 'hermes_nb.check')"
+        "print('loaded:' + ','.join(m for m in ('hermes_nb.cli.commands.run', 'hermes_nb.cli.commands.smoke', 'hermes_nb.proxy.check')"
         " if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "usage: hermes-nb emulator" in out.stdout
     assert out.stdout.strip().splitlines()[-1] == "loaded:"
-    from hermes_nb.cli import build_parser
+    from hermes_nb.cli.app import build_parser
 
     full = build_parser()
     sub = next(a for a in full._actions if a.__class__.__name__ == "_SubParsersAction")

@@ -12,12 +12,23 @@ from pathlib import Path
 import pytest
 
 from hermes_nb.cli import main
+from hermes_nb.core.errors import ConfigError, UsageError
+from hermes_nb.core.resources import contracts_dir
 from hermes_nb.emulator import serve
-from hermes_nb.errors import ConfigError, UsageError
-from hermes_nb.probe import ROUTES, Drift, WireReport, probe, server_product
-from hermes_nb.wire_contract import (
-    CONTRACT_DIR, compare, contract_document, contract_drift, contract_section, dumps_contract, load_contract,
-    message_template, resolve_contract,
+from hermes_nb.proxy.probe import ROUTES, probe
+from hermes_nb.proxy.report import Drift, WireReport, server_product
+
+CONTRACT_DIR = contracts_dir()
+REPO = Path(__file__).resolve().parent.parent
+from hermes_nb.proxy.contracts import (
+    compare,
+    contract_document,
+    contract_drift,
+    contract_section,
+    dumps_contract,
+    load_contract,
+    message_template,
+    resolve_contract,
 )
 
 SEED = load_contract(resolve_contract("seed"))
@@ -131,7 +142,7 @@ class _Echo(BaseHTTPRequestHandler):
     {"headers": {"authorization": "Bearer sk-canary-probe-extra-0123456789"}},
 ], ids=["auth_token", "extra_headers"])
 def test_echoed_credential_never_reaches_report_table_or_contract(kwargs: dict) -> None:
-    from hermes_nb.commands.probe import render
+    from hermes_nb.cli.commands.probe import render
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -291,7 +302,7 @@ def test_contract_section_is_deterministic(reports: dict) -> None:
 
 
 def test_bad_contract_files(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="unknown contract 'nope'; known: .*seed"):
+    with pytest.raises(UsageError, match="unknown contract 'nope'; shipped: .*seed"):
         resolve_contract("nope")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
@@ -354,7 +365,7 @@ def _exchange(status: int | None, content_type: str | None = None, body: str | N
               json_body: object = None, envelope: dict | None = None, failure: tuple | None = None):
     from datetime import datetime, timezone
 
-    from hermes_nb.records import ErrorEnvelope, Exchange, RequestRecord, Timings, TransportFailure
+    from hermes_nb.core.records import ErrorEnvelope, Exchange, RequestRecord, Timings, TransportFailure
 
     return Exchange(
         request=RequestRecord(method="POST", url="http://127.0.0.1:1/v1/chat/completions"),
@@ -387,7 +398,7 @@ def _exchange(status: int | None, content_type: str | None = None, body: str | N
     ({"status": None, "failure": ("reset", "body")}, False, "transport_error"),
 ])
 def test_route_outcome_table(kwargs: dict, root: bool, expected: str) -> None:
-    from hermes_nb.probe import route_outcome
+    from hermes_nb.proxy.report import route_outcome
 
     assert route_outcome(_exchange(**kwargs), root=root) == expected
 
@@ -401,11 +412,11 @@ def test_contract_drift_names_a_state_present_on_one_side_only() -> None:
 def test_doc_block_is_generated_from_the_committed_contracts() -> None:
     import importlib.util
 
-    script = CONTRACT_DIR.parent.parent / "scripts" / "contract_matrix.py"
+    script = REPO / "scripts" / "contract_matrix.py"
     spec = importlib.util.spec_from_file_location("contract_matrix", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    doc = (CONTRACT_DIR.parent / "wire-contract.md").read_text("utf-8")
+    doc = (REPO / "docs" / "wire-contract.md").read_text("utf-8")
     assert module.render_doc_block(CONTRACT_DIR) in doc, "run: .venv/bin/python scripts/contract_matrix.py --doc-only"
 
 

@@ -10,10 +10,11 @@ import pytest
 import yaml
 
 from hermes_nb.cli import main
-from hermes_nb.config import load_manifest, manifest_template, save_manifest
-from hermes_nb.promote import RECORDS_HEADING, PromotionRefused, check_receipt, promote
-from hermes_nb.receipts import HtmlRenderer, append_index, index_entry, write_receipt
-from hermes_nb.redact import Redactor
+from hermes_nb.core.manifest import load_manifest, manifest_template, save_manifest
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.receipts.index import append_index, index_entry
+from hermes_nb.receipts.promote import RECORDS_HEADING, PromotionRefused, check_receipt, promote
+from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 
 CANARY = "sk-canary-promote-0123456789"
 
@@ -96,14 +97,14 @@ def test_refuses_a_receipt_with_a_secret(tmp_path: Path, manifest: Path, runbook
 
 
 def test_refuses_a_rewritten_sidecar_via_the_index(tmp_path: Path, manifest: Path, runbook: Path) -> None:
-    from hermes_nb.receipts import receipt_digest
+    from hermes_nb.receipts.write import receipt_digest
 
     receipt = _receipt(tmp_path / "receipts", verdict="failed")
     sidecar_path = receipt.with_name("e2e_smoke.receipt.json")
     nb = nbformat.read(str(receipt), as_version=4)
     nb.metadata.receipt["verdict"] = "passed"
     nbformat.write(nb, str(receipt))
-    from hermes_nb.nbkit import sha256_file
+    from hermes_nb.core.digests import sha256_file
 
     sidecar = json.loads(sidecar_path.read_text())
     sidecar["receipt"] = dict(nb.metadata.receipt)
@@ -173,8 +174,9 @@ def test_the_success_path_end_to_end_a_smoke_receipt_against_a_non_emulator_endp
     from http.server import ThreadingHTTPServer
 
     from hermes_nb.emulator import serve
-    from hermes_nb.receipts import verify_receipts
-    from hermes_nb.smoke import SmokeTarget, run_smoke
+    from hermes_nb.nbrun.smoke import run_smoke
+    from hermes_nb.nbrun.smoke_target import SmokeTarget
+    from hermes_nb.receipts.verify import verify_receipts
 
     with serve() as emu:
         handler = type("Relay", (_Relay,), {"upstream": emu.base_url})
@@ -211,7 +213,7 @@ def test_refuses_a_live_receipt_whose_own_record_names_an_emulator(tmp_path: Pat
 
 
 def test_an_unwritable_runbook_promotes_nothing(tmp_path: Path, manifest: Path) -> None:
-    from hermes_nb.errors import ArtifactError
+    from hermes_nb.core.errors import ArtifactError
 
     receipt = _receipt(tmp_path / "receipts")
     blocker = tmp_path / "not-a-dir"

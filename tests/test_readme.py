@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.cli import build_parser
+from hermes_nb.cli.app import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -8,21 +8,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hermes_nb.errors import ArtifactError
-from hermes_nb.nbkit import sha256_file
-from hermes_nb.receipts import (
-    HtmlRenderer,
-    append_index,
-    index_entry,
-    load_index,
-    receipt_digest,
-    redact_notebook,
-    render_readme,
-    verify_receipt,
-    verify_receipts,
-    write_receipt,
-)
-from hermes_nb.redact import Redactor
+from hermes_nb.core.digests import sha256_file
+from hermes_nb.core.errors import ArtifactError
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.receipts.index import append_index, index_entry, load_index, render_readme
+from hermes_nb.receipts.verify import verify_receipt, verify_receipts
+from hermes_nb.receipts.write import HtmlRenderer, receipt_digest, redact_notebook, write_receipt
 
 CANARY = "sk-canary-receipts-0123456789"
 
@@ -179,7 +170,7 @@ def test_verify_receipt_alone_without_sidecar(tmp_path: Path) -> None:
 
 
 def test_html_render_shows_markdown_code_outputs_and_errors() -> None:
-    from hermes_nb.receipt_html import render_html
+    from hermes_nb.receipts.render import render_html
 
     nb = _nb("out <b>")
     nb.cells.insert(0, nbformat.v4.new_markdown_cell("# Title\n\nsome *text*"))

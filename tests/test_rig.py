@@ -14,9 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hermes_nb import hermes_bin, rig
-from hermes_nb.errors import RigError
-from hermes_nb.redact import auth_store_secrets
+from hermes_nb.core.errors import RigError
+from hermes_nb.core.redaction import auth_store_secrets
+from hermes_nb.proxy import executable as hermes_bin
+from hermes_nb.proxy import rig
 
 #: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
 HERMES_BIN = rig.find_hermes_bin()
@@ -42,17 +43,17 @@ def test_lookup_order_explicit_env_repo_path(tmp_path: Path, monkeypatch: pytest
     in_repo = _exe(repo / ".venv-hermes" / "bin" / "hermes")
     on_path = _exe(tmp_path / "p" / "hermes")
     env = {rig.ENV_HERMES_BIN: str(from_env), "PATH": str(on_path.parent)}
-    assert rig.find_hermes_bin(explicit, environ=env, repo_root=repo) == explicit
-    assert rig.find_hermes_bin(None, environ=env, repo_root=repo) == from_env
+    assert rig.find_hermes_bin(explicit, environ=env, search_dirs=[repo]) == explicit
+    assert rig.find_hermes_bin(None, environ=env, search_dirs=[repo]) == from_env
     env.pop(rig.ENV_HERMES_BIN)
-    assert rig.find_hermes_bin(None, environ=env, repo_root=repo) == in_repo
+    assert rig.find_hermes_bin(None, environ=env, search_dirs=[repo]) == in_repo
     in_repo.unlink()
-    assert rig.find_hermes_bin(None, environ=env, repo_root=repo) == on_path
+    assert rig.find_hermes_bin(None, environ=env, search_dirs=[repo]) == on_path
 
 
 def test_lookup_none_found_and_bad_explicit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert rig.find_hermes_bin(None, environ={"PATH": str(tmp_path)}, repo_root=tmp_path) is None
+    assert rig.find_hermes_bin(None, environ={"PATH": str(tmp_path)}, search_dirs=[tmp_path]) is None
     with pytest.raises(RigError, match="not an executable"):
         rig.find_hermes_bin(tmp_path / "missing")
     with pytest.raises(RigError, match="HERMES_NB_HERMES_BIN"):
@@ -79,7 +80,9 @@ def test_relative_explicit_path_is_made_absolute(tmp_path: Path, monkeypatch: py
 def test_version_from_dist_info(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     binary = _exe(venv / "bin" / "hermes")
-    (venv / "lib" / "python3.11" / "site-packages" / "hermes_agent-0.17.0.dist-info").mkdir(parents=True)
+    dist_info = venv / "lib" / "python3.11" / "site-packages" / "hermes_agent-0.17.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-agent\nVersion: 0.17.0\n")
     assert rig.hermes_version(binary) == "0.17.0"
 
 
@@ -166,7 +169,7 @@ def test_stale_rig_answers_upstream_auth_failed_and_cleans_up() -> None:
     with rig.real_proxy("stale", hermes_bin=HERMES_BIN) as handle:
         assert handle.endpoint == f"http://127.0.0.1:{handle.port}/v1" and handle == handle.endpoint
         # `with real_proxy(...) as endpoint:` — the handle is the endpoint string
-        from hermes_nb.config import HermesProxyRuntimeConfig
+        from hermes_nb.core.config import HermesProxyRuntimeConfig
 
         assert HermesProxyRuntimeConfig(endpoint=handle, model="m").endpoint == handle.endpoint
         root = handle.log_path.parent
@@ -227,8 +230,8 @@ def test_live_rig_forwards_to_the_upstream_with_its_own_credential() -> None:
 @pytest.mark.real_proxy
 @needs_hermes
 def test_client_canary_never_reaches_rig_log_upstream_record_or_exchange() -> None:
-    from hermes_nb.client import HermesClient
-    from hermes_nb.config import HermesProxyRuntimeConfig
+    from hermes_nb.core.config import HermesProxyRuntimeConfig
+    from hermes_nb.wire.client import HermesClient
 
     token, extra = "sk-canary-rig-token-0a1b2c3d", "sk-canary-rig-extra-4e5f6a7b"
     with rig.real_proxy("live", hermes_bin=HERMES_BIN) as handle:
@@ -283,7 +286,7 @@ def test_cli_rig_logged_out_exits_3_with_the_message() -> None:
 
 
 def test_bad_upstream_scenario_and_deadline_are_usage_errors_before_anything_starts(tmp_path: Path) -> None:
-    from hermes_nb.errors import UsageError
+    from hermes_nb.core.errors import UsageError
 
     missing = tmp_path / "no-hermes-here"  # would be a RigError if the lookup ran first
     with pytest.raises(UsageError, match="unknown upstream scenario 'bogus'"):

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
-from hermes_nb.config import HermesProxyRuntimeConfig, validate_config
+from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
+from hermes_nb.core.errors import ArtifactError
 from hermes_nb.emulator import serve
-from hermes_nb.errors import ArtifactError
-from hermes_nb.mission import Mission, load_mission
-from hermes_nb.run import dry_run, plan_run, run
-from hermes_nb.uh_schema import LatestRun, RunsIndex, RuntimeSession, validate_result
+from hermes_nb.harness.documents import LatestRun, RunsIndex, RuntimeSession, validate_result
+from hermes_nb.harness.mission import Mission, load_mission
+from hermes_nb.harness.plan import plan_run
+from hermes_nb.harness.run import dry_run, run
 
 CANARY = "sk-canary-run-0123456789abcdef"
 
@@ -209,12 +210,12 @@ def test_symlinked_mission_dir_writes_nothing(tmp_path: Path, clean_emu: Any) ->
 
 def test_unexpected_error_still_ends_with_result(tmp_path: Path, clean_emu: Any,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_nb.diffcap
+    import hermes_nb.harness.diffcap
 
     def boom(base: Any) -> Any:
         raise RuntimeError("hook exploded")
 
-    monkeypatch.setattr(hermes_nb.diffcap, "capture", boom)  # fails after the answer, before diff/final
+    monkeypatch.setattr(hermes_nb.harness.diffcap, "capture", boom)  # fails after the answer, before diff/final
     with pytest.raises(RuntimeError, match="hook exploded"):
         run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
     mdir = mission_dir(tmp_path)
@@ -283,11 +284,11 @@ def test_sandbox_and_in_place_give_empty_diff(tmp_path: Path, clean_emu: Any, sa
 
 
 def test_failed_sandbox_copy_writes_nothing(tmp_path: Path, clean_emu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_nb.sandbox
+    import hermes_nb.harness.sandbox
 
     (tmp_path / "a").write_text("x")
     (tmp_path / "b").write_text("y")
-    monkeypatch.setattr(hermes_nb.sandbox, "MAX_SANDBOX_ENTRIES", 1)
+    monkeypatch.setattr(hermes_nb.harness.sandbox, "MAX_SANDBOX_ENTRIES", 1)
     with pytest.raises(ArtifactError, match="too large"):
         run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
     assert not (tmp_path / ".harness").exists() and clean_emu.requests == []
@@ -315,7 +316,7 @@ def test_unsafe_mission_id_outside_harness_writes_nothing(tmp_path: Path, clean_
 def test_sigterm_outside_the_request_never_leaves_the_run_running(tmp_path: Path, clean_emu: Any,
                                                                    monkeypatch: pytest.MonkeyPatch,
                                                                    when: str) -> None:
-    from hermes_nb.artifacts import MissionArtifacts
+    from hermes_nb.harness.artifacts import MissionArtifacts
 
     delivered: list[int] = []
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: delivered.append(signum))

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from hermes_nb.sentinel import (
+from hermes_nb.wire.sentinel import (
     SENTINEL_TAG,
     extract_final_message,
     runtime_final_message_instruction,

@@ -13,16 +13,23 @@ import nbformat
 import pytest
 
 from hermes_nb.cli import main
-from hermes_nb.kernels import KERNEL_NAME, KernelPool
-from hermes_nb.receipts import load_index, verify_receipts
-from hermes_nb.smoke import NOTEBOOKS, SmokeTarget, decide_verdict, new_run_id, overall_verdict, run_smoke
+from hermes_nb.core.clock import new_run_id
+from hermes_nb.core.facts import NOTEBOOKS
+from hermes_nb.core.facts import worst_verdict as overall_verdict
+from hermes_nb.nbrun.execute import decide_verdict
+from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
+from hermes_nb.nbrun.smoke import run_smoke
+from hermes_nb.nbrun.smoke_target import SmokeTarget
+from hermes_nb.receipts.index import load_index
+from hermes_nb.receipts.verify import verify_receipts
 
 CANARY = "sk-canary-smoke-0123456789abcdef"
 PARAMS = ('endpoint: "Optional[str]" = None  # where\nmodel: str = "m"  # model', ["parameters"])
 
 
 def _verdict_cell(verdict: str) -> tuple[str, None]:
-    return (f"from hermes_nb import nbkit\nnbkit.record_verdict(nbkit.verdict_summary('fixture', {verdict!r}, "
+    return (f"from hermes_nb import kit\nfrom hermes_nb.receipts.verdict import verdict_summary\n"
+            f"kit.record_verdict(verdict_summary('fixture', {verdict!r}, "
             "reason='fixture', endpoint=endpoint, model=model))", None)
 
 
@@ -131,7 +138,7 @@ def test_each_fixture_gets_the_truthful_verdict(fixture_run) -> None:
     }
     assert result.verdict == "failed"
     # the exit code each run alone would give (cli.exit_code_for is what `hermes-nb smoke` returns)
-    from hermes_nb.cli import exit_code_for
+    from hermes_nb.core.facts import exit_code_for
 
     codes = {r.name: exit_code_for(overall_verdict([r.verdict])) for r in result.runs}
     assert codes == {"ok": 0, "blocked": 3, "failed": 1, "raises": 1, "slow": 1, "dead": 1, "exit0": 1, "leaky": 0}
@@ -147,7 +154,7 @@ def test_receipt_metadata_matches_the_verdict_even_where_papermill_misleads(fixt
         assert receipt["verdict"] == run.verdict and receipt["status"] == run.status
         assert nb.metadata.papermill["exception"] is (run.verdict != "passed")
         for key in ("hermes_nb_version", "python", "kernel", "papermill_version", "nbclient_version",
-                    "started_at", "finished_at", "duration_s", "template", "parameters_sha256", "lock",
+                    "started_at", "finished_at", "duration_s", "template", "parameters_sha256", "environment",
                     "target_kind", "execution_timeout_s"):
             assert key in receipt, key
         assert receipt["kernel"]["name"] == KERNEL_NAME and len(receipt["template"]["sha256"]) == 64
@@ -175,7 +182,7 @@ def test_receipts_verify_index_and_no_canary_anywhere(fixture_run) -> None:
 
 
 def test_unknown_notebook_and_bad_timeout_are_usage_errors(tmp_path: Path) -> None:
-    from hermes_nb.errors import UsageError
+    from hermes_nb.core.errors import UsageError
 
     with pytest.raises(UsageError):
         run_smoke(SmokeTarget(), out_dir=tmp_path, only=["nope"])
@@ -194,7 +201,7 @@ def test_cli_usage_errors_exit_2(argv, capsys) -> None:
 
 
 #: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
-HERMES_BIN = __import__("hermes_nb.rig", fromlist=["find_hermes_bin"]).find_hermes_bin()
+HERMES_BIN = __import__("hermes_nb.proxy.executable", fromlist=["find_hermes_bin"]).find_hermes_bin()
 
 
 @pytest.mark.real_proxy
@@ -254,23 +261,23 @@ def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path)
 
 
 def test_cli_constants_mirror_the_library() -> None:
-    from hermes_nb import promote
-    from hermes_nb.commands import promote as promote_cmd
-    from hermes_nb.commands import smoke as smoke_cmd
+    from hermes_nb.cli.commands import promote as promote_cmd
+    from hermes_nb.cli.commands import smoke as smoke_cmd
+    from hermes_nb.receipts import promote
 
     assert smoke_cmd.NOTEBOOKS == NOTEBOOKS
     assert (promote_cmd.DEFAULT_MANIFEST, promote_cmd.DEFAULT_RUNBOOK) == (promote.DEFAULT_MANIFEST, promote.DEFAULT_RUNBOOK)
 
 
 def test_building_the_cli_does_not_import_the_notebook_stack() -> None:
-    code = ("import sys, hermes_nb.cli as c; c.build_parser(); "
-            "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'hermes_nb.smoke') if m in sys.modules))")
+    code = ("import sys, hermes_nb.cli.app as c; c.build_parser(); "
+            "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'hermes_nb.nbrun.smoke') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
 
 
 def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Path) -> None:
-    from hermes_nb.smoke import NotebookRun, execute_notebook
+    from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 
     _write_fixture(tmp_path, "ok", FIXTURES["ok"])
     run = NotebookRun(name="ok", template=tmp_path / "ok.ipynb", parameters={})
@@ -281,8 +288,9 @@ def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Pa
 
 
 def test_artifacts_changed_after_the_run_fail_the_verdict(tmp_path: Path) -> None:
-    from hermes_nb.nbkit import sha256_file
-    from hermes_nb.smoke import NotebookRun, _artifact_sources
+    from hermes_nb.core.digests import sha256_file
+    from hermes_nb.nbrun.execute import NotebookRun
+    from hermes_nb.nbrun.receipt_meta import artifact_sources as _artifact_sources
 
     (tmp_path / "runtime-final.txt").write_text("final")
     (tmp_path / "runtime.stdout.log").write_text("text")
@@ -301,7 +309,7 @@ def test_artifacts_changed_after_the_run_fail_the_verdict(tmp_path: Path) -> Non
 @pytest.mark.parametrize("profile", ["hermes-agent", "seed", "upstream"])
 def test_detect_emulator_on_every_profile(profile: str) -> None:
     from hermes_nb.emulator import serve
-    from hermes_nb.smoke import detect_emulator
+    from hermes_nb.proxy.identity import detect_emulator
 
     with serve(profile=profile) as emu:
         evidence = detect_emulator(emu.endpoint)
@@ -313,7 +321,7 @@ def test_detect_emulator_is_none_for_a_real_upstream_or_nothing_listening() -> N
     import httpx
 
     from hermes_nb.emulator import SCENARIO_HEADER
-    from hermes_nb.smoke import PROBE_SCENARIO, detect_emulator
+    from hermes_nb.proxy.identity import PROBE_SCENARIO, detect_emulator
 
     seen: list[httpx.Request] = []
 
@@ -328,7 +336,7 @@ def test_detect_emulator_is_none_for_a_real_upstream_or_nothing_listening() -> N
 
 def test_confirm_target_relabels_only_live_targets() -> None:
     from hermes_nb.emulator import serve
-    from hermes_nb.smoke import confirm_target
+    from hermes_nb.nbrun.smoke_target import confirm_target
 
     with serve() as emu:
         live = confirm_target(SmokeTarget("live", emu.endpoint, hermes_version="0.19.0"))
@@ -339,9 +347,9 @@ def test_confirm_target_relabels_only_live_targets() -> None:
 
 
 def test_cli_endpoint_at_an_emulator_gives_emulator_receipts_the_gate_refuses(tmp_path: Path, capsys) -> None:
-    from hermes_nb.config import manifest_template, save_manifest
+    from hermes_nb.core.manifest import manifest_template, save_manifest
     from hermes_nb.emulator import serve
-    from hermes_nb.promote import PromotionRefused, promote
+    from hermes_nb.receipts.promote import PromotionRefused, promote
 
     with serve() as emu:
         code = main(["smoke", "--endpoint", emu.endpoint, "--only", "e2e_smoke", "--out", str(tmp_path / "r"),
@@ -376,7 +384,7 @@ def test_cli_failing_endpoint_exits_1_with_a_verified_failed_receipt(tmp_path: P
 
 def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: Path, monkeypatch) -> None:
     """A startup script in the user's IPython profile must not change what a receipt's notebook does."""
-    from hermes_nb.smoke import NotebookRun, execute_notebook
+    from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 
     user_dir = tmp_path / "user-ipython"
     (user_dir / "profile_default" / "startup").mkdir(parents=True)
@@ -396,7 +404,7 @@ def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: 
 
 def test_importing_the_runner_is_light_so_kernels_start_first() -> None:
     """The kernels boot while the runner imports papermill/nbformat/pydantic: none of them at import time."""
-    code = ("import sys, hermes_nb.smoke; "
+    code = ("import sys, hermes_nb.nbrun.smoke; "
             "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'pydantic', 'httpx', 'jupyter_client') "
             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -407,8 +415,8 @@ def test_importing_the_runner_is_light_so_kernels_start_first() -> None:
 @pytest.mark.skipif(HERMES_BIN is None, reason="no hermes: run `make rig-venv`")
 def test_detect_emulator_through_the_real_proxy(monkeypatch) -> None:
     """The real proxy forwards the scenario header to its upstream: a rig behind --endpoint is no live proxy."""
-    from hermes_nb.rig import real_proxy
-    from hermes_nb.smoke import detect_emulator
+    from hermes_nb.proxy.identity import detect_emulator
+    from hermes_nb.proxy.rig import real_proxy
 
     monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))
     with real_proxy("live") as rig:
@@ -425,7 +433,7 @@ def test_an_unwritable_out_is_a_usage_error_before_any_notebook_runs(tmp_path: P
 
 
 def test_a_receipt_that_cannot_be_written_fails_that_notebook_not_the_process(tmp_path: Path, monkeypatch) -> None:
-    import hermes_nb.smoke as smoke
+    import hermes_nb.nbrun.smoke as smoke
 
     templates = tmp_path / "templates"
     templates.mkdir()
@@ -452,7 +460,7 @@ def test_ctrl_c_kills_the_kernels_and_still_writes_receipts_and_index(tmp_path: 
     _write_fixture(templates, "block", [PARAMS, (f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(300)",
                                                  None), _verdict_cell("passed")])
     out = tmp_path / "out"
-    script = ("import sys\nfrom pathlib import Path\nfrom hermes_nb.smoke import SmokeTarget, run_smoke\n"
+    script = ("import sys\nfrom pathlib import Path\nfrom hermes_nb.nbrun.smoke import run_smoke\nfrom hermes_nb.nbrun.smoke_target import SmokeTarget\n"
               f"try:\n    run_smoke(SmokeTarget(), out_dir=Path({str(out)!r}), only=['block'], "
               f"templates=Path({str(templates)!r}), timeout_s=280)\n"
               "except KeyboardInterrupt:\n    sys.exit(130)\nsys.exit(0)\n")

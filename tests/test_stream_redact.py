@@ -9,11 +9,11 @@ import httpx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb.config import validate_config
-from hermes_nb.mission import Mission
-from hermes_nb.redact import Redactor
-from hermes_nb.run import run
-from hermes_nb.stream_redact import StreamRedactor
+from hermes_nb.core.config import validate_config
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.stream_redaction import StreamRedactor
+from hermes_nb.harness.mission import Mission
+from hermes_nb.harness.run import run
 
 CANARY = "sk-canary-stream-0123456789abcdef"
 TEXT = (f"Here is the key {CANARY} as asked. A bearer header: Bearer sk-other-9876543210zz and a JWT "
@@ -104,8 +104,8 @@ def test_masked_pieces_hold_no_fragment_of_a_secret(cuts: list[int]) -> None:
 
 
 def test_a_long_stream_keeps_a_small_window_and_still_masks_late_secrets() -> None:
-    from hermes_nb.records import SSEEventRecord
-    from hermes_nb.stream_redact import RedactedStream
+    from hermes_nb.core.records import SSEEventRecord
+    from hermes_nb.harness.stream_log import RedactedStream
 
     pieces = [f"word{i} and more text " for i in range(3000)] + ["key sk-canary-str", "eam-0123456789abcdef ok"]
     out: list[str] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_nb.widgets import Console, ConsoleActions
+from hermes_nb.kit.console import Console, ConsoleActions
 
 pytest.importorskip("ipywidgets")
 

@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb.config import HermesProxyRuntimeConfig
-from hermes_nb.sse import ServerSentEvent
-from hermes_nb.wire import (
+from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.wire.payloads import (
     ChatStream,
     chat_request_body,
     loads_exact,
@@ -21,6 +20,7 @@ from hermes_nb.wire import (
     parse_error_body,
     parse_retry_after,
 )
+from hermes_nb.wire.sse import ServerSentEvent
 
 # ----------------------------------------------------------------- error envelopes
 

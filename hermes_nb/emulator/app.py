@@ -22,11 +22,22 @@ from typing import Any
 
 from aiohttp import web
 
-from ..redact import Redactor, redact_headers
+from hermes_nb.core.redaction import Redactor, redact_headers
+
 from . import content as c
 from .scenarios import (
-    ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS, RESET, SCENARIO_HEADER, STALL, UPSTREAM_ROUTES, Pause, Reply, Settings,
-    json_reply, upstream_reply,
+    ALL_SCENARIOS,
+    PROFILES,
+    PROXY_SCENARIOS,
+    RESET,
+    SCENARIO_HEADER,
+    STALL,
+    UPSTREAM_ROUTES,
+    Pause,
+    Reply,
+    Settings,
+    json_reply,
+    upstream_reply,
 )
 
 __all__ = [

@@ -15,6 +15,8 @@ import math
 import struct
 from typing import Any
 
+from hermes_nb.core.facts import DEFAULT_MODEL, SENTINEL_TAG
+
 __all__ = [
     "BASE_CREATED",
     "DEFAULT_MODELS",
@@ -40,12 +42,10 @@ __all__ = [
 #: 2025-08-19T00:00:00Z, the spike's example ``created``; offsets are derived from the seed.
 BASE_CREATED = 1755561600
 DEFAULT_MODELS: tuple[str, ...] = (
-    "nousresearch/hermes-4-405b",
+    DEFAULT_MODEL,
     "nousresearch/hermes-4-70b",
     "hermes-4-405b",
 )
-#: the final-message fence tag (same literal as ``hermes_nb.sentinel.SENTINEL_TAG``)
-SENTINEL_TAG = "uh-runtime-final-message"
 EMBEDDING_DIM = 8
 
 _OPENERS = (

@@ -1,0 +1,7 @@
+"""``python -m hermes_nb.cli …`` = ``hermes-nb …``."""
+
+import sys
+
+from hermes_nb.cli.app import main
+
+sys.exit(main())

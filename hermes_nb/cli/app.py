@@ -1,0 +1,150 @@
+"""``hermes-nb``: flags -> one library call -> print -> documented exit code.
+
+Exit codes (every command):
+  0  passed / ready
+  1  failed
+  2  usage or configuration error
+  3  blocked (operator action or a later retry needed)
+
+``--json`` prints exactly one JSON object on stdout, errors included.
+Each subcommand lives in ``hermes_nb/cli/commands/<name>.py`` and exposes
+``register(subparsers, parent)``; its handler is ``handler(args, out) -> int``.
+The status words behind the exit codes: :data:`hermes_nb.core.facts.STATUS_EXIT`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Callable, Sequence
+
+from hermes_nb import __version__
+from hermes_nb.cli.output import Output
+from hermes_nb.core.errors import HermesError, UsageError
+from hermes_nb.core.facts import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+
+__all__ = ["main", "build_parser", "COMMAND_MODULES"]
+
+COMMAND_MODULES = (
+    "check",
+    "run",
+    "adapter",
+    "schema",
+    "emulator",
+    "probe",
+    "rig",
+    "smoke",
+    "receipts",
+    "promote",
+    "notebooks",
+)
+
+EPILOG = """exit codes: 0 passed/ready, 1 failed, 2 usage or configuration error,
+3 blocked (operator action or a later retry needed).
+--json prints exactly one JSON object on stdout."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _command_in(args_list: Sequence[str]) -> str | None:
+    """The subcommand named in argv (the first word that is not an option), if it is one of ours."""
+    for word in args_list:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word if word in COMMAND_MODULES else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; with ``only``, register just that command (start-up cost: its imports alone)."""
+    parser = _Parser(
+        prog="hermes-nb",
+        description="Prove a local Hermes proxy works as a UH runtime, and keep the evidence.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"hermes-nb {__version__}")
+    # also accepted before the command (`hermes-nb --json run …`); main() reads it from argv either way
+    parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    parent = _Parser(add_help=False)
+    parent.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in (only,) if only else COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"hermes_nb.cli.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"hermes_nb.cli.commands.{name}":
+                continue
+            raise
+        module.register(sub, parent)
+    for action in sub.choices.values():
+        if not action.epilog:
+            action.epilog = EPILOG
+            action.formatter_class = argparse.RawDescriptionHelpFormatter
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in args_list
+    out = Output(json_mode)
+    try:
+        parser = build_parser(only=_command_in(args_list))
+        args = _parse(parser, args_list, out)
+        if args is None:
+            return EXIT_OK
+        handler: Callable[[argparse.Namespace, Output], int] | None = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help(sys.stderr)
+            return _fail(out, UsageError("hermes-nb: choose a command"), EXIT_USAGE)
+        return int(handler(args, out))
+    except HermesError as exc:
+        return _fail(out, exc, exc.exit_code)
+    except KeyboardInterrupt:
+        return _fail(out, HermesError("interrupted"), EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        # The reader went away (`hermes-nb … | head`): stop quietly, as a Unix tool does.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+def _parse(parser: argparse.ArgumentParser, args_list: list[str], out: Output) -> argparse.Namespace | None:
+    """Parse; ``--help``/``--version`` with ``--json`` become one ``{"help": …}`` object."""
+    if not out.json_mode:
+        try:
+            return parser.parse_args(args_list)
+        except SystemExit as exc:  # --help / --version printed their text
+            if exc.code in (0, None):
+                return None
+            raise
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buffer):
+            return parser.parse_args(args_list)
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
+        out.emit({"help": buffer.getvalue(), "exit_code": EXIT_OK})
+        return None
+
+
+def _fail(out: Output, exc: Exception, code: int) -> int:
+    problems = getattr(exc, "problems", None) or [str(exc)]
+    if out.json_mode and not out.emitted:
+        out.emit({"error": str(exc), "problems": problems, "exit_code": code})
+    for problem in problems:
+        print(f"hermes-nb: error: {problem}", file=sys.stderr)
+    return code
+
+

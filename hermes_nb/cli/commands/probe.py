@@ -1,0 +1,98 @@
+"""``hermes-nb probe``: the seed's wire-format spike against one endpoint, and drift from a contract.
+
+Exit codes: 0 the probe ran (and, with ``--compare``, found no drift);
+1 drift found; 2 usage (bad flags, unknown or invalid contract, invalid URL);
+3 the endpoint is unreachable (no route got an HTTP answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.core.errors import ArtifactError, UsageError
+from hermes_nb.core.facts import DEFAULT_MODEL
+from hermes_nb.proxy.contracts import compare, contract_document, dumps_contract, load_contract, resolve_contract
+from hermes_nb.proxy.probe import ROUTES, probe
+from hermes_nb.proxy.report import WireReport
+
+
+def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "probe", parents=[parent], help="probe a proxy's wire format; compare with a contract",
+        description="Probe every route, the auth handoff and the stream-failure shape of a Hermes proxy.",
+    )
+    p.add_argument("--endpoint", required=True, help="proxy endpoint including /v1, e.g. http://127.0.0.1:8645/v1")
+    p.add_argument("--compare", metavar="CONTRACT",
+                   help="`seed`, a name in docs/wire-contract (hermes-agent-0.19.0) or a contract file")
+    p.add_argument("--state", choices=("stale", "live"),
+                   help="contract section to compare with (default: the state the probe detects)")
+    p.add_argument("--out", metavar="FILE", help="also write the report (JSON) to FILE")
+    p.add_argument("--write-contract", metavar="FILE",
+                   help="write the observed contract (this probe as the only state section) to FILE")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=f"model id sent in bodies (default {DEFAULT_MODEL})")
+    p.add_argument("--deadline", type=float, default=30.0, metavar="S", help="overall probe deadline (default 30)")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, out: Any) -> int:
+    if not args.deadline > 0:
+        raise UsageError(f"--deadline must be > 0 seconds, got {args.deadline:g}")
+    for flag, target in (("--out", args.out), ("--write-contract", args.write_contract)):
+        if target and not Path(target).resolve().parent.is_dir():
+            raise UsageError(f"{flag} {target}: its directory does not exist")
+    contract = load_contract(resolve_contract(args.compare)) if args.compare else None
+    report = probe(args.endpoint, model=args.model, deadline_s=args.deadline,
+                   request_deadline_s=min(5.0, args.deadline))
+    if contract is not None:
+        report.drift = compare(report, contract, state=args.state)
+    if args.out:
+        _write(args.out, report.model_dump_json(indent=2) + "\n")
+    if args.write_contract:
+        doc = contract_document({report.state: report}, target=args.endpoint)
+        _write(args.write_contract, dumps_contract(doc))
+    for line in render(report, compared=args.compare):
+        out.line(line)
+    out.emit(report.summary())
+    if not report.reachable:
+        return 3
+    return 1 if report.drift else 0
+
+
+#: `` (stream)`` / `` (1.5 MB body)``: tells the three chat rows apart in the table
+_VARIANTS = {spec.name: f" ({spec.variant})" for spec in ROUTES if spec.variant}
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, "utf-8")
+    except OSError as exc:
+        raise ArtifactError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def render(report: WireReport, *, compared: str | None = None) -> list[str]:
+    """The human route table, auth handoff, headers and drift lines."""
+    lines = [f"endpoint {report.endpoint}  state {report.state}  server {_cell(report.server)}"]
+    rows = [("METHOD", "PATH", "STATUS", "CONTENT-TYPE", "ERROR", "OUTCOME")]
+    for r in report.routes:
+        err = r.error_type or r.body_excerpt or r.transport_error
+        rows.append((r.method, r.path + _VARIANTS.get(r.name, ""), _cell(r.status), _cell(r.content_type), _cell(err),
+                     r.outcome))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    auth = "; ".join(f"{c.header} → {_cell(c.status)} {c.error_type or c.outcome}" for c in report.auth)
+    lines.append(f"auth handoff (GET /v1/models): {auth or '-'}")
+    required = {True: "yes", False: "no", None: "unknown"}[report.bearer_required]
+    lines.append(f"bearer required: {required}   stream failure shape: {report.stream_failure_shape}")
+    lines.append(f"CORS headers: {', '.join(report.cors_headers) or 'none'}   "
+                 f"rate-limit headers: {', '.join(report.rate_limit_headers) or 'none'}")
+    lines += [f"warning: {w}" for w in report.warnings]
+    if compared:
+        lines.append(f"drift vs {compared}: {len(report.drift) or 'none'}")
+        lines += [f"  {d}" for d in report.drift]
+    return lines

@@ -1,0 +1,70 @@
+"""``hermes-nb receipts verify DIR`` / ``hermes-nb receipts list [DIR]``.
+
+verify: recompute every digest (files, metadata.receipt, index) and re-scan every
+file under DIR for secrets (the shapes, plus ``HERMES_NB_AUTH_TOKEN`` when set).
+Exit 0 when everything checks out, 1 when anything does not, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.core.errors import UsageError
+from hermes_nb.core.facts import RECEIPTS_RELPATH, env_secrets
+
+
+def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("receipts", parents=[parent], help="verify or list smoke receipts")
+    action = p.add_subparsers(dest="action", metavar="ACTION")
+    v = action.add_parser("verify", parents=[parent], help="recompute digests and re-scan for secrets (exit 0/1)")
+    v.add_argument("dir", metavar="DIR")
+    v.set_defaults(handler=handle_verify)
+    ls = action.add_parser("list", parents=[parent], help="print the receipts index")
+    ls.add_argument("dir", metavar="DIR", nargs="?", default=str(RECEIPTS_RELPATH / "emulator"),
+                    help=f"receipts directory (default {RECEIPTS_RELPATH / 'emulator'})")
+    ls.set_defaults(handler=handle_list)
+    p.set_defaults(handler=_usage)
+
+
+def _usage(args: argparse.Namespace, out: Any) -> int:
+    raise UsageError("receipts: choose an action: verify DIR | list [DIR]")
+
+
+def _dir(value: str) -> Path:
+    path = Path(value)
+    if not path.is_dir():
+        raise UsageError(f"{path}: not a directory")
+    return path
+
+
+def handle_verify(args: argparse.Namespace, out: Any) -> int:
+    from hermes_nb.receipts.verify import verify_receipts
+
+    directory = _dir(args.dir)
+    secrets = env_secrets(os.environ)
+    report = verify_receipts(directory, secrets=secrets)
+    for r in report.receipts:
+        out.line(f"[{'OK' if r['ok'] else 'BAD'}] {r['path']} ({r['verdict']})")
+    for problem in report.problems:
+        out.line(f"  problem: {problem}")
+    out.line(f"{len(report.receipts)} receipts, {report.files_scanned} files scanned: "
+             + ("verified" if report.ok else f"{len(report.problems)} problems"))
+    out.emit(report.to_dict())
+    return 0 if report.ok else 1
+
+
+def handle_list(args: argparse.Namespace, out: Any) -> int:
+    from hermes_nb.receipts.index import load_index
+
+    directory = _dir(args.dir)
+    index = load_index(directory)
+    for e in index["receipts"]:
+        out.line(f"{e.get('started_at')}  {e.get('verdict', '?'):8} {e.get('target_kind', '?'):8} "
+                 f"{e.get('notebook')}  {e.get('path')}")
+    if not index["receipts"]:
+        out.line(f"no receipts in {directory}")
+    out.emit({"directory": str(directory), "receipts": index["receipts"]})
+    return 0

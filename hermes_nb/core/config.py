@@ -1,0 +1,261 @@
+"""The strict ``runtime_config`` of the hermes-proxy adapter, its validation and merging.
+
+``HermesProxyRuntimeConfig`` is seed §7 plus UH's ``provider`` and
+``extra_headers``. It rejects unknown keys, naming the key and suggesting the
+closest valid one. The layering of its sources (manifest, mission, the
+``HERMES_NB_*`` environment, arguments) is :func:`hermes_nb.core.resolve.resolve_runtime_config`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import httpx
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
+
+from hermes_nb.core.errors import ConfigError, UnknownKeyError
+from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_TIMEOUT_MS
+from hermes_nb.core.redaction import redact_headers
+
+__all__ = [
+    "PROVIDERS",
+    "UH_STRICT_KEYS",
+    "HermesProxyRuntimeConfig",
+    "normalise_endpoint",
+    "validate_config",
+    "merge_runtime_config",
+    "parse_overrides_json",
+    "format_validation_error",
+]
+
+PROVIDERS = ("nous", "xai", "claude", "chatgpt", "supergrok")
+Provider = Literal["nous", "xai", "claude", "chatgpt", "supergrok"]
+#: The keys UH's own strict hermes-proxy runtime_config schema accepts.
+UH_STRICT_KEYS = ("endpoint", "model", "provider", "request_timeout_ms", "extra_headers")
+
+
+def normalise_endpoint(value: str) -> str:
+    """Validate an http(s) URL and strip trailing slashes (``…/v1/`` → ``…/v1``)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("endpoint must be a non-empty URL")
+    text = value.strip()
+    shown = text if "@" not in text else "<a URL with user info>"
+    try:
+        url = httpx.URL(text)
+    except (httpx.InvalidURL, TypeError):
+        raise ValueError(f"endpoint is not a valid URL: {shown!r}") from None
+    if url.userinfo:
+        raise ValueError("endpoint must not carry credentials (user:password@); the proxy attaches its own")
+    if url.scheme not in ("http", "https"):
+        raise ValueError(f"endpoint must use http or https, got {shown!r}")
+    if not url.host:
+        raise ValueError(f"endpoint has no host: {shown!r}")
+    if url.query or url.fragment:
+        # not echoed: a query is where API keys get pasted (?key=…)
+        raise ValueError("endpoint must not carry a query or fragment (?… or #…)")
+    return text.rstrip("/")
+
+
+class _Strict(BaseModel):
+    # hide_input_in_errors: a rejected extra_headers/auth_token value must not be echoed in a ValidationError
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False, hide_input_in_errors=True)
+
+
+class HermesProxyRuntimeConfig(_Strict):
+    """``runtime_config`` for the hermes-proxy adapter (strict)."""
+
+    endpoint: str = Field(
+        DEFAULT_ENDPOINT,
+        description="Proxy endpoint including /v1; http or https; trailing slash removed.",
+    )
+    model: str = Field(..., min_length=1, description="Model id sent verbatim in the body.")
+    auth_token: SecretStr = Field(
+        SecretStr(DEFAULT_AUTH_TOKEN),
+        description="Bearer value sent on every request (the real proxy ignores it). Never printed.",
+    )
+    provider: Provider | None = Field(
+        None, description="Upstream provider, used for the `hermes auth status <provider>` hint."
+    )
+    system_prompt: str | None = Field(None, description="Sent as a system message before the mission prompt.")
+    temperature: float = Field(0, ge=0, le=2, description="Sampling temperature, 0–2.")
+    max_tokens: int | None = Field(None, gt=0, description="Maximum completion tokens.")
+    request_timeout_ms: int = Field(
+        DEFAULT_TIMEOUT_MS, gt=0, description="Overall deadline of one request, reading the stream included."
+    )
+    stream: bool = Field(True, description="Stream the answer over SSE.")
+    extra_headers: dict[str, str] = Field(
+        default_factory=dict, description="Extra request headers (lower-cased; they win over defaults)."
+    )
+    #: where each key's value came from (set by resolve_runtime_config; not part of the document)
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        return normalise_endpoint(value)
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("model must be a non-empty string")
+        return value
+
+    @field_validator("auth_token")
+    @classmethod
+    def _token(cls, value: SecretStr) -> SecretStr:
+        if not value.get_secret_value():
+            raise ValueError("auth_token must be non-empty")
+        token = value.get_secret_value()
+        if not token.isascii() or any(c in token for c in "\r\n"):  # never echo the token itself
+            raise ValueError("auth_token must be ASCII without line breaks (it is sent in the Authorization header)")
+        return value
+
+    @field_validator("extra_headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, val in value.items():
+            if not key or any(c in key for c in " :\r\n\t"):
+                raise ValueError(f"invalid header name {key!r}")
+            if any(c in val for c in "\r\n"):
+                raise ValueError(f"header {key!r} has a line break in its value")
+            if not val.isascii():  # httpx sends header values as ASCII
+                raise ValueError(f"header {key!r} has a non-ASCII value")
+            out[key.lower()] = val
+        return out
+
+    @field_serializer("auth_token", when_used="json")
+    def _dump_token(self, value: SecretStr) -> str:
+        return "**********"
+
+    @field_serializer("extra_headers", when_used="json")
+    def _dump_headers(self, value: dict[str, str]) -> dict[str, str]:
+        return redact_headers(value)
+
+    def __repr_args__(self):  # type: ignore[override]
+        for key, value in super().__repr_args__():
+            yield key, (redact_headers(value) if key == "extra_headers" else value)
+
+    def origin(self, key: str) -> str:
+        """Where ``key``'s value came from: ``default``, ``manifest``, ``mission``, ``env HERMES_NB_…``,
+        ``overrides`` or ``argument`` (``default`` for a config built directly)."""
+        return self._origins.get(key, "default")
+
+    def secrets(self) -> list[str]:
+        """Every secret value this config holds (for redaction)."""
+        found = [self.auth_token.get_secret_value()]
+        for key, val in self.extra_headers.items():
+            if key in ("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"):
+                found.append(val)
+                if " " in val:
+                    found.append(val.split(" ", 1)[1])
+        return [s for s in found if s]
+
+    def to_document(self, *, reveal_secrets: bool = False, uh_strict: bool = False) -> dict[str, Any]:
+        """A plain dict for YAML/JSON; the token is masked unless ``reveal_secrets``."""
+        data = self.model_dump(mode="python", exclude_none=True)
+        data["auth_token"] = self.auth_token.get_secret_value() if reveal_secrets else "**********"
+        if not reveal_secrets:
+            data["extra_headers"] = redact_headers(data.get("extra_headers", {}))
+        if uh_strict:
+            data = {k: v for k, v in data.items() if k in UH_STRICT_KEYS}
+        return data
+
+
+# --------------------------------------------------------------------------- errors
+
+def _closest(key: str, valid: list[str]) -> str | None:
+    match = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    return match[0] if match else None
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    current: Any = model
+    for part in loc:
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        field = current.model_fields.get(str(part))
+        if field is None:
+            return None
+        ann = field.annotation
+        args = getattr(ann, "__args__", ())
+        nested = [a for a in (ann, *args) if isinstance(a, type) and issubclass(a, BaseModel)]
+        current = nested[0] if nested else None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def format_validation_error(exc: ValidationError, *, where: str, model: type[BaseModel] | None = None) -> ConfigError:
+    """Turn a pydantic error into a :class:`ConfigError` with one line per problem."""
+    problems: list[str] = []
+    first_unknown: UnknownKeyError | None = None
+    for err in exc.errors(include_url=False, include_input=False):
+        loc = tuple(err.get("loc", ()))
+        path = ".".join(str(p) for p in loc) or "(document)"
+        if err.get("type") == "extra_forbidden":
+            key = str(loc[-1]) if loc else "?"
+            parent = _model_at(model, loc[:-1]) if model else None
+            suggestion = _closest(key, list(parent.model_fields)) if parent else None
+            unknown = UnknownKeyError(key, where=where + (f".{'.'.join(map(str, loc[:-1]))}" if loc[:-1] else ""),
+                                      suggestion=suggestion)
+            first_unknown = first_unknown or unknown
+            problems.append(str(unknown))
+        elif err.get("type") == "missing":
+            problems.append(f"{where}: missing required key {path!r}")
+        else:
+            msg = err.get("msg", "invalid value")
+            msg = msg.removeprefix("Value error, ")
+            problems.append(f"{where}: {path}: {msg}")
+    if first_unknown is not None and len(problems) == 1:
+        return first_unknown
+    message = problems[0] if len(problems) == 1 else f"{len(problems)} problems: " + "; ".join(problems)
+    return ConfigError(message, problems=problems)
+
+
+def validate_config(data: Mapping[str, Any], *, where: str = "runtime_config") -> HermesProxyRuntimeConfig:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    try:
+        return HermesProxyRuntimeConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        raise format_validation_error(exc, where=where, model=HermesProxyRuntimeConfig) from None
+
+
+def merge_runtime_config(base: Mapping[str, Any] | HermesProxyRuntimeConfig, *overrides: Mapping[str, Any] | None,
+                         where: str = "runtime_config") -> HermesProxyRuntimeConfig:
+    """Shallow merge of ``overrides`` over ``base`` (later wins), then strict re-validation."""
+    if isinstance(base, HermesProxyRuntimeConfig):
+        merged: dict[str, Any] = base.model_dump(mode="python", exclude_none=True)
+    elif isinstance(base, Mapping):
+        merged = dict(base)
+    else:
+        raise ConfigError(f"{where}: expected a mapping, got {type(base).__name__}")
+    for layer in overrides:
+        if layer is None:
+            continue
+        if not isinstance(layer, Mapping):
+            raise ConfigError(f"{where}: overrides must be an object, got {type(layer).__name__}")
+        merged.update(layer)
+    return validate_config(merged, where=where)
+
+
+def parse_overrides_json(text: str, *, where: str = "--runtime-config-overrides") -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}: not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be a JSON object, got {type(value).__name__}")
+    return value

@@ -1,0 +1,102 @@
+"""The small facts every layer shares, each written down once.
+
+Exit codes and what each status word means for them, the names of our
+environment variables, the runtime's name, the default model and endpoint,
+the three notebooks, and where the adapter manifest lives. Nothing here
+imports anything beyond the standard library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+__all__ = [
+    "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_BLOCKED", "EXIT_INTERRUPTED", "STATUS_EXIT", "exit_code_for",
+    "worst_verdict", "VERDICTS", "RUNTIME", "ERROR_PREFIX", "DEFAULT_ENDPOINT", "DEFAULT_MODEL",
+    "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
+    "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
+    "RECEIPTS_RELPATH", "manifest_path", "START_HINT", "SENTINEL_TAG",
+]
+
+# --------------------------------------------------------------------------- exit codes
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
+#: a run stopped by Ctrl-C (128 + SIGINT), as a shell reports it
+EXIT_INTERRUPTED = 130
+
+#: every status word a command can end with -> its exit code
+STATUS_EXIT: Mapping[str, int] = {
+    # verdicts (runs, smoke, notebooks) and run statuses
+    "passed": EXIT_OK, "failed": EXIT_FAILED, "blocked": EXIT_BLOCKED, "cancelled": EXIT_FAILED,
+    # adapter-check states
+    "ready": EXIT_OK, "error": EXIT_FAILED, "misconfigured": EXIT_USAGE, "locked": EXIT_BLOCKED,
+    "unreachable": EXIT_BLOCKED,
+}
+
+#: the verdicts of a notebook job, best first
+VERDICTS = ("passed", "blocked", "failed")
+
+
+def exit_code_for(status: str) -> int:
+    """The documented exit code of a status word (unknown words count as failed)."""
+    return STATUS_EXIT.get(status, EXIT_FAILED)
+
+
+def worst_verdict(verdicts: Iterable[str]) -> str:
+    """failed wins over blocked wins over passed (an unknown verdict counts as failed)."""
+    worst = 0
+    for verdict in verdicts:
+        worst = max(worst, VERDICTS.index(verdict) if verdict in VERDICTS else len(VERDICTS) - 1)
+    return VERDICTS[worst]
+
+
+# --------------------------------------------------------------------------- the runtime
+
+RUNTIME = "hermes-proxy"
+#: every error line a classification writes starts with this (UH's prefix)
+ERROR_PREFIX = "hermes-proxy: "
+DEFAULT_ENDPOINT = "http://127.0.0.1:8645/v1"
+DEFAULT_MODEL = "nousresearch/hermes-4-405b"
+#: the placeholder bearer (the real proxy ignores it and attaches its own credentials)
+DEFAULT_AUTH_TOKEN = "hermes-proxy"
+DEFAULT_TIMEOUT_MS = 300_000
+#: the fence tag of the final-message block (uh-contract §4)
+SENTINEL_TAG = "uh-runtime-final-message"
+START_HINT = "start the proxy with `hermes proxy start` (and check the endpoint's port)"
+
+# --------------------------------------------------------------------------- environment
+
+ENV_PREFIX = "HERMES_NB_"
+ENV_ENDPOINT = ENV_PREFIX + "ENDPOINT"
+ENV_MODEL = ENV_PREFIX + "MODEL"
+#: never a notebook parameter, never printed
+ENV_AUTH_TOKEN = ENV_PREFIX + "AUTH_TOKEN"
+ENV_PROVIDER = ENV_PREFIX + "PROVIDER"
+ENV_HERMES_BIN = ENV_PREFIX + "HERMES_BIN"
+
+
+def env_secrets(environ: Mapping[str, str]) -> list[str]:
+    """The secrets our environment carries (the token), for redaction and scans."""
+    token = environ.get(ENV_AUTH_TOKEN)
+    return [token] if token else []
+
+
+# --------------------------------------------------------------------------- notebooks and files
+
+#: the three notebook jobs, in the order the smoke reports them
+NOTEBOOKS = ("wire_format_spike", "adapter_check", "e2e_smoke")
+WIRE_SPIKE, ADAPTER_CHECK, E2E_SMOKE = NOTEBOOKS
+#: the adapter manifest, relative to a project root (UH's place for it)
+MANIFEST_RELPATH = Path(".harness") / "adapters" / "hermes-proxy.yaml"
+
+
+#: where ``hermes-nb promote`` appends its records (relative to the project root)
+SMOKE_RUNBOOK_RELPATH = Path("runbooks") / "hermes-proxy-smoke.md"
+#: where ``hermes-nb smoke`` keeps receipts by default (``<this>/<target kind>/``)
+RECEIPTS_RELPATH = Path("runbooks") / "receipts"
+
+
+def manifest_path(root: str | Path) -> Path:
+    """``<root>/.harness/adapters/hermes-proxy.yaml``."""
+    return Path(root) / MANIFEST_RELPATH

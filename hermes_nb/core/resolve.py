@@ -1,0 +1,98 @@
+"""THE one place a runtime config is put together from its sources.
+
+Every face — the CLI, the notebooks, the widgets console, the magics and the
+smoke — calls :func:`resolve_runtime_config`. Layers, lowest first (shallow
+merge, then strict validation of the result):
+
+1. the defaults (model ``nousresearch/hermes-4-405b``, the ``adapter add`` template's);
+2. the manifest's ``config.runtime_config``: ``manifest`` (a path or an
+   :class:`AdapterManifest`), else ``<root>/.harness/adapters/hermes-proxy.yaml``
+   when ``root`` is given and the file exists;
+3. the mission's ``runtime_config_overrides``;
+4. the environment: ``HERMES_NB_ENDPOINT``, ``HERMES_NB_MODEL``,
+   ``HERMES_NB_AUTH_TOKEN``, ``HERMES_NB_PROVIDER``;
+5. ``overrides`` (``--runtime-config-overrides``: a JSON object, as text or a mapping);
+6. explicit arguments (``endpoint=``, ``model=``, …; ``None`` means "not given").
+
+The result remembers where each key came from (:meth:`HermesProxyRuntimeConfig.origin`),
+so a notebook can tell "no endpoint given" (start the embedded emulator) from
+"``HERMES_NB_ENDPOINT`` names one".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.core.config import HermesProxyRuntimeConfig, merge_runtime_config, parse_overrides_json
+from hermes_nb.core.errors import ConfigError
+from hermes_nb.core.facts import DEFAULT_MODEL, ENV_PREFIX, RUNTIME, manifest_path
+from hermes_nb.core.manifest import AdapterManifest, load_manifest
+
+__all__ = ["ENV_KEYS", "env_overrides", "find_manifest", "resolve_runtime_config"]
+
+#: runtime_config keys read from ``HERMES_NB_<KEY>``
+ENV_KEYS = ("endpoint", "model", "auth_token", "provider")
+
+
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``{key: value}`` for each non-empty ``HERMES_NB_<KEY>`` of :data:`ENV_KEYS`."""
+    env = os.environ if environ is None else environ
+    return {key: value for key in ENV_KEYS if (value := env.get(ENV_PREFIX + key.upper()))}
+
+
+def find_manifest(root: str | os.PathLike[str] | None, manifest: str | os.PathLike[str] | None) -> Path | None:
+    """``manifest`` if given, else ``<root>/.harness/adapters/hermes-proxy.yaml`` when it exists."""
+    if manifest is not None:
+        return Path(manifest)
+    if root is None:
+        return None
+    default = manifest_path(root)
+    return default if default.is_file() else None
+
+
+def _manifest_layer(manifest: AdapterManifest | str | os.PathLike[str] | None,
+                    root: str | os.PathLike[str] | None) -> tuple[dict[str, Any], str]:
+    if isinstance(manifest, AdapterManifest):
+        loaded, label = manifest, "manifest"
+    else:
+        path = find_manifest(root, manifest)
+        if path is None:
+            return {}, "manifest"
+        loaded, label = load_manifest(path), f"manifest {path}"
+    if loaded.runtime != RUNTIME:
+        raise ConfigError(f"{label}: runtime is {loaded.runtime!r}, expected {RUNTIME!r}")
+    return dict(loaded.config.runtime_config) if loaded.config else {}, label
+
+
+def resolve_runtime_config(
+    *,
+    manifest: AdapterManifest | str | os.PathLike[str] | None = None,
+    root: str | os.PathLike[str] | None = None,
+    mission_overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | str | None = None,
+    where: str = "runtime_config",
+    **explicit: Any,
+) -> HermesProxyRuntimeConfig:
+    """The validated runtime config from every source (see the module docstring for the order)."""
+    if isinstance(overrides, str):
+        overrides = parse_overrides_json(overrides)
+    from_manifest, manifest_label = _manifest_layer(manifest, root)
+    layers: list[tuple[str, Mapping[str, Any] | None]] = [
+        ("default", {"model": DEFAULT_MODEL}),
+        (manifest_label, from_manifest),
+        ("mission", mission_overrides),
+        ("env", env_overrides(environ)),
+        ("overrides", overrides),
+        ("argument", {k: v for k, v in explicit.items() if v is not None}),
+    ]
+    origins: dict[str, str] = {}
+    for label, layer in layers:
+        for key in layer or {}:
+            origins[key] = f"env {ENV_PREFIX}{key.upper()}" if label == "env" else label
+    config = merge_runtime_config({}, *(layer for _, layer in layers), where=where)
+    config._origins = origins
+    return config

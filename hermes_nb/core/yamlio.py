@@ -1,0 +1,48 @@
+"""Reading and writing YAML: libyaml's C loader and dumper when PyYAML has them.
+
+The pure-Python loader takes seconds on a multi-megabyte mission; libyaml is
+installed with PyYAML's wheels. Errors become one :class:`ConfigError` line
+naming the file and the line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from hermes_nb.core.errors import ConfigError
+
+__all__ = ["SafeLoader", "load_yaml", "dump_yaml", "C_YAML"]
+
+SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+#: True when libyaml does the work
+C_YAML = SafeLoader is not yaml.SafeLoader
+
+
+def load_yaml(text: str, *, where: str) -> Any:
+    """``yaml.safe_load`` through libyaml; a syntax error is a ConfigError naming ``where`` and the line."""
+    try:
+        return yaml.load(text, Loader=SafeLoader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{where}: invalid YAML{at}: {getattr(exc, 'problem', None) or exc}") from None
+
+
+class _BlockDumper(_SafeDumper):  # type: ignore[misc, valid-type]
+    """Multi-line strings as ``|`` blocks (readable args, bodies and prompts)."""
+
+
+def _str_representer(dumper: Any, value: str) -> Any:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_BlockDumper.add_representer(str, _str_representer)
+
+
+def dump_yaml(obj: Any, *, block_strings: bool = True) -> str:
+    """YAML text in key order; multi-line strings as ``|`` blocks unless ``block_strings`` is False."""
+    dumper = _BlockDumper if block_strings else _SafeDumper
+    return yaml.dump(obj, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -1,0 +1,68 @@
+"""Dry-run and run a mission against the proxy, writing UH's artifact tree.
+
+* :func:`dry_run` writes ``prompt.md`` and ``runtime-session.yaml`` (status
+  ``planned``) and sends nothing.
+* :func:`run` executes the plan (:mod:`hermes_nb.harness.plan`): the life cycle
+  is :class:`hermes_nb.harness.runner.Runner` (streaming logs, signals, the
+  guarantee that a started run always ends with its result document).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from hermes_nb.core.clock import iso_now
+from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.records import SSEEventRecord
+from hermes_nb.harness.mission import Mission, Workflow
+from hermes_nb.harness.plan import in_harness, prepare
+from hermes_nb.harness.results import DryRunResult, RunResult
+from hermes_nb.harness.runner import Runner, session_document
+from hermes_nb.harness.sandbox import workdir
+
+__all__ = ["dry_run", "run", "run_mission"]
+
+
+def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, run_id: str | None = None,
+            workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = ()) -> DryRunResult:
+    """Write ``prompt.md`` and a ``planned`` session; send nothing."""
+    plan, artifacts, rid, run_dir = prepare(mission, config, root, run_id, workflow, warnings)
+    session = session_document(plan, artifacts, run_dir, status="planned", started_at=iso_now())
+    prompt_path = artifacts.write_text(artifacts.path("runs", rid, "prompt.md"), plan.prompt)
+    session_path = artifacts.write_yaml(artifacts.path("runs", rid, "runtime-session.yaml"), session)
+    return DryRunResult(plan=plan, run_dir=run_dir, run_id=rid, session=session,
+                        files=[artifacts.relative(prompt_path), artifacts.relative(session_path)])
+
+
+def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, sandbox: bool = True,
+        transport: Any = None, on_delta: Callable[[str], None] | None = None,
+        on_event: Callable[[SSEEventRecord], None] | None = None, run_id: str | None = None,
+        workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = (),
+        handle_signals: bool = True, project: str | Path | None = None) -> RunResult:
+    """Execute ``mission``; always ends with the runtime-result document written.
+
+    ``on_delta``/``on_event`` are called *after* the delta/event was appended to
+    ``runtime.stdout.log``/``events.ndjson``. ``on_delta`` gets exactly the redacted text
+    the log gets (a tail that could still become a secret is held back until the next
+    delta settles it; a non-streamed answer arrives as one piece); ``on_event`` gets each
+    SSE record once its piece is settled, its share of a split secret masked. A hook that raises is not called
+    again and the run goes on (the error becomes a warning of the result);
+    ``KeyboardInterrupt`` from a hook cancels the run. SIGINT/SIGTERM/SIGHUP (main thread only,
+    ``handle_signals``) end the run as ``cancelled`` with the partial text kept.
+    """
+    plan, artifacts, rid, run_dir = prepare(mission, config, root, run_id, workflow, warnings)
+    source = Path(project) if project is not None else artifacts.root
+    with workdir(source, sandbox=sandbox) as wd:  # a failed copy leaves nothing behind
+        runner = Runner(mission=mission, config=config, plan=plan, artifacts=artifacts, run_id=rid, workdir=wd,
+                        sandbox=sandbox, transport=transport, on_delta=on_delta, on_event=on_event,
+                        handle_signals=handle_signals)
+        if mission.source_path is not None and not in_harness(mission, artifacts.root):
+            runner.notes.append(f"mission file {mission.source_path} is not <root>/.harness/missions/<dir>/"
+                                f"mission.yaml; artifacts written under {artifacts.relative(artifacts.mission_dir)}/ "
+                                "by mission id (UH would write none)")
+        return runner.execute()
+
+
+#: ``hermes_nb.run_mission``
+run_mission = run

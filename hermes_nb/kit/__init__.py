@@ -1,0 +1,35 @@
+"""Layer 6, the kernel-side kit: what notebook cells, the console and the magics call.
+
+``from hermes_nb import kit`` stays light; the names load on first use::
+
+    target = kit.start_target(endpoint)            # an explicit endpoint, HERMES_NB_ENDPOINT, or an emulator
+    config = kit.runtime_config(target.endpoint, model)
+    kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=name))
+
+A sibling of :mod:`hermes_nb.nbrun`, which it never imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "Target": "target", "start_target": "target", "runtime_config": "target",
+    "ARTIFACT_NAMES": "verdicts", "artifact_digests": "verdicts", "record_verdict": "verdicts", "load_job": "verdicts",
+    "wire_summary": "verdicts", "check_summary": "verdicts", "run_summary": "verdicts",
+    "Console": "console", "ConsoleActions": "console",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hermes_nb.kit' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"hermes_nb.kit.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,218 @@
+"""Rich HTML tables for results: pure functions returning HTML strings.
+
+Used by the notebooks (``IPython.display.HTML(display.check_html(result))``)
+and the widgets console. Every string goes through a :class:`Redactor`
+(shapes at least) and :func:`html.escape`. Durations are always written
+``<n.nnn> s`` so the nbval sanitize file can normalise them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from hermes_nb.core.redaction import Redactor
+
+__all__ = [
+    "to_data",
+    "fmt",
+    "kv_table",
+    "rows_table",
+    "list_block",
+    "check_html",
+    "wire_report_html",
+    "drift_html",
+    "outcome_html",
+    "run_html",
+    "verdict_html",
+]
+
+_STATUS_COLOURS = {
+    "passed": "#1a7f37", "ready": "#1a7f37", "ok": "#1a7f37", "True": "#1a7f37",
+    "failed": "#cf222e", "error": "#cf222e", "misconfigured": "#cf222e", "False": "#cf222e",
+    "blocked": "#9a6700", "locked": "#9a6700", "unreachable": "#9a6700",
+}
+_TABLE = '<table class="hermes-nb" style="border-collapse:collapse;text-align:left">'
+_CELL = 'style="border:1px solid #d0d7de;padding:2px 8px;vertical-align:top"'
+
+
+def to_data(obj: Any) -> Any:
+    """pydantic model / dataclass / mapping / sequence → JSON-like data."""
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): to_data(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_data(v) for v in obj]
+    return str(obj)
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def fmt(value: Any, *, key: str = "", redactor: Redactor | None = None) -> str:
+    """One value as escaped HTML text (durations as ``n.nnn s``, JSON for structures)."""
+    red = redactor or Redactor()
+    if value is None:
+        text = "—"
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, float) and (key.endswith("_s") or key in ("duration", "elapsed")):
+        text = f"{value:.3f} s"
+    elif isinstance(value, (dict, list)):
+        text = json.dumps(to_data(value), sort_keys=True, ensure_ascii=False)
+    else:
+        text = str(value)
+    return html.escape(red.text(text))
+
+
+def _badge(value: Any) -> str:
+    text = str(value)
+    colour = _STATUS_COLOURS.get(text)
+    esc = html.escape(text)
+    return f'<b style="color:{colour}">{esc}</b>' if colour else esc
+
+
+def kv_table(data: Mapping[str, Any] | Any, *, title: str | None = None, keys: Sequence[str] | None = None,
+             redactor: Redactor | None = None, badges: Iterable[str] = ("status", "state", "verdict")) -> str:
+    """A two-column key/value table."""
+    mapping = to_data(data) if not isinstance(data, Mapping) else dict(data)
+    if not isinstance(mapping, Mapping):
+        mapping = {"value": mapping}
+    badge_keys = set(badges)
+    rows = []
+    for key in keys if keys is not None else list(mapping):
+        if key not in mapping:
+            continue
+        value = mapping[key]
+        shown = _badge(value) if key in badge_keys and value is not None else fmt(value, key=key, redactor=redactor)
+        rows.append(f"<tr><th {_CELL}>{html.escape(key)}</th><td {_CELL}>{shown}</td></tr>")
+    caption = f"<caption><b>{html.escape(title)}</b></caption>" if title else ""
+    return f"{_TABLE}{caption}{''.join(rows)}</table>"
+
+
+def _cell(value: Any, key: str, redactor: Redactor | None) -> str:
+    if key in ("status", "verdict") and value is not None:
+        return _badge(value)
+    return fmt(value, key=key, redactor=redactor)
+
+
+def rows_table(rows: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | None = None,
+               title: str | None = None, redactor: Redactor | None = None) -> str:
+    """A table with one row per mapping (columns: the given ones, else the union in order)."""
+    items = [to_data(r) for r in rows]
+    cols: list[str] = list(columns) if columns is not None else []
+    if columns is None:
+        for item in items:
+            for key in item:
+                if key not in cols:
+                    cols.append(key)
+    head = "".join(f"<th {_CELL}>{html.escape(c)}</th>" for c in cols)
+    body = []
+    for item in items:
+        cells = "".join(f"<td {_CELL}>{_cell(item.get(c), c, redactor)}</td>" for c in cols)
+        body.append(f"<tr>{cells}</tr>")
+    caption = f"<caption><b>{html.escape(title)}</b></caption>" if title else ""
+    empty = f'<tr><td {_CELL} colspan="{max(len(cols), 1)}">(none)</td></tr>' if not items else ""
+    return f"{_TABLE}{caption}<tr>{head}</tr>{''.join(body)}{empty}</table>"
+
+
+def list_block(title: str, items: Sequence[Any], *, redactor: Redactor | None = None) -> str:
+    """A titled bullet list; empty string when there is nothing to show."""
+    if not items:
+        return ""
+    lis = "".join(f"<li>{fmt(i, redactor=redactor)}</li>" for i in items)
+    return f"<p><b>{html.escape(title)}</b></p><ul>{lis}</ul>"
+
+
+def check_html(result: Any, *, redactor: Redactor | None = None) -> str:
+    """An adapter-check result (``CheckResult``)."""
+    data = to_data(result)
+    keys = ["state", "available", "endpoint", "hermes_version", "hint"]
+    models = data.get("models") or []
+    out = kv_table(data, title="adapter check", keys=keys, redactor=redactor)
+    out += rows_table([{"model": m} if isinstance(m, str) else m for m in models], title="models",
+                      redactor=redactor)
+    out += list_block("errors", data.get("errors") or [], redactor=redactor)
+    out += list_block("warnings", data.get("warnings") or [], redactor=redactor)
+    return out
+
+
+def drift_html(drifts: Sequence[Any], *, redactor: Redactor | None = None) -> str:
+    items = [to_data(d) for d in drifts]
+    if not items:
+        return "<p><b>drift</b>: none — the proxy matches the recorded wire contract.</p>"
+    rows = [d if isinstance(d, Mapping) else {"drift": d} for d in items]
+    return rows_table(rows, title="drift from the wire contract", redactor=redactor)
+
+
+def wire_report_html(report: Any, *, redactor: Redactor | None = None) -> str:
+    """A wire-format spike report (``WireReport``): headline facts, routes, drift."""
+    data = to_data(report)
+    scalars = {k: v for k, v in data.items() if not isinstance(v, (dict, list))}
+    out = kv_table(scalars, title="wire-format report", redactor=redactor)
+    routes = data.get("routes")
+    if isinstance(routes, Mapping):
+        routes = [{"route": k, **(v if isinstance(v, Mapping) else {"result": v})} for k, v in routes.items()]
+    if routes:
+        out += rows_table(routes, title="routes", redactor=redactor)
+    shape = data.get("stream_failure_shape")
+    if isinstance(shape, (Mapping, list)):
+        out += kv_table(shape if isinstance(shape, Mapping) else {"shape": shape},
+                        title="stream failure shape", redactor=redactor)
+    if "drift" in data:
+        out += drift_html(data.get("drift") or [], redactor=redactor)
+    return out
+
+
+def outcome_html(outcome: Any, *, redactor: Redactor | None = None) -> str:
+    """A classified exchange (``Outcome``)."""
+    data = to_data(outcome)
+    keys = ["status", "reason", "http_status", "error_type", "retry_after_s", "hint", "final_message"]
+    out = kv_table(data, title="outcome", keys=keys, redactor=redactor)
+    out += list_block("errors", data.get("errors") or [], redactor=redactor)
+    out += list_block("warnings", data.get("warnings") or [], redactor=redactor)
+    return out
+
+
+def run_html(run_result: Any, *, artifacts: Mapping[str, str] | None = None,
+             stdout: str | None = None, redactor: Redactor | None = None) -> str:
+    """A mission run (``RunResult``): the runtime result, final message, stdout, artifact digests."""
+    result = to_data(_get(run_result, "result")) or {}
+    outcome = _get(run_result, "outcome")
+    head = {
+        "status": result.get("status"),
+        "exit_code": _get(run_result, "exit_code"),
+        "mission_id": result.get("mission_id"),
+        "runtime": result.get("runtime"),
+    }
+    out = kv_table(head, title="runtime result", redactor=redactor)
+    if outcome is not None:
+        out += outcome_html(outcome, redactor=redactor)
+    out += list_block("errors", result.get("errors") or [], redactor=redactor)
+    if stdout is not None:
+        out += f"<p><b>assistant text (stdout)</b></p><pre>{fmt(stdout, redactor=redactor)}</pre>"
+    if artifacts:
+        # names only: the digests change with every run's timestamps; they live in the verdict summary
+        out += rows_table([{"artifact": k, "sha256": "recorded in the receipt"} for k in artifacts],
+                          title="run artifacts", redactor=redactor)
+    return out
+
+
+def verdict_html(summary: Mapping[str, Any], *, redactor: Redactor | None = None) -> str:
+    """The verdict cell's human view: stable fields only (no digests, no timings)."""
+    keys = ["job", "verdict", "reason", "target", "endpoint", "model"]
+    out = kv_table(summary, title="verdict", keys=keys, redactor=redactor)
+    out += list_block("errors", list(summary.get("errors") or []), redactor=redactor)
+    return out

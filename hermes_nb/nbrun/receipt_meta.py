@@ -1,0 +1,102 @@
+"""The provenance a receipt carries: what ran, where, with which versions, and its artifacts.
+
+:func:`receipt_metadata` is ``metadata.receipt`` of one executed notebook;
+:func:`artifact_sources` checks that the run artifacts a kernel recorded are
+still what it recorded before they are copied into the receipt.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import sys
+from pathlib import Path
+from typing import Any
+
+from hermes_nb import __version__
+from hermes_nb.core.digests import json_digest, sha256_file
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.resources import data_dir
+from hermes_nb.nbrun.execute import NotebookRun
+from hermes_nb.nbrun.kernels import KernelPool
+from hermes_nb.nbrun.smoke_target import SmokeTarget
+from hermes_nb.receipts.write import RECEIPT_SCHEMA
+
+__all__ = ["receipt_metadata", "artifact_sources", "environment_digest"]
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _template_label(path: Path) -> str:
+    """``hermes_nb/data/notebooks/<name>.ipynb`` for a shipped notebook, else the file name."""
+    try:
+        return "hermes_nb/data/" + path.resolve().relative_to(data_dir().resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
+@functools.lru_cache(maxsize=1)
+def environment_digest() -> dict[str, Any]:
+    """The installed distributions as ``name==version`` lines: how many, and the sha256 of the sorted list."""
+    pins = sorted({f"{d.metadata['Name'].lower()}=={d.version}" for d in importlib.metadata.distributions()
+                   if d.metadata["Name"]})
+    return {"packages": len(pins), "sha256": json_digest(pins)}
+
+
+def receipt_metadata(run: NotebookRun, *, run_id: str, target: SmokeTarget, pool: KernelPool,
+                     timeout_s: float, redactor: Redactor) -> dict[str, Any]:
+    summary = run.summary or {}
+    papermill_meta = (run.nb.metadata.get("papermill", {}) if run.nb is not None else {})
+    params = redactor.data(run.parameters)
+    return {
+        "schema": RECEIPT_SCHEMA,
+        "notebook": run.name,
+        "run_id": run_id,
+        "verdict": run.verdict,
+        "status": run.status,
+        "reason": run.reason,
+        "errors": run.errors,
+        "target_kind": target.kind,
+        "target_evidence": target.evidence,
+        "endpoint": summary.get("endpoint") or target.endpoint,
+        "endpoint_origin": target.endpoint_origin,
+        "model": summary.get("model") or run.parameters.get("model"),
+        "hermes_nb_version": __version__,
+        "python": {"version": sys.version.split()[0], "implementation": sys.implementation.name},
+        "kernel": {**pool.describe(), "language_version":
+                   (run.nb.metadata.get("language_info", {}).get("version") if run.nb is not None else None)},
+        "papermill_version": _version("papermill"),
+        "nbclient_version": _version("nbclient"),
+        "hermes_agent_version": summary.get("hermes_version") or target.hermes_version,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "duration_s": round(run.duration_s, 3),
+        "execution_timeout_s": timeout_s,
+        "template": {"path": _template_label(run.template), "sha256": sha256_file(run.template)},
+        "parameters": params,
+        "parameters_sha256": json_digest(params),
+        "environment": environment_digest(),
+        "artifacts": dict(summary.get("artifacts") or {}),
+        "papermill_exception_recorded": papermill_meta.get("exception"),
+        "summary": {k: v for k, v in summary.items() if k not in ("run_dir",)},
+    }
+
+
+def artifact_sources(run: NotebookRun) -> dict[str, Path]:
+    """The run artifacts to copy into the receipt; each must still match the digest the kernel recorded."""
+    summary = run.summary or {}
+    run_dir = summary.get("run_dir")
+    sources: dict[str, Path] = {}
+    for name, digest in (summary.get("artifacts") or {}).items() if run_dir else ():
+        path = Path(run_dir) / name
+        if not path.is_file() or sha256_file(path) != digest:
+            run.verdict, run.reason = "failed", f"artifact {name} changed or vanished after the run"
+            run.errors.append(run.reason)
+            continue
+        sources[name] = path
+    return sources

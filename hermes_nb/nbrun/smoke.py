@@ -1,0 +1,179 @@
+"""Run the notebooks headlessly through papermill and keep them as receipts.
+
+The three notebooks run **concurrently**, each in its own thread with its own
+fresh kernel (:class:`~hermes_nb.nbrun.kernels.KernelPool`); nothing is shared
+between receipts and the process never ``chdir``s (absolute paths only; the
+kernel's working directory is a private temp dir). The notebooks are the ones
+shipped in the package (:func:`hermes_nb.core.resources.notebooks_dir`). One
+notebook's execution and its truthful verdict: :mod:`hermes_nb.nbrun.execute`;
+the target: :mod:`hermes_nb.nbrun.smoke_target`; the receipts:
+:mod:`hermes_nb.receipts`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.core.clock import new_run_id
+from hermes_nb.core.errors import SecretLeak, UsageError
+from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, worst_verdict
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.resources import notebooks_dir
+from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
+from hermes_nb.nbrun.kernels import KernelPool
+from hermes_nb.nbrun.receipt_meta import artifact_sources, receipt_metadata
+from hermes_nb.nbrun.smoke_target import SmokeTarget, confirm_target
+from hermes_nb.receipts.index import append_index, index_entry
+from hermes_nb.receipts.write import HtmlRenderer, write_receipt
+
+__all__ = ["SmokeResult", "run_smoke", "run_notebooks"]
+
+
+@dataclass
+class SmokeResult:
+    verdict: str
+    run_id: str
+    out_dir: Path
+    runs: list[NotebookRun]
+    duration_s: float
+    #: the target the receipts name (a ``live`` target found to be an emulator is ``emulator`` here)
+    target: SmokeTarget = field(default_factory=SmokeTarget)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "run_id": self.run_id,
+            "target_kind": self.target.kind,
+            "endpoint": self.target.endpoint,
+            "target_evidence": self.target.evidence,
+            "out_dir": str(self.out_dir),
+            "duration_s": round(self.duration_s, 3),
+            "receipts": [
+                {"notebook": r.name, "path": str(r.receipt_path) if r.receipt_path else None,
+                 "verdict": r.verdict, "status": r.status, "reason": r.reason,
+                 "duration_s": round(r.duration_s, 3)}
+                for r in self.runs
+            ],
+        }
+
+
+def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None = None,
+              timeout_s: float = 120.0, html: bool = True, templates: Path | None = None,
+              progress: Callable[[str], None] | None = None, run_id: str | None = None,
+              confirm: bool = True) -> SmokeResult:
+    """Execute the notebooks concurrently and write one receipt each, plus the index.
+
+    ``confirm``: check a ``live`` target first (:func:`confirm_target`); pass False only for a target
+    that already went through it.
+    """
+    names = list(dict.fromkeys(only)) if only else list(NOTEBOOKS)  # a repeated --only runs once
+    template_dir = templates or notebooks_dir()
+    for name in names:
+        if not (template_dir / f"{name}.ipynb").is_file():
+            raise UsageError(f"no notebook {name!r} in {template_dir}")
+    if timeout_s <= 0:
+        raise UsageError(f"--timeout must be > 0, got {timeout_s:g}")
+    say_lock = threading.Lock()
+
+    def say(msg: str) -> None:  # one whole line at a time from the worker threads
+        if progress is not None:
+            with say_lock:
+                progress(msg)
+
+    t0 = time.perf_counter()
+    target = confirm_target(target) if confirm else target
+    if target.evidence:
+        say(f"target kind: emulator ({target.evidence})")
+    started = datetime.now(timezone.utc)
+    run_id = run_id or new_run_id(started)
+    out_dir = _writable_dir(Path(out_dir).resolve())
+    receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
+    redactor = Redactor(target.secrets)
+    renderer = HtmlRenderer() if html else None
+    work = Path(tempfile.mkdtemp(prefix="hermes-nb-smoke-"))
+    runs: list[NotebookRun] = []
+    interrupted = False
+    try:
+        for name in names:
+            params: dict[str, Any] = {"endpoint": target.endpoint}
+            if target.model:
+                params["model"] = target.model
+            if name == E2E_SMOKE:
+                (work / "e2e-root").mkdir()
+                params["root"] = str(work / "e2e-root")
+            runs.append(NotebookRun(name=name, template=(template_dir / f"{name}.ipynb").resolve(), parameters=params))
+        with KernelPool() as pool:
+            def job(run: NotebookRun) -> NotebookRun:
+                cwd = work / run.name
+                cwd.mkdir(parents=True, exist_ok=True)
+                say(f"{run.name}: running")
+                execute_notebook(run, pool, timeout_s=timeout_s, cwd=cwd)
+                artifacts = artifact_sources(run)
+                meta = receipt_metadata(run, run_id=run_id, target=target, pool=pool, timeout_s=timeout_s,
+                                        redactor=redactor)
+                nb = run.nb if run.nb is not None else _empty_notebook(run.template)
+                if "papermill" in nb.metadata:
+                    nb.metadata["papermill"]["exception"] = run.verdict != "passed"
+                try:
+                    files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, renderer=renderer,
+                                          artifacts=artifacts)
+                except (SecretLeak, OSError) as exc:
+                    reason = str(exc) if isinstance(exc, SecretLeak) else f"receipt not written: {exc}"
+                    run.verdict, run.reason = "failed", reason
+                    run.errors.append(reason)
+                    say(f"{run.name}: failed: {reason}")
+                    return run
+                run.receipt_path = files.notebook
+                run.written = (files, meta)
+                say(f"{run.name}: {run.verdict} ({run.reason}) in {run.duration_s:.2f} s")
+                return run
+
+            with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="hermes-nb-smoke") as ex:
+                futures = [ex.submit(job, r) for r in runs]
+                try:
+                    runs = [f.result() for f in futures]
+                except KeyboardInterrupt:  # Ctrl-C: kill the kernels, keep the receipts, then re-raise
+                    interrupted = True
+                    say("interrupted: stopping the kernels; the receipts say so")
+                    pool.cancel()
+                    runs = [f.result() for f in futures]
+        entries = [index_entry(out_dir, *r.written) for r in runs if r.written is not None]
+        append_index(out_dir, entries, redactor=redactor)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for r in runs:
+        r.nb = r.written = None  # the receipts on disk are the record; drop the in-memory copies
+    if interrupted:
+        raise KeyboardInterrupt
+    verdict = worst_verdict(r.verdict for r in runs)
+    return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target)
+
+
+def _writable_dir(path: Path) -> Path:
+    """``path`` created if needed and writable, else a usage error before any notebook runs."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--out {path}: not a writable directory ({exc.strerror or exc})") from None
+    return path
+
+
+def _empty_notebook(template: Path) -> Any:
+    import nbformat
+
+    return nbformat.read(str(template), as_version=4)
+
+
+#: the name the team brief uses for the runner
+run_notebooks = run_smoke

@@ -1,0 +1,201 @@
+"""The three notebooks, generated from code so they are reproducible.
+
+``hermes-nb notebooks refresh`` writes them from these templates, executes
+them against the deterministic emulator and stores the outputs that nbval
+compares. Conventions (tested in tests/test_notebooks.py):
+
+* one cell tagged ``parameters``, literals only, each line
+  ``name: type = default  # help`` (papermill's ``--help-notebook`` reads it);
+  ``Optional`` types are written as a string annotation so the cell needs no import;
+* no secret is ever a parameter: the kernel reads ``HERMES_NB_AUTH_TOKEN``;
+* cells only call ``hermes_nb`` (the kernel-side kit, :mod:`hermes_nb.kit`) and display its HTML;
+* the last cell closes the target and records the verdict (raises unless passed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import nbformat
+
+from hermes_nb.core.facts import ADAPTER_CHECK, DEFAULT_MODEL, E2E_SMOKE, NOTEBOOKS, WIRE_SPIKE
+
+__all__ = ["KERNELSPEC", "Param", "build", "build_all", "write_templates"]
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+Param = tuple[str, str, str, str]  # name, type, default literal, help
+
+_TARGET_PARAMS: list[Param] = [
+    ("endpoint", '"Optional[str]"', "None",
+     "proxy endpoint incl. /v1 (None: HERMES_NB_ENDPOINT, else start the embedded emulator here)"),
+    ("model", '"Optional[str]"', "None", f"model id, sent verbatim (None: HERMES_NB_MODEL, else {DEFAULT_MODEL})"),
+    ("profile", "str", '"hermes-agent"', "emulator profile (only when endpoint is None)"),
+    ("scenario", "str", '"ok"', "emulator scenario (only when endpoint is None)"),
+]
+
+_MANIFEST_PARAM: Param = (
+    "manifest", '"Optional[str]"', "None", "adapter manifest whose runtime_config is the base (None: defaults)",
+)
+
+_SETUP = """from IPython.display import HTML
+
+from hermes_nb import kit
+from hermes_nb.kit import display as show
+{imports}
+target = kit.start_target(endpoint, profile=profile, scenario=scenario{manifest})
+config = kit.runtime_config(target.endpoint, model{config_args})
+HTML(show.kv_table({{"target": target.kind, "endpoint": target.endpoint, "model": config.model}}, title="target"))"""
+
+_SECRETS_NOTE = (
+    "Secrets are never parameters (papermill writes parameter values into the output notebook): "
+    "the bearer token, if any, is read inside the kernel from `HERMES_NB_AUTH_TOKEN` and never displayed."
+)
+
+
+def _md(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(text.strip())
+
+
+def _code(source: str, tags: Sequence[str] = ()) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(source.strip())
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    return cell
+
+
+def _params(params: Sequence[Param]) -> nbformat.NotebookNode:
+    lines = [f"{name}: {typ} = {default}  # {help_}" for name, typ, default, help_ in params]
+    return _code("\n".join(lines), tags=["parameters"])
+
+
+def _notebook(cells: list[nbformat.NotebookNode], title: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = cells
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["hermes_nb"] = {"template": title}
+    # stable ids keep git diffs of refreshed notebooks small
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{title.replace('_', '-')}-{i:02d}"
+    return nb
+
+
+def wire_format_spike() -> nbformat.NotebookNode:
+    params = _TARGET_PARAMS + [
+        ("contract", "str", '"hermes-agent-0.19.0"', "wire contract: a name shipped with hermes_nb (e.g. seed) or a JSON path"),
+        ("deadline_s", "float", "30.0", "budget for the whole probe, seconds"),
+    ]
+    return _notebook([
+        _md(f"""
+# Wire-format spike
+
+Probes every route the Hermes proxy is known to forward (`/v1/models`, chat completions streamed and not,
+error envelopes, bearer handling, `/health`) and compares what it sees with a recorded wire contract
+(shipped with hermes_nb; see `docs/wire-contract.md`). **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable.
+
+Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
+"""),
+        _params(params),
+        _code(_SETUP.format(imports="from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract\n"
+                            "from hermes_nb.proxy.probe import probe\n", manifest="", config_args="")),
+        _md("## Probe the routes"),
+        _code("report = probe(target.endpoint, model=config.model, deadline_s=deadline_s)\n"
+              "HTML(show.wire_report_html(report))"),
+        _md("## Compare with the recorded contract"),
+        _code("drift = compare(report, load_contract(resolve_contract(contract)))\nHTML(show.drift_html(drift))"),
+        _md("## Verdict\n\nStops the embedded emulator, records the summary for the receipt, raises unless passed."),
+        _code("target.close()\n"
+              "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=contract))"),
+    ], WIRE_SPIKE)
+
+
+def adapter_check() -> nbformat.NotebookNode:
+    params = _TARGET_PARAMS + [
+        _MANIFEST_PARAM,
+        ("deadline_s", "float", "5.0", "deadline of GET /models, seconds"),
+    ]
+    return _notebook([
+        _md(f"""
+# Adapter check
+
+`GET <endpoint>/models` with the configured bearer, classified the way UH's `adapter check hermes-proxy`
+does: **ready** (passed), **locked** or **unreachable** (blocked: run `hermes auth status <provider>` or
+`hermes proxy start`), **misconfigured**/**error** (failed).
+
+Runbook: `hermes-nb smoke --only adapter_check --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
+"""),
+        _params(params),
+        _code(_SETUP.format(imports="from hermes_nb.proxy.check import adapter_check\n",
+                            manifest=", manifest=manifest", config_args=", manifest=manifest")),
+        _md("## Runtime config (token masked)"),
+        _code("HTML(show.kv_table(config.to_document(), title=\"runtime_config\"))"),
+        _md("## Check"),
+        _code("result = adapter_check(config, deadline_s=deadline_s, hermes_bin=target.hermes_bin)\n"
+              "HTML(show.check_html(result))"),
+        _md("## Verdict"),
+        _code("target.close()\nkit.record_verdict(kit.check_summary(result, target=target))"),
+    ], ADAPTER_CHECK)
+
+
+def e2e_smoke() -> nbformat.NotebookNode:
+    params = _TARGET_PARAMS + [
+        ("mission", '"Optional[str]"', "None", "path to a mission.yaml (None: use the ad-hoc prompt below)"),
+        ("prompt", "str", '"Summarise in one sentence what a smoke test proves."', "ad-hoc prompt (when mission is None)"),
+        ("root", '"Optional[str]"', "None", "run root (artifacts under <root>/.harness) (None: a temp dir)"),
+        _MANIFEST_PARAM,
+        ("request_timeout_s", "float", "120.0", "overall deadline of the chat request, seconds"),
+    ]
+    return _notebook([
+        _md(f"""
+# End-to-end smoke
+
+One mission run through the proxy exactly as UH's `mission run --runtime hermes-proxy` would do it: the
+prompt with the final-message instruction, one streamed chat completion, the sentinel block extracted,
+the run artifacts written (`runtime-result.yaml`, `runtime.stdout.log`, `runtime-final.txt`, …). The
+verdict is the runtime result's status; the receipt carries the sha256 of the artifacts. A passed receipt
+against a **live** proxy is what `hermes-nb promote` accepts.
+
+Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
+"""),
+        _params(params),
+        _code(_SETUP.format(imports="from hermes_nb.harness.run import run\n", manifest=", manifest=manifest",
+                            config_args=", manifest=manifest, request_timeout_s=request_timeout_s")),
+        _md("## Mission and runtime config (token masked)"),
+        _code("job = kit.load_job(mission, prompt)\n"
+              "run_root = root or target.temp_dir(\"hermes-nb-e2e-\")\n"
+              "HTML(show.kv_table({\"mission\": job.id, \"title\": job.display_name, **config.to_document()}, "
+              "title=\"mission\"))"),
+        _md("## Run"),
+        _code("result = run(job, config, root=run_root, handle_signals=False)\n"
+              "HTML(show.run_html(result, artifacts=kit.artifact_digests(result.run_dir), stdout=result.text))"),
+        _md("## Verdict"),
+        _code("summary = kit.run_summary(result, target=target, config=config)\n"
+              "target.close()\nkit.record_verdict(summary)"),
+    ], E2E_SMOKE)
+
+
+_BUILDERS = {WIRE_SPIKE: wire_format_spike, ADAPTER_CHECK: adapter_check, E2E_SMOKE: e2e_smoke}
+
+
+def build(name: str) -> nbformat.NotebookNode:
+    try:
+        return _BUILDERS[name]()
+    except KeyError:
+        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(NOTEBOOKS)}") from None
+
+
+def build_all() -> dict[str, nbformat.NotebookNode]:
+    return {name: build(name) for name in NOTEBOOKS}
+
+
+def write_templates(directory: Path) -> list[Path]:
+    """Write the unexecuted notebooks (no outputs) into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, nb in build_all().items():
+        path = directory / f"{name}.ipynb"
+        nbformat.write(nb, str(path))
+        paths.append(path)
+    return paths

@@ -1,0 +1,190 @@
+"""Adapter check: is the configured proxy ready to run missions? (issue 4 §1, seed §10)
+
+``GET <endpoint>/models`` with the configured bearer and extra headers (the
+client's one request builder), one deadline covering headers *and* body.
+Config validation runs first: an invalid config is ``misconfigured`` and no
+request is sent.
+
+=====================================================  =============  ===========================
+response                                               state          hint
+=====================================================  =============  ===========================
+200 with a ``data`` list                               ready          (warning: model not listed)
+200 with anything else (HTML from another server)      error
+401/403, or envelope ``upstream_auth_failed`` & co.    locked         ``hermes auth status <p>``
+404 ``path_not_allowed``                               misconfigured  proxy version
+404 ``text/plain``                                     misconfigured  endpoint probably lacks /v1
+connection refused / connect timeout / deadline        unreachable    ``hermes proxy start``
+DNS failure                                            misconfigured  host name
+anything else                                          error          (body excerpt)
+=====================================================  =============  ===========================
+
+When a ``hermes`` executable is found (:func:`hermes_nb.proxy.executable.detect_hermes`),
+its version is reported, with a warning below :data:`MINIMUM_HERMES_PROXY_VERSION`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, Field
+
+from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
+from hermes_nb.core.errors import ConfigError
+from hermes_nb.core.facts import ERROR_PREFIX, START_HINT
+from hermes_nb.core.manifest import AdapterManifest
+from hermes_nb.core.records import Exchange
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, detect_hermes
+from hermes_nb.wire.classify import AUTH_CODES, auth_hint
+
+__all__ = [
+    "CheckResult",
+    "CheckState",
+    "CHECK_VERDICT",
+    "adapter_check",
+]
+
+CONFIG_HINT = "fix the runtime_config (see `hermes-nb schema`)"
+_EXCERPT = 200
+
+CheckState = Literal["ready", "locked", "unreachable", "misconfigured", "error"]
+#: each state's verdict as a notebook job: ready passes; locked/unreachable need the operator
+CHECK_VERDICT = {"ready": "passed", "locked": "blocked", "unreachable": "blocked", "misconfigured": "failed",
+                 "error": "failed"}
+
+
+class CheckResult(BaseModel):
+    """The adapter check's verdict (``--json`` prints this)."""
+
+    available: bool
+    state: CheckState
+    endpoint: str | None = None
+    model: str | None = None
+    models: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    hint: str | None = None
+    http_status: int | None = None
+    hermes_bin: str | None = None
+    hermes_version: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        """passed / blocked / failed (:data:`CHECK_VERDICT`)."""
+        return CHECK_VERDICT[self.state]
+
+    @classmethod
+    def misconfigured(cls, exc: ConfigError, **fields: Any) -> "CheckResult":
+        """The verdict for a config that does not validate (no request is sent)."""
+        return cls(available=False, state="misconfigured", errors=[ERROR_PREFIX + p for p in exc.problems],
+                   hint=CONFIG_HINT, **fields)
+
+
+def _config_of(source: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any]) -> HermesProxyRuntimeConfig:
+    if isinstance(source, HermesProxyRuntimeConfig):
+        return source
+    if isinstance(source, AdapterManifest):
+        return source.runtime_config()
+    if isinstance(source, Mapping):
+        return validate_config(source)
+    raise ConfigError(f"adapter_check: expected a runtime config or manifest, got {type(source).__name__}")
+
+
+def _excerpt(ex: Exchange) -> str:
+    body = " ".join((ex.body_text or "").split())
+    if not body:
+        return "empty body"
+    return body if len(body) <= _EXCERPT else body[:_EXCERPT] + "…"
+
+
+def _codes(ex: Exchange) -> set[str]:
+    env = ex.envelope
+    if env is None:
+        return set()
+    return {str(v).lower() for v in (env.type, env.code) if v is not None}
+
+
+def _classify(ex: Exchange, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
+    endpoint = config.endpoint
+    failure = ex.transport_error
+    if ex.status is None:
+        kind = failure.kind if failure else "other"
+        message = failure.message if failure else "no response"
+        if kind == "connect_refused":
+            return dict(state="unreachable", error=f"endpoint unreachable: {endpoint} (connection refused)",
+                        hint=START_HINT)
+        if kind in ("connect_timeout", "read_timeout", "deadline"):
+            return dict(state="unreachable", error=f"no answer from {endpoint} in time ({kind}): {message}",
+                        hint=START_HINT)
+        if kind == "dns":
+            return dict(state="misconfigured", error=f"cannot resolve the host of {endpoint}: {message}",
+                        hint="check runtime_config.endpoint (the proxy listens on http://127.0.0.1:8645/v1)")
+        return dict(state="error", error=f"cannot talk to {endpoint} ({kind}): {message}")
+    status = ex.status
+    codes = _codes(ex)
+    message = ex.envelope.message if ex.envelope and ex.envelope.message else _excerpt(ex)
+    if status in (401, 403) or codes & AUTH_CODES:
+        return dict(state="locked", error=f"configured but locked: HTTP {status} from proxy: {message}",
+                    hint=auth_hint(config))
+    if 200 <= status < 300:
+        if failure is not None:
+            return dict(state="error", error=f"model list cut off ({failure.kind}): {failure.message}")
+        body = ex.json_body
+        if isinstance(body, dict) and isinstance(body.get("data"), list):
+            return dict(state="ready", models=[str(m.get("id")) for m in body["data"]
+                                               if isinstance(m, dict) and m.get("id") is not None])
+        kind = ex.content_type or "no content-type"
+        return dict(state="error",
+                    error=f"HTTP {status} from {endpoint}/models is not a model list ({kind}): {_excerpt(ex)}",
+                    hint="is something else listening on this port? the proxy answers JSON with a `data` list")
+    if status == 404 and "path_not_allowed" in codes:
+        return dict(state="misconfigured",
+                    error=f"HTTP 404 path_not_allowed: {message} (this proxy version does not forward /models)",
+                    hint=f"use hermes-agent >= {MINIMUM_HERMES_PROXY_VERSION} and check the endpoint path")
+    if status == 404 and (ex.content_type or "").startswith("text/plain"):
+        return dict(state="misconfigured", error=f"HTTP 404 from {endpoint}/models: {_excerpt(ex)}",
+                    hint="the endpoint path probably lacks /v1 (e.g. http://127.0.0.1:8645/v1)")
+    return dict(state="error", error=f"HTTP {status}: {message}")
+
+
+def adapter_check(config_or_manifest: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any], *,
+                  transport: Any = None, deadline_s: float = 5.0,
+                  hermes_bin: str | os.PathLike[str] | Literal[False] | None = None) -> CheckResult:
+    """Check the adapter (never raises for bad config or network: it is in the result).
+
+    ``hermes_bin=False`` skips the hermes version lookup.
+    """
+    bin_path = version = None
+    version_warnings: list[str] = []
+    if hermes_bin is not False:
+        bin_path, version, version_warnings = detect_hermes(hermes_bin)
+    try:
+        config = _config_of(config_or_manifest)
+    except ConfigError as exc:
+        return CheckResult.misconfigured(exc, warnings=version_warnings, hermes_bin=bin_path, hermes_version=version)
+    from hermes_nb.wire.client import HermesClient
+
+    with HermesClient(config, transport=transport) as client:
+        exchange = client.models(deadline_s=deadline_s)
+    verdict = _classify(exchange, config)
+    warnings = list(version_warnings)
+    models: list[str] = verdict.get("models", [])
+    if verdict["state"] == "ready" and config.model not in models:
+        warnings.append(f"configured model {config.model!r} is not in the proxy's model list"
+                        + (f" ({', '.join(models[:5])}{', …' if len(models) > 5 else ''})" if models else ""))
+    error = verdict.get("error")
+    redactor = Redactor(config.secrets())  # the client masks known secrets; this adds secret shapes
+    return CheckResult(
+        available=verdict["state"] == "ready",
+        state=verdict["state"],
+        endpoint=config.endpoint,
+        model=config.model,
+        models=models,
+        errors=[redactor.text(ERROR_PREFIX + error)] if error else [],
+        warnings=redactor.data(warnings),
+        hint=verdict.get("hint"),
+        http_status=exchange.status,
+        hermes_bin=bin_path,
+        hermes_version=version,
+    )

@@ -1,0 +1,214 @@
+"""Wire contracts: the documented or observed behaviour of a proxy, and drift against a probe.
+
+A contract file (``hermes_nb/data/contracts/<name>.json``, shipped in the wheel; format
+``hermes-nb.wire-contract/1``) holds one section per auth state (``stale``,
+``live``); each section lists the compared fields of every route, the auth
+handoff, the stream-failure shape, the server product and the CORS and
+rate-limit header names. ``null`` (or a missing key) means "not specified":
+not compared. The format is deterministic (no ports, timestamps, versions
+of the server's libraries in compared fields); see docs/wire-contract.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.core.errors import UsageError
+from hermes_nb.core.resources import contract_names, contracts_dir
+from hermes_nb.proxy.probe import ROUTES
+from hermes_nb.proxy.report import Drift, WireReport
+
+__all__ = [
+    "FORMAT",
+    "ROUTE_FIELDS",
+    "message_template",
+    "contract_section",
+    "contract_document",
+    "load_contract",
+    "resolve_contract",
+    "compare",
+    "compare_contract",
+    "section_drift",
+    "contract_drift",
+    "dumps_contract",
+]
+
+FORMAT = "hermes-nb.wire-contract/1"
+#: per-route fields a contract compares (``json_keys``: the contract's keys must be present)
+ROUTE_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
+                "body_excerpt", "json_keys", "outcome")
+AUTH_FIELDS = ("status", "error_type", "outcome")
+TOP_FIELDS = ("bearer_required", "stream_failure_shape", "server_product", "cors_headers", "rate_limit_headers")
+#: proxy errors whose message wraps an underlying exception text (``<prefix>: <why>``)
+_WRAPPING = frozenset({"upstream_auth_failed", "upstream_unreachable", "upstream_timeout", "proxy_error"})
+_LOOPBACK_PORT = re.compile(r"\b(127\.0\.0\.1|localhost|\[::1\]):\d+")
+
+
+def message_template(error_type: str | None, message: str | None) -> str | None:
+    """The compared form of an error message.
+
+    Loopback ports become ``<port>``; for the proxy's wrapping errors the text
+    after the first ``": "`` (the environment-specific reason) becomes ``<why>``:
+    ``Failed to refresh Nous Portal credentials: <why>``.
+    """
+    if message is None:
+        return None
+    text = _LOOPBACK_PORT.sub(r"\1:<port>", message)
+    if error_type in _WRAPPING and ": " in text:
+        text = text.split(": ", 1)[0] + ": <why>"
+    return text
+
+
+def _route_fields(route: Any) -> dict[str, Any]:
+    out = {f: getattr(route, f) for f in ROUTE_FIELDS}
+    out["error_message"] = message_template(route.error_type, route.error_message)
+    return out
+
+
+def contract_section(report: WireReport) -> dict[str, Any]:
+    """The compared fields of one probe report (deterministic; the endpoint and timings left out)."""
+    routes = []
+    for spec in ROUTES:
+        found = report.route(spec.name)
+        entry = {"name": spec.name, "method": spec.method, "path": spec.display_path}
+        entry |= _route_fields(found) if found else {f: None for f in ROUTE_FIELDS}
+        routes.append(entry)
+    return {
+        "routes": routes,
+        "auth": {c.case: {f: getattr(c, f) for f in AUTH_FIELDS} for c in report.auth},
+        "bearer_required": report.bearer_required,
+        "stream_failure_shape": report.stream_failure_shape,
+        "server_product": report.server_product,
+        # recorded, not compared: the aiohttp version belongs to the install, not to the proxy
+        "server_observed": report.server,
+        "cors_headers": list(report.cors_headers),
+        "rate_limit_headers": list(report.rate_limit_headers),
+    }
+
+
+def contract_document(sections: Mapping[str, WireReport], *, target: str, source: str = "observed",
+                      notes: list[str] | None = None) -> dict[str, Any]:
+    """A whole contract file from one probe report per state."""
+    return {
+        "format": FORMAT,
+        "source": source,
+        "target": target,
+        "notes": list(notes or []),
+        "states": {state: contract_section(report) for state, report in sorted(sections.items())},
+    }
+
+
+def dumps_contract(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def load_contract(path: str | Path) -> dict[str, Any]:
+    """Read and check a contract file. Raises :class:`UsageError` (exit 2) when it is unusable."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read contract {p}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"contract {p} is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("states"), dict):
+        raise UsageError(f"contract {p} is not a {FORMAT} document")
+    return doc
+
+
+def resolve_contract(name: str) -> Path:
+    """``seed`` / ``hermes-agent-0.19.0`` (a contract shipped with hermes_nb) or a ``.json`` file path."""
+    candidate = Path(name)
+    if candidate.suffix == ".json" and candidate.exists():
+        return candidate
+    shipped = contracts_dir() / f"{name}.json"
+    if candidate.suffix != ".json" and shipped.is_file():
+        return shipped
+    if candidate.suffix == ".json":
+        raise UsageError(f"contract file {name} not found")
+    raise UsageError(f"unknown contract {name!r}; shipped: {', '.join(contract_names())}, or give a .json file")
+
+
+def _pick_state(report: WireReport, contract: Mapping[str, Any], state: str | None) -> tuple[str, dict[str, Any]]:
+    states = contract["states"]
+    wanted = state or report.state
+    if wanted in states:
+        return wanted, states[wanted]
+    if state is not None:
+        raise UsageError(f"contract has no state {state!r}; it has {', '.join(sorted(states))}")
+    first = sorted(states)[0]
+    return first, states[first]
+
+
+def _differs(field: str, expected: Any, observed: Any) -> bool:
+    if expected is None:
+        return False
+    if field == "json_keys":
+        return observed is None or not set(expected) <= set(observed)
+    if field in ("cors_headers", "rate_limit_headers"):
+        return sorted(expected) != sorted(observed or [])
+    return expected != observed
+
+
+def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> list[Drift]:
+    """Every difference between ``report`` and the contract's section for its state.
+
+    The section is ``state`` if given, else the report's detected state
+    (``stale``/``live``), else the contract's first. Fields the contract leaves
+    null are not compared. Each drift prints as ``field: expected → observed``.
+    """
+    name, section = _pick_state(report, contract, state)
+    drift: list[Drift] = []
+    if report.state != name and report.state in ("stale", "live", "unreachable"):
+        drift.append(Drift(field="state", expected=name, observed=report.state))
+    return drift + section_drift(section, contract_section(report))
+
+
+def section_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "") -> list[Drift]:
+    """Field-by-field differences between two contract sections (``expected`` nulls are not compared)."""
+    drift: list[Drift] = []
+    obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
+    labels = {spec.name: spec.label for spec in ROUTES}
+    for exp in expected.get("routes", []):
+        fallback = f"{exp.get('method')} {exp.get('path')}"
+        label = f"{prefix}routes[{labels.get(exp.get('name'), fallback)}]"
+        got = obs_routes.get(exp.get("name"))
+        if got is None:
+            drift.append(Drift(field=label, expected="probed", observed="missing"))
+            continue
+        for f in ROUTE_FIELDS:
+            if _differs(f, exp.get(f), got.get(f)):
+                drift.append(Drift(field=f"{label}.{f}", expected=exp.get(f), observed=got.get(f)))
+    for case, exp in (expected.get("auth") or {}).items():
+        got = (observed.get("auth") or {}).get(case, {})
+        for f in AUTH_FIELDS:
+            if _differs(f, exp.get(f), got.get(f)):
+                drift.append(Drift(field=f"{prefix}auth[{case}].{f}", expected=exp.get(f), observed=got.get(f)))
+    for f in TOP_FIELDS:
+        if _differs(f, expected.get(f), observed.get(f)):
+            drift.append(Drift(field=f"{prefix}{f}", expected=expected.get(f), observed=observed.get(f)))
+    return drift
+
+
+def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> list[Drift]:
+    """Differences between two contract documents, state by state (``stale.routes[GET /].status: …``).
+
+    A state section present on one side only is one drift (``live: not probed → probed``).
+    """
+    drift: list[Drift] = []
+    exp_states, obs_states = expected.get("states", {}), observed.get("states", {})
+    for state in sorted(set(exp_states) | set(obs_states)):
+        if state not in exp_states or state not in obs_states:
+            drift.append(Drift(field=state, expected="probed" if state in exp_states else "not probed",
+                               observed="probed" if state in obs_states else "not probed"))
+            continue
+        drift += section_drift(exp_states[state], obs_states[state], prefix=f"{state}.")
+    return drift
+
+
+#: ``hermes_nb.compare_contract``
+compare_contract = compare

@@ -1,0 +1,238 @@
+"""The seed's wire-format spike as code: probe every route, the auth handoff and the failure shapes.
+
+:func:`probe` reproduces seed §3–5 and §11 against one endpoint and returns a
+:class:`WireReport`. Every request goes through
+:meth:`hermes_nb.client.HermesClient.request` (the one request builder);
+bodies ask for ``max_tokens`` 8 so probing stays cheap. HTTP and network
+failures never raise: an unreachable, hanging or wrong endpoint gives a
+report whose routes say what happened, within the overall deadline.
+
+The report's records and the pure reading of each answer live in
+:mod:`hermes_nb.wire_report` (re-exported here); comparison with a contract
+file lives in :mod:`hermes_nb.wire_contract`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.facts import DEFAULT_MODEL
+from hermes_nb.core.records import Exchange
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.proxy.report import (
+    PROXY_ERROR_TYPES,
+    RATE_LIMIT_HEADER_RE,
+    AuthCase,
+    Drift,
+    Outcome,
+    RouteResult,
+    StreamShape,
+    WireReport,
+    bearer_required,
+    body_kind,
+    report_state,
+    report_warnings,
+    response_headers,
+    route_outcome,
+    server_product,
+    stream_failure_shape,
+)
+
+__all__ = [
+    "ROUTES",
+    "RouteSpec",
+    "RouteResult",
+    "AuthCase",
+    "Drift",
+    "WireReport",
+    "probe",
+    "probe_endpoint",
+    "route_outcome",
+    "server_product",
+    "Outcome",
+    "StreamShape",
+    "PROXY_ERROR_TYPES",
+]
+
+UNKNOWN_V1_PATH = "/hermes-nb-probe/unknown"
+LARGE_BODY_BYTES = 1_500_000
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """One probed route. ``path`` is relative to the endpoint, or to its origin when ``root``."""
+
+    name: str
+    method: str
+    path: str
+    root: bool = False
+    body: str | None = None  # "chat" | "chat_stream" | "chat_large" | "completions" | "embeddings"
+    sse: bool = False
+    #: tells routes with the same method and path apart in drift lines
+    variant: str = ""
+
+    @property
+    def display_path(self) -> str:
+        return self.path if self.root else "/v1" + self.path
+
+    @property
+    def label(self) -> str:
+        """``POST /v1/chat/completions (stream)``: how drift lines name the route."""
+        return f"{self.method} {self.display_path}" + (f" ({self.variant})" if self.variant else "")
+
+
+ROUTES: tuple[RouteSpec, ...] = (
+    RouteSpec("chat", "POST", "/chat/completions", body="chat"),
+    RouteSpec("chat_stream", "POST", "/chat/completions", body="chat_stream", sse=True, variant="stream"),
+    # 1.5 MB: over aiohttp's 1 MiB default body cap, under the proxy's 10 MB one (hermes-agent >= 0.18.1)
+    RouteSpec("chat_large", "POST", "/chat/completions", body="chat_large", variant="1.5 MB body"),
+    RouteSpec("completions", "POST", "/completions", body="completions"),
+    RouteSpec("embeddings", "POST", "/embeddings", body="embeddings"),
+    RouteSpec("models", "GET", "/models"),
+    RouteSpec("v1_health", "GET", "/health"),
+    RouteSpec("root", "GET", "/", root=True),
+    RouteSpec("health", "GET", "/health", root=True),
+    # a streaming request the proxy itself refuses: the shape of a proxy-layer stream failure
+    RouteSpec("unknown_v1", "POST", UNKNOWN_V1_PATH, body="chat_stream", sse=True),
+)
+#: auth handoff cases on ``GET /v1/models``: header value sent (False = no header)
+AUTH_CASES: tuple[tuple[str, bool | str], ...] = (
+    ("none", False),
+    ("malformed", "Basic cHJvYmU6cHJvYmU="),
+    ("bearer", True),
+)
+
+
+def _result(spec: RouteSpec, ex: Exchange, elapsed: float, redactor: Redactor) -> RouteResult:
+    env = ex.envelope
+    kind = body_kind(ex)
+    excerpt = None
+    if kind in ("text", "html"):
+        excerpt = redactor.text((ex.body_text or "").strip().splitlines()[0][:120])
+    keys = sorted(ex.json_body) if isinstance(ex.json_body, dict) else None
+    return RouteResult(
+        name=spec.name, method=spec.method, path=httpx.URL(ex.request.url).path or "/",
+        status=ex.status, content_type=ex.content_type,
+        error_type=env.type if env else None, error_code=env.code_str if env else None,
+        error_message=redactor.text(env.message) if env and env.message else None,
+        body_kind=kind, body_excerpt=excerpt, json_keys=keys,
+        outcome=route_outcome(ex, root=spec.root, expect_sse=spec.sse),
+        server=response_headers(ex).get("server"),
+        transport_error=ex.transport_error.kind if ex.transport_error else None,
+        done=ex.done if spec.sse and ex.streamed else None, elapsed_s=round(elapsed, 3),
+    )
+
+
+# --------------------------------------------------------------------------- probing
+
+
+@dataclass
+class _Budget:
+    deadline: float
+    per_request_s: float
+    skipped: list[str] = field(default_factory=list)
+
+    def next(self) -> float | None:
+        left = self.deadline - time.monotonic()
+        return None if left <= 0.05 else min(self.per_request_s, left)
+
+
+def _body(kind: str | None, model: str, config: HermesProxyRuntimeConfig) -> Any:
+    from hermes_nb.wire.payloads import chat_request_body
+
+    if kind in ("chat", "chat_stream", "chat_large"):
+        text = "Reply with: pong" if kind != "chat_large" else "Reply with: pong. " + "x" * LARGE_BODY_BYTES
+        return chat_request_body(config, [{"role": "user", "content": text}], stream=kind == "chat_stream")
+    if kind == "completions":
+        return {"model": model, "prompt": "ping", "max_tokens": config.max_tokens}
+    if kind == "embeddings":
+        return {"model": model, "input": "ping"}
+    return None
+
+
+def probe(
+    endpoint: str,
+    *,
+    auth_token: str = "probe",
+    model: str = DEFAULT_MODEL,
+    transport: httpx.BaseTransport | None = None,
+    deadline_s: float = 30.0,
+    request_deadline_s: float = 5.0,
+    headers: dict[str, str] | None = None,
+) -> WireReport:
+    """Probe ``endpoint`` (``http://host:port/v1``); never raises for HTTP/network failures.
+
+    ``deadline_s`` bounds the whole probe; each request gets at most
+    ``request_deadline_s``. Requests the budget cannot afford are marked ``skipped``.
+    Raises :class:`~hermes_nb.errors.ConfigError` only for an invalid endpoint URL and
+    :class:`~hermes_nb.errors.UsageError` for a deadline that is not positive.
+    """
+    from hermes_nb.core.config import validate_config
+    from hermes_nb.core.errors import UsageError
+    from hermes_nb.wire.client import HermesClient
+
+    if not (deadline_s > 0 and request_deadline_s > 0):
+        raise UsageError(f"probe deadlines must be > 0 s (deadline_s={deadline_s!r}, "
+                         f"request_deadline_s={request_deadline_s!r})")
+
+    config = validate_config({"endpoint": endpoint, "model": model, "auth_token": auth_token, "max_tokens": 8,
+                              "temperature": 0, "stream": False, "extra_headers": dict(headers or {})},
+                             where="probe")
+    redactor = Redactor(config.secrets())
+    started = time.monotonic()
+    budget = _Budget(started + deadline_s, request_deadline_s)
+    results: list[RouteResult] = []
+    cases: list[AuthCase] = []
+    seen: dict[str, str] = {}
+    with HermesClient(config, transport=transport, connect_timeout_s=min(5.0, request_deadline_s)) as client:
+
+        def call(spec: RouteSpec, auth: bool | str = True) -> tuple[Exchange | None, float]:
+            allowed = budget.next()
+            if allowed is None:
+                return None, 0.0
+            t0 = time.monotonic()
+            ex = client.request(spec.method, spec.path, json=_body(spec.body, model, config), auth=auth,
+                                root=spec.root, deadline_s=allowed, sse=spec.sse)
+            seen.update(response_headers(ex))
+            return ex, time.monotonic() - t0
+
+        for spec in ROUTES:
+            ex, took = call(spec)
+            if ex is None:
+                results.append(RouteResult(name=spec.name, method=spec.method, path=spec.display_path,
+                                           outcome="skipped", transport_error="deadline"))
+            else:
+                results.append(_result(spec, ex, took, redactor))
+        models = next(s for s in ROUTES if s.name == "models")
+        for case, auth in AUTH_CASES:
+            ex, _ = call(models, auth)
+            shown = "(none)" if auth is False else ("Bearer " + auth_token if auth is True else auth.split(" ")[0] + " <redacted>")
+            if ex is None:
+                cases.append(AuthCase(case=case, header=redactor.text(shown)))  # type: ignore[arg-type]
+                continue
+            env = ex.envelope
+            cases.append(AuthCase(case=case, header=redactor.text(shown), status=ex.status,  # type: ignore[arg-type]
+                                  error_type=(env.type or env.code_str) if env else None,
+                                  outcome=route_outcome(ex, root=False)))
+    health = next((r for r in results if r.name == "health" and r.server), None)
+    server = health.server if health else next((r.server for r in results if r.server), None)
+    report = WireReport(
+        endpoint=endpoint, routes=results, auth=cases, reachable=any(r.status is not None for r in results),
+        bearer_required=bearer_required(cases), stream_failure_shape=stream_failure_shape(results),
+        server=server, server_product=server_product(server),
+        cors_headers=sorted(h for h in seen if h.startswith("access-control-")),
+        rate_limit_headers=sorted(h for h in seen if RATE_LIMIT_HEADER_RE.match(h)),
+        elapsed_s=round(time.monotonic() - started, 3),
+    )
+    report.state = report_state(results)  # type: ignore[assignment]
+    report.warnings = report_warnings(report)
+    return report
+
+
+#: ``hermes_nb.probe_endpoint`` (the package attribute ``probe`` is this module)
+probe_endpoint = probe

@@ -1,0 +1,249 @@
+"""The probe's report: its records, and the pure reading of one exchange per route.
+
+:mod:`hermes_nb.probe` sends the requests; this module says what the answers
+mean (``route_outcome``: forwarded, path_not_allowed, not_found, …) and derives
+the report-level facts (auth state, bearer requirement, stream-failure shape,
+warnings). No IO. The outcome vocabulary is documented in docs/wire-contract.md.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hermes_nb.core.records import Exchange
+
+__all__ = [
+    "Outcome",
+    "StreamShape",
+    "RouteResult",
+    "AuthCase",
+    "Drift",
+    "WireReport",
+    "route_outcome",
+    "server_product",
+    "body_kind",
+    "response_headers",
+    "stream_failure_shape",
+    "bearer_required",
+    "report_state",
+    "report_warnings",
+    "PROXY_ERROR_TYPES",
+    "RATE_LIMIT_HEADER_RE",
+]
+
+Outcome = Literal[
+    "forwarded", "auth_failed", "path_not_allowed", "not_found", "unauthorized", "rejected", "local", "error",
+    "bad_response", "unreachable", "timeout", "transport_error", "skipped",
+]
+StreamShape = Literal["json", "sse", "text", "none"]
+#: the proxy's own error types (anything else under /v1 came from the upstream)
+PROXY_ERROR_TYPES = frozenset({"upstream_unreachable", "upstream_timeout", "proxy_error"})
+_CONNECT_KINDS = frozenset({"connect_refused", "dns", "connect_error"})
+_TIMEOUT_KINDS = frozenset({"connect_timeout", "read_timeout", "deadline"})
+RATE_LIMIT_HEADER_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RouteResult(_Model):
+    name: str
+    method: str
+    path: str
+    status: int | None = None
+    content_type: str | None = None
+    error_type: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    #: json-envelope | json | sse | html | text | empty | none
+    body_kind: str = "none"
+    #: first line of a non-JSON body (e.g. ``404: Not Found``)
+    body_excerpt: str | None = None
+    #: sorted top-level keys of a JSON object body
+    json_keys: list[str] | None = None
+    outcome: Outcome = "skipped"
+    server: str | None = None
+    #: transport failure kind when there was no HTTP answer
+    transport_error: str | None = None
+    #: ``data: [DONE]`` seen (streams)
+    done: bool | None = None
+    elapsed_s: float = 0.0
+
+
+class AuthCase(_Model):
+    case: Literal["none", "malformed", "bearer"]
+    #: what was sent, redacted (``(none)``, ``Basic <redacted>``, ``Bearer probe``)
+    header: str
+    status: int | None = None
+    error_type: str | None = None
+    outcome: Outcome = "skipped"
+
+
+class Drift(_Model):
+    field: str
+    expected: Any = None
+    observed: Any = None
+
+    def __str__(self) -> str:
+        return f"{self.field}: {_fmt(self.expected)} → {_fmt(self.observed)}"
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+class WireReport(_Model):
+    endpoint: str
+    #: stale (forwarded routes answer upstream_auth_failed), live (they answer 2xx), unreachable, unknown
+    state: Literal["stale", "live", "unreachable", "unknown"] = "unknown"
+    reachable: bool = False
+    routes: list[RouteResult] = Field(default_factory=list)
+    auth: list[AuthCase] = Field(default_factory=list)
+    #: None when it could not be told (endpoint unreachable)
+    bearer_required: bool | None = None
+    stream_failure_shape: StreamShape = "none"
+    server: str | None = None
+    #: product names without versions (``Python aiohttp``): what contracts compare
+    server_product: str | None = None
+    cors_headers: list[str] = Field(default_factory=list)
+    rate_limit_headers: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    drift: list[Drift] = Field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def route(self, name: str) -> RouteResult | None:
+        return next((r for r in self.routes if r.name == name), None)
+
+    def summary(self) -> dict[str, Any]:
+        """The ``--json`` object: routes, bearer_required, stream_failure_shape, server, drift, …"""
+        return self.model_dump(mode="json")
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def server_product(server: str | None) -> str | None:
+    """``Python/3.11 aiohttp/3.14.5`` → ``Python aiohttp`` (versions vary with the install, not the proxy)."""
+    if not server:
+        return None
+    names = [tok.split("/", 1)[0] for tok in server.split() if tok and not tok.startswith("(")]
+    return " ".join(names) or None
+
+
+def body_kind(ex: Exchange) -> str:
+    if ex.status is None:
+        return "none"
+    if ex.streamed or ex.content_type == "text/event-stream":
+        return "sse"
+    if ex.json_body is not None:
+        enveloped = isinstance(ex.json_body, dict) and "error" in ex.json_body
+        return "json-envelope" if ex.envelope is not None and enveloped else "json"
+    text = (ex.body_text or "").strip()
+    if not text:
+        return "empty"
+    if ex.content_type == "text/html" or text[:1] == "<":
+        return "html"
+    return "text"
+
+
+def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Outcome:
+    """What the endpoint did with one request (see docs/wire-contract.md for the vocabulary)."""
+    if ex.status is None:
+        failure = ex.transport_error
+        kind = failure.kind if failure else "other"
+        if failure is not None and failure.phase == "connect" and kind in _CONNECT_KINDS:
+            return "unreachable"
+        if kind in _TIMEOUT_KINDS:
+            return "timeout"
+        return "transport_error"
+    env = ex.envelope
+    etype = (env.type or env.code_str) if env is not None else None
+    if etype == "path_not_allowed":
+        return "path_not_allowed"
+    if etype == "upstream_auth_failed":
+        return "auth_failed"
+    if etype in PROXY_ERROR_TYPES:
+        return "error"
+    kind = body_kind(ex)
+    if ex.status == 404 and kind != "json-envelope":
+        return "not_found"
+    if ex.status == 413:
+        return "rejected"
+    if ex.status in (401, 403):
+        return "unauthorized"
+    if 200 <= ex.status < 300:
+        if root:
+            return "local"
+        wanted = ("sse",) if expect_sse else ("json",)
+        return "forwarded" if kind in wanted or (expect_sse and kind == "json") else "bad_response"
+    return "error" if root else "forwarded"
+
+
+def response_headers(ex: Exchange) -> dict[str, str]:
+    """The response headers with lower-cased names."""
+    return {k.lower(): v for k, v in ex.headers.items()}
+
+
+def stream_failure_shape(results: list[RouteResult]) -> StreamShape:
+    """How a failed streaming request is answered: one JSON body, SSE, text, or none seen."""
+    for name in ("chat_stream", "unknown_v1"):
+        r = next((x for x in results if x.name == name), None)
+        if r is None or r.status is None or 200 <= r.status < 300:
+            continue
+        return {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text", "html": "text"}.get(
+            r.body_kind, "none")  # type: ignore[return-value]
+    return "none"
+
+
+def bearer_required(cases: list[AuthCase]) -> bool | None:
+    """True when a missing/malformed header is refused where ``Bearer`` is not; None when untold."""
+    by = {c.case: c for c in cases}
+    bearer, none = by.get("bearer"), by.get("none")
+    if bearer is None or none is None or bearer.status is None or none.status is None:
+        return None
+    rejected = [
+        c for c in (none, by.get("malformed"))
+        if c is not None and c.status in (401, 403) and (c.status, c.error_type) != (bearer.status, bearer.error_type)
+    ]
+    return bool(rejected)
+
+
+def report_state(results: list[RouteResult]) -> str:
+    """``stale``/``live`` from the chat and models routes; ``unreachable``; else ``unknown``."""
+    if not any(r.status is not None for r in results):
+        return "unreachable"
+    forwarded = [r for r in results if r.name in ("chat", "models")]
+    if forwarded and all(r.outcome == "auth_failed" for r in forwarded):
+        return "stale"
+    if forwarded and all(r.outcome == "forwarded" and r.status and 200 <= r.status < 300 for r in forwarded):
+        return "live"
+    return "unknown"
+
+
+def report_warnings(report: WireReport) -> list[str]:
+    """One line per problem a human should look at (hanging, unreachable, missing /v1, HTML)."""
+    out: list[str] = []
+    outcomes = {r.outcome for r in report.routes}
+    if not report.reachable and outcomes <= {"timeout", "skipped"}:
+        out.append(f"{report.endpoint} accepts connections but never answers: the endpoint hangs")
+    elif not report.reachable:
+        first = report.routes[0] if report.routes else None
+        why = first.transport_error if first else "no answer"
+        out.append(f"endpoint unreachable ({why}): is `hermes proxy start` running at {report.endpoint}?")
+    elif all(r.outcome == "not_found" for r in report.routes if r.name in ("chat", "models", "completions")):
+        out.append("every forwarded route answered a plain 404: does the endpoint miss its /v1 base path?")
+    if any(r.body_kind == "html" for r in report.routes):
+        out.append("the endpoint answers HTML: is this a Hermes proxy?")
+    if report.reachable and "timeout" in outcomes:
+        out.append("some requests timed out: the endpoint hangs or is very slow")
+    if "skipped" in outcomes:
+        out.append("the probe deadline ran out before every route was probed")
+    return out

@@ -1,0 +1,312 @@
+"""The real ``hermes proxy start`` on loopback, with a throwaway ``HERMES_HOME``.
+
+The proxy runs from its own virtual environment (hermes-agent pins its own
+pydantic, httpx and openai), found by :func:`find_hermes_bin`. Each rig gets
+a fresh temporary directory holding the child's ``HOME``, ``HERMES_HOME``
+and shared-auth directory, so the user's ``~/.hermes`` is never read or
+written. Three auth states:
+
+``stale``
+    ``access_token`` (not a usable JWT) and ``refresh_token`` present; the
+    portal (``HERMES_PORTAL_BASE_URL``) is a loopback port that refuses
+    connections, so every forwarded route answers 401 ``upstream_auth_failed``.
+``live``
+    ``access_token`` is an unsigned JWT with ``scope: inference:invoke`` and a
+    future ``exp`` (the proxy reads claims without verifying);
+    ``NOUS_INFERENCE_BASE_URL`` points at the embedded emulator in its
+    ``upstream`` profile, so the real proxy forwards real requests to it.
+``logged-out``
+    no ``auth.json``: ``hermes proxy start`` exits 2 with "Not logged into Nous
+    Portal…" and :func:`real_proxy` raises :class:`~hermes_nb.errors.RigError`.
+
+Readiness is a poll of ``GET /health`` under a deadline (the child's early
+exit is detected on every round); the proxy and the upstream are stopped on
+exit, errors included. The child's output goes to ``proxy.log`` in the temp
+directory; anything we show from it passes through the rig's
+:class:`~hermes_nb.redact.Redactor` (it knows every auth-store secret).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.core.redaction import Redactor, auth_store_secrets
+from hermes_nb.proxy.executable import (
+    ENV_HERMES_BIN,
+    INSTALL_HINT,
+    base_env,
+    find_hermes_bin,
+    hermes_version,
+    live_supported,
+    require_hermes_bin,
+    stop_process,
+)
+
+__all__ = [
+    "STATES",
+    "RigState",
+    "RigHandle",
+    "ENV_HERMES_BIN",
+    "INSTALL_HINT",
+    "find_hermes_bin",
+    "require_hermes_bin",
+    "hermes_version",
+    "live_supported",
+    "free_port",
+    "unsigned_jwt",
+    "auth_store_document",
+    "child_environment",
+    "real_proxy",
+]
+
+RigState = Literal["stale", "live", "logged-out"]
+STATES: tuple[str, ...] = ("stale", "live", "logged-out")
+INVOKE_SCOPE = "inference:invoke"
+
+
+# --------------------------------------------------------------------------- auth store
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def unsigned_jwt(claims: Mapping[str, Any]) -> str:
+    """``alg: none`` JWT with an empty signature segment."""
+    header = {"alg": "none", "typ": "JWT"}
+    return ".".join(
+        [_b64url(json.dumps(header, separators=(",", ":")).encode()),
+         _b64url(json.dumps(dict(claims), separators=(",", ":"), sort_keys=True).encode()), ""]
+    )
+
+
+def auth_store_document(state: str, *, now: datetime | None = None, ttl_s: int = 86_400) -> dict[str, Any] | None:
+    """The ``auth.json`` for ``state`` (``None`` for logged-out). Tokens are fresh random values."""
+    if state not in STATES:
+        raise RigError(f"unknown rig state {state!r}; choose one of {', '.join(STATES)}")
+    if state == "logged-out":
+        return None
+    refresh = f"rig-refresh-{secrets.token_urlsafe(18)}"
+    if state == "stale":
+        nous = {"access_token": f"rig-stale-{secrets.token_urlsafe(18)}", "refresh_token": refresh,
+                "token_type": "Bearer"}
+    else:
+        moment = now or datetime.now(timezone.utc)
+        exp = moment + timedelta(seconds=ttl_s)
+        token = unsigned_jwt({
+            "sub": "hermes-nb-rig", "scope": INVOKE_SCOPE, "iat": int(moment.timestamp()),
+            "exp": int(exp.timestamp()), "jti": secrets.token_hex(12),
+        })
+        nous = {"access_token": token, "refresh_token": refresh, "token_type": "Bearer",
+                "scope": INVOKE_SCOPE, "expires_at": exp.isoformat()}
+    return {"version": 1, "providers": {"nous": nous}}
+
+
+# --------------------------------------------------------------------------- process
+
+
+def child_environment(root: Path, *, portal_url: str, inference_url: str | None = None) -> dict[str, str]:
+    """Minimal environment: PATH, a temp HOME/HERMES_HOME, the Hermes/Nous overrides the rig needs; no proxies."""
+    env = base_env()
+    env |= {
+        "HOME": str(root / "home"),
+        "HERMES_HOME": str(root / "hermes-home"),
+        "HERMES_SHARED_AUTH_DIR": str(root / "shared"),
+        "HERMES_PORTAL_BASE_URL": portal_url,
+        "TMPDIR": str(root / "tmp"),
+    }
+    if inference_url:
+        env["NOUS_INFERENCE_BASE_URL"] = inference_url
+    return env
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _refusing_port(stack: ExitStack) -> int:
+    """A loopback port that refuses connections for the rig's lifetime (bound, never listening)."""
+    sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+    sock.bind(("127.0.0.1", 0))
+    return int(sock.getsockname()[1])
+
+
+class RigHandle(str):
+    """A running real proxy. The string value is the endpoint (``http://127.0.0.1:<port>/v1``).
+
+    So ``with real_proxy("live") as endpoint:`` works wherever an endpoint string does.
+    """
+
+    endpoint: str
+    base_url: str
+    port: int
+    state: str
+    hermes_bin: Path
+    hermes_version: str | None
+    log_path: Path
+    startup_s: float
+    process: subprocess.Popen[Any]
+    redactor: Redactor
+    #: the emulator (``upstream`` profile) behind the proxy in the live state
+    upstream: Any
+
+    def __new__(cls, endpoint: str, **fields: Any) -> RigHandle:
+        obj = super().__new__(cls, endpoint)
+        obj.endpoint = endpoint
+        obj.upstream = None
+        for key, value in fields.items():
+            setattr(obj, key, value)
+        return obj
+
+    def __repr__(self) -> str:
+        return (f"RigHandle(endpoint={self.endpoint!r}, state={self.state!r}, "
+                f"hermes_version={self.hermes_version!r}, pid={self.process.pid})")
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def log_text(self) -> str:
+        """The child's output so far, redacted."""
+        try:
+            return self.redactor.text(self.log_path.read_text("utf-8", "replace"))
+        except OSError:
+            return ""
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Block until the proxy exits (or ``timeout``); its exit code, or None if still running."""
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+def _last_lines(text: str, n: int = 3) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return " | ".join(lines[-n:])
+
+
+def _wait_ready(proc: subprocess.Popen[Any], base_url: str, *, deadline_s: float) -> bool:
+    """Poll ``GET /health`` until 200 JSON; False when the child exited first. Raises RigError on deadline."""
+    from hermes_nb.core.config import HermesProxyRuntimeConfig
+    from hermes_nb.wire.client import HermesClient
+
+    deadline = time.monotonic() + deadline_s
+    config = HermesProxyRuntimeConfig(endpoint=f"{base_url}/v1", model="rig-readiness")
+    with HermesClient(config, connect_timeout_s=1.0) as client:
+        while True:
+            if proc.poll() is not None:
+                return False
+            answer = client.request("GET", "/health", root=True, auth=False, deadline_s=1.0)
+            if answer.status == 200 and isinstance(answer.json_body, dict) and "status" in answer.json_body:
+                return True
+            if time.monotonic() >= deadline:
+                raise RigError(f"hermes proxy did not answer GET /health within {deadline_s:.0f}s")
+            try:  # the child's exit is the event we wait on; 50 ms is the poll period
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def _start_upstream(stack: ExitStack, scenario: str) -> Any:
+    from hermes_nb.emulator import serve  # heavy (aiohttp); only the live state needs it
+
+    return stack.enter_context(serve(profile="upstream", scenario=scenario))
+
+
+@contextmanager
+def real_proxy(
+    state: str = "live",
+    *,
+    port: int = 0,
+    hermes_bin: str | os.PathLike[str] | None = None,
+    upstream_scenario: str = "ok",
+    deadline_s: float = 30.0,
+    keep_dir: bool = False,
+) -> Iterator[RigHandle]:
+    """Run the real ``hermes proxy start`` in ``state``; yield a :class:`RigHandle`.
+
+    Raises :class:`RigError` (exit 3) when no hermes is found, when the proxy
+    exits before it is ready (logged-out: "Not logged into Nous Portal…") or
+    when ``/health`` does not answer within ``deadline_s``.
+    """
+    if state not in STATES:
+        raise RigError(f"unknown rig state {state!r}; choose one of {', '.join(STATES)}")
+    from hermes_nb.emulator import SCENARIOS  # light: no aiohttp
+
+    if state == "live" and upstream_scenario not in SCENARIOS:
+        raise UsageError(f"unknown upstream scenario {upstream_scenario!r}; choose one of {', '.join(SCENARIOS)}")
+    if not deadline_s > 0:
+        raise UsageError(f"deadline_s must be > 0, got {deadline_s!r}")
+    binary = require_hermes_bin(hermes_bin)
+    version = hermes_version(binary)
+    if state == "live" and live_supported(binary) is False:
+        raise RigError(f"hermes-agent {version or '?'} at {binary}: its proxy ignores NOUS_INFERENCE_BASE_URL "
+                       "(https allowlist only), so a live rig would forward off this machine; use a newer release")
+    with ExitStack() as stack:
+        root = Path(tempfile.mkdtemp(prefix=f"hermes-nb-rig-{state}-"))
+        if not keep_dir:
+            stack.callback(shutil.rmtree, root, True)
+        for sub in ("home", "hermes-home", "shared", "tmp"):
+            (root / sub).mkdir(mode=0o700)
+        document = auth_store_document(state)
+        redactor = Redactor(auth_store_secrets(document) if document else ())
+        if document is not None:
+            store = root / "hermes-home" / "auth.json"
+            store.write_text(json.dumps(document, indent=2), "utf-8")
+            store.chmod(0o600)
+        portal = f"http://127.0.0.1:{_refusing_port(stack)}"
+        upstream = _start_upstream(stack, upstream_scenario) if state == "live" else None
+        env = child_environment(root, portal_url=portal,
+                                inference_url=_endpoint_of(upstream) if upstream is not None else None)
+        log_path = root / "proxy.log"
+        attempts = 1 if port else 3
+        for attempt in range(attempts):
+            chosen = port or free_port()
+            base_url = f"http://127.0.0.1:{chosen}"
+            started = time.monotonic()
+            with log_path.open("ab") as log:
+                proc = subprocess.Popen(
+                    [str(binary), "proxy", "start", "--provider", "nous", "--host", "127.0.0.1",
+                     "--port", str(chosen)],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                    cwd=root / "home", start_new_session=True,
+                )
+            stack.callback(stop_process, proc)
+            if _wait_ready(proc, base_url, deadline_s=deadline_s):
+                break
+            code = proc.returncode
+            tail = _last_lines(redactor.text(log_path.read_text("utf-8", "replace")))
+            if "failed to bind" in tail and attempt + 1 < attempts:
+                continue  # lost the free-port race to another process: pick again
+            raise RigError(f"`hermes proxy start` exited {code} before it was ready: {tail or '(no output)'}")
+        handle = RigHandle(
+            endpoint=f"{base_url}/v1", base_url=base_url, port=chosen, state=state, hermes_bin=binary,
+            hermes_version=version, log_path=log_path, startup_s=time.monotonic() - started,
+            process=proc, redactor=redactor, upstream=upstream,
+        )
+        yield handle
+
+
+def _endpoint_of(emu: Any) -> str:
+    endpoint = getattr(emu, "endpoint", None)
+    return str(endpoint if endpoint is not None else emu)

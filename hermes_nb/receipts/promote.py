@@ -1,0 +1,159 @@
+"""The promotion gate: ``experimental → active`` only on evidence.
+
+A manifest is promoted only for a receipt that is
+
+* an ``e2e_smoke`` receipt,
+* verified (sidecar digests, receipt digest, index digest when indexed, no secret in any of its files),
+* verdict ``passed``,
+* against target kind ``live`` (never the emulator or the rig; a live receipt whose own record names an
+  emulator — ``target_evidence`` or the kernel's ``summary.target`` — is refused too),
+
+and only when the manifest is ``experimental``. On success the manifest is
+rewritten with ``status: active`` and a promotion record (date, receipt path
+and digest, model, endpoint) is appended to the smoke runbook. Otherwise
+:class:`PromotionRefused` (exit 1) names the reason; nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.core.digests import sha256_file
+from hermes_nb.core.errors import ArtifactError, HermesError, UsageError
+from hermes_nb.core.facts import E2E_SMOKE, MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH
+from hermes_nb.core.manifest import load_manifest, save_manifest
+from hermes_nb.receipts.index import load_index
+from hermes_nb.receipts.verify import verify_receipt
+from hermes_nb.receipts.write import SIDECAR_SUFFIX, receipt_digest
+
+__all__ = ["PromotionRefused", "Promotion", "check_receipt", "promote", "DEFAULT_MANIFEST", "DEFAULT_RUNBOOK",
+           "RECORDS_HEADING"]
+
+DEFAULT_MANIFEST = MANIFEST_RELPATH
+DEFAULT_RUNBOOK = SMOKE_RUNBOOK_RELPATH
+RECORDS_HEADING = "## Promotion records"
+
+
+class PromotionRefused(HermesError):
+    """The receipt does not justify a promotion (exit 1); ``reasons`` lists why."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        self.problems = [f"promotion refused: {r}" for r in reasons]
+        self.reasons = reasons
+        super().__init__(self.problems[0] if len(reasons) == 1 else f"promotion refused: {'; '.join(reasons)}")
+
+
+@dataclass
+class Promotion:
+    manifest: Path
+    runbook: Path
+    receipt: Path
+    receipt_sha256: str
+    model: str | None
+    endpoint: str | None
+    promoted_at: str
+    record: str
+    receipt_meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"promoted": True, "manifest": str(self.manifest), "runbook": str(self.runbook),
+                "receipt": str(self.receipt), "receipt_sha256": self.receipt_sha256, "model": self.model,
+                "endpoint": self.endpoint, "promoted_at": self.promoted_at, "status": "active"}
+
+
+def _index_problems(receipt: Path) -> list[str]:
+    """When the receipt sits in an indexed receipts dir (DIR/<date>/<run>/), check the index's sidecar digest."""
+    directory = receipt.resolve().parent.parent.parent
+    if not (directory / "index.json").is_file():
+        return []
+    try:
+        index = load_index(directory)
+    except HermesError as exc:
+        return [str(exc)]
+    rel = receipt.resolve().relative_to(directory).as_posix()
+    entry = next((e for e in index["receipts"] if e.get("path") == rel), None)
+    if entry is None:
+        return [f"{receipt}: not listed in {directory / 'index.json'}"]
+    name = receipt.name[: -len(".ipynb")]
+    sidecar = receipt.with_name(name + SIDECAR_SUFFIX)
+    if sidecar.is_file() and sha256_file(sidecar) != entry.get("sidecar_sha256"):
+        return [f"{sidecar}: digest mismatch with the index"]
+    return []
+
+
+def check_receipt(receipt: Path, *, secrets: Iterable[str] = ()) -> tuple[dict[str, Any], list[str]]:
+    """(metadata.receipt, reasons to refuse). Raises UsageError when the file does not exist."""
+    receipt = Path(receipt)
+    if not receipt.is_file():
+        raise UsageError(f"--receipt: {receipt} not found")
+    meta, problems = verify_receipt(receipt, secrets=secrets)
+    reasons = [("digest mismatch: " if "sha256" in p or "digest" in p else "") + p for p in problems]
+    reasons += _index_problems(receipt)
+    if meta is None:
+        return {}, reasons or [f"{receipt}: not a receipt"]
+    if meta.get("notebook") != E2E_SMOKE:
+        reasons.append(f"receipt is for {meta.get('notebook')!r}; only an e2e_smoke receipt can promote")
+    kind = meta.get("target_kind")
+    if kind != "live":
+        reasons.append(f"target kind is {kind!r} ({'an emulator' if kind == 'emulator' else 'a rig'} receipt"
+                       " proves nothing about a live proxy); a live receipt is required"
+                       if kind in ("emulator", "rig") else f"target kind is {kind!r}; a live receipt is required")
+    summary = meta.get("summary") if isinstance(meta.get("summary"), dict) else {}
+    if kind == "live" and (meta.get("target_evidence") or summary.get("target") == "emulator"):
+        reasons.append("the receipt claims target kind 'live' but records an emulator "
+                       f"({meta.get('target_evidence') or 'the notebook started its own emulator'})")
+    if meta.get("verdict") != "passed":
+        reasons.append(f"verdict is {meta.get('verdict')!r} ({meta.get('reason')}); a passed receipt is required")
+    return meta, reasons
+
+
+def _record(now: str, receipt: Path, digest: str, meta: dict[str, Any], manifest: Path) -> str:
+    return (f"- {now} — promoted `{manifest}` experimental → active on receipt `{receipt}` "
+            f"(sha256 of metadata.receipt `{digest}`), model `{meta.get('model')}`, "
+            f"endpoint `{meta.get('endpoint')}`, hermes-agent {meta.get('hermes_agent_version') or 'unknown'}, "
+            f"run {meta.get('run_id')}\n")
+
+
+def promote(receipt: Path, *, manifest: Path = DEFAULT_MANIFEST, runbook: Path = DEFAULT_RUNBOOK,
+            secrets: Iterable[str] = (), now: datetime | None = None) -> Promotion:
+    """Flip the manifest to active and append the promotion record, or raise PromotionRefused."""
+    manifest = Path(manifest)
+    loaded = load_manifest(manifest)  # ConfigError (exit 2) when missing or invalid
+    meta, reasons = check_receipt(Path(receipt), secrets=secrets)
+    if loaded.status != "experimental":
+        reasons.append(f"manifest {manifest} has status {loaded.status!r}; only experimental is promoted")
+    if reasons:
+        raise PromotionRefused(reasons)
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    digest = receipt_digest(meta)
+    record = _record(stamp, Path(receipt), digest, meta, manifest)
+    runbook = Path(runbook)
+    # the record is staged first: an unwritable runbook must not leave an active manifest without its record
+    try:
+        text = runbook.read_text(encoding="utf-8") if runbook.is_file() else "# Hermes proxy smoke\n"
+        if RECORDS_HEADING not in text:
+            text = text.rstrip("\n") + f"\n\n{RECORDS_HEADING}\n\n"
+        text = text if text.endswith("\n") else text + "\n"
+        runbook.parent.mkdir(parents=True, exist_ok=True)
+        tmp = runbook.with_name(runbook.name + ".tmp")
+        tmp.write_text(text + record, encoding="utf-8")
+    except OSError as exc:
+        raise ArtifactError(f"--runbook {runbook}: cannot append the promotion record ({exc.strerror or exc}); "
+                            "nothing was promoted") from None
+    loaded.status = "active"
+    try:
+        save_manifest(loaded, manifest, force=True)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ArtifactError(f"{manifest}: cannot write ({exc.strerror or exc}); nothing was promoted") from None
+    except HermesError:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, runbook)
+    return Promotion(manifest, runbook, Path(receipt), digest, meta.get("model"), meta.get("endpoint"), stamp,
+                     record, meta)

@@ -1,0 +1,95 @@
+"""A small, fast HTML render of a receipt notebook (no nbconvert).
+
+nbconvert's HTMLExporter costs ~2 s per smoke run on these machines
+(imports, templates, preprocessors: benchmarks/smoke_bench.py), more than the
+whole target. A receipt needs far less: a header with ``metadata.receipt``,
+then each cell — markdown via mistune (already a dependency of nbconvert),
+code escaped, outputs as Jupyter shows them (``text/html`` as is, images
+inline, streams and tracebacks escaped with ANSI codes stripped).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+__all__ = ["render_html"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
+pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap}
+.cell{margin:1em 0}.src{border-left:3px solid #0969da}.out{border-left:3px solid #d0d7de;padding-left:.6em}
+.err pre{background:#ffebe9}.stderr pre{background:#fff8c5}
+table.receipt td,table.receipt th{border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top}
+table.receipt{border-collapse:collapse}
+""".strip()
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _markdown(source: str) -> str:
+    try:
+        import mistune
+    except ImportError:  # pragma: no cover - mistune ships with nbconvert
+        return f"<pre>{html.escape(source)}</pre>"
+    return str(mistune.html(source))
+
+
+def _output(out: Any) -> str:
+    kind = out.get("output_type")
+    if kind == "stream":
+        cls = "stderr" if out.get("name") == "stderr" else "stdout"
+        return f'<div class="out {cls}"><pre>{html.escape(_ANSI.sub("", _text(out.get("text", ""))))}</pre></div>'
+    if kind == "error":
+        trace = "\n".join(_ANSI.sub("", line) for line in out.get("traceback", []))
+        head = f"{out.get('ename', '')}: {out.get('evalue', '')}"
+        return f'<div class="out err"><pre>{html.escape(trace or head)}</pre></div>'
+    data = out.get("data", {})
+    if "text/html" in data:
+        return f'<div class="out">{_text(data["text/html"])}</div>'
+    for mime in ("image/png", "image/jpeg"):
+        if mime in data:
+            return f'<div class="out"><img src="data:{mime};base64,{_text(data[mime]).strip()}"></div>'
+    if "text/plain" in data:
+        return f'<div class="out"><pre>{html.escape(_text(data["text/plain"]))}</pre></div>'
+    return ""
+
+
+def _receipt_table(receipt: dict[str, Any]) -> str:
+    keys = ("notebook", "verdict", "status", "reason", "target_kind", "endpoint", "model", "run_id", "started_at",
+            "duration_s", "hermes_nb_version", "hermes_agent_version", "papermill_version", "nbclient_version")
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(receipt.get(k)))}</td></tr>"
+                   for k in keys if k in receipt)
+    extra = {k: receipt[k] for k in ("errors", "template", "parameters", "parameters_sha256", "environment", "artifacts")
+             if k in receipt}
+    dump = html.escape(json.dumps(extra, indent=2, sort_keys=True, ensure_ascii=False))
+    return f'<h2>Receipt</h2><table class="receipt">{rows}</table><details><summary>provenance</summary><pre>{dump}</pre></details>'
+
+
+def render_html(nb: Any) -> str:
+    """The receipt notebook as one self-contained HTML page."""
+    receipt = dict(nb.get("metadata", {}).get("receipt") or {})
+    title = html.escape(str(receipt.get("notebook", "notebook")))
+    parts = [f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title} receipt</title>"
+             f"<style>{_STYLE}</style></head><body>"]
+    if receipt:
+        parts.append(_receipt_table(receipt))
+    for cell in nb.get("cells", []):
+        source = _text(cell.get("source", ""))
+        if cell.get("cell_type") == "markdown":
+            parts.append(f'<div class="cell md">{_markdown(source)}</div>')
+        elif cell.get("cell_type") == "code":
+            tags = cell.get("metadata", {}).get("tags", [])
+            label = f' <small>[{html.escape(", ".join(tags))}]</small>' if tags else ""
+            count = cell.get("execution_count")
+            parts.append(f'<div class="cell code"><small>In [{count if count is not None else " "}]</small>{label}'
+                         f'<div class="src"><pre>{html.escape(source)}</pre></div>')
+            parts.extend(_output(out) for out in cell.get("outputs", []))
+            parts.append("</div>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

@@ -1,0 +1,63 @@
+"""The verdict record: what a notebook's verdict cell displays and the smoke runner reads back.
+
+The verdict cell displays one output whose ``metadata`` carries the full
+summary under :data:`VERDICT_MIME`. Papermill cannot hand values back, so the
+runner reads that output from the executed notebook (:func:`find_verdict`).
+The human ``text/plain`` and ``text/html`` of the same output hold only stable
+fields, so nbval compares them while the machine summary with its digests and
+timings stays out of the diff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hermes_nb.core.facts import VERDICTS
+from hermes_nb.core.redaction import Redactor
+
+__all__ = ["VERDICT_MIME", "VERDICT_SCHEMA", "verdict_summary", "find_verdict"]
+
+VERDICT_MIME = "application/vnd.hermes-nb.verdict+json"
+VERDICT_SCHEMA = "hermes-nb.verdict.v1"
+
+
+def verdict_summary(job: str, status: str, *, reason: str, errors: list[str] | None = None,
+                    warnings: list[str] | None = None, endpoint: str | None = None, model: str | None = None,
+                    target: str | None = None, hermes_version: str | None = None,
+                    artifacts: Mapping[str, str] | None = None, run_dir: str | None = None,
+                    details: Mapping[str, Any] | None = None,
+                    redactor: Redactor | None = None) -> dict[str, Any]:
+    """The machine summary of one notebook job (redacted)."""
+    if status not in VERDICTS:
+        raise ValueError(f"unknown verdict {status!r} (expected one of {', '.join(VERDICTS)})")
+    summary: dict[str, Any] = {
+        "schema": VERDICT_SCHEMA,
+        "job": job,
+        "verdict": status,
+        "reason": reason,
+        "errors": list(errors or []),
+        "warnings": list(warnings or []),
+        "endpoint": endpoint,
+        "model": model,
+        "target": target,
+        "hermes_version": hermes_version,
+        "artifacts": dict(artifacts or {}),
+        "run_dir": run_dir,
+        "details": dict(details or {}),
+    }
+    return (redactor or Redactor()).data(summary)
+
+
+def find_verdict(nb: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The last verdict summary recorded in an executed notebook, or None."""
+    found: dict[str, Any] | None = None
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        for output in cell.get("outputs", []):
+            meta = output.get("metadata") or {}
+            value = meta.get(VERDICT_MIME)
+            if isinstance(value, Mapping) and value.get("schema") == VERDICT_SCHEMA:
+                found = dict(value)
+    return found

@@ -1,0 +1,392 @@
+"""The httpx client for the hermes proxy: one request builder, Exchange records.
+
+Sync only (notebooks already run an event loop, so no ``asyncio.run``). Every
+call returns an :class:`~hermes_nb.records.Exchange` and never raises for HTTP
+or network failures; :func:`hermes_nb.classify.classify` judges it.
+
+Timeouts: ``connect`` (5 s), an idle ``read`` timeout (max gap between bytes,
+default ``min(300 s, overall)``) and an overall deadline (``request_timeout_ms``
+for chat) that also fires while bytes keep trickling: it is checked after
+every read, and a watchdog (:mod:`hermes_nb.watchdog`, armed from the TCP
+connect on) shuts the socket down when it passes during a blocked read or write.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+
+from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.records import Exchange, RequestRecord, SSEEventRecord, Timings, TransportFailure
+from hermes_nb.core.redaction import Redactor, redact_headers
+from hermes_nb.wire.failures import transport_failure
+from hermes_nb.wire.payloads import (
+    ChatStream,
+    chat_request_body,
+    envelope_from_json,
+    media_type,
+    parse_chat_completion,
+    parse_error_body,
+    parse_retry_after,
+)
+from hermes_nb.wire.sse import SSEDecoder
+from hermes_nb.wire.watchdog import Watchdog as _Watchdog
+
+__all__ = ["HermesClient", "MAX_BODY_BYTES"]
+
+#: non-SSE bodies are kept up to this size (the proxy itself refuses requests > 10 MB)
+MAX_BODY_BYTES = 16 * 1024 * 1024
+DeltaCallback = Callable[[str], None]
+EventCallback = Callable[[SSEEventRecord], None]
+
+
+class HermesClient:
+    """Talks to one proxy endpoint described by a :class:`HermesProxyRuntimeConfig`."""
+
+    def __init__(
+        self,
+        config: HermesProxyRuntimeConfig,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        connect_timeout_s: float = 5.0,
+        idle_timeout_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.connect_timeout_s = connect_timeout_s
+        overall = config.request_timeout_ms / 1000.0
+        self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else min(300.0, overall)
+        self._clock = clock
+        self._redactor = Redactor(config.secrets(), shapes=False)
+        # no keep-alive: every request connects afresh, so the deadline watchdog is armed from the connect on
+        self._http = httpx.Client(transport=transport, trust_env=False, follow_redirects=False, timeout=None,
+                                  limits=httpx.Limits(max_keepalive_connections=0))
+
+    def __repr__(self) -> str:
+        return f"HermesClient(endpoint={self.config.endpoint!r}, model={self.config.model!r})"
+
+    # ------------------------------------------------------------------ building
+
+    def build_request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        auth: bool | str = True,
+        root: bool = False,
+        sse: bool = False,
+    ) -> httpx.Request:
+        """THE request builder: URL, headers and body for every call.
+
+        ``path`` is relative to the endpoint (``/chat/completions`` ->
+        ``<endpoint>/chat/completions``) or, with ``root=True``, to its origin
+        (``/health``). Headers: content-type (with ``json``), accept
+        (``sse``), authorization (``auth``), then ``extra_headers`` (they win),
+        then ``headers``. ``auth=False`` omits authorization and ``auth="..."``
+        sends that exact value, even over an ``extra_headers`` authorization:
+        the caller asked for it explicitly.
+        """
+        endpoint = httpx.URL(self.config.endpoint)
+        rel = path.lstrip("/")
+        if root:
+            url = endpoint.join("/" + rel)
+        else:
+            base = endpoint.copy_with(raw_path=endpoint.raw_path.rstrip(b"/") + b"/")
+            url = base.join(rel)
+        hdrs: dict[str, str] = {}
+        if json is not None:
+            hdrs["content-type"] = "application/json"
+        if sse:
+            hdrs["accept"] = "text/event-stream"
+            hdrs["accept-encoding"] = "identity"
+            hdrs["cache-control"] = "no-store"
+        if auth is True:
+            hdrs["authorization"] = "Bearer " + self.config.auth_token.get_secret_value()
+        elif isinstance(auth, str):
+            hdrs["authorization"] = auth
+        for key, value in self.config.extra_headers.items():
+            hdrs[key.lower()] = value
+        if auth is False:
+            hdrs.pop("authorization", None)
+        elif isinstance(auth, str):
+            hdrs["authorization"] = auth
+        for key, value in (headers or {}).items():
+            hdrs[key.lower()] = value
+        if isinstance(auth, str):  # a probe's verbatim value is treated as a secret too
+            scheme, _, credential = auth.partition(" ")
+            if credential.strip():
+                self._redactor.add(auth, credential.strip())
+            elif scheme.lower() not in ("bearer", "basic", "token"):
+                self._redactor.add(scheme)
+        return self._http.build_request(method, url, json=json, headers=hdrs)
+
+    # ------------------------------------------------------------------ calls
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        on_delta: DeltaCallback | None = None,
+        on_event: EventCallback | None = None,
+        stream: bool | None = None,
+    ) -> Exchange:
+        body = chat_request_body(self.config, messages, stream=stream)
+        request = self.build_request("POST", "/chat/completions", json=body, sse=bool(body["stream"]))
+        return self.send(request, sse=bool(body["stream"]), on_delta=on_delta, on_event=on_event)
+
+    def models(self, *, deadline_s: float = 5.0) -> Exchange:
+        """``GET <endpoint>/models``; one deadline covers headers and body."""
+        return self.send(self.build_request("GET", "/models"), deadline_s=deadline_s)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        auth: bool | str = True,
+        root: bool = False,
+        deadline_s: float | None = None,
+        sse: bool = False,
+    ) -> Exchange:
+        """A raw call (probes): same builder, same recording."""
+        req = self.build_request(method, path, json=json, headers=headers, auth=auth, root=root, sse=sse)
+        return self.send(req, sse=sse, deadline_s=deadline_s)
+
+    def send(
+        self,
+        request: httpx.Request,
+        *,
+        sse: bool = False,
+        on_delta: DeltaCallback | None = None,
+        on_event: EventCallback | None = None,
+        deadline_s: float | None = None,
+    ) -> Exchange:
+        """Send ``request`` and record everything; never raises for HTTP/network failures.
+
+        The body is read as SSE when the response says ``text/event-stream``
+        (whatever was asked), else as one body (JSON when it parses).
+        ``on_delta`` gets each content piece, ``on_event`` each SSE event, as
+        they arrive. Reading stops at ``[DONE]`` or an in-band error.
+        """
+        return _Call(self, request, on_delta, on_event, deadline_s).run(sse)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> HermesClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------- one call
+
+class _Call:
+    """State of one request/response; produces the Exchange."""
+
+    def __init__(self, client: HermesClient, request: httpx.Request, on_delta: DeltaCallback | None,
+                 on_event: EventCallback | None, deadline_s: float | None) -> None:
+        cfg = client.config
+        self.client, self.request = client, request
+        self.on_delta, self.on_event = on_delta, on_event
+        self.redact = client._redactor
+        self.clock = client._clock
+        self.overall = deadline_s if deadline_s is not None else cfg.request_timeout_ms / 1000.0
+        self.started_at = datetime.now(timezone.utc)
+        self.t0 = self.clock()
+        self.deadline = self.t0 + self.overall
+        self.fields: dict[str, Any] = {}
+        self.timings: dict[str, Any] = {}
+        self.failure: TransportFailure | None = None
+        self.watchdog: _Watchdog | None = None
+        self._outer_trace = request.extensions.get("trace")
+
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore trace hook: arm the watchdog once the TCP connection exists."""
+        if event == "connection.connect_tcp.complete" and self.watchdog is None:
+            self.watchdog = _Watchdog(info.get("return_value"), self.deadline - self.clock())
+        if self._outer_trace is not None:
+            self._outer_trace(event, info)
+
+    def _fired(self) -> bool:
+        return self.watchdog is not None and self.watchdog.fired
+
+    def _elapsed(self) -> float:
+        return self.clock() - self.t0
+
+    def _fail(self, exc: httpx.RequestError, phase: str, fired: bool = False) -> None:
+        hit = fired or self._elapsed() >= self.overall
+        self.failure = transport_failure(exc, phase=phase, deadline_hit=hit, redact=self.redact)
+
+    def _deadline(self, phase: str) -> None:
+        msg = f"overall deadline of {self.overall:g} s passed"
+        self.failure = TransportFailure(kind="deadline", phase=phase, message=msg)  # type: ignore[arg-type]
+
+    def _request_record(self) -> RequestRecord:
+        body: Any = None
+        try:
+            content = self.request.content
+        except httpx.RequestNotRead:  # a streaming request body: not ours to read
+            content = b""
+        if content:
+            try:
+                body = self.redact.data(json.loads(content))
+            except ValueError:
+                body = self.redact.text(content.decode("utf-8", "replace"))
+        url = self.request.url
+        if url.userinfo:
+            url = url.copy_with(userinfo=b"")
+        return RequestRecord(method=self.request.method, url=self.redact.text(str(url)),
+                             headers=redact_headers(self.request.headers), body=body)
+
+    def run(self, sse: bool) -> Exchange:
+        client = self.client
+        budget = max(self.overall, 0.001)
+        read_s = min(client.idle_timeout_s, budget)
+        connect_s = min(client.connect_timeout_s, budget)
+        self.request.extensions["timeout"] = httpx.Timeout(connect_s, read=read_s, write=read_s,
+                                                           pool=connect_s).as_dict()
+        self.request.extensions["trace"] = self._trace
+        response: httpx.Response | None = None
+        try:
+            try:
+                response = client._http.send(self.request, stream=True)
+            except (httpx.TransportError, httpx.DecodingError) as exc:
+                self._fail(exc, "headers", self._fired())
+            if response is not None:
+                self.timings["headers_s"] = self._elapsed()
+                self._read(response)
+        finally:
+            if self.watchdog is not None:
+                self.watchdog.cancel()
+            # leave the request as it came: sending it again must not reach this call's hook
+            if self._outer_trace is None:
+                self.request.extensions.pop("trace", None)
+            else:
+                self.request.extensions["trace"] = self._outer_trace
+        self.timings["total_s"] = self._elapsed()
+        return self._exchange()
+
+    def _read(self, response: httpx.Response) -> None:
+        f = self.fields
+        f["status"] = response.status_code
+        f["reason"] = response.reason_phrase or None
+        f["headers"] = {k: self.redact.text(v) for k, v in redact_headers(response.headers).items()}
+        ctype = media_type(response.headers.get("content-type"))
+        f["content_type"] = ctype
+        f["retry_after_s"] = parse_retry_after(response.headers)
+        sse = ctype == "text/event-stream"
+        body = bytearray()
+        if self.watchdog is None:  # no connect event seen (e.g. a custom transport)
+            self.watchdog = _Watchdog(response, self.deadline - self.clock())
+        watchdog = self.watchdog
+        try:
+            if sse:
+                self._read_sse(response)
+            else:
+                self._read_body(response, body)
+        except (httpx.TransportError, httpx.DecodingError) as exc:
+            self._fail(exc, "body", watchdog.fired)
+        finally:
+            response.close()
+        if watchdog.fired and self.failure is None:
+            self._deadline("body")
+        if not sse:
+            self._interpret_body(bytes(body), response.status_code)
+
+    def _chunks(self, response: httpx.Response):  # type: ignore[no-untyped-def]
+        for chunk in response.iter_bytes():
+            now = self.clock() - self.t0
+            self.timings["last_byte_s"] = now
+            yield chunk
+            if now >= self.overall:
+                self._deadline("body")
+                return
+
+    def _read_sse(self, response: httpx.Response) -> None:
+        f = self.fields
+        f["streamed"] = True
+        decoder, chat = SSEDecoder(), ChatStream()
+        records: list[SSEEventRecord] = []
+        redact = self.redact.text
+        on_delta, on_event = self.on_delta, self.on_event
+        try:
+            for chunk in self._chunks(response):
+                for ev in decoder.feed(chunk):
+                    rec = SSEEventRecord(event=redact(ev.event), data=redact(ev.data),
+                                         id=redact(ev.id) if ev.id else ev.id, retry=ev.retry, t=self._elapsed())
+                    records.append(rec)
+                    if on_event is not None:
+                        on_event(rec)
+                    piece = chat.feed(ev)
+                    if piece:
+                        if "first_delta_s" not in self.timings:
+                            self.timings["first_delta_s"] = rec.t
+                        if on_delta is not None:
+                            on_delta(redact(piece))
+                    if chat.finished:
+                        return
+            decoder.flush()
+        finally:
+            f.update(events=records, text=chat.text, finish_reason=chat.finish_reason, done=chat.done,
+                     usage=chat.usage, model=chat.model, envelope=chat.error, in_band_error=chat.in_band_error,
+                     protocol_errors=list(chat.protocol_errors))
+
+    def _read_body(self, response: httpx.Response, buf: bytearray) -> None:
+        for chunk in self._chunks(response):
+            buf += chunk
+            if len(buf) > MAX_BODY_BYTES:
+                del buf[MAX_BODY_BYTES:]
+                self.fields.setdefault("protocol_errors", []).append(
+                    f"body larger than {MAX_BODY_BYTES} bytes; the rest was not read")
+                return
+
+    def _interpret_body(self, raw: bytes, status: int) -> None:
+        """Keep the body verbatim; parse JSON (a completion, or an error envelope)."""
+        f = self.fields
+        text = raw.decode("utf-8", "replace")
+        f["body_text"] = self.redact.text(text)
+        ctype = f.get("content_type")
+        stripped = text.strip()
+        looks_json = bool(stripped) and stripped[0] in "{["
+        is_json = ctype is not None and (ctype.endswith("/json") or ctype.endswith("+json"))
+        if not (is_json or looks_json) or self.failure is not None:
+            return  # a body cut short is kept as text only
+        try:
+            obj = json.loads(stripped)
+            f["json_body"] = self.redact.data(obj)
+        except (ValueError, RecursionError):  # invalid, or nested too deeply to handle
+            if is_json:
+                f.setdefault("protocol_errors", []).append(f"invalid JSON body ({len(raw)} bytes)")
+            return
+        envelope = envelope_from_json(obj)
+        if 200 <= status < 300:
+            if envelope is not None and isinstance(obj, dict) and obj.get("error"):
+                f["envelope"], f["in_band_error"] = envelope, True
+                return
+            text_out, finish, usage, model = parse_chat_completion(obj)
+            f.update(text=self.redact.text(text_out), finish_reason=finish, usage=usage, model=model)
+        else:
+            f["envelope"] = envelope if envelope is not None else parse_error_body(stripped, ctype)
+
+    def _exchange(self) -> Exchange:
+        f = self.fields
+        if f.get("text"):
+            f["text"] = self.redact.text(f["text"])
+        env = f.get("envelope")
+        if env is not None:  # every field: a server may echo the credential in type or code too
+            f["envelope"] = type(env).model_validate(self.redact.data(env.model_dump()))
+        timings = Timings(started_at=self.started_at, **self.timings)
+        return Exchange(request=self._request_record(), transport_error=self.failure, timings=timings, **f)

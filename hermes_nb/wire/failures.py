@@ -1,0 +1,78 @@
+"""Map httpx request errors to :class:`~hermes_nb.records.TransportFailure` records.
+
+Refused vs DNS vs other connect errors are told apart from the exception's
+cause chain (errno, :class:`socket.gaierror`), with the usual message texts as a
+fallback for errors built without a cause (as in ``httpx.MockTransport`` tests).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+import httpx
+
+from hermes_nb.core.records import TransportFailure
+from hermes_nb.core.redaction import Redactor
+
+__all__ = ["transport_failure"]
+
+_DNS_MARKERS = (
+    "name or service not known",
+    "nodename nor servname",
+    "temporary failure in name resolution",
+    "no address associated with hostname",
+    "getaddrinfo failed",
+    "name resolution",
+)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        item = todo.pop()
+        if item is None or any(item is s for s in seen):
+            continue
+        seen.append(item)
+        todo.extend([item.__cause__, item.__context__])
+    return seen
+
+
+def _errnos(exc: BaseException) -> set[int]:
+    return {e.errno for e in _chain(exc) if isinstance(e, OSError) and isinstance(e.errno, int)}
+
+
+def _connect_kind(exc: BaseException) -> str:
+    chain = _chain(exc)
+    text = " ".join(str(e) for e in chain).lower()
+    if any(isinstance(e, socket.gaierror) for e in chain) or any(m in text for m in _DNS_MARKERS):
+        return "dns"
+    if errno.ECONNREFUSED in _errnos(exc) or "connection refused" in text or "[errno 111]" in text:
+        return "connect_refused"
+    return "connect_error"
+
+
+def transport_failure(exc: httpx.RequestError, *, phase: str, deadline_hit: bool, redact: Redactor) -> TransportFailure:
+    """Map an httpx request error to a :class:`TransportFailure` record."""
+    kind: str
+    if deadline_hit and not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+        kind = "deadline"
+    elif isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
+        kind, phase = "connect_timeout", "connect"
+    elif isinstance(exc, httpx.ConnectError):
+        kind, phase = _connect_kind(exc), "connect"
+    elif isinstance(exc, httpx.ReadTimeout):
+        kind = "read_timeout"
+    elif isinstance(exc, httpx.RemoteProtocolError):
+        kind = "remote_protocol"
+    elif isinstance(exc, (httpx.ReadError, httpx.WriteError)):
+        reset = _errnos(exc) & {errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED}
+        kind = "reset" if reset or "reset" in str(exc).lower() else "read_error"
+    else:
+        kind = "other"
+        if isinstance(exc, (httpx.UnsupportedProtocol, httpx.ProxyError, httpx.LocalProtocolError)):
+            phase = "connect"
+    message = redact.text(str(exc)) or type(exc).__name__
+    name = f"{type(exc).__module__.split('.')[0]}.{type(exc).__name__}"
+    return TransportFailure(kind=kind, phase=phase, message=message, exception=name)  # type: ignore[arg-type]
