@@ -215,27 +215,49 @@ def test_parse_chat_completion() -> None:
     assert parse_chat_completion({"choices": [{"message": {"content": None}}]}) == ("", None, None, None)
 
 
+def _json_value(leaf: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.recursive(leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+                        max_leaves=8)
+
+
+# every number json.loads reads (big integers beyond 64 bits, NaN/Infinity, huge exponents), any text
+# (lone surrogates included): where orjson and json.loads differ is exactly what the property must cover
+_leaf = (st.none() | st.booleans() | st.integers() | st.integers(min_value=2**60, max_value=2**70)
+         | st.integers(min_value=-(2**70), max_value=-(2**60)) | st.floats() | st.text(max_size=5))
 _json_ish = st.one_of(
     st.text(max_size=30),
-    st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-                 lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
-                 max_leaves=8).map(json.dumps),
+    _json_value(_leaf).map(json.dumps),
+    _json_value(_leaf).map(lambda v: json.dumps(v, ensure_ascii=False)),
+    st.sampled_from(['{"a": 1, "a": 2}', "1E400", "-1e400", "5e-324", "[" * 1100 + "]" * 1100, '"\\ud800"',
+                     "-0", "-0.0", "1.0e+2", "0.1000000000000000055511151231257827", '{"a":' + "[" * 100_000,
+                     "\ufeff1", "NaN", "-Infinity", "01", "1.", ".5", "[1,]", '{"a" 1}', "tru", '"\x01"']),
 )
 
 
-@settings(max_examples=300, deadline=None)
+def _canon(value: Any) -> Any:
+    """Type-exact form for comparison: 1 != 1.0 != True, -0.0 != 0.0, nan == nan."""
+    if isinstance(value, float):
+        return ("float", repr(value))
+    if isinstance(value, list):
+        return ("list", [_canon(v) for v in value])
+    if isinstance(value, dict):
+        return ("dict", [(k, _canon(v)) for k, v in value.items()])
+    return (type(value).__name__, value)
+
+
+def _outcome(fn: Any, text: str) -> Any:
+    try:
+        return ("ok", _canon(fn(text)))
+    except (ValueError, RecursionError) as exc:  # json.loads raises JSONDecodeError or RecursionError
+        return ("error", type(exc), str(exc))
+
+
+@settings(max_examples=500, deadline=None)
 @given(_json_ish, st.sampled_from(["", " ", "\n", "x", "}", " 1"]), st.sampled_from(["", " ", "\t"]))
 def test_loads_exact_is_json_loads(doc: str, suffix: str, prefix: str) -> None:
+    """Same value (type-exact) or the same error type and message as json.loads, on valid and invalid JSON."""
     text = prefix + doc + suffix
-    try:
-        expected: Any = ("ok", json.loads(text))
-    except ValueError as exc:
-        expected = ("error", type(exc))
-    try:
-        got: Any = ("ok", loads_exact(text))
-    except ValueError as exc:
-        got = ("error", type(exc))
-    assert got == expected
+    assert _outcome(loads_exact, text) == _outcome(json.loads, text)
 
 
 _KEYS = ["choices", "delta", "content", "message", "usage", "model", "error", "finish_reason", "index", "type",
@@ -259,6 +281,41 @@ def test_chat_stream_never_raises(frames: list[tuple[str, str]]) -> None:
     assert stream.finished == (stream.done or stream.error is not None)
     assert stream.in_band_error == (stream.error is not None)
     assert all(isinstance(p, str) for p in stream.protocol_errors)
+
+
+def _state(stream: ChatStream) -> Any:
+    return (stream.text, stream.done, stream.finished, stream.finish_reason, _canon(stream.usage), stream.model,
+            stream.error, stream.in_band_error, stream.protocol_errors, stream.chunks, stream.skipped)
+
+
+_numberish = st.integers() | st.integers(min_value=2**63, max_value=2**70) | st.floats() | st.none() | st.text(max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(
+    _chunkish.map(json.dumps),
+    st.dictionaries(st.sampled_from(["prompt_tokens", "completion_tokens", "total_tokens"]), _numberish,
+                    max_size=3).map(lambda u: json.dumps({"choices": [], "usage": u})),
+    st.dictionaries(st.sampled_from(["message", "code", "status", "type"]), _numberish, max_size=3)
+    .map(lambda e: json.dumps({"error": e})),
+    st.sampled_from(['{"choices": [{"delta": {"content": "\\ud800x"}}]}', '{"choices": NaN}', "[DONE]",
+                     '{"choices": [{"delta": {"content": "a"}}], "n": 99999999999999999999}']),
+), max_size=6))
+def test_chat_stream_with_orjson_equals_chat_stream_with_json_loads(frames: list[str]) -> None:
+    """ChatStream parses with orjson; the same frames read by json.loads alone give the same stream state."""
+    import hermes_nb.wire.payloads as payloads
+
+    fast = ChatStream()
+    fast_pieces = [fast.feed(ServerSentEvent(data=d)) for d in frames]
+    saved = payloads._fast, payloads._FastError
+    payloads._fast, payloads._FastError = json.loads, (ValueError, RecursionError)  # type: ignore[assignment]
+    try:
+        ref = ChatStream()
+        ref_pieces = [ref.feed(ServerSentEvent(data=d)) for d in frames]
+    finally:
+        payloads._fast, payloads._FastError = saved
+    assert fast_pieces == ref_pieces
+    assert _state(fast) == _state(ref)
 
 
 def test_odd_error_values_still_give_an_envelope() -> None:

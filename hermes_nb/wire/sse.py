@@ -97,12 +97,45 @@ class SSEDecoder:
                 text = text[1:]
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
-        lines.pop()  # region ends with a terminator: the last piece is empty
-        return self._lines(lines)
+        return self._blocks(text)
 
-    def _lines(self, lines: list[str]) -> list[ServerSentEvent]:
+    def _blocks(self, text: str) -> list[ServerSentEvent]:
+        """Events of ``text`` (whole lines, each ending in ``\\n``), a blank-line-separated block at a time.
+
+        Splitting on ``"\\n\\n"`` cuts the text after each blank line: every
+        piece but the last is the lines of one block followed by a blank line;
+        the last piece holds the lines of an event still pending ("" when the
+        text ends on a blank line). The common block, one ``data:`` line and
+        nothing else, is dispatched without walking its lines; any other block
+        (or one that continues an event pending from an earlier read) goes
+        through the line-by-line rules, which leave the state clean at its blank
+        line.
+        """
         out: list[ServerSentEvent] = []
+        blocks = text.split("\n\n")
+        pending = blocks.pop()
+        clean = not self._data and self._event is None and self._retry is None
+        for block in blocks:
+            if clean and block[:5] == "data:" and "\n" not in block:
+                ev = _Draft()
+                ev.event = "message"
+                ev.data = block[6:] if block[5:6] == " " else block[5:]
+                ev.id = self._id
+                ev.retry = None
+                ev.__class__ = ServerSentEvent  # type: ignore[assignment]
+                out.append(ev)  # type: ignore[arg-type]
+                continue
+            lines = block.split("\n")
+            lines.append("")
+            self._lines(lines, out)
+            clean = True
+        if pending:
+            lines = pending.split("\n")
+            lines.pop()  # the text ends with a terminator: the last piece is empty
+            self._lines(lines, out)
+        return out
+
+    def _lines(self, lines: list[str], out: list[ServerSentEvent]) -> None:
         data = self._data
         for line in lines:
             if not line:
@@ -136,7 +169,6 @@ class SSEDecoder:
             elif name == "retry":
                 if value.isascii() and value.isdigit():
                     self._retry = int(value)
-        return out
 
     def flush(self) -> list[ServerSentEvent]:
         """End of stream: discard an incomplete line and an undispatched event."""
