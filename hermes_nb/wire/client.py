@@ -63,6 +63,7 @@ class HermesClient:
         self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else min(300.0, overall)
         self._clock = clock
         self._redactor = Redactor(config.secrets(), shapes=False)
+        self._urls: dict[tuple[str, str, bool], httpx.URL] = {}
         # no keep-alive: every request connects afresh, so the deadline watchdog is armed from the connect on
         self._http = httpx.Client(transport=transport, trust_env=False, follow_redirects=False, timeout=None,
                                   limits=httpx.Limits(max_keepalive_connections=0))
@@ -93,13 +94,18 @@ class HermesClient:
         sends that exact value, even over an ``extra_headers`` authorization:
         the caller asked for it explicitly.
         """
-        endpoint = httpx.URL(self.config.endpoint)
-        rel = path.lstrip("/")
-        if root:
-            url = endpoint.join("/" + rel)
-        else:
-            base = endpoint.copy_with(raw_path=endpoint.raw_path.rstrip(b"/") + b"/")
-            url = base.join(rel)
+        key = (self.config.endpoint, path, root)
+        url = self._urls.get(key)
+        if url is None:  # URL parsing is most of httpx's build cost: once per endpoint and path (P2)
+            endpoint = httpx.URL(self.config.endpoint)
+            rel = path.lstrip("/")
+            if root:
+                url = endpoint.join("/" + rel)
+            else:
+                base = endpoint.copy_with(raw_path=endpoint.raw_path.rstrip(b"/") + b"/")
+                url = base.join(rel)
+            if len(self._urls) < 64:
+                self._urls[key] = url
         hdrs: dict[str, str] = {}
         if json is not None:
             hdrs["content-type"] = "application/json"

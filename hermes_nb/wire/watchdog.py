@@ -10,10 +10,11 @@ a ``deadline`` failure.
 from __future__ import annotations
 
 import socket
-import threading
 from typing import Any
 
 import httpx
+
+from hermes_nb.wire.timers import TimerHandle, call_later
 
 __all__ = ["Watchdog"]
 
@@ -35,11 +36,9 @@ class Watchdog:
         if stream is not None and hasattr(stream, "get_extra_info"):
             sock = stream.get_extra_info("socket")
             self._sock = sock if isinstance(sock, socket.socket) else None
-        self._timer: threading.Timer | None = None
-        if self._sock is not None:
-            self._timer = threading.Timer(max(0.0, remaining_s), self._fire)
-            self._timer.daemon = True
-            self._timer.start()
+        self._timer: TimerHandle | None = None
+        if self._sock is not None:  # one shared timer thread, not a thread per request (P2)
+            self._timer = call_later(remaining_s, self._fire)
 
     def _fire(self) -> None:
         self.fired = True
