@@ -145,3 +145,17 @@ def test_interrupting_hook_is_not_called_again_while_the_run_is_ended(tmp_path: 
     assert json.loads((mission_dir / "latest.json").read_text())["status"] == "cancelled"
     run_dir = next((mission_dir / "runs").glob("*/"))
     assert (run_dir / "runtime.stdout.log").read_text() == "Hello s"  # the held tail still reaches the log
+
+
+def test_adopt_holds_the_whole_text_instead_of_the_pieces() -> None:
+    """The runner hands over the client's joined text: one copy of a long answer, not pieces plus a join."""
+    redactor = Redactor(["sk-canary-adopt-0123456789"])
+    stream = StreamRedactor(redactor)
+    out = [stream.feed(piece) for piece in ["Hello ", "sk-canary-", "adopt-0123456789", " world"]]
+    assert not stream.adopt("Hello sk-canary-adopt-0123456789 worlD")  # differs: keeps its pieces
+    assert not stream.adopt("Hello")
+    whole = "Hello sk-canary-adopt-0123456789 world"
+    assert stream.adopt(whole)
+    assert stream.raw is whole
+    out.append(stream.flush())
+    assert "".join(out) == redactor.text(whole) and "canary" not in "".join(out)

@@ -52,9 +52,14 @@ class SecretShape:
     pattern: re.Pattern[str]
     growing: tuple[re.Pattern[str], ...]
     accept: Callable[[str], bool] | None = None
+    #: a cheap test that is False only when ``text`` cannot hold this shape: the regex scan is skipped
+    #: (a 10 MB prompt is redacted in milliseconds, not a second per shape)
+    present: Callable[[str], bool] | None = None
 
     def finditer(self, text: str, pos: int = 0, endpos: int | None = None) -> Iterator[re.Match[str]]:
         """The matches that are secrets (``accept`` passed)."""
+        if self.present is not None and not self.present(text):
+            return
         for match in self.pattern.finditer(text, pos, len(text) if endpos is None else endpos):
             if self.accept is None or self.accept(match.group(match.lastindex or 0)):
                 yield match
@@ -63,6 +68,8 @@ class SecretShape:
         return next(self.finditer(text), None) is not None
 
     def sub(self, text: str) -> str:
+        if self.present is not None and not self.present(text):
+            return text
         out, last = [], 0
         for match in self.finditer(text):
             start = match.start(match.lastindex or 0)
@@ -86,14 +93,33 @@ def _token_like(value: str) -> bool:
     return len(value) >= 16 or bool(_TOKEN_MARKS.search(value))
 
 
+def _has_jwt_start(text: str) -> bool:
+    return "eyJ" in text
+
+
+def _has_bearer(text: str, window: int = 1 << 16) -> bool:
+    """``bearer`` in any case (no character but b/B, e/E, a/A, r/R matches those letters case-insensitively).
+
+    Lower-cased a window at a time: a long text is not copied whole.
+    """
+    if len(text) <= window:
+        return "bearer" in text.lower()
+    return any("bearer" in text[i:i + window + 5].lower() for i in range(0, len(text), window))
+
+
+def _has_sk(text: str) -> bool:
+    return "sk-" in text
+
+
 SHAPES: tuple[SecretShape, ...] = (
-    SecretShape("JWT-shaped string", JWT_RE, (re.compile(r"\be(?:y(?:J[A-Za-z0-9_.-]*)?)?$"),)),
+    SecretShape("JWT-shaped string", JWT_RE, (re.compile(r"\be(?:y(?:J[A-Za-z0-9_.-]*)?)?$"),),
+                present=_has_jwt_start),
     SecretShape("bearer credential", _BEARER_RE, (
         re.compile(r"(?i)\bb(?:e(?:a(?:r(?:e(?:r)?)?)?)?)?$"),
         re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]*$"),
-    ), accept=_token_like),
+    ), accept=_token_like, present=_has_bearer),
     SecretShape("sk- style key", re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),
-                (re.compile(r"\bs(?:k(?:-[A-Za-z0-9_-]*)?)?$"),)),
+                (re.compile(r"\bs(?:k(?:-[A-Za-z0-9_-]*)?)?$"),), present=_has_sk),
 )
 
 

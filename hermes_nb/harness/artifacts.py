@@ -44,6 +44,24 @@ def dump_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False)
 
 
+def _surely_clean(line: str, redactor: Redactor) -> bool:
+    """True when the JSON text ``line`` cannot hold a secret, so redacting each of its strings changes nothing.
+
+    A string inside the document appears verbatim in its JSON text (``ensure_ascii=False``) unless it
+    holds a character JSON escapes; so a known secret without such characters is in some string only if
+    it is in the line, and no shape matches where its ``present`` test fails on the line. Anything else
+    (a hit, a secret with ``"``, ``\\`` or a control character, a shape without a ``present`` test)
+    is not surely clean: the caller redacts the document string by string.
+    """
+    for secret in redactor.secrets:
+        if secret in line or '"' in secret or "\\" in secret or not secret.isprintable():
+            return False
+    for shape in redactor.shapes:
+        if shape.present is None or shape.present(line):
+            return False
+    return True
+
+
 def refuse_symlinks(root: Path, path: Path) -> None:
     """Raise :class:`ArtifactError` if any component of ``path`` below ``root`` is a symlink."""
     current = root
@@ -174,7 +192,10 @@ class MissionArtifacts:
 
     def write_line(self, handle: IO[str], obj: dict[str, Any]) -> None:
         """One redacted NDJSON line on an open handle, flushed."""
-        handle.write(json.dumps(self.redactor.data(obj), ensure_ascii=False, separators=(",", ":")) + "\n")
+        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        if not _surely_clean(line, self.redactor):  # else: the line as it is (one event per delta: P5)
+            line = json.dumps(self.redactor.data(obj), ensure_ascii=False, separators=(",", ":"))
+        handle.write(line + "\n")
         handle.flush()
 
     def append_line(self, path: Path, obj: dict[str, Any]) -> None:

@@ -171,6 +171,7 @@ class Runner:
         from hermes_nb.wire.client import HermesClient
 
         with HermesClient(self.config, transport=self.transport) as client:
+            client.keep_events = False  # events.ndjson has them; the Exchange would hold the answer twice (P5)
             messages = [{"role": "user", "content": self.plan.request_prompt}]
             return client.chat(messages, on_delta=self._on_delta, on_event=self._stream.event)
 
@@ -186,6 +187,8 @@ class Runner:
 
     def _finish(self, exchange: Exchange | None, cancelled: Cancelled | None,
                 diff: diffcap.DiffResult) -> RunResult:
+        if exchange is not None:
+            self._stream.text.adopt(exchange.text)  # the same text: keep one copy, not the pieces and a join (P5)
         outcome = self._outcome(exchange, cancelled)
         status = "cancelled" if outcome.reason == "cancelled" else outcome.status
         text = self._stream.text.raw

@@ -64,6 +64,7 @@ class HermesClient:
         self._clock = clock
         self._redactor = Redactor(config.secrets(), shapes=False)
         self._urls: dict[tuple[str, str, bool], httpx.URL] = {}
+        self.keep_events = True  # False: no SSE event records in the Exchange (a run logs them itself: P5)
         # no keep-alive: every request connects afresh, so the deadline watchdog is armed from the connect on
         self._http = httpx.Client(transport=transport, trust_env=False, follow_redirects=False, timeout=None,
                                   limits=httpx.Limits(max_keepalive_connections=0))
@@ -104,8 +105,7 @@ class HermesClient:
             else:
                 base = endpoint.copy_with(raw_path=endpoint.raw_path.rstrip(b"/") + b"/")
                 url = base.join(rel)
-            if len(self._urls) < 64:
-                self._urls[key] = url
+            self._urls[key] = url  # a client sends to a handful of paths
         hdrs: dict[str, str] = {}
         if json is not None:
             hdrs["content-type"] = "application/json"
@@ -333,7 +333,8 @@ class _Call:
                 for ev in decoder.feed(chunk):
                     rec = SSEEventRecord(event=redact(ev.event), data=redact(ev.data),
                                          id=redact(ev.id) if ev.id else ev.id, retry=ev.retry, t=self._elapsed())
-                    records.append(rec)
+                    if self.client.keep_events:
+                        records.append(rec)
                     if on_event is not None:
                         on_event(rec)
                     piece = chat.feed(ev)
