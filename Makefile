@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 HSTAMP := $(HVENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install rig-venv test smoke notebooks schema lock lock-hermes bench clean
+.PHONY: install rig-venv test smoke notebooks schema lock lock-hermes bench fuzz soak clean
 
 install: $(STAMP)
 
@@ -46,9 +46,23 @@ notebooks: install
 schema: install
 	$(BIN)/hermes-nb schema --write docs/schema
 
+# P1-P6 of docs/performance.md; each benchmark prints its ratio against its baseline, measured in the same run
 bench: install
 	$(BIN)/python benchmarks/sse_decode.py
+	$(BIN)/python benchmarks/client_roundtrip.py
+	$(BIN)/python benchmarks/flush_latency.py
+	$(BIN)/python benchmarks/smoke_bench.py
+	$(BIN)/python benchmarks/scaling.py
 	$(BIN)/python benchmarks/emulator_load.py
+
+# the fuzz tests with many more examples than the CI-sized ones `make test` runs
+fuzz: install
+	$(BIN)/python -m pytest -q tests/test_fuzz.py --hypothesis-profile=fuzz $(PYTEST_ARGS)
+
+# the concurrency tests at full size (HERMES_NB_SOAK: 1000 threaded runs, 50 processes) and the emulator load run
+soak: install
+	HERMES_NB_SOAK=1 $(BIN)/python -m pytest -q tests/test_concurrency.py $(PYTEST_ARGS)
+	$(BIN)/python benchmarks/emulator_load.py --rounds 10
 
 lock:
 	rm -rf /tmp/hermes-nb-lock && $(PYTHON) -m venv /tmp/hermes-nb-lock
