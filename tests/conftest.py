@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
+
+# `make fuzz`: pytest --hypothesis-profile=fuzz (tests/test_fuzz.py sizes itself from the profile)
+settings.register_profile("fuzz", max_examples=4000, deadline=None)
 
 _CLEAR_PREFIXES = ("HERMES_", "NOUS_")
 _CLEAR_NAMES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR"}

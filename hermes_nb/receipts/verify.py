@@ -67,8 +67,11 @@ def verify_receipt(notebook: Path, *, sidecar_sha256: str | None = None,
     try:
         sidecar = json.loads(sidecar_path.read_text(encoding="utf-8"))
         receipt = nbformat.reads(notebook.read_text(encoding="utf-8"), as_version=4).metadata.get("receipt")
-    except (ValueError, nbformat.reader.NotJSONError) as exc:
-        return None, [f"{notebook}: unreadable: {exc}"]
+    except (ValueError, AttributeError, KeyError, TypeError, nbformat.reader.NotJSONError,
+            nbformat.ValidationError) as exc:  # damaged JSON, or JSON that is no notebook (fuzz-found)
+        return None, [f"{notebook}: unreadable: {type(exc).__name__}: {str(exc)[:200]}"]
+    if not isinstance(sidecar, Mapping):
+        return None, [f"{sidecar_path}: unreadable: not a JSON object"]
     if not isinstance(receipt, Mapping):
         return None, [f"{notebook}: no metadata.receipt"]
     if receipt_digest(receipt) != sidecar.get("receipt_sha256"):
