@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from hermes_nb.core.clock import iso_now, validate_run_id
+from hermes_nb.core.clock import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.yamlio import dump_yaml
@@ -114,6 +114,27 @@ class MissionArtifacts:
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
+
+    def claim_run_id(self, run_id: str, *, explicit: bool) -> str:
+        """Create the run directory exclusively and return its id: two runs never share one.
+
+        ``preflight`` saw the directory absent, but a concurrent run may have drawn the same generated id
+        (same second, same 6 hex digits): a generated id that is taken is drawn again; an explicit one is
+        an error.
+        """
+        for _ in range(64):
+            run_dir = self.run_dir(run_id)
+            self._mkdirs(run_dir.parent)
+            try:
+                run_dir.mkdir()
+                return run_id
+            except FileExistsError:
+                if explicit:
+                    raise ArtifactError(f"run directory {run_dir} already exists (choose another --run-id)") from None
+                run_id = new_run_id()
+            except OSError as exc:
+                raise ArtifactError(f"cannot create {run_dir}: {exc.strerror}") from None
+        raise ArtifactError(f"no free run id under {self.path('runs')}")
 
     def preflight(self, run_id: str) -> None:
         """Everything that can be checked before writing: safe paths, writable root, fresh run dir."""

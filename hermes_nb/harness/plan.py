@@ -117,5 +117,9 @@ def prepare(mission: Mission, config: HermesProxyRuntimeConfig, root: str | Path
     rid = validate_run_id(run_id) if run_id else new_run_id()
     plan = plan_run(mission, config, workflow=workflow, warnings=warnings)
     artifacts = MissionArtifacts(root, mission_dir_name(mission, root), redactor=Redactor(config.secrets()))
+    for _ in range(64):  # a generated id already taken (same second, same 6 hex digits) is drawn again
+        if run_id or not artifacts.run_dir(rid).exists():
+            break
+        rid = new_run_id()
     artifacts.preflight(rid)
     return plan, artifacts, rid, artifacts.run_dir(rid)

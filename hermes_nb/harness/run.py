@@ -28,6 +28,8 @@ def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | P
             workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = ()) -> DryRunResult:
     """Write ``prompt.md`` and a ``planned`` session; send nothing."""
     plan, artifacts, rid, run_dir = prepare(mission, config, root, run_id, workflow, warnings)
+    rid = artifacts.claim_run_id(rid, explicit=run_id is not None)
+    run_dir = artifacts.run_dir(rid)
     session = session_document(plan, artifacts, run_dir, status="planned", started_at=iso_now())
     prompt_path = artifacts.write_text(artifacts.path("runs", rid, "prompt.md"), plan.prompt)
     session_path = artifacts.write_yaml(artifacts.path("runs", rid, "runtime-session.yaml"), session)
@@ -54,6 +56,7 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
     plan, artifacts, rid, run_dir = prepare(mission, config, root, run_id, workflow, warnings)
     source = Path(project) if project is not None else artifacts.root
     with workdir(source, sandbox=sandbox) as wd:  # a failed copy leaves nothing behind
+        rid = artifacts.claim_run_id(rid, explicit=run_id is not None)  # concurrent runs: one directory each
         runner = Runner(mission=mission, config=config, plan=plan, artifacts=artifacts, run_id=rid, workdir=wd,
                         sandbox=sandbox, transport=transport, on_delta=on_delta, on_event=on_event,
                         handle_signals=handle_signals)
