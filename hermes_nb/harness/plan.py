@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from hermes_nb.core.clock import new_run_id, validate_run_id
 from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.facts import RUNTIME
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.harness.artifacts import MissionArtifacts
@@ -104,7 +105,7 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
             "connect_timeout_s": CONNECT_TIMEOUT_S,
             "idle_timeout_s": min(IDLE_TIMEOUT_CAP_S, overall),
         },
-        warnings=list(warnings),
+        warnings=[*warnings, *filter(None, [plain_http_warning(config.endpoint)])],
     )
     plan._request_prompt = prompt
     return plan

@@ -15,6 +15,7 @@ from typing import Any
 
 from hermes_nb import __version__
 from hermes_nb.core.digests import json_digest, sha256_file
+from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resources import data_dir
 from hermes_nb.nbrun.execute import NotebookRun
@@ -65,6 +66,7 @@ def receipt_metadata(run: NotebookRun, *, run_id: str, target: SmokeTarget, pool
         "target_evidence": target.evidence,
         "endpoint": summary.get("endpoint") or target.endpoint,
         "endpoint_origin": target.endpoint_origin,
+        "target_warnings": [w for w in [plain_http_warning(summary.get("endpoint") or target.endpoint)] if w],
         "model": summary.get("model") or run.parameters.get("model"),
         "hermes_nb_version": __version__,
         "python": {"version": sys.version.split()[0], "implementation": sys.implementation.name},

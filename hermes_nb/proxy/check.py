@@ -30,6 +30,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, Field
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
+from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import ERROR_PREFIX, START_HINT
 from hermes_nb.core.manifest import AdapterManifest
@@ -168,7 +169,7 @@ def adapter_check(config_or_manifest: HermesProxyRuntimeConfig | AdapterManifest
     with HermesClient(config, transport=transport) as client:
         exchange = client.models(deadline_s=deadline_s)
     verdict = _classify(exchange, config)
-    warnings = list(version_warnings)
+    warnings = list(version_warnings) + list(filter(None, [plain_http_warning(config.endpoint)]))
     models: list[str] = verdict.get("models", [])
     if verdict["state"] == "ready" and config.model not in models:
         warnings.append(f"configured model {config.model!r} is not in the proxy's model list"

@@ -87,6 +87,10 @@ def handle(args: argparse.Namespace, out: Any) -> int:
                 target.hermes_version = _local_hermes_version()
         else:
             target = SmokeTarget("emulator", None, model, secrets=secrets)
+        from hermes_nb.core.endpoint_safety import plain_http_warning
+
+        if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
+            out.info(f"warning: {insecure}")
         out_dir = Path(args.out) if args.out else RECEIPTS_RELPATH / target.kind
         say = None if out.json_mode else out.info
         result = run_smoke(target, out_dir=out_dir, only=args.only, timeout_s=args.timeout,
