@@ -1,0 +1,96 @@
+"""The redaction audit: every job, canaries everywhere a secret can come from, zero hits in anything produced.
+
+Canaries: the auth token in the adapter manifest, another in ``HERMES_NB_AUTH_TOKEN``, a key in the
+``x-api-key`` extra header, and -- in the prompt's neighbourhood -- an ``sk-`` key and a JWT that no
+configuration names (only their shapes can catch them; the emulator echoes the prompt back). The jobs
+(docs/hardening.md lists them): check, probe, run, smoke (three notebooks, receipts, HTML, index), the
+widgets console's actions (check, probe, run prompt) and promote. Every file they produced (the project
+tree, the receipts) and everything they printed (stdout and stderr) is scanned for each canary and for
+JWT-, bearer- and key-shaped strings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes_nb.cli.app import main
+from hermes_nb.core.redaction import find_secrets
+from hermes_nb.emulator import serve
+
+MANIFEST_TOKEN = "sk-canary-audit-manifest-0123456789abcdef"
+ENV_TOKEN = "canary-audit-env-Tok3n-0123456789abcdef"
+HEADER_KEY = "canary-audit-header-K3y-0123456789abcdef"
+PROMPT_KEY = "sk-canary-audit-prompt-0123456789abcdef"
+PROMPT_JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnktYXVkaXQifQ.c2lnbmF0dXJlLWNhbmFyeQ"
+CANARIES = [MANIFEST_TOKEN, ENV_TOKEN, HEADER_KEY, PROMPT_KEY, PROMPT_JWT]
+PROMPT = f"Audit {PROMPT_KEY} and {PROMPT_JWT} please.\nThe rest of the mission."
+
+
+def _files(root: Path) -> dict[Path, float]:
+    return {p: p.stat().st_mtime for p in root.rglob("*") if p.is_file()}
+
+
+def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "project"
+    manifest = root / ".harness" / "adapters" / "hermes-proxy.yaml"
+    manifest.parent.mkdir(parents=True)
+    outputs: list[str] = []
+    with serve() as emu:
+        manifest.write_text(
+            "id: hermes-proxy\nname: Hermes proxy\nruntime: hermes-proxy\nstatus: experimental\n"
+            "config:\n  pass_session_id: false\n  runtime_config:\n"
+            f"    endpoint: {emu.endpoint}\n    model: nousresearch/hermes-4-405b\n"
+            f"    auth_token: {MANIFEST_TOKEN}\n    request_timeout_ms: 20000\n"
+            f"    extra_headers:\n      x-api-key: {HEADER_KEY}\n")
+        before = _files(root)
+        monkeypatch.chdir(root)
+        monkeypatch.setenv("HERMES_NB_AUTH_TOKEN", ENV_TOKEN)
+        env = {"HERMES_NB_AUTH_TOKEN": ENV_TOKEN}
+
+        def job(*argv: str) -> int:
+            code = main(list(argv))
+            captured = capsys.readouterr()
+            outputs.append(f"hermes-nb {argv[0]}\n{captured.out}\n{captured.err}")  # not argv: it holds the prompt
+            return code
+
+        assert job("check", "--root", str(root)) == 0
+        assert job("check", "--json", "--root", str(root)) == 0
+        job("probe", "--endpoint", emu.endpoint, "--deadline", "10", "--out", str(root / "probe.json"))
+        assert job("run", "--prompt", PROMPT, "--root", str(root), "--no-sandbox") == 0
+        assert job("run", "--json", "--prompt", PROMPT, "--root", str(root), "--no-sandbox") == 0
+        receipts = root / "runbooks" / "receipts" / "audit"
+        assert job("smoke", "--out", str(receipts)) == 0
+
+        from hermes_nb.kit.console import ConsoleActions
+
+        actions = ConsoleActions()
+        try:
+            outputs.append(actions.check(emu.endpoint, "m", "ok", environ=env))
+            outputs.append(actions.probe(emu.endpoint, "m", "ok", deadline_s=10))
+            outputs.append(actions.run_prompt(emu.endpoint, "m", "ok", PROMPT, root=str(root), environ=env))
+        finally:
+            actions.close()
+        e2e = next(receipts.rglob("e2e_smoke.ipynb"))
+        job("promote", "--receipt", str(e2e), "--manifest", str(manifest),
+            "--runbook", str(root / "runbooks" / "hermes-proxy-smoke.md"))
+        job("receipts", "verify", str(receipts))
+
+    produced = {p for p, mtime in _files(root).items() if before.get(p) != mtime}
+    assert len(produced) > 30, sorted(str(p) for p in produced)  # the jobs really wrote their trees
+    assert any(p.suffix == ".ipynb" for p in produced) and any(p.name == "events.ndjson" for p in produced)
+    hits: list[str] = []
+    for path in sorted(produced):
+        text = path.read_bytes().decode("utf-8", "replace")
+        hits += [f"{path.relative_to(root)}: {what}" for what in find_secrets(text, CANARIES)]
+    for number, text in enumerate(outputs):
+        hits += [f"output #{number} ({text.splitlines()[0][:60]}): {what}" for what in find_secrets(text, CANARIES)]
+    assert hits == []
+    # the canaries did travel: the prompt's key came back from the emulator and was masked, not lost
+    stdout_logs = [p for p in produced if p.name == "runtime.stdout.log"]
+    assert sum("<redacted>" in p.read_text() for p in stdout_logs) >= 3  # two CLI runs and the console's
+    assert json.loads((root / "probe.json").read_text())["endpoint"] == emu.endpoint
