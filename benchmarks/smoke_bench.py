@@ -1,12 +1,16 @@
-"""Benchmark: `hermes-nb smoke` vs the three notebooks one after another through the papermill CLI.
+"""P4 benchmark: `hermes-nb smoke` vs one papermill CLI run of a trivial notebook, paired A B A B.
 
-Baseline: one papermill CLI run of a trivial notebook (``x = 1`` tagged parameters,
-``y = x * 2``, ``print(y)``). Whole-process wall times (perf_counter around
-subprocess.run), one warm-up, then the median of ``--runs`` runs (range shown).
+Baseline (A): one papermill CLI run of a trivial notebook (``x = 1`` tagged parameters,
+``y = x * 2``, ``print(y)``). B: ``hermes-nb smoke`` (three notebooks, receipts, HTML, index).
+Whole-process wall times (perf_counter around subprocess.run); one warm-up of each, then
+``--pairs`` pairs run A B A B..., so both see the same machine load; the figure is the median of
+the per-pair ratios B/A (and the medians of A and B). ``--full`` adds the older rows (the three
+notebooks one after another through the papermill CLI, ``smoke --no-html``), not paired.
 
-    .venv/bin/python benchmarks/smoke_bench.py [--runs 5]
+    .venv/bin/python benchmarks/smoke_bench.py [--pairs 7] [--full]
 
-Target (issue 6): the whole smoke <= 1.5x one trivial papermill CLI run.
+Target (issue 12): the smoke <= 1.25x one trivial papermill CLI run. The last line reads
+``P4 smoke / papermill (paired) = <x> (target <= 1.25)``.
 """
 
 from __future__ import annotations
@@ -57,27 +61,51 @@ def _measure(label: str, make, runs: int) -> tuple[str, float, float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=7)
+    parser.add_argument("--full", action="store_true", help="also the unpaired rows of earlier issues")
+    parser.add_argument("--runs", type=int, default=5, help="runs of each --full row")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hermes-nb-bench-") as tmp:
         work = Path(tmp)
         trivial = work / "trivial.ipynb"
         _trivial(trivial)
-        rows = [
-            _measure("baseline: papermill CLI, trivial notebook",
-                     lambda: [_papermill(trivial, work / "t.out.ipynb", "-p", "x", "21")], args.runs),
-            _measure("papermill CLI x3, one after another", lambda: [
-                _papermill(ROOT / "notebooks" / f"{n}.ipynb", work / f"{n}.out.ipynb") for n in NOTEBOOKS], args.runs),
-            _measure("hermes-nb smoke (3 concurrent + receipts + HTML)", lambda: [
-                [str(BIN / "hermes-nb"), "smoke", "--out", str(work / "receipts"), "--json"]], args.runs),
-            _measure("hermes-nb smoke --no-html", lambda: [
-                [str(BIN / "hermes-nb"), "smoke", "--out", str(work / "receipts"), "--json", "--no-html"]], args.runs),
-        ]
-    base = rows[0][1]
+
+        def baseline() -> list[list[str]]:
+            return [_papermill(trivial, work / "t.out.ipynb", "-p", "x", "21")]
+
+        def smoke() -> list[list[str]]:
+            return [[str(BIN / "hermes-nb"), "smoke", "--out", str(work / "receipts"), "--json"]]
+
+        _time(baseline())  # warm-ups
+        _time(smoke())
+        a_times, b_times, ratios = [], [], []
+        for _ in range(args.pairs):
+            a = _time(baseline())
+            b = _time(smoke())
+            a_times.append(a)
+            b_times.append(b)
+            ratios.append(b / a)
+        rows = []
+        if args.full:
+            rows = [
+                _measure("papermill CLI x3, one after another", lambda: [
+                    _papermill(ROOT / "notebooks" / f"{n}.ipynb", work / f"{n}.out.ipynb") for n in NOTEBOOKS],
+                    args.runs),
+                _measure("hermes-nb smoke --no-html", lambda: [
+                    [str(BIN / "hermes-nb"), "smoke", "--out", str(work / "receipts"), "--json", "--no-html"]],
+                    args.runs),
+            ]
+    base = statistics.median(a_times)
     print(f"{'command':52} {'median':>8} {'range':>17} {'x baseline':>10}")
+    print(f"{'A baseline: papermill CLI, trivial notebook':52} {base:7.3f}s [{min(a_times):6.3f}-{max(a_times):6.3f}]"
+          f" {1:9.2f}x")
+    smoke_med = statistics.median(b_times)
+    print(f"{'B hermes-nb smoke (3 notebooks + receipts + HTML)':52} {smoke_med:7.3f}s "
+          f"[{min(b_times):6.3f}-{max(b_times):6.3f}] {smoke_med / base:9.2f}x")
     for label, med, lo, hi in rows:
         print(f"{label:52} {med:7.3f}s [{lo:6.3f}-{hi:6.3f}] {med / base:9.2f}x")
-    print(f"sequential papermill / smoke: {rows[1][1] / rows[2][1]:.2f}x")
+    print("per-pair ratios B/A: " + " ".join(f"{r:.2f}" for r in ratios))
+    print(f"P4 smoke / papermill (paired) = {statistics.median(ratios):.2f} (target <= 1.25)")
     return 0
 
 

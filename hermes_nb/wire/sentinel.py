@@ -68,6 +68,11 @@ def extract_final_message(text: str) -> str | None:
     size = len(text)
     while True:
         nl = text.find("\n", pos)
+        if not text.startswith(_FENCE, pos):  # only fence lines matter: never copy a (long) prose line (P5)
+            if nl < 0:
+                return best
+            pos = nl + 1
+            continue
         end = size if nl < 0 else nl
         line = text[pos:end]
         if line.endswith("\r"):
