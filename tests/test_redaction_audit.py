@@ -94,3 +94,13 @@ def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     stdout_logs = [p for p in produced if p.name == "runtime.stdout.log"]
     assert sum("<redacted>" in p.read_text() for p in stdout_logs) >= 3  # two CLI runs and the console's
     assert json.loads((root / "probe.json").read_text())["endpoint"] == emu.endpoint
+
+
+def test_the_committed_notebooks_hold_no_secret_shapes() -> None:
+    """The notebooks in the repository and in the wheel (stored outputs included): no JWT, bearer or key."""
+    from hermes_nb.core.resources import data_dir
+
+    repo = Path(__file__).resolve().parent.parent / "notebooks"
+    notebooks = sorted(repo.glob("*.ipynb")) + sorted(data_dir().joinpath("notebooks").glob("*.ipynb"))
+    assert len(notebooks) == 6
+    assert {str(p): find_secrets(p.read_text(encoding="utf-8")) for p in notebooks} == {str(p): [] for p in notebooks}
