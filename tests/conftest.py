@@ -7,7 +7,8 @@ import os
 import pytest
 
 _CLEAR_PREFIXES = ("HERMES_", "NOUS_")
-_CLEAR_NAMES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+_CLEAR_NAMES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR",
+                "GITHUB_STEP_SUMMARY"}  # a test run inside GitHub Actions must not write the job summary
 
 
 @pytest.fixture(autouse=True)

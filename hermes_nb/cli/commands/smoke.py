@@ -8,19 +8,22 @@ hermes_nb's emulator gives emulator receipts, see
 ``runbooks/receipts/<target kind>/``; emulator and rig receipts are
 git-ignored, live ones are meant to be committed).
 
-Exit: 0 all passed, 1 any failed, 3 any blocked (none failed), 2 usage.
+Exit: 0 all passed, 1 any failed, 3 any blocked (none failed; ``--blocked-exit 0|1`` maps it), 2 usage.
+CI faces (:mod:`hermes_nb.nbrun.ci_report`): ``--junit-xml PATH``, ``--summary-md PATH`` and, when
+``GITHUB_STEP_SUMMARY`` is set, the same Markdown appended to it.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import ConfigError, UsageError
-from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH, exit_code_for
+from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -43,6 +46,11 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
                    help=f"execution timeout per cell, seconds (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--no-html", action="store_true", help="skip the HTML renders")
+    p.add_argument("--junit-xml", metavar="PATH", help="write JUnit XML (one testsuite, one testcase per notebook)")
+    p.add_argument("--summary-md", metavar="PATH",
+                   help="write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)")
+    p.add_argument("--blocked-exit", type=int, choices=(3, 0, 1), default=3, metavar="{3,0,1}",
+                   help="exit code of a blocked smoke: 3 (default), 0 (do not fail CI) or 1 (fail like a failure)")
     p.set_defaults(handler=handle)
 
 
@@ -91,8 +99,15 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         say = None if out.json_mode else out.info
         result = run_smoke(target, out_dir=out_dir, only=args.only, timeout_s=args.timeout,
                            html=not args.no_html, progress=say, confirm=False)
+    from hermes_nb.core.redaction import Redactor
+    from hermes_nb.nbrun.ci_report import ci_report, write_ci_outputs
+
+    redactor = Redactor(result.target.secrets)
+    report = ci_report(result, blocked_exit=args.blocked_exit, redactor=redactor)
+    written = write_ci_outputs(report, redactor=redactor, junit_xml=args.junit_xml, summary_md=args.summary_md,
+                               step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
     for r in result.runs:
         out.line(f"[{r.verdict.upper()}] {r.name}: {r.reason}" + (f"  {r.receipt_path}" if r.receipt_path else ""))
     out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s; receipts in {result.out_dir} (run {result.run_id})")
-    out.emit(result.to_dict())
-    return exit_code_for(result.verdict)
+    out.emit({**result.to_dict(), "exit_code": report["exit_code"], "blocked_exit": args.blocked_exit, **written})
+    return int(report["exit_code"])
