@@ -16,14 +16,17 @@ CI faces (:mod:`hermes_nb.nbrun.ci_report`): ``--junit-xml PATH``, ``--summary-m
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
+import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import ConfigError, UsageError
 from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
+from hermes_nb.receipts.store import is_url
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -40,7 +43,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
                         help="a live proxy (http://127.0.0.1:8645/v1); default: $HERMES_NB_ENDPOINT, else the emulator")
     target.add_argument("--rig", choices=("stale", "live"), help="start the real proxy rig in this auth state")
     p.add_argument("--model", metavar="M", help="model id (default: $HERMES_NB_MODEL, else the notebooks' default)")
-    p.add_argument("--out", metavar="DIR", help=f"receipts directory (default: {RECEIPTS_RELPATH}/<target kind>)")
+    p.add_argument("--out", metavar="DIR|URL",
+                   help=f"receipts directory or storage URL, e.g. s3://bucket/prefix (default: {RECEIPTS_RELPATH}/<target kind>)")
     p.add_argument("--only", metavar="NAME", action="append", choices=NOTEBOOKS,
                    help="run only this notebook (repeatable)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
@@ -96,9 +100,22 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         else:
             target = SmokeTarget("emulator", None, model, secrets=secrets)
         out_dir = Path(args.out) if args.out else RECEIPTS_RELPATH / target.kind
+        store = staging = None
+        if args.out and is_url(args.out):  # shared storage: stage locally, publish after the run
+            from hermes_nb.receipts.store import open_store
+
+            store = open_store(args.out)
+            store.check()
+            staging = out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
         say = None if out.json_mode else out.info
         result = run_smoke(target, out_dir=out_dir, only=args.only, timeout_s=args.timeout,
                            html=not args.no_html, progress=say, confirm=False)
+        if store is not None and staging is not None:
+            store.publish(staging, result.run_id)
+            where = functools.partial(store.locate, staging=staging)
+            for r in result.runs:
+                r.receipt_path = where(r.receipt_path) if r.receipt_path else None  # type: ignore[assignment]
+            result.out_dir = store.url  # type: ignore[assignment]
     from hermes_nb.core.redaction import Redactor
     from hermes_nb.nbrun.ci_report import ci_report, write_ci_outputs
 
