@@ -9,6 +9,8 @@ HVENV  := .venv-hermes
 STAMP  := $(VENV)/.installed
 HSTAMP := $(HVENV)/.installed
 PYTEST_ARGS ?=
+# extra flags for `make smoke`, e.g. SMOKE_ARGS="--out receipts --junit-xml junit.xml" (docs/ci/)
+SMOKE_ARGS ?=
 
 .PHONY: install rig-venv test smoke notebooks schema lock lock-hermes bench clean
 
@@ -35,7 +37,7 @@ test: install rig-venv
 		--nbval-sanitize-with notebooks/nbval-sanitize.cfg $(PYTEST_ARGS)
 
 smoke: install
-	$(BIN)/hermes-nb smoke
+	$(BIN)/hermes-nb smoke $(SMOKE_ARGS)
 
 # refresh the committed notebooks, then ship the same bytes in the package (a test keeps them identical)
 notebooks: install
