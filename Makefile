@@ -61,6 +61,7 @@ lock-hermes:
 	rm -rf /tmp/hermes-nb-hlock && $(PYTHON) -m venv /tmp/hermes-nb-hlock
 	/tmp/hermes-nb-hlock/bin/pip install -q hermes-agent==0.19.0 aiohttp
 	{ echo "# Exact pins for .venv-hermes (the real proxy's own venv; never the project's). Regenerate: make lock-hermes"; /tmp/hermes-nb-hlock/bin/pip freeze; } > requirements-hermes.lock
+	cp requirements-hermes.lock hermes_nb/data/pins/hermes-agent-0.19.0.txt  # shipped: hermes-nb matrix installs 0.19.0 from it
 
 clean:
 	rm -rf $(VENV) $(HVENV) .pytest_cache .hypothesis

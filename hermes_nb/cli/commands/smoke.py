@@ -24,7 +24,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.errors import ConfigError, UsageError
+from hermes_nb.core.errors import ConfigError, RigError, UsageError
 from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
 from hermes_nb.receipts.store import is_url
 
@@ -42,6 +42,9 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     target.add_argument("--endpoint", metavar="URL",
                         help="a live proxy (http://127.0.0.1:8645/v1); default: $HERMES_NB_ENDPOINT, else the emulator")
     target.add_argument("--rig", choices=("stale", "live"), help="start the real proxy rig in this auth state")
+    p.add_argument("--hermes-version", metavar="V",
+                   help="with --rig: run the real proxy of this hermes-agent release from its cached venv "
+                        "(built on first use; see `hermes-nb matrix`)")
     p.add_argument("--model", metavar="M", help="model id (default: $HERMES_NB_MODEL, else the notebooks' default)")
     p.add_argument("--out", metavar="DIR|URL",
                    help=f"receipts directory or storage URL, e.g. s3://bucket/prefix (default: {RECEIPTS_RELPATH}/<target kind>)")
@@ -73,6 +76,8 @@ def handle(args: argparse.Namespace, out: Any) -> int:
 
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
+    if args.hermes_version and not args.rig:
+        raise UsageError("--hermes-version needs --rig stale|live")
     if args.model is not None and not args.model.strip():
         raise UsageError("--model must not be empty")
     try:
@@ -88,8 +93,16 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         if args.rig:
             from hermes_nb.proxy.rig import real_proxy
 
+            hermes_bin = None
+            if args.hermes_version:  # a cached per-version venv (hermes_nb.proxy.venvs)
+                from hermes_nb.proxy.venvs import ensure_hermes, unsupported_reason
+
+                why = unsupported_reason(args.hermes_version, args.rig)
+                if why is not None:
+                    raise RigError(why)
+                hermes_bin = ensure_hermes(args.hermes_version, progress=None if out.json_mode else out.info)
             out.info(f"starting the real proxy rig ({args.rig})")
-            rig = stack.enter_context(real_proxy(args.rig))
+            rig = stack.enter_context(real_proxy(args.rig, hermes_bin=hermes_bin))
             target = SmokeTarget("rig", rig.endpoint, model, hermes_version=rig.hermes_version,
                                  secrets=secrets + rig.redactor.secrets)
         elif config.origin("endpoint") != "default":
