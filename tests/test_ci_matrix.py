@@ -200,3 +200,16 @@ def test_opt_in_install_real_releases_and_run_the_matrix(capsys, monkeypatch) ->
     doc = json.loads(capsys.readouterr().out)
     assert all(v["status"] == "ran" for v in doc["versions"]), doc
     assert code in (0, 3)  # stale: the adapter check and the e2e run are blocked by design
+
+
+@pytest.mark.real_proxy
+@pytest.mark.skipif(HERMES_BIN is None, reason="no hermes: run `make rig-venv`")
+def test_cli_smoke_rig_live_hermes_version_uses_the_cached_venv(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))  # adopted as the 0.19.0 cache entry
+    code = main(["smoke", "--rig", "live", "--hermes-version", "0.19.0", "--only", "adapter_check", "--no-html",
+                 "--out", str(tmp_path / "r"), "--junit-xml", str(tmp_path / "j.xml"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["target_kind"] == "rig", out
+    assert (tmp_path / "cache" / "hermes-agent" / "0.19.0").is_symlink()
+    assert 'name="hermes_version" value="0.19.0"' in (tmp_path / "j.xml").read_text()

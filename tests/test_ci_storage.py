@@ -124,3 +124,15 @@ def test_two_local_smokes_into_one_directory_keep_one_valid_chain(tmp_path: Path
     assert index["receipts"][0]["prev_sha256"] is None and index["receipts"][1]["prev_sha256"]
     report = verify_receipts(tmp_path)
     assert report.ok, report.problems
+
+
+def test_an_interrupted_run_is_published_under_the_run_id_its_staged_index_names(s3_env, tmp_path: Path, capsys) -> None:
+    from hermes_nb.nbrun.smoke import run_smoke
+    from hermes_nb.nbrun.smoke_target import SmokeTarget
+
+    result = run_smoke(SmokeTarget(), out_dir=tmp_path, only=["adapter_check"], html=False)
+    store = RemoteStore(f"s3://{BUCKET}/interrupted")
+    assert store.publish(tmp_path / "empty-staging") == []  # nothing staged: nothing published
+    uploaded = store.publish(tmp_path)  # no run id given
+    assert uploaded[-1] == f"s3://{BUCKET}/interrupted/index.d/{result.run_id}.json"
+    assert main(["receipts", "verify", f"s3://{BUCKET}/interrupted", "--json"]) == 0

@@ -134,12 +134,18 @@ class RemoteStore:
         """The URL a staged local file is published at."""
         return self._full(Path(path).resolve().relative_to(staging.resolve()).as_posix())
 
-    def publish(self, staging: Path, run_id: str) -> list[str]:
+    def publish(self, staging: Path, run_id: str | None = None) -> list[str]:
         """Upload a staged run: every receipt file, then its ``index.json`` as ``index.d/<run id>.json``.
 
-        The index goes last, so a reader that sees a run's index finds all its receipts.
+        The index goes last, so a reader that sees a run's index finds all its receipts. ``run_id``
+        None: read it from the staged index (a run interrupted before it returned).
         """
         staging = Path(staging)
+        if run_id is None:
+            entries = _load_index_file(staging / "index.json")["receipts"] if (staging / "index.json").is_file() else []
+            if not entries:
+                return []
+            run_id = str(entries[0]["run_id"])
         uploaded: list[str] = []
         try:
             for path in sorted(p for p in staging.rglob("*") if p.is_file()):

@@ -121,8 +121,13 @@ def handle(args: argparse.Namespace, out: Any) -> int:
             store.check()
             staging = out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
         say = None if out.json_mode else out.info
-        result = run_smoke(target, out_dir=out_dir, only=args.only, timeout_s=args.timeout,
-                           html=not args.no_html, progress=say, confirm=False)
+        try:
+            result = run_smoke(target, out_dir=out_dir, only=args.only, timeout_s=args.timeout,
+                               html=not args.no_html, progress=say, confirm=False)
+        except KeyboardInterrupt:  # the receipts of an interrupted run say so; publish them before exit 130
+            if store is not None and staging is not None:
+                store.publish(staging)
+            raise
         if store is not None and staging is not None:
             store.publish(staging, result.run_id)
             where = functools.partial(store.locate, staging=staging)
