@@ -163,3 +163,15 @@ def test_summary_markdown_escapes_table_cells() -> None:
     text = summary_markdown({"verdict": "passed", "exit_code": 0, "blocked_exit": 3, "notebooks": [
         {"name": "a|b", "verdict": "passed", "reason": "x\ny", "receipt": "https://host/r.ipynb"}]})
     assert "| a\\|b | ✅ passed | x y |" in text and "[receipt](https://host/r.ipynb)" in text
+
+
+def test_a_rig_that_cannot_start_still_gives_ci_a_blocked_report(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(tmp_path / "no-such-hermes"))
+    assert main(["smoke", "--rig", "stale", "--junit-xml", str(tmp_path / "j.xml"), "--json"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "blocked" and "not an executable file" in out["error"]
+    xmlschema.XMLSchema(str(XSD)).validate(str(tmp_path / "j.xml"))
+    [case] = list(next(iter(JUnitXml.fromfile(str(tmp_path / "j.xml")))))
+    assert case.name == "rig" and isinstance(case.result[0], Skipped) and "not an executable file" in case.result[0].message
+    assert main(["smoke", "--rig", "stale", "--summary-md", str(tmp_path / "s.md"), "--blocked-exit", "0"]) == 0
+    assert "**rig**:" in (tmp_path / "s.md").read_text() and "blocked (exit 0)" in (tmp_path / "s.md").read_text()

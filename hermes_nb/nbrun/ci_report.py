@@ -17,7 +17,7 @@ from hermes_nb.core.facts import EXIT_BLOCKED, exit_code_for
 from hermes_nb.core.redaction import Redactor
 
 __all__ = ["BLOCKED_EXIT_CHOICES", "CI_REPORT_SCHEMA", "ci_report", "smoke_exit_code", "operator_action",
-           "write_ci_outputs"]
+           "write_ci_outputs", "not_started_report"]
 
 CI_REPORT_SCHEMA = "hermes-nb.smoke-ci.v1"
 #: what ``--blocked-exit`` may map a blocked smoke to: 3 (default: its own code), 0 (pass), 1 (fail)
@@ -79,6 +79,21 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
         "notebooks": notebooks,
     }
     return (redactor or Redactor(target.secrets)).data(report)
+
+
+def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT_BLOCKED,
+                       hermes_version: str | None = None, redactor: Redactor | None = None) -> dict[str, Any]:
+    """The CI report of a smoke that could not start its target (the rig refused or did not come up):
+    one blocked case named ``rig`` carrying the reason as the operator action, so CI shows why."""
+    report = {
+        "schema": CI_REPORT_SCHEMA, "verdict": "blocked", "exit_code": smoke_exit_code("blocked", blocked_exit),
+        "blocked_exit": blocked_exit, "run_id": None, "target_kind": target_kind, "endpoint": None,
+        "hermes_version": hermes_version, "target_evidence": None, "out": None, "duration_s": 0.0,
+        "notebooks": [{"name": target_kind, "verdict": "blocked", "status": "not_started", "reason": "not started",
+                       "errors": [error], "hint": None, "drift": [], "operator_action": error,
+                       "duration_s": 0.0, "started_at": None, "receipt": None}],
+    }
+    return (redactor or Redactor()).data(report)
 
 
 def write_ci_outputs(report: dict[str, Any], *, redactor: Redactor, junit_xml: str | None = None,

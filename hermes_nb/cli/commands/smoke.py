@@ -69,6 +69,22 @@ def _local_hermes_version() -> str | None:
     return hermes_version(binary) if binary is not None else None
 
 
+def _not_started(args: argparse.Namespace, out: Any, error: str, secrets: list[str]) -> int:
+    """The rig refused or did not come up: JUnit/summary still say so (blocked), exit per --blocked-exit."""
+    from hermes_nb.core.redaction import Redactor
+    from hermes_nb.nbrun.ci_report import not_started_report, write_ci_outputs
+
+    redactor = Redactor(secrets)
+    report = not_started_report(error, target_kind="rig", blocked_exit=args.blocked_exit,
+                                hermes_version=args.hermes_version, redactor=redactor)
+    written = write_ci_outputs(report, redactor=redactor, junit_xml=args.junit_xml, summary_md=args.summary_md,
+                               step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
+    out.line(f"[BLOCKED] rig: {redactor.text(error)}")
+    out.emit({"error": redactor.text(error), "verdict": "blocked", "target_kind": "rig",
+              "exit_code": report["exit_code"], "blocked_exit": args.blocked_exit, **written})
+    return int(report["exit_code"])
+
+
 def handle(args: argparse.Namespace, out: Any) -> int:
     from hermes_nb.core.resolve import resolve_runtime_config
     from hermes_nb.nbrun.smoke import run_smoke
@@ -94,15 +110,18 @@ def handle(args: argparse.Namespace, out: Any) -> int:
             from hermes_nb.proxy.rig import real_proxy
 
             hermes_bin = None
-            if args.hermes_version:  # a cached per-version venv (hermes_nb.proxy.venvs)
-                from hermes_nb.proxy.venvs import ensure_hermes, unsupported_reason
+            try:
+                if args.hermes_version:  # a cached per-version venv (hermes_nb.proxy.venvs)
+                    from hermes_nb.proxy.venvs import ensure_hermes, unsupported_reason
 
-                why = unsupported_reason(args.hermes_version, args.rig)
-                if why is not None:
-                    raise RigError(why)
-                hermes_bin = ensure_hermes(args.hermes_version, progress=None if out.json_mode else out.info)
-            out.info(f"starting the real proxy rig ({args.rig})")
-            rig = stack.enter_context(real_proxy(args.rig, hermes_bin=hermes_bin))
+                    why = unsupported_reason(args.hermes_version, args.rig)
+                    if why is not None:
+                        raise RigError(why)
+                    hermes_bin = ensure_hermes(args.hermes_version, progress=None if out.json_mode else out.info)
+                out.info(f"starting the real proxy rig ({args.rig})")
+                rig = stack.enter_context(real_proxy(args.rig, hermes_bin=hermes_bin))
+            except RigError as exc:  # blocked before any notebook ran: CI still gets its report
+                return _not_started(args, out, str(exc), secrets)
             target = SmokeTarget("rig", rig.endpoint, model, hermes_version=rig.hermes_version,
                                  secrets=secrets + rig.redactor.secrets)
         elif config.origin("endpoint") != "default":
