@@ -213,3 +213,17 @@ def test_cli_smoke_rig_live_hermes_version_uses_the_cached_venv(tmp_path: Path, 
     assert code == 0 and out["target_kind"] == "rig", out
     assert (tmp_path / "cache" / "hermes-agent" / "0.19.0").is_symlink()
     assert 'name="hermes_version" value="0.19.0"' in (tmp_path / "j.xml").read_text()
+
+
+def test_matrix_outputs_never_carry_a_secret(tmp_path: Path) -> None:
+    from hermes_nb.core.redaction import Redactor
+
+    canary = "sk-canary-matrix-0123456789abcdef"
+
+    def leaky(version: str, state: str, out_dir: Path) -> dict:
+        return _report(version, "failed", [f"routes[GET /].body_excerpt: ok → {canary}"])
+
+    run_matrix(["0.18.2", "0.19.0"], state="live", out_dir=tmp_path, runner=leaky, redactor=Redactor([canary]))
+    for name in ("matrix.json", "matrix.md"):
+        text = (tmp_path / name).read_text()
+        assert canary not in text and "<redacted>" in text

@@ -126,6 +126,12 @@ def matrix_markdown(doc: dict[str, Any]) -> str:
     if notes:
         lines += ["", "### Not run", ""] + [f"- **{v['version']}** ({v['status']}): {md_cell(v['reason'])}"
                                             for v in notes]
+    drifting = [v for v in doc["versions"] if v["drift"]]
+    if drifting:
+        lines += ["", f"### Drift from {doc['reference_contract']} per version", ""]
+        for v in drifting:
+            lines.append(f"- **{v['version']}**:")
+            lines += [f"  - {md_cell(d)}" for d in v["drift"]]
     lines += ["", "### What drifted between versions", ""]
     if not doc["changes"]:
         lines.append("- fewer than two versions ran: nothing to compare")
@@ -174,9 +180,14 @@ def run_matrix(versions: Sequence[str], *, state: str, out_dir: Path, runner: Ru
         if progress:
             progress(f"{version}: {report.get('verdict')}")
     result.duration_s = time.perf_counter() - t0
-    doc = (redactor or Redactor()).data(result.to_dict())
-    (out_dir / "matrix.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out_dir / "matrix.md").write_text(matrix_markdown(doc), encoding="utf-8")
+    from hermes_nb.receipts.write import check_clean, write_text_atomic
+
+    redactor = redactor or Redactor()
+    doc = redactor.data(result.to_dict())
+    for name, text in (("matrix.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n"),
+                       ("matrix.md", matrix_markdown(doc))):
+        check_clean(name, text, redactor)  # redacted, then scanned: a secret refuses the write
+        write_text_atomic(out_dir / name, text)
     return result
 
 
