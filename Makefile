@@ -9,6 +9,8 @@ HVENV  := .venv-hermes
 STAMP  := $(VENV)/.installed
 HSTAMP := $(HVENV)/.installed
 PYTEST_ARGS ?=
+# extra flags for `make smoke`, e.g. SMOKE_ARGS="--out receipts --junit-xml junit.xml" (docs/ci/)
+SMOKE_ARGS ?=
 
 .PHONY: install rig-venv test smoke notebooks schema lock lock-hermes bench clean
 
@@ -35,7 +37,7 @@ test: install rig-venv
 		--nbval-sanitize-with notebooks/nbval-sanitize.cfg $(PYTEST_ARGS)
 
 smoke: install
-	$(BIN)/hermes-nb smoke
+	$(BIN)/hermes-nb smoke $(SMOKE_ARGS)
 
 # refresh the committed notebooks, then ship the same bytes in the package (a test keeps them identical)
 notebooks: install
@@ -59,6 +61,7 @@ lock-hermes:
 	rm -rf /tmp/hermes-nb-hlock && $(PYTHON) -m venv /tmp/hermes-nb-hlock
 	/tmp/hermes-nb-hlock/bin/pip install -q hermes-agent==0.19.0 aiohttp
 	{ echo "# Exact pins for .venv-hermes (the real proxy's own venv; never the project's). Regenerate: make lock-hermes"; /tmp/hermes-nb-hlock/bin/pip freeze; } > requirements-hermes.lock
+	cp requirements-hermes.lock hermes_nb/data/pins/hermes-agent-0.19.0.txt  # shipped: hermes-nb matrix installs 0.19.0 from it
 
 clean:
 	rm -rf $(VENV) $(HVENV) .pytest_cache .hypothesis

@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "probe",
     "rig",
     "smoke",
+    "matrix",
     "receipts",
     "promote",
     "notebooks",
