@@ -43,6 +43,7 @@ _LAZY = {
     # receipts, the notebook runner, the kernel-side kit
     "verify_receipts": "receipts.verify", "PromotionRefused": "receipts.promote",
     "run_smoke": "nbrun.smoke", "SmokeTarget": "nbrun.smoke_target", "Console": "kit.console",
+    "ProbeConsole": "kit.console",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]

@@ -18,6 +18,8 @@ EXPORTED = [
     "manifest_template", "merge_runtime_config", "plan_run", "probe_endpoint", "real_proxy", "render_prompt",
     "resolve_runtime_config", "run_mission", "run_smoke", "runtime_final_message_instruction", "save_manifest",
     "serve_emulator", "verify_receipts", "wrap_final_message",
+    # issue 11: the Jupyter face
+    "ProbeConsole", "load_ipython_extension", "unload_ipython_extension",
 ]
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.digests import sha256_file
+from hermes_nb.core.facts import RUN_ARTIFACTS
 from hermes_nb.core.errors import NotebookFailed
 from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, ERROR_PREFIX, VERDICTS, WIRE_SPIKE
 from hermes_nb.core.redaction import Redactor
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 #: the run artifacts whose digests a receipt carries (uh-contract §3)
-ARTIFACT_NAMES = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt")
+ARTIFACT_NAMES = RUN_ARTIFACTS
 
 
 def artifact_digests(run_dir: str | os.PathLike[str] | None,
