@@ -40,7 +40,7 @@ _IDENTITY = (
     "        if not m.name.endswith('__main__'):\n"
     "            importlib.import_module(m.name)\n"
     "def names():\n"
-    "    return {n: getattr(hermes_nb, n) for n in hermes_nb.__all__ if n != '__version__'}\n"
+    "    return {n: getattr(hermes_nb, n) for n in hermes_nb.__all__ if n in hermes_nb._LAZY}\n"
     "first = {}\n"
     "if sys.argv[1] == 'modules-first':\n"
     "    walk(); got = names()\n"
