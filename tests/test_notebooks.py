@@ -113,7 +113,23 @@ def test_the_package_ships_exactly_the_committed_notebooks(name: str) -> None:
 def test_sanitize_file_only_normalises_what_varies() -> None:
     parser = configparser.ConfigParser()
     parser.read(NB_DIR / "nbval-sanitize.cfg")
-    assert parser.sections() == ["ports", "run ids", "timestamps", "durations", "kernel temp paths"]
+    assert parser.sections() == ["stream timelines", "digests", "ports", "run ids", "timestamps", "durations",
+                                 "kernel temp paths"]
+
+
+def test_sanitize_rules_hide_timeline_pictures_and_digests_only() -> None:
+    import re
+
+    from hermes_nb.core.timeline import StreamTimeline, timeline_svg
+
+    parser = configparser.ConfigParser()
+    parser.read(NB_DIR / "nbval-sanitize.cfg")
+    rules = [(re.compile(parser[s]["regex"]), parser[s]["replace"]) for s in ("stream timelines", "digests")]
+    text = ("<p>a</p>" + timeline_svg(StreamTimeline(headers_s=0.01, deltas=(0.1, 0.5), last_byte_s=0.6, total_s=0.6))
+            + "<p>b</p> " + "ab" * 32 + " " + "ab" * 31)
+    for regex, replacement in rules:
+        text = regex.sub(replacement, text)
+    assert text == '<p>a</p><svg class="hermes-timeline"></svg><p>b</p> <sha256> ' + "ab" * 31
 
 
 def test_plain_papermill_cli_runs_a_notebook_unchanged(tmp_path: Path) -> None:

@@ -48,6 +48,16 @@ class SmokeResult:
     #: the target the receipts name (a ``live`` target found to be an emulator is ``emulator`` here)
     target: SmokeTarget = field(default_factory=SmokeTarget)
 
+    def _repr_html_(self) -> str:  # a cell can end with the smoke's result (hermes_nb.nbrun.smoke_view)
+        from hermes_nb.nbrun.smoke_view import smoke_html
+
+        return smoke_html(self.to_dict())
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        from hermes_nb.nbrun.smoke_view import smoke_text
+
+        p.text("SmokeResult(...)" if cycle else smoke_text(self.to_dict()))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
