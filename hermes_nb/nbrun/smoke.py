@@ -33,6 +33,7 @@ from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.receipt_meta import artifact_sources, receipt_metadata
 from hermes_nb.nbrun.smoke_target import SmokeTarget, confirm_target
 from hermes_nb.receipts.index import append_index, index_entry
+from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 
 __all__ = ["SmokeResult", "run_smoke", "run_notebooks"]
@@ -158,6 +159,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
                     runs = [f.result() for f in futures]
         entries = [index_entry(out_dir, *r.written) for r in runs if r.written is not None]
         append_index(out_dir, entries, redactor=redactor)
+        write_index_html(out_dir, redactor=redactor)  # DIR/index.html: each run's verdicts together
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for r in runs:
