@@ -96,7 +96,7 @@ def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, ti
     """The timeline as one inline ``<svg>`` (deterministic for the same marks)."""
     if isinstance(tl, Mapping):
         tl = StreamTimeline.from_dict(tl)
-    height, left, right, axis_y = 74, 10, 10, 40
+    height, left, right, axis_y = 88, 10, 10, 54
     marks = [m for m in (tl.headers_s, tl.first_delta_s, tl.last_byte_s, *tl.deltas) if m is not None]
     span = max([tl.total_s, *marks, 1e-3])
     scale = (width - left - right) / span
@@ -121,18 +121,19 @@ def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, ti
     def mark(t: float | None, label: str, colour: str, row: int) -> None:
         if t is None:
             return
-        y = 12 + 11 * row
+        y = 10 + 10 * row
         anchor = "start" if x(t) < width * 0.75 else "end"
         parts.append(f'<line class="mark" x1="{x(t)}" y1="{y + 2}" x2="{x(t)}" y2="{axis_y + 10}" stroke="{colour}" '
                      f'stroke-width="1.5"><title>{html.escape(label)} at {t:.3f} s</title></line>')
         parts.append(f'<text x="{x(t) + (3 if anchor == "start" else -3)}" y="{y}" text-anchor="{anchor}" '
                      f'fill="{colour}">{html.escape(label)} {t:.3f} s</text>')
 
+    # one label row each, so marks close in time never print over each other
     mark(0.0, "sent", "#57606a", 0)
     mark(tl.headers_s, "headers", "#8250df", 1)
-    mark(tl.first_delta_s, "first delta", "#0969da", 0)
+    mark(tl.first_delta_s, "first delta", "#0969da", 2)
     end = tl.last_byte_s
-    mark(end, "stopped" if tl.stopped else "last byte", "#cf222e" if tl.stopped else "#1a7f37", 1)
+    mark(end, "stopped" if tl.stopped else "last byte", "#cf222e" if tl.stopped else "#1a7f37", 3)
     parts.append(f'<text x="{width - right}" y="{height - 2}" text-anchor="end" fill="#57606a">'
                  f'{len(tl.deltas)} deltas · total {tl.total_s:.3f} s</text>')
     parts.append("</svg>")

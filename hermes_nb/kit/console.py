@@ -99,6 +99,7 @@ class ProbeConsole:
         self.output = w.HTML(value="")
         self.output.add_class("hermes-response")
         self.history = w.Select(options=[], description="history", rows=5, layout=w.Layout(width="98%"))
+        self.history.add_class("hermes-history")
         self.export_button = w.Button(description="export selected (JSON)")
         self.export_view = w.HTML(value="")
         self._last_push = 0.0

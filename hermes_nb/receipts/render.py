@@ -64,10 +64,18 @@ def _output(out: Any) -> str:
     return ""
 
 
+def _value(key: str, value: Any) -> str:
+    from hermes_nb.core.reprs import VERDICT_COLOURS
+
+    text = html.escape(str(value))
+    colour = VERDICT_COLOURS.get(str(value)) if key == "verdict" else None
+    return f'<b style="color:{colour}">{text}</b>' if colour else text
+
+
 def _receipt_table(receipt: dict[str, Any]) -> str:
     keys = ("notebook", "verdict", "status", "reason", "target_kind", "endpoint", "model", "run_id", "started_at",
             "duration_s", "hermes_nb_version", "hermes_agent_version", "papermill_version", "nbclient_version")
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(receipt.get(k)))}</td></tr>"
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(k, receipt.get(k))}</td></tr>"
                    for k in keys if k in receipt)
     extra = {k: receipt[k] for k in ("errors", "template", "parameters", "parameters_sha256", "environment", "artifacts")
              if k in receipt}
