@@ -39,7 +39,7 @@ def test_body_editor_explains_what_is_wrong() -> None:
 
 @pytest.fixture
 def session():
-    s = ConsoleSession(delay_s=0.2)
+    s = ConsoleSession(delay_s=0.3)
     yield s
     s.close()
 
@@ -156,7 +156,7 @@ def test_password_field_is_taken_and_emptied_never_echoed_or_stored() -> None:
 # --------------------------------------------------------------------------- the widgets
 
 def test_widgets_stream_stop_and_record_history() -> None:
-    console = ProbeConsole(scenario="slow", delay_s=0.2)
+    console = ProbeConsole(scenario="slow", delay_s=0.3)
     assert Console is ProbeConsole
     values: list[str] = []
     grown = threading.Event()
