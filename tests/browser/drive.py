@@ -49,20 +49,38 @@ def console(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: how far any table, pre or svg reaches past the body's right edge (0: everything fits the page)
+OVERFLOW = """() => { const edge = document.body.getBoundingClientRect().right;
+  return Math.max(0, ...[...document.querySelectorAll('table, pre, svg')]
+    .map(e => e.getBoundingClientRect().right - edge)) + Math.max(0,
+    document.documentElement.scrollWidth - window.innerWidth); }"""
+
+
+def _overflow(narrow: Page, path: str) -> float:
+    narrow.goto(Path(path).as_uri())
+    narrow.wait_for_selector("h1, h2")
+    return float(narrow.evaluate(OVERFLOW))
+
+
 def receipt(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    # wide tables wrap or scroll inside their box, checked on a narrow page (800 px: the old styling of the
+    # wire-format spike's route table ran ~200 px past the page there)
+    browser = page.context.browser
+    assert browser is not None
+    narrow = browser.new_page(viewport={"width": 800, "height": 900})
+    out["overflow_px"] = {Path(p).name: _overflow(narrow, p) for p in [cfg["receipt"], *cfg.get("others", []),
+                                                                        cfg["index"]]}
+    narrow.close()
     page.goto(Path(cfg["receipt"]).as_uri())
     page.wait_for_selector("svg.hermes-timeline")
     out["timelines"] = page.locator("svg.hermes-timeline").count()
     out["deltas"] = page.locator("h3 + .timeline svg line.delta").count()
     out["digests"] = page.locator("code.digest").all_inner_texts()
-    # wide tables wrap or scroll inside their box: the page itself never scrolls sideways
-    out["page_overflow_px"] = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
     page.screenshot(path=cfg["screenshots"]["receipt"])
     page.goto(Path(cfg["index"]).as_uri())
     page.wait_for_selector("section.run")
     out["index_rows"] = page.locator("section.run").first.locator("tr.receipt").all_inner_texts()
-    out["index_overflow_px"] = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
     page.screenshot(path=cfg["screenshots"]["index"])
     page.locator("section.run").first.locator("a", has_text="receipt").first.click()
     page.wait_for_selector("h2")
