@@ -58,14 +58,18 @@ def _stream_html(text: str, state: str) -> str:
 
 class ProbeConsole:
     """The widgets. Public attributes to drive: ``endpoint``, ``model``, ``prompt``, ``body``,
-    ``send_button``, ``stop_button``, ``history`` (the picker), ``session.history`` (the records)."""
+    ``send_button``, ``stop_button``, ``history`` (the picker), ``session.history`` (the records).
+
+    ``delay_s``: the embedded emulator's pause before each delta in the ``slow`` scenario (0.25 s: streaming is
+    visible to a person; None: the emulator's default).
+    """
 
     #: widget updates from the stream thread at most this often (the last one always goes out)
     UPDATE_EVERY_S = 0.05
 
     def __init__(self, *, endpoint: str = "", model: str = DEFAULT_MODEL, scenario: str = "ok",
                  prompt: str = "Summarise in one sentence what a smoke test proves.", route: str = "chat (streamed)",
-                 delay_s: float | None = None, actions: ConsoleActions | None = None,
+                 delay_s: float | None = 0.25, actions: ConsoleActions | None = None,
                  environ: Mapping[str, str] | None = None) -> None:
         import ipywidgets as w
 

@@ -1,8 +1,8 @@
 """Rich HTML tables for results: pure functions returning HTML strings.
 
-Used by the notebooks (``IPython.display.HTML(display.check_html(result))``)
-and the widgets console. Every string goes through a :class:`Redactor`
-(shapes at least) and :func:`html.escape`. Durations are always written
+Used by the notebooks' setup cells (``HTML(show.kv_table(...))``) and the verdict cell; the results
+themselves display through their own ``_repr_html_`` (:mod:`hermes_nb.core.reprs`). Every string goes
+through a :class:`Redactor` (shapes at least) and :func:`html.escape`. Durations are always written
 ``<n.nnn> s`` so the nbval sanitize file can normalise them.
 """
 
