@@ -142,6 +142,20 @@ class Exchange(_Record):
     def server(self) -> str | None:
         return self.headers.get("server")
 
+    # rich display (a cell can end with the exchange itself); allow-listed fields, secrets masked
+    def _repr_html_(self) -> str:
+        from hermes_nb.core.reprs import exchange_html
+
+        return exchange_html(self)
+
+    def _repr_text_(self) -> str:
+        from hermes_nb.core.reprs import exchange_text
+
+        return exchange_text(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self._repr_text_())
+
 
 class Outcome(_Record):
     """The classification of one exchange."""

@@ -1,8 +1,8 @@
 """Rich HTML tables for results: pure functions returning HTML strings.
 
-Used by the notebooks (``IPython.display.HTML(display.check_html(result))``)
-and the widgets console. Every string goes through a :class:`Redactor`
-(shapes at least) and :func:`html.escape`. Durations are always written
+Used by the notebooks' setup cells (``HTML(show.kv_table(...))``) and the verdict cell; the results
+themselves display through their own ``_repr_html_`` (:mod:`hermes_nb.core.reprs`). Every string goes
+through a :class:`Redactor` (shapes at least) and :func:`html.escape`. Durations are always written
 ``<n.nnn> s`` so the nbval sanitize file can normalise them.
 """
 
@@ -204,8 +204,8 @@ def run_html(run_result: Any, *, artifacts: Mapping[str, str] | None = None,
     if stdout is not None:
         out += f"<p><b>assistant text (stdout)</b></p><pre>{fmt(stdout, redactor=redactor)}</pre>"
     if artifacts:
-        # names only: the digests change with every run's timestamps; they live in the verdict summary
-        out += rows_table([{"artifact": k, "sha256": "recorded in the receipt"} for k in artifacts],
+        # the digests themselves (the nbval sanitize rules turn 64-hex digests into <sha256>)
+        out += rows_table([{"artifact": k, "sha256": v} for k, v in artifacts.items()],
                           title="run artifacts", redactor=redactor)
     return out
 

@@ -8,7 +8,8 @@ compares. Conventions (tested in tests/test_notebooks.py):
   ``name: type = default  # help`` (papermill's ``--help-notebook`` reads it);
   ``Optional`` types are written as a string annotation so the cell needs no import;
 * no secret is ever a parameter: the kernel reads ``HERMES_NB_AUTH_TOKEN``;
-* cells only call ``hermes_nb`` (the kernel-side kit, :mod:`hermes_nb.kit`) and display its HTML;
+* cells only call ``hermes_nb`` (the kernel-side kit, :mod:`hermes_nb.kit`) and end with the object itself:
+  its ``_repr_html_`` (coloured verdict, secrets masked, stream timeline) is what the notebook shows;
 * the last cell closes the target and records the verdict (raises unless passed).
 """
 
@@ -101,10 +102,9 @@ Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8
         _code(_SETUP.format(imports="from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract\n"
                             "from hermes_nb.proxy.probe import probe\n", manifest="", config_args="")),
         _md("## Probe the routes"),
-        _code("report = probe(target.endpoint, model=config.model, deadline_s=deadline_s)\n"
-              "HTML(show.wire_report_html(report))"),
+        _code("report = probe(target.endpoint, model=config.model, deadline_s=deadline_s)\nreport"),
         _md("## Compare with the recorded contract"),
-        _code("drift = compare(report, load_contract(resolve_contract(contract)))\nHTML(show.drift_html(drift))"),
+        _code("drift = compare(report, load_contract(resolve_contract(contract)))\ndrift"),
         _md("## Verdict\n\nStops the embedded emulator, records the summary for the receipt, raises unless passed."),
         _code("target.close()\n"
               "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=contract))"),
@@ -132,8 +132,7 @@ Runbook: `hermes-nb smoke --only adapter_check --endpoint http://127.0.0.1:8645/
         _md("## Runtime config (token masked)"),
         _code("HTML(show.kv_table(config.to_document(), title=\"runtime_config\"))"),
         _md("## Check"),
-        _code("result = adapter_check(config, deadline_s=deadline_s, hermes_bin=target.hermes_bin)\n"
-              "HTML(show.check_html(result))"),
+        _code("result = adapter_check(config, deadline_s=deadline_s, hermes_bin=target.hermes_bin)\nresult"),
         _md("## Verdict"),
         _code("target.close()\nkit.record_verdict(kit.check_summary(result, target=target))"),
     ], ADAPTER_CHECK)
@@ -168,8 +167,7 @@ Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`.
               "HTML(show.kv_table({\"mission\": job.id, \"title\": job.display_name, **config.to_document()}, "
               "title=\"mission\"))"),
         _md("## Run"),
-        _code("result = run(job, config, root=run_root, handle_signals=False)\n"
-              "HTML(show.run_html(result, artifacts=kit.artifact_digests(result.run_dir), stdout=result.text))"),
+        _code("result = run(job, config, root=run_root, handle_signals=False)\nresult"),
         _md("## Verdict"),
         _code("summary = kit.run_summary(result, target=target, config=config)\n"
               "target.close()\nkit.record_verdict(summary)"),

@@ -74,6 +74,25 @@ class CheckResult(BaseModel):
         """passed / blocked / failed (:data:`CHECK_VERDICT`)."""
         return CHECK_VERDICT[self.state]
 
+    def _repr_text_(self) -> str:
+        first = f"; {self.errors[0]}" if self.errors else ""
+        return Redactor().text(f"CheckResult({self.state} → {self.verdict}, {self.endpoint}, model {self.model}, "
+                               f"{len(self.models)} models listed{first})")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("CheckResult(...)" if cycle else self._repr_text_())
+
+    def _repr_html_(self) -> str:
+        from hermes_nb.core.reprs import box, kv_html
+
+        shown = ", ".join(self.models[:8]) + (f", … ({len(self.models)} in all)" if len(self.models) > 8 else "")
+        pairs: list[tuple[str, Any]] = [("state", self.state), ("verdict", self.verdict),
+                                        ("endpoint", self.endpoint), ("model", self.model),
+                                        ("models", shown or None), ("HTTP status", self.http_status),
+                                        ("hermes version", self.hermes_version), ("hint", self.hint)]
+        pairs += [("error", e) for e in self.errors] + [("warning", w) for w in self.warnings]
+        return box("adapter check", self.state, kv_html(pairs, badges=("state", "verdict")))
+
     @classmethod
     def misconfigured(cls, exc: ConfigError, **fields: Any) -> "CheckResult":
         """The verdict for a config that does not validate (no request is sent)."""

@@ -20,7 +20,7 @@ from typing import Any
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.resources import contract_names, contracts_dir
 from hermes_nb.proxy.probe import ROUTES
-from hermes_nb.proxy.report import Drift, WireReport
+from hermes_nb.proxy.report import Drift, DriftList, WireReport
 
 __all__ = [
     "FORMAT",
@@ -154,7 +154,7 @@ def _differs(field: str, expected: Any, observed: Any) -> bool:
     return expected != observed
 
 
-def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> list[Drift]:
+def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> DriftList:
     """Every difference between ``report`` and the contract's section for its state.
 
     The section is ``state`` if given, else the report's detected state
@@ -165,7 +165,7 @@ def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | Non
     drift: list[Drift] = []
     if report.state != name and report.state in ("stale", "live", "unreachable"):
         drift.append(Drift(field="state", expected=name, observed=report.state))
-    return drift + section_drift(section, contract_section(report))
+    return DriftList(drift + section_drift(section, contract_section(report)))
 
 
 def section_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "") -> list[Drift]:

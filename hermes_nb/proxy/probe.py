@@ -24,6 +24,7 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.facts import DEFAULT_MODEL
 from hermes_nb.core.records import Exchange
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.proxy.report import (
     PROXY_ERROR_TYPES,
     RATE_LIMIT_HEADER_RE,
@@ -201,6 +202,7 @@ def probe(
             seen.update(response_headers(ex))
             return ex, time.monotonic() - t0
 
+        timelines: dict[str, dict[str, Any]] = {}
         for spec in ROUTES:
             ex, took = call(spec)
             if ex is None:
@@ -208,6 +210,8 @@ def probe(
                                            outcome="skipped", transport_error="deadline"))
             else:
                 results.append(_result(spec, ex, took, redactor))
+                if ex.streamed and ex.events:
+                    timelines[spec.name] = StreamTimeline.from_exchange(ex).to_dict()
         models = next(s for s in ROUTES if s.name == "models")
         for case, auth in AUTH_CASES:
             ex, _ = call(models, auth)
@@ -229,6 +233,7 @@ def probe(
         rate_limit_headers=sorted(h for h in seen if RATE_LIMIT_HEADER_RE.match(h)),
         elapsed_s=round(time.monotonic() - started, 3),
     )
+    report.timelines.update(timelines)
     report.state = report_state(results)  # type: ignore[assignment]
     report.warnings = report_warnings(report)
     return report

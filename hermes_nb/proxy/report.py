@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from hermes_nb.core.records import Exchange
 
@@ -21,6 +21,7 @@ __all__ = [
     "RouteResult",
     "AuthCase",
     "Drift",
+    "DriftList",
     "WireReport",
     "route_outcome",
     "server_product",
@@ -91,6 +92,39 @@ class Drift(_Model):
     def __str__(self) -> str:
         return f"{self.field}: {_fmt(self.expected)} → {_fmt(self.observed)}"
 
+    def _repr_html_(self) -> str:
+        return DriftList([self])._repr_html_()
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(f"Drift({self})")
+
+
+class DriftList(list):  # type: ignore[type-arg]
+    """The drift of a report from a contract: a plain list of :class:`Drift` that also displays itself."""
+
+    def _repr_text_(self) -> str:
+        if not self:
+            return "no drift: the proxy matches the recorded wire contract"
+        return f"{len(self)} drift line(s):\n" + "\n".join(f"  {d}" for d in self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("DriftList(...)" if cycle else self._repr_text_())
+
+    def _repr_html_(self) -> str:
+        from hermes_nb.core.reprs import box, table_html
+
+        if not self:
+            return box("drift", "passed", "<div>none: the proxy matches the recorded wire contract.</div>")
+        rows = [{"field": d.field, "expected": _fmt(d.expected), "observed": _fmt(d.observed)} for d in self]
+        return box(f"drift from the wire contract ({len(self)})", "failed",
+                   table_html(rows, ("field", "expected", "observed")))
+
+
+def _esc(value: Any) -> str:
+    from hermes_nb.core.reprs import esc
+
+    return esc(value)
+
 
 def _fmt(value: Any) -> str:
     if value is None:
@@ -119,8 +153,52 @@ class WireReport(_Model):
     drift: list[Drift] = Field(default_factory=list)
     elapsed_s: float = 0.0
 
+    #: stream timelines of the streamed routes (:class:`~hermes_nb.core.timeline.StreamTimeline` dicts), not dumped
+    _timelines: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
+
     def route(self, name: str) -> RouteResult | None:
         return next((r for r in self.routes if r.name == name), None)
+
+    @property
+    def timelines(self) -> dict[str, dict[str, Any]]:
+        """Route name → the timing marks of its stream (the probe fills it; not part of ``--json``)."""
+        return self._timelines
+
+    def _repr_text_(self) -> str:
+        routes = ", ".join(f"{r.name} {r.status if r.status is not None else r.outcome}" for r in self.routes)
+        drift = f", {len(self.drift)} drift" if self.drift else ""
+        return (f"WireReport({self.endpoint}: {self.state}, reachable={self.reachable}, "
+                f"bearer_required={self.bearer_required}, stream_failure_shape={self.stream_failure_shape}"
+                f"{drift}, {self.elapsed_s:.3f} s; routes: {routes})")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("WireReport(...)" if cycle else self._repr_text_())
+
+    def _repr_html_(self) -> str:
+        from hermes_nb.core.reprs import box, kv_html, seconds, table_html
+        from hermes_nb.core.timeline import timeline_svg
+
+        head = kv_html([("endpoint", self.endpoint), ("state", self.state), ("reachable", self.reachable),
+                        ("bearer required", self.bearer_required), ("stream failure shape", self.stream_failure_shape),
+                        ("server", self.server_product), ("elapsed", seconds(self.elapsed_s))], badges=("state",))
+        rows = [{"route": r.name, "method": r.method, "path": r.path, "status": r.status, "outcome": r.outcome,
+                 "body": r.body_kind, "error type": r.error_type or r.transport_error,
+                 "elapsed": seconds(r.elapsed_s)} for r in self.routes]
+        parts = [head, "<div><b>routes</b></div>",
+                 table_html(rows, ("route", "method", "path", "status", "outcome", "body", "error type", "elapsed"),
+                            badges=())]
+        if self.auth:
+            parts += ["<div><b>auth handoff</b> (GET /v1/models)</div>",
+                      table_html([a.model_dump() for a in self.auth], ("case", "header", "status", "error_type",
+                                                                        "outcome"), badges=())]
+        for name, marks in self.timelines.items():
+            parts.append(f"<div><b>stream timeline</b> ({name})</div>" + timeline_svg(marks, title=f"{name} stream"))
+        if self.warnings:
+            parts.append("<ul>" + "".join(f"<li>{_esc(w)}</li>" for w in self.warnings) + "</ul>")
+        if self.drift:
+            parts.append(DriftList(self.drift)._repr_html_())
+        verdict = {"live": "passed", "stale": "blocked", "unreachable": "blocked"}.get(self.state, self.state)
+        return box("wire-format report", verdict, *parts)
 
     def summary(self) -> dict[str, Any]:
         """The ``--json`` object: routes, bearer_required, stream_failure_shape, server, drift, …"""
