@@ -92,7 +92,14 @@ class HermesProxyRuntimeConfig(_Strict):
     temperature: float = Field(0, ge=0, le=2, description="Sampling temperature, 0–2.")
     max_tokens: int | None = Field(None, gt=0, description="Maximum completion tokens.")
     request_timeout_ms: int = Field(
-        DEFAULT_TIMEOUT_MS, gt=0, description="Overall deadline of one request, reading the stream included."
+        DEFAULT_TIMEOUT_MS, gt=0,
+        description="The longest wait for the response to start and the longest silence in it "
+                    "(not a total deadline: a stream that keeps sending may run longer).",
+    )
+    max_duration_ms: int | None = Field(
+        None, gt=0,
+        description="Optional overall cap of one request, reading the stream included (e.g. for CI); "
+                    "none by default. Not part of UH's schema: left out of the UH-strict export.",
     )
     stream: bool = Field(True, description="Stream the answer over SSE.")
     extra_headers: dict[str, str] = Field(

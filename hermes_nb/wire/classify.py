@@ -9,8 +9,8 @@ connection refused                                          blocked  unreachable
 connect timeout                                             blocked  connect_timeout
 DNS failure (wrong endpoint; no proxy-start hint)           failed   dns
 other connect error                                         failed   unreachable
-overall deadline fired                                      failed   deadline
-read timeout (no headers in time, or a stall mid-stream)    failed   read_timeout
+overall cap (max_duration_ms, a probe's deadline) passed     failed   deadline
+request_timeout_ms of waiting or of silence mid-stream      failed   read_timeout
 reset / protocol error / read error                         failed   stream_broken
 status 401/403, or envelope type/code upstream_auth_failed  blocked  auth
 status 429, or envelope type/code rate_limit_*              blocked  rate_limited
@@ -117,11 +117,13 @@ def _transport(ex: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:
         return _out(ex, "failed", "unreachable", f"cannot connect to {endpoint}: {msg}",
                     hint="check runtime_config.endpoint")
     if kind == "deadline":
-        return _out(ex, "failed", "deadline",
-                    f"request timed out after {config.request_timeout_ms} ms{_partial(ex)}")
+        cap = (f"max_duration_ms ({config.max_duration_ms} ms)" if config.max_duration_ms is not None
+               else "its overall deadline")
+        return _out(ex, "failed", "deadline", f"request cut after {cap}: {msg}{_partial(ex)}")
     if kind == "read_timeout":
-        where = "mid-stream (stalled)" if failure.phase == "body" else "waiting for response headers"
-        return _out(ex, "failed", "read_timeout", f"read timed out {where}: {msg}{_partial(ex)}")
+        where = "of silence mid-stream (stalled)" if failure.phase == "body" else "waiting for the response to start"
+        return _out(ex, "failed", "read_timeout",
+                    f"request timed out after {config.request_timeout_ms} ms {where}: {msg}{_partial(ex)}")
     where = "mid-stream" if failure.phase == "body" else "before the response"
     return _out(ex, "failed", "stream_broken", f"connection broken {where} ({kind}): {msg}{_partial(ex)}")
 

@@ -4,11 +4,21 @@ Sync only (notebooks already run an event loop, so no ``asyncio.run``). Every
 call returns an :class:`~hermes_nb.records.Exchange` and never raises for HTTP
 or network failures; :func:`hermes_nb.classify.classify` judges it.
 
-Timeouts: ``connect`` (5 s), an idle ``read`` timeout (max gap between bytes,
-default ``min(300 s, overall)``) and an overall deadline (``request_timeout_ms``
-for chat) that also fires while bytes keep trickling: it is checked after
-every read, and a watchdog (:mod:`hermes_nb.watchdog`, armed from the TCP
-connect on) shuts the socket down when it passes during a blocked read or write.
+Deadlines that fit streaming (issue 10):
+
+* ``connect`` (5 s): opening the TCP connection;
+* ``request_timeout_ms`` bounds every *silence*: the wait for the response to
+  start (headers, even when they trickle in a few bytes at a time) and each
+  gap between signs of progress after that (an SSE event; SSE comments and
+  keep-alives are not progress; any bytes of a non-SSE body). A healthy stream
+  that keeps sending may run longer than ``request_timeout_ms``;
+* ``max_duration_ms`` (optional, off by default; per-call ``deadline_s`` for
+  probes and ``/models``): an overall cap that also cuts a healthy stream.
+
+httpx's read timeout catches plain silence; a watchdog (:mod:`hermes_nb.wire.watchdog`,
+armed from the TCP connect on) shuts the socket down when the silence
+deadline (moved on every sign of progress) or the cap passes during a
+blocked read or write.
 """
 
 from __future__ import annotations
@@ -59,8 +69,9 @@ class HermesClient:
     ) -> None:
         self.config = config
         self.connect_timeout_s = connect_timeout_s
-        overall = config.request_timeout_ms / 1000.0
-        self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else min(300.0, overall)
+        wait = config.request_timeout_ms / 1000.0
+        #: the longest silence allowed (response start, and between signs of progress)
+        self.idle_timeout_s = min(idle_timeout_s, wait) if idle_timeout_s is not None else wait
         self._clock = clock
         self._redactor = Redactor(config.secrets(), shapes=False)
         # no keep-alive: every request connects afresh, so the deadline watchdog is armed from the connect on
@@ -203,10 +214,16 @@ class _Call:
         self.on_delta, self.on_event = on_delta, on_event
         self.redact = client._redactor
         self.clock = client._clock
-        self.overall = deadline_s if deadline_s is not None else cfg.request_timeout_ms / 1000.0
+        cap_ms = cfg.max_duration_ms
+        #: the overall cap (None: no cap): a per-call deadline (probes, /models) or max_duration_ms
+        self.cap: float | None = deadline_s if deadline_s is not None else (
+            cap_ms / 1000.0 if cap_ms is not None else None)
+        #: the longest silence allowed
+        self.wait = client.idle_timeout_s if self.cap is None else min(client.idle_timeout_s, self.cap)
         self.started_at = datetime.now(timezone.utc)
         self.t0 = self.clock()
-        self.deadline = self.t0 + self.overall
+        self.cap_deadline = None if self.cap is None else self.t0 + self.cap
+        self.last_progress = self.t0
         self.fields: dict[str, Any] = {}
         self.timings: dict[str, Any] = {}
         self.failure: TransportFailure | None = None
@@ -216,23 +233,47 @@ class _Call:
     def _trace(self, event: str, info: dict[str, Any]) -> None:
         """httpcore trace hook: arm the watchdog once the TCP connection exists."""
         if event == "connection.connect_tcp.complete" and self.watchdog is None:
-            self.watchdog = _Watchdog(info.get("return_value"), self.deadline - self.clock())
+            self.watchdog = self._arm(info.get("return_value"))
         if self._outer_trace is not None:
             self._outer_trace(event, info)
 
-    def _fired(self) -> bool:
-        return self.watchdog is not None and self.watchdog.fired
+    def _arm(self, stream_or_response: Any) -> _Watchdog:
+        return _Watchdog(stream_or_response, idle_deadline=self.last_progress + self.wait,
+                         cap_deadline=self.cap_deadline, clock=self.clock)
+
+    def _fired(self) -> str | None:
+        return None if self.watchdog is None else self.watchdog.fired
 
     def _elapsed(self) -> float:
         return self.clock() - self.t0
 
-    def _fail(self, exc: httpx.RequestError, phase: str, fired: bool = False) -> None:
-        hit = fired or self._elapsed() >= self.overall
-        self.failure = transport_failure(exc, phase=phase, deadline_hit=hit, redact=self.redact)
+    def _progress(self, now: float) -> None:
+        """A sign of progress: the next silence is measured from ``now``."""
+        self.last_progress = now
+        if self.watchdog is not None:
+            self.watchdog.move(now + self.wait)
+
+    def _fail(self, exc: httpx.RequestError, phase: str, fired: str | None = None) -> None:
+        now = self.clock()
+        capped = fired == "cap" or (self.cap_deadline is not None and now >= self.cap_deadline)
+        self.failure = transport_failure(exc, phase=phase, deadline_hit=capped, redact=self.redact)
+        if capped:
+            self._deadline(phase)
+        elif fired == "idle" or self.failure.kind == "read_timeout":
+            self._silence(phase)
 
     def _deadline(self, phase: str) -> None:
-        msg = f"overall deadline of {self.overall:g} s passed"
-        self.failure = TransportFailure(kind="deadline", phase=phase, message=msg)  # type: ignore[arg-type]
+        msg = f"overall cap of {self.cap:g} s passed"
+        exc = self.failure.exception if self.failure is not None else None
+        self.failure = TransportFailure(kind="deadline", phase=phase, message=msg,  # type: ignore[arg-type]
+                                        exception=exc)
+
+    def _silence(self, phase: str) -> None:
+        where = "for the response to start" if phase == "headers" else "between signs of progress"
+        msg = f"no progress for {self.wait:g} s (the longest wait allowed {where})"
+        exc = self.failure.exception if self.failure is not None else None
+        self.failure = TransportFailure(kind="read_timeout", phase=phase, message=msg,  # type: ignore[arg-type]
+                                        exception=exc)
 
     def _request_record(self) -> RequestRecord:
         body: Any = None
@@ -253,9 +294,9 @@ class _Call:
 
     def run(self, sse: bool) -> Exchange:
         client = self.client
-        budget = max(self.overall, 0.001)
-        read_s = min(client.idle_timeout_s, budget)
-        connect_s = min(client.connect_timeout_s, budget)
+        read_s = max(self.wait, 0.001)
+        connect_s = min(client.connect_timeout_s, self.cap) if self.cap is not None else client.connect_timeout_s
+        connect_s = max(connect_s, 0.001)
         self.request.extensions["timeout"] = httpx.Timeout(connect_s, read=read_s, write=read_s,
                                                            pool=connect_s).as_dict()
         self.request.extensions["trace"] = self._trace
@@ -267,6 +308,7 @@ class _Call:
                 self._fail(exc, "headers", self._fired())
             if response is not None:
                 self.timings["headers_s"] = self._elapsed()
+                self._progress(self.clock())
                 self._read(response)
         finally:
             if self.watchdog is not None:
@@ -290,7 +332,7 @@ class _Call:
         sse = ctype == "text/event-stream"
         body = bytearray()
         if self.watchdog is None:  # no connect event seen (e.g. a custom transport)
-            self.watchdog = _Watchdog(response, self.deadline - self.clock())
+            self.watchdog = self._arm(response)
         watchdog = self.watchdog
         try:
             if sse:
@@ -301,18 +343,26 @@ class _Call:
             self._fail(exc, "body", watchdog.fired)
         finally:
             response.close()
-        if watchdog.fired and self.failure is None:
-            self._deadline("body")
+        if watchdog.fired is not None and self.failure is None:
+            if watchdog.fired == "cap":
+                self._deadline("body")
+            else:
+                self._silence("body")
         if not sse:
             self._interpret_body(bytes(body), response.status_code)
 
-    def _chunks(self, response: httpx.Response):  # type: ignore[no-untyped-def]
+    def _chunks(self, response: httpx.Response, *, bytes_are_progress: bool):  # type: ignore[no-untyped-def]
         for chunk in response.iter_bytes():
-            now = self.clock() - self.t0
-            self.timings["last_byte_s"] = now
+            now = self.clock()
+            self.timings["last_byte_s"] = now - self.t0
+            if bytes_are_progress:
+                self._progress(now)
             yield chunk
-            if now >= self.overall:
+            if self.cap_deadline is not None and now >= self.cap_deadline:
                 self._deadline("body")
+                return
+            if now - self.last_progress >= self.wait:  # only keep-alives since the last event
+                self._silence("body")
                 return
 
     def _read_sse(self, response: httpx.Response) -> None:
@@ -323,8 +373,11 @@ class _Call:
         redact = self.redact.text
         on_delta, on_event = self.on_delta, self.on_event
         try:
-            for chunk in self._chunks(response):
-                for ev in decoder.feed(chunk):
+            for chunk in self._chunks(response, bytes_are_progress=False):
+                events = decoder.feed(chunk)
+                if events:
+                    self._progress(self.clock())
+                for ev in events:
                     rec = SSEEventRecord(event=redact(ev.event), data=redact(ev.data),
                                          id=redact(ev.id) if ev.id else ev.id, retry=ev.retry, t=self._elapsed())
                     records.append(rec)
@@ -345,7 +398,7 @@ class _Call:
                      protocol_errors=list(chat.protocol_errors))
 
     def _read_body(self, response: httpx.Response, buf: bytearray) -> None:
-        for chunk in self._chunks(response):
+        for chunk in self._chunks(response, bytes_are_progress=True):
             buf += chunk
             if len(buf) > MAX_BODY_BYTES:
                 del buf[MAX_BODY_BYTES:]

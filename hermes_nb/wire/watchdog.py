@@ -1,16 +1,21 @@
-"""The overall-deadline watchdog of :class:`hermes_nb.client.HermesClient`.
+"""The deadline watchdog of :class:`hermes_nb.client.HermesClient`.
 
 httpx has per-operation timeouts only (connect, read, write, pool): a server
-that keeps sending a byte now and then never trips them. The watchdog is a
-timer that shuts the connection's socket down when the overall deadline
+that keeps sending a byte now and then (headers a few bytes at a time, SSE
+keep-alive comments with no event) never trips them. The watchdog is one
+thread per request that shuts the connection's socket down when its deadline
 passes, so the blocked read (or write) wakes up at once and the client records
-a ``deadline`` failure.
+why. The deadline moves: the client pushes it later on every sign of progress
+(:meth:`Watchdog.move`), so it bounds each silence, not a healthy stream, and
+an optional overall cap bounds the whole call.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -18,31 +23,60 @@ import httpx
 __all__ = ["Watchdog"]
 
 
+def _socket_of(stream_or_response: Any) -> socket.socket | None:
+    stream = stream_or_response
+    if isinstance(stream_or_response, httpx.Response):
+        stream = stream_or_response.extensions.get("network_stream")
+    if stream is not None and hasattr(stream, "get_extra_info"):
+        sock = stream.get_extra_info("socket")
+        return sock if isinstance(sock, socket.socket) else None
+    return None
+
+
 class Watchdog:
-    """Shuts the connection's socket down when the overall deadline passes mid-read (or mid-write).
+    """Shuts the connection's socket down when ``min(progress deadline, cap)`` passes mid-read (or mid-write).
 
     Armed with the network stream as soon as the TCP connection exists (httpcore's
-    ``connect_tcp`` trace event), so a server trickling its status line and headers
-    cannot outlast the deadline either; else with the response's stream.
+    ``connect_tcp`` trace event), else with the response's stream. ``fired`` is
+    None until it fires, then ``"idle"`` (no progress in time) or ``"cap"`` (the
+    overall cap passed).
     """
 
-    def __init__(self, stream_or_response: Any, remaining_s: float) -> None:
-        self.fired = False
-        self._sock: socket.socket | None = None
-        stream = stream_or_response
-        if isinstance(stream_or_response, httpx.Response):
-            stream = stream_or_response.extensions.get("network_stream")
-        if stream is not None and hasattr(stream, "get_extra_info"):
-            sock = stream.get_extra_info("socket")
-            self._sock = sock if isinstance(sock, socket.socket) else None
-        self._timer: threading.Timer | None = None
+    def __init__(self, stream_or_response: Any, *, idle_deadline: float, cap_deadline: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.fired: str | None = None
+        self.idle_deadline = idle_deadline
+        self.cap_deadline = cap_deadline
+        self._clock = clock
+        self._sock = _socket_of(stream_or_response)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         if self._sock is not None:
-            self._timer = threading.Timer(max(0.0, remaining_s), self._fire)
-            self._timer.daemon = True
-            self._timer.start()
+            self._thread = threading.Thread(target=self._run, name="hermes-nb-watchdog", daemon=True)
+            self._thread.start()
 
-    def _fire(self) -> None:
-        self.fired = True
+    def move(self, idle_deadline: float) -> None:
+        """Progress: the silence deadline is now ``idle_deadline`` (never earlier than before)."""
+        if idle_deadline > self.idle_deadline:
+            self.idle_deadline = idle_deadline
+
+    def _due(self) -> tuple[float, str]:
+        cap = self.cap_deadline
+        if cap is not None and cap <= self.idle_deadline:
+            return cap, "cap"
+        return self.idle_deadline, "idle"
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            due, why = self._due()
+            remaining = due - self._clock()
+            if remaining <= 0:
+                self._fire(why)
+                return
+            self._stop.wait(remaining)
+
+    def _fire(self, why: str) -> None:
+        self.fired = why
         if self._sock is not None:
             try:
                 self._sock.shutdown(socket.SHUT_RDWR)
@@ -50,5 +84,4 @@ class Watchdog:
                 pass
 
     def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        self._stop.set()
