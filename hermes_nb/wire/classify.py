@@ -87,6 +87,7 @@ def _partial(ex: Exchange) -> str:
 
 def _out(ex: Exchange, status: str, reason: str, error: str | None, **kw: object) -> Outcome:
     env = ex.envelope
+    kw["warnings"] = list(ex.warnings) + list(kw.get("warnings") or [])  # type: ignore[call-overload]
     return Outcome(
         status=status,  # type: ignore[arg-type]
         reason=reason,
@@ -151,15 +152,28 @@ def _http_error(ex: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:
     return _out(ex, "failed", "http_error", f"HTTP {status}: {detail}{extra}")
 
 
+def _in_band_status(env: ErrorEnvelope | None) -> int | None:
+    if env is None or env.status is None:
+        return None
+    try:
+        return int(str(env.status).strip())
+    except ValueError:
+        return None
+
+
 def _in_band(ex: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:
     codes = _codes(ex.envelope)
     detail = _detail(ex)
-    if codes & AUTH_CODES:
-        return _out(ex, "blocked", "auth", f"upstream auth failed inside the stream: {detail} ({auth_hint(config)})",
+    status = _in_band_status(ex.envelope)
+    said = f" (status {status})" if status is not None else ""
+    if codes & AUTH_CODES or status in (401, 403):
+        return _out(ex, "blocked", "auth",
+                    f"upstream auth failed inside the stream{said}: {detail} ({auth_hint(config)}){_partial(ex)}",
                     hint=auth_hint(config))
-    if codes & RATE_LIMIT_CODES:
-        return _out(ex, "blocked", "rate_limited", f"rate limited inside the stream: {detail}", hint="re-run later")
-    return _out(ex, "failed", "in_band_error", f"error inside the 200 stream: {detail}{_partial(ex)}")
+    if codes & RATE_LIMIT_CODES or status == 429:
+        return _out(ex, "blocked", "rate_limited", f"rate limited inside the stream{said}: {detail}{_partial(ex)}",
+                    hint="re-run later")
+    return _out(ex, "failed", "in_band_error", f"error inside the 200 stream{said}: {detail}{_partial(ex)}")
 
 
 def classify(exchange: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:

@@ -39,6 +39,7 @@ from hermes_nb.wire.payloads import (
     ChatStream,
     chat_request_body,
     envelope_from_json,
+    in_band_error_of,
     media_type,
     parse_chat_completion,
     parse_error_body,
@@ -395,7 +396,7 @@ class _Call:
         finally:
             f.update(events=records, text=chat.text, finish_reason=chat.finish_reason, done=chat.done,
                      usage=chat.usage, model=chat.model, envelope=chat.error, in_band_error=chat.in_band_error,
-                     protocol_errors=list(chat.protocol_errors))
+                     protocol_errors=list(chat.protocol_errors), warnings=list(chat.warnings))
 
     def _read_body(self, response: httpx.Response, buf: bytearray) -> None:
         for chunk in self._chunks(response, bytes_are_progress=True):
@@ -426,8 +427,9 @@ class _Call:
             return
         envelope = envelope_from_json(obj)
         if 200 <= status < 300:
-            if envelope is not None and isinstance(obj, dict) and obj.get("error"):
-                f["envelope"], f["in_band_error"] = envelope, True
+            in_band = in_band_error_of(obj) if isinstance(obj, dict) else None
+            if in_band is not None:
+                f["envelope"], f["in_band_error"] = in_band, True
                 return
             text_out, finish, usage, model = parse_chat_completion(obj)
             f.update(text=self.redact.text(text_out), finish_reason=finish, usage=usage, model=model)

@@ -28,6 +28,7 @@ __all__ = [
     "chat_request_body",
     "ChatStream",
     "parse_chat_completion",
+    "in_band_error_of",
 ]
 
 _loads = json.loads
@@ -87,19 +88,24 @@ def _code(value: Any) -> str | int | None:
 def envelope_from_json(obj: Any) -> ErrorEnvelope | None:
     """Read an error envelope from parsed JSON, or None when it is not one.
 
-    Shapes: ``{"error": {message, type, code, param}}`` (``code`` int or str),
-    ``{"error": "text"}`` and the flat ``{"message": ..., "status": ...}``.
+    Shapes: ``{"error": {message, type, code, param}}`` (``code`` int or str; also
+    Anthropic's ``{"type": "error", "error": {type, message}}``), ``{"error": "text"}``
+    and the flat ``{"message": ..., "status": ...}`` (litellm's and FastAPI-style
+    proxies' ``{"type": "error", "message": ...}`` too).
     """
     if not isinstance(obj, Mapping):
         return None
     err = obj.get("error")
     if isinstance(err, Mapping):
+        status = err.get("status")
+        if status is None:
+            status = obj.get("status") if obj.get("status") is not None else obj.get("status_code")
         return ErrorEnvelope(
             message=_opt_str(err.get("message")),
             type=_opt_str(err.get("type")),
             code=_code(err.get("code")),
             param=_opt_str(err.get("param")),
-            status=_code(err.get("status")),
+            status=_code(status),
             shape="nested",
         )
     if isinstance(err, str) and err:
@@ -218,6 +224,35 @@ def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | N
     return text, finish, usage, model
 
 
+def in_band_error_of(obj: Mapping[str, Any]) -> ErrorEnvelope | None:
+    """The error a frame of a 200 stream carries, or None when it is a normal chunk.
+
+    Every shape the proxy, Nous, OpenAI-compatible servers and litellm emit:
+    ``{"error": {...}}`` / ``{"error": "text"}``, Anthropic-style
+    ``{"type": "error", "error": {...}}``, ``{"type": "error", "message": ...}``
+    and the flat ``{"status": 401, "message": "..."}`` (a frame with ``choices`` is
+    never an error).
+    """
+    if obj.get("error"):
+        return envelope_from_json(obj) or ErrorEnvelope(
+            message=_excerpt(json.dumps(obj["error"], ensure_ascii=False), 200), shape="string")
+    if "choices" in obj:
+        return None
+    is_error_type = obj.get("type") == "error" or obj.get("object") == "error"
+    has_message = isinstance(obj.get("message"), str) and bool(obj.get("message"))
+    flat = has_message and any(obj.get(k) is not None for k in ("status", "status_code", "code"))
+    if not (is_error_type or flat):
+        return None
+    status = obj.get("status") if obj.get("status") is not None else obj.get("status_code")
+    return ErrorEnvelope(
+        message=_opt_str(obj.get("message")) or "error event in stream",
+        type=None if obj.get("type") == "error" else _opt_str(obj.get("type")),
+        code=_code(obj.get("code")),
+        status=_code(status),
+        shape="flat",
+    )
+
+
 def _excerpt(data: str, n: int = 120) -> str:
     return repr(data if len(data) <= n else data[:n] + "…")
 
@@ -228,13 +263,16 @@ class ChatStream:
     :meth:`feed` returns the content delta of an event ("" if none). After
     ``data: [DONE]`` (``done``) or an error (``error``) the stream is
     ``finished`` and the caller stops reading; later events are ignored.
-    Empty data, keep-alives and JSON that is not a chunk are skipped; a frame
-    that is not JSON is recorded in ``protocol_errors`` (never raised).
+    An error in any shape (:func:`in_band_error_of`, or an ``event: error``
+    frame) ends the stream with the text so far kept. Empty data, keep-alives
+    and JSON that is not a chunk are skipped; a frame that is not JSON is
+    recorded in ``protocol_errors`` (never raised). A whole ``choices[].message``
+    after deltas is appended when it brings new text, else noted in ``warnings``.
     """
 
     __slots__ = (
         "_parts", "_text", "_over", "done", "finish_reason", "usage", "model", "error", "in_band_error",
-        "protocol_errors", "chunks", "skipped",
+        "protocol_errors", "chunks", "skipped", "warnings",
     )
 
     def __init__(self) -> None:
@@ -251,6 +289,8 @@ class ChatStream:
         #: chat.completion chunks understood / events skipped (empty, keep-alive, not a chunk)
         self.chunks = 0
         self.skipped = 0
+        #: things worth telling that are not errors (e.g. a whole message after deltas)
+        self.warnings: list[str] = []
 
     @property
     def finished(self) -> bool:
@@ -296,12 +336,13 @@ class ChatStream:
 
     def feed_chunk(self, obj: dict[str, Any]) -> str:
         """Interpret one parsed chunk object (``feed`` after ``json.loads``)."""
-        if "error" in obj and obj["error"]:
-            self.error = envelope_from_json(obj) or ErrorEnvelope(
-                message=_excerpt(json.dumps(obj["error"], ensure_ascii=False), 200), shape="string")
-            self.in_band_error = self._over = True
-            return ""
         choices = obj.get("choices")
+        if choices is None or obj.get("error"):
+            error = in_band_error_of(obj)
+            if error is not None:
+                self.error = error
+                self.in_band_error = self._over = True
+                return ""
         if choices is None and "usage" not in obj:
             self.skipped += 1
             return ""
@@ -318,10 +359,12 @@ class ChatStream:
         if choice.__class__ is not dict:
             return ""
         piece = ""
-        # a chunk's delta; a whole message only counts while no delta has arrived
         holder = choice.get("delta")
-        if holder.__class__ is not dict and not self._parts:
-            holder = choice.get("message")
+        if holder.__class__ is not dict:
+            message = choice.get("message")
+            if message.__class__ is dict and self._parts:
+                return self._late_message(message, choice)
+            holder = message
         if holder.__class__ is dict:
             content = holder.get("content")
             if content and content.__class__ is str:
@@ -333,14 +376,37 @@ class ChatStream:
             self.finish_reason = finish
         return piece
 
+    def _late_message(self, message: dict[str, Any], choice: dict[str, Any]) -> str:
+        """A whole ``choices[].message`` after deltas: append what is new, note what is not."""
+        finish = choice.get("finish_reason")
+        if finish and finish.__class__ is str:
+            self.finish_reason = finish
+        content = message.get("content")
+        if not (content and content.__class__ is str):
+            return ""
+        so_far = self.text
+        if content == so_far or so_far.endswith(content):
+            self.warnings.append(f"a choices[].message frame after the deltas repeated {len(content)} characters "
+                                 "of the streamed text; not appended")
+            return ""
+        piece = content[len(so_far):] if content.startswith(so_far) else content
+        how = "the rest of the text it completes" if piece is not content else "its text"
+        self.warnings.append(f"a choices[].message frame arrived after the deltas; {how} was appended "
+                             f"({len(piece)} characters)")
+        self._parts.append(piece)
+        self._text = None
+        return piece
+
     def _in_band(self, data: str) -> None:
         self.in_band_error = self._over = True
         envelope = None
         if data.strip():
             try:
-                envelope = envelope_from_json(_loads(data))
+                obj = _loads(data)
             except (ValueError, RecursionError):  # too deep is invalid too
-                envelope = None
+                obj = None
+            if isinstance(obj, dict):
+                envelope = in_band_error_of(obj) or envelope_from_json(obj)
         if envelope is None:
             envelope = ErrorEnvelope(message=data.strip() or "error event in stream", shape="string")
         self.error = envelope
