@@ -62,6 +62,8 @@ def normalise_endpoint(value: str) -> str:
         raise ValueError(f"endpoint must use http or https, got {shown!r}")
     if not url.host:
         raise ValueError(f"endpoint has no host: {shown!r}")
+    if url.port is not None and not 1 <= url.port <= 65535:
+        raise ValueError(f"endpoint port {url.port} is out of range (1-65535): {shown!r}")
     if url.query or url.fragment:
         # not echoed: a query is where API keys get pasted (?key=…)
         raise ValueError("endpoint must not carry a query or fragment (?… or #…)")
