@@ -103,8 +103,11 @@ def test_plan_and_dry_run_json_hold_no_secret_but_the_request_keeps_the_prompt(t
 def test_dry_run_sends_nothing(tmp_path: Path, clean_emu: Any) -> None:
     result = dry_run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, run_id="dry-1")
     assert clean_emu.requests == []
-    run_dir = mission_dir(tmp_path) / "runs" / "dry-1"
+    run_dir = mission_dir(tmp_path) / "dry-runs" / "dry-1"
     assert sorted(p.name for p in run_dir.iterdir()) == ["prompt.md", "runtime-session.yaml"]
+    # nothing under runs/ that runs/index.json does not list: UH's drift checker flags such orphans
+    runs = mission_dir(tmp_path) / "runs"
+    assert not runs.exists() or [p.name for p in runs.iterdir()] in ([], ["index.json"])
     session = RuntimeSession.model_validate(yaml.safe_load((run_dir / "runtime-session.yaml").read_text()))
     assert session.status == "planned" and session.command and session.command.startswith("POST ")
     assert session.stdout_path is None and session.stderr_path is None  # no log exists to point at
@@ -394,3 +397,15 @@ def test_mission_id_with_a_slash_runs_from_its_harness_directory(tmp_path: Path,
     assert result.status == "passed" and result.result["mission_id"] == "team/fix-12"
     assert result.run_dir.parent.parent == home.resolve()
     assert_listed_paths_exist(tmp_path, result.run_dir)
+
+
+def test_a_dry_run_leaves_no_orphan_next_to_real_runs(tmp_path: Path, clean_emu: Any) -> None:
+    config = config_for(clean_emu.endpoint)
+    real = run(Mission.adhoc("hi"), config, root=tmp_path, handle_signals=False)
+    dry_run(Mission.adhoc("hi"), config, root=tmp_path, run_id="dry-2")
+    runs = mission_dir(tmp_path) / "runs"
+    indexed = {entry["run_id"] for entry in json.loads((runs / "index.json").read_text())["runs"]}
+    on_disk = {p.name for p in runs.iterdir() if p.is_dir()}
+    assert on_disk == indexed == {real.run_id}
+    with pytest.raises(ArtifactError, match="already exists"):
+        dry_run(Mission.adhoc("hi"), config, root=tmp_path, run_id="dry-2")
