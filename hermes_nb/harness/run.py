@@ -19,7 +19,7 @@ from hermes_nb.core.records import SSEEventRecord
 from hermes_nb.harness.mission import Mission, Workflow
 from hermes_nb.harness.plan import in_harness, prepare
 from hermes_nb.harness.results import DryRunResult, RunResult
-from hermes_nb.harness.runner import Runner, session_document
+from hermes_nb.harness.runner import Runner, request_document, session_document
 from hermes_nb.harness.sandbox import workdir
 
 __all__ = ["dry_run", "run", "run_mission"]
@@ -39,8 +39,10 @@ def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | P
     session = session_document(plan, artifacts, run_dir, status="planned", started_at=iso_now())
     prompt_path = artifacts.write_text(run_dir / "prompt.md", plan.prompt)
     session_path = artifacts.write_yaml(run_dir / "runtime-session.yaml", session)
+    request_path = artifacts.write_json(run_dir / "request.json", request_document(plan))
     return DryRunResult(plan=plan, run_dir=run_dir, run_id=rid, session=session,
-                        files=[artifacts.relative(prompt_path), artifacts.relative(session_path)])
+                        files=[artifacts.relative(prompt_path), artifacts.relative(session_path),
+                               artifacts.relative(request_path)])
 
 
 def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, sandbox: bool = True,

@@ -32,8 +32,10 @@ __all__ = [
     "run_summary",
 ]
 
-#: the run artifacts whose digests a receipt carries (uh-contract §3)
-ARTIFACT_NAMES = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt")
+#: the run artifacts whose digests a receipt carries and which it keeps copies of (uh-contract §3, plus the
+#: prompt, the event log and the request sent: method, URL, headers with secrets masked, body)
+ARTIFACT_NAMES = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
+                  "request.json")
 
 
 def artifact_digests(run_dir: str | os.PathLike[str] | None,
