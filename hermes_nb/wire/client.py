@@ -4,21 +4,9 @@ Sync only (notebooks already run an event loop, so no ``asyncio.run``). Every
 call returns an :class:`~hermes_nb.records.Exchange` and never raises for HTTP
 or network failures; :func:`hermes_nb.classify.classify` judges it.
 
-Deadlines that fit streaming (issue 10):
-
-* ``connect`` (5 s): opening the TCP connection;
-* ``request_timeout_ms`` bounds every *silence*: the wait for the response to
-  start (headers, even when they trickle in a few bytes at a time) and each
-  gap between signs of progress after that (an SSE event; SSE comments and
-  keep-alives are not progress; any bytes of a non-SSE body). A healthy stream
-  that keeps sending may run longer than ``request_timeout_ms``;
-* ``max_duration_ms`` (optional, off by default; per-call ``deadline_s`` for
-  probes and ``/models``): an overall cap that also cuts a healthy stream.
-
-httpx's read timeout catches plain silence; a watchdog (:mod:`hermes_nb.wire.watchdog`,
-armed from the TCP connect on) shuts the socket down when the silence
-deadline (moved on every sign of progress) or the cap passes during a
-blocked read or write.
+Deadlines (:mod:`hermes_nb.wire.watchdog`): connect (5 s); ``request_timeout_ms`` bounds the wait for
+the response to start and each silence between signs of progress, never a healthy stream; the
+optional ``max_duration_ms`` (per-call ``deadline_s`` for probes and ``/models``) caps the whole call.
 """
 
 from __future__ import annotations
@@ -32,9 +20,9 @@ from typing import Any
 import httpx
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.records import Exchange, RequestRecord, SSEEventRecord, Timings, TransportFailure
+from hermes_nb.core.records import Exchange, SSEEventRecord, Timings, TransportFailure
 from hermes_nb.core.redaction import Redactor, redact_headers
-from hermes_nb.wire.failures import transport_failure
+from hermes_nb.wire.failures import request_record, transport_failure
 from hermes_nb.wire.payloads import (
     ChatStream,
     chat_request_body,
@@ -46,7 +34,8 @@ from hermes_nb.wire.payloads import (
     parse_retry_after,
 )
 from hermes_nb.wire.sse import SSEDecoder
-from hermes_nb.wire.watchdog import Watchdog as _Watchdog
+from hermes_nb.wire.watchdog import Deadlines as _Deadlines
+from hermes_nb.wire.watchdog import Watchdog as _Watchdog  # noqa: F401 - re-exported for tests
 
 __all__ = ["HermesClient", "MAX_BODY_BYTES"]
 
@@ -216,88 +205,44 @@ class _Call:
         self.redact = client._redactor
         self.clock = client._clock
         cap_ms = cfg.max_duration_ms
-        #: the overall cap (None: no cap): a per-call deadline (probes, /models) or max_duration_ms
-        self.cap: float | None = deadline_s if deadline_s is not None else (
-            cap_ms / 1000.0 if cap_ms is not None else None)
-        #: the longest silence allowed
-        self.wait = client.idle_timeout_s if self.cap is None else min(client.idle_timeout_s, self.cap)
+        #: the overall cap (None: no cap) is a per-call deadline (probes, /models) or max_duration_ms
+        cap = deadline_s if deadline_s is not None else (cap_ms / 1000.0 if cap_ms is not None else None)
         self.started_at = datetime.now(timezone.utc)
-        self.t0 = self.clock()
-        self.cap_deadline = None if self.cap is None else self.t0 + self.cap
-        self.last_progress = self.t0
+        self.limits = _Deadlines(wait=client.idle_timeout_s, cap=cap, clock=self.clock)
+        self.t0 = self.limits.t0
         self.fields: dict[str, Any] = {}
         self.timings: dict[str, Any] = {}
         self.failure: TransportFailure | None = None
-        self.watchdog: _Watchdog | None = None
         self._outer_trace = request.extensions.get("trace")
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
         """httpcore trace hook: arm the watchdog once the TCP connection exists."""
-        if event == "connection.connect_tcp.complete" and self.watchdog is None:
-            self.watchdog = self._arm(info.get("return_value"))
+        if event == "connection.connect_tcp.complete":
+            self.limits.arm(info.get("return_value"))
         if self._outer_trace is not None:
             self._outer_trace(event, info)
-
-    def _arm(self, stream_or_response: Any) -> _Watchdog:
-        return _Watchdog(stream_or_response, idle_deadline=self.last_progress + self.wait,
-                         cap_deadline=self.cap_deadline, clock=self.clock)
-
-    def _fired(self) -> str | None:
-        return None if self.watchdog is None else self.watchdog.fired
 
     def _elapsed(self) -> float:
         return self.clock() - self.t0
 
-    def _progress(self, now: float) -> None:
-        """A sign of progress: the next silence is measured from ``now``."""
-        self.last_progress = now
-        if self.watchdog is not None:
-            self.watchdog.move(now + self.wait)
-
-    def _fail(self, exc: httpx.RequestError, phase: str, fired: str | None = None) -> None:
-        now = self.clock()
-        capped = fired == "cap" or (self.cap_deadline is not None and now >= self.cap_deadline)
+    def _fail(self, exc: httpx.RequestError, phase: str) -> None:
+        fired, limits = self.limits.fired, self.limits
+        capped = fired == "cap" or limits.capped(self.clock())
         self.failure = transport_failure(exc, phase=phase, deadline_hit=capped, redact=self.redact)
         if capped:
-            self._deadline(phase)
+            self._timed_out("deadline", phase)
         elif fired == "idle" or self.failure.kind == "read_timeout":
-            self._silence(phase)
+            self._timed_out("read_timeout", phase)
 
-    def _deadline(self, phase: str) -> None:
-        msg = f"overall cap of {self.cap:g} s passed"
+    def _timed_out(self, kind: str, phase: str) -> None:
         exc = self.failure.exception if self.failure is not None else None
-        self.failure = TransportFailure(kind="deadline", phase=phase, message=msg,  # type: ignore[arg-type]
-                                        exception=exc)
-
-    def _silence(self, phase: str) -> None:
-        where = "for the response to start" if phase == "headers" else "between signs of progress"
-        msg = f"no progress for {self.wait:g} s (the longest wait allowed {where})"
-        exc = self.failure.exception if self.failure is not None else None
-        self.failure = TransportFailure(kind="read_timeout", phase=phase, message=msg,  # type: ignore[arg-type]
-                                        exception=exc)
-
-    def _request_record(self) -> RequestRecord:
-        body: Any = None
-        try:
-            content = self.request.content
-        except httpx.RequestNotRead:  # a streaming request body: not ours to read
-            content = b""
-        if content:
-            try:
-                body = self.redact.data(json.loads(content))
-            except ValueError:
-                body = self.redact.text(content.decode("utf-8", "replace"))
-        url = self.request.url
-        if url.userinfo:
-            url = url.copy_with(userinfo=b"")
-        return RequestRecord(method=self.request.method, url=self.redact.text(str(url)),
-                             headers=redact_headers(self.request.headers), body=body)
+        self.failure = self.limits.failure(kind, phase, exc)
 
     def run(self, sse: bool) -> Exchange:
         client = self.client
-        read_s = max(self.wait, 0.001)
-        connect_s = min(client.connect_timeout_s, self.cap) if self.cap is not None else client.connect_timeout_s
-        connect_s = max(connect_s, 0.001)
+        cap = self.limits.cap
+        read_s = max(self.limits.wait, 0.001)
+        connect_s = max(min(client.connect_timeout_s, cap) if cap is not None else client.connect_timeout_s, 0.001)
         self.request.extensions["timeout"] = httpx.Timeout(connect_s, read=read_s, write=read_s,
                                                            pool=connect_s).as_dict()
         self.request.extensions["trace"] = self._trace
@@ -306,14 +251,13 @@ class _Call:
             try:
                 response = client._http.send(self.request, stream=True)
             except (httpx.TransportError, httpx.DecodingError) as exc:
-                self._fail(exc, "headers", self._fired())
+                self._fail(exc, "headers")
             if response is not None:
                 self.timings["headers_s"] = self._elapsed()
-                self._progress(self.clock())
+                self.limits.progress(self.clock())
                 self._read(response)
         finally:
-            if self.watchdog is not None:
-                self.watchdog.cancel()
+            self.limits.cancel()
             # leave the request as it came: sending it again must not reach this call's hook
             if self._outer_trace is None:
                 self.request.extensions.pop("trace", None)
@@ -332,38 +276,35 @@ class _Call:
         f["retry_after_s"] = parse_retry_after(response.headers)
         sse = ctype == "text/event-stream"
         body = bytearray()
-        if self.watchdog is None:  # no connect event seen (e.g. a custom transport)
-            self.watchdog = self._arm(response)
-        watchdog = self.watchdog
+        self.limits.arm(response)  # no connect event seen (e.g. a custom transport)
         try:
             if sse:
                 self._read_sse(response)
             else:
                 self._read_body(response, body)
         except (httpx.TransportError, httpx.DecodingError) as exc:
-            self._fail(exc, "body", watchdog.fired)
+            self._fail(exc, "body")
         finally:
             response.close()
-        if watchdog.fired is not None and self.failure is None:
-            if watchdog.fired == "cap":
-                self._deadline("body")
-            else:
-                self._silence("body")
+        fired = self.limits.fired
+        if fired is not None and self.failure is None:
+            self._timed_out("deadline" if fired == "cap" else "read_timeout", "body")
         if not sse:
             self._interpret_body(bytes(body), response.status_code)
 
     def _chunks(self, response: httpx.Response, *, bytes_are_progress: bool):  # type: ignore[no-untyped-def]
+        limits = self.limits
         for chunk in response.iter_bytes():
             now = self.clock()
             self.timings["last_byte_s"] = now - self.t0
             if bytes_are_progress:
-                self._progress(now)
+                limits.progress(now)
             yield chunk
-            if self.cap_deadline is not None and now >= self.cap_deadline:
-                self._deadline("body")
+            if limits.capped(now):
+                self._timed_out("deadline", "body")
                 return
-            if now - self.last_progress >= self.wait:  # only keep-alives since the last event
-                self._silence("body")
+            if limits.silent(now):  # only keep-alives since the last event
+                self._timed_out("read_timeout", "body")
                 return
 
     def _read_sse(self, response: httpx.Response) -> None:
@@ -377,7 +318,7 @@ class _Call:
             for chunk in self._chunks(response, bytes_are_progress=False):
                 events = decoder.feed(chunk)
                 if events:
-                    self._progress(self.clock())
+                    self.limits.progress(self.clock())
                 for ev in events:
                     rec = SSEEventRecord(event=redact(ev.event), data=redact(ev.data),
                                          id=redact(ev.id) if ev.id else ev.id, retry=ev.retry, t=self._elapsed())
@@ -444,4 +385,4 @@ class _Call:
         if env is not None:  # every field: a server may echo the credential in type or code too
             f["envelope"] = type(env).model_validate(self.redact.data(env.model_dump()))
         timings = Timings(started_at=self.started_at, **self.timings)
-        return Exchange(request=self._request_record(), transport_error=self.failure, timings=timings, **f)
+        return Exchange(request=request_record(self.request, self.redact), transport_error=self.failure, timings=timings, **f)

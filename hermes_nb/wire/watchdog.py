@@ -1,13 +1,23 @@
-"""The deadline watchdog of :class:`hermes_nb.client.HermesClient`.
+"""The deadlines of :class:`hermes_nb.wire.client.HermesClient` calls, and their watchdog.
 
-httpx has per-operation timeouts only (connect, read, write, pool): a server
-that keeps sending a byte now and then (headers a few bytes at a time, SSE
-keep-alive comments with no event) never trips them. The watchdog is one
-thread per request that shuts the connection's socket down when its deadline
-passes, so the blocked read (or write) wakes up at once and the client records
-why. The deadline moves: the client pushes it later on every sign of progress
-(:meth:`Watchdog.move`), so it bounds each silence, not a healthy stream, and
-an optional overall cap bounds the whole call.
+Deadlines that fit streaming (issue 10):
+
+* ``connect`` (5 s): opening the TCP connection;
+* ``request_timeout_ms`` bounds every *silence*: the wait for the response to
+  start (headers, even when they trickle in a few bytes at a time) and each
+  gap between signs of progress after that (an SSE event; SSE comments and
+  keep-alives are not progress; any bytes of a non-SSE body). A healthy stream
+  that keeps sending may run longer than ``request_timeout_ms``;
+* ``max_duration_ms`` (optional, off by default; per-call ``deadline_s`` for
+  probes and ``/models``): an overall cap that also cuts a healthy stream.
+
+httpx has per-operation timeouts only (connect, read, write, pool): its read
+timeout catches plain silence, but a server that keeps sending a byte now and
+then (headers a few bytes at a time, keep-alive comments with no event) never
+trips them. The watchdog is one thread per request that shuts the connection's
+socket down when the silence deadline (moved on every sign of progress,
+:meth:`Watchdog.move`) or the cap passes, so the blocked read (or write) wakes
+up at once and the client records why.
 """
 
 from __future__ import annotations
@@ -20,7 +30,9 @@ from typing import Any
 
 import httpx
 
-__all__ = ["Watchdog"]
+from hermes_nb.core.records import TransportFailure
+
+__all__ = ["Watchdog", "Deadlines"]
 
 
 def _socket_of(stream_or_response: Any) -> socket.socket | None:
@@ -85,3 +97,52 @@ class Watchdog:
 
     def cancel(self) -> None:
         self._stop.set()
+
+
+class Deadlines:
+    """The deadlines of one call: the longest silence (``wait``, from the start and from each sign of
+    progress) and the optional overall ``cap``; owns the call's :class:`Watchdog`."""
+
+    def __init__(self, *, wait: float, cap: float | None, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.cap = cap
+        self.wait = wait if cap is None else min(wait, cap)
+        self.t0 = clock()
+        self.cap_deadline = None if cap is None else self.t0 + cap
+        self.last_progress = self.t0
+        self.watchdog: Watchdog | None = None
+
+    def arm(self, stream_or_response: Any) -> None:
+        """Start the watchdog on this connection (once)."""
+        if self.watchdog is None:
+            self.watchdog = Watchdog(stream_or_response, idle_deadline=self.last_progress + self.wait,
+                                     cap_deadline=self.cap_deadline, clock=self.clock)
+
+    @property
+    def fired(self) -> str | None:
+        return None if self.watchdog is None else self.watchdog.fired
+
+    def progress(self, now: float) -> None:
+        """A sign of progress: the next silence is measured from ``now``."""
+        self.last_progress = now
+        if self.watchdog is not None:
+            self.watchdog.move(now + self.wait)
+
+    def capped(self, now: float) -> bool:
+        return self.cap_deadline is not None and now >= self.cap_deadline
+
+    def silent(self, now: float) -> bool:
+        return now - self.last_progress >= self.wait
+
+    def failure(self, kind: str, phase: str, exception: str | None = None) -> TransportFailure:
+        """``deadline`` (the cap passed) or ``read_timeout`` (a silence longer than ``wait``)."""
+        if kind == "deadline":
+            msg = f"overall cap of {self.cap:g} s passed"
+        else:
+            where = "for the response to start" if phase == "headers" else "between signs of progress"
+            msg = f"no progress for {self.wait:g} s (the longest wait allowed {where})"
+        return TransportFailure(kind=kind, phase=phase, message=msg, exception=exception)  # type: ignore[arg-type]
+
+    def cancel(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.cancel()
