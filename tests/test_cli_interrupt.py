@@ -115,3 +115,21 @@ def test_ctrl_c_during_start_up(emu: EmulatorHandle, tmp_path: Path, marker: byt
         assert json.loads(out)["exit_code"] == 130
     else:
         assert out == ""
+
+
+SCRIPT = Path(sys.executable).parent / "hermes-nb"
+
+
+@pytest.mark.skipif(not SCRIPT.is_file(), reason="no hermes-nb console script next to this interpreter")
+def test_ctrl_c_during_start_up_of_the_console_script(emu: EmulatorHandle, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_NB_")}
+    env["PYTHONPROFILEIMPORTTIME"] = "1"  # the same import-time lines as -X importtime
+    proc = subprocess.Popen([str(SCRIPT), "check", "--json", "--endpoint", emu.endpoint, "--model", "hermes-4-405b",
+                             "--runtime-config-overrides", STALL], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    seen = read_until(proc.stderr.fileno(), b"hermes_nb.cli.interrupts")
+    ctrl_c_twice(proc)
+    code, out, err = finish(proc, seen)
+    assert code == 130 == json.loads(out)["exit_code"], err[-2000:]
+    assert "Traceback" not in err and our_lines(err) == ["hermes-nb: error: interrupted"]
