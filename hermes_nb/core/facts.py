@@ -63,8 +63,10 @@ DEFAULT_AUTH_TOKEN = "hermes-proxy"
 DEFAULT_TIMEOUT_MS = 300_000
 #: the fence tag of the final-message block (uh-contract §4)
 SENTINEL_TAG = "uh-runtime-final-message"
-#: the run artifacts whose digests a receipt and a run's display carry (uh-contract §3)
-RUN_ARTIFACTS = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt")
+#: the run artifacts whose digests a receipt and a run's display carry and which a receipt keeps copies of
+#: (uh-contract §3, plus the prompt, the event log and the request sent: method, URL, headers masked, body)
+RUN_ARTIFACTS = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
+                 "request.json")
 START_HINT = "start the proxy with `hermes proxy start` (and check the endpoint's port)"
 
 # --------------------------------------------------------------------------- environment

@@ -129,6 +129,8 @@ class Exchange(_Record):
     in_band_error: bool = False
     #: frames that were not valid JSON / not a chunk (kept as messages, not raised)
     protocol_errors: list[str] = Field(default_factory=list)
+    #: stream oddities that are not errors (e.g. a whole ``choices[].message`` after the deltas)
+    warnings: list[str] = Field(default_factory=list)
     transport_error: TransportFailure | None = None
     #: from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP-date)
     retry_after_s: float | None = None

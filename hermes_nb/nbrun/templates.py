@@ -144,7 +144,7 @@ def e2e_smoke() -> nbformat.NotebookNode:
         ("prompt", "str", '"Summarise in one sentence what a smoke test proves."', "ad-hoc prompt (when mission is None)"),
         ("root", '"Optional[str]"', "None", "run root (artifacts under <root>/.harness) (None: a temp dir)"),
         _MANIFEST_PARAM,
-        ("request_timeout_s", "float", "120.0", "overall deadline of the chat request, seconds"),
+        ("request_timeout_s", "float", "120.0", "longest wait for the answer to start and longest silence, seconds"),
     ]
     return _notebook([
         _md(f"""
@@ -152,8 +152,9 @@ def e2e_smoke() -> nbformat.NotebookNode:
 
 One mission run through the proxy exactly as UH's `mission run --runtime hermes-proxy` would do it: the
 prompt with the final-message instruction, one streamed chat completion, the sentinel block extracted,
-the run artifacts written (`runtime-result.yaml`, `runtime.stdout.log`, `runtime-final.txt`, …). The
-verdict is the runtime result's status; the receipt carries the sha256 of the artifacts. A passed receipt
+the run artifacts written (`runtime-result.yaml`, `runtime.stdout.log`, `runtime-final.txt`, `prompt.md`,
+`events.ndjson`, `request.json`: the request sent, secrets masked). The verdict is the runtime result's
+status; the receipt carries the sha256 of the artifacts and keeps copies of them. A passed receipt
 against a **live** proxy is what `hermes-nb promote` accepts.
 
 Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}

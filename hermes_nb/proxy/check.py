@@ -8,7 +8,8 @@ request is sent.
 =====================================================  =============  ===========================
 response                                               state          hint
 =====================================================  =============  ===========================
-200 with a ``data`` list                               ready          (warning: model not listed)
+200 with a ``data`` list naming the model             ready          (warning when the list is empty)
+200 with a ``data`` list without the model             misconfigured  the models listed
 200 with anything else (HTML from another server)      error
 401/403, or envelope ``upstream_auth_failed`` & co.    locked         ``hermes auth status <p>``
 404 ``path_not_allowed``                               misconfigured  proxy version
@@ -189,9 +190,14 @@ def adapter_check(config_or_manifest: HermesProxyRuntimeConfig | AdapterManifest
     verdict = _classify(exchange, config)
     warnings = list(version_warnings)
     models: list[str] = verdict.get("models", [])
-    if verdict["state"] == "ready" and config.model not in models:
-        warnings.append(f"configured model {config.model!r} is not in the proxy's model list"
-                        + (f" ({', '.join(models[:5])}{', …' if len(models) > 5 else ''})" if models else ""))
+    if verdict["state"] == "ready" and models and config.model not in models:
+        # run would block on it (model_missing): not ready (issue 10); an empty list cannot tell
+        listed = ", ".join(models[:10]) + (f", … ({len(models)} in all)" if len(models) > 10 else "")
+        verdict = dict(state="misconfigured", models=models,
+                       error=f"model {config.model!r} is not in the proxy's model list: {listed}",
+                       hint="set runtime_config.model (or --model) to one of the listed models")
+    elif verdict["state"] == "ready" and not models:
+        warnings.append(f"the proxy lists no models; cannot tell whether {config.model!r} is available")
     error = verdict.get("error")
     redactor = Redactor(config.secrets())  # the client masks known secrets; this adds secret shapes
     return CheckResult(
