@@ -10,6 +10,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from hermes_nb.core.config import validate_config
 from hermes_nb.core.digests import sha256_file
+from hermes_nb.core.facts import DEFAULT_MODEL
 from hermes_nb.core.reprs import VERDICT_COLOURS
 from hermes_nb.core.timeline import StreamTimeline, idle_gaps, timeline_svg
 from hermes_nb.emulator import serve
@@ -48,7 +49,7 @@ def test_exchange_shows_status_timings_text_and_timeline_never_the_token(emu) ->
 
 
 def test_check_result_colours_its_state_and_masks_secret_shapes(emu) -> None:
-    result = adapter_check({"endpoint": emu.endpoint, "model": "m"}, hermes_bin=False)
+    result = adapter_check({"endpoint": emu.endpoint, "model": DEFAULT_MODEL}, hermes_bin=False)
     data = _formats(result)
     assert f'<b style="color:{VERDICT_COLOURS["ready"]}">ready</b>' in data["text/html"]
     assert data["text/plain"].startswith("CheckResult(ready → passed")
