@@ -29,7 +29,9 @@ from hermes_nb.proxy.contracts import (
     load_contract,
     message_template,
     resolve_contract,
+    upstream_differences,
 )
+from hermes_nb.proxy.contracts import RELAYED_FIELDS, ROUTE_FIELDS
 
 SEED = load_contract(resolve_contract("seed"))
 REAL = load_contract(resolve_contract("hermes-agent-0.19.0"))
@@ -266,7 +268,62 @@ def test_null_fields_are_not_compared_and_json_keys_is_a_floor(reports: dict) ->
     section["server_observed"] = "Other/1.0"  # recorded, never compared
     assert compare(r, doc) == []
     section["routes"][0]["json_keys"] = ["choices", "not_there"]
+    # the chat body is the upstream's (relayed): a missing key is information, not drift
+    assert compare(r, doc) == []
+    assert [(d.field, d.owner) for d in upstream_differences(r, doc)] == [
+        ("routes[POST /v1/chat/completions].json_keys", "upstream")]
+    # on an answer the proxy gives itself, every field is the proxy's
+    section["routes"][0]["owners"] = {"proxy": list(ROUTE_FIELDS), "upstream": []}
     assert [d.field for d in compare(r, doc)] == ["routes[POST /v1/chat/completions].json_keys"]
+
+
+def test_owners_follow_who_answered(reports: dict) -> None:
+    live = contract_section(reports[("hermes-agent", "ok")])
+    by = {e["name"]: e for e in live["routes"]}
+    for name in ("chat", "chat_stream", "chat_large", "completions", "embeddings", "models"):
+        assert by[name]["answered_by"] == "upstream", name
+        assert set(by[name]["owners"]["upstream"]) == set(RELAYED_FIELDS)
+        assert {"answered_by", "ended", "floor_missing"} <= set(by[name]["owners"]["proxy"])
+    for name in ("v1_health", "unknown_v1", "root", "health"):
+        assert by[name]["answered_by"] == "proxy" and by[name]["owners"]["upstream"] == [], name
+    assert by["chat"]["floor_missing"] == [] and by["chat"]["ended"] == "clean"
+    stale = contract_section(reports[("hermes-agent", "auth-stale")])
+    assert all(e["owners"]["upstream"] == [] for e in stale["routes"])  # the upstream is never asked
+    assert stale["owners"]["upstream"] == ["relayed_cors_headers", "relayed_rate_limit_headers"]
+
+
+def test_a_relayed_upstream_failure_is_not_drift_but_a_proxy_refusal_is(reports: dict) -> None:
+    r = reports[("hermes-agent", "ok")]
+    doc = contract_document({"live": r}, target="t")
+    other = r.model_copy(deep=True)
+    chat = other.route("chat_large")
+    # the upstream's own 1 MiB cap, relayed: status and texts change, the proxy still forwarded it
+    chat.status, chat.content_type, chat.body_kind, chat.outcome = 413, "text/plain", "text", "rejected"
+    chat.json_keys, chat.body_excerpt, chat.floor_missing = None, "Maximum request body size 1048576 exceeded.", None
+    assert compare(other, doc) == []
+    assert {d.field.rsplit(".", 1)[1] for d in upstream_differences(other, doc)} >= {"status", "outcome"}
+    # the proxy refusing it itself (hermes-agent <= 0.18.0) is drift
+    chat.answered_by = "proxy"
+    assert [d.field for d in compare(other, doc)] == ["routes[POST /v1/chat/completions (1.5 MB body)].answered_by"]
+    # a body below the OpenAI floor is drift whoever is to blame
+    other.route("chat").floor_missing = ["created"]
+    assert "routes[POST /v1/chat/completions].floor_missing" in [d.field for d in compare(other, doc)]
+
+
+def test_version_1_contracts_are_read_with_owners_by_the_rule() -> None:
+    from hermes_nb.proxy.contracts import upgrade_document
+
+    old = {"format": "hermes-nb.wire-contract/1", "states": {"live": {"routes": [
+        {"name": "chat", "method": "POST", "path": "/v1/chat/completions", "status": 200, "outcome": "forwarded",
+         "json_keys": ["id", "system_fingerprint"]},
+        {"name": "root", "method": "GET", "path": "/", "status": 404, "outcome": "not_found"}],
+        "auth": {"none": {"status": 401, "outcome": "unauthorized"}}, "bearer_required": True}}}
+    new = upgrade_document(old)
+    routes = {e["name"]: e for e in new["states"]["live"]["routes"]}
+    assert new["format"] == "hermes-nb.wire-contract/2"
+    assert routes["chat"]["answered_by"] == "upstream" and "json_keys" in routes["chat"]["owners"]["upstream"]
+    assert routes["root"]["answered_by"] == "proxy" and routes["root"]["owners"]["upstream"] == []
+    assert new["states"]["live"]["auth"]["none"]["owners"]["upstream"] == []
 
 
 def test_state_mismatch_and_explicit_state(reports: dict) -> None:
@@ -309,7 +366,7 @@ def test_bad_contract_files(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not valid JSON"):
         load_contract(bad)
     bad.write_text('{"format": "other"}')
-    with pytest.raises(UsageError, match="wire-contract/1"):
+    with pytest.raises(UsageError, match="wire-contract/2"):
         load_contract(bad)
     with pytest.raises(UsageError, match="cannot read"):
         load_contract(tmp_path / "missing.json")
@@ -326,7 +383,7 @@ def test_cli_compare_seed_reports_drift_exit_1(capsys: pytest.CaptureFixture[str
     assert {"routes", "bearer_required", "stream_failure_shape", "server", "drift"} <= set(payload)
     assert set(payload["routes"][0]) >= {"method", "path", "status", "content_type", "error_type", "error_code",
                                          "outcome"}
-    assert {"field": "bearer_required", "expected": True, "observed": False} in payload["drift"]
+    assert {"field": "bearer_required", "expected": True, "observed": False, "owner": "proxy"} in payload["drift"]
 
 
 def test_cli_human_table_no_drift_exit_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

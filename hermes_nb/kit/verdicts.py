@@ -68,8 +68,13 @@ def load_job(mission: str | None, prompt: str) -> Any:
     return load_mission(mission) if mission else Mission.adhoc(prompt)
 
 
-def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, contract: str) -> dict[str, Any]:
-    """Spike verdict: unreachable → blocked; any drift from the contract → failed; else passed."""
+def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, contract: str,
+                 upstream: list[Any] | None = None) -> dict[str, Any]:
+    """Spike verdict: unreachable → blocked; any drift from the contract → failed; else passed.
+
+    ``drift`` holds the proxy-owned differences; ``upstream`` (upstream-owned ones) is recorded
+    in the details and never changes the verdict.
+    """
     drift_lines = [str(d) for d in drift]
     if not getattr(report, "reachable", False):
         status, reason = "blocked", "unreachable"
@@ -85,7 +90,8 @@ def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, c
         details={"contract": contract, "state": getattr(report, "state", None),
                  "bearer_required": getattr(report, "bearer_required", None),
                  "stream_failure_shape": getattr(report, "stream_failure_shape", None),
-                 "server": getattr(report, "server", None), "drift": drift_lines},
+                 "server": getattr(report, "server", None), "drift": drift_lines,
+                 "upstream_differences": [str(d) for d in upstream or []]},
     )
 
 
