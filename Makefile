@@ -8,9 +8,11 @@ BIN    := $(VENV)/bin
 HVENV  := .venv-hermes
 STAMP  := $(VENV)/.installed
 HSTAMP := $(HVENV)/.installed
+UVENV  := .venv-upstream
+USTAMP := $(UVENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install rig-venv test smoke notebooks schema lock lock-hermes bench clean
+.PHONY: install rig-venv upstream-venv lock-upstream test smoke notebooks schema lock lock-hermes bench clean
 
 install: $(STAMP)
 
@@ -30,7 +32,15 @@ $(HSTAMP): requirements-hermes.lock
 	$(HVENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-hermes.lock
 	@touch $@
 
-test: install rig-venv
+# A third-party OpenAI-compatible server (llmock) the rig can put behind the real proxy: its own venv too.
+upstream-venv: $(USTAMP)
+
+$(USTAMP): requirements-upstream.lock
+	@test -x $(UVENV)/bin/python || $(PYTHON) -m venv $(UVENV)
+	$(UVENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-upstream.lock
+	@touch $@
+
+test: install rig-venv upstream-venv
 	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \
 		--nbval-sanitize-with notebooks/nbval-sanitize.cfg $(PYTEST_ARGS)
 
@@ -60,5 +70,10 @@ lock-hermes:
 	/tmp/hermes-nb-hlock/bin/pip install -q hermes-agent==0.19.0 aiohttp
 	{ echo "# Exact pins for .venv-hermes (the real proxy's own venv; never the project's). Regenerate: make lock-hermes"; /tmp/hermes-nb-hlock/bin/pip freeze; } > requirements-hermes.lock
 
+lock-upstream:
+	rm -rf /tmp/hermes-nb-ulock && $(PYTHON) -m venv /tmp/hermes-nb-ulock
+	/tmp/hermes-nb-ulock/bin/pip install -q llmock
+	{ echo "# Exact pins for .venv-upstream: llmock, a third-party OpenAI-compatible server the rig puts behind the real proxy (never the project's venv). Regenerate: make lock-upstream"; /tmp/hermes-nb-ulock/bin/pip freeze; } > requirements-upstream.lock
+
 clean:
-	rm -rf $(VENV) $(HVENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(HVENV) $(UVENV) .pytest_cache .hypothesis

@@ -13,8 +13,9 @@ written. Three auth states:
 ``live``
     ``access_token`` is an unsigned JWT with ``scope: inference:invoke`` and a
     future ``exp`` (the proxy reads claims without verifying);
-    ``NOUS_INFERENCE_BASE_URL`` points at the embedded emulator in its
-    ``upstream`` profile, so the real proxy forwards real requests to it.
+    ``NOUS_INFERENCE_BASE_URL`` points at the upstream (default: the embedded emulator in
+    its ``upstream`` profile; or the ``minimal`` upstream, or any OpenAI-compatible server
+    started from a command line), so the real proxy forwards real requests to it.
 ``logged-out``
     no ``auth.json``: ``hermes proxy start`` exits 2 with "Not logged into Nous
     Portal…" and :func:`real_proxy` raises :class:`~hermes_nb.errors.RigError`.
@@ -67,6 +68,9 @@ __all__ = [
     "hermes_version",
     "live_supported",
     "free_port",
+    "UPSTREAMS",
+    "CommandUpstream",
+    "upstream_command",
     "unsigned_jwt",
     "auth_store_document",
     "child_environment",
@@ -163,13 +167,16 @@ class RigHandle(str):
     startup_s: float
     process: subprocess.Popen[Any]
     redactor: Redactor
-    #: the emulator (``upstream`` profile) behind the proxy in the live state
+    #: what answers behind the proxy in the live state: an emulator handle or a :class:`CommandUpstream`
     upstream: Any
+    #: ``emulator`` | ``minimal`` | ``command`` (None outside the live state)
+    upstream_kind: str | None
 
     def __new__(cls, endpoint: str, **fields: Any) -> RigHandle:
         obj = super().__new__(cls, endpoint)
         obj.endpoint = endpoint
         obj.upstream = None
+        obj.upstream_kind = None
         for key, value in fields.items():
             setattr(obj, key, value)
         return obj
@@ -227,10 +234,90 @@ def _wait_ready(proc: subprocess.Popen[Any], base_url: str, *, deadline_s: float
                 pass
 
 
-def _start_upstream(stack: ExitStack, scenario: str) -> Any:
-    from hermes_nb.emulator import serve  # heavy (aiohttp); only the live state needs it
+#: ``upstream=`` names the rig knows; anything else is a command line (see :func:`real_proxy`)
+UPSTREAMS: tuple[str, ...] = ("emulator", "minimal")
 
-    return stack.enter_context(serve(profile="upstream", scenario=scenario))
+
+class CommandUpstream(str):
+    """An OpenAI-compatible server the rig started from a command line; the string is its ``/v1`` endpoint."""
+
+    endpoint: str
+    command: list[str]
+    process: subprocess.Popen[Any]
+    log_path: Path
+
+    def __new__(cls, endpoint: str, **fields: Any) -> CommandUpstream:
+        obj = super().__new__(cls, endpoint)
+        obj.endpoint = endpoint
+        for key, value in fields.items():
+            setattr(obj, key, value)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"CommandUpstream(endpoint={self.endpoint!r}, command={self.command[0]!r}, pid={self.process.pid})"
+
+    @property
+    def requests(self) -> list[Any]:
+        return []  # a foreign server: the rig does not see what it received
+
+
+def upstream_command(command: str, port: int) -> list[str]:
+    """``command`` split like a shell would, with ``{port}`` replaced; UsageError when it has no ``{port}``."""
+    import shlex
+
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"upstream command {command!r}: {exc}") from None
+    if not argv or not any("{port}" in a for a in argv):
+        raise UsageError(f"upstream {command!r}: give emulator, minimal, or a command line with {{port}} "
+                         "(e.g. 'llmock serve --host 127.0.0.1 --port {port}')")
+    return [a.replace("{port}", str(port)) for a in argv]
+
+
+def _wait_upstream(proc: subprocess.Popen[Any], endpoint: str, *, deadline_s: float, log_path: Path) -> None:
+    """Poll ``GET <endpoint>/models`` until any HTTP answer; RigError on early exit or deadline."""
+    from hermes_nb.core.config import HermesProxyRuntimeConfig
+    from hermes_nb.wire.client import HermesClient
+
+    deadline = time.monotonic() + deadline_s
+    config = HermesProxyRuntimeConfig(endpoint=endpoint, model="rig-upstream-readiness")
+    with HermesClient(config, connect_timeout_s=1.0) as client:
+        while True:
+            if proc.poll() is not None:
+                tail = _last_lines(log_path.read_text("utf-8", "replace"))
+                raise RigError(f"upstream command exited {proc.returncode} before it answered: {tail or '(no output)'}")
+            if client.request("GET", "/models", auth=False, deadline_s=1.0).status is not None:
+                return
+            if time.monotonic() >= deadline:
+                raise RigError(f"upstream command did not answer GET {endpoint}/models within {deadline_s:.0f}s")
+            try:  # the child's exit is the event we wait on; 50 ms is the poll period
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def _start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path, deadline_s: float) -> Any:
+    """The server behind the proxy: the emulator (``upstream`` profile), the minimal upstream, or a command."""
+    if upstream in UPSTREAMS:
+        from hermes_nb.emulator import serve  # heavy (aiohttp); only the live state needs it
+
+        profile = "upstream" if upstream == "emulator" else "minimal"
+        return stack.enter_context(serve(profile=profile, scenario=scenario))
+    port = free_port()
+    argv = upstream_command(upstream, port)
+    endpoint = f"http://127.0.0.1:{port}/v1"
+    log_path = root / "upstream.log"
+    env = base_env(home=root / "home") | {"TMPDIR": str(root / "tmp")}
+    with log_path.open("ab") as log:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    cwd=root / "home", start_new_session=True)
+        except OSError as exc:
+            raise RigError(f"cannot start upstream {argv[0]}: {exc.strerror or exc}") from None
+    stack.callback(stop_process, proc)
+    _wait_upstream(proc, endpoint, deadline_s=deadline_s, log_path=log_path)
+    return CommandUpstream(endpoint, command=argv, process=proc, log_path=log_path)
 
 
 @contextmanager
@@ -240,10 +327,17 @@ def real_proxy(
     port: int = 0,
     hermes_bin: str | os.PathLike[str] | None = None,
     upstream_scenario: str = "ok",
+    upstream: str = "emulator",
     deadline_s: float = 30.0,
     keep_dir: bool = False,
 ) -> Iterator[RigHandle]:
     """Run the real ``hermes proxy start`` in ``state``; yield a :class:`RigHandle`.
+
+    In the live state ``upstream`` says what answers behind the proxy: ``emulator`` (the
+    emulator's ``upstream`` profile, ``upstream_scenario``), ``minimal`` (the deliberately
+    different upstream, :mod:`hermes_nb.emulator.minimal`) or a command line containing
+    ``{port}`` that starts any OpenAI-compatible server on ``127.0.0.1:{port}`` (its base path
+    must be ``/v1``; it is stopped with the proxy).
 
     Raises :class:`RigError` (exit 3) when no hermes is found, when the proxy
     exits before it is ready (logged-out: "Not logged into Nous Portal…") or
@@ -255,6 +349,10 @@ def real_proxy(
 
     if state == "live" and upstream_scenario not in SCENARIOS:
         raise UsageError(f"unknown upstream scenario {upstream_scenario!r}; choose one of {', '.join(SCENARIOS)}")
+    if state == "live" and upstream not in UPSTREAMS:
+        upstream_command(upstream, 0)  # a usage error before anything starts
+    if state == "live" and upstream == "minimal" and upstream_scenario != "ok":
+        raise UsageError(f"the minimal upstream has one scenario, ok (got {upstream_scenario!r})")
     if not deadline_s > 0:
         raise UsageError(f"deadline_s must be > 0, got {deadline_s!r}")
     binary = require_hermes_bin(hermes_bin)
@@ -275,9 +373,10 @@ def real_proxy(
             store.write_text(json.dumps(document, indent=2), "utf-8")
             store.chmod(0o600)
         portal = f"http://127.0.0.1:{_refusing_port(stack)}"
-        upstream = _start_upstream(stack, upstream_scenario) if state == "live" else None
+        behind = (_start_upstream(stack, upstream, upstream_scenario, root=root, deadline_s=deadline_s)
+                  if state == "live" else None)
         env = child_environment(root, portal_url=portal,
-                                inference_url=_endpoint_of(upstream) if upstream is not None else None)
+                                inference_url=_endpoint_of(behind) if behind is not None else None)
         log_path = root / "proxy.log"
         attempts = 1 if port else 3
         for attempt in range(attempts):
@@ -302,7 +401,8 @@ def real_proxy(
         handle = RigHandle(
             endpoint=f"{base_url}/v1", base_url=base_url, port=chosen, state=state, hermes_bin=binary,
             hermes_version=version, log_path=log_path, startup_s=time.monotonic() - started,
-            process=proc, redactor=redactor, upstream=upstream,
+            process=proc, redactor=redactor, upstream=behind,
+            upstream_kind=(upstream if upstream in UPSTREAMS else "command") if behind is not None else None,
         )
         yield handle
 
