@@ -78,7 +78,8 @@ def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, c
     drift_lines = [str(d) for d in drift]
     if not getattr(report, "reachable", False):
         status, reason = "blocked", "unreachable"
-        errors = [f"{ERROR_PREFIX}endpoint unreachable: {target.endpoint} (is `hermes proxy start` running?)"]
+        errors = [f"{ERROR_PREFIX}endpoint unreachable: {target.endpoint} (is `hermes proxy start` running? "
+                  "a proxy that is not logged in refuses to start: `hermes auth` first)"]
     elif drift_lines:
         status, reason = "failed", "drift"
         errors = [f"wire drift from {contract}: {line}" for line in drift_lines]

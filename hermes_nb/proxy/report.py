@@ -318,7 +318,8 @@ def report_warnings(report: WireReport) -> list[str]:
     elif not report.reachable:
         first = report.routes[0] if report.routes else None
         why = first.transport_error if first else "no answer"
-        out.append(f"endpoint unreachable ({why}): is `hermes proxy start` running at {report.endpoint}?")
+        out.append(f"endpoint unreachable ({why}): is `hermes proxy start` running at {report.endpoint}? "
+                   "(a proxy that is not logged in refuses to start: `hermes auth` first)")
     elif all(r.outcome == "not_found" for r in report.routes if r.name in ("chat", "models", "completions")):
         out.append("every forwarded route answered a plain 404: does the endpoint miss its /v1 base path?")
     if any(r.body_kind == "html" for r in report.routes):

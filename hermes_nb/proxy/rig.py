@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.core.facts import LOGGED_OUT_HINT
 from hermes_nb.core.redaction import Redactor, auth_store_secrets
 from hermes_nb.proxy.executable import (
     ENV_HERMES_BIN,
@@ -397,7 +398,10 @@ def real_proxy(
             tail = _last_lines(redactor.text(log_path.read_text("utf-8", "replace")))
             if "failed to bind" in tail and attempt + 1 < attempts:
                 continue  # lost the free-port race to another process: pick again
-            raise RigError(f"`hermes proxy start` exited {code} before it was ready: {tail or '(no output)'}")
+            message = f"`hermes proxy start` exited {code} before it was ready: {tail or '(no output)'}"
+            if any(word in tail.lower() for word in ("logged in", "hermes auth", "login")):
+                message += f"; the proxy needs Nous Portal credentials: {LOGGED_OUT_HINT}"
+            raise RigError(message)
         handle = RigHandle(
             endpoint=f"{base_url}/v1", base_url=base_url, port=chosen, state=state, hermes_bin=binary,
             hermes_version=version, log_path=log_path, startup_s=time.monotonic() - started,

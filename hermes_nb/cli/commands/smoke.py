@@ -46,12 +46,11 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def _local_hermes_version() -> str | None:
-    """The version of the local `hermes` (the live proxy's, when it runs from it); None when none is found."""
-    from hermes_nb.proxy.executable import find_hermes_bin, hermes_version
+def _live_hermes_version(endpoint: str) -> str:
+    """The live proxy's hermes-agent version: its ``/health``, else the local `hermes`, else "unknown"."""
+    from hermes_nb.proxy.identity import hermes_agent_version
 
-    binary = find_hermes_bin()
-    return hermes_version(binary) if binary is not None else None
+    return hermes_agent_version(endpoint)[0]
 
 
 def handle(args: argparse.Namespace, out: Any) -> int:
@@ -84,7 +83,7 @@ def handle(args: argparse.Namespace, out: Any) -> int:
             target = confirm_target(SmokeTarget("live", config.endpoint, model, secrets=secrets,
                                                 endpoint_origin=config.origin("endpoint")))
             if target.kind == "live":  # else: an emulator behind the endpoint (run_smoke says so)
-                target.hermes_version = _local_hermes_version()
+                target.hermes_version = _live_hermes_version(config.endpoint)
         else:
             target = SmokeTarget("emulator", None, model, secrets=secrets)
         out_dir = Path(args.out) if args.out else RECEIPTS_RELPATH / target.kind
@@ -93,6 +92,12 @@ def handle(args: argparse.Namespace, out: Any) -> int:
                            html=not args.no_html, progress=say, confirm=False)
     for r in result.runs:
         out.line(f"[{r.verdict.upper()}] {r.name}: {r.reason}" + (f"  {r.receipt_path}" if r.receipt_path else ""))
+        details = (r.summary or {}).get("details") or {}
+        out_lines = [f"  drift: {line}" for line in details.get("drift") or []]
+        if details.get("upstream_differences"):
+            out_lines.append(f"  upstream differences (information): {len(details['upstream_differences'])}")
+        for line in out_lines:
+            out.line(line)
     out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s; receipts in {result.out_dir} (run {result.run_id})")
     out.emit(result.to_dict())
     return exit_code_for(result.verdict)
