@@ -67,3 +67,10 @@ def test_our_client_reads_its_stream_whole(minimal: object) -> None:
 def test_only_scenario_ok() -> None:
     with pytest.raises(ValueError, match="one scenario, ok"):
         serve(profile="minimal", scenario="truncated")
+
+
+def test_it_is_still_recognised_as_hermes_nb_emulator(minimal: object) -> None:
+    from hermes_nb.proxy.identity import detect_emulator
+
+    # a "live" receipt must never come from our own emulator, whichever profile
+    assert detect_emulator(str(minimal)) is not None

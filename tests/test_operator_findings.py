@@ -27,6 +27,7 @@ from hermes_nb.proxy.identity import hermes_agent_version
 from hermes_nb.proxy.rig import real_proxy
 
 HERMES_BIN = find_hermes_bin()
+LLMOCK = Path(__file__).resolve().parent.parent / ".venv-upstream" / "bin" / "llmock"
 needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)
 
 
@@ -71,9 +72,13 @@ def test_version_from_the_local_executable_then_unknown(monkeypatch: pytest.Monk
 @needs_hermes
 def test_live_receipt_says_unknown_rather_than_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    with real_proxy("live", hermes_bin=HERMES_BIN, upstream="minimal") as rig:
+    if not LLMOCK.exists():
+        pytest.skip("llmock is not installed: make upstream-venv")
+    # an upstream that is not hermes_nb's emulator, so the target counts as live
+    command = f"{LLMOCK} serve --host 127.0.0.1 --port {{port}} --latency-ms 0"
+    with real_proxy("live", hermes_bin=HERMES_BIN, upstream=command) as rig:
         monkeypatch.setattr(executable, "find_hermes_bin", lambda explicit=None: None)
-        code = main(["smoke", "--endpoint", rig.endpoint, "--model", "minimal-chat-1", "--only", "wire_format_spike",
+        code = main(["smoke", "--endpoint", rig.endpoint, "--model", "gpt-4o", "--only", "wire_format_spike",
                      "--out", str(tmp_path), "--no-html", "--json"])
     summary = json.loads(capsys.readouterr().out)
     assert code == 0 and summary["target_kind"] == "live"

@@ -168,6 +168,18 @@ async def _observe(request: web.Request, handler: Callable[[web.Request], Awaita
                     status if status is not None else "aborted", scenario, (loop.time() - started) * 1000)
 
 
+@web.middleware
+async def _minimal_scenario(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                            ) -> web.StreamResponse:
+    """The minimal profile knows one scenario; naming another is a 400 ``unknown_scenario``, as on every
+    profile, so :func:`hermes_nb.proxy.identity.detect_emulator` tells it from a real upstream."""
+    name = (request.headers.get(SCENARIO_HEADER) or "").strip()
+    if name and name != "ok":
+        msg = f"Unknown emulator scenario {name!r} for the minimal profile. Known: ok"
+        return web.json_response(c.envelope(msg, "invalid_request_error", "unknown_scenario"), status=400)
+    return await handler(request)
+
+
 def _reset(request: web.Request) -> None:
     """Abort the connection with a TCP RST (SO_LINGER on, timeout 0)."""
     transport = request.transport
@@ -309,7 +321,7 @@ def create_app(
     if profile == "minimal":
         from .minimal import create_minimal_app
 
-        app = create_minimal_app(models=models, seed=seed, middlewares=[_observe])
+        app = create_minimal_app(models=models, seed=seed, middlewares=[_observe, _minimal_scenario])
     else:
         app = web.Application(client_max_size=max_size, middlewares=[_observe])
     app[SETTINGS_KEY] = settings

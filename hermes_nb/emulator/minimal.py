@@ -13,7 +13,9 @@ everywhere an OpenAI-compatible server may differ:
   comment between events, a final chunk with ``finish_reason``, then ``data: [DONE]``.
 
 The assistant text comes from :func:`hermes_nb.emulator.content.reply_text` (it ends with the
-final-message sentinel block), so a UH run through this upstream can pass. One scenario: ``ok``.
+final-message sentinel block), so a UH run through this upstream can pass. One scenario: ``ok``;
+like every emulator profile, a request naming another in ``X-Hermes-Emulator-Scenario`` gets a 400
+``unknown_scenario`` (added by :mod:`.app`), so a receipt against it is never taken for a live one.
 """
 
 from __future__ import annotations
