@@ -5,9 +5,10 @@ A contract file (``hermes_nb/data/contracts/<name>.json``, shipped in the wheel;
 ``live``); each section lists the compared fields of every route, the auth
 handoff, the stream-failure shape, the server product and the CORS and
 rate-limit header names. Every field is tagged with its owner: the proxy
-(drift when it differs) or the upstream behind it (shown, never a failure). ``null`` (or a missing key) means "not specified":
-not compared. The format is deterministic (no ports, timestamps, versions
-of the server's libraries in compared fields); see docs/wire-contract.md.
+(drift when it differs) or the upstream behind it (shown, never a failure).
+``null`` (or a missing key) means "not specified": not compared. The format is
+deterministic (no ports, timestamps, versions of the server's libraries in compared
+fields); see docs/wire-contract.md.
 """
 
 from __future__ import annotations

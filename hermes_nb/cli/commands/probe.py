@@ -1,7 +1,8 @@
 """``hermes-nb probe``: the seed's wire-format spike against one endpoint, and drift from a contract.
 
 Exit codes: 0 the probe ran (and, with ``--compare``, found no drift on a proxy-owned field);
-1 drift found (differences on upstream-owned fields are listed, never counted); 2 usage (bad flags, unknown or invalid contract, invalid URL);
+1 drift found (differences on upstream-owned fields are listed, never counted);
+2 usage (bad flags, unknown or invalid contract, invalid URL);
 3 the endpoint is unreachable (no route got an HTTP answer).
 """
 
