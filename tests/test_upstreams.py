@@ -103,10 +103,12 @@ def test_bad_upstream_is_a_usage_error_before_anything_starts(tmp_path: Path) ->
 
 @pytest.mark.real_proxy
 @needs_hermes
-def test_an_upstream_command_that_dies_is_a_rig_error_with_its_output(tmp_path: Path) -> None:
+def test_an_upstream_command_that_dies_is_a_rig_error_with_its_output(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     script = tmp_path / "dies.sh"
     script.write_text("#!/bin/sh\necho 'cannot bind the port' >&2\nexit 4\n")
     script.chmod(0o755)
+    monkeypatch.chdir(tmp_path)  # a relative command path is the caller's, not the rig's temp home's
     with pytest.raises(RigError, match="upstream command exited 4 before it answered: cannot bind"):
-        with real_proxy("live", hermes_bin=HERMES_BIN, upstream=f"{script} {{port}}"):
+        with real_proxy("live", hermes_bin=HERMES_BIN, upstream="./dies.sh {port}"):
             pytest.fail("the rig must not start without its upstream")

@@ -104,6 +104,8 @@ def start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path
         return stack.enter_context(serve(profile=profile, scenario=scenario))
     port = _free_port()
     argv = upstream_command(upstream, port)
+    if "/" in argv[0] and not Path(argv[0]).is_absolute():  # the command runs in the rig's temp home
+        argv[0] = str(Path(argv[0]).absolute())
     endpoint = f"http://127.0.0.1:{port}/v1"
     log_path = root / "upstream.log"
     env = base_env(home=root / "home") | {"TMPDIR": str(root / "tmp")}
