@@ -419,7 +419,8 @@ def test_cli_unreachable_exit_3_and_unknown_contract_exit_2(capsys: pytest.Captu
 
 
 def _exchange(status: int | None, content_type: str | None = None, body: str | None = None,
-              json_body: object = None, envelope: dict | None = None, failure: tuple | None = None):
+              json_body: object = None, envelope: dict | None = None, failure: tuple | None = None,
+              headers: dict | None = None, streamed: bool = False):
     from datetime import datetime, timezone
 
     from hermes_nb.core.records import ErrorEnvelope, Exchange, RequestRecord, Timings, TransportFailure
@@ -429,8 +430,63 @@ def _exchange(status: int | None, content_type: str | None = None, body: str | N
         status=status, content_type=content_type, body_text=body, json_body=json_body,
         envelope=ErrorEnvelope(**envelope) if envelope else None,
         transport_error=TransportFailure(kind=failure[0], phase=failure[1], message="x") if failure else None,
-        timings=Timings(started_at=datetime.now(timezone.utc)),
+        timings=Timings(started_at=datetime.now(timezone.utc)), headers=headers or {}, streamed=streamed,
     )
+
+
+_CHUNKED = {"transfer-encoding": "chunked"}
+_LENGTH = {"content-length": "44"}
+
+
+@pytest.mark.parametrize("kwargs,root,expected", [
+    ({"status": 200, "json_body": {"status": "ok"}, "headers": _LENGTH}, True, "proxy"),
+    ({"status": 404, "body": "404: Not Found", "headers": _LENGTH}, True, "proxy"),
+    ({"status": 404, "json_body": {"error": {}}, "envelope": {"type": "path_not_allowed"}, "headers": _LENGTH},
+     False, "proxy"),
+    ({"status": 401, "json_body": {"error": {}}, "envelope": {"type": "upstream_auth_failed"}}, False, "proxy"),
+    ({"status": 502, "json_body": {"error": {}}, "envelope": {"type": "upstream_unreachable"}}, False, "proxy"),
+    # the proxy's own body cap (hermes-agent <= 0.18.0): aiohttp's 413 with a length
+    ({"status": 413, "content_type": "text/plain", "body": "Maximum request body size 1048576 exceeded.",
+      "headers": _LENGTH}, False, "proxy"),
+    # the same text relayed from an upstream's own cap: chunked
+    ({"status": 413, "content_type": "text/plain", "body": "Maximum request body size 1048576 exceeded.",
+      "headers": _CHUNKED}, False, "upstream"),
+    ({"status": 404, "json_body": {"error": {}}, "envelope": {"type": "invalid_request_error"}, "headers": _CHUNKED},
+     False, "upstream"),
+    ({"status": 200, "json_body": {"id": "x"}, "headers": _LENGTH}, False, "upstream"),
+    ({"status": None, "failure": ("connect_refused", "connect")}, False, None),
+])
+def test_answered_by_table(kwargs: dict, root: bool, expected: str | None) -> None:
+    from hermes_nb.proxy.report import answered_by
+
+    assert answered_by(_exchange(**kwargs), root=root) == expected
+
+
+def test_floor_missing_and_ended() -> None:
+    from hermes_nb.proxy.report import ended, floor_missing
+
+    ok = _exchange(200, "application/json", json_body={"id": "x", "object": "chat.completion", "model": "m",
+                                                         "choices": []})
+    assert floor_missing("chat", ok) == ["created"]
+    assert floor_missing("models", _exchange(200, json_body={"object": "list", "data": []})) == []
+    assert floor_missing("chat", _exchange(404, json_body={"error": {}})) is None  # not a 2xx answer
+    assert floor_missing("chat_stream", _exchange(200, streamed=True)) is None
+    assert floor_missing("root", ok) is None
+    assert ended(ok) == "clean" and ended(_exchange(None, failure=("connect_refused", "connect"))) is None
+    assert ended(_exchange(200, streamed=True, failure=("reset", "body"))) == "reset"
+
+
+def test_stream_failure_shape_and_bearer_count_only_the_proxys_own_answers() -> None:
+    from hermes_nb.proxy.report import AuthCase, RouteResult, bearer_required, stream_failure_shape
+
+    relayed = RouteResult(name="chat_stream", method="POST", path="/v1/chat/completions", status=400,
+                          body_kind="text", answered_by="upstream")
+    own = RouteResult(name="unknown_v1", method="POST", path="/v1/x", status=404, body_kind="json-envelope",
+                      answered_by="proxy")
+    assert stream_failure_shape([relayed, own]) == "json"
+    cases = [AuthCase(case="none", header="(none)", status=401, answered_by="upstream"),
+             AuthCase(case="bearer", header="Bearer probe", status=200, answered_by="upstream")]
+    assert bearer_required(cases) is False  # an upstream refusing is not the proxy's bearer handling
 
 
 @pytest.mark.parametrize("kwargs,root,expected", [
