@@ -74,3 +74,10 @@ def test_it_is_still_recognised_as_hermes_nb_emulator(minimal: object) -> None:
 
     # a "live" receipt must never come from our own emulator, whichever profile
     assert detect_emulator(str(minimal)) is not None
+
+
+def test_cli_refuses_other_scenarios_for_minimal(capsys: pytest.CaptureFixture[str]) -> None:
+    from hermes_nb.cli import main
+
+    assert main(["emulator", "--profile", "minimal", "--scenario", "stall"]) == 2
+    assert "the minimal profile has one scenario, ok" in capsys.readouterr().err
