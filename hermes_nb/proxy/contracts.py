@@ -74,9 +74,14 @@ def owners(fields: tuple[str, ...], relayed_fields: tuple[str, ...], answered: A
     return {"proxy": [f for f in fields if f not in upstream], "upstream": upstream}
 
 
-def _owner_map(entry: Mapping[str, Any], fields: tuple[str, ...], relayed: tuple[str, ...]) -> dict[str, str]:
-    tags = entry.get("owners") or owners(fields, relayed, entry.get("answered_by"))
+def _owner_map(entry: Mapping[str, Any], fields: tuple[str, ...], relayed: tuple[str, ...], *,
+               observed: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Each field's owner: the expected entry's tags, except that an answer the proxy now gives
+    itself (observed ``answered_by: proxy``) is the proxy's in every field."""
     out = {f: "proxy" for f in fields}
+    if observed is not None and observed.get("answered_by") == "proxy":
+        return out
+    tags = entry.get("owners") or owners(fields, relayed, entry.get("answered_by"))
     out.update({f: "upstream" for f in tags.get("upstream", [])})
     return out
 
@@ -270,14 +275,14 @@ def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, pr
         if got is None:
             drift.append(Drift(field=label, expected="probed", observed="missing"))
             continue
-        owned = _owner_map(exp, ROUTE_FIELDS, RELAYED_FIELDS)
+        owned = _owner_map(exp, ROUTE_FIELDS, RELAYED_FIELDS, observed=got)
         for f in ROUTE_FIELDS:
             if _differs(f, exp.get(f), got.get(f)):
                 drift.append(Drift(field=f"{label}.{f}", expected=exp.get(f), observed=got.get(f),
                                    owner=owned[f]))  # type: ignore[arg-type]
     for case, exp in (expected.get("auth") or {}).items():
         got = (observed.get("auth") or {}).get(case, {})
-        owned = _owner_map(exp, AUTH_FIELDS, AUTH_RELAYED_FIELDS)
+        owned = _owner_map(exp, AUTH_FIELDS, AUTH_RELAYED_FIELDS, observed=got)
         for f in AUTH_FIELDS:
             if _differs(f, exp.get(f), got.get(f)):
                 drift.append(Drift(field=f"{prefix}auth[{case}].{f}", expected=exp.get(f), observed=got.get(f),
