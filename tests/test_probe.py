@@ -395,9 +395,9 @@ def test_cli_human_table_no_drift_exit_0(capsys: pytest.CaptureFixture[str], tmp
     text = capsys.readouterr().out
     assert code == 0
     rows = [line.split() for line in text.splitlines()]
-    assert ["GET", "/", "404", "text/plain", "404:", "Not", "Found", "not_found"] in rows
+    assert ["GET", "/", "404", "text/plain", "404:", "Not", "Found", "not_found", "proxy"] in rows
     assert ["POST", "/v1/chat/completions", "(stream)", "401", "application/json", "upstream_auth_failed",
-            "auth_failed"] in rows
+            "auth_failed", "proxy"] in rows
     assert "drift vs hermes-agent-0.19.0: none" in text
     assert WireReport.model_validate_json(out_file.read_text()).state == "stale"
 

@@ -112,3 +112,19 @@ def test_an_upstream_command_that_dies_is_a_rig_error_with_its_output(tmp_path: 
     with pytest.raises(RigError, match="upstream command exited 4 before it answered: cannot bind"):
         with real_proxy("live", hermes_bin=HERMES_BIN, upstream="./dies.sh {port}"):
             pytest.fail("the rig must not start without its upstream")
+
+
+def test_smoke_upstream_needs_rig_live(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["smoke", "--upstream", "minimal"]) == 2
+    assert "--upstream needs --rig live" in capsys.readouterr().err
+    assert main(["smoke", "--rig", "stale", "--upstream", "minimal"]) == 2
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_smoke_rig_live_with_the_minimal_upstream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["smoke", "--rig", "live", "--upstream", "minimal", "--model", MINIMAL_MODELS[0],
+                 "--only", "wire_format_spike", "--out", str(tmp_path), "--no-html", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["target_kind"] == "rig"
+    assert [r["verdict"] for r in summary["receipts"]] == ["passed"]

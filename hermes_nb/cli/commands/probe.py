@@ -81,11 +81,11 @@ def _cell(value: Any) -> str:
 def render(report: WireReport, *, compared: str | None = None) -> list[str]:
     """The human route table, auth handoff, headers and drift lines."""
     lines = [f"endpoint {report.endpoint}  state {report.state}  server {_cell(report.server)}"]
-    rows = [("METHOD", "PATH", "STATUS", "CONTENT-TYPE", "ERROR", "OUTCOME")]
+    rows = [("METHOD", "PATH", "STATUS", "CONTENT-TYPE", "ERROR", "OUTCOME", "ANSWERED-BY")]
     for r in report.routes:
         err = r.error_type or r.body_excerpt or r.transport_error
         rows.append((r.method, r.path + _VARIANTS.get(r.name, ""), _cell(r.status), _cell(r.content_type), _cell(err),
-                     r.outcome))
+                     r.outcome, _cell(r.answered_by)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     auth = "; ".join(f"{c.header} → {_cell(c.status)} {c.error_type or c.outcome}" for c in report.auth)

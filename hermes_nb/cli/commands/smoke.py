@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     target.add_argument("--endpoint", metavar="URL",
                         help="a live proxy (http://127.0.0.1:8645/v1); default: $HERMES_NB_ENDPOINT, else the emulator")
     target.add_argument("--rig", choices=("stale", "live"), help="start the real proxy rig in this auth state")
+    p.add_argument("--upstream", metavar="emulator|minimal|CMD",
+                   help="with --rig live: what answers behind the proxy (default emulator; see `hermes-nb rig`)")
     p.add_argument("--model", metavar="M", help="model id (default: $HERMES_NB_MODEL, else the notebooks' default)")
     p.add_argument("--out", metavar="DIR", help=f"receipts directory (default: {RECEIPTS_RELPATH}/<target kind>)")
     p.add_argument("--only", metavar="NAME", action="append", choices=NOTEBOOKS,
@@ -60,6 +62,8 @@ def handle(args: argparse.Namespace, out: Any) -> int:
 
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
+    if args.upstream is not None and args.rig != "live":
+        raise UsageError("--upstream needs --rig live (it chooses what answers behind the rig's proxy)")
     if args.model is not None and not args.model.strip():
         raise UsageError("--model must not be empty")
     try:
@@ -76,7 +80,7 @@ def handle(args: argparse.Namespace, out: Any) -> int:
             from hermes_nb.proxy.rig import real_proxy
 
             out.info(f"starting the real proxy rig ({args.rig})")
-            rig = stack.enter_context(real_proxy(args.rig))
+            rig = stack.enter_context(real_proxy(args.rig, upstream=args.upstream or "emulator"))
             target = SmokeTarget("rig", rig.endpoint, model, hermes_version=rig.hermes_version,
                                  secrets=secrets + rig.redactor.secrets)
         elif config.origin("endpoint") != "default":
