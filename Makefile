@@ -8,6 +8,8 @@ BIN    := $(VENV)/bin
 HVENV  := .venv-hermes
 STAMP  := $(VENV)/.installed
 HSTAMP := $(HVENV)/.installed
+UVENV  := .venv-upstream
+USTAMP := $(UVENV)/.installed
 PYTEST_ARGS ?=
 # extra flags for `make smoke`, e.g. SMOKE_ARGS="--out receipts --junit-xml junit.xml" (docs/ci/)
 SMOKE_ARGS ?=
@@ -18,7 +20,7 @@ BSTAMP := $(BVENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 BROWSER_DEPS := $(if $(wildcard $(CHROMIUM)),browser-venv,)
 
-.PHONY: install rig-venv browser-venv test smoke notebooks screenshots schema lock lock-hermes lock-browser bench clean
+.PHONY: install rig-venv upstream-venv browser-venv test smoke notebooks screenshots schema lock lock-hermes lock-upstream lock-browser bench clean
 
 install: $(STAMP)
 
@@ -45,7 +47,15 @@ $(BSTAMP): requirements-browser.lock
 	$(BVENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-browser.lock
 	@touch $@
 
-test: install rig-venv $(BROWSER_DEPS)
+# A third-party OpenAI-compatible server (llmock) the rig can put behind the real proxy: its own venv too.
+upstream-venv: $(USTAMP)
+
+$(USTAMP): requirements-upstream.lock
+	@test -x $(UVENV)/bin/python || $(PYTHON) -m venv $(UVENV)
+	$(UVENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-upstream.lock
+	@touch $@
+
+test: install rig-venv upstream-venv $(BROWSER_DEPS)
 	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \
 		--nbval-sanitize-with notebooks/nbval-sanitize.cfg $(PYTEST_ARGS)
 
@@ -90,5 +100,10 @@ lock-browser:
 	  echo "# the tests drive Debian's /usr/bin/chromium). Regenerate: make lock-browser"; \
 	  /tmp/hermes-nb-block/bin/pip freeze --all | grep -v "^pip==\|^setuptools=="; } > requirements-browser.lock
 
+lock-upstream:
+	rm -rf /tmp/hermes-nb-ulock && $(PYTHON) -m venv /tmp/hermes-nb-ulock
+	/tmp/hermes-nb-ulock/bin/pip install -q llmock
+	{ echo "# Exact pins for .venv-upstream: llmock, a third-party OpenAI-compatible server the rig puts behind the real proxy (never the project's venv). Regenerate: make lock-upstream"; /tmp/hermes-nb-ulock/bin/pip freeze; } > requirements-upstream.lock
+
 clean:
-	rm -rf $(VENV) $(HVENV) $(BVENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(HVENV) $(UVENV) $(BVENV) .pytest_cache .hypothesis

@@ -16,6 +16,7 @@ from . import content as c
 
 __all__ = [
     "PROFILES",
+    "UPSTREAM_PROFILES",
     "SCENARIO_HEADER",
     "SCENARIOS",
     "PROXY_SCENARIOS",
@@ -36,7 +37,9 @@ __all__ = [
 
 #: per-request scenario override (the real proxy forwards it to its upstream)
 SCENARIO_HEADER = "X-Hermes-Emulator-Scenario"
-PROFILES: tuple[str, ...] = ("hermes-agent", "seed", "upstream")
+PROFILES: tuple[str, ...] = ("hermes-agent", "seed", "upstream", "minimal")
+#: profiles that are an upstream (what sits behind a proxy), not a proxy
+UPSTREAM_PROFILES: tuple[str, ...] = ("upstream", "minimal")
 SCENARIOS: tuple[str, ...] = (
     "ok", "no-sentinel", "empty", "length", "auth-stale", "rate-limited", "server-error", "bad-gateway",
     "model-missing", "stream-error-event", "truncated", "slow", "stall", "reset", "malformed",

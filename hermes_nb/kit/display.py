@@ -25,6 +25,7 @@ __all__ = [
     "check_html",
     "wire_report_html",
     "drift_html",
+    "upstream_differences_html",
     "outcome_html",
     "run_html",
     "verdict_html",
@@ -155,6 +156,16 @@ def drift_html(drifts: Sequence[Any], *, redactor: Redactor | None = None) -> st
         return "<p><b>drift</b>: none — the proxy matches the recorded wire contract.</p>"
     rows = [d if isinstance(d, Mapping) else {"drift": d} for d in items]
     return rows_table(rows, title="drift from the wire contract", redactor=redactor)
+
+
+def upstream_differences_html(diffs: Sequence[Any], *, redactor: Redactor | None = None) -> str:
+    """Differences on upstream-owned fields: information about what answers behind the proxy, never drift."""
+    items = [to_data(d) for d in diffs]
+    if not items:
+        return "<p><b>upstream differences</b>: none.</p>"
+    rows = [d if isinstance(d, Mapping) else {"difference": d} for d in items]
+    return rows_table(rows, title="upstream differences (information: the upstream owns these fields)",
+                      redactor=redactor)
 
 
 def wire_report_html(report: Any, *, redactor: Redactor | None = None) -> str:

@@ -78,12 +78,18 @@ def load_job(mission: str | None, prompt: str) -> Any:
     return load_mission(mission) if mission else Mission.adhoc(prompt)
 
 
-def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, contract: str) -> dict[str, Any]:
-    """Spike verdict: unreachable → blocked; any drift from the contract → failed; else passed."""
+def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, contract: str,
+                 upstream: list[Any] | None = None) -> dict[str, Any]:
+    """Spike verdict: unreachable → blocked; any drift from the contract → failed; else passed.
+
+    ``drift`` holds the proxy-owned differences; ``upstream`` (upstream-owned ones) is recorded
+    in the details and never changes the verdict.
+    """
     drift_lines = [str(d) for d in drift]
     if not getattr(report, "reachable", False):
         status, reason = "blocked", "unreachable"
-        errors = [f"{ERROR_PREFIX}endpoint unreachable: {target.endpoint} (is `hermes proxy start` running?)"]
+        errors = [f"{ERROR_PREFIX}endpoint unreachable: {target.endpoint} (is `hermes proxy start` running? "
+                  "a proxy that is not logged in refuses to start: `hermes auth` first)"]
     elif drift_lines:
         status, reason = "failed", "drift"
         errors = [f"wire drift from {contract}: {line}" for line in drift_lines]
@@ -96,7 +102,8 @@ def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, c
                  "bearer_required": getattr(report, "bearer_required", None),
                  "stream_failure_shape": getattr(report, "stream_failure_shape", None),
                  "server": getattr(report, "server", None), "drift": drift_lines,
-                 "timeline": (getattr(report, "timelines", None) or {}).get("chat_stream")},
+                 "timeline": (getattr(report, "timelines", None) or {}).get("chat_stream"),
+                 "upstream_differences": [str(d) for d in upstream or []]},
     )
 
 

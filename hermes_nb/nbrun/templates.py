@@ -94,20 +94,27 @@ def wire_format_spike() -> nbformat.NotebookNode:
 
 Probes every route the Hermes proxy is known to forward (`/v1/models`, chat completions streamed and not,
 error envelopes, bearer handling, `/health`) and compares what it sees with a recorded wire contract
-(shipped with hermes_nb; see `docs/wire-contract.md`). **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable.
+(shipped with hermes_nb; see `docs/wire-contract.md`). Only fields the proxy owns can drift; what the upstream
+behind it answers differently (body keys beyond the OpenAI floor, models, routes, body cap, texts) is shown as
+information. **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable.
 
 Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
 """),
         _params(params),
-        _code(_SETUP.format(imports="from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract\n"
+        _code(_SETUP.format(imports="from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract, upstream_differences\n"
                             "from hermes_nb.proxy.probe import probe\n", manifest="", config_args="")),
         _md("## Probe the routes"),
         _code("report = probe(target.endpoint, model=config.model, deadline_s=deadline_s)\nreport"),
         _md("## Compare with the recorded contract"),
-        _code("drift = compare(report, load_contract(resolve_contract(contract)))\ndrift"),
+        _code("recorded = load_contract(resolve_contract(contract))\n"
+              "upstream = upstream_differences(report, recorded)  # information: the upstream owns these fields\n"
+              "display(HTML(show.upstream_differences_html(upstream)))\n"
+              "drift = compare(report, recorded)  # proxy-owned fields only: these fail the spike\n"
+              "drift"),
         _md("## Verdict\n\nStops the embedded emulator, records the summary for the receipt, raises unless passed."),
         _code("target.close()\n"
-              "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=contract))"),
+              "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=contract,\n"
+              "                                   upstream=upstream))"),
     ], WIRE_SPIKE)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal, Mapping
 
+import httpx
 from pydantic import BaseModel, Field
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
@@ -125,6 +126,19 @@ def _codes(ex: Exchange) -> set[str]:
     return {str(v).lower() for v in (env.type, env.code) if v is not None}
 
 
+def _ends_at_v1(endpoint: str) -> bool:
+    return httpx.URL(endpoint).path.rstrip("/").endswith("/v1")
+
+
+def _base_of(endpoint: str) -> str | None:
+    """``http://h:p/v1/chat/completions`` → ``http://h:p/v1`` (None when the path has no /v1 segment)."""
+    url = httpx.URL(endpoint)
+    parts = url.path.split("/")
+    if "v1" not in parts:
+        return None
+    return str(url.copy_with(path="/".join(parts[: parts.index("v1") + 1]), query=None, fragment=None))
+
+
 def _classify(ex: Exchange, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
     endpoint = config.endpoint
     failure = ex.transport_error
@@ -158,6 +172,12 @@ def _classify(ex: Exchange, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
         return dict(state="error",
                     error=f"HTTP {status} from {endpoint}/models is not a model list ({kind}): {_excerpt(ex)}",
                     hint="is something else listening on this port? the proxy answers JSON with a `data` list")
+    if status == 404 and "path_not_allowed" in codes and not _ends_at_v1(endpoint):
+        base = _base_of(endpoint)
+        return dict(state="misconfigured",
+                    error=f"HTTP 404 path_not_allowed for {endpoint}/models: the endpoint names a route, "
+                          "it should end at /v1",
+                    hint=f"set the endpoint to end at /v1: {base}" if base else "set the endpoint to end at /v1")
     if status == 404 and "path_not_allowed" in codes:
         return dict(state="misconfigured",
                     error=f"HTTP 404 path_not_allowed: {message} (this proxy version does not forward /models)",

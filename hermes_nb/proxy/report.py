@@ -32,7 +32,13 @@ __all__ = [
     "report_state",
     "report_warnings",
     "PROXY_ERROR_TYPES",
+    "PROXY_OWN_TYPES",
     "RATE_LIMIT_HEADER_RE",
+    "OPENAI_FLOOR",
+    "Owner",
+    "answered_by",
+    "ended",
+    "floor_missing",
 ]
 
 Outcome = Literal[
@@ -40,8 +46,20 @@ Outcome = Literal[
     "bad_response", "unreachable", "timeout", "transport_error", "skipped",
 ]
 StreamShape = Literal["json", "sse", "text", "none"]
+#: who a contract field describes: the proxy's own behaviour, or whatever upstream answers behind it
+Owner = Literal["proxy", "upstream"]
 #: the proxy's own error types (anything else under /v1 came from the upstream)
 PROXY_ERROR_TYPES = frozenset({"upstream_unreachable", "upstream_timeout", "proxy_error"})
+#: every error type the proxy answers itself (an envelope of another type under /v1 was relayed)
+PROXY_OWN_TYPES = PROXY_ERROR_TYPES | {"path_not_allowed", "upstream_auth_failed"}
+#: the OpenAI floor: top-level keys every OpenAI-compatible 2xx JSON answer of a route carries
+OPENAI_FLOOR: dict[str, tuple[str, ...]] = {
+    "chat": ("choices", "created", "id", "model", "object"),
+    "chat_large": ("choices", "created", "id", "model", "object"),
+    "completions": ("choices", "created", "id", "model", "object"),
+    "embeddings": ("data", "object"),
+    "models": ("data", "object"),
+}
 _CONNECT_KINDS = frozenset({"connect_refused", "dns", "connect_error"})
 _TIMEOUT_KINDS = frozenset({"connect_timeout", "read_timeout", "deadline"})
 RATE_LIMIT_HEADER_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
@@ -67,6 +85,12 @@ class RouteResult(_Model):
     #: sorted top-level keys of a JSON object body
     json_keys: list[str] | None = None
     outcome: Outcome = "skipped"
+    #: who answered: the proxy itself, or the upstream it relayed (None: no HTTP answer)
+    answered_by: Owner | None = None
+    #: how the body ended: ``clean``, or the transport failure that cut it (None: no HTTP answer)
+    ended: str | None = None
+    #: OpenAI floor keys missing from a 2xx JSON answer (None: not a 2xx JSON answer of a floor route)
+    floor_missing: list[str] | None = None
     server: str | None = None
     #: transport failure kind when there was no HTTP answer
     transport_error: str | None = None
@@ -82,12 +106,15 @@ class AuthCase(_Model):
     status: int | None = None
     error_type: str | None = None
     outcome: Outcome = "skipped"
+    answered_by: Owner | None = None
 
 
 class Drift(_Model):
     field: str
     expected: Any = None
     observed: Any = None
+    #: who the field describes; upstream-owned differences are information, never drift
+    owner: Owner = "proxy"
 
     def __str__(self) -> str:
         return f"{self.field}: {_fmt(self.expected)} → {_fmt(self.observed)}"
@@ -147,10 +174,17 @@ class WireReport(_Model):
     server: str | None = None
     #: product names without versions (``Python aiohttp``): what contracts compare
     server_product: str | None = None
+    #: CORS / rate-limit header names on the proxy's own answers
     cors_headers: list[str] = Field(default_factory=list)
     rate_limit_headers: list[str] = Field(default_factory=list)
+    #: the same on relayed answers (the upstream's headers pass through the proxy)
+    relayed_cors_headers: list[str] = Field(default_factory=list)
+    relayed_rate_limit_headers: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    #: differences from a contract on proxy-owned fields (these fail the probe)
     drift: list[Drift] = Field(default_factory=list)
+    #: differences on upstream-owned fields: information, never a failure
+    upstream_differences: list[Drift] = Field(default_factory=list)
     elapsed_s: float = 0.0
 
     #: stream timelines of the streamed routes (:class:`~hermes_nb.core.timeline.StreamTimeline` dicts), not dumped
@@ -265,16 +299,55 @@ def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Outc
     return "error" if root else "forwarded"
 
 
+def answered_by(ex: Exchange, *, root: bool) -> Owner | None:
+    """Who answered: ``proxy`` (its own answer) or ``upstream`` (relayed); None without an HTTP answer.
+
+    Host-root paths and the proxy's own error types are the proxy's. A 2xx under ``/v1`` is
+    relayed. Any other status is relayed when it came chunked: the proxy streams every upstream
+    answer back (``StreamResponse``, no length), while its own answers (``json_response``,
+    aiohttp's 404/405/413 texts) carry a ``Content-Length``.
+    """
+    if ex.status is None:
+        return None
+    if root:
+        return "proxy"
+    env = ex.envelope
+    if env is not None and (env.type or env.code_str) in PROXY_OWN_TYPES:
+        return "proxy"
+    if 200 <= ex.status < 300:
+        return "upstream"
+    chunked = "chunked" in response_headers(ex).get("transfer-encoding", "").lower()
+    return "upstream" if chunked else "proxy"
+
+
+def ended(ex: Exchange) -> str | None:
+    """``clean`` when the body ended normally; the transport failure kind that cut it; None without an answer."""
+    if ex.status is None:
+        return None
+    return ex.transport_error.kind if ex.transport_error is not None else "clean"
+
+
+def floor_missing(name: str, ex: Exchange) -> list[str] | None:
+    """The OpenAI floor keys a 2xx JSON answer of ``name`` lacks ([] = all there; None = not applicable)."""
+    floor = OPENAI_FLOOR.get(name)
+    if floor is None or not ex.ok_status or ex.streamed or not isinstance(ex.json_body, dict):
+        return None
+    return sorted(set(floor) - set(ex.json_body))
+
+
 def response_headers(ex: Exchange) -> dict[str, str]:
     """The response headers with lower-cased names."""
     return {k.lower(): v for k, v in ex.headers.items()}
 
 
 def stream_failure_shape(results: list[RouteResult]) -> StreamShape:
-    """How a failed streaming request is answered: one JSON body, SSE, text, or none seen."""
+    """How the proxy answers a streaming request it fails itself: one JSON body, SSE, text, or none seen.
+
+    Only the proxy's own answers count: an upstream's failure is relayed as the upstream sent it.
+    """
     for name in ("chat_stream", "unknown_v1"):
         r = next((x for x in results if x.name == name), None)
-        if r is None or r.status is None or 200 <= r.status < 300:
+        if r is None or r.status is None or 200 <= r.status < 300 or r.answered_by == "upstream":
             continue
         return {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text", "html": "text"}.get(
             r.body_kind, "none")  # type: ignore[return-value]
@@ -289,19 +362,27 @@ def bearer_required(cases: list[AuthCase]) -> bool | None:
         return None
     rejected = [
         c for c in (none, by.get("malformed"))
-        if c is not None and c.status in (401, 403) and (c.status, c.error_type) != (bearer.status, bearer.error_type)
+        if c is not None and c.status in (401, 403) and c.answered_by != "upstream"
+        and (c.status, c.error_type) != (bearer.status, bearer.error_type)
     ]
     return bool(rejected)
 
 
 def report_state(results: list[RouteResult]) -> str:
-    """``stale``/``live`` from the chat and models routes; ``unreachable``; else ``unknown``."""
+    """``stale``/``live`` from the chat and models routes; ``unreachable``; else ``unknown``.
+
+    ``live`` means the proxy relayed both to its upstream and the chat answer is a 2xx
+    JSON body; ``/v1/models`` may answer anything the upstream likes (an upstream without
+    the route answers 404 there: still live).
+    """
     if not any(r.status is not None for r in results):
         return "unreachable"
     forwarded = [r for r in results if r.name in ("chat", "models")]
     if forwarded and all(r.outcome == "auth_failed" for r in forwarded):
         return "stale"
-    if forwarded and all(r.outcome == "forwarded" and r.status and 200 <= r.status < 300 for r in forwarded):
+    chat = next((r for r in forwarded if r.name == "chat"), None)
+    if (chat is not None and chat.outcome == "forwarded" and chat.status is not None and 200 <= chat.status < 300
+            and all(r.answered_by == "upstream" for r in forwarded)):
         return "live"
     return "unknown"
 
@@ -315,7 +396,8 @@ def report_warnings(report: WireReport) -> list[str]:
     elif not report.reachable:
         first = report.routes[0] if report.routes else None
         why = first.transport_error if first else "no answer"
-        out.append(f"endpoint unreachable ({why}): is `hermes proxy start` running at {report.endpoint}?")
+        out.append(f"endpoint unreachable ({why}): is `hermes proxy start` running at {report.endpoint}? "
+                   "(a proxy that is not logged in refuses to start: `hermes auth` first)")
     elif all(r.outcome == "not_found" for r in report.routes if r.name in ("chat", "models", "completions")):
         out.append("every forwarded route answered a plain 404: does the endpoint miss its /v1 base path?")
     if any(r.body_kind == "html" for r in report.routes):

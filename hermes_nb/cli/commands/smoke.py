@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--hermes-version", metavar="V",
                    help="with --rig: run the real proxy of this hermes-agent release from its cached venv "
                         "(built on first use; see `hermes-nb matrix`)")
+    p.add_argument("--upstream", metavar="emulator|minimal|CMD",
+                   help="with --rig live: what answers behind the proxy (default emulator; see `hermes-nb rig`)")
     p.add_argument("--model", metavar="M", help="model id (default: $HERMES_NB_MODEL, else the notebooks' default)")
     p.add_argument("--out", metavar="DIR|URL",
                    help=f"receipts directory or storage URL, e.g. s3://bucket/prefix (default: {RECEIPTS_RELPATH}/<target kind>)")
@@ -61,12 +63,11 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def _local_hermes_version() -> str | None:
-    """The version of the local `hermes` (the live proxy's, when it runs from it); None when none is found."""
-    from hermes_nb.proxy.executable import find_hermes_bin, hermes_version
+def _live_hermes_version(endpoint: str) -> str:
+    """The live proxy's hermes-agent version: its ``/health``, else the local `hermes`, else "unknown"."""
+    from hermes_nb.proxy.identity import hermes_agent_version
 
-    binary = find_hermes_bin()
-    return hermes_version(binary) if binary is not None else None
+    return hermes_agent_version(endpoint)[0]
 
 
 def _not_started(args: argparse.Namespace, out: Any, error: str, secrets: list[str]) -> int:
@@ -94,6 +95,8 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
     if args.hermes_version and not args.rig:
         raise UsageError("--hermes-version needs --rig stale|live")
+    if args.upstream is not None and args.rig != "live":
+        raise UsageError("--upstream needs --rig live (it chooses what answers behind the rig's proxy)")
     if args.model is not None and not args.model.strip():
         raise UsageError("--model must not be empty")
     try:
@@ -119,7 +122,8 @@ def handle(args: argparse.Namespace, out: Any) -> int:
                         raise RigError(why)
                     hermes_bin = ensure_hermes(args.hermes_version, progress=None if out.json_mode else out.info)
                 out.info(f"starting the real proxy rig ({args.rig})")
-                rig = stack.enter_context(real_proxy(args.rig, hermes_bin=hermes_bin))
+                rig = stack.enter_context(real_proxy(args.rig, hermes_bin=hermes_bin,
+                                                     upstream=args.upstream or "emulator"))
             except RigError as exc:  # blocked before any notebook ran: CI still gets its report
                 return _not_started(args, out, str(exc), secrets)
             target = SmokeTarget("rig", rig.endpoint, model, hermes_version=rig.hermes_version,
@@ -128,7 +132,7 @@ def handle(args: argparse.Namespace, out: Any) -> int:
             target = confirm_target(SmokeTarget("live", config.endpoint, model, secrets=secrets,
                                                 endpoint_origin=config.origin("endpoint")))
             if target.kind == "live":  # else: an emulator behind the endpoint (run_smoke says so)
-                target.hermes_version = _local_hermes_version()
+                target.hermes_version = _live_hermes_version(config.endpoint)
         else:
             target = SmokeTarget("emulator", None, model, secrets=secrets)
         out_dir = Path(args.out) if args.out else RECEIPTS_RELPATH / target.kind
@@ -162,6 +166,12 @@ def handle(args: argparse.Namespace, out: Any) -> int:
                                step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
     for r in result.runs:
         out.line(f"[{r.verdict.upper()}] {r.name}: {r.reason}" + (f"  {r.receipt_path}" if r.receipt_path else ""))
+        details = (r.summary or {}).get("details") or {}
+        out_lines = [f"  drift: {line}" for line in details.get("drift") or []]
+        if details.get("upstream_differences"):
+            out_lines.append(f"  upstream differences (information): {len(details['upstream_differences'])}")
+        for line in out_lines:
+            out.line(line)
     out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s; receipts in {result.out_dir} (run {result.run_id})")
     out.emit({**result.to_dict(), "exit_code": report["exit_code"], "blocked_exit": args.blocked_exit, **written})
     return int(report["exit_code"])
