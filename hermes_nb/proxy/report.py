@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from hermes_nb.core.records import Exchange
+from hermes_nb.proxy.drift import Drift, DriftList, Owner
 
 __all__ = [
     "Outcome",
@@ -46,8 +47,6 @@ Outcome = Literal[
     "bad_response", "unreachable", "timeout", "transport_error", "skipped",
 ]
 StreamShape = Literal["json", "sse", "text", "none"]
-#: who a contract field describes: the proxy's own behaviour, or whatever upstream answers behind it
-Owner = Literal["proxy", "upstream"]
 #: the proxy's own error types (anything else under /v1 came from the upstream)
 PROXY_ERROR_TYPES = frozenset({"upstream_unreachable", "upstream_timeout", "proxy_error"})
 #: every error type the proxy answers itself (an envelope of another type under /v1 was relayed)
@@ -109,56 +108,10 @@ class AuthCase(_Model):
     answered_by: Owner | None = None
 
 
-class Drift(_Model):
-    field: str
-    expected: Any = None
-    observed: Any = None
-    #: who the field describes; upstream-owned differences are information, never drift
-    owner: Owner = "proxy"
-
-    def __str__(self) -> str:
-        return f"{self.field}: {_fmt(self.expected)} → {_fmt(self.observed)}"
-
-    def _repr_html_(self) -> str:
-        return DriftList([self])._repr_html_()
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(f"Drift({self})")
-
-
-class DriftList(list):  # type: ignore[type-arg]
-    """The drift of a report from a contract: a plain list of :class:`Drift` that also displays itself."""
-
-    def _repr_text_(self) -> str:
-        if not self:
-            return "no drift: the proxy matches the recorded wire contract"
-        return f"{len(self)} drift line(s):\n" + "\n".join(f"  {d}" for d in self)
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text("DriftList(...)" if cycle else self._repr_text_())
-
-    def _repr_html_(self) -> str:
-        from hermes_nb.core.reprs import box, table_html
-
-        if not self:
-            return box("drift", "passed", "<div>none: the proxy matches the recorded wire contract.</div>")
-        rows = [{"field": d.field, "expected": _fmt(d.expected), "observed": _fmt(d.observed)} for d in self]
-        return box(f"drift from the wire contract ({len(self)})", "failed",
-                   table_html(rows, ("field", "expected", "observed")))
-
-
 def _esc(value: Any) -> str:
     from hermes_nb.core.reprs import esc
 
     return esc(value)
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "(none)"
-    if isinstance(value, list):
-        return "[" + ", ".join(str(v) for v in value) + "]"
-    return str(value)
 
 
 class WireReport(_Model):
