@@ -8,9 +8,19 @@ BIN    := $(VENV)/bin
 HVENV  := .venv-hermes
 STAMP  := $(VENV)/.installed
 HSTAMP := $(HVENV)/.installed
+UVENV  := .venv-upstream
+USTAMP := $(UVENV)/.installed
 PYTEST_ARGS ?=
+# extra flags for `make smoke`, e.g. SMOKE_ARGS="--out receipts --junit-xml junit.xml" (docs/ci/)
+SMOKE_ARGS ?=
+# browser tests (pytest -m browser): JupyterLab + Playwright for Python from requirements-browser.lock in their own
+# venv, driving Debian's chromium (never a browser download); without /usr/bin/chromium they skip with a reason
+BVENV  := .venv-browser
+BSTAMP := $(BVENV)/.installed
+CHROMIUM ?= /usr/bin/chromium
+BROWSER_DEPS := $(if $(wildcard $(CHROMIUM)),browser-venv,)
 
-.PHONY: install rig-venv test smoke notebooks schema lock lock-hermes bench fuzz soak clean
+.PHONY: install rig-venv upstream-venv browser-venv test smoke notebooks screenshots schema lock lock-hermes lock-upstream lock-browser bench fuzz soak clean
 
 install: $(STAMP)
 
@@ -30,18 +40,40 @@ $(HSTAMP): requirements-hermes.lock
 	$(HVENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-hermes.lock
 	@touch $@
 
-test: install rig-venv
+browser-venv: $(BSTAMP)
+
+$(BSTAMP): requirements-browser.lock
+	@test -x $(BVENV)/bin/python || $(PYTHON) -m venv $(BVENV)
+	$(BVENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-browser.lock
+	@touch $@
+
+# A third-party OpenAI-compatible server (llmock) the rig can put behind the real proxy: its own venv too.
+upstream-venv: $(USTAMP)
+
+$(USTAMP): requirements-upstream.lock
+	@test -x $(UVENV)/bin/python || $(PYTHON) -m venv $(UVENV)
+	$(UVENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-upstream.lock
+	@touch $@
+
+test: install rig-venv upstream-venv $(BROWSER_DEPS)
 	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \
 		--nbval-sanitize-with notebooks/nbval-sanitize.cfg $(PYTEST_ARGS)
 
 smoke: install
-	$(BIN)/hermes-nb smoke
+	$(BIN)/hermes-nb smoke $(SMOKE_ARGS)
 
 # refresh the committed notebooks, then ship the same bytes in the package (a test keeps them identical)
+# (the guided notebooks, e.g. probe_console.ipynb, are written without outputs and not shipped)
+SMOKE_NOTEBOOKS := wire_format_spike adapter_check e2e_smoke
 notebooks: install
 	$(BIN)/hermes-nb notebooks refresh --dir notebooks
-	cp notebooks/*.ipynb hermes_nb/data/notebooks/
+	$(BIN)/python -m hermes_nb.nbrun.guides notebooks
+	cp $(SMOKE_NOTEBOOKS:%=notebooks/%.ipynb) hermes_nb/data/notebooks/
 	cp notebooks/nbval-sanitize.cfg hermes_nb/data/nbval-sanitize.cfg
+
+# re-take docs/img/probe-console.png and docs/img/receipt.png (JupyterLab and a receipt in chromium)
+screenshots: install browser-venv
+	HERMES_NB_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q -m browser tests/test_browser.py
 
 schema: install
 	$(BIN)/hermes-nb schema --write docs/schema
@@ -73,6 +105,19 @@ lock-hermes:
 	rm -rf /tmp/hermes-nb-hlock && $(PYTHON) -m venv /tmp/hermes-nb-hlock
 	/tmp/hermes-nb-hlock/bin/pip install -q hermes-agent==0.19.0 aiohttp
 	{ echo "# Exact pins for .venv-hermes (the real proxy's own venv; never the project's). Regenerate: make lock-hermes"; /tmp/hermes-nb-hlock/bin/pip freeze; } > requirements-hermes.lock
+	cp requirements-hermes.lock hermes_nb/data/pins/hermes-agent-0.19.0.txt  # shipped: hermes-nb matrix installs 0.19.0 from it
+
+lock-browser:
+	rm -rf /tmp/hermes-nb-block && $(PYTHON) -m venv /tmp/hermes-nb-block
+	/tmp/hermes-nb-block/bin/pip install -q jupyterlab jupyterlab_widgets playwright
+	{ echo "# Exact pins for .venv-browser (JupyterLab + Playwright for Python; browser tests only, never a browser download:"; \
+	  echo "# the tests drive Debian's /usr/bin/chromium). Regenerate: make lock-browser"; \
+	  /tmp/hermes-nb-block/bin/pip freeze --all | grep -v "^pip==\|^setuptools=="; } > requirements-browser.lock
+
+lock-upstream:
+	rm -rf /tmp/hermes-nb-ulock && $(PYTHON) -m venv /tmp/hermes-nb-ulock
+	/tmp/hermes-nb-ulock/bin/pip install -q llmock
+	{ echo "# Exact pins for .venv-upstream: llmock, a third-party OpenAI-compatible server the rig puts behind the real proxy (never the project's venv). Regenerate: make lock-upstream"; /tmp/hermes-nb-ulock/bin/pip freeze; } > requirements-upstream.lock
 
 clean:
-	rm -rf $(VENV) $(HVENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(HVENV) $(UVENV) $(BVENV) .pytest_cache .hypothesis

@@ -43,9 +43,21 @@ _LAZY = {
     # receipts, the notebook runner, the kernel-side kit
     "verify_receipts": "receipts.verify", "PromotionRefused": "receipts.promote",
     "run_smoke": "nbrun.smoke", "SmokeTarget": "nbrun.smoke_target", "Console": "kit.console",
+    "ProbeConsole": "kit.console",
 }
 
-__all__ = ["__version__", *sorted(_LAZY)]
+__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension", *sorted(_LAZY)]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext hermes_nb``: registers ``%hermes_check``, ``%hermes_probe``, ``%%hermes_chat``
+    (:mod:`hermes_nb.kit.magics`, imported only now so that ``import hermes_nb`` stays light)."""
+    importlib.import_module("hermes_nb.kit.magics").load_ipython_extension(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext hermes_nb``: stops the embedded emulators the magics started."""
+    importlib.import_module("hermes_nb.kit.magics").unload_ipython_extension(ipython)
 
 
 def __getattr__(name: str) -> Any:

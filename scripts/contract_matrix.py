@@ -27,6 +27,7 @@ from typing import Any
 
 from hermes_nb.core.errors import RigError
 from hermes_nb.proxy.contracts import (
+    compare,
     contract_document,
     contract_drift,
     dumps_contract,
@@ -84,7 +85,14 @@ def observe(version: str, hermes: Path) -> dict[str, Any]:
     notes.append("Observed by scripts/contract_matrix.py through hermes_nb.proxy.rig + hermes_nb.proxy.probe; do not edit.")
     notes.append("stale: tokens present, portal refusing connections; live: unsigned invoke JWT, "
                  "NOUS_INFERENCE_BASE_URL -> hermes_nb emulator (upstream profile).")
+    notes.append("owners: fields of answers the proxy relayed (answered_by: upstream) describe the upstream and "
+                 "are information only; everything else is the proxy's and drifts (docs/wire-contract.md).")
     doc = contract_document(reports, target=f"hermes-agent {version}", notes=notes)
+    if "live" in reports:  # the rule's proof: another upstream behind the same proxy shows no proxy drift
+        with real_proxy("live", hermes_bin=hermes, upstream="minimal") as rig:
+            drift = compare(probe(rig.endpoint, model="minimal-chat-1"), doc, state="live")
+        doc["notes"].append("live with the minimal upstream instead: " + (
+            "no drift on proxy-owned fields" if not drift else "drift: " + "; ".join(str(d) for d in drift)))
     doc["logged_out"] = logged_out
     times = ", ".join(f"{k} {v:.2f}s" for k, v in startup.items())
     print(f"  {version}: proxy startup {times}", file=sys.stderr)

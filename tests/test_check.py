@@ -79,10 +79,18 @@ def test_ready_lists_models_with_bearer_and_extra_headers(emu: Any) -> None:
     assert CANARY not in result.model_dump_json()
 
 
-def test_ready_warns_when_model_not_listed(emu: Any) -> None:
+def test_a_model_the_proxy_does_not_list_is_not_ready(emu: Any) -> None:
     result = check(cfg(emu.endpoint, model="no-such-model"))
-    assert result.state == "ready"
-    assert "'no-such-model' is not in the proxy's model list" in result.warnings[0]
+    assert (result.state, result.available, result.verdict) == ("misconfigured", False, "failed")
+    assert "'no-such-model' is not in the proxy's model list" in result.errors[0]
+    assert "nousresearch/hermes-4-405b" in result.errors[0]  # the models listed are named
+    assert result.hint is not None and "model" in result.hint
+
+
+def test_an_empty_model_list_is_ready_with_a_warning(emu: Any) -> None:
+    result = check(cfg(emu.endpoint, "empty", model="anything"))
+    assert result.state == "ready" and result.models == []
+    assert "lists no models" in result.warnings[0]
 
 
 def test_locked_on_upstream_auth_failure(emu: Any) -> None:

@@ -183,7 +183,7 @@ def test_dry_run_cli_sends_nothing(capsys: pytest.CaptureFixture[str], tmp_path:
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and emu.requests == []
     assert doc["dry_run"] is True and doc["session"]["status"] == "planned"
-    assert doc["run_dir"].endswith("/runs/planned-1")
+    assert doc["run_dir"].endswith("/dry-runs/planned-1")  # outside runs/: no orphan for UH's drift checker
 
 
 def test_mission_file_and_workflow_warning(capsys: pytest.CaptureFixture[str], tmp_path: Path, emu: Any) -> None:
@@ -204,8 +204,8 @@ BAD_INPUT = [
     (["--prompt", "x", "--endpoint", "not a url"], "endpoint"),
     (["--prompt", "x", "--endpoint", "ftp://h/v1"], "http or https"),
     (["--prompt", "x", "--run-id", "../up"], "invalid run id"),
-    (["--prompt", "x", "MISSION-PLACEHOLDER"], "exactly one of MISSION or --prompt"),
-    ([], "exactly one of MISSION or --prompt"),
+    (["--prompt", "x", "MISSION-PLACEHOLDER"], "exactly one of MISSION, --prompt"),
+    ([], "exactly one of MISSION, --prompt"),
 ]
 
 
@@ -415,3 +415,65 @@ def test_disk_error_mid_run_is_one_json_error_and_a_terminal_run(capsys: pytest.
     assert "Traceback" not in captured.err
     latest = json.loads((tmp_path / ".harness" / "missions" / "adhoc" / "latest.json").read_text())
     assert latest["status"] == "failed" and latest["finished_at"]
+
+
+BIG_PROMPT = "Refactor the parser.\n" + "x" * 200_000 + "\nend of the prompt ✓\n"
+
+
+def _prompt_md(tmp_path: Path) -> str:
+    (prompt,) = (tmp_path / ".harness" / "missions" / "adhoc" / "dry-runs").glob("*/prompt.md")
+    return prompt.read_text(encoding="utf-8")
+
+
+def test_prompt_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, emu: Any) -> None:
+    source = tmp_path / "prompt.txt"
+    source.write_text(BIG_PROMPT, encoding="utf-8")
+    code = main(["run", "--json", "--dry-run", "--prompt-file", str(source), "--root", str(tmp_path),
+                 "--endpoint", emu.endpoint])
+    assert code == 0, capsys.readouterr().err
+    assert "end of the prompt ✓" in _prompt_md(tmp_path) and "x" * 200_000 in _prompt_md(tmp_path)
+
+
+def test_prompt_from_stdin(capsys: pytest.CaptureFixture[str], tmp_path: Path, emu: Any,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(BIG_PROMPT))
+    code = main(["run", "--json", "--dry-run", "--prompt", "-", "--root", str(tmp_path), "--endpoint", emu.endpoint])
+    assert code == 0, capsys.readouterr().err
+    assert "end of the prompt ✓" in _prompt_md(tmp_path)
+
+
+def test_prompt_from_stdin_runs_for_real_in_a_subprocess(tmp_path: Path, emu: Any) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "run", "--json", "--prompt", "-", "--root",
+                           str(tmp_path), "--no-sandbox", "--endpoint", emu.endpoint],
+                          input="Do the mission from stdin.".encode(), capture_output=True, cwd=tmp_path, timeout=120)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 == doc["exit_code"], proc.stderr
+    prompt = (Path(doc["run_dir"]) / "prompt.md").read_text()
+    assert "Do the mission from stdin." in prompt
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--prompt-file", "/nonexistent/prompt.txt"], "no such file"),
+    (["--prompt-file", "."], "is a directory"),
+    (["--prompt", "hi", "--prompt-file", "x.txt"], "exactly one of"),
+    (["mission.yaml", "--prompt", "-"], "exactly one of"),
+])
+def test_prompt_file_errors_are_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str],
+                                       message: str) -> None:
+    code = main(["run", *args, "--root", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_empty_stdin_prompt_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("  \n"))
+    assert main(["run", "--prompt", "-", "--root", str(tmp_path)]) == 2
+    assert "the prompt is empty" in capsys.readouterr().err

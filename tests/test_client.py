@@ -147,7 +147,7 @@ def test_on_delta_is_called_as_each_piece_arrives() -> None:
 @pytest.mark.parametrize(("timeout_ms", "connect", "idle", "want_read"), [
     (60_000, 2.0, 7.0, 7.0),      # connect and idle-read are separate settings
     (3_000, 2.0, 7.0, 3.0),       # idle read never exceeds the overall deadline
-    (600_000, 5.0, None, 300.0),  # default idle = min(300 s, overall)
+    (600_000, 5.0, None, 600.0),  # default idle = request_timeout_ms: it bounds each silence
 ])
 def test_connect_idle_and_overall_deadlines_are_separate(timeout_ms: int, connect: float, idle: float | None,
                                                           want_read: float) -> None:
@@ -360,7 +360,20 @@ class FakeClock:
         return self.now
 
 
-def test_overall_deadline_fires_while_bytes_keep_trickling() -> None:
+def test_a_steady_stream_may_outlast_request_timeout_ms() -> None:
+    clock = FakeClock()
+
+    def tick() -> None:
+        clock.now += 1.0
+
+    body = Body([chunk(str(i)) for i in range(10)] + [chunk("", "stop"), DONE], on_part=tick)
+    client = client_for(lambda r: httpx.Response(200, headers=SSE, stream=body), clock=clock,
+                        request_timeout_ms=3500)
+    exchange = client.chat(MSGS)  # 12 s of stream, never 3.5 s of silence
+    assert exchange.transport_error is None and exchange.done and exchange.text == "0123456789"
+
+
+def test_max_duration_ms_cuts_a_stream_that_keeps_sending() -> None:
     clock = FakeClock()
 
     def tick() -> None:
@@ -368,12 +381,29 @@ def test_overall_deadline_fires_while_bytes_keep_trickling() -> None:
 
     body = Body([chunk(str(i)) for i in range(10)] + [DONE], on_part=tick)
     client = client_for(lambda r: httpx.Response(200, headers=SSE, stream=body), clock=clock,
-                        request_timeout_ms=3500)
+                        request_timeout_ms=60_000, max_duration_ms=3500)
     exchange = client.chat(MSGS)
     assert exchange.transport_error is not None
     assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("deadline", "body")
     assert exchange.text == "0123" and body.pulled == 4 and body.closed
-    assert classify(exchange, cfg(request_timeout_ms=3500)).reason == "deadline"
+    config = cfg(request_timeout_ms=60_000, max_duration_ms=3500)
+    outcome = classify(exchange, config)
+    assert outcome.reason == "deadline" and "max_duration_ms" in outcome.errors[0]
+
+
+def test_keep_alives_alone_are_not_progress() -> None:
+    clock = FakeClock()
+
+    def tick() -> None:
+        clock.now += 1.0
+
+    body = Body([chunk("a")] + [b": keep-alive\n\n"] * 10 + [DONE], on_part=tick)
+    client = client_for(lambda r: httpx.Response(200, headers=SSE, stream=body), clock=clock,
+                        request_timeout_ms=3500)
+    exchange = client.chat(MSGS)
+    assert exchange.transport_error is not None
+    assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("read_timeout", "body")
+    assert exchange.text == "a" and body.pulled == 5
 
 
 def test_models_deadline_covers_the_body() -> None:
@@ -488,7 +518,7 @@ def chat_over_socket(script: Callable[[socket.socket, threading.Event], None], *
 
 
 @pytest.mark.parametrize("style", ["stall", "trickle"])
-def test_overall_deadline_on_a_real_socket(style: str) -> None:
+def test_max_duration_on_a_real_socket(style: str) -> None:
     def script(conn: socket.socket, release: threading.Event) -> None:
         conn.sendall(_http_chunk(chunk("partial ")))
         if style == "stall":
@@ -497,15 +527,16 @@ def test_overall_deadline_on_a_real_socket(style: str) -> None:
             while not release.wait(0.05):
                 conn.sendall(_http_chunk(b": keep-alive\n\n"))
 
-    exchange, config = chat_over_socket(script, idle_timeout_s=30.0, request_timeout_ms=600)
+    exchange, config = chat_over_socket(script, request_timeout_ms=30_000, max_duration_ms=600)
     assert exchange.transport_error is not None
     assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("deadline", "body")
-    assert exchange.text == "partial "  # "deadline", not read_timeout (idle is 30 s): no timing assertion needed
+    assert exchange.text == "partial "  # "deadline", not read_timeout (silence allowed is 30 s)
     assert classify(exchange, config).reason == "deadline"
 
 
-def test_overall_deadline_while_headers_trickle_in() -> None:
-    """A server that sends its status line and headers a few bytes at a time never trips the idle timeout."""
+def test_response_start_deadline_while_headers_trickle_in() -> None:
+    """A server that sends its status line and headers a few bytes at a time never trips httpx's read timeout;
+    request_timeout_ms bounds the wait for the response to start all the same."""
     ended: list[str] = []
 
     def script(conn: socket.socket, release: threading.Event) -> None:
@@ -519,12 +550,12 @@ def test_overall_deadline_while_headers_trickle_in() -> None:
         except OSError:
             ended.append("client hung up")
 
-    exchange, config = chat_over_socket(script, head=b"HTTP/1.1 200 OK\r\n", idle_timeout_s=30.0,
-                                        request_timeout_ms=600)
+    exchange, config = chat_over_socket(script, head=b"HTTP/1.1 200 OK\r\n", request_timeout_ms=600)
     assert ended and ended[0] != "server gave up"  # the client ended it, long before the server would
     assert exchange.status is None and exchange.transport_error is not None
-    assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("deadline", "headers")
-    assert classify(exchange, config).reason == "deadline"
+    assert (exchange.transport_error.kind, exchange.transport_error.phase) == ("read_timeout", "headers")
+    outcome = classify(exchange, config)
+    assert outcome.reason == "read_timeout" and "request timed out after 600 ms" in outcome.errors[0]
 
 
 def test_a_callers_own_trace_hook_still_sees_the_events_and_is_restored() -> None:
@@ -653,11 +684,11 @@ def test_watchdog_shuts_the_socket_down_when_the_deadline_passes() -> None:
 
     response = httpx.Response(200, extensions={"network_stream": Stream()})
     try:
-        watchdog = _Watchdog(response, 0.0)
+        watchdog = _Watchdog(response, idle_deadline=time.monotonic())
         limit = time.monotonic() + 10
         while not watchdog.fired and time.monotonic() < limit:
             time.sleep(0.01)  # polling for the timer thread, bounded by a deadline
-        assert watchdog.fired
+        assert watchdog.fired == "idle"
         assert left.recv(10) == b""  # shut down: a blocked read wakes up with EOF
     finally:
         left.close()
@@ -667,9 +698,9 @@ def test_watchdog_shuts_the_socket_down_when_the_deadline_passes() -> None:
 def test_watchdog_without_a_socket_is_inert() -> None:
     from hermes_nb.wire.client import _Watchdog
 
-    watchdog = _Watchdog(httpx.Response(200), 0.0)
+    watchdog = _Watchdog(httpx.Response(200), idle_deadline=0.0)
     watchdog.cancel()
-    assert watchdog.fired is False
+    assert watchdog.fired is None
 
 
 @settings(max_examples=60, deadline=None)

@@ -161,3 +161,21 @@ def test_schema_marks_strictness():
     assert runtime["required"] == ["model"]
     assert AdapterManifest.model_json_schema()["additionalProperties"] is False
     assert HermesProxyRuntimeConfig.model_fields["auth_token"].default.get_secret_value() == "hermes-proxy"
+
+
+@pytest.mark.parametrize("port", [0, 65536, 99999])
+def test_endpoint_port_out_of_range_is_a_config_error(port: int) -> None:
+    with pytest.raises(ConfigError, match=f"port {port} is out of range"):
+        validate_config({"model": "m", "endpoint": f"http://127.0.0.1:{port}/v1"})
+
+
+@pytest.mark.parametrize("command", [["check"], ["run", "--prompt", "hi"]])
+def test_cli_port_99999_exits_2_not_unreachable(command: list[str], capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    from hermes_nb.cli import main
+
+    code = main([*command, "--endpoint", "http://127.0.0.1:99999/v1", "--model", "m", "--root", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    assert "port 99999 is out of range" in captured.out + captured.err
+    assert "refused" not in captured.out + captured.err

@@ -31,7 +31,9 @@ def _load(name: str) -> nbformat.NotebookNode:
 
 def test_the_three_notebooks_exist_and_match_the_runner() -> None:
     assert NAMES == NOTEBOOKS
-    assert sorted(p.stem for p in NB_DIR.glob("*.ipynb")) == sorted(NAMES)
+    from hermes_nb.nbrun.guides import GUIDES
+
+    assert sorted(p.stem for p in NB_DIR.glob("*.ipynb") if p.stem not in GUIDES) == sorted(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -113,7 +115,23 @@ def test_the_package_ships_exactly_the_committed_notebooks(name: str) -> None:
 def test_sanitize_file_only_normalises_what_varies() -> None:
     parser = configparser.ConfigParser()
     parser.read(NB_DIR / "nbval-sanitize.cfg")
-    assert parser.sections() == ["ports", "run ids", "timestamps", "durations", "kernel temp paths"]
+    assert parser.sections() == ["stream timelines", "digests", "ports", "run ids", "timestamps", "durations",
+                                 "kernel temp paths"]
+
+
+def test_sanitize_rules_hide_timeline_pictures_and_digests_only() -> None:
+    import re
+
+    from hermes_nb.core.timeline import StreamTimeline, timeline_svg
+
+    parser = configparser.ConfigParser()
+    parser.read(NB_DIR / "nbval-sanitize.cfg")
+    rules = [(re.compile(parser[s]["regex"]), parser[s]["replace"]) for s in ("stream timelines", "digests")]
+    text = ("<p>a</p>" + timeline_svg(StreamTimeline(headers_s=0.01, deltas=(0.1, 0.5), last_byte_s=0.6, total_s=0.6))
+            + "<p>b</p> " + "ab" * 32 + " " + "ab" * 31)
+    for regex, replacement in rules:
+        text = regex.sub(replacement, text)
+    assert text == '<p>a</p><svg class="hermes-timeline"></svg><p>b</p> <sha256> ' + "ab" * 31
 
 
 def test_plain_papermill_cli_runs_a_notebook_unchanged(tmp_path: Path) -> None:
@@ -191,3 +209,18 @@ def test_refresh_needs_a_positive_timeout(tmp_path: Path, capsys) -> None:
     assert main(["notebooks", "refresh", "--dir", str(tmp_path), "--timeout", "0", "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["error"] == "--timeout must be > 0, got 0"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_guided_notebook_is_generated_not_shipped_and_only_calls_the_package(tmp_path: Path) -> None:
+    from hermes_nb.nbrun.guides import write_guides
+
+    (written,) = write_guides(tmp_path)
+    assert written.read_bytes() == (NB_DIR / "probe_console.ipynb").read_bytes(), "run `make notebooks`"
+    nb = nbformat.read(str(written), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.metadata["tags"] == ["nbval-ignore-output"] and not c.outputs for c in code)
+    sources = "\n".join(c.source for c in code)
+    for needle in ("ProbeConsole(", "%load_ext hermes_nb", "%hermes_check", "%hermes_probe --compare",
+                   "%%hermes_chat", "%unload_ext hermes_nb"):
+        assert needle in sources
+    assert not (notebooks_dir() / "probe_console.ipynb").exists()  # not shipped: the smoke never runs it

@@ -18,6 +18,8 @@ EXPORTED = [
     "manifest_template", "merge_runtime_config", "plan_run", "probe_endpoint", "real_proxy", "render_prompt",
     "resolve_runtime_config", "run_mission", "run_smoke", "runtime_final_message_instruction", "save_manifest",
     "serve_emulator", "verify_receipts", "wrap_final_message",
+    # issue 11: the Jupyter face
+    "ProbeConsole", "load_ipython_extension", "unload_ipython_extension",
 ]
 
 
@@ -38,7 +40,7 @@ _IDENTITY = (
     "        if not m.name.endswith('__main__'):\n"
     "            importlib.import_module(m.name)\n"
     "def names():\n"
-    "    return {n: getattr(hermes_nb, n) for n in hermes_nb.__all__ if n != '__version__'}\n"
+    "    return {n: getattr(hermes_nb, n) for n in hermes_nb.__all__ if n in hermes_nb._LAZY}\n"
     "first = {}\n"
     "if sys.argv[1] == 'modules-first':\n"
     "    walk(); got = names()\n"

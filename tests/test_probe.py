@@ -29,7 +29,9 @@ from hermes_nb.proxy.contracts import (
     load_contract,
     message_template,
     resolve_contract,
+    upstream_differences,
 )
+from hermes_nb.proxy.contracts import RELAYED_FIELDS, ROUTE_FIELDS
 
 SEED = load_contract(resolve_contract("seed"))
 REAL = load_contract(resolve_contract("hermes-agent-0.19.0"))
@@ -266,7 +268,64 @@ def test_null_fields_are_not_compared_and_json_keys_is_a_floor(reports: dict) ->
     section["server_observed"] = "Other/1.0"  # recorded, never compared
     assert compare(r, doc) == []
     section["routes"][0]["json_keys"] = ["choices", "not_there"]
+    # the chat body is the upstream's (relayed): a missing key is information, not drift
+    assert compare(r, doc) == []
+    assert [(d.field, d.owner) for d in upstream_differences(r, doc)] == [
+        ("routes[POST /v1/chat/completions].json_keys", "upstream")]
+    # on an answer the proxy gives itself, every field is the proxy's
+    section["routes"][0]["owners"] = {"proxy": list(ROUTE_FIELDS), "upstream": []}
     assert [d.field for d in compare(r, doc)] == ["routes[POST /v1/chat/completions].json_keys"]
+
+
+def test_owners_follow_who_answered(reports: dict) -> None:
+    live = contract_section(reports[("hermes-agent", "ok")])
+    by = {e["name"]: e for e in live["routes"]}
+    for name in ("chat", "chat_stream", "chat_large", "completions", "embeddings", "models"):
+        assert by[name]["answered_by"] == "upstream", name
+        assert set(by[name]["owners"]["upstream"]) == set(RELAYED_FIELDS)
+        assert {"answered_by", "ended", "floor_missing"} <= set(by[name]["owners"]["proxy"])
+    for name in ("v1_health", "unknown_v1", "root", "health"):
+        assert by[name]["answered_by"] == "proxy" and by[name]["owners"]["upstream"] == [], name
+    assert by["chat"]["floor_missing"] == [] and by["chat"]["ended"] == "clean"
+    stale = contract_section(reports[("hermes-agent", "auth-stale")])
+    assert all(e["owners"]["upstream"] == [] for e in stale["routes"])  # the upstream is never asked
+    assert stale["owners"]["upstream"] == ["relayed_cors_headers", "relayed_rate_limit_headers"]
+
+
+def test_a_relayed_upstream_failure_is_not_drift_but_a_proxy_refusal_is(reports: dict) -> None:
+    r = reports[("hermes-agent", "ok")]
+    doc = contract_document({"live": r}, target="t")
+    other = r.model_copy(deep=True)
+    chat = other.route("chat_large")
+    # the upstream's own 1 MiB cap, relayed: status and texts change, the proxy still forwarded it
+    chat.status, chat.content_type, chat.body_kind, chat.outcome = 413, "text/plain", "text", "rejected"
+    chat.json_keys, chat.body_excerpt, chat.floor_missing = None, "Maximum request body size 1048576 exceeded.", None
+    assert compare(other, doc) == []
+    assert {d.field.rsplit(".", 1)[1] for d in upstream_differences(other, doc)} >= {"status", "outcome"}
+    # the proxy refusing it itself (hermes-agent <= 0.18.0) is drift, and so is every field of its own answer
+    chat.answered_by = "proxy"
+    label = "routes[POST /v1/chat/completions (1.5 MB body)]"
+    assert {d.field for d in compare(other, doc)} >= {f"{label}.answered_by", f"{label}.status", f"{label}.outcome"}
+    assert upstream_differences(other, doc) == []
+    # a body below the OpenAI floor is drift whoever is to blame
+    other.route("chat").floor_missing = ["created"]
+    assert "routes[POST /v1/chat/completions].floor_missing" in [d.field for d in compare(other, doc)]
+
+
+def test_version_1_contracts_are_read_with_owners_by_the_rule() -> None:
+    from hermes_nb.proxy.contracts import upgrade_document
+
+    old = {"format": "hermes-nb.wire-contract/1", "states": {"live": {"routes": [
+        {"name": "chat", "method": "POST", "path": "/v1/chat/completions", "status": 200, "outcome": "forwarded",
+         "json_keys": ["id", "system_fingerprint"]},
+        {"name": "root", "method": "GET", "path": "/", "status": 404, "outcome": "not_found"}],
+        "auth": {"none": {"status": 401, "outcome": "unauthorized"}}, "bearer_required": True}}}
+    new = upgrade_document(old)
+    routes = {e["name"]: e for e in new["states"]["live"]["routes"]}
+    assert new["format"] == "hermes-nb.wire-contract/2"
+    assert routes["chat"]["answered_by"] == "upstream" and "json_keys" in routes["chat"]["owners"]["upstream"]
+    assert routes["root"]["answered_by"] == "proxy" and routes["root"]["owners"]["upstream"] == []
+    assert new["states"]["live"]["auth"]["none"]["owners"]["upstream"] == []
 
 
 def test_state_mismatch_and_explicit_state(reports: dict) -> None:
@@ -309,7 +368,7 @@ def test_bad_contract_files(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not valid JSON"):
         load_contract(bad)
     bad.write_text('{"format": "other"}')
-    with pytest.raises(UsageError, match="wire-contract/1"):
+    with pytest.raises(UsageError, match="wire-contract/2"):
         load_contract(bad)
     with pytest.raises(UsageError, match="cannot read"):
         load_contract(tmp_path / "missing.json")
@@ -326,7 +385,7 @@ def test_cli_compare_seed_reports_drift_exit_1(capsys: pytest.CaptureFixture[str
     assert {"routes", "bearer_required", "stream_failure_shape", "server", "drift"} <= set(payload)
     assert set(payload["routes"][0]) >= {"method", "path", "status", "content_type", "error_type", "error_code",
                                          "outcome"}
-    assert {"field": "bearer_required", "expected": True, "observed": False} in payload["drift"]
+    assert {"field": "bearer_required", "expected": True, "observed": False, "owner": "proxy"} in payload["drift"]
 
 
 def test_cli_human_table_no_drift_exit_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -336,9 +395,9 @@ def test_cli_human_table_no_drift_exit_0(capsys: pytest.CaptureFixture[str], tmp
     text = capsys.readouterr().out
     assert code == 0
     rows = [line.split() for line in text.splitlines()]
-    assert ["GET", "/", "404", "text/plain", "404:", "Not", "Found", "not_found"] in rows
+    assert ["GET", "/", "404", "text/plain", "404:", "Not", "Found", "not_found", "proxy"] in rows
     assert ["POST", "/v1/chat/completions", "(stream)", "401", "application/json", "upstream_auth_failed",
-            "auth_failed"] in rows
+            "auth_failed", "proxy"] in rows
     assert "drift vs hermes-agent-0.19.0: none" in text
     assert WireReport.model_validate_json(out_file.read_text()).state == "stale"
 
@@ -362,7 +421,8 @@ def test_cli_unreachable_exit_3_and_unknown_contract_exit_2(capsys: pytest.Captu
 
 
 def _exchange(status: int | None, content_type: str | None = None, body: str | None = None,
-              json_body: object = None, envelope: dict | None = None, failure: tuple | None = None):
+              json_body: object = None, envelope: dict | None = None, failure: tuple | None = None,
+              headers: dict | None = None, streamed: bool = False):
     from datetime import datetime, timezone
 
     from hermes_nb.core.records import ErrorEnvelope, Exchange, RequestRecord, Timings, TransportFailure
@@ -372,8 +432,63 @@ def _exchange(status: int | None, content_type: str | None = None, body: str | N
         status=status, content_type=content_type, body_text=body, json_body=json_body,
         envelope=ErrorEnvelope(**envelope) if envelope else None,
         transport_error=TransportFailure(kind=failure[0], phase=failure[1], message="x") if failure else None,
-        timings=Timings(started_at=datetime.now(timezone.utc)),
+        timings=Timings(started_at=datetime.now(timezone.utc)), headers=headers or {}, streamed=streamed,
     )
+
+
+_CHUNKED = {"transfer-encoding": "chunked"}
+_LENGTH = {"content-length": "44"}
+
+
+@pytest.mark.parametrize("kwargs,root,expected", [
+    ({"status": 200, "json_body": {"status": "ok"}, "headers": _LENGTH}, True, "proxy"),
+    ({"status": 404, "body": "404: Not Found", "headers": _LENGTH}, True, "proxy"),
+    ({"status": 404, "json_body": {"error": {}}, "envelope": {"type": "path_not_allowed"}, "headers": _LENGTH},
+     False, "proxy"),
+    ({"status": 401, "json_body": {"error": {}}, "envelope": {"type": "upstream_auth_failed"}}, False, "proxy"),
+    ({"status": 502, "json_body": {"error": {}}, "envelope": {"type": "upstream_unreachable"}}, False, "proxy"),
+    # the proxy's own body cap (hermes-agent <= 0.18.0): aiohttp's 413 with a length
+    ({"status": 413, "content_type": "text/plain", "body": "Maximum request body size 1048576 exceeded.",
+      "headers": _LENGTH}, False, "proxy"),
+    # the same text relayed from an upstream's own cap: chunked
+    ({"status": 413, "content_type": "text/plain", "body": "Maximum request body size 1048576 exceeded.",
+      "headers": _CHUNKED}, False, "upstream"),
+    ({"status": 404, "json_body": {"error": {}}, "envelope": {"type": "invalid_request_error"}, "headers": _CHUNKED},
+     False, "upstream"),
+    ({"status": 200, "json_body": {"id": "x"}, "headers": _LENGTH}, False, "upstream"),
+    ({"status": None, "failure": ("connect_refused", "connect")}, False, None),
+])
+def test_answered_by_table(kwargs: dict, root: bool, expected: str | None) -> None:
+    from hermes_nb.proxy.report import answered_by
+
+    assert answered_by(_exchange(**kwargs), root=root) == expected
+
+
+def test_floor_missing_and_ended() -> None:
+    from hermes_nb.proxy.report import ended, floor_missing
+
+    ok = _exchange(200, "application/json", json_body={"id": "x", "object": "chat.completion", "model": "m",
+                                                         "choices": []})
+    assert floor_missing("chat", ok) == ["created"]
+    assert floor_missing("models", _exchange(200, json_body={"object": "list", "data": []})) == []
+    assert floor_missing("chat", _exchange(404, json_body={"error": {}})) is None  # not a 2xx answer
+    assert floor_missing("chat_stream", _exchange(200, streamed=True)) is None
+    assert floor_missing("root", ok) is None
+    assert ended(ok) == "clean" and ended(_exchange(None, failure=("connect_refused", "connect"))) is None
+    assert ended(_exchange(200, streamed=True, failure=("reset", "body"))) == "reset"
+
+
+def test_stream_failure_shape_and_bearer_count_only_the_proxys_own_answers() -> None:
+    from hermes_nb.proxy.report import AuthCase, RouteResult, bearer_required, stream_failure_shape
+
+    relayed = RouteResult(name="chat_stream", method="POST", path="/v1/chat/completions", status=400,
+                          body_kind="text", answered_by="upstream")
+    own = RouteResult(name="unknown_v1", method="POST", path="/v1/x", status=404, body_kind="json-envelope",
+                      answered_by="proxy")
+    assert stream_failure_shape([relayed, own]) == "json"
+    cases = [AuthCase(case="none", header="(none)", status=401, answered_by="upstream"),
+             AuthCase(case="bearer", header="Bearer probe", status=200, answered_by="upstream")]
+    assert bearer_required(cases) is False  # an upstream refusing is not the proxy's bearer handling
 
 
 @pytest.mark.parametrize("kwargs,root,expected", [

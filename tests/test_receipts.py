@@ -58,7 +58,7 @@ def test_redact_notebook_redacts_every_string_and_keeps_sources_intact() -> None
 def test_write_receipt_writes_notebook_html_sidecar_with_digests(tmp_path: Path) -> None:
     files = _write(tmp_path)
     assert files.notebook.name == "e2e_smoke.ipynb" and files.html and files.html.read_text().startswith("<!DOCTYPE")
-    assert "hello" in files.html.read_text() and "<th>verdict</th><td>passed</td>" in files.html.read_text()
+    assert "hello" in files.html.read_text() and "<th>verdict</th><td><b style=\"color:#1a7f37\">passed</b></td>" in files.html.read_text()
     nb = nbformat.read(str(files.notebook), as_version=4)
     assert nb.metadata.receipt["verdict"] == "passed"
     sidecar = json.loads(files.sidecar.read_text())

@@ -103,8 +103,11 @@ def test_plan_and_dry_run_json_hold_no_secret_but_the_request_keeps_the_prompt(t
 def test_dry_run_sends_nothing(tmp_path: Path, clean_emu: Any) -> None:
     result = dry_run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, run_id="dry-1")
     assert clean_emu.requests == []
-    run_dir = mission_dir(tmp_path) / "runs" / "dry-1"
-    assert sorted(p.name for p in run_dir.iterdir()) == ["prompt.md", "runtime-session.yaml"]
+    run_dir = mission_dir(tmp_path) / "dry-runs" / "dry-1"
+    assert sorted(p.name for p in run_dir.iterdir()) == ["prompt.md", "request.json", "runtime-session.yaml"]
+    # nothing under runs/ that runs/index.json does not list: UH's drift checker flags such orphans
+    runs = mission_dir(tmp_path) / "runs"
+    assert not runs.exists() or [p.name for p in runs.iterdir()] in ([], ["index.json"])
     session = RuntimeSession.model_validate(yaml.safe_load((run_dir / "runtime-session.yaml").read_text()))
     assert session.status == "planned" and session.command and session.command.startswith("POST ")
     assert session.stdout_path is None and session.stderr_path is None  # no log exists to point at
@@ -121,7 +124,7 @@ def test_passed_run_writes_the_uh_tree(tmp_path: Path, clean_emu: Any) -> None:
     assert result.status == "passed" and result.exit_code == 0
     assert sorted(p.name for p in run_dir.iterdir()) == sorted([
         "prompt.md", "runtime-session.yaml", "events.ndjson", "runtime.stdout.log", "runtime.stderr.log",
-        "diff.patch", "runtime-result.yaml", "runtime-final.txt"])
+        "diff.patch", "runtime-result.yaml", "runtime-final.txt", "request.json"])
     latest = LatestRun.model_validate_json((mdir / "latest.json").read_text())
     assert latest.status == "passed" and latest.run_id == result.run_id and latest.finished_at
     index = RunsIndex.model_validate_json((mdir / "runs" / "index.json").read_text())
@@ -394,3 +397,31 @@ def test_mission_id_with_a_slash_runs_from_its_harness_directory(tmp_path: Path,
     assert result.status == "passed" and result.result["mission_id"] == "team/fix-12"
     assert result.run_dir.parent.parent == home.resolve()
     assert_listed_paths_exist(tmp_path, result.run_dir)
+
+
+def test_a_dry_run_leaves_no_orphan_next_to_real_runs(tmp_path: Path, clean_emu: Any) -> None:
+    config = config_for(clean_emu.endpoint)
+    real = run(Mission.adhoc("hi"), config, root=tmp_path, handle_signals=False)
+    dry_run(Mission.adhoc("hi"), config, root=tmp_path, run_id="dry-2")
+    runs = mission_dir(tmp_path) / "runs"
+    indexed = {entry["run_id"] for entry in json.loads((runs / "index.json").read_text())["runs"]}
+    on_disk = {p.name for p in runs.iterdir() if p.is_dir()}
+    assert on_disk == indexed == {real.run_id}
+    with pytest.raises(ArtifactError, match="already exists"):
+        dry_run(Mission.adhoc("hi"), config, root=tmp_path, run_id="dry-2")
+
+
+def test_request_json_shows_the_request_sent_with_secrets_masked(tmp_path: Path, clean_emu: Any) -> None:
+    canary = "sk-canary-request-0123456789ab"
+    config = validate_config({"endpoint": clean_emu.endpoint, "model": "hermes-4-405b", "auth_token": canary,
+                              "extra_headers": {"x-trace": "t-1", "x-api-key": canary}})
+    result = run(Mission.adhoc("Do the mission."), config, root=tmp_path, handle_signals=False)
+    doc = json.loads((result.run_dir / "request.json").read_text())
+    assert (doc["method"], doc["url"]) == ("POST", clean_emu.endpoint + "/chat/completions")
+    assert doc["headers"]["authorization"] == "Bearer <redacted>" and doc["headers"]["x-api-key"] == "<redacted>"
+    assert doc["headers"]["x-trace"] == "t-1" and doc["headers"]["content-type"] == "application/json"
+    assert doc["body"]["model"] == "hermes-4-405b" and doc["body"]["stream"] is True
+    assert "Do the mission." in doc["body"]["messages"][-1]["content"]
+    sent = clean_emu.requests[-1]
+    assert sent.json["messages"] == doc["body"]["messages"]  # what the proxy received
+    assert canary not in (result.run_dir / "request.json").read_text()

@@ -247,9 +247,14 @@ def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path)
     assert [r["notebook"] for r in out["receipts"]] == list(NOTEBOOKS)
     assert all(r["verdict"] == "passed" for r in out["receipts"])
     e2e = nbformat.read(next(r["path"] for r in out["receipts"] if r["notebook"] == "e2e_smoke"), as_version=4)
-    assert set(e2e.metadata.receipt["artifacts"]) == {"runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt"}
+    kept = {"runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
+            "request.json"}
+    assert set(e2e.metadata.receipt["artifacts"]) == kept
     copies = Path(out["receipts"][2]["path"]).parent / "artifacts" / "e2e_smoke"
-    assert sorted(p.name for p in copies.iterdir()) == ["runtime-final.txt", "runtime-result.yaml", "runtime.stdout.log"]
+    assert {p.name for p in copies.iterdir()} == kept
+    request = json.loads((copies / "request.json").read_text())  # the request sent, secrets masked
+    assert request["method"] == "POST" and request["url"].endswith("/v1/chat/completions")
+    assert request["headers"]["authorization"] == "Bearer <redacted>" and request["body"]["stream"] is True
     produced = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(produced) >= 14
     for path in produced:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -159,3 +160,30 @@ def test_adopt_holds_the_whole_text_instead_of_the_pieces() -> None:
     assert stream.raw is whole
     out.append(stream.flush())
     assert "".join(out) == redactor.text(whole) and "canary" not in "".join(out)
+
+
+PROSE = ["bearer handling is documented", "Bearer Authentication", "the Bearer token-less mode",
+         "bearer pass-through.", "a bearer tokens list", "Bearer auth-header-only handling"]
+SECRETS = ["Bearer sk-live-0123456789", "bearer eyJhbGciOi.eyJzdWIiOi.abc", "Bearer abcDEFghi1",
+           "Bearer 0a1b2c3d4e5f", "bearer aVeryLongOpaqueValueXyz"]
+
+
+@pytest.mark.parametrize("text", PROSE)
+def test_prose_about_bearers_is_left_alone_whole_and_streamed(text: str) -> None:
+    from hermes_nb.core.redaction import Redactor
+
+    assert Redactor().text(text) == text
+    stream = StreamRedactor(Redactor())
+    out = "".join(stream.feed(text[i:i + 3]) for i in range(0, len(text), 3)) + stream.flush()
+    assert out == text
+
+
+@pytest.mark.parametrize("text", SECRETS)
+def test_secret_shaped_bearers_are_masked_whole_and_streamed(text: str) -> None:
+    from hermes_nb.core.redaction import REDACTED, Redactor
+
+    masked = Redactor().text(text)
+    assert REDACTED in masked and masked.split()[0] == text.split()[0]
+    stream = StreamRedactor(Redactor())
+    out = "".join(stream.feed(text[i:i + 3]) for i in range(0, len(text), 3)) + stream.flush()
+    assert out == masked

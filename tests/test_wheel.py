@@ -82,7 +82,8 @@ def test_the_wheel_ships_the_notebooks_contracts_and_sanitize_rules(installed: I
     for name in NOTEBOOKS:
         assert f"hermes_nb/data/notebooks/{name}.ipynb" in names
     assert {"hermes_nb/data/contracts/seed.json", "hermes_nb/data/contracts/hermes-agent-0.19.0.json",
-            "hermes_nb/data/nbval-sanitize.cfg", "hermes_nb/py.typed"} <= names
+            "hermes_nb/data/nbval-sanitize.cfg", "hermes_nb/py.typed",
+            "hermes_nb/data/pins/hermes-agent-0.19.0.txt"} <= names  # hermes-nb matrix installs 0.19.0 from it
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(installed.wheel).read(entry_points).decode()
     assert "[papermill.engine]" in text and "[papermill.io]" in text and "hermes-nb = hermes_nb.cli:main" in text

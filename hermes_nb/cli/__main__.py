@@ -2,6 +2,6 @@
 
 import sys
 
-from hermes_nb.cli.app import main
+from hermes_nb.cli import main
 
 sys.exit(main())

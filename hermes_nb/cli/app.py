@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import threading
 from typing import Callable, Sequence
 
 from hermes_nb import __version__
+from hermes_nb.cli import interrupts
 from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import HermesError, UsageError
 from hermes_nb.core.facts import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
@@ -35,6 +37,7 @@ COMMAND_MODULES = (
     "probe",
     "rig",
     "smoke",
+    "matrix",
     "receipts",
     "promote",
     "notebooks",
@@ -90,9 +93,32 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The CLI. Called as the program (``argv`` None, main thread), it owns SIGINT: the first Ctrl-C, at any
+    moment, ends with one line and the documented exit code (130; a run ends ``cancelled``, exit 1); later
+    ones are ignored, and once the result is decided no Ctrl-C can change it."""
+    entry = argv is None and threading.current_thread() is threading.main_thread()
+    if entry:
+        interrupts.install()
     args_list = list(sys.argv[1:] if argv is None else argv)
-    json_mode = "--json" in args_list
-    out = Output(json_mode)
+    out = Output("--json" in args_list)
+    try:
+        if entry:
+            interrupts.arm()  # a Ctrl-C during start-up is delivered here
+        return _main(args_list, out)
+    except KeyboardInterrupt:  # arrived after the command's own handling: its emitted code stands
+        return _interrupted(out)
+    finally:
+        if entry:
+            interrupts.disarm()
+
+
+def _interrupted(out: Output) -> int:
+    if out.emitted:
+        return out.emitted_exit_code if out.emitted_exit_code is not None else EXIT_INTERRUPTED
+    return _fail(out, HermesError("interrupted"), EXIT_INTERRUPTED)
+
+
+def _main(args_list: list[str], out: Output) -> int:
     try:
         parser = build_parser(only=_command_in(args_list))
         args = _parse(parser, args_list, out)
@@ -106,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HermesError as exc:
         return _fail(out, exc, exc.exit_code)
     except KeyboardInterrupt:
-        return _fail(out, HermesError("interrupted"), EXIT_INTERRUPTED)
+        return _interrupted(out)
     except BrokenPipeError:
         # The reader went away (`hermes-nb … | head`): stop quietly, as a Unix tool does.
         import os

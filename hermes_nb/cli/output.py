@@ -17,6 +17,8 @@ class Output:
         self.stream = stream or sys.stdout
         self.err = err or sys.stderr
         self._emitted = False
+        #: the ``exit_code`` the emitted object announced, if any
+        self.emitted_exit_code: int | None = None
 
     def line(self, text: str = "") -> None:
         """Human output (suppressed in --json mode: goes to stderr there)."""
@@ -35,6 +37,8 @@ class Output:
         if self._emitted:
             raise RuntimeError("Output.emit called twice")
         self._emitted = True
+        code = obj.get("exit_code")
+        self.emitted_exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
         print(json.dumps(obj, indent=2, default=str, ensure_ascii=False), file=self.stream, flush=True)
 
     @property

@@ -62,6 +62,8 @@ def normalise_endpoint(value: str) -> str:
         raise ValueError(f"endpoint must use http or https, got {shown!r}")
     if not url.host:
         raise ValueError(f"endpoint has no host: {shown!r}")
+    if url.port is not None and not 1 <= url.port <= 65535:
+        raise ValueError(f"endpoint port {url.port} is out of range (1-65535): {shown!r}")
     if url.query or url.fragment:
         # not echoed: a query is where API keys get pasted (?key=…)
         raise ValueError("endpoint must not carry a query or fragment (?… or #…)")
@@ -92,7 +94,14 @@ class HermesProxyRuntimeConfig(_Strict):
     temperature: float = Field(0, ge=0, le=2, description="Sampling temperature, 0–2.")
     max_tokens: int | None = Field(None, gt=0, description="Maximum completion tokens.")
     request_timeout_ms: int = Field(
-        DEFAULT_TIMEOUT_MS, gt=0, description="Overall deadline of one request, reading the stream included."
+        DEFAULT_TIMEOUT_MS, gt=0,
+        description="The longest wait for the response to start and the longest silence in it "
+                    "(not a total deadline: a stream that keeps sending may run longer).",
+    )
+    max_duration_ms: int | None = Field(
+        None, gt=0,
+        description="Optional overall cap of one request, reading the stream included (e.g. for CI); "
+                    "none by default. Not part of UH's schema: left out of the UH-strict export.",
     )
     stream: bool = Field(True, description="Stream the answer over SSE.")
     extra_headers: dict[str, str] = Field(

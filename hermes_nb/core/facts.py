@@ -16,7 +16,7 @@ __all__ = [
     "worst_verdict", "VERDICTS", "RUNTIME", "ERROR_PREFIX", "DEFAULT_ENDPOINT", "DEFAULT_MODEL",
     "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
     "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
-    "RECEIPTS_RELPATH", "manifest_path", "START_HINT", "SENTINEL_TAG",
+    "RECEIPTS_RELPATH", "manifest_path", "START_HINT", "LOGGED_OUT_HINT", "SENTINEL_TAG", "RUN_ARTIFACTS",
 ]
 
 # --------------------------------------------------------------------------- exit codes
@@ -63,7 +63,14 @@ DEFAULT_AUTH_TOKEN = "hermes-proxy"
 DEFAULT_TIMEOUT_MS = 300_000
 #: the fence tag of the final-message block (uh-contract §4)
 SENTINEL_TAG = "uh-runtime-final-message"
-START_HINT = "start the proxy with `hermes proxy start` (and check the endpoint's port)"
+#: the run artifacts whose digests a receipt and a run's display carry and which a receipt keeps copies of
+#: (uh-contract §3, plus the prompt, the event log and the request sent: method, URL, headers masked, body)
+RUN_ARTIFACTS = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
+                 "request.json")
+START_HINT = ("start the proxy with `hermes proxy start` (if it refuses because it is not logged in, run "
+              "`hermes auth` first, e.g. `hermes auth add nous`) and check the endpoint's port")
+#: what a proxy that refuses to start because it has no credentials needs
+LOGGED_OUT_HINT = "run `hermes auth add nous` (see `hermes auth`) before `hermes proxy start`"
 
 # --------------------------------------------------------------------------- environment
 

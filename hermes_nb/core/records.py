@@ -129,6 +129,8 @@ class Exchange(_Record):
     in_band_error: bool = False
     #: frames that were not valid JSON / not a chunk (kept as messages, not raised)
     protocol_errors: list[str] = Field(default_factory=list)
+    #: stream oddities that are not errors (e.g. a whole ``choices[].message`` after the deltas)
+    warnings: list[str] = Field(default_factory=list)
     transport_error: TransportFailure | None = None
     #: from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP-date)
     retry_after_s: float | None = None
@@ -141,6 +143,20 @@ class Exchange(_Record):
     @property
     def server(self) -> str | None:
         return self.headers.get("server")
+
+    # rich display (a cell can end with the exchange itself); allow-listed fields, secrets masked
+    def _repr_html_(self) -> str:
+        from hermes_nb.core.reprs import exchange_html
+
+        return exchange_html(self)
+
+    def _repr_text_(self) -> str:
+        from hermes_nb.core.reprs import exchange_text
+
+        return exchange_text(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self._repr_text_())
 
 
 class Outcome(_Record):

@@ -84,12 +84,18 @@ _BEARER_RE = re.compile(r"(?i)(\bbearer\s+)(?!<redacted>)([A-Za-z0-9._~+/=-]{6,}
 _TOKEN_MARKS = re.compile(r"[0-9._~+/=-]|.[A-Z]")
 
 
+#: hyphenated lower-case words (``token-less``, ``pass-through``): prose, however long
+_HYPHENATED_WORDS = re.compile(r"[a-z]{1,12}(?:-[a-z]{1,12})+")
+
+
 def _token_like(value: str) -> bool:
     """A credential, not a word: a digit, a symbol or an inner capital in it, or 16+ characters.
 
-    ``Bearer handling`` and ``Bearer Authentication`` are prose; ``Bearer eyJ…``, ``Bearer sk-…``,
-    ``Bearer abcDEF…`` and ``Bearer 0a1b…`` are credentials.
+    ``Bearer handling``, ``Bearer Authentication`` and ``bearer pass-through`` are prose;
+    ``Bearer eyJ…``, ``Bearer sk-…``, ``Bearer abcDEF…`` and ``Bearer 0a1b…`` are credentials.
     """
+    if _HYPHENATED_WORDS.fullmatch(value.rstrip(".,;:")):
+        return False
     return len(value) >= 16 or bool(_TOKEN_MARKS.search(value))
 
 

@@ -7,6 +7,8 @@
                   ``path_not_allowed`` 404 for everything but the four ``/v1`` routes.
 ``upstream``      a plain OpenAI-compatible server (``/v1/chat/completions`` …) that can sit
                   behind the real proxy (``NOUS_INFERENCE_BASE_URL=http://127.0.0.1:<port>/v1``).
+``minimal``       a deliberately different OpenAI-compatible upstream (:mod:`.minimal`): two
+                  routes, 1 MiB body cap, CRLF SSE with comments; scenario ``ok`` only.
 """
 
 from __future__ import annotations
@@ -166,6 +168,18 @@ async def _observe(request: web.Request, handler: Callable[[web.Request], Awaita
                     status if status is not None else "aborted", scenario, (loop.time() - started) * 1000)
 
 
+@web.middleware
+async def _minimal_scenario(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                            ) -> web.StreamResponse:
+    """The minimal profile knows one scenario; naming another is a 400 ``unknown_scenario``, as on every
+    profile, so :func:`hermes_nb.proxy.identity.detect_emulator` tells it from a real upstream."""
+    name = (request.headers.get(SCENARIO_HEADER) or "").strip()
+    if name and name != "ok":
+        msg = f"Unknown emulator scenario {name!r} for the minimal profile. Known: ok"
+        return web.json_response(c.envelope(msg, "invalid_request_error", "unknown_scenario"), status=400)
+    return await handler(request)
+
+
 def _reset(request: web.Request) -> None:
     """Abort the connection with a TCP RST (SO_LINGER on, timeout 0)."""
     transport = request.transport
@@ -295,6 +309,8 @@ def create_app(
     """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request."""
     if profile not in PROFILES:
         raise ValueError(f"unknown emulator profile {profile!r}; choose one of: {', '.join(PROFILES)}")
+    if profile == "minimal" and scenario != "ok":
+        raise ValueError(f"the minimal profile has one scenario, ok (got {scenario!r})")
     if scenario not in ALL_SCENARIOS or (profile == "upstream" and scenario in PROXY_SCENARIOS):
         raise ValueError(f"unknown emulator scenario {scenario!r} for the {profile} profile; "
                          f"choose one of: {', '.join(ALL_SCENARIOS)} (the last two need a proxy profile)")
@@ -302,7 +318,12 @@ def create_app(
     settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
                         retry_after=retry_after)
     max_size = UPSTREAM_MAX_BYTES if profile == "upstream" else MAX_REQUEST_BYTES
-    app = web.Application(client_max_size=max_size, middlewares=[_observe])
+    if profile == "minimal":
+        from .minimal import create_minimal_app
+
+        app = create_minimal_app(models=models, seed=seed, middlewares=[_observe, _minimal_scenario])
+    else:
+        app = web.Application(client_max_size=max_size, middlewares=[_observe])
     app[SETTINGS_KEY] = settings
     app[REQUESTS_KEY] = requests if requests is not None else []
     closing = asyncio.Event()
@@ -312,6 +333,8 @@ def create_app(
         closing.set()
 
     app.on_shutdown.append(_on_shutdown)
+    if profile == "minimal":
+        return app
     handlers = _make_handlers(settings)
     if profile == "hermes-agent":
         app.router.add_get("/health", handlers["health"])

@@ -60,6 +60,8 @@ def run(args: argparse.Namespace, *, line: Callable[[str], None], emit: Callable
         raise UsageError(f"--port {args.port}: must be 0..65535")
     if args.profile == "upstream" and args.scenario in PROXY_SCENARIOS:
         raise UsageError(f"--scenario {args.scenario} is a fault of the proxy; use --profile hermes-agent or seed")
+    if args.profile == "minimal" and args.scenario != "ok":
+        raise UsageError(f"--scenario {args.scenario}: the minimal profile has one scenario, ok")
     if args.delay < 0 or args.retry_after < 0:
         raise UsageError("--delay and --retry-after must be >= 0")
     models = _models(args.models)

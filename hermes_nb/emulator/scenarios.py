@@ -16,10 +16,12 @@ from . import content as c
 
 __all__ = [
     "PROFILES",
+    "UPSTREAM_PROFILES",
     "SCENARIO_HEADER",
     "SCENARIOS",
     "PROXY_SCENARIOS",
     "ALL_SCENARIOS",
+    "IN_BAND_SCENARIOS",
     "STREAM_SCENARIOS",
     "ERROR_SCENARIOS",
     "Settings",
@@ -35,7 +37,9 @@ __all__ = [
 
 #: per-request scenario override (the real proxy forwards it to its upstream)
 SCENARIO_HEADER = "X-Hermes-Emulator-Scenario"
-PROFILES: tuple[str, ...] = ("hermes-agent", "seed", "upstream")
+PROFILES: tuple[str, ...] = ("hermes-agent", "seed", "upstream", "minimal")
+#: profiles that are an upstream (what sits behind a proxy), not a proxy
+UPSTREAM_PROFILES: tuple[str, ...] = ("upstream", "minimal")
 SCENARIOS: tuple[str, ...] = (
     "ok", "no-sentinel", "empty", "length", "auth-stale", "rate-limited", "server-error", "bad-gateway",
     "model-missing", "stream-error-event", "truncated", "slow", "stall", "reset", "malformed",
@@ -43,11 +47,15 @@ SCENARIOS: tuple[str, ...] = (
 #: answered before the body is read (no model needed)
 #: faults of the proxy itself (hermes-agent and seed profiles; the real proxy's own 502/504 envelopes)
 PROXY_SCENARIOS: tuple[str, ...] = ("upstream-unreachable", "upstream-timeout")
-ALL_SCENARIOS: tuple[str, ...] = SCENARIOS + PROXY_SCENARIOS
+#: in-band errors in the other shapes other servers emit inside a 200 stream, and a whole message after
+#: the deltas (issue 10); kept out of SCENARIOS, the list checked against the real proxy's pass-through
+IN_BAND_SCENARIOS: tuple[str, ...] = ("stream-error-flat", "stream-error-typed", "stream-error-anthropic",
+                                      "late-message")
+ALL_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + PROXY_SCENARIOS
 ERROR_SCENARIOS = ("auth-stale", "rate-limited", "server-error", "bad-gateway")
 #: shape the body of a successful answer
 STREAM_SCENARIOS = ("ok", "no-sentinel", "empty", "length", "stream-error-event", "truncated", "slow", "stall",
-                    "reset", "malformed")
+                    "reset", "malformed") + IN_BAND_SCENARIOS
 JSON_CT = "application/json; charset=utf-8"
 SSE_CT = "text/event-stream"
 #: upstream routes (relative to /v1) -> allowed method
@@ -205,11 +213,22 @@ def _shape_json(settings: Settings, scenario: str, obj: dict[str, Any]) -> Reply
         return Reply(200, JSON_CT, [half + b"<<not json"])
     if scenario == "stream-error-event":
         return json_reply(200, _in_band_error())
+    if scenario in _OTHER_ERROR_SHAPES:
+        return json_reply(200, _OTHER_ERROR_SHAPES[scenario])
     return json_reply(200, obj)
 
 
 def _in_band_error() -> dict[str, Any]:
     return c.envelope("The upstream model failed while generating the answer.", "server_error", "stream_error")
+
+
+#: the other in-band error shapes: flat with a status (recognised in plain bodies too), a typed frame
+#: (litellm and others), Anthropic's error event (sent as ``event: error`` when streamed)
+_OTHER_ERROR_SHAPES: dict[str, dict[str, Any]] = {
+    "stream-error-flat": {"status": 401, "message": "Nous Portal credentials expired; the upstream refused them."},
+    "stream-error-typed": {"type": "error", "message": "Upstream overloaded while streaming.", "code": "overloaded"},
+    "stream-error-anthropic": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+}
 
 
 def _generate(settings: Settings, scenario: str, route: str, body: dict[str, Any], model: str) -> Reply:
@@ -252,6 +271,13 @@ def _generate(settings: Settings, scenario: str, route: str, body: dict[str, Any
         parts += tail
     elif scenario == "stream-error-event":
         parts += deltas[:3] + [c.sse(_in_band_error())]
+    elif scenario == "stream-error-anthropic":
+        parts += deltas[:3] + [b"event: error\n" + c.sse(_OTHER_ERROR_SHAPES[scenario])]
+    elif scenario in _OTHER_ERROR_SHAPES:
+        parts += deltas[:3] + [c.sse(_OTHER_ERROR_SHAPES[scenario])]
+    elif scenario == "late-message" and chat:
+        whole = c.chat_completion(cid, created, model, text, finish, prompt)
+        parts += deltas[: len(deltas) // 2] + [c.sse({**whole, "object": "chat.completion.chunk"})] + tail
     elif scenario == "truncated":
         parts += deltas[:3]
     elif scenario == "stall":

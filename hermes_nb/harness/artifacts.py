@@ -112,6 +112,11 @@ class MissionArtifacts:
     def run_dir(self, run_id: str) -> Path:
         return self.path("runs", validate_run_id(run_id))
 
+    def dry_run_dir(self, run_id: str) -> Path:
+        """Where a dry run writes: outside ``runs/``, whose every directory UH expects in ``runs/index.json``
+        (its drift checker flags the others as orphans, and its strict index has no ``planned`` status)."""
+        return self.path("dry-runs", validate_run_id(run_id))
+
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 

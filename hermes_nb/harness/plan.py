@@ -35,6 +35,7 @@ __all__ = ["RunPlan", "plan_run", "prepare", "mission_dir_name", "in_harness", "
            "IDLE_TIMEOUT_CAP_S"]
 
 CONNECT_TIMEOUT_S = 5.0
+#: kept for compatibility: the silence allowed is now request_timeout_ms itself (no cap)
 IDLE_TIMEOUT_CAP_S = 300.0
 
 
@@ -103,7 +104,8 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
         timeouts={
             "request_timeout_ms": float(config.request_timeout_ms),
             "connect_timeout_s": CONNECT_TIMEOUT_S,
-            "idle_timeout_s": min(IDLE_TIMEOUT_CAP_S, overall),
+            "idle_timeout_s": overall,
+            **({"max_duration_ms": float(config.max_duration_ms)} if config.max_duration_ms is not None else {}),
         },
         warnings=[*warnings, *filter(None, [plain_http_warning(config.endpoint)])],
     )

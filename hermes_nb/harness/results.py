@@ -6,10 +6,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.core.facts import RUN_ARTIFACTS
 from hermes_nb.core.records import Exchange, Outcome
 from hermes_nb.harness.plan import RunPlan
 
-__all__ = ["RunResult", "DryRunResult"]
+__all__ = ["RunResult", "DryRunResult", "RUN_ARTIFACTS", "artifact_digests"]
+
+
+def artifact_digests(run_dir: Any, names: tuple[str, ...] = RUN_ARTIFACTS) -> dict[str, str]:
+    """sha256 of each run artifact present in ``run_dir`` (missing ones are left out)."""
+    from hermes_nb.core.digests import sha256_file
+
+    if run_dir is None:
+        return {}
+    base = Path(run_dir)
+    return {name: sha256_file(base / name) for name in names if (base / name).is_file()}
 
 
 @dataclass
@@ -32,6 +43,47 @@ class RunResult:
     def to_json(self) -> dict[str, Any]:
         """The runtime-result document plus ``run_dir`` (absolute) for ``--json``."""
         return {**self.result, "run_dir": str(self.run_dir)}
+
+    # rich display: a cell can end with the result itself (allow-listed fields, secret shapes masked)
+    def _repr_text_(self) -> str:
+        from hermes_nb.core.redaction import Redactor
+
+        reason = self.result.get("reason") or (self.outcome.reason if self.outcome else None)
+        took = f", {self.exchange.timings.total_s:.3f} s" if self.exchange is not None else ""
+        return Redactor().text(f"RunResult({self.status}{f' ({reason})' if reason else ''}, "
+                               f"mission {self.result.get('mission_id')}, exit {self.exit_code}{took}, "
+                               f"{len(self.text)} chars of assistant text)")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("RunResult(...)" if cycle else self._repr_text_())
+
+    def _repr_html_(self) -> str:
+        from hermes_nb.core.reprs import box, esc, kv_html, seconds, table_html
+        from hermes_nb.core.timeline import StreamTimeline, timeline_svg
+
+        doc, out = self.result, self.outcome
+        t = self.exchange.timings if self.exchange is not None else None
+        pairs: list[tuple[str, Any]] = [
+            ("status", doc.get("status")), ("exit_code", self.exit_code), ("mission_id", doc.get("mission_id")),
+            ("runtime", doc.get("runtime")), ("reason", doc.get("reason") or (out.reason if out else None)),
+            ("hint", out.hint if out else None),
+            ("headers / first delta / total", " / ".join(seconds(v) or "—" for v in (
+                t.headers_s, t.first_delta_s, t.total_s)) if t else None),
+            ("final message", out.final_message if out else None),
+        ]
+        pairs += [("error", e) for e in doc.get("errors") or []]
+        pairs += [("warning", w) for w in (out.warnings if out else [])]
+        parts = [kv_html(pairs, badges=("status",))]
+        if self.exchange is not None and self.exchange.streamed:
+            parts.append(timeline_svg(StreamTimeline.from_exchange(self.exchange), title="answer stream"))
+        if self.text:
+            parts.append("<div><b>assistant text (stdout)</b></div>"
+                         f'<pre style="white-space:pre-wrap;margin:2px 0">{esc(self.text)}</pre>')
+        digests = artifact_digests(self.run_dir)
+        if digests:
+            parts.append("<div><b>run artifacts</b></div>" + table_html(
+                [{"artifact": k, "sha256": v} for k, v in digests.items()], ("artifact", "sha256")))
+        return box("runtime result", doc.get("status"), *parts)
 
 
 @dataclass

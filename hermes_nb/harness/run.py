@@ -14,11 +14,12 @@ from typing import Any, Callable
 
 from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.records import SSEEventRecord
 from hermes_nb.harness.mission import Mission, Workflow
 from hermes_nb.harness.plan import in_harness, prepare
 from hermes_nb.harness.results import DryRunResult, RunResult
-from hermes_nb.harness.runner import Runner, session_document
+from hermes_nb.harness.runner import Runner, request_document, session_document
 from hermes_nb.harness.sandbox import workdir
 
 __all__ = ["dry_run", "run", "run_mission"]
@@ -26,15 +27,22 @@ __all__ = ["dry_run", "run", "run_mission"]
 
 def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, run_id: str | None = None,
             workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = ()) -> DryRunResult:
-    """Write ``prompt.md`` and a ``planned`` session; send nothing."""
-    plan, artifacts, rid, run_dir = prepare(mission, config, root, run_id, workflow, warnings)
-    rid = artifacts.claim_run_id(rid, explicit=run_id is not None)
-    run_dir = artifacts.run_dir(rid)
+    """Write ``prompt.md`` and a ``planned`` session under ``<mission dir>/dry-runs/<run_id>/``; send nothing.
+
+    Not under ``runs/``: UH lists every ``runs/<id>/`` in ``runs/index.json`` (a strict document with no
+    ``planned`` status) and its drift checker flags any other directory there as an orphan.
+    """
+    plan, artifacts, rid, _ = prepare(mission, config, root, run_id, workflow, warnings)
+    run_dir = artifacts.dry_run_dir(rid)
+    if run_dir.exists():
+        raise ArtifactError(f"dry-run directory {run_dir} already exists (choose another --run-id)")
     session = session_document(plan, artifacts, run_dir, status="planned", started_at=iso_now())
-    prompt_path = artifacts.write_text(artifacts.path("runs", rid, "prompt.md"), plan.prompt)
-    session_path = artifacts.write_yaml(artifacts.path("runs", rid, "runtime-session.yaml"), session)
+    prompt_path = artifacts.write_text(run_dir / "prompt.md", plan.prompt)
+    session_path = artifacts.write_yaml(run_dir / "runtime-session.yaml", session)
+    request_path = artifacts.write_json(run_dir / "request.json", request_document(plan))
     return DryRunResult(plan=plan, run_dir=run_dir, run_id=rid, session=session,
-                        files=[artifacts.relative(prompt_path), artifacts.relative(session_path)])
+                        files=[artifacts.relative(prompt_path), artifacts.relative(session_path),
+                               artifacts.relative(request_path)])
 
 
 def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, sandbox: bool = True,

@@ -36,7 +36,13 @@ from hermes_nb.harness.results import RunResult
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.harness.stream_log import RedactedStream
 
-__all__ = ["Runner", "session_document"]
+__all__ = ["Runner", "session_document", "request_document"]
+
+
+def request_document(plan: RunPlan) -> dict[str, Any]:
+    """``request.json``: the request a run sends — method, URL, headers (secrets masked), body — built by the
+    client's one request builder; after the call, the client's own record of it replaces this."""
+    return {"method": plan.method, "url": plan.url, "headers": dict(plan.headers), "body": plan.body}
 
 
 def session_document(plan: RunPlan, artifacts: MissionArtifacts, run_dir: Path, *, status: str,
@@ -138,6 +144,7 @@ class Runner:
 
     def _execute(self) -> RunResult:
         self.arts.write_text(self._file("prompt.md"), self.plan.request_prompt)
+        self.arts.write_json(self._file("request.json"), request_document(self.plan))
         self.arts.write_yaml(self._file("runtime-session.yaml"), session_document(
             self.plan, self.arts, self.run_dir, status="running", started_at=self.started_at))
         self._event("runtime.started", **self._base(), command=self.plan.command, args=self.plan.args,
@@ -205,6 +212,8 @@ class Runner:
         self.arts.write_text(self._file("runtime.stderr.log"), self._stderr_text(exchange, outcome, diff))
         self.arts.write_bytes(self._file("diff.patch"), diff.patch)
         self.arts.write_text(self._file("runtime-final.txt"), final or "")
+        if exchange is not None:  # the request as the client recorded sending it (secrets masked)
+            self.arts.write_json(self._file("request.json"), exchange.request.model_dump(mode="json"))
         self.notes.extend(diff.notes)
         return self._write_terminal(status, outcome, exchange, text, errors=outcome.errors + diff.errors,
                                     cancelled=cancelled)

@@ -13,10 +13,13 @@ import threading
 from types import FrameType
 from typing import Any
 
-__all__ = ["SIGNAL_NAMES", "Cancelled", "SignalGuard"]
+__all__ = ["SIGNAL_NAMES", "Cancelled", "SignalGuard", "INTERRUPTED"]
 
 #: SIGHUP too: a closed terminal must not leave latest.json "running"
 SIGNAL_NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+#: set once a guard has seen a signal: the CLI's own SIGINT handler then ignores later ones (one Ctrl-C is
+#: enough; a second one must not change the exit code the run already decided)
+INTERRUPTED = threading.Event()
 
 
 class Cancelled(BaseException):
@@ -37,6 +40,7 @@ class SignalGuard:
         self._previous: dict[int, Any] = {}
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
+        INTERRUPTED.set()
         if self.armed:
             self.armed = False
             raise Cancelled(signum)

@@ -1,8 +1,8 @@
 """Rich HTML tables for results: pure functions returning HTML strings.
 
-Used by the notebooks (``IPython.display.HTML(display.check_html(result))``)
-and the widgets console. Every string goes through a :class:`Redactor`
-(shapes at least) and :func:`html.escape`. Durations are always written
+Used by the notebooks' setup cells (``HTML(show.kv_table(...))``) and the verdict cell; the results
+themselves display through their own ``_repr_html_`` (:mod:`hermes_nb.core.reprs`). Every string goes
+through a :class:`Redactor` (shapes at least) and :func:`html.escape`. Durations are always written
 ``<n.nnn> s`` so the nbval sanitize file can normalise them.
 """
 
@@ -25,6 +25,7 @@ __all__ = [
     "check_html",
     "wire_report_html",
     "drift_html",
+    "upstream_differences_html",
     "outcome_html",
     "run_html",
     "verdict_html",
@@ -157,6 +158,16 @@ def drift_html(drifts: Sequence[Any], *, redactor: Redactor | None = None) -> st
     return rows_table(rows, title="drift from the wire contract", redactor=redactor)
 
 
+def upstream_differences_html(diffs: Sequence[Any], *, redactor: Redactor | None = None) -> str:
+    """Differences on upstream-owned fields: information about what answers behind the proxy, never drift."""
+    items = [to_data(d) for d in diffs]
+    if not items:
+        return "<p><b>upstream differences</b>: none.</p>"
+    rows = [d if isinstance(d, Mapping) else {"difference": d} for d in items]
+    return rows_table(rows, title="upstream differences (information: the upstream owns these fields)",
+                      redactor=redactor)
+
+
 def wire_report_html(report: Any, *, redactor: Redactor | None = None) -> str:
     """A wire-format spike report (``WireReport``): headline facts, routes, drift."""
     data = to_data(report)
@@ -204,8 +215,8 @@ def run_html(run_result: Any, *, artifacts: Mapping[str, str] | None = None,
     if stdout is not None:
         out += f"<p><b>assistant text (stdout)</b></p><pre>{fmt(stdout, redactor=redactor)}</pre>"
     if artifacts:
-        # names only: the digests change with every run's timestamps; they live in the verdict summary
-        out += rows_table([{"artifact": k, "sha256": "recorded in the receipt"} for k in artifacts],
+        # the digests themselves (the nbval sanitize rules turn 64-hex digests into <sha256>)
+        out += rows_table([{"artifact": k, "sha256": v} for k, v in artifacts.items()],
                           title="run artifacts", redactor=redactor)
     return out
 

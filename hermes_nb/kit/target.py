@@ -60,7 +60,7 @@ class Target:
 
 def runtime_config(endpoint: str | None = None, model: str | None = None, *, manifest: str | None = None,
                    request_timeout_s: float | None = None,
-                   environ: Mapping[str, str] | None = None) -> HermesProxyRuntimeConfig:
+                   environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> HermesProxyRuntimeConfig:
     """The kernel's runtime config: arguments over ``HERMES_NB_*`` over the manifest over the defaults."""
     from hermes_nb.core.resolve import resolve_runtime_config
 
@@ -70,12 +70,12 @@ def runtime_config(endpoint: str | None = None, model: str | None = None, *, man
             raise ConfigError(f"request_timeout_s must be > 0, got {request_timeout_s}")
         timeout_ms = int(request_timeout_s * 1000)
     return resolve_runtime_config(manifest=manifest, environ=environ, endpoint=endpoint or None, model=model or None,
-                                  request_timeout_ms=timeout_ms)
+                                  request_timeout_ms=timeout_ms, auth_token=auth_token or None)
 
 
 def start_target(endpoint: str | None = None, *, profile: str = "hermes-agent", scenario: str = "ok",
                  seed: int = 0, manifest: str | None = None,
-                 environ: Mapping[str, str] | None = None) -> Target:
+                 environ: Mapping[str, str] | None = None, delay_s: float | None = None) -> Target:
     """The target for ``endpoint`` (see the module docstring); an emulator when no endpoint is configured."""
     from hermes_nb.core.resolve import resolve_runtime_config
 
@@ -85,6 +85,7 @@ def start_target(endpoint: str | None = None, *, profile: str = "hermes-agent", 
     from hermes_nb.emulator import serve
 
     stack = ExitStack()
-    handle = stack.enter_context(serve(profile=profile, scenario=scenario, seed=seed))
+    extra = {} if delay_s is None else {"delay_s": delay_s}  # the slow scenario's pause before each delta
+    handle = stack.enter_context(serve(profile=profile, scenario=scenario, seed=seed, **extra))
     return Target(endpoint=handle.endpoint, kind="emulator", profile=profile, scenario=scenario, handle=handle,
                   origin="emulator", _stack=stack)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.digests import sha256_file
+from hermes_nb.core.facts import RUN_ARTIFACTS
 from hermes_nb.core.errors import NotebookFailed
 from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, ERROR_PREFIX, VERDICTS, WIRE_SPIKE
 from hermes_nb.core.redaction import Redactor
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 #: the run artifacts whose digests a receipt carries (uh-contract §3)
-ARTIFACT_NAMES = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt")
+ARTIFACT_NAMES = RUN_ARTIFACTS
 
 
 def artifact_digests(run_dir: str | os.PathLike[str] | None,
@@ -61,6 +62,15 @@ def record_verdict(summary: Mapping[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- the three jobs
 
+def _timeline(exchange: Any) -> dict[str, Any] | None:
+    """The stream's timing marks for the receipt's timeline picture (None when nothing streamed)."""
+    if exchange is None or not getattr(exchange, "streamed", False):
+        return None
+    from hermes_nb.core.timeline import StreamTimeline
+
+    return StreamTimeline.from_exchange(exchange).to_dict()
+
+
 def load_job(mission: str | None, prompt: str) -> Any:
     """The mission at ``mission`` (a mission.yaml path), else an ad-hoc mission from ``prompt``."""
     from hermes_nb.harness.mission import Mission, load_mission
@@ -68,12 +78,18 @@ def load_job(mission: str | None, prompt: str) -> Any:
     return load_mission(mission) if mission else Mission.adhoc(prompt)
 
 
-def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, contract: str) -> dict[str, Any]:
-    """Spike verdict: unreachable → blocked; any drift from the contract → failed; else passed."""
+def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, contract: str,
+                 upstream: list[Any] | None = None) -> dict[str, Any]:
+    """Spike verdict: unreachable → blocked; any drift from the contract → failed; else passed.
+
+    ``drift`` holds the proxy-owned differences; ``upstream`` (upstream-owned ones) is recorded
+    in the details and never changes the verdict.
+    """
     drift_lines = [str(d) for d in drift]
     if not getattr(report, "reachable", False):
         status, reason = "blocked", "unreachable"
-        errors = [f"{ERROR_PREFIX}endpoint unreachable: {target.endpoint} (is `hermes proxy start` running?)"]
+        errors = [f"{ERROR_PREFIX}endpoint unreachable: {target.endpoint} (is `hermes proxy start` running? "
+                  "a proxy that is not logged in refuses to start: `hermes auth` first)"]
     elif drift_lines:
         status, reason = "failed", "drift"
         errors = [f"wire drift from {contract}: {line}" for line in drift_lines]
@@ -85,7 +101,9 @@ def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, c
         details={"contract": contract, "state": getattr(report, "state", None),
                  "bearer_required": getattr(report, "bearer_required", None),
                  "stream_failure_shape": getattr(report, "stream_failure_shape", None),
-                 "server": getattr(report, "server", None), "drift": drift_lines},
+                 "server": getattr(report, "server", None), "drift": drift_lines,
+                 "timeline": (getattr(report, "timelines", None) or {}).get("chat_stream"),
+                 "upstream_differences": [str(d) for d in upstream or []]},
     )
 
 
@@ -115,6 +133,7 @@ def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig
         endpoint=config.endpoint, model=config.model, target=target.kind,
         artifacts=artifact_digests(run_dir), run_dir=str(run_dir) if run_dir else None,
         details={"run_id": getattr(result, "run_id", None), "exit_code": getattr(result, "exit_code", None),
-                 "final_message": getattr(outcome, "final_message", None), "usage": doc.get("usage")},
+                 "final_message": getattr(outcome, "final_message", None), "usage": doc.get("usage"),
+                 "timeline": _timeline(getattr(result, "exchange", None))},
         redactor=Redactor(config.secrets()),
     )

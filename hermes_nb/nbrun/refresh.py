@@ -6,7 +6,7 @@ passing run against the deterministic emulator, so a notebook that does not
 pass is not written. Papermill's per-run metadata (timings, status) is
 stripped, and the stored outputs are normalised with the nbval sanitize rules
 (ports, run ids, timestamps, durations, temp paths → placeholders; artifact
-digests in the verdict's machine summary → ``<sha256>``), so that refreshing
+digests in the verdict's machine summary → ``<sha256>``, its stream timeline → ``<timeline>``), so that refreshing
 twice writes byte-identical files and ``git diff notebooks/`` shows only real
 changes.
 """
@@ -89,6 +89,9 @@ def sanitize_outputs(nb: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> A
             summary = (clean.get("metadata") or {}).get(VERDICT_MIME)
             if isinstance(summary, dict) and isinstance(summary.get("artifacts"), dict):
                 summary["artifacts"] = {name: "<sha256>" for name in summary["artifacts"]}
+            details = summary.get("details") if isinstance(summary, dict) else None
+            if isinstance(details, dict) and "timeline" in details:  # stream timings vary run to run
+                details["timeline"] = "<timeline>"
             outputs.append(nbformat.from_dict(clean))
         cell.outputs = outputs
     return nb

@@ -33,6 +33,7 @@ from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.receipt_meta import artifact_sources, receipt_metadata
 from hermes_nb.nbrun.smoke_target import SmokeTarget, confirm_target
 from hermes_nb.receipts.index import append_index, index_entry
+from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 
 __all__ = ["SmokeResult", "run_smoke", "run_notebooks"]
@@ -47,6 +48,16 @@ class SmokeResult:
     duration_s: float
     #: the target the receipts name (a ``live`` target found to be an emulator is ``emulator`` here)
     target: SmokeTarget = field(default_factory=SmokeTarget)
+
+    def _repr_html_(self) -> str:  # a cell can end with the smoke's result (hermes_nb.nbrun.smoke_view)
+        from hermes_nb.nbrun.smoke_view import smoke_html
+
+        return smoke_html(self.to_dict())
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        from hermes_nb.nbrun.smoke_view import smoke_text
+
+        p.text("SmokeResult(...)" if cycle else smoke_text(self.to_dict()))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -148,6 +159,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
                     runs = [f.result() for f in futures]
         entries = [index_entry(out_dir, *r.written) for r in runs if r.written is not None]
         append_index(out_dir, entries, redactor=redactor)
+        write_index_html(out_dir, redactor=redactor)  # DIR/index.html: each run's verdicts together
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for r in runs:

@@ -8,7 +8,8 @@ compares. Conventions (tested in tests/test_notebooks.py):
   ``name: type = default  # help`` (papermill's ``--help-notebook`` reads it);
   ``Optional`` types are written as a string annotation so the cell needs no import;
 * no secret is ever a parameter: the kernel reads ``HERMES_NB_AUTH_TOKEN``;
-* cells only call ``hermes_nb`` (the kernel-side kit, :mod:`hermes_nb.kit`) and display its HTML;
+* cells only call ``hermes_nb`` (the kernel-side kit, :mod:`hermes_nb.kit`) and end with the object itself:
+  its ``_repr_html_`` (coloured verdict, secrets masked, stream timeline) is what the notebook shows;
 * the last cell closes the target and records the verdict (raises unless passed).
 """
 
@@ -93,21 +94,27 @@ def wire_format_spike() -> nbformat.NotebookNode:
 
 Probes every route the Hermes proxy is known to forward (`/v1/models`, chat completions streamed and not,
 error envelopes, bearer handling, `/health`) and compares what it sees with a recorded wire contract
-(shipped with hermes_nb; see `docs/wire-contract.md`). **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable.
+(shipped with hermes_nb; see `docs/wire-contract.md`). Only fields the proxy owns can drift; what the upstream
+behind it answers differently (body keys beyond the OpenAI floor, models, routes, body cap, texts) is shown as
+information. **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable.
 
 Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
 """),
         _params(params),
-        _code(_SETUP.format(imports="from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract\n"
+        _code(_SETUP.format(imports="from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract, upstream_differences\n"
                             "from hermes_nb.proxy.probe import probe\n", manifest="", config_args="")),
         _md("## Probe the routes"),
-        _code("report = probe(target.endpoint, model=config.model, deadline_s=deadline_s)\n"
-              "HTML(show.wire_report_html(report))"),
+        _code("report = probe(target.endpoint, model=config.model, deadline_s=deadline_s)\nreport"),
         _md("## Compare with the recorded contract"),
-        _code("drift = compare(report, load_contract(resolve_contract(contract)))\nHTML(show.drift_html(drift))"),
+        _code("recorded = load_contract(resolve_contract(contract))\n"
+              "upstream = upstream_differences(report, recorded)  # information: the upstream owns these fields\n"
+              "display(HTML(show.upstream_differences_html(upstream)))\n"
+              "drift = compare(report, recorded)  # proxy-owned fields only: these fail the spike\n"
+              "drift"),
         _md("## Verdict\n\nStops the embedded emulator, records the summary for the receipt, raises unless passed."),
         _code("target.close()\n"
-              "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=contract))"),
+              "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=contract,\n"
+              "                                   upstream=upstream))"),
     ], WIRE_SPIKE)
 
 
@@ -132,8 +139,7 @@ Runbook: `hermes-nb smoke --only adapter_check --endpoint http://127.0.0.1:8645/
         _md("## Runtime config (token masked)"),
         _code("HTML(show.kv_table(config.to_document(), title=\"runtime_config\"))"),
         _md("## Check"),
-        _code("result = adapter_check(config, deadline_s=deadline_s, hermes_bin=target.hermes_bin)\n"
-              "HTML(show.check_html(result))"),
+        _code("result = adapter_check(config, deadline_s=deadline_s, hermes_bin=target.hermes_bin)\nresult"),
         _md("## Verdict"),
         _code("target.close()\nkit.record_verdict(kit.check_summary(result, target=target))"),
     ], ADAPTER_CHECK)
@@ -145,7 +151,7 @@ def e2e_smoke() -> nbformat.NotebookNode:
         ("prompt", "str", '"Summarise in one sentence what a smoke test proves."', "ad-hoc prompt (when mission is None)"),
         ("root", '"Optional[str]"', "None", "run root (artifacts under <root>/.harness) (None: a temp dir)"),
         _MANIFEST_PARAM,
-        ("request_timeout_s", "float", "120.0", "overall deadline of the chat request, seconds"),
+        ("request_timeout_s", "float", "120.0", "longest wait for the answer to start and longest silence, seconds"),
     ]
     return _notebook([
         _md(f"""
@@ -153,8 +159,9 @@ def e2e_smoke() -> nbformat.NotebookNode:
 
 One mission run through the proxy exactly as UH's `mission run --runtime hermes-proxy` would do it: the
 prompt with the final-message instruction, one streamed chat completion, the sentinel block extracted,
-the run artifacts written (`runtime-result.yaml`, `runtime.stdout.log`, `runtime-final.txt`, …). The
-verdict is the runtime result's status; the receipt carries the sha256 of the artifacts. A passed receipt
+the run artifacts written (`runtime-result.yaml`, `runtime.stdout.log`, `runtime-final.txt`, `prompt.md`,
+`events.ndjson`, `request.json`: the request sent, secrets masked). The verdict is the runtime result's
+status; the receipt carries the sha256 of the artifacts and keeps copies of them. A passed receipt
 against a **live** proxy is what `hermes-nb promote` accepts.
 
 Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
@@ -168,8 +175,7 @@ Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`.
               "HTML(show.kv_table({\"mission\": job.id, \"title\": job.display_name, **config.to_document()}, "
               "title=\"mission\"))"),
         _md("## Run"),
-        _code("result = run(job, config, root=run_root, handle_signals=False)\n"
-              "HTML(show.run_html(result, artifacts=kit.artifact_digests(result.run_dir), stdout=result.text))"),
+        _code("result = run(job, config, root=run_root, handle_signals=False)\nresult"),
         _md("## Verdict"),
         _code("summary = kit.run_summary(result, target=target, config=config)\n"
               "target.close()\nkit.record_verdict(summary)"),

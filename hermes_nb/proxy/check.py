@@ -8,7 +8,8 @@ request is sent.
 =====================================================  =============  ===========================
 response                                               state          hint
 =====================================================  =============  ===========================
-200 with a ``data`` list                               ready          (warning: model not listed)
+200 with a ``data`` list naming the model             ready          (warning when the list is empty)
+200 with a ``data`` list without the model             misconfigured  the models listed
 200 with anything else (HTML from another server)      error
 401/403, or envelope ``upstream_auth_failed`` & co.    locked         ``hermes auth status <p>``
 404 ``path_not_allowed``                               misconfigured  proxy version
@@ -27,6 +28,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal, Mapping
 
+import httpx
 from pydantic import BaseModel, Field
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
@@ -75,6 +77,25 @@ class CheckResult(BaseModel):
         """passed / blocked / failed (:data:`CHECK_VERDICT`)."""
         return CHECK_VERDICT[self.state]
 
+    def _repr_text_(self) -> str:
+        first = f"; {self.errors[0]}" if self.errors else ""
+        return Redactor().text(f"CheckResult({self.state} → {self.verdict}, {self.endpoint}, model {self.model}, "
+                               f"{len(self.models)} models listed{first})")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("CheckResult(...)" if cycle else self._repr_text_())
+
+    def _repr_html_(self) -> str:
+        from hermes_nb.core.reprs import box, kv_html
+
+        shown = ", ".join(self.models[:8]) + (f", … ({len(self.models)} in all)" if len(self.models) > 8 else "")
+        pairs: list[tuple[str, Any]] = [("state", self.state), ("verdict", self.verdict),
+                                        ("endpoint", self.endpoint), ("model", self.model),
+                                        ("models", shown or None), ("HTTP status", self.http_status),
+                                        ("hermes version", self.hermes_version), ("hint", self.hint)]
+        pairs += [("error", e) for e in self.errors] + [("warning", w) for w in self.warnings]
+        return box("adapter check", self.state, kv_html(pairs, badges=("state", "verdict")))
+
     @classmethod
     def misconfigured(cls, exc: ConfigError, **fields: Any) -> "CheckResult":
         """The verdict for a config that does not validate (no request is sent)."""
@@ -104,6 +125,19 @@ def _codes(ex: Exchange) -> set[str]:
     if env is None:
         return set()
     return {str(v).lower() for v in (env.type, env.code) if v is not None}
+
+
+def _ends_at_v1(endpoint: str) -> bool:
+    return httpx.URL(endpoint).path.rstrip("/").endswith("/v1")
+
+
+def _base_of(endpoint: str) -> str | None:
+    """``http://h:p/v1/chat/completions`` → ``http://h:p/v1`` (None when the path has no /v1 segment)."""
+    url = httpx.URL(endpoint)
+    parts = url.path.split("/")
+    if "v1" not in parts:
+        return None
+    return str(url.copy_with(path="/".join(parts[: parts.index("v1") + 1]), query=None, fragment=None))
 
 
 def _classify(ex: Exchange, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
@@ -139,6 +173,12 @@ def _classify(ex: Exchange, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
         return dict(state="error",
                     error=f"HTTP {status} from {endpoint}/models is not a model list ({kind}): {_excerpt(ex)}",
                     hint="is something else listening on this port? the proxy answers JSON with a `data` list")
+    if status == 404 and "path_not_allowed" in codes and not _ends_at_v1(endpoint):
+        base = _base_of(endpoint)
+        return dict(state="misconfigured",
+                    error=f"HTTP 404 path_not_allowed for {endpoint}/models: the endpoint names a route, "
+                          "it should end at /v1",
+                    hint=f"set the endpoint to end at /v1: {base}" if base else "set the endpoint to end at /v1")
     if status == 404 and "path_not_allowed" in codes:
         return dict(state="misconfigured",
                     error=f"HTTP 404 path_not_allowed: {message} (this proxy version does not forward /models)",
@@ -171,9 +211,14 @@ def adapter_check(config_or_manifest: HermesProxyRuntimeConfig | AdapterManifest
     verdict = _classify(exchange, config)
     warnings = list(version_warnings) + list(filter(None, [plain_http_warning(config.endpoint)]))
     models: list[str] = verdict.get("models", [])
-    if verdict["state"] == "ready" and config.model not in models:
-        warnings.append(f"configured model {config.model!r} is not in the proxy's model list"
-                        + (f" ({', '.join(models[:5])}{', …' if len(models) > 5 else ''})" if models else ""))
+    if verdict["state"] == "ready" and models and config.model not in models:
+        # run would block on it (model_missing): not ready (issue 10); an empty list cannot tell
+        listed = ", ".join(models[:10]) + (f", … ({len(models)} in all)" if len(models) > 10 else "")
+        verdict = dict(state="misconfigured", models=models,
+                       error=f"model {config.model!r} is not in the proxy's model list: {listed}",
+                       hint="set runtime_config.model (or --model) to one of the listed models")
+    elif verdict["state"] == "ready" and not models:
+        warnings.append(f"the proxy lists no models; cannot tell whether {config.model!r} is available")
     error = verdict.get("error")
     redactor = Redactor(config.secrets())  # the client masks known secrets; this adds secret shapes
     return CheckResult(

@@ -1,12 +1,14 @@
 """Wire contracts: the documented or observed behaviour of a proxy, and drift against a probe.
 
 A contract file (``hermes_nb/data/contracts/<name>.json``, shipped in the wheel; format
-``hermes-nb.wire-contract/1``) holds one section per auth state (``stale``,
+``hermes-nb.wire-contract/2``) holds one section per auth state (``stale``,
 ``live``); each section lists the compared fields of every route, the auth
 handoff, the stream-failure shape, the server product and the CORS and
-rate-limit header names. ``null`` (or a missing key) means "not specified":
-not compared. The format is deterministic (no ports, timestamps, versions
-of the server's libraries in compared fields); see docs/wire-contract.md.
+rate-limit header names. Every field is tagged with its owner: the proxy
+(drift when it differs) or the upstream behind it (shown, never a failure).
+``null`` (or a missing key) means "not specified": not compared. The format is
+deterministic (no ports, timestamps, versions of the server's libraries in compared
+fields); see docs/wire-contract.md.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.resources import contract_names, contracts_dir
 from hermes_nb.proxy.probe import ROUTES
-from hermes_nb.proxy.report import Drift, WireReport
+from hermes_nb.proxy.report import Drift, DriftList, WireReport
 
 __all__ = [
     "FORMAT",
@@ -31,21 +33,57 @@ __all__ = [
     "load_contract",
     "resolve_contract",
     "compare",
+    "judge",
+    "upstream_differences",
+    "owners",
+    "upgrade_document",
     "compare_contract",
+    "section_diff",
     "section_drift",
     "contract_drift",
     "dumps_contract",
 ]
 
-FORMAT = "hermes-nb.wire-contract/1"
+FORMAT = "hermes-nb.wire-contract/2"
+#: formats :func:`load_contract` reads (``/1`` files are converted: owners tagged by the rule)
+READ_FORMATS = ("hermes-nb.wire-contract/1", FORMAT)
 #: per-route fields a contract compares (``json_keys``: the contract's keys must be present)
 ROUTE_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
-                "body_excerpt", "json_keys", "outcome")
-AUTH_FIELDS = ("status", "error_type", "outcome")
-TOP_FIELDS = ("bearer_required", "stream_failure_shape", "server_product", "cors_headers", "rate_limit_headers")
+                "body_excerpt", "json_keys", "outcome", "answered_by", "ended", "floor_missing")
+#: route fields that describe the upstream when the proxy relayed the answer (``answered_by: upstream``)
+RELAYED_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
+                  "body_excerpt", "json_keys", "outcome")
+AUTH_FIELDS = ("status", "error_type", "outcome", "answered_by")
+AUTH_RELAYED_FIELDS = ("status", "error_type", "outcome")
+#: section-level fields and their owners
+TOP_OWNERS: dict[str, str] = {
+    "bearer_required": "proxy", "stream_failure_shape": "proxy", "server_product": "proxy",
+    "cors_headers": "proxy", "rate_limit_headers": "proxy",
+    "relayed_cors_headers": "upstream", "relayed_rate_limit_headers": "upstream",
+}
+TOP_FIELDS = tuple(TOP_OWNERS)
 #: proxy errors whose message wraps an underlying exception text (``<prefix>: <why>``)
 _WRAPPING = frozenset({"upstream_auth_failed", "upstream_unreachable", "upstream_timeout", "proxy_error"})
 _LOOPBACK_PORT = re.compile(r"\b(127\.0\.0\.1|localhost|\[::1\]):\d+")
+_LIST_FIELDS = frozenset({"cors_headers", "rate_limit_headers", "relayed_cors_headers", "relayed_rate_limit_headers"})
+
+
+def owners(fields: tuple[str, ...], relayed_fields: tuple[str, ...], answered: Any) -> dict[str, list[str]]:
+    """The owner tags of one route or auth entry: everything is the proxy's unless the upstream answered."""
+    upstream = [f for f in fields if answered == "upstream" and f in relayed_fields]
+    return {"proxy": [f for f in fields if f not in upstream], "upstream": upstream}
+
+
+def _owner_map(entry: Mapping[str, Any], fields: tuple[str, ...], relayed: tuple[str, ...], *,
+               observed: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Each field's owner: the expected entry's tags, except that an answer the proxy now gives
+    itself (observed ``answered_by: proxy``) is the proxy's in every field."""
+    out = {f: "proxy" for f in fields}
+    if observed is not None and observed.get("answered_by") == "proxy":
+        return out
+    tags = entry.get("owners") or owners(fields, relayed, entry.get("answered_by"))
+    out.update({f: "upstream" for f in tags.get("upstream", [])})
+    return out
 
 
 def message_template(error_type: str | None, message: str | None) -> str | None:
@@ -70,16 +108,26 @@ def _route_fields(route: Any) -> dict[str, Any]:
 
 
 def contract_section(report: WireReport) -> dict[str, Any]:
-    """The compared fields of one probe report (deterministic; the endpoint and timings left out)."""
+    """The compared fields of one probe report (deterministic; the endpoint and timings left out).
+
+    Every route and auth entry carries ``owners``: which of its fields describe the proxy and
+    which the upstream (see docs/wire-contract.md, "Who owns a field").
+    """
     routes = []
     for spec in ROUTES:
         found = report.route(spec.name)
         entry = {"name": spec.name, "method": spec.method, "path": spec.display_path}
         entry |= _route_fields(found) if found else {f: None for f in ROUTE_FIELDS}
+        entry["owners"] = owners(ROUTE_FIELDS, RELAYED_FIELDS, entry["answered_by"])
         routes.append(entry)
+    auth = {}
+    for c in report.auth:
+        item: dict[str, Any] = {f: getattr(c, f) for f in AUTH_FIELDS}
+        item["owners"] = owners(AUTH_FIELDS, AUTH_RELAYED_FIELDS, item["answered_by"])
+        auth[c.case] = item
     return {
         "routes": routes,
-        "auth": {c.case: {f: getattr(c, f) for f in AUTH_FIELDS} for c in report.auth},
+        "auth": auth,
         "bearer_required": report.bearer_required,
         "stream_failure_shape": report.stream_failure_shape,
         "server_product": report.server_product,
@@ -87,7 +135,40 @@ def contract_section(report: WireReport) -> dict[str, Any]:
         "server_observed": report.server,
         "cors_headers": list(report.cors_headers),
         "rate_limit_headers": list(report.rate_limit_headers),
+        "relayed_cors_headers": list(report.relayed_cors_headers),
+        "relayed_rate_limit_headers": list(report.relayed_rate_limit_headers),
+        "owners": _top_owners(),
     }
+
+
+def _top_owners() -> dict[str, list[str]]:
+    return {side: [f for f, o in TOP_OWNERS.items() if o == side] for side in ("proxy", "upstream")}
+
+
+def _answered_from_outcome(outcome: Any) -> str | None:
+    """``/1`` files have no ``answered_by``: a forwarded answer was the upstream's, anything else the proxy's."""
+    if outcome is None:
+        return None
+    return "upstream" if outcome in ("forwarded", "bad_response") else "proxy"
+
+
+def upgrade_document(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``/1`` contract as ``/2``: ``answered_by`` from each outcome, new fields unspecified, owners tagged."""
+    out = json.loads(json.dumps(doc))
+    out["format"] = FORMAT
+    for section in out.get("states", {}).values():
+        for entry in section.get("routes", []):
+            entry.setdefault("answered_by", _answered_from_outcome(entry.get("outcome")))
+            for f in ROUTE_FIELDS:
+                entry.setdefault(f, None)
+            entry.setdefault("owners", owners(ROUTE_FIELDS, RELAYED_FIELDS, entry["answered_by"]))
+        for item in (section.get("auth") or {}).values():
+            item.setdefault("answered_by", _answered_from_outcome(item.get("outcome")))
+            item.setdefault("owners", owners(AUTH_FIELDS, AUTH_RELAYED_FIELDS, item["answered_by"]))
+        for f in TOP_FIELDS:
+            section.setdefault(f, None)
+        section.setdefault("owners", _top_owners())
+    return out
 
 
 def contract_document(sections: Mapping[str, WireReport], *, target: str, source: str = "observed",
@@ -115,9 +196,9 @@ def load_contract(path: str | Path) -> dict[str, Any]:
         raise UsageError(f"cannot read contract {p}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise UsageError(f"contract {p} is not valid JSON: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("states"), dict):
+    if not isinstance(doc, dict) or doc.get("format") not in READ_FORMATS or not isinstance(doc.get("states"), dict):
         raise UsageError(f"contract {p} is not a {FORMAT} document")
-    return doc
+    return doc if doc["format"] == FORMAT else upgrade_document(doc)
 
 
 def resolve_contract(name: str) -> Path:
@@ -149,27 +230,41 @@ def _differs(field: str, expected: Any, observed: Any) -> bool:
         return False
     if field == "json_keys":
         return observed is None or not set(expected) <= set(observed)
-    if field in ("cors_headers", "rate_limit_headers"):
+    if field == "floor_missing":  # only a 2xx JSON answer below the OpenAI floor counts
+        return bool(observed) and sorted(observed) != sorted(expected)
+    if field in _LIST_FIELDS:
         return sorted(expected) != sorted(observed or [])
     return expected != observed
 
 
-def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> list[Drift]:
-    """Every difference between ``report`` and the contract's section for its state.
+def judge(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> list[Drift]:
+    """Every difference between ``report`` and the contract's section for its state, each with its owner.
 
     The section is ``state`` if given, else the report's detected state
     (``stale``/``live``), else the contract's first. Fields the contract leaves
-    null are not compared. Each drift prints as ``field: expected → observed``.
+    null are not compared. ``owner="proxy"`` differences are drift; ``owner="upstream"``
+    ones describe whatever answers behind the proxy and are information only.
     """
     name, section = _pick_state(report, contract, state)
     drift: list[Drift] = []
     if report.state != name and report.state in ("stale", "live", "unreachable"):
         drift.append(Drift(field="state", expected=name, observed=report.state))
-    return drift + section_drift(section, contract_section(report))
+    return drift + section_diff(section, contract_section(report))
 
 
-def section_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "") -> list[Drift]:
-    """Field-by-field differences between two contract sections (``expected`` nulls are not compared)."""
+def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> DriftList:
+    """The drift: differences on proxy-owned fields only (see :func:`judge`). Each prints as ``field: a → b``."""
+    return DriftList(d for d in judge(report, contract, state=state) if d.owner == "proxy")
+
+
+def upstream_differences(report: WireReport, contract: Mapping[str, Any], *,
+                         state: str | None = None) -> list[Drift]:
+    """Differences on upstream-owned fields: shown, never a failure."""
+    return [d for d in judge(report, contract, state=state) if d.owner == "upstream"]
+
+
+def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "") -> list[Drift]:
+    """Field-by-field differences between two sections, owners taken from ``expected`` (nulls not compared)."""
     drift: list[Drift] = []
     obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
     labels = {spec.name: spec.label for spec in ROUTES}
@@ -180,24 +275,39 @@ def section_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *, p
         if got is None:
             drift.append(Drift(field=label, expected="probed", observed="missing"))
             continue
+        owned = _owner_map(exp, ROUTE_FIELDS, RELAYED_FIELDS, observed=got)
         for f in ROUTE_FIELDS:
             if _differs(f, exp.get(f), got.get(f)):
-                drift.append(Drift(field=f"{label}.{f}", expected=exp.get(f), observed=got.get(f)))
+                drift.append(Drift(field=f"{label}.{f}", expected=exp.get(f), observed=got.get(f),
+                                   owner=owned[f]))  # type: ignore[arg-type]
     for case, exp in (expected.get("auth") or {}).items():
         got = (observed.get("auth") or {}).get(case, {})
+        owned = _owner_map(exp, AUTH_FIELDS, AUTH_RELAYED_FIELDS, observed=got)
         for f in AUTH_FIELDS:
             if _differs(f, exp.get(f), got.get(f)):
-                drift.append(Drift(field=f"{prefix}auth[{case}].{f}", expected=exp.get(f), observed=got.get(f)))
+                drift.append(Drift(field=f"{prefix}auth[{case}].{f}", expected=exp.get(f), observed=got.get(f),
+                                   owner=owned[f]))  # type: ignore[arg-type]
+    top = dict(TOP_OWNERS)
+    for side, names in (expected.get("owners") or {}).items():
+        top.update({n: side for n in names})
     for f in TOP_FIELDS:
         if _differs(f, expected.get(f), observed.get(f)):
-            drift.append(Drift(field=f"{prefix}{f}", expected=expected.get(f), observed=observed.get(f)))
+            drift.append(Drift(field=f"{prefix}{f}", expected=expected.get(f), observed=observed.get(f),
+                               owner=top[f]))  # type: ignore[arg-type]
     return drift
 
 
-def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> list[Drift]:
+def section_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "") -> list[Drift]:
+    """The proxy-owned differences between two sections."""
+    return [d for d in section_diff(expected, observed, prefix=prefix) if d.owner == "proxy"]
+
+
+def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *,
+                   include_upstream: bool = False) -> list[Drift]:
     """Differences between two contract documents, state by state (``stale.routes[GET /].status: …``).
 
-    A state section present on one side only is one drift (``live: not probed → probed``).
+    Proxy-owned differences only, unless ``include_upstream``. A state section present on one
+    side only is one drift (``live: not probed → probed``).
     """
     drift: list[Drift] = []
     exp_states, obs_states = expected.get("states", {}), observed.get("states", {})
@@ -206,7 +316,8 @@ def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> 
             drift.append(Drift(field=state, expected="probed" if state in exp_states else "not probed",
                                observed="probed" if state in obs_states else "not probed"))
             continue
-        drift += section_drift(exp_states[state], obs_states[state], prefix=f"{state}.")
+        found = section_diff(exp_states[state], obs_states[state], prefix=f"{state}.")
+        drift += [d for d in found if include_upstream or d.owner == "proxy"]
     return drift
 
 

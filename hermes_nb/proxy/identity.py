@@ -1,7 +1,9 @@
-"""What answers at an endpoint: hermes_nb's own emulator, or something else.
+"""What answers at an endpoint: hermes_nb's own emulator, or something else; and which hermes-agent.
 
 The promotion gate only accepts live receipts, so pointing ``--endpoint`` at an
-emulator must not produce one: :func:`detect_emulator` asks.
+emulator must not produce one: :func:`detect_emulator` asks. A live receipt names the
+hermes-agent version behind it: :func:`hermes_agent_version` asks ``/health``, then the
+local ``hermes`` executable, and says ``unknown`` otherwise.
 """
 
 from __future__ import annotations
@@ -10,7 +12,11 @@ from typing import Any
 
 from hermes_nb.emulator.scenarios import SCENARIO_HEADER
 
-__all__ = ["PROBE_SCENARIO", "detect_emulator"]
+__all__ = ["PROBE_SCENARIO", "UNKNOWN_VERSION", "detect_emulator", "hermes_agent_version"]
+
+UNKNOWN_VERSION = "unknown"
+#: ``/health`` keys that could carry the proxy's version (no release so far sends one)
+_HEALTH_VERSION_KEYS = ("hermes_agent_version", "hermes_version", "version")
 
 #: a scenario name no emulator knows: hermes_nb's emulator answers it with 400 ``unknown_scenario``
 PROBE_SCENARIO = "hermes-nb-target-check"
@@ -39,3 +45,51 @@ def detect_emulator(endpoint: str, *, auth_token: str | None = None, transport: 
         return (f"GET {config.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 "
                 "unknown_scenario: the answers come from hermes_nb's emulator (directly or behind a proxy)")
     return None
+
+
+def _is_loopback_url(endpoint: str) -> bool:
+    import ipaddress
+
+    import httpx
+
+    host = httpx.URL(endpoint).host
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def hermes_agent_version(endpoint: str, *, hermes_bin: Any = None, transport: Any = None,
+                         deadline_s: float = 2.0) -> tuple[str, str | None]:
+    """``(version, source)`` of the hermes-agent behind ``endpoint``; ``("unknown", None)`` when it cannot be known.
+
+    First ``GET /health`` (host root) if it reports a version; then, for a loopback endpoint only,
+    the local ``hermes`` executable (``hermes_bin`` or the usual lookup); never raises.
+    """
+    from hermes_nb.core.config import HermesProxyRuntimeConfig
+    from hermes_nb.core.errors import HermesError
+    from hermes_nb.proxy import executable
+    from hermes_nb.wire.client import HermesClient
+
+    try:
+        config = HermesProxyRuntimeConfig(endpoint=endpoint, model="hermes-agent-version")
+    except (ValueError, HermesError):
+        return UNKNOWN_VERSION, None
+    with HermesClient(config, transport=transport, connect_timeout_s=min(1.0, deadline_s)) as client:
+        answer = client.request("GET", "/health", root=True, auth=False, deadline_s=deadline_s)
+    body = answer.json_body if answer.status == 200 else None
+    if isinstance(body, dict):
+        for key in _HEALTH_VERSION_KEYS:
+            value = body.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip(), "/health"
+    if not _is_loopback_url(config.endpoint):
+        return UNKNOWN_VERSION, None  # a local executable says nothing about a remote proxy
+    try:
+        binary = executable.find_hermes_bin(hermes_bin)
+    except HermesError:
+        binary = None
+    version = executable.hermes_version(binary) if binary is not None else None
+    return (version, str(binary)) if version else (UNKNOWN_VERSION, None)

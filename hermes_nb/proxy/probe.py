@@ -24,6 +24,7 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.facts import DEFAULT_MODEL
 from hermes_nb.core.records import Exchange
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.proxy.report import (
     PROXY_ERROR_TYPES,
     RATE_LIMIT_HEADER_RE,
@@ -33,8 +34,11 @@ from hermes_nb.proxy.report import (
     RouteResult,
     StreamShape,
     WireReport,
+    answered_by,
     bearer_required,
     body_kind,
+    ended,
+    floor_missing,
     report_state,
     report_warnings,
     response_headers,
@@ -122,6 +126,7 @@ def _result(spec: RouteSpec, ex: Exchange, elapsed: float, redactor: Redactor) -
         error_message=redactor.text(env.message) if env and env.message else None,
         body_kind=kind, body_excerpt=excerpt, json_keys=keys,
         outcome=route_outcome(ex, root=spec.root, expect_sse=spec.sse),
+        answered_by=answered_by(ex, root=spec.root), ended=ended(ex), floor_missing=floor_missing(spec.name, ex),
         server=response_headers(ex).get("server"),
         transport_error=ex.transport_error.kind if ex.transport_error else None,
         done=ex.done if spec.sse and ex.streamed else None, elapsed_s=round(elapsed, 3),
@@ -188,7 +193,7 @@ def probe(
     budget = _Budget(started + deadline_s, request_deadline_s)
     results: list[RouteResult] = []
     cases: list[AuthCase] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}
     with HermesClient(config, transport=transport, connect_timeout_s=min(5.0, request_deadline_s)) as client:
 
         def call(spec: RouteSpec, auth: bool | str = True) -> tuple[Exchange | None, float]:
@@ -198,9 +203,12 @@ def probe(
             t0 = time.monotonic()
             ex = client.request(spec.method, spec.path, json=_body(spec.body, model, config), auth=auth,
                                 root=spec.root, deadline_s=allowed, sse=spec.sse)
-            seen.update(response_headers(ex))
+            owner = answered_by(ex, root=spec.root)
+            if owner is not None:
+                seen[owner].update(response_headers(ex))
             return ex, time.monotonic() - t0
 
+        timelines: dict[str, dict[str, Any]] = {}
         for spec in ROUTES:
             ex, took = call(spec)
             if ex is None:
@@ -208,6 +216,8 @@ def probe(
                                            outcome="skipped", transport_error="deadline"))
             else:
                 results.append(_result(spec, ex, took, redactor))
+                if ex.streamed and ex.events:
+                    timelines[spec.name] = StreamTimeline.from_exchange(ex).to_dict()
         models = next(s for s in ROUTES if s.name == "models")
         for case, auth in AUTH_CASES:
             ex, _ = call(models, auth)
@@ -218,20 +228,29 @@ def probe(
             env = ex.envelope
             cases.append(AuthCase(case=case, header=redactor.text(shown), status=ex.status,  # type: ignore[arg-type]
                                   error_type=(env.type or env.code_str) if env else None,
-                                  outcome=route_outcome(ex, root=False)))
+                                  outcome=route_outcome(ex, root=False), answered_by=answered_by(ex, root=False)))
     health = next((r for r in results if r.name == "health" and r.server), None)
     server = health.server if health else next((r.server for r in results if r.server), None)
     report = WireReport(
         endpoint=endpoint, routes=results, auth=cases, reachable=any(r.status is not None for r in results),
         bearer_required=bearer_required(cases), stream_failure_shape=stream_failure_shape(results),
         server=server, server_product=server_product(server),
-        cors_headers=sorted(h for h in seen if h.startswith("access-control-")),
-        rate_limit_headers=sorted(h for h in seen if RATE_LIMIT_HEADER_RE.match(h)),
+        cors_headers=_cors(seen["proxy"]), rate_limit_headers=_rate_limit(seen["proxy"]),
+        relayed_cors_headers=_cors(seen["upstream"]), relayed_rate_limit_headers=_rate_limit(seen["upstream"]),
         elapsed_s=round(time.monotonic() - started, 3),
     )
+    report.timelines.update(timelines)
     report.state = report_state(results)  # type: ignore[assignment]
     report.warnings = report_warnings(report)
     return report
+
+
+def _cors(headers: dict[str, str]) -> list[str]:
+    return sorted(h for h in headers if h.startswith("access-control-"))
+
+
+def _rate_limit(headers: dict[str, str]) -> list[str]:
+    return sorted(h for h in headers if RATE_LIMIT_HEADER_RE.match(h))
 
 
 #: ``hermes_nb.probe_endpoint`` (the package attribute ``probe`` is this module)

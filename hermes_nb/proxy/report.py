@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from hermes_nb.core.records import Exchange
+from hermes_nb.proxy.drift import Drift, DriftList, Owner
 
 __all__ = [
     "Outcome",
@@ -21,6 +22,7 @@ __all__ = [
     "RouteResult",
     "AuthCase",
     "Drift",
+    "DriftList",
     "WireReport",
     "route_outcome",
     "server_product",
@@ -31,7 +33,13 @@ __all__ = [
     "report_state",
     "report_warnings",
     "PROXY_ERROR_TYPES",
+    "PROXY_OWN_TYPES",
     "RATE_LIMIT_HEADER_RE",
+    "OPENAI_FLOOR",
+    "Owner",
+    "answered_by",
+    "ended",
+    "floor_missing",
 ]
 
 Outcome = Literal[
@@ -41,6 +49,16 @@ Outcome = Literal[
 StreamShape = Literal["json", "sse", "text", "none"]
 #: the proxy's own error types (anything else under /v1 came from the upstream)
 PROXY_ERROR_TYPES = frozenset({"upstream_unreachable", "upstream_timeout", "proxy_error"})
+#: every error type the proxy answers itself (an envelope of another type under /v1 was relayed)
+PROXY_OWN_TYPES = PROXY_ERROR_TYPES | {"path_not_allowed", "upstream_auth_failed"}
+#: the OpenAI floor: top-level keys every OpenAI-compatible 2xx JSON answer of a route carries
+OPENAI_FLOOR: dict[str, tuple[str, ...]] = {
+    "chat": ("choices", "created", "id", "model", "object"),
+    "chat_large": ("choices", "created", "id", "model", "object"),
+    "completions": ("choices", "created", "id", "model", "object"),
+    "embeddings": ("data", "object"),
+    "models": ("data", "object"),
+}
 _CONNECT_KINDS = frozenset({"connect_refused", "dns", "connect_error"})
 _TIMEOUT_KINDS = frozenset({"connect_timeout", "read_timeout", "deadline"})
 RATE_LIMIT_HEADER_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
@@ -66,6 +84,12 @@ class RouteResult(_Model):
     #: sorted top-level keys of a JSON object body
     json_keys: list[str] | None = None
     outcome: Outcome = "skipped"
+    #: who answered: the proxy itself, or the upstream it relayed (None: no HTTP answer)
+    answered_by: Owner | None = None
+    #: how the body ended: ``clean``, or the transport failure that cut it (None: no HTTP answer)
+    ended: str | None = None
+    #: OpenAI floor keys missing from a 2xx JSON answer (None: not a 2xx JSON answer of a floor route)
+    floor_missing: list[str] | None = None
     server: str | None = None
     #: transport failure kind when there was no HTTP answer
     transport_error: str | None = None
@@ -81,23 +105,13 @@ class AuthCase(_Model):
     status: int | None = None
     error_type: str | None = None
     outcome: Outcome = "skipped"
+    answered_by: Owner | None = None
 
 
-class Drift(_Model):
-    field: str
-    expected: Any = None
-    observed: Any = None
+def _esc(value: Any) -> str:
+    from hermes_nb.core.reprs import esc
 
-    def __str__(self) -> str:
-        return f"{self.field}: {_fmt(self.expected)} → {_fmt(self.observed)}"
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "(none)"
-    if isinstance(value, list):
-        return "[" + ", ".join(str(v) for v in value) + "]"
-    return str(value)
+    return esc(value)
 
 
 class WireReport(_Model):
@@ -113,14 +127,65 @@ class WireReport(_Model):
     server: str | None = None
     #: product names without versions (``Python aiohttp``): what contracts compare
     server_product: str | None = None
+    #: CORS / rate-limit header names on the proxy's own answers
     cors_headers: list[str] = Field(default_factory=list)
     rate_limit_headers: list[str] = Field(default_factory=list)
+    #: the same on relayed answers (the upstream's headers pass through the proxy)
+    relayed_cors_headers: list[str] = Field(default_factory=list)
+    relayed_rate_limit_headers: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    #: differences from a contract on proxy-owned fields (these fail the probe)
     drift: list[Drift] = Field(default_factory=list)
+    #: differences on upstream-owned fields: information, never a failure
+    upstream_differences: list[Drift] = Field(default_factory=list)
     elapsed_s: float = 0.0
+
+    #: stream timelines of the streamed routes (:class:`~hermes_nb.core.timeline.StreamTimeline` dicts), not dumped
+    _timelines: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
 
     def route(self, name: str) -> RouteResult | None:
         return next((r for r in self.routes if r.name == name), None)
+
+    @property
+    def timelines(self) -> dict[str, dict[str, Any]]:
+        """Route name → the timing marks of its stream (the probe fills it; not part of ``--json``)."""
+        return self._timelines
+
+    def _repr_text_(self) -> str:
+        routes = ", ".join(f"{r.name} {r.status if r.status is not None else r.outcome}" for r in self.routes)
+        drift = f", {len(self.drift)} drift" if self.drift else ""
+        return (f"WireReport({self.endpoint}: {self.state}, reachable={self.reachable}, "
+                f"bearer_required={self.bearer_required}, stream_failure_shape={self.stream_failure_shape}"
+                f"{drift}, {self.elapsed_s:.3f} s; routes: {routes})")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("WireReport(...)" if cycle else self._repr_text_())
+
+    def _repr_html_(self) -> str:
+        from hermes_nb.core.reprs import box, kv_html, seconds, table_html
+        from hermes_nb.core.timeline import timeline_svg
+
+        head = kv_html([("endpoint", self.endpoint), ("state", self.state), ("reachable", self.reachable),
+                        ("bearer required", self.bearer_required), ("stream failure shape", self.stream_failure_shape),
+                        ("server", self.server_product), ("elapsed", seconds(self.elapsed_s))], badges=("state",))
+        rows = [{"route": r.name, "method": r.method, "path": r.path, "status": r.status, "outcome": r.outcome,
+                 "body": r.body_kind, "error type": r.error_type or r.transport_error,
+                 "elapsed": seconds(r.elapsed_s)} for r in self.routes]
+        parts = [head, "<div><b>routes</b></div>",
+                 table_html(rows, ("route", "method", "path", "status", "outcome", "body", "error type", "elapsed"),
+                            badges=())]
+        if self.auth:
+            parts += ["<div><b>auth handoff</b> (GET /v1/models)</div>",
+                      table_html([a.model_dump() for a in self.auth], ("case", "header", "status", "error_type",
+                                                                        "outcome"), badges=())]
+        for name, marks in self.timelines.items():
+            parts.append(f"<div><b>stream timeline</b> ({name})</div>" + timeline_svg(marks, title=f"{name} stream"))
+        if self.warnings:
+            parts.append("<ul>" + "".join(f"<li>{_esc(w)}</li>" for w in self.warnings) + "</ul>")
+        if self.drift:
+            parts.append(DriftList(self.drift)._repr_html_())
+        verdict = {"live": "passed", "stale": "blocked", "unreachable": "blocked"}.get(self.state, self.state)
+        return box("wire-format report", verdict, *parts)
 
     def summary(self) -> dict[str, Any]:
         """The ``--json`` object: routes, bearer_required, stream_failure_shape, server, drift, …"""
@@ -187,16 +252,55 @@ def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Outc
     return "error" if root else "forwarded"
 
 
+def answered_by(ex: Exchange, *, root: bool) -> Owner | None:
+    """Who answered: ``proxy`` (its own answer) or ``upstream`` (relayed); None without an HTTP answer.
+
+    Host-root paths and the proxy's own error types are the proxy's. A 2xx under ``/v1`` is
+    relayed. Any other status is relayed when it came chunked: the proxy streams every upstream
+    answer back (``StreamResponse``, no length), while its own answers (``json_response``,
+    aiohttp's 404/405/413 texts) carry a ``Content-Length``.
+    """
+    if ex.status is None:
+        return None
+    if root:
+        return "proxy"
+    env = ex.envelope
+    if env is not None and (env.type or env.code_str) in PROXY_OWN_TYPES:
+        return "proxy"
+    if 200 <= ex.status < 300:
+        return "upstream"
+    chunked = "chunked" in response_headers(ex).get("transfer-encoding", "").lower()
+    return "upstream" if chunked else "proxy"
+
+
+def ended(ex: Exchange) -> str | None:
+    """``clean`` when the body ended normally; the transport failure kind that cut it; None without an answer."""
+    if ex.status is None:
+        return None
+    return ex.transport_error.kind if ex.transport_error is not None else "clean"
+
+
+def floor_missing(name: str, ex: Exchange) -> list[str] | None:
+    """The OpenAI floor keys a 2xx JSON answer of ``name`` lacks ([] = all there; None = not applicable)."""
+    floor = OPENAI_FLOOR.get(name)
+    if floor is None or not ex.ok_status or ex.streamed or not isinstance(ex.json_body, dict):
+        return None
+    return sorted(set(floor) - set(ex.json_body))
+
+
 def response_headers(ex: Exchange) -> dict[str, str]:
     """The response headers with lower-cased names."""
     return {k.lower(): v for k, v in ex.headers.items()}
 
 
 def stream_failure_shape(results: list[RouteResult]) -> StreamShape:
-    """How a failed streaming request is answered: one JSON body, SSE, text, or none seen."""
+    """How the proxy answers a streaming request it fails itself: one JSON body, SSE, text, or none seen.
+
+    Only the proxy's own answers count: an upstream's failure is relayed as the upstream sent it.
+    """
     for name in ("chat_stream", "unknown_v1"):
         r = next((x for x in results if x.name == name), None)
-        if r is None or r.status is None or 200 <= r.status < 300:
+        if r is None or r.status is None or 200 <= r.status < 300 or r.answered_by == "upstream":
             continue
         return {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text", "html": "text"}.get(
             r.body_kind, "none")  # type: ignore[return-value]
@@ -211,19 +315,27 @@ def bearer_required(cases: list[AuthCase]) -> bool | None:
         return None
     rejected = [
         c for c in (none, by.get("malformed"))
-        if c is not None and c.status in (401, 403) and (c.status, c.error_type) != (bearer.status, bearer.error_type)
+        if c is not None and c.status in (401, 403) and c.answered_by != "upstream"
+        and (c.status, c.error_type) != (bearer.status, bearer.error_type)
     ]
     return bool(rejected)
 
 
 def report_state(results: list[RouteResult]) -> str:
-    """``stale``/``live`` from the chat and models routes; ``unreachable``; else ``unknown``."""
+    """``stale``/``live`` from the chat and models routes; ``unreachable``; else ``unknown``.
+
+    ``live`` means the proxy relayed both to its upstream and the chat answer is a 2xx
+    JSON body; ``/v1/models`` may answer anything the upstream likes (an upstream without
+    the route answers 404 there: still live).
+    """
     if not any(r.status is not None for r in results):
         return "unreachable"
     forwarded = [r for r in results if r.name in ("chat", "models")]
     if forwarded and all(r.outcome == "auth_failed" for r in forwarded):
         return "stale"
-    if forwarded and all(r.outcome == "forwarded" and r.status and 200 <= r.status < 300 for r in forwarded):
+    chat = next((r for r in forwarded if r.name == "chat"), None)
+    if (chat is not None and chat.outcome == "forwarded" and chat.status is not None and 200 <= chat.status < 300
+            and all(r.answered_by == "upstream" for r in forwarded)):
         return "live"
     return "unknown"
 
@@ -237,7 +349,8 @@ def report_warnings(report: WireReport) -> list[str]:
     elif not report.reachable:
         first = report.routes[0] if report.routes else None
         why = first.transport_error if first else "no answer"
-        out.append(f"endpoint unreachable ({why}): is `hermes proxy start` running at {report.endpoint}?")
+        out.append(f"endpoint unreachable ({why}): is `hermes proxy start` running at {report.endpoint}? "
+                   "(a proxy that is not logged in refuses to start: `hermes auth` first)")
     elif all(r.outcome == "not_found" for r in report.routes if r.name in ("chat", "models", "completions")):
         out.append("every forwarded route answered a plain 404: does the endpoint miss its /v1 base path?")
     if any(r.body_kind == "html" for r in report.routes):

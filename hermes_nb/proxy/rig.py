@@ -13,8 +13,9 @@ written. Three auth states:
 ``live``
     ``access_token`` is an unsigned JWT with ``scope: inference:invoke`` and a
     future ``exp`` (the proxy reads claims without verifying);
-    ``NOUS_INFERENCE_BASE_URL`` points at the embedded emulator in its
-    ``upstream`` profile, so the real proxy forwards real requests to it.
+    ``NOUS_INFERENCE_BASE_URL`` points at the upstream (default: the embedded emulator in
+    its ``upstream`` profile; or the ``minimal`` upstream, or any OpenAI-compatible server
+    started from a command line), so the real proxy forwards real requests to it.
 ``logged-out``
     no ``auth.json``: ``hermes proxy start`` exits 2 with "Not logged into Nous
     Portal…" and :func:`real_proxy` raises :class:`~hermes_nb.errors.RigError`.
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.core.facts import LOGGED_OUT_HINT
 from hermes_nb.core.redaction import Redactor, auth_store_secrets
 from hermes_nb.proxy.executable import (
     ENV_HERMES_BIN,
@@ -55,6 +57,7 @@ from hermes_nb.proxy.executable import (
     require_hermes_bin,
     stop_process,
 )
+from hermes_nb.proxy.upstreams import UPSTREAMS, CommandUpstream, start_upstream, upstream_command
 
 __all__ = [
     "STATES",
@@ -67,6 +70,9 @@ __all__ = [
     "hermes_version",
     "live_supported",
     "free_port",
+    "UPSTREAMS",
+    "CommandUpstream",
+    "upstream_command",
     "unsigned_jwt",
     "auth_store_document",
     "child_environment",
@@ -163,13 +169,16 @@ class RigHandle(str):
     startup_s: float
     process: subprocess.Popen[Any]
     redactor: Redactor
-    #: the emulator (``upstream`` profile) behind the proxy in the live state
+    #: what answers behind the proxy in the live state: an emulator handle or a :class:`CommandUpstream`
     upstream: Any
+    #: ``emulator`` | ``minimal`` | ``command`` (None outside the live state)
+    upstream_kind: str | None
 
     def __new__(cls, endpoint: str, **fields: Any) -> RigHandle:
         obj = super().__new__(cls, endpoint)
         obj.endpoint = endpoint
         obj.upstream = None
+        obj.upstream_kind = None
         for key, value in fields.items():
             setattr(obj, key, value)
         return obj
@@ -227,12 +236,6 @@ def _wait_ready(proc: subprocess.Popen[Any], base_url: str, *, deadline_s: float
                 pass
 
 
-def _start_upstream(stack: ExitStack, scenario: str) -> Any:
-    from hermes_nb.emulator import serve  # heavy (aiohttp); only the live state needs it
-
-    return stack.enter_context(serve(profile="upstream", scenario=scenario))
-
-
 @contextmanager
 def real_proxy(
     state: str = "live",
@@ -240,10 +243,17 @@ def real_proxy(
     port: int = 0,
     hermes_bin: str | os.PathLike[str] | None = None,
     upstream_scenario: str = "ok",
+    upstream: str = "emulator",
     deadline_s: float = 30.0,
     keep_dir: bool = False,
 ) -> Iterator[RigHandle]:
     """Run the real ``hermes proxy start`` in ``state``; yield a :class:`RigHandle`.
+
+    In the live state ``upstream`` says what answers behind the proxy: ``emulator`` (the
+    emulator's ``upstream`` profile, ``upstream_scenario``), ``minimal`` (the deliberately
+    different upstream, :mod:`hermes_nb.emulator.minimal`) or a command line containing
+    ``{port}`` that starts any OpenAI-compatible server on ``127.0.0.1:{port}`` (its base path
+    must be ``/v1``; it is stopped with the proxy).
 
     Raises :class:`RigError` (exit 3) when no hermes is found, when the proxy
     exits before it is ready (logged-out: "Not logged into Nous Portal…") or
@@ -255,6 +265,10 @@ def real_proxy(
 
     if state == "live" and upstream_scenario not in SCENARIOS:
         raise UsageError(f"unknown upstream scenario {upstream_scenario!r}; choose one of {', '.join(SCENARIOS)}")
+    if state == "live" and upstream not in UPSTREAMS:
+        upstream_command(upstream, 0)  # a usage error before anything starts
+    if state == "live" and upstream == "minimal" and upstream_scenario != "ok":
+        raise UsageError(f"the minimal upstream has one scenario, ok (got {upstream_scenario!r})")
     if not deadline_s > 0:
         raise UsageError(f"deadline_s must be > 0, got {deadline_s!r}")
     binary = require_hermes_bin(hermes_bin)
@@ -275,9 +289,10 @@ def real_proxy(
             store.write_text(json.dumps(document, indent=2), "utf-8")
             store.chmod(0o600)
         portal = f"http://127.0.0.1:{_refusing_port(stack)}"
-        upstream = _start_upstream(stack, upstream_scenario) if state == "live" else None
+        behind = (start_upstream(stack, upstream, upstream_scenario, root=root, deadline_s=deadline_s)
+                  if state == "live" else None)
         env = child_environment(root, portal_url=portal,
-                                inference_url=_endpoint_of(upstream) if upstream is not None else None)
+                                inference_url=_endpoint_of(behind) if behind is not None else None)
         log_path = root / "proxy.log"
         attempts = 1 if port else 3
         for attempt in range(attempts):
@@ -298,11 +313,15 @@ def real_proxy(
             tail = _last_lines(redactor.text(log_path.read_text("utf-8", "replace")))
             if "failed to bind" in tail and attempt + 1 < attempts:
                 continue  # lost the free-port race to another process: pick again
-            raise RigError(f"`hermes proxy start` exited {code} before it was ready: {tail or '(no output)'}")
+            message = f"`hermes proxy start` exited {code} before it was ready: {tail or '(no output)'}"
+            if any(word in tail.lower() for word in ("logged in", "hermes auth", "login")):
+                message += f"; the proxy needs Nous Portal credentials: {LOGGED_OUT_HINT}"
+            raise RigError(message)
         handle = RigHandle(
             endpoint=f"{base_url}/v1", base_url=base_url, port=chosen, state=state, hermes_bin=binary,
             hermes_version=version, log_path=log_path, startup_s=time.monotonic() - started,
-            process=proc, redactor=redactor, upstream=upstream,
+            process=proc, redactor=redactor, upstream=behind,
+            upstream_kind=(upstream if upstream in UPSTREAMS else "command") if behind is not None else None,
         )
         yield handle
 

@@ -20,7 +20,11 @@ __all__ = ["render_html"]
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
-pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap}
+pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
+.out table,table.receipt{display:block;overflow-x:auto;max-width:100%}
+.out td,.out th,table.receipt td,table.receipt th{overflow-wrap:anywhere}
+.timeline{margin:.6em 0}.timeline svg{max-width:100%;height:auto}
+code.digest{font-size:.85em;overflow-wrap:anywhere}
 .cell{margin:1em 0}.src{border-left:3px solid #0969da}.out{border-left:3px solid #d0d7de;padding-left:.6em}
 .err pre{background:#ffebe9}.stderr pre{background:#fff8c5}
 table.receipt td,table.receipt th{border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top}
@@ -60,15 +64,54 @@ def _output(out: Any) -> str:
     return ""
 
 
+def _value(key: str, value: Any) -> str:
+    from hermes_nb.core.reprs import VERDICT_COLOURS
+
+    text = html.escape(str(value))
+    colour = VERDICT_COLOURS.get(str(value)) if key == "verdict" else None
+    return f'<b style="color:{colour}">{text}</b>' if colour else text
+
+
 def _receipt_table(receipt: dict[str, Any]) -> str:
     keys = ("notebook", "verdict", "status", "reason", "target_kind", "endpoint", "model", "run_id", "started_at",
             "duration_s", "hermes_nb_version", "hermes_agent_version", "papermill_version", "nbclient_version")
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(receipt.get(k)))}</td></tr>"
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(k, receipt.get(k))}</td></tr>"
                    for k in keys if k in receipt)
     extra = {k: receipt[k] for k in ("errors", "template", "parameters", "parameters_sha256", "environment", "artifacts")
              if k in receipt}
     dump = html.escape(json.dumps(extra, indent=2, sort_keys=True, ensure_ascii=False))
-    return f'<h2>Receipt</h2><table class="receipt">{rows}</table><details><summary>provenance</summary><pre>{dump}</pre></details>'
+    return (f'<h2>Receipt</h2><table class="receipt">{rows}</table>{_digests(receipt)}'
+            f'<details><summary>provenance</summary><pre>{dump}</pre></details>')
+
+
+def _digests(receipt: dict[str, Any]) -> str:
+    """The run artifacts and the template with their sha256 (the digests themselves)."""
+    rows = [(name, digest) for name, digest in (receipt.get("artifacts") or {}).items()]
+    template = receipt.get("template")
+    if isinstance(template, dict) and template.get("sha256"):
+        rows.append((f"template {template.get('path', '')}".strip(), template["sha256"]))
+    if receipt.get("parameters_sha256"):
+        rows.append(("parameters", receipt["parameters_sha256"]))
+    if not rows:
+        return ""
+    body = "".join(f'<tr><th>{html.escape(str(n))}</th><td><code class="digest">{html.escape(str(d))}</code></td></tr>'
+                   for n, d in rows)
+    return f'<h3>Digests (sha256)</h3><table class="receipt digests">{body}</table>'
+
+
+def _timeline(nb: Any, receipt: dict[str, Any]) -> str:
+    """The stream timeline picture from the verdict's summary (run and probe receipts), else nothing."""
+    from hermes_nb.core.timeline import timeline_svg
+    from hermes_nb.receipts.verdict import find_verdict
+
+    summary = receipt.get("summary") if isinstance(receipt.get("summary"), dict) else find_verdict(nb)
+    details = (summary or {}).get("details") or {}
+    marks = details.get("timeline") if isinstance(details, dict) else None
+    if not isinstance(marks, dict):
+        return ""
+    return (f'<h3>Stream timeline</h3><div class="timeline">{timeline_svg(marks, width=900)}</div>'
+            "<p><small>request sent at 0 s; headers, first delta, each delta (blue ticks), last byte; "
+            "shaded: idle gaps.</small></p>")
 
 
 def render_html(nb: Any) -> str:
@@ -79,6 +122,7 @@ def render_html(nb: Any) -> str:
              f"<style>{_STYLE}</style></head><body>"]
     if receipt:
         parts.append(_receipt_table(receipt))
+        parts.append(_timeline(nb, receipt))
     for cell in nb.get("cells", []):
         source = _text(cell.get("source", ""))
         if cell.get("cell_type") == "markdown":

@@ -16,6 +16,7 @@ from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.redaction import find_secrets
 from hermes_nb.receipts.index import INDEXED_FIELDS, entry_digest, load_index
+from hermes_nb.receipts.store import index_documents
 from hermes_nb.receipts.write import SIDECAR_SUFFIX, receipt_digest
 
 __all__ = ["VerifyReport", "verify_receipt", "verify_receipts", "scan_tree"]
@@ -118,18 +119,27 @@ def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyRe
     if not directory.is_dir():
         report.problems.append(f"{directory}: not a directory")
         return report
-    if not (directory / "index.json").is_file():  # verifying nothing must not read as "verified"
-        report.problems.append(f"{directory}: no index.json (not a receipts directory, or nothing was written)")
-    try:
-        index = load_index(directory)
+    try:  # index.json (a local directory) and/or index.d/<run id>.json (shared storage): each its own chain
+        indexes = index_documents(directory)
     except ArtifactError as exc:
         report.problems.append(str(exc))
         return report
+    if not indexes:  # verifying nothing must not read as "verified"
+        report.problems.append(f"{directory}: no index.json (not a receipts directory, or nothing was written)")
+        indexes = [(directory / "index.json", load_index(directory))]
     known = list(secrets)
     indexed: set[Path] = set()
+    for index_path, index in indexes:
+        _verify_chain(directory, index_path, index, known, indexed, report)
+    _verify_tree(directory, known, indexed, report)
+    return report
+
+
+def _verify_chain(directory: Path, index_path: Path, index: Mapping[str, Any], known: list[str],
+                  indexed: set[Path], report: VerifyReport) -> None:
     for position, entry in enumerate(index["receipts"]):
         if "prev_sha256" in entry and entry["prev_sha256"] != entry_digest(index["receipts"][:position]):
-            report.problems.append(f"{directory / 'index.json'}: entry {position + 1} ({entry.get('path')}): "
+            report.problems.append(f"{index_path}: entry {position + 1} ({entry.get('path')}): "
                                    "chain broken (an earlier entry was changed, removed or reordered)")
         path = directory / str(entry.get("path", ""))
         indexed.add(path.resolve())
@@ -141,6 +151,9 @@ def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyRe
         report.receipts.append({"path": entry.get("path"), "notebook": entry.get("notebook"),
                                 "verdict": entry.get("verdict"), "ok": not problems})
         report.problems.extend(problems)
+
+
+def _verify_tree(directory: Path, known: list[str], indexed: set[Path], report: VerifyReport) -> None:
     listed: set[Path] = set()
     for sidecar in directory.rglob("*" + SIDECAR_SUFFIX):
         nb_path = sidecar.with_name(sidecar.name[: -len(SIDECAR_SUFFIX)] + ".ipynb")
@@ -154,4 +167,3 @@ def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyRe
             report.problems.append(f"{path}: not listed in any receipt sidecar")
     report.files_scanned, leaks = scan_tree(directory, known)
     report.problems.extend(p for p in leaks if p not in report.problems)
-    return report

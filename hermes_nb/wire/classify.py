@@ -9,8 +9,8 @@ connection refused                                          blocked  unreachable
 connect timeout                                             blocked  connect_timeout
 DNS failure (wrong endpoint; no proxy-start hint)           failed   dns
 other connect error                                         failed   unreachable
-overall deadline fired                                      failed   deadline
-read timeout (no headers in time, or a stall mid-stream)    failed   read_timeout
+overall cap (max_duration_ms, a probe's deadline) passed     failed   deadline
+request_timeout_ms of waiting or of silence mid-stream      failed   read_timeout
 reset / protocol error / read error                         failed   stream_broken
 status 401/403, or envelope type/code upstream_auth_failed  blocked  auth
 status 429, or envelope type/code rate_limit_*              blocked  rate_limited
@@ -87,6 +87,7 @@ def _partial(ex: Exchange) -> str:
 
 def _out(ex: Exchange, status: str, reason: str, error: str | None, **kw: object) -> Outcome:
     env = ex.envelope
+    kw["warnings"] = list(ex.warnings) + list(kw.get("warnings") or [])  # type: ignore[call-overload]
     return Outcome(
         status=status,  # type: ignore[arg-type]
         reason=reason,
@@ -117,11 +118,13 @@ def _transport(ex: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:
         return _out(ex, "failed", "unreachable", f"cannot connect to {endpoint}: {msg}",
                     hint="check runtime_config.endpoint")
     if kind == "deadline":
-        return _out(ex, "failed", "deadline",
-                    f"request timed out after {config.request_timeout_ms} ms{_partial(ex)}")
+        cap = (f"max_duration_ms ({config.max_duration_ms} ms)" if config.max_duration_ms is not None
+               else "its overall deadline")
+        return _out(ex, "failed", "deadline", f"request cut after {cap}: {msg}{_partial(ex)}")
     if kind == "read_timeout":
-        where = "mid-stream (stalled)" if failure.phase == "body" else "waiting for response headers"
-        return _out(ex, "failed", "read_timeout", f"read timed out {where}: {msg}{_partial(ex)}")
+        where = "of silence mid-stream (stalled)" if failure.phase == "body" else "waiting for the response to start"
+        return _out(ex, "failed", "read_timeout",
+                    f"request timed out after {config.request_timeout_ms} ms {where}: {msg}{_partial(ex)}")
     where = "mid-stream" if failure.phase == "body" else "before the response"
     return _out(ex, "failed", "stream_broken", f"connection broken {where} ({kind}): {msg}{_partial(ex)}")
 
@@ -149,15 +152,28 @@ def _http_error(ex: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:
     return _out(ex, "failed", "http_error", f"HTTP {status}: {detail}{extra}")
 
 
+def _in_band_status(env: ErrorEnvelope | None) -> int | None:
+    if env is None or env.status is None:
+        return None
+    try:
+        return int(str(env.status).strip())
+    except ValueError:
+        return None
+
+
 def _in_band(ex: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:
     codes = _codes(ex.envelope)
     detail = _detail(ex)
-    if codes & AUTH_CODES:
-        return _out(ex, "blocked", "auth", f"upstream auth failed inside the stream: {detail} ({auth_hint(config)})",
+    status = _in_band_status(ex.envelope)
+    said = f" (status {status})" if status is not None else ""
+    if codes & AUTH_CODES or status in (401, 403):
+        return _out(ex, "blocked", "auth",
+                    f"upstream auth failed inside the stream{said}: {detail} ({auth_hint(config)}){_partial(ex)}",
                     hint=auth_hint(config))
-    if codes & RATE_LIMIT_CODES:
-        return _out(ex, "blocked", "rate_limited", f"rate limited inside the stream: {detail}", hint="re-run later")
-    return _out(ex, "failed", "in_band_error", f"error inside the 200 stream: {detail}{_partial(ex)}")
+    if codes & RATE_LIMIT_CODES or status == 429:
+        return _out(ex, "blocked", "rate_limited", f"rate limited inside the stream{said}: {detail}{_partial(ex)}",
+                    hint="re-run later")
+    return _out(ex, "failed", "in_band_error", f"error inside the 200 stream{said}: {detail}{_partial(ex)}")
 
 
 def classify(exchange: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:

@@ -4,11 +4,9 @@ Sync only (notebooks already run an event loop, so no ``asyncio.run``). Every
 call returns an :class:`~hermes_nb.records.Exchange` and never raises for HTTP
 or network failures; :func:`hermes_nb.classify.classify` judges it.
 
-Timeouts: ``connect`` (5 s), an idle ``read`` timeout (max gap between bytes,
-default ``min(300 s, overall)``) and an overall deadline (``request_timeout_ms``
-for chat) that also fires while bytes keep trickling: it is checked after
-every read, and a watchdog (:mod:`hermes_nb.watchdog`, armed from the TCP
-connect on) shuts the socket down when it passes during a blocked read or write.
+Deadlines (:mod:`hermes_nb.wire.watchdog`): connect (5 s); ``request_timeout_ms`` bounds the wait for
+the response to start and each silence between signs of progress, never a healthy stream; the
+optional ``max_duration_ms`` (per-call ``deadline_s`` for probes and ``/models``) caps the whole call.
 """
 
 from __future__ import annotations
@@ -22,20 +20,22 @@ from typing import Any
 import httpx
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.records import Exchange, RequestRecord, SSEEventRecord, Timings, TransportFailure
+from hermes_nb.core.records import Exchange, SSEEventRecord, Timings, TransportFailure
 from hermes_nb.core.redaction import Redactor, redact_headers
-from hermes_nb.wire.failures import transport_failure
+from hermes_nb.wire.failures import request_record, transport_failure
 from hermes_nb.wire.payloads import (
     ChatStream,
     chat_request_body,
     envelope_from_json,
+    in_band_error_of,
     media_type,
     parse_chat_completion,
     parse_error_body,
     parse_retry_after,
 )
 from hermes_nb.wire.sse import SSEDecoder
-from hermes_nb.wire.watchdog import Watchdog as _Watchdog
+from hermes_nb.wire.watchdog import Deadlines as _Deadlines
+from hermes_nb.wire.watchdog import Watchdog as _Watchdog  # noqa: F401 - re-exported for tests
 
 __all__ = ["HermesClient", "MAX_BODY_BYTES"]
 
@@ -59,8 +59,9 @@ class HermesClient:
     ) -> None:
         self.config = config
         self.connect_timeout_s = connect_timeout_s
-        overall = config.request_timeout_ms / 1000.0
-        self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else min(300.0, overall)
+        wait = config.request_timeout_ms / 1000.0
+        #: the longest silence allowed (response start, and between signs of progress)
+        self.idle_timeout_s = min(idle_timeout_s, wait) if idle_timeout_s is not None else wait
         self._clock = clock
         self._redactor = Redactor(config.secrets(), shapes=False)
         self._urls: dict[tuple[str, str, bool], httpx.URL] = {}
@@ -209,59 +210,45 @@ class _Call:
         self.on_delta, self.on_event = on_delta, on_event
         self.redact = client._redactor
         self.clock = client._clock
-        self.overall = deadline_s if deadline_s is not None else cfg.request_timeout_ms / 1000.0
+        cap_ms = cfg.max_duration_ms
+        #: the overall cap (None: no cap) is a per-call deadline (probes, /models) or max_duration_ms
+        cap = deadline_s if deadline_s is not None else (cap_ms / 1000.0 if cap_ms is not None else None)
         self.started_at = datetime.now(timezone.utc)
-        self.t0 = self.clock()
-        self.deadline = self.t0 + self.overall
+        self.limits = _Deadlines(wait=client.idle_timeout_s, cap=cap, clock=self.clock)
+        self.t0 = self.limits.t0
         self.fields: dict[str, Any] = {}
         self.timings: dict[str, Any] = {}
         self.failure: TransportFailure | None = None
-        self.watchdog: _Watchdog | None = None
         self._outer_trace = request.extensions.get("trace")
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
         """httpcore trace hook: arm the watchdog once the TCP connection exists."""
-        if event == "connection.connect_tcp.complete" and self.watchdog is None:
-            self.watchdog = _Watchdog(info.get("return_value"), self.deadline - self.clock())
+        if event == "connection.connect_tcp.complete":
+            self.limits.arm(info.get("return_value"))
         if self._outer_trace is not None:
             self._outer_trace(event, info)
-
-    def _fired(self) -> bool:
-        return self.watchdog is not None and self.watchdog.fired
 
     def _elapsed(self) -> float:
         return self.clock() - self.t0
 
-    def _fail(self, exc: httpx.RequestError, phase: str, fired: bool = False) -> None:
-        hit = fired or self._elapsed() >= self.overall
-        self.failure = transport_failure(exc, phase=phase, deadline_hit=hit, redact=self.redact)
+    def _fail(self, exc: httpx.RequestError, phase: str) -> None:
+        fired, limits = self.limits.fired, self.limits
+        capped = fired == "cap" or limits.capped(self.clock())
+        self.failure = transport_failure(exc, phase=phase, deadline_hit=capped, redact=self.redact)
+        if capped:
+            self._timed_out("deadline", phase)
+        elif fired == "idle" or self.failure.kind == "read_timeout":
+            self._timed_out("read_timeout", phase)
 
-    def _deadline(self, phase: str) -> None:
-        msg = f"overall deadline of {self.overall:g} s passed"
-        self.failure = TransportFailure(kind="deadline", phase=phase, message=msg)  # type: ignore[arg-type]
-
-    def _request_record(self) -> RequestRecord:
-        body: Any = None
-        try:
-            content = self.request.content
-        except httpx.RequestNotRead:  # a streaming request body: not ours to read
-            content = b""
-        if content:
-            try:
-                body = self.redact.data(json.loads(content))
-            except ValueError:
-                body = self.redact.text(content.decode("utf-8", "replace"))
-        url = self.request.url
-        if url.userinfo:
-            url = url.copy_with(userinfo=b"")
-        return RequestRecord(method=self.request.method, url=self.redact.text(str(url)),
-                             headers=redact_headers(self.request.headers), body=body)
+    def _timed_out(self, kind: str, phase: str) -> None:
+        exc = self.failure.exception if self.failure is not None else None
+        self.failure = self.limits.failure(kind, phase, exc)
 
     def run(self, sse: bool) -> Exchange:
         client = self.client
-        budget = max(self.overall, 0.001)
-        read_s = min(client.idle_timeout_s, budget)
-        connect_s = min(client.connect_timeout_s, budget)
+        cap = self.limits.cap
+        read_s = max(self.limits.wait, 0.001)
+        connect_s = max(min(client.connect_timeout_s, cap) if cap is not None else client.connect_timeout_s, 0.001)
         self.request.extensions["timeout"] = httpx.Timeout(connect_s, read=read_s, write=read_s,
                                                            pool=connect_s).as_dict()
         self.request.extensions["trace"] = self._trace
@@ -270,13 +257,13 @@ class _Call:
             try:
                 response = client._http.send(self.request, stream=True)
             except (httpx.TransportError, httpx.DecodingError) as exc:
-                self._fail(exc, "headers", self._fired())
+                self._fail(exc, "headers")
             if response is not None:
                 self.timings["headers_s"] = self._elapsed()
+                self.limits.progress(self.clock())
                 self._read(response)
         finally:
-            if self.watchdog is not None:
-                self.watchdog.cancel()
+            self.limits.cancel()
             # leave the request as it came: sending it again must not reach this call's hook
             if self._outer_trace is None:
                 self.request.extensions.pop("trace", None)
@@ -295,30 +282,35 @@ class _Call:
         f["retry_after_s"] = parse_retry_after(response.headers)
         sse = ctype == "text/event-stream"
         body = bytearray()
-        if self.watchdog is None:  # no connect event seen (e.g. a custom transport)
-            self.watchdog = _Watchdog(response, self.deadline - self.clock())
-        watchdog = self.watchdog
+        self.limits.arm(response)  # no connect event seen (e.g. a custom transport)
         try:
             if sse:
                 self._read_sse(response)
             else:
                 self._read_body(response, body)
         except (httpx.TransportError, httpx.DecodingError) as exc:
-            self._fail(exc, "body", watchdog.fired)
+            self._fail(exc, "body")
         finally:
             response.close()
-        if watchdog.fired and self.failure is None:
-            self._deadline("body")
+        fired = self.limits.fired
+        if fired is not None and self.failure is None:
+            self._timed_out("deadline" if fired == "cap" else "read_timeout", "body")
         if not sse:
             self._interpret_body(bytes(body), response.status_code)
 
-    def _chunks(self, response: httpx.Response):  # type: ignore[no-untyped-def]
+    def _chunks(self, response: httpx.Response, *, bytes_are_progress: bool):  # type: ignore[no-untyped-def]
+        limits = self.limits
         for chunk in response.iter_bytes():
-            now = self.clock() - self.t0
-            self.timings["last_byte_s"] = now
+            now = self.clock()
+            self.timings["last_byte_s"] = now - self.t0
+            if bytes_are_progress:
+                limits.progress(now)
             yield chunk
-            if now >= self.overall:
-                self._deadline("body")
+            if limits.capped(now):
+                self._timed_out("deadline", "body")
+                return
+            if limits.silent(now):  # only keep-alives since the last event
+                self._timed_out("read_timeout", "body")
                 return
 
     def _read_sse(self, response: httpx.Response) -> None:
@@ -329,8 +321,11 @@ class _Call:
         redact = self.redact.text
         on_delta, on_event = self.on_delta, self.on_event
         try:
-            for chunk in self._chunks(response):
-                for ev in decoder.feed(chunk):
+            for chunk in self._chunks(response, bytes_are_progress=False):
+                events = decoder.feed(chunk)
+                if events:
+                    self.limits.progress(self.clock())
+                for ev in events:
                     rec = SSEEventRecord(event=redact(ev.event), data=redact(ev.data),
                                          id=redact(ev.id) if ev.id else ev.id, retry=ev.retry, t=self._elapsed())
                     if self.client.keep_events:
@@ -349,10 +344,10 @@ class _Call:
         finally:
             f.update(events=records, text=chat.text, finish_reason=chat.finish_reason, done=chat.done,
                      usage=chat.usage, model=chat.model, envelope=chat.error, in_band_error=chat.in_band_error,
-                     protocol_errors=list(chat.protocol_errors))
+                     protocol_errors=list(chat.protocol_errors), warnings=list(chat.warnings))
 
     def _read_body(self, response: httpx.Response, buf: bytearray) -> None:
-        for chunk in self._chunks(response):
+        for chunk in self._chunks(response, bytes_are_progress=True):
             buf += chunk
             if len(buf) > MAX_BODY_BYTES:
                 del buf[MAX_BODY_BYTES:]
@@ -380,8 +375,9 @@ class _Call:
             return
         envelope = envelope_from_json(obj)
         if 200 <= status < 300:
-            if envelope is not None and isinstance(obj, dict) and obj.get("error"):
-                f["envelope"], f["in_band_error"] = envelope, True
+            in_band = in_band_error_of(obj) if isinstance(obj, dict) else None
+            if in_band is not None:
+                f["envelope"], f["in_band_error"] = in_band, True
                 return
             text_out, finish, usage, model = parse_chat_completion(obj)
             f.update(text=self.redact.text(text_out), finish_reason=finish, usage=usage, model=model)
@@ -396,4 +392,4 @@ class _Call:
         if env is not None:  # every field: a server may echo the credential in type or code too
             f["envelope"] = type(env).model_validate(self.redact.data(env.model_dump()))
         timings = Timings(started_at=self.started_at, **self.timings)
-        return Exchange(request=self._request_record(), transport_error=self.failure, timings=timings, **f)
+        return Exchange(request=request_record(self.request, self.redact), transport_error=self.failure, timings=timings, **f)

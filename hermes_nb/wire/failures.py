@@ -1,4 +1,5 @@
-"""Map httpx request errors to :class:`~hermes_nb.records.TransportFailure` records.
+"""httpx objects to records: request errors as :class:`~hermes_nb.records.TransportFailure`, the request
+sent as :class:`~hermes_nb.records.RequestRecord` (secrets masked).
 
 Refused vs DNS vs other connect errors are told apart from the exception's
 cause chain (errno, :class:`socket.gaierror`), with the usual message texts as a
@@ -8,14 +9,16 @@ fallback for errors built without a cause (as in ``httpx.MockTransport`` tests).
 from __future__ import annotations
 
 import errno
+import json
 import socket
+from typing import Any
 
 import httpx
 
-from hermes_nb.core.records import TransportFailure
-from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.records import RequestRecord, TransportFailure
+from hermes_nb.core.redaction import Redactor, redact_headers
 
-__all__ = ["transport_failure"]
+__all__ = ["transport_failure", "request_record"]
 
 _DNS_MARKERS = (
     "name or service not known",
@@ -76,3 +79,22 @@ def transport_failure(exc: httpx.RequestError, *, phase: str, deadline_hit: bool
     message = redact.text(str(exc)) or type(exc).__name__
     name = f"{type(exc).__module__.split('.')[0]}.{type(exc).__name__}"
     return TransportFailure(kind=kind, phase=phase, message=message, exception=name)  # type: ignore[arg-type]
+
+
+def request_record(request: httpx.Request, redact: Redactor) -> RequestRecord:
+    """What was sent: method, URL (user info dropped), headers (sensitive ones masked), body (redacted)."""
+    body: Any = None
+    try:
+        content = request.content
+    except httpx.RequestNotRead:  # a streaming request body: not ours to read
+        content = b""
+    if content:
+        try:
+            body = redact.data(json.loads(content))
+        except ValueError:
+            body = redact.text(content.decode("utf-8", "replace"))
+    url = request.url
+    if url.userinfo:
+        url = url.copy_with(userinfo=b"")
+    return RequestRecord(method=request.method, url=redact.text(str(url)),
+                         headers=redact_headers(request.headers), body=body)

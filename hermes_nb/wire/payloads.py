@@ -1,4 +1,5 @@
-"""OpenAI-style payloads: request body, chunk interpretation, error envelope, Retry-After.
+"""OpenAI-style payloads: request body, chunk interpretation, Retry-After (error envelopes: ``envelopes``,
+re-exported here).
 
 Pure: no IO. The client feeds bytes/events in; these functions say what they mean.
 """
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from hermes_nb.core.records import ErrorEnvelope
+from hermes_nb.wire.envelopes import envelope_from_json, excerpt, in_band_error_of, media_type, parse_error_body
 from hermes_nb.wire.sse import ServerSentEvent
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ __all__ = [
     "chat_request_body",
     "ChatStream",
     "parse_chat_completion",
+    "in_band_error_of",
 ]
 
 _loads = json.loads
@@ -55,86 +58,6 @@ def loads_exact(text: str) -> Any:
         return _fast(text)
     except _FastError:
         return _loads(text)
-
-
-def media_type(content_type: str | None) -> str | None:
-    """``"Text/Event-Stream; charset=utf-8"`` -> ``"text/event-stream"``; None when absent."""
-    if not content_type:
-        return None
-    value = content_type.split(";", 1)[0].strip().lower()
-    return value or None
-
-
-def _is_json_type(mt: str | None) -> bool:
-    return mt is not None and (mt == "application/json" or mt.endswith("+json") or mt.endswith("/json"))
-
-
-def _opt_str(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
-
-
-def _code(value: Any) -> str | int | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return _opt_str(value)
-
-
-def envelope_from_json(obj: Any) -> ErrorEnvelope | None:
-    """Read an error envelope from parsed JSON, or None when it is not one.
-
-    Shapes: ``{"error": {message, type, code, param}}`` (``code`` int or str),
-    ``{"error": "text"}`` and the flat ``{"message": ..., "status": ...}``.
-    """
-    if not isinstance(obj, Mapping):
-        return None
-    err = obj.get("error")
-    if isinstance(err, Mapping):
-        return ErrorEnvelope(
-            message=_opt_str(err.get("message")),
-            type=_opt_str(err.get("type")),
-            code=_code(err.get("code")),
-            param=_opt_str(err.get("param")),
-            status=_code(err.get("status")),
-            shape="nested",
-        )
-    if isinstance(err, str) and err:
-        return ErrorEnvelope(message=err, shape="string")
-    if "message" in obj and "choices" not in obj:
-        return ErrorEnvelope(
-            message=_opt_str(obj.get("message")),
-            type=_opt_str(obj.get("type")),
-            code=_code(obj.get("code")),
-            status=_code(obj.get("status")),
-            shape="flat",
-        )
-    return None
-
-
-def parse_error_body(body: str | bytes | None, content_type: str | None) -> ErrorEnvelope | None:
-    """The error envelope of a response body; None for non-JSON bodies (kept verbatim by the caller)."""
-    if body is None:
-        return None
-    text = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else body
-    stripped = text.strip()
-    if not stripped:
-        return None
-    if not _is_json_type(media_type(content_type)) and stripped[0] not in "{[":
-        return None
-    try:
-        obj = _loads(stripped)
-    except (ValueError, RecursionError):  # too deep is invalid too
-        return None
-    return envelope_from_json(obj)
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -223,23 +146,22 @@ def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | N
     return text, finish, usage, model
 
 
-def _excerpt(data: str, n: int = 120) -> str:
-    return repr(data if len(data) <= n else data[:n] + "…")
-
-
 class ChatStream:
     """Interprets the SSE events of one chat-completions stream.
 
     :meth:`feed` returns the content delta of an event ("" if none). After
     ``data: [DONE]`` (``done``) or an error (``error``) the stream is
     ``finished`` and the caller stops reading; later events are ignored.
-    Empty data, keep-alives and JSON that is not a chunk are skipped; a frame
-    that is not JSON is recorded in ``protocol_errors`` (never raised).
+    An error in any shape (:func:`in_band_error_of`, or an ``event: error``
+    frame) ends the stream with the text so far kept. Empty data, keep-alives
+    and JSON that is not a chunk are skipped; a frame that is not JSON is
+    recorded in ``protocol_errors`` (never raised). A whole ``choices[].message``
+    after deltas is appended when it brings new text, else noted in ``warnings``.
     """
 
     __slots__ = (
         "_parts", "_text", "_over", "done", "finish_reason", "usage", "model", "error", "in_band_error",
-        "protocol_errors", "chunks", "skipped",
+        "protocol_errors", "chunks", "skipped", "warnings",
     )
 
     def __init__(self) -> None:
@@ -256,6 +178,8 @@ class ChatStream:
         #: chat.completion chunks understood / events skipped (empty, keep-alive, not a chunk)
         self.chunks = 0
         self.skipped = 0
+        #: things worth telling that are not errors (e.g. a whole message after deltas)
+        self.warnings: list[str] = []
 
     @property
     def finished(self) -> bool:
@@ -295,7 +219,7 @@ class ChatStream:
             try:
                 obj = _loads(data)
             except (ValueError, RecursionError):  # too deep is invalid too
-                self.protocol_errors.append(f"invalid JSON in SSE data: {_excerpt(data)}")
+                self.protocol_errors.append(f"invalid JSON in SSE data: {excerpt(data)}")
                 return ""
             if obj.__class__ is not dict:
                 self.skipped += 1
@@ -304,12 +228,13 @@ class ChatStream:
 
     def feed_chunk(self, obj: dict[str, Any]) -> str:
         """Interpret one parsed chunk object (``feed`` after ``json.loads``)."""
-        if "error" in obj and obj["error"]:
-            self.error = envelope_from_json(obj) or ErrorEnvelope(
-                message=_excerpt(json.dumps(obj["error"], ensure_ascii=False), 200), shape="string")
-            self.in_band_error = self._over = True
-            return ""
         choices = obj.get("choices")
+        if choices is None or obj.get("error"):
+            error = in_band_error_of(obj)
+            if error is not None:
+                self.error = error
+                self.in_band_error = self._over = True
+                return ""
         if choices is None and "usage" not in obj:
             self.skipped += 1
             return ""
@@ -326,10 +251,12 @@ class ChatStream:
         if choice.__class__ is not dict:
             return ""
         piece = ""
-        # a chunk's delta; a whole message only counts while no delta has arrived
         holder = choice.get("delta")
-        if holder.__class__ is not dict and not self._parts:
-            holder = choice.get("message")
+        if holder.__class__ is not dict:
+            message = choice.get("message")
+            if message.__class__ is dict and self._parts:
+                return self._late_message(message, choice)
+            holder = message
         if holder.__class__ is dict:
             content = holder.get("content")
             if content and content.__class__ is str:
@@ -341,14 +268,37 @@ class ChatStream:
             self.finish_reason = finish
         return piece
 
+    def _late_message(self, message: dict[str, Any], choice: dict[str, Any]) -> str:
+        """A whole ``choices[].message`` after deltas: append what is new, note what is not."""
+        finish = choice.get("finish_reason")
+        if finish and finish.__class__ is str:
+            self.finish_reason = finish
+        content = message.get("content")
+        if not (content and content.__class__ is str):
+            return ""
+        so_far = self.text
+        if content == so_far or so_far.endswith(content):
+            self.warnings.append(f"a choices[].message frame after the deltas repeated {len(content)} characters "
+                                 "of the streamed text; not appended")
+            return ""
+        piece = content[len(so_far):] if content.startswith(so_far) else content
+        how = "the rest of the text it completes" if piece is not content else "its text"
+        self.warnings.append(f"a choices[].message frame arrived after the deltas; {how} was appended "
+                             f"({len(piece)} characters)")
+        self._parts.append(piece)
+        self._text = None
+        return piece
+
     def _in_band(self, data: str) -> None:
         self.in_band_error = self._over = True
         envelope = None
         if data.strip():
             try:
-                envelope = envelope_from_json(_loads(data))
+                obj = _loads(data)
             except (ValueError, RecursionError):  # too deep is invalid too
-                envelope = None
+                obj = None
+            if isinstance(obj, dict):
+                envelope = in_band_error_of(obj) or envelope_from_json(obj)
         if envelope is None:
             envelope = ErrorEnvelope(message=data.strip() or "error event in stream", shape="string")
         self.error = envelope

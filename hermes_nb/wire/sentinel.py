@@ -3,17 +3,23 @@
 The model ends its answer with a fenced block tagged ``uh-runtime-final-message``;
 its trimmed content is the run's final message (``runtime-final.txt``).
 
-The extractor is a line scanner, not UH's lazy regex:
+The rule (a superset of UH's lazy regex: every input UH extracts gives the same
+text here, see ``tests/test_sentinel.py``'s parity table):
 
-* an opening line is exactly ```` ```uh-runtime-final-message ```` plus optional
-  spaces/tabs, followed by ``\\n`` or ``\\r\\n`` (case-sensitive, no suffix);
-* inside a block, an unindented line starting with ```` ``` ```` plus an info
-  string (```` ```python ````) opens an inner fence, and a bare ```` ``` ```` line
-  closes the innermost open inner fence; a bare ```` ``` ```` line (not indented,
-  trailing spaces/tabs allowed) with no inner fence open closes the block;
-* a new opening line while a block is still open restarts from it, so an
+* an opening fence is ```` ```uh-runtime-final-message ```` plus optional
+  spaces/tabs and ``\\n`` or ``\\r\\n``, anywhere on its line (text before it on
+  the same line is allowed, as in UH; case-sensitive, no suffix after the tag);
+* inside a block, a line that is ```` ``` ```` plus an info string
+  (```` ```python ````, indentation allowed) opens an inner fence; a line that
+  is only backticks (three or more, indentation and trailing spaces/tabs allowed)
+  closes the innermost open inner fence, or the block when none is open;
+* a new opening fence while a block is still open restarts from it, so an
   unclosed sentinel never swallows a later real one;
-* the last complete block wins; its content is trimmed; CRLF is fine.
+* the last complete block wins; its content is trimmed; CRLF is fine; a block
+  whose content is the instruction's own placeholder (the model echoed the
+  instruction) is ignored;
+* when no complete block is found this way, UH's own regex decides, so no input
+  UH extracts gives less here.
 """
 
 from __future__ import annotations
@@ -24,13 +30,24 @@ from hermes_nb.core.facts import SENTINEL_TAG
 
 __all__ = [
     "SENTINEL_TAG",
+    "SENTINEL_PLACEHOLDERS",
     "runtime_final_message_instruction",
     "extract_final_message",
     "wrap_final_message",
 ]
 
 _FENCE = "```"
-_OPEN_RE = re.compile(r"```" + re.escape(SENTINEL_TAG) + r"[ \t]*")
+_PLACEHOLDER = "<one-paragraph summary of the outcome>"
+#: the example contents of our instruction and of UH's: never a final message
+SENTINEL_PLACEHOLDERS = frozenset({
+    _PLACEHOLDER,
+    "<one-paragraph summary of what you did, what changed, and any caveats>",
+})
+_OPEN_RE = re.compile(r"```" + re.escape(SENTINEL_TAG) + r"[ \t]*$")
+_CLOSE_RE = re.compile(r"[ \t]*`{3,}[ \t]*")
+_INNER_RE = re.compile(r"[ \t]*```+[^`\s][^`]*")
+#: UH's extractor (src/harness/runtime-final-message.ts), the fallback
+_UH_RE = re.compile(r"```" + re.escape(SENTINEL_TAG) + r"[ \t]*\r?\n([\s\S]*?)\r?\n```")
 
 _INSTRUCTION = f"""
 ## Runtime final message
@@ -39,7 +56,7 @@ When you are done, end your answer with a one-paragraph summary of what you did
 and the outcome, inside a fenced block tagged `{SENTINEL_TAG}`, like this:
 
 {_FENCE}{SENTINEL_TAG}
-<one-paragraph summary of the outcome>
+{_PLACEHOLDER}
 {_FENCE}
 
 This block must come last in your answer; nothing may follow it. Its content is
@@ -55,6 +72,16 @@ def runtime_final_message_instruction() -> str:
 def wrap_final_message(summary: str) -> str:
     """A sentinel block holding ``summary`` (trimmed), ending with a newline."""
     return f"{_FENCE}{SENTINEL_TAG}\n{summary.strip()}\n{_FENCE}\n"
+
+
+def _uh_extract(text: str) -> str | None:
+    """UH's rule: the last lazy regex match, trimmed (placeholders skipped)."""
+    best: str | None = None
+    for m in _UH_RE.finditer(text):
+        found = m.group(1).strip()
+        if found not in SENTINEL_PLACEHOLDERS:
+            best = found
+    return best
 
 
 def extract_final_message(text: str) -> str | None:
@@ -77,17 +104,20 @@ def extract_final_message(text: str) -> str | None:
         line = text[pos:end]
         if line.endswith("\r"):
             line = line[:-1]
-        if nl >= 0 and line.startswith(_FENCE) and _OPEN_RE.fullmatch(line):
+        if nl >= 0 and SENTINEL_TAG in line and _OPEN_RE.search(line):
             open_at, depth = nl + 1, 0
-        elif open_at is not None and line.startswith(_FENCE):
-            if line.rstrip(" \t") == _FENCE:
+        elif open_at is not None and _FENCE in line:
+            if _CLOSE_RE.fullmatch(line):
                 if depth:
                     depth -= 1
                 else:
-                    best = text[open_at:max(open_at, pos - 1)].strip()
+                    found = text[open_at:max(open_at, pos - 1)].strip()
+                    if found not in SENTINEL_PLACEHOLDERS:
+                        best = found
                     open_at = None
-            else:
+            elif _INNER_RE.fullmatch(line):
                 depth += 1
         if nl < 0:
-            return best
+            break
         pos = nl + 1
+    return best if best is not None else _uh_extract(text)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import yaml
-
 from hermes_nb.cli.options import config_from_args, root_of
 from hermes_nb.core.errors import ArtifactError, ConfigError, UsageError
 from hermes_nb.core.facts import RUNTIME, manifest_path
 from hermes_nb.core.manifest import load_manifest, manifest_document, manifest_template, save_manifest
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import find_manifest
+from hermes_nb.core.yamlio import dump_yaml
 from hermes_nb.harness.artifacts import refuse_symlinks
 
 __all__ = ["register"]
@@ -75,8 +74,8 @@ def handle_show(args: argparse.Namespace, out: Any) -> int:
     document = redactor.data(manifest_document(manifest))
     effective = redactor.data(config.to_document())
     out.line(f"# {path}")
-    out.line(yaml.safe_dump(document, sort_keys=False, allow_unicode=True).rstrip())
+    out.line(dump_yaml(document, block_strings=False).rstrip())
     out.line("# effective runtime_config (manifest + HERMES_NB_* environment)")
-    out.line(yaml.safe_dump(effective, sort_keys=False, allow_unicode=True).rstrip())
+    out.line(dump_yaml(effective, block_strings=False).rstrip())
     out.emit({"manifest": str(path.resolve()), "document": document, "runtime_config": effective})
     return 0

@@ -1,7 +1,8 @@
 """``hermes-nb probe``: the seed's wire-format spike against one endpoint, and drift from a contract.
 
-Exit codes: 0 the probe ran (and, with ``--compare``, found no drift);
-1 drift found; 2 usage (bad flags, unknown or invalid contract, invalid URL);
+Exit codes: 0 the probe ran (and, with ``--compare``, found no drift on a proxy-owned field);
+1 drift found (differences on upstream-owned fields are listed, never counted);
+2 usage (bad flags, unknown or invalid contract, invalid URL);
 3 the endpoint is unreachable (no route got an HTTP answer).
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from hermes_nb.core.errors import ArtifactError, UsageError
 from hermes_nb.core.facts import DEFAULT_MODEL
-from hermes_nb.proxy.contracts import compare, contract_document, dumps_contract, load_contract, resolve_contract
+from hermes_nb.proxy.contracts import contract_document, dumps_contract, judge, load_contract, resolve_contract
 from hermes_nb.proxy.probe import ROUTES, probe
 from hermes_nb.proxy.report import WireReport
 
@@ -46,7 +47,9 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     report = probe(args.endpoint, model=args.model, deadline_s=args.deadline,
                    request_deadline_s=min(5.0, args.deadline))
     if contract is not None:
-        report.drift = compare(report, contract, state=args.state)
+        judged = judge(report, contract, state=args.state)
+        report.drift = [d for d in judged if d.owner == "proxy"]
+        report.upstream_differences = [d for d in judged if d.owner == "upstream"]
     if args.out:
         _write(args.out, report.model_dump_json(indent=2) + "\n")
     if args.write_contract:
@@ -78,11 +81,11 @@ def _cell(value: Any) -> str:
 def render(report: WireReport, *, compared: str | None = None) -> list[str]:
     """The human route table, auth handoff, headers and drift lines."""
     lines = [f"endpoint {report.endpoint}  state {report.state}  server {_cell(report.server)}"]
-    rows = [("METHOD", "PATH", "STATUS", "CONTENT-TYPE", "ERROR", "OUTCOME")]
+    rows = [("METHOD", "PATH", "STATUS", "CONTENT-TYPE", "ERROR", "OUTCOME", "ANSWERED-BY")]
     for r in report.routes:
         err = r.error_type or r.body_excerpt or r.transport_error
         rows.append((r.method, r.path + _VARIANTS.get(r.name, ""), _cell(r.status), _cell(r.content_type), _cell(err),
-                     r.outcome))
+                     r.outcome, _cell(r.answered_by)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     auth = "; ".join(f"{c.header} → {_cell(c.status)} {c.error_type or c.outcome}" for c in report.auth)
@@ -95,4 +98,7 @@ def render(report: WireReport, *, compared: str | None = None) -> list[str]:
     if compared:
         lines.append(f"drift vs {compared}: {len(report.drift) or 'none'}")
         lines += [f"  {d}" for d in report.drift]
+        if report.upstream_differences:
+            lines.append(f"upstream differences (information, not drift): {len(report.upstream_differences)}")
+            lines += [f"  {d}" for d in report.upstream_differences]
     return lines

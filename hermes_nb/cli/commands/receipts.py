@@ -3,6 +3,8 @@
 verify: recompute every digest (files, metadata.receipt, index) and re-scan every
 file under DIR for secrets (the shapes, plus ``HERMES_NB_AUTH_TOKEN`` when set).
 Exit 0 when everything checks out, 1 when anything does not, 2 for usage errors.
+DIR may be a storage URL (``s3://bucket/prefix``, any papermill I/O handler): it is mirrored into a
+temporary directory and checked there (:mod:`hermes_nb.receipts.store`); paths are reported as URLs.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p = sub.add_parser("receipts", parents=[parent], help="verify or list smoke receipts")
     action = p.add_subparsers(dest="action", metavar="ACTION")
     v = action.add_parser("verify", parents=[parent], help="recompute digests and re-scan for secrets (exit 0/1)")
-    v.add_argument("dir", metavar="DIR")
+    v.add_argument("dir", metavar="DIR", help="receipts directory or storage URL (s3://bucket/prefix)")
     v.set_defaults(handler=handle_verify)
     ls = action.add_parser("list", parents=[parent], help="print the receipts index")
     ls.add_argument("dir", metavar="DIR", nargs="?", default=str(RECEIPTS_RELPATH / "emulator"),
-                    help=f"receipts directory (default {RECEIPTS_RELPATH / 'emulator'})")
+                    help=f"receipts directory or storage URL (default {RECEIPTS_RELPATH / 'emulator'})")
     ls.set_defaults(handler=handle_list)
     p.set_defaults(handler=_usage)
 
@@ -41,11 +43,16 @@ def _dir(value: str) -> Path:
 
 
 def handle_verify(args: argparse.Namespace, out: Any) -> int:
+    from hermes_nb.receipts.store import is_url, mirrored
     from hermes_nb.receipts.verify import verify_receipts
 
-    directory = _dir(args.dir)
     secrets = env_secrets(os.environ)
-    report = verify_receipts(directory, secrets=secrets)
+    if is_url(args.dir):
+        with mirrored(args.dir) as (store, local):
+            report = verify_receipts(local, secrets=secrets)
+            report = _relabel(report, str(local), store.url)
+    else:
+        report = verify_receipts(_dir(args.dir), secrets=secrets)
     for r in report.receipts:
         out.line(f"[{'OK' if r['ok'] else 'BAD'}] {r['path']} ({r['verdict']})")
     for problem in report.problems:
@@ -56,15 +63,28 @@ def handle_verify(args: argparse.Namespace, out: Any) -> int:
     return 0 if report.ok else 1
 
 
-def handle_list(args: argparse.Namespace, out: Any) -> int:
-    from hermes_nb.receipts.index import load_index
+def _relabel(report: Any, local: str, url: str) -> Any:
+    """A report about a mirror, naming the storage URL instead of the temporary directory."""
+    report.directory = url
+    report.problems = [p.replace(local, url) for p in report.problems]
+    return report
 
-    directory = _dir(args.dir)
-    index = load_index(directory)
-    for e in index["receipts"]:
+
+def handle_list(args: argparse.Namespace, out: Any) -> int:
+    from hermes_nb.receipts.store import index_documents, is_url, mirrored
+
+    if is_url(args.dir):
+        with mirrored(args.dir, only_indexes=True) as (_, local):
+            indexes = index_documents(local)
+        directory = args.dir
+    else:
+        directory = str(_dir(args.dir))
+        indexes = index_documents(Path(directory))
+    entries = [e for _, index in indexes for e in index["receipts"]]
+    for e in entries:
         out.line(f"{e.get('started_at')}  {e.get('verdict', '?'):8} {e.get('target_kind', '?'):8} "
                  f"{e.get('notebook')}  {e.get('path')}")
-    if not index["receipts"]:
+    if not entries:
         out.line(f"no receipts in {directory}")
-    out.emit({"directory": str(directory), "receipts": index["receipts"]})
+    out.emit({"directory": directory, "receipts": entries})
     return 0

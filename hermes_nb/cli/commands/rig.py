@@ -35,6 +35,10 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
                    help="the `hermes` executable (default: $HERMES_NB_HERMES_BIN, .venv-hermes/bin/hermes, PATH)")
     p.add_argument("--scenario", default="ok", choices=SCENARIOS,
                    help="upstream emulator scenario in the live state (default: ok)")
+    p.add_argument("--upstream", default="emulator", metavar="emulator|minimal|CMD",
+                   help="what answers behind the proxy in the live state: emulator (default), minimal "
+                        "(a deliberately different OpenAI-compatible upstream) or a command line with {port} "
+                        "that starts an OpenAI-compatible server on 127.0.0.1:{port}/v1")
     p.add_argument("--deadline", type=float, default=30.0, metavar="S", help="readiness deadline in seconds")
     p.set_defaults(handler=handle)
 
@@ -47,17 +51,18 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     previous = _sigterm_as_interrupt()  # from the start: a SIGTERM during startup must still stop the proxy
     try:
         with real_proxy(args.state, port=args.port, hermes_bin=args.hermes_bin,
-                        upstream_scenario=args.scenario, deadline_s=args.deadline) as rig:
+                        upstream_scenario=args.scenario, upstream=args.upstream,
+                        deadline_s=args.deadline) as rig:
             out.line(rig.endpoint)
             out.emit({
                 "endpoint": rig.endpoint, "state": rig.state, "hermes_version": rig.hermes_version,
                 "hermes_bin": str(rig.hermes_bin), "pid": rig.pid, "startup_s": round(rig.startup_s, 3),
-                "upstream": _upstream(rig.upstream),
+                "upstream": _upstream(rig.upstream), "upstream_kind": rig.upstream_kind,
             })
             out.info(f"hermes proxy {rig.hermes_version or '?'} ({rig.state}) pid {rig.pid}, "
                      f"ready in {rig.startup_s:.2f}s; log {rig.log_path}")
             if rig.upstream is not None:
-                out.info(f"upstream emulator: {_upstream(rig.upstream)}")
+                out.info(f"upstream ({rig.upstream_kind}): {_upstream(rig.upstream)}")
             out.info("Ctrl-C stops")
             try:
                 code = rig.wait()

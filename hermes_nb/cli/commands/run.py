@@ -1,4 +1,5 @@
-"""``hermes-nb run MISSION | --prompt TEXT``: one :func:`hermes_nb.harness.run.run` (or ``dry_run``) call.
+"""``hermes-nb run MISSION | --prompt TEXT | --prompt - | --prompt-file PATH``: one
+:func:`hermes_nb.harness.run.run` (or ``dry_run``) call.
 
 Human mode streams the assistant text to stdout as it arrives; the verdict
 line, errors, warnings and hint go to stderr (so stdout is the answer, as in
@@ -12,7 +13,7 @@ import sys
 from typing import Any
 
 from hermes_nb.cli.options import add_config_flags, config_from_args, root_of
-from hermes_nb.core.errors import UsageError
+from hermes_nb.core.errors import ConfigError, UsageError
 from hermes_nb.harness.mission import Mission, harness_root_of, load_mission, load_workflow, mission_warnings
 
 __all__ = ["register", "handle"]
@@ -33,20 +34,52 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("mission", nargs="?", metavar="MISSION",
                    help="mission.yaml (or its directory); <R>/.harness/missions/<dir>/mission.yaml "
                         "defaults --root to R")
-    p.add_argument("--prompt", metavar="TEXT", help="run a plain prompt as mission 'adhoc'")
+    p.add_argument("--prompt", metavar="TEXT", help="run a plain prompt as mission 'adhoc' ('-': read it from stdin)")
+    p.add_argument("--prompt-file", metavar="PATH", help="run the prompt in this UTF-8 file as mission 'adhoc'")
     add_config_flags(p)
     p.add_argument("--dry-run", action="store_true",
-                   help="write prompt.md and a planned runtime-session.yaml; send nothing")
+                   help="write prompt.md and a planned runtime-session.yaml under <mission dir>/dry-runs/<id>/ "
+                        "(outside runs/); send nothing")
     p.add_argument("--no-sandbox", action="store_true", help="work in the project itself, not a sandbox copy")
     p.add_argument("--run-id", metavar="ID", help="explicit run id (^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$)")
     p.set_defaults(handler=handle)
 
 
+def _prompt_text(args: argparse.Namespace) -> str | None:
+    """The ad-hoc prompt: ``--prompt TEXT``, ``--prompt -`` (stdin) or ``--prompt-file PATH``; None for none."""
+    if args.prompt_file is not None:
+        try:
+            with open(args.prompt_file, encoding="utf-8") as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            raise ConfigError(f"--prompt-file {args.prompt_file}: no such file") from None
+        except IsADirectoryError:
+            raise ConfigError(f"--prompt-file {args.prompt_file}: is a directory") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"--prompt-file {args.prompt_file}: not UTF-8 text") from None
+        except OSError as exc:
+            raise ConfigError(f"--prompt-file {args.prompt_file}: cannot read: {exc.strerror}") from None
+    elif args.prompt == "-":
+        try:
+            text = sys.stdin.read()
+        except UnicodeDecodeError:
+            raise ConfigError("--prompt -: stdin is not UTF-8 text") from None
+    else:
+        return args.prompt
+    if not text.strip():
+        raise ConfigError(f"{'--prompt-file ' + args.prompt_file if args.prompt_file else '--prompt -'}: "
+                          "the prompt is empty")
+    return text
+
+
 def _mission(args: argparse.Namespace) -> Mission:
-    if (args.mission is None) == (args.prompt is None):
-        raise UsageError("hermes-nb run: give exactly one of MISSION or --prompt TEXT")
-    if args.prompt is not None:
-        return Mission.adhoc(args.prompt)
+    given = [x for x in (args.mission, args.prompt, args.prompt_file) if x is not None]
+    if len(given) != 1:
+        raise UsageError("hermes-nb run: give exactly one of MISSION, --prompt TEXT (- for stdin) "
+                         "or --prompt-file PATH")
+    prompt = _prompt_text(args)
+    if prompt is not None:
+        return Mission.adhoc(prompt)
     return load_mission(args.mission)
 
 

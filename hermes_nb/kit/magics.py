@@ -1,0 +1,236 @@
+"""IPython magics: ``%load_ext hermes_nb`` registers them.
+
+``%hermes_check [--endpoint URL] [--model M] [--manifest PATH] [--scenario S]``
+    the adapter check; returns the :class:`~hermes_nb.proxy.check.CheckResult`.
+``%hermes_probe [--compare NAME] [--endpoint URL] [--model M] [--scenario S] [--deadline S]``
+    the wire-format probe (and its drift from a recorded contract); returns the
+    :class:`~hermes_nb.proxy.report.WireReport`.
+``%%hermes_chat [--endpoint URL] [--model M] [--manifest PATH] [--scenario S]``
+    the cell body is the prompt; the answer streams into the output as it arrives (one display updated in
+    place), then the verdict; returns a :class:`ChatResult` (``_.exchange``, ``_.outcome``, ``_.text``).
+    A kernel interrupt stops the stream and keeps the partial text.
+
+Every result is the cell's value, so the next cell has it as ``_`` (or ``Out[n]``). The config is resolved
+the way the CLI does it (:func:`hermes_nb.core.resolve.resolve_runtime_config`: defaults < manifest <
+``HERMES_NB_*`` < flags); no endpoint anywhere = an embedded emulator for the session (one per scenario,
+stopped by ``%unload_ext hermes_nb``). The token comes from ``HERMES_NB_AUTH_TOKEN`` only.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError as IPythonUsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from hermes_nb.core.errors import HermesError
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.kit.target import Target, runtime_config, start_target
+
+if TYPE_CHECKING:
+    from hermes_nb.core.records import Exchange, Outcome
+
+__all__ = ["HermesMagics", "ChatResult", "load_ipython_extension", "unload_ipython_extension"]
+
+#: stream display updates at most this often (the final text always goes out)
+UPDATE_EVERY_S = 0.05
+
+
+@dataclass
+class ChatResult:
+    """What ``%%hermes_chat`` returns: the exchange, its classification, the text (partial when stopped)."""
+
+    exchange: Exchange | None
+    outcome: Outcome | None
+    text: str
+    stopped: bool = False
+
+    @property
+    def verdict(self) -> str:
+        return "stopped" if self.stopped else (self.outcome.status if self.outcome else "failed")
+
+    def _repr_text_(self) -> str:
+        reason = "interrupted" if self.stopped else (self.outcome.reason if self.outcome else "no exchange")
+        took = f" in {self.exchange.timings.total_s:.3f} s" if self.exchange is not None else ""
+        return f"verdict: {self.verdict} ({reason}), {len(self.text)} characters{took}"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("ChatResult(...)" if cycle else self._repr_text_())
+
+    def _repr_html_(self) -> str:
+        from hermes_nb.core.reprs import box, kv_html, seconds
+        from hermes_nb.core.timeline import StreamTimeline, timeline_svg
+
+        out, ex = self.outcome, self.exchange
+        pairs: list[tuple[str, Any]] = [("verdict", self.verdict),
+                                        ("reason", "interrupted" if self.stopped else out.reason if out else None),
+                                        ("hint", out.hint if out else None)]
+        if ex is not None:
+            t = ex.timings
+            pairs += [("status", ex.status), ("time to headers", seconds(t.headers_s)),
+                      ("time to first delta", seconds(t.first_delta_s)), ("total", seconds(t.total_s))]
+        pairs += [("error", e) for e in (out.errors if out else [])]
+        pairs += [("warning", w) for w in (out.warnings if out else [])]
+        parts = [kv_html(pairs, badges=("verdict",))]
+        if ex is not None and ex.streamed:
+            parts.append(timeline_svg(StreamTimeline.from_exchange(ex, stopped=self.stopped), title="answer stream"))
+        return box("hermes chat", self.verdict, *parts)
+
+
+def _answer_html(text: str, state: str) -> str:
+    return (f'<div class="hermes-chat"><small style="color:#57606a">{html.escape(state)}</small>'
+            f'<pre class="hermes-chat-text" style="white-space:pre-wrap;margin:0">{html.escape(text)}</pre></div>')
+
+
+class _Answer:
+    """The streamed answer's display: ``text/plain`` + ``text/html``, updated in place (throttled)."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        from IPython.display import display
+
+        self.pieces: list[str] = []
+        self.redactor = redactor
+        self._last = 0.0
+        self.handle = display(self._bundle("waiting for the first delta…"), raw=True, display_id=True)
+
+    def _bundle(self, state: str) -> dict[str, str]:
+        text = self.redactor.text("".join(self.pieces))
+        return {"text/plain": text, "text/html": _answer_html(text, state)}
+
+    def delta(self, piece: str) -> None:
+        self.pieces.append(piece)
+        now = time.monotonic()
+        if now - self._last >= UPDATE_EVERY_S:
+            self._last = now
+            self.handle.update(self._bundle("streaming…"), raw=True)
+
+    def finish(self, state: str) -> None:
+        self.handle.update(self._bundle(state), raw=True)
+
+
+@magics_class
+class HermesMagics(Magics):
+    """``%hermes_check``, ``%hermes_probe``, ``%%hermes_chat``."""
+
+    def __init__(self, shell: Any = None) -> None:
+        super().__init__(shell)
+        self._emulators: dict[str, Target] = {}
+
+    # ---- targets
+    def _target(self, endpoint: str | None, scenario: str, manifest: str | None = None) -> Target:
+        """The explicit/configured endpoint, else this session's emulator for ``scenario``."""
+        from hermes_nb.core.resolve import resolve_runtime_config
+
+        config = resolve_runtime_config(manifest=manifest, endpoint=endpoint or None)
+        if config.origin("endpoint") != "default":
+            return Target(endpoint=config.endpoint, kind="given", origin=config.origin("endpoint"))
+        if scenario not in self._emulators:
+            self._emulators[scenario] = start_target(None, scenario=scenario, manifest=manifest)
+        return self._emulators[scenario]
+
+    def close(self) -> None:
+        for target in self._emulators.values():
+            target.close()
+        self._emulators.clear()
+
+    @staticmethod
+    def _fail(exc: HermesError) -> None:
+        raise IPythonUsageError(str(exc)) from None
+
+    # ---- %hermes_check
+    @magic_arguments()
+    @argument("--endpoint", default=None, help="proxy endpoint incl. /v1 (else HERMES_NB_ENDPOINT, else an emulator)")
+    @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
+    @argument("--manifest", default=None, help="adapter manifest whose runtime_config is the base")
+    @argument("--scenario", default="ok", help="emulator scenario (only without an endpoint)")
+    @argument("--deadline", type=float, default=5.0, help="deadline of GET /models, seconds")
+    @line_magic
+    def hermes_check(self, line: str) -> Any:
+        """The adapter check against the configured proxy (or an embedded emulator)."""
+        from hermes_nb.proxy.check import adapter_check
+
+        args = parse_argstring(self.hermes_check, line)
+        try:
+            target = self._target(args.endpoint, args.scenario, args.manifest)
+            config = runtime_config(target.endpoint, args.model, manifest=args.manifest)
+        except HermesError as exc:
+            self._fail(exc)
+        return adapter_check(config, deadline_s=args.deadline, hermes_bin=target.hermes_bin)
+
+    # ---- %hermes_probe
+    @magic_arguments()
+    @argument("--compare", default=None, metavar="NAME",
+              help="compare with a wire contract (a name shipped with hermes_nb, e.g. hermes-agent-0.19.0, or a path)")
+    @argument("--endpoint", default=None, help="proxy endpoint incl. /v1 (else HERMES_NB_ENDPOINT, else an emulator)")
+    @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
+    @argument("--scenario", default="ok", help="emulator scenario (only without an endpoint)")
+    @argument("--deadline", type=float, default=30.0, help="budget of the whole probe, seconds")
+    @line_magic
+    def hermes_probe(self, line: str) -> Any:
+        """Probe every route; with ``--compare``, the report carries its drift from the contract."""
+        from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract
+        from hermes_nb.proxy.probe import probe
+
+        args = parse_argstring(self.hermes_probe, line)
+        try:
+            contract = load_contract(resolve_contract(args.compare)) if args.compare else None
+            target = self._target(args.endpoint, args.scenario)
+            config = runtime_config(target.endpoint, args.model)
+            report = probe(target.endpoint, model=config.model, deadline_s=args.deadline,
+                           request_deadline_s=min(5.0, args.deadline))
+        except HermesError as exc:
+            self._fail(exc)
+        if contract is not None:
+            report.drift = compare(report, contract)
+        return report
+
+    # ---- %%hermes_chat
+    @magic_arguments()
+    @argument("--endpoint", default=None, help="proxy endpoint incl. /v1 (else HERMES_NB_ENDPOINT, else an emulator)")
+    @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
+    @argument("--manifest", default=None, help="adapter manifest whose runtime_config is the base")
+    @argument("--scenario", default="ok", help="emulator scenario (only without an endpoint)")
+    @cell_magic
+    def hermes_chat(self, line: str, cell: str) -> ChatResult:
+        """The cell is the prompt; the answer streams in, then the verdict; returns a :class:`ChatResult`."""
+        from hermes_nb.wire.classify import classify
+        from hermes_nb.wire.client import HermesClient
+
+        args = parse_argstring(self.hermes_chat, line)
+        prompt = cell.strip()
+        if not prompt:
+            raise IPythonUsageError("%%hermes_chat: the cell body is the prompt, and it is empty")
+        try:
+            target = self._target(args.endpoint, args.scenario, args.manifest)
+            config = runtime_config(target.endpoint, args.model, manifest=args.manifest)
+        except HermesError as exc:
+            self._fail(exc)
+        answer = _Answer(Redactor(config.secrets()))
+        exchange = outcome = None
+        stopped = False
+        with HermesClient(config) as client:
+            try:
+                exchange = client.chat([{"role": "user", "content": prompt}], stream=True, on_delta=answer.delta)
+            except KeyboardInterrupt:  # the kernel's interrupt: stop here, keep what arrived
+                stopped = True
+        if exchange is not None:
+            outcome = classify(exchange, config)
+        answer.finish("interrupted: partial text kept" if stopped else "done")
+        text = exchange.text if exchange is not None else answer.redactor.text("".join(answer.pieces))
+        return ChatResult(exchange=exchange, outcome=outcome, text=text, stopped=stopped)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext hermes_nb``."""
+    ipython.register_magics(HermesMagics(ipython))
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext hermes_nb``: stop the session's emulators."""
+    magics = ipython.magics_manager.registry.get(HermesMagics.__name__)
+    if isinstance(magics, HermesMagics):
+        magics.close()

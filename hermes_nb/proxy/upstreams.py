@@ -1,0 +1,120 @@
+"""What answers behind the rig's live proxy: the emulator, the minimal upstream, or a server from a command.
+
+``real_proxy(upstream=…)`` (:mod:`hermes_nb.proxy.rig`) takes ``emulator`` (the emulator's
+``upstream`` profile), ``minimal`` (:mod:`hermes_nb.emulator.minimal`) or a command line with
+``{port}`` that starts any OpenAI-compatible server on ``127.0.0.1:{port}/v1`` (e.g. llmock from
+``.venv-upstream``). A command upstream runs in the rig's temp home with a minimal environment, is
+ready once ``GET /v1/models`` gets any HTTP answer, and is stopped with the rig.
+"""
+
+from __future__ import annotations
+
+import shlex
+import socket
+import subprocess
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.proxy.executable import base_env, stop_process
+
+__all__ = ["UPSTREAMS", "CommandUpstream", "upstream_command", "start_upstream"]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _last_lines(text: str, n: int = 3) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return " | ".join(lines[-n:])
+
+
+#: ``upstream=`` names the rig knows; anything else is a command line (see :func:`real_proxy`)
+UPSTREAMS: tuple[str, ...] = ("emulator", "minimal")
+
+
+class CommandUpstream(str):
+    """An OpenAI-compatible server the rig started from a command line; the string is its ``/v1`` endpoint."""
+
+    endpoint: str
+    command: list[str]
+    process: subprocess.Popen[Any]
+    log_path: Path
+
+    def __new__(cls, endpoint: str, **fields: Any) -> CommandUpstream:
+        obj = super().__new__(cls, endpoint)
+        obj.endpoint = endpoint
+        for key, value in fields.items():
+            setattr(obj, key, value)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"CommandUpstream(endpoint={self.endpoint!r}, command={self.command[0]!r}, pid={self.process.pid})"
+
+    @property
+    def requests(self) -> list[Any]:
+        return []  # a foreign server: the rig does not see what it received
+
+
+def upstream_command(command: str, port: int) -> list[str]:
+    """``command`` split like a shell would, with ``{port}`` replaced; UsageError when it has no ``{port}``."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"upstream command {command!r}: {exc}") from None
+    if not argv or not any("{port}" in a for a in argv):
+        raise UsageError(f"upstream {command!r}: give emulator, minimal, or a command line with {{port}} "
+                         "(e.g. 'llmock serve --host 127.0.0.1 --port {port}')")
+    return [a.replace("{port}", str(port)) for a in argv]
+
+
+def _wait_upstream(proc: subprocess.Popen[Any], endpoint: str, *, deadline_s: float, log_path: Path) -> None:
+    """Poll ``GET <endpoint>/models`` until any HTTP answer; RigError on early exit or deadline."""
+    from hermes_nb.core.config import HermesProxyRuntimeConfig
+    from hermes_nb.wire.client import HermesClient
+
+    deadline = time.monotonic() + deadline_s
+    config = HermesProxyRuntimeConfig(endpoint=endpoint, model="rig-upstream-readiness")
+    with HermesClient(config, connect_timeout_s=1.0) as client:
+        while True:
+            if proc.poll() is not None:
+                tail = _last_lines(log_path.read_text("utf-8", "replace"))
+                raise RigError(f"upstream command exited {proc.returncode} before it answered: {tail or '(no output)'}")
+            if client.request("GET", "/models", auth=False, deadline_s=1.0).status is not None:
+                return
+            if time.monotonic() >= deadline:
+                raise RigError(f"upstream command did not answer GET {endpoint}/models within {deadline_s:.0f}s")
+            try:  # the child's exit is the event we wait on; 50 ms is the poll period
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path, deadline_s: float) -> Any:
+    """The server behind the proxy: the emulator (``upstream`` profile), the minimal upstream, or a command."""
+    if upstream in UPSTREAMS:
+        from hermes_nb.emulator import serve  # heavy (aiohttp); only the live state needs it
+
+        profile = "upstream" if upstream == "emulator" else "minimal"
+        return stack.enter_context(serve(profile=profile, scenario=scenario))
+    port = _free_port()
+    argv = upstream_command(upstream, port)
+    if "/" in argv[0] and not Path(argv[0]).is_absolute():  # the command runs in the rig's temp home
+        argv[0] = str(Path(argv[0]).absolute())
+    endpoint = f"http://127.0.0.1:{port}/v1"
+    log_path = root / "upstream.log"
+    env = base_env(home=root / "home") | {"TMPDIR": str(root / "tmp")}
+    with log_path.open("ab") as log:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    cwd=root / "home", start_new_session=True)
+        except OSError as exc:
+            raise RigError(f"cannot start upstream {argv[0]}: {exc.strerror or exc}") from None
+    stack.callback(stop_process, proc)
+    _wait_upstream(proc, endpoint, deadline_s=deadline_s, log_path=log_path)
+    return CommandUpstream(endpoint, command=argv, process=proc, log_path=log_path)

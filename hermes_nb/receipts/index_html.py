@@ -1,0 +1,96 @@
+"""``DIR/index.html`` beside ``DIR/index.json``: each smoke run's verdicts together, newest run first.
+
+One section per run id: the run's overall verdict (the worst of its notebooks), where it pointed, when it
+started, its total duration, then one row per notebook with its verdict in colour, its duration and links
+to the receipt's HTML, notebook and sidecar. Built from ``index.json`` alone (no receipt is opened), so
+it costs milliseconds; rewritten after every append. Like every file of a receipts directory it is
+scanned for secrets before it is written, and ``receipts verify`` scans it again.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.core.facts import worst_verdict
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.reprs import VERDICT_COLOURS
+from hermes_nb.receipts.index import load_index
+from hermes_nb.receipts.write import check_clean, write_text_atomic
+
+__all__ = ["render_index_html", "write_index_html"]
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
+section{border-left:4px solid var(--c);padding:.2em .8em;margin:1.2em 0}
+table{border-collapse:collapse;display:block;overflow-x:auto;max-width:100%}
+td,th{border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+.v{font-weight:bold}small{color:#57606a}
+""".strip()
+
+
+def _e(value: Any) -> str:
+    return html.escape("—" if value is None else str(value))
+
+
+def _verdict(word: Any) -> str:
+    colour = VERDICT_COLOURS.get(str(word), "#57606a")
+    return f'<span class="v" style="color:{colour}">{_e(word)}</span>'
+
+
+def _runs(entries: list[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """Entries grouped by run id, in first-seen order, newest run first."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in entries:
+        groups.setdefault(str(entry.get("run_id")), []).append(entry)
+    return list(reversed(list(groups.items())))
+
+
+def _links(entry: Mapping[str, Any]) -> str:
+    path = str(entry.get("path") or "")
+    page = path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path
+    links = [f'<a href="{_e(page)}">receipt</a>', f'<a href="{_e(path)}">ipynb</a>']
+    if entry.get("sidecar"):
+        links.append(f'<a href="{_e(entry["sidecar"])}">sidecar</a>')
+    return " · ".join(links)
+
+
+def render_index_html(index: Mapping[str, Any]) -> str:
+    """The page for an index (``load_index``)."""
+    entries = [e for e in index.get("receipts", []) if isinstance(e, Mapping)]
+    parts = ['<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Smoke receipts</title>'
+             f"<style>{_STYLE}</style></head><body><h1>Smoke receipts</h1>"
+             f"<p><small>{len(entries)} receipts; the chain is in <a href=\"index.json\">index.json</a>; "
+             "check it with <code>hermes-nb receipts verify &lt;this dir&gt;</code>.</small></p>"]
+    for run_id, runs in _runs(entries):
+        overall = worst_verdict(str(e.get("verdict")) for e in runs)
+        first = runs[0]
+        total = sum(float(e.get("duration_s") or 0.0) for e in runs)
+        longest = max(float(e.get("duration_s") or 0.0) for e in runs)
+        parts.append(
+            f'<section class="run" id="{_e(run_id)}" style="--c:{VERDICT_COLOURS.get(overall, "#57606a")}">'
+            f"<h2>{_verdict(overall)} · run {_e(run_id)}</h2>"
+            f"<p><small>started {_e(first.get('started_at'))} · target {_e(first.get('target_kind'))} "
+            f"{_e(first.get('endpoint'))} · model {_e(first.get('model'))} · "
+            f"notebooks {len(runs)}, longest {longest:.3f} s, sum {total:.3f} s</small></p>"
+            "<table><tr><th>notebook</th><th>verdict</th><th>duration</th><th>links</th></tr>")
+        for e in runs:
+            duration = e.get("duration_s")
+            shown = f"{float(duration):.3f} s" if isinstance(duration, (int, float)) else "—"
+            parts.append(f'<tr class="receipt"><td>{_e(e.get("notebook"))}</td><td>{_verdict(e.get("verdict"))}</td>'
+                         f"<td>{shown}</td><td>{_links(e)}</td></tr>")
+        parts.append("</table></section>")
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def write_index_html(directory: Path, *, redactor: Redactor | None = None) -> Path:
+    """(Re)write ``directory/index.html`` from ``directory/index.json`` (scanned for secrets first)."""
+    directory = Path(directory)
+    text = render_index_html(load_index(directory))
+    check_clean("index.html", text, redactor or Redactor())
+    path = directory / "index.html"
+    write_text_atomic(path, text)
+    return path

@@ -1,0 +1,100 @@
+"""The Markdown summary of a smoke run: GitHub Actions' job summary, or any file (``--summary-md``).
+
+``hermes-nb smoke`` appends it to ``$GITHUB_STEP_SUMMARY`` when that is set (GitHub gives each step
+its own file, capped at 1 MiB; we append, never truncate) and writes it to ``--summary-md PATH``.
+Contents: the verdict and what the exit code is (with the ``--blocked-exit`` policy stated), the
+target, a verdict table (notebook, verdict, reason, time, receipt), the operator action for every
+blocked notebook, the failures' first errors and the wire-format drift lines. Everything is
+redacted and scanned before it is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.receipts.write import check_clean
+
+__all__ = ["summary_markdown", "write_summary", "md_cell"]
+
+_ICON = {"passed": "✅", "blocked": "⏸️", "failed": "❌"}
+#: GitHub's cap for one step's summary; we keep well under it
+MAX_SUMMARY_CHARS = 512 * 1024
+
+
+def md_cell(value: Any) -> str:
+    """Text safe inside one Markdown table cell."""
+    text = "—" if value is None or value == "" else str(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _link(location: str | None) -> str:
+    if not location:
+        return "—"
+    if "://" in location and location.split("://", 1)[0] in ("http", "https"):
+        return f"[receipt]({location})"
+    return f"`{md_cell(location)}`"
+
+
+def _blocked_policy(code: int) -> str:
+    return {3: "exit 3 (blocked fails the step unless the pipeline allows exit code 3)",
+            0: "exit 0 (blocked does not fail the pipeline)",
+            1: "exit 1 (blocked fails the pipeline like a failure)"}.get(code, f"exit {code}")
+
+
+def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke") -> str:
+    """The Markdown of one smoke run (``report``: :func:`~hermes_nb.nbrun.ci_report.ci_report`)."""
+    verdict = str(report.get("verdict"))
+    notebooks = list(report.get("notebooks") or [])
+    blocked_exit = int(report.get("blocked_exit", 3))
+    lines = [
+        f"## {_ICON.get(verdict, '')} {title}: {verdict} (exit {report.get('exit_code')})".replace("  ", " "),
+        "",
+        f"- target: **{md_cell(report.get('target_kind'))}**"
+        + (f" at `{md_cell(report['endpoint'])}`" if report.get("endpoint") else " (embedded emulator)")
+        + (f", hermes-agent {md_cell(report['hermes_version'])}" if report.get("hermes_version") else ""),
+        f"- run `{md_cell(report.get('run_id'))}` in {float(report.get('duration_s') or 0):.1f} s; "
+        f"receipts: {_link(report.get('out'))}",
+        f"- blocked policy (`--blocked-exit {blocked_exit}`): a blocked smoke gives {_blocked_policy(blocked_exit)}",
+    ]
+    if report.get("target_evidence"):
+        lines.append(f"- target relabelled: {md_cell(report['target_evidence'])}")
+    lines += ["", "| notebook | verdict | reason | time (s) | receipt |", "|---|---|---|---|---|"]
+    for n in notebooks:
+        v = str(n.get("verdict"))
+        lines.append(f"| {md_cell(n.get('name'))} | {_ICON.get(v, '')} {md_cell(v)} | {md_cell(n.get('reason'))} "
+                     f"| {float(n.get('duration_s') or 0):.2f} | {_link(n.get('receipt'))} |")
+    actions = [n for n in notebooks if n.get("verdict") == "blocked"]
+    if actions:
+        lines += ["", "### Operator action needed", ""]
+        lines += [f"- **{md_cell(n.get('name'))}**: {md_cell(n.get('operator_action'))}" for n in actions]
+    failures = [n for n in notebooks if n.get("verdict") not in ("passed", "blocked")]
+    if failures:
+        lines += ["", "### Failures", ""]
+        for n in failures:
+            first = (n.get("errors") or [n.get("reason")])[0]
+            lines.append(f"- **{md_cell(n.get('name'))}** ({md_cell(n.get('status'))}): {md_cell(first)}")
+    drift = [(n.get("name"), d) for n in notebooks for d in n.get("drift") or []]
+    lines += ["", "### Wire drift", ""]
+    if drift:
+        lines += [f"- `{md_cell(name)}`: {md_cell(d)}" for name, d in drift]
+    else:
+        lines.append("- none recorded" if any(n.get("name") == "wire_format_spike" for n in notebooks)
+                     else "- not probed (wire_format_spike did not run)")
+    text = "\n".join(lines) + "\n"
+    if len(text) > MAX_SUMMARY_CHARS:
+        text = text[:MAX_SUMMARY_CHARS] + "\n\n… (truncated; the receipts hold everything)\n"
+    return text
+
+
+def write_summary(report: Mapping[str, Any], path: str | Path, *, redactor: Redactor, append: bool = False) -> Path:
+    """Write (or append) the summary Markdown (redacted, then scanned: a secret refuses the write)."""
+    text = summary_markdown(redactor.data(dict(report)))
+    check_clean(str(path), text, redactor)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("a" if append else "w", encoding="utf-8") as fh:
+        fh.write(("\n" if append and target.stat().st_size else "") + text)
+    return target

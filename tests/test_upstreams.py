@@ -1,0 +1,130 @@
+"""Three upstreams behind the REAL proxy: the spike judges the proxy, whatever answers behind it.
+
+For each upstream — the emulator's ``upstream`` profile, the deliberately minimal upstream and
+llmock (a third-party OpenAI-compatible server from PyPI, in ``.venv-upstream``) — one live rig
+per module, then ``hermes-nb probe --compare hermes-agent-0.19.0`` (exit 0, no drift; the
+upstream's own differences listed as information) and ``hermes-nb smoke --endpoint …``
+(all three notebooks pass).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes_nb.cli import main
+from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.emulator.minimal import MINIMAL_MODELS
+from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
+from hermes_nb.proxy.rig import RigHandle, real_proxy, upstream_command
+
+HERMES_BIN = find_hermes_bin()
+REPO = Path(__file__).resolve().parent.parent
+LLMOCK = REPO / ".venv-upstream" / "bin" / "llmock"
+LLMOCK_COMMAND = f"{LLMOCK} serve --host 127.0.0.1 --port {{port}} --latency-ms 0"
+needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)
+#: upstream -> (rig argument, a model it lists)
+UPSTREAMS = {
+    "emulator": ("emulator", "nousresearch/hermes-4-405b"),
+    "minimal": ("minimal", MINIMAL_MODELS[0]),
+    "llmock": (LLMOCK_COMMAND, "gpt-4o"),
+}
+
+
+@pytest.fixture(scope="module", params=list(UPSTREAMS))
+def live(request: pytest.FixtureRequest) -> Iterator[tuple[str, RigHandle, str]]:
+    name = request.param
+    if HERMES_BIN is None:
+        pytest.skip(INSTALL_HINT)
+    if name == "llmock" and not LLMOCK.exists():
+        pytest.skip("llmock is not installed: make upstream-venv")
+    upstream, model = UPSTREAMS[name]
+    with real_proxy("live", hermes_bin=HERMES_BIN, upstream=upstream) as rig:
+        yield name, rig, model
+
+
+@pytest.mark.real_proxy
+def test_probe_compare_has_no_drift_whatever_the_upstream(live: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    name, rig, model = live
+    code = main(["probe", "--endpoint", rig.endpoint, "--compare", "hermes-agent-0.19.0", "--model", model, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["state"] == "live", name
+    assert (code, report["drift"]) == (0, []), name
+    differences = {d["field"] for d in report["upstream_differences"]}
+    assert all(d["owner"] == "upstream" for d in report["upstream_differences"])
+    if name == "emulator":  # the contract was recorded with this upstream
+        assert differences == set()
+    else:  # neither sends system_fingerprint, and neither has /v1/completions
+        assert "routes[POST /v1/chat/completions].json_keys" in differences
+        assert "routes[POST /v1/completions].status" in differences
+    if name == "minimal":  # its own 1 MiB cap, relayed by the proxy: the upstream's, not the proxy's
+        assert "routes[POST /v1/chat/completions (1.5 MB body)].status" in differences
+        assert "routes[POST /v1/embeddings].status" in differences
+    by = {r["name"]: r for r in report["routes"]}
+    assert by["chat_large"]["answered_by"] == "upstream" and by["chat_stream"]["ended"] == "clean"
+
+
+@pytest.mark.real_proxy
+def test_smoke_passes_all_three_notebooks_whatever_the_upstream(live: tuple, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    name, rig, model = live
+    code = main(["smoke", "--endpoint", rig.endpoint, "--model", model, "--out", str(tmp_path), "--no-html",
+                 "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    verdicts = {job["notebook"]: job["verdict"] for job in summary["receipts"]}
+    assert code == 0, (name, summary)
+    assert verdicts == {"wire_format_spike": "passed", "adapter_check": "passed", "e2e_smoke": "passed"}, name
+
+
+# --------------------------------------------------------------------------- choosing the upstream
+
+
+def test_upstream_command_needs_a_port_placeholder() -> None:
+    assert upstream_command("srv --port {port} --x", 4242) == ["srv", "--port", "4242", "--x"]
+    with pytest.raises(UsageError, match=r"\{port\}"):
+        upstream_command("srv --port 1", 0)
+    with pytest.raises(UsageError, match="upstream command"):
+        upstream_command("srv 'unclosed {port}", 0)
+
+
+def test_bad_upstream_is_a_usage_error_before_anything_starts(tmp_path: Path) -> None:
+    missing = tmp_path / "no-hermes-here"  # would be a RigError if the lookup ran first
+    with pytest.raises(UsageError, match=r"\{port\}"):
+        with real_proxy("live", upstream="nonsense", hermes_bin=missing):
+            pass
+    with pytest.raises(UsageError, match="minimal upstream has one scenario"):
+        with real_proxy("live", upstream="minimal", upstream_scenario="truncated", hermes_bin=missing):
+            pass
+    assert main(["rig", "--upstream", "nonsense", "--hermes-bin", str(missing)]) == 2
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_an_upstream_command_that_dies_is_a_rig_error_with_its_output(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    script = tmp_path / "dies.sh"
+    script.write_text("#!/bin/sh\necho 'cannot bind the port' >&2\nexit 4\n")
+    script.chmod(0o755)
+    monkeypatch.chdir(tmp_path)  # a relative command path is the caller's, not the rig's temp home's
+    with pytest.raises(RigError, match="upstream command exited 4 before it answered: cannot bind"):
+        with real_proxy("live", hermes_bin=HERMES_BIN, upstream="./dies.sh {port}"):
+            pytest.fail("the rig must not start without its upstream")
+
+
+def test_smoke_upstream_needs_rig_live(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["smoke", "--upstream", "minimal"]) == 2
+    assert "--upstream needs --rig live" in capsys.readouterr().err
+    assert main(["smoke", "--rig", "stale", "--upstream", "minimal"]) == 2
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_smoke_rig_live_with_the_minimal_upstream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["smoke", "--rig", "live", "--upstream", "minimal", "--model", MINIMAL_MODELS[0],
+                 "--only", "wire_format_spike", "--out", str(tmp_path), "--no-html", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["target_kind"] == "rig"
+    assert [r["verdict"] for r in summary["receipts"]] == ["passed"]
