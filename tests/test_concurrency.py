@@ -32,7 +32,7 @@ THREADS = 1000 if SOAK else 200
 PROCESSES = 50 if SOAK else 20
 TOKEN = "sk-concurrency-0123456789abcdef"
 ARTIFACTS = {"prompt.md", "runtime-session.yaml", "events.ndjson", "runtime.stdout.log", "runtime.stderr.log",
-             "diff.patch", "runtime-result.yaml", "runtime-final.txt"}
+             "diff.patch", "runtime-result.yaml", "runtime-final.txt", "request.json"}
 
 
 @pytest.fixture(scope="module")

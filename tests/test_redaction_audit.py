@@ -4,7 +4,7 @@ Canaries: the auth token in the adapter manifest, another in ``HERMES_NB_AUTH_TO
 ``x-api-key`` extra header, and -- in the prompt's neighbourhood -- an ``sk-`` key and a JWT that no
 configuration names (only their shapes can catch them; the emulator echoes the prompt back). The jobs
 (docs/hardening.md lists them): check, probe, run, smoke (three notebooks, receipts, HTML, index), the
-widgets console's actions (check, probe, run prompt) and promote. Every file they produced (the project
+widgets console's actions (check, probe, run prompt), the IPython magics (check, probe, chat) and promote. Every file they produced (the project
 tree, the receipts) and everything they printed (stdout and stderr) is scanned for each canary and for
 JWT-, bearer- and key-shaped strings.
 """
@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from hermes_nb.cli.app import main
+from hermes_nb.core.facts import NOTEBOOKS
 from hermes_nb.core.redaction import find_secrets
 from hermes_nb.emulator import serve
 
@@ -75,6 +76,7 @@ def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             outputs.append(actions.run_prompt(emu.endpoint, "m", "ok", PROMPT, root=str(root), environ=env))
         finally:
             actions.close()
+        outputs.extend(_magics(emu.endpoint, str(manifest)))
         e2e = next(receipts.rglob("e2e_smoke.ipynb"))
         job("promote", "--receipt", str(e2e), "--manifest", str(manifest),
             "--runbook", str(root / "runbooks" / "hermes-proxy-smoke.md"))
@@ -96,11 +98,33 @@ def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert json.loads((root / "probe.json").read_text())["endpoint"] == emu.endpoint
 
 
+def _magics(endpoint: str, manifest: str) -> list[str]:
+    """``%load_ext hermes_nb`` in IPython's shell: every display the magics publish and each result's reprs."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "hermes_nb")
+    try:
+        with capture_output() as cap:
+            results = [shell.run_line_magic("hermes_check", f"--endpoint {endpoint} --manifest {manifest}"),
+                       shell.run_line_magic("hermes_probe", f"--endpoint {endpoint} --compare hermes-agent-0.19.0"),
+                       shell.run_cell_magic("hermes_chat", f"--endpoint {endpoint} --manifest {manifest}", PROMPT)]
+    finally:
+        shell.run_line_magic("unload_ext", "hermes_nb")
+    assert results[0].state == "ready" and results[2].verdict == "passed"
+    texts = [cap.stdout, cap.stderr] + [json.dumps(o.data) for o in cap.outputs]
+    texts += [f"%magic result\n{r._repr_html_()}\n{r._repr_text_()}" for r in results]
+    assert any("<redacted>" in t for t in texts)  # the echoed prompt key streamed into the display, masked
+    return ["%magics\n" + t for t in texts]
+
+
 def test_the_committed_notebooks_hold_no_secret_shapes() -> None:
     """The notebooks in the repository and in the wheel (stored outputs included): no JWT, bearer or key."""
     from hermes_nb.core.resources import data_dir
 
     repo = Path(__file__).resolve().parent.parent / "notebooks"
     notebooks = sorted(repo.glob("*.ipynb")) + sorted(data_dir().joinpath("notebooks").glob("*.ipynb"))
-    assert len(notebooks) == 6
+    shipped = {p.stem for p in notebooks if p.parent != repo}
+    assert shipped == set(NOTEBOOKS) and len(notebooks) > len(shipped)  # the smoke's three, plus the guides in the repo
     assert {str(p): find_secrets(p.read_text(encoding="utf-8")) for p in notebooks} == {str(p): [] for p in notebooks}

@@ -85,6 +85,9 @@ def test_run_result_shows_the_artifact_digests(emu, tmp_path: Path) -> None:
     for name in ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt"):
         assert sha256_file(Path(result.run_dir) / name) in html  # the digest itself, not a pointer to it
     assert "recorded in the receipt" not in html and 'class="hermes-timeline"' in html
+    # a run keeps no SSE event records (events.ndjson has them), yet its timeline still shows each delta
+    assert result.exchange.events == [] and result.exchange.timings.delta_s
+    assert html.count('class="delta"') == len(result.exchange.timings.delta_s) >= 2
     assert data["text/plain"].startswith("RunResult(passed (ok), mission adhoc, exit 0")
     assert CANARY not in html + data["text/plain"]
 

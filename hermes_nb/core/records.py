@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "DELTA_MARKS",
     "ErrorEnvelope",
     "SSEEventRecord",
     "RequestRecord",
@@ -91,6 +92,10 @@ class TransportFailure(_Record):
     exception: str | None = None
 
 
+#: how many delta arrival times an Exchange keeps (its timeline picture needs no more)
+DELTA_MARKS = 1000
+
+
 class Timings(_Record):
     started_at: datetime
     #: seconds from send to response headers
@@ -98,6 +103,9 @@ class Timings(_Record):
     first_delta_s: float | None = None
     last_byte_s: float | None = None
     total_s: float = 0.0
+    #: seconds from send to each text delta (the first DELTA_MARKS of them: enough for a timeline picture,
+    #: bounded for a long answer even when the Exchange keeps no SSE event records)
+    delta_s: list[float] = Field(default_factory=list)
 
 
 class Exchange(_Record):

@@ -65,6 +65,8 @@ class StreamTimeline:
         """The marks of an :class:`~hermes_nb.core.records.Exchange` (its timings and SSE events)."""
         t = exchange.timings
         deltas = tuple(round(e.t, 4) for e in exchange.events if _is_delta(e.data))
+        if not deltas:  # a run's Exchange keeps no event records, only the delta times
+            deltas = tuple(round(x, 4) for x in getattr(t, "delta_s", ()) or ())
         return cls(headers_s=t.headers_s, first_delta_s=t.first_delta_s if t.first_delta_s is not None else
                    (deltas[0] if deltas else None), deltas=deltas, last_byte_s=t.last_byte_s,
                    total_s=t.total_s, stopped=stopped)

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.records import Exchange, SSEEventRecord, Timings, TransportFailure
+from hermes_nb.core.records import DELTA_MARKS, Exchange, SSEEventRecord, Timings, TransportFailure
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.wire.failures import request_record, transport_failure
 from hermes_nb.wire.payloads import (
@@ -318,6 +318,7 @@ class _Call:
         f["streamed"] = True
         decoder, chat = SSEDecoder(), ChatStream()
         records: list[SSEEventRecord] = []
+        marks: list[float] = self.timings.setdefault("delta_s", [])
         redact = self.redact.text
         on_delta, on_event = self.on_delta, self.on_event
         try:
@@ -336,6 +337,8 @@ class _Call:
                     if piece:
                         if "first_delta_s" not in self.timings:
                             self.timings["first_delta_s"] = rec.t
+                        if len(marks) < DELTA_MARKS:
+                            marks.append(rec.t)
                         if on_delta is not None:
                             on_delta(redact(piece))
                     if chat.finished:

@@ -94,12 +94,12 @@ def extract_final_message(text: str) -> str | None:
     pos = 0
     size = len(text)
     while True:
+        # only lines holding a fence matter: jump to the next one, never copy a (long) prose line (P5)
+        fence_at = text.find(_FENCE, pos)
+        if fence_at < 0:
+            break
+        pos = max(pos, text.rfind("\n", 0, fence_at) + 1)
         nl = text.find("\n", pos)
-        if not text.startswith(_FENCE, pos):  # only fence lines matter: never copy a (long) prose line (P5)
-            if nl < 0:
-                return best
-            pos = nl + 1
-            continue
         end = size if nl < 0 else nl
         line = text[pos:end]
         if line.endswith("\r"):
