@@ -458,7 +458,7 @@ def test_prompt_from_stdin_runs_for_real_in_a_subprocess(tmp_path: Path, emu: An
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--prompt-file", "/nonexistent/prompt.txt"], "no such file"),
+    (["--prompt-file", "/nonexistent/prompt.txt"], "prompt file not found"),
     (["--prompt-file", "."], "is a directory"),
     (["--prompt", "hi", "--prompt-file", "x.txt"], "exactly one of"),
     (["mission.yaml", "--prompt", "-"], "exactly one of"),

@@ -13,12 +13,28 @@ import yaml
 
 from hermes_nb.core.errors import ConfigError
 
-__all__ = ["SafeLoader", "load_yaml", "dump_yaml", "C_YAML"]
+__all__ = ["SafeLoader", "load_yaml", "dump_yaml", "C_YAML", "read_text_file"]
 
 SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 #: True when libyaml does the work
 C_YAML = SafeLoader is not yaml.SafeLoader
+
+
+def read_text_file(path: Any, what: str) -> str:
+    """A user file (mission, workflow, prompt) as UTF-8 text; each way it cannot be read is one ConfigError
+    line: ``<what> not found``, ``is a directory``, ``not UTF-8 text``, ``cannot read: <why>``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{what} is a directory, expected a file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot read: {exc.strerror}") from None
 
 
 def load_yaml(text: str, *, where: str) -> Any:

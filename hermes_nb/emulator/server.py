@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import ipaddress
 import threading
 import time
 from types import TracebackType
 from typing import Any
 
 from aiohttp import web
+
+from hermes_nb.core.endpoint_safety import is_loopback_host
 
 from .app import RecordedRequest, create_app
 
@@ -26,14 +27,8 @@ _START_TIMEOUT_S = 15.0
 _STOP_TIMEOUT_S = 10.0
 
 
-def is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback IP literal (``127.0.0.0/8``, ``::1``): the only hosts the emulator binds."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+#: ``localhost`` or a loopback IP literal (``127.0.0.0/8``, ``::1``): the only hosts the emulator binds
+is_loopback = is_loopback_host
 
 
 class _ServerThread(threading.Thread):

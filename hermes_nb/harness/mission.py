@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from hermes_nb.core.config import format_validation_error
 from hermes_nb.core.errors import ConfigError
-from hermes_nb.core.yamlio import load_yaml
+from hermes_nb.core.yamlio import load_yaml, read_text_file
 
 __all__ = [
     "MISSION_SCHEMA",
@@ -239,16 +239,7 @@ class Workflow(_Loose):
 # --------------------------------------------------------------------------- loading
 
 def _read_yaml(path: Path, what: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: {what} not found") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: {what} is a directory, expected a YAML file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: {what} is not UTF-8 text") from None
+    text = read_text_file(path, f"{path}: {what}")
     return load_yaml(text, where=str(path))
 
 

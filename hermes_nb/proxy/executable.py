@@ -17,14 +17,14 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import RigError
 from hermes_nb.core.facts import ENV_HERMES_BIN
 
-__all__ = ["ENV_HERMES_BIN", "INSTALL_HINT", "MINIMUM_HERMES_PROXY_VERSION", "SEED_HERMES_PROXY_VERSION",
+__all__ = ["wait_until_answers", "ENV_HERMES_BIN", "INSTALL_HINT", "MINIMUM_HERMES_PROXY_VERSION", "SEED_HERMES_PROXY_VERSION",
            "find_hermes_bin", "require_hermes_bin", "hermes_version", "version_tuple", "detect_hermes",
            "site_packages", "live_supported", "stop_process", "base_env"]
 
@@ -65,6 +65,34 @@ def stop_process(proc: subprocess.Popen[Any], *, grace_s: float = 5.0) -> int | 
         if pipe is not None:
             pipe.close()
     return proc.returncode
+
+
+def wait_until_answers(proc: subprocess.Popen[Any], endpoint: str, ready: Callable[[Any], bool], *,
+                       deadline_s: float, what: str) -> bool:
+    """Ask ``ready(client)`` (a :class:`~hermes_nb.wire.client.HermesClient` on ``endpoint``) until it says
+    True: True; False as soon as the child ``proc`` has exited; RigError ``<what> within N s`` at the deadline.
+
+    The child's exit is the event waited on between two tries (50 ms apart), so an early exit is seen at once.
+    """
+    import time
+
+    from hermes_nb.core.config import HermesProxyRuntimeConfig
+    from hermes_nb.wire.client import HermesClient
+
+    deadline = time.monotonic() + deadline_s
+    config = HermesProxyRuntimeConfig(endpoint=endpoint, model="rig-readiness")
+    with HermesClient(config, connect_timeout_s=1.0) as client:
+        while True:
+            if proc.poll() is not None:
+                return False
+            if ready(client):
+                return True
+            if time.monotonic() >= deadline:
+                raise RigError(f"{what} within {deadline_s:.0f}s")
+            try:
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 def _usable(path: Path) -> bool:

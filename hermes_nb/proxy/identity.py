@@ -48,15 +48,12 @@ def detect_emulator(endpoint: str, *, auth_token: str | None = None, transport: 
 
 
 def _is_loopback_url(endpoint: str) -> bool:
-    import ipaddress
+    from urllib.parse import urlsplit
 
-    import httpx
+    from hermes_nb.core.endpoint_safety import is_loopback_host
 
-    host = httpx.URL(endpoint).host
-    if host == "localhost":
-        return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return is_loopback_host(urlsplit(endpoint).hostname or "")
     except ValueError:
         return False
 

@@ -56,6 +56,7 @@ from hermes_nb.proxy.executable import (
     live_supported,
     require_hermes_bin,
     stop_process,
+    wait_until_answers,
 )
 from hermes_nb.proxy.upstreams import UPSTREAMS, CommandUpstream, start_upstream, upstream_command
 
@@ -216,24 +217,13 @@ def _last_lines(text: str, n: int = 3) -> str:
 
 def _wait_ready(proc: subprocess.Popen[Any], base_url: str, *, deadline_s: float) -> bool:
     """Poll ``GET /health`` until 200 JSON; False when the child exited first. Raises RigError on deadline."""
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
-    from hermes_nb.wire.client import HermesClient
 
-    deadline = time.monotonic() + deadline_s
-    config = HermesProxyRuntimeConfig(endpoint=f"{base_url}/v1", model="rig-readiness")
-    with HermesClient(config, connect_timeout_s=1.0) as client:
-        while True:
-            if proc.poll() is not None:
-                return False
-            answer = client.request("GET", "/health", root=True, auth=False, deadline_s=1.0)
-            if answer.status == 200 and isinstance(answer.json_body, dict) and "status" in answer.json_body:
-                return True
-            if time.monotonic() >= deadline:
-                raise RigError(f"hermes proxy did not answer GET /health within {deadline_s:.0f}s")
-            try:  # the child's exit is the event we wait on; 50 ms is the poll period
-                proc.wait(timeout=0.05)
-            except subprocess.TimeoutExpired:
-                pass
+    def healthy(client: Any) -> bool:
+        answer = client.request("GET", "/health", root=True, auth=False, deadline_s=1.0)
+        return answer.status == 200 and isinstance(answer.json_body, dict) and "status" in answer.json_body
+
+    return wait_until_answers(proc, f"{base_url}/v1", healthy, deadline_s=deadline_s,
+                              what="hermes proxy did not answer GET /health")
 
 
 @contextmanager

@@ -12,13 +12,12 @@ from __future__ import annotations
 import shlex
 import socket
 import subprocess
-import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import RigError, UsageError
-from hermes_nb.proxy.executable import base_env, stop_process
+from hermes_nb.proxy.executable import base_env, stop_process, wait_until_answers
 
 __all__ = ["UPSTREAMS", "CommandUpstream", "upstream_command", "start_upstream"]
 
@@ -75,24 +74,12 @@ def upstream_command(command: str, port: int) -> list[str]:
 
 def _wait_upstream(proc: subprocess.Popen[Any], endpoint: str, *, deadline_s: float, log_path: Path) -> None:
     """Poll ``GET <endpoint>/models`` until any HTTP answer; RigError on early exit or deadline."""
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
-    from hermes_nb.wire.client import HermesClient
-
-    deadline = time.monotonic() + deadline_s
-    config = HermesProxyRuntimeConfig(endpoint=endpoint, model="rig-upstream-readiness")
-    with HermesClient(config, connect_timeout_s=1.0) as client:
-        while True:
-            if proc.poll() is not None:
-                tail = _last_lines(log_path.read_text("utf-8", "replace"))
-                raise RigError(f"upstream command exited {proc.returncode} before it answered: {tail or '(no output)'}")
-            if client.request("GET", "/models", auth=False, deadline_s=1.0).status is not None:
-                return
-            if time.monotonic() >= deadline:
-                raise RigError(f"upstream command did not answer GET {endpoint}/models within {deadline_s:.0f}s")
-            try:  # the child's exit is the event we wait on; 50 ms is the poll period
-                proc.wait(timeout=0.05)
-            except subprocess.TimeoutExpired:
-                pass
+    if not wait_until_answers(proc, endpoint,
+                              lambda client: client.request("GET", "/models", auth=False, deadline_s=1.0).status
+                              is not None,
+                              deadline_s=deadline_s, what=f"upstream command did not answer GET {endpoint}/models"):
+        tail = _last_lines(log_path.read_text("utf-8", "replace"))
+        raise RigError(f"upstream command exited {proc.returncode} before it answered: {tail or '(no output)'}")
 
 
 def start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path, deadline_s: float) -> Any:

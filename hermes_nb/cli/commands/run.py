@@ -14,6 +14,7 @@ from typing import Any
 
 from hermes_nb.cli.options import add_config_flags, config_from_args, root_of
 from hermes_nb.core.errors import ConfigError, UsageError
+from hermes_nb.core.yamlio import read_text_file
 from hermes_nb.harness.mission import Mission, harness_root_of, load_mission, load_workflow, mission_warnings
 
 __all__ = ["register", "handle"]
@@ -48,17 +49,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 def _prompt_text(args: argparse.Namespace) -> str | None:
     """The ad-hoc prompt: ``--prompt TEXT``, ``--prompt -`` (stdin) or ``--prompt-file PATH``; None for none."""
     if args.prompt_file is not None:
-        try:
-            with open(args.prompt_file, encoding="utf-8") as handle:
-                text = handle.read()
-        except FileNotFoundError:
-            raise ConfigError(f"--prompt-file {args.prompt_file}: no such file") from None
-        except IsADirectoryError:
-            raise ConfigError(f"--prompt-file {args.prompt_file}: is a directory") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"--prompt-file {args.prompt_file}: not UTF-8 text") from None
-        except OSError as exc:
-            raise ConfigError(f"--prompt-file {args.prompt_file}: cannot read: {exc.strerror}") from None
+        text = read_text_file(args.prompt_file, f"--prompt-file {args.prompt_file}: prompt file")
     elif args.prompt == "-":
         try:
             text = sys.stdin.read()
