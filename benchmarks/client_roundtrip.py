@@ -24,40 +24,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 
 import httpx
+
+from _child import endpoint_child
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.wire.client import HermesClient
 
 TOKEN = "sk-bench-not-a-secret"
 MESSAGES = [{"role": "user", "content": "Say hello for the round-trip benchmark."}]
-
-
-def start_emulator() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_nb.cli", "emulator", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    endpoint = proc.stdout.readline().strip()
-    if not endpoint.startswith("http://127.0.0.1:"):
-        proc.kill()
-        raise SystemExit(f"emulator did not start (first line {endpoint!r})")
-    return proc, endpoint
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def variants(endpoint: str, stream: bool) -> dict[str, Callable[[], str]]:
@@ -138,10 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
     args = parser.parse_args(argv)
-    proc, endpoint = start_emulator()
     ok = True
     ratios: list[str] = []
-    try:
+    with endpoint_child() as (_, endpoint):
         print(f"emulator {endpoint}; median of {args.runs} round trips per variant (interleaved, after "
               f"{args.warmup} warm-up)")
         for stream in (True, False):
@@ -160,8 +138,6 @@ def main(argv: list[str] | None = None) -> int:
             sdk = statistics.median(times["openai SDK"])
             ratios.append(f"P2 {label}: hermes_nb / raw httpx (fresh) = {ours / base:.2f} (target <= 1.10); "
                           f"hermes_nb / openai = {ours / sdk:.2f}")
-    finally:
-        stop(proc)
     for line in ratios:
         print(line)
     return 0 if ok else 1

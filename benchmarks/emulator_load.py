@@ -22,9 +22,7 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Coroutine
@@ -33,6 +31,8 @@ from typing import Any
 
 import aiohttp
 import httpx
+
+from _child import EMULATOR, endpoint_child
 
 from hermes_nb.emulator import SCENARIO_HEADER
 from hermes_nb.wire.sse import SSEDecoder
@@ -181,15 +181,8 @@ def main() -> int:
                         help="load generator (httpx's async client costs ~10x the server's CPU)")
     args = parser.parse_args()
 
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_nb.cli", "emulator", "--port", "0", "--profile",
-                             args.profile], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     total_errors = 0
-    try:
-        assert proc.stdout is not None
-        endpoint = proc.stdout.readline().strip()
-        if not endpoint.startswith("http://127.0.0.1:"):
-            print(f"emulator did not start (first line {endpoint!r})")
-            return 1
+    with endpoint_child([*EMULATOR, "--profile", args.profile]) as (proc, endpoint):
         print(f"emulator {endpoint} profile={args.profile} scenario={args.scenario} client={args.client}; "
               f"{args.requests} streaming requests x {args.rounds} rounds, concurrency {args.concurrency}")
         for index in range(args.rounds):
@@ -208,13 +201,7 @@ def main() -> int:
                       f"({(cpu_after - cpu_before) / max(ok, 1) * 1000:.2f} ms per streamed request)")
             for error in sorted(set(r.errors))[:5]:
                 print(f"  error: {error} (x{r.errors.count(error)})")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait()
+    code = proc.returncode
     print(f"emulator exit code: {code}")
     print(f"errors: {total_errors}")
     return 0 if total_errors == 0 and code == 0 else 1

@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
+
+from _child import endpoint_child
 
 from hermes_nb.core.config import validate_config
 from hermes_nb.harness.mission import Mission
@@ -97,14 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hermes-nb-p3-") as tmp:
         log_path = Path(tmp) / "writes.ndjson"
         (Path(tmp) / "root").mkdir()
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(log_path), str(args.delay)],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            assert proc.stdout is not None
-            endpoint = proc.stdout.readline().strip()
-            if not endpoint.startswith("http://127.0.0.1:"):
-                print(f"emulator did not start (first line {endpoint!r})")
-                return 1
+        with endpoint_child([sys.executable, "-c", CHILD, str(log_path), str(args.delay)]) as (_, endpoint):
             ours: list[float] = []
             raw: list[float] = []
             consumed = 0
@@ -148,13 +140,6 @@ def main(argv: list[str] | None = None) -> int:
                 mine = lines[consumed:]
                 consumed = len(lines)
                 raw += latencies(sent_deltas(mine, in_bytes=True), arrivals)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
     for name, values in (("hermes_nb run (stdout.log + on_delta)", ours), ("raw httpx iter_raw (baseline)", raw)):
         print(f"{name:40s} n={len(values):4d}  p50 {pct(values, 50):6.2f} ms  p99 {pct(values, 99):6.2f} ms  "
               f"max {max(values):6.2f} ms")
