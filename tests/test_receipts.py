@@ -273,3 +273,17 @@ def test_the_index_is_a_chain_removing_or_reordering_an_entry_shows(tmp_path: Pa
     swapped["receipts"][0], swapped["receipts"][1] = swapped["receipts"][1], swapped["receipts"][0]
     (tmp_path / "r" / "index.json").write_text(json.dumps(swapped))
     assert sum("chain broken" in p for p in verify_receipts(tmp_path / "r").problems) == 3
+
+
+@pytest.mark.parametrize(("kind", "version", "shown"), [
+    ("emulator", None, "none: the embedded emulator"),
+    ("live", None, "unknown"),
+    ("live", "0.19.0", "0.19.0"),
+])
+def test_the_receipt_page_never_shows_a_bare_none_for_the_hermes_agent_version(kind: str, version: str | None,
+                                                                                shown: str) -> None:
+    from hermes_nb.receipts.render import render_html
+
+    nb = _nb("out")
+    nb.metadata["receipt"] = {**_meta(), "target_kind": kind, "hermes_agent_version": version}
+    assert f"<th>hermes_agent_version</th><td>{shown}</td>" in render_html(nb)

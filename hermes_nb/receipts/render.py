@@ -75,8 +75,12 @@ def _value(key: str, value: Any) -> str:
 def _receipt_table(receipt: dict[str, Any]) -> str:
     keys = ("notebook", "verdict", "status", "reason", "target_kind", "endpoint", "model", "run_id", "started_at",
             "duration_s", "hermes_nb_version", "hermes_agent_version", "papermill_version", "nbclient_version")
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(k, receipt.get(k))}</td></tr>"
-                   for k in keys if k in receipt)
+    shown = dict(receipt)
+    if "hermes_agent_version" in shown and not shown["hermes_agent_version"]:  # never a bare "None"
+        shown["hermes_agent_version"] = ("none: the embedded emulator" if receipt.get("target_kind") == "emulator"
+                                         else "unknown")
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(k, shown.get(k))}</td></tr>"
+                   for k in keys if k in shown)
     extra = {k: receipt[k] for k in ("errors", "template", "parameters", "parameters_sha256", "environment", "artifacts")
              if k in receipt}
     dump = html.escape(json.dumps(extra, indent=2, sort_keys=True, ensure_ascii=False))
