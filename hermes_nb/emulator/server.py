@@ -63,6 +63,7 @@ class _ServerThread(threading.Thread):
             site = web.TCPSite(runner, host=self._host, port=self._port)
             await site.start()
             self.bound_port = int(runner.addresses[0][1])
+            self.name = f"hermes-nb-emulator-{self.bound_port}"  # log records say which emulator wrote them
             self.ready.set()
             await self._stop_event.wait()
         finally:
