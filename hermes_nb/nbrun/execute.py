@@ -87,6 +87,9 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         # start the kernel first: it boots while this thread imports papermill and parameterises
         from jupyter_core.utils import run_sync
 
+        if pool.zygote is not None:  # forked kernels wait for the zygote's imports: do the runner's own meanwhile
+            import papermill  # noqa: F401
+
         km = pool.manager_class()(kernel_name=KERNEL_NAME)
         if pool.cancelled.is_set():
             raise KeyboardInterrupt

@@ -1,0 +1,375 @@
+"""A fork server ("zygote") for kernels: import ipykernel and the notebooks' modules once, fork each kernel.
+
+Every kernel of a smoke run pays the same start-up: ~0.38 s CPU of ipykernel,
+IPython, zmq and tornado imports, then the notebooks' first cell imports
+hermes_nb, pydantic, httpx and aiohttp (~0.4 s). :class:`Zygote` starts ONE
+helper process (``python -m hermes_nb.nbrun.zygote``) that imports all of that
+once — without starting a thread, an event loop or a zmq context — and then
+``fork()``s one child per kernel on request. Each child is a fresh process
+(a new IPython namespace, a new session and process group, the environment
+the kernelspec gives, its own working directory, ``random`` re-seeded), so
+nothing a notebook does reaches another receipt; the only thing the children
+share is the modules imported before the fork, exactly as a fresh
+``python -m ipykernel_launcher`` would import them.
+
+Fork safety: the zygote checks it is single-threaded before every fork and
+refuses otherwise (the runner then launches that kernel the normal way). It
+reaps its children and reports each exit status to the runner; the kernel's
+``JPY_PARENT_PID`` is the zygote, which exits when the runner closes the
+channel (or dies), so orphaned kernels stop as they do under the normal
+launcher. Linux/POSIX only (``os.fork``); :func:`fork_supported` says whether
+it can be used. The jupyter_client side is
+:mod:`hermes_nb.nbrun.fork_provisioner`.
+
+Protocol: newline-delimited JSON over a socketpair. Runner → zygote:
+``{"id", "args", "env", "cwd"}``; zygote → runner: ``{"ready": [modules]}``
+once, ``{"id", "pid"}`` or ``{"id", "error"}`` per request, and
+``{"exit": pid, "status": returncode}`` (Popen's convention: ``-signal``) per
+reaped child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+__all__ = ["FORK_ENV", "PRELOAD", "ForkedProcess", "Zygote", "ZygoteError", "fork_supported", "fork_wanted"]
+
+#: opt-out: ``HERMES_NB_KERNEL_FORK=0`` launches every kernel the normal way
+FORK_ENV = "HERMES_NB_KERNEL_FORK"
+
+#: imported by the zygote before it forks: the kernel itself, then what the notebooks' first cells import
+#: (by name: a warm-up of the import cache, not a use — the zygote never calls them)
+PRELOAD = (
+    "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.comm", "IPython.display",
+    "jupyter_client.session", "hermes_nb.kit", "hermes_nb.kit.display", "hermes_nb.proxy.contracts",
+    "hermes_nb.proxy.probe", "hermes_nb.proxy.check", "hermes_nb.harness.run", "hermes_nb.receipts.verdict",
+    "hermes_nb.emulator", "aiohttp.web", "ipykernel.debugger", "psutil",
+)
+
+
+class ZygoteError(RuntimeError):
+    """The zygote cannot fork this kernel (gone, refused, or too slow): launch it the normal way."""
+
+
+def fork_supported() -> bool:
+    return hasattr(os, "fork") and sys.platform.startswith("linux")
+
+
+def fork_wanted() -> bool:
+    """The smoke's default: fork kernels where supported, unless ``HERMES_NB_KERNEL_FORK=0``."""
+    return fork_supported() and os.environ.get(FORK_ENV, "1").strip() not in ("0", "false", "no", "off")
+
+
+# ---------------------------------------------------------------------------------------------- runner side
+class ForkedProcess:
+    """The runner's handle on a forked kernel, with the part of ``Popen``'s API jupyter_client uses."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int, zygote: "Zygote") -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._zygote = zygote
+        self._exited = threading.Event()
+        try:
+            self._pidfd: int | None = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
+        except OSError:  # already reaped
+            self._pidfd = None
+
+    def _set_exit(self, status: int) -> None:
+        self.returncode = status
+        self._exited.set()
+
+    def __del__(self) -> None:  # closed only here: a signal sent meanwhile must never reach a reused fd number
+        fd, self._pidfd = getattr(self, "_pidfd", None), None
+        if fd is not None:
+            os.close(fd)
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._zygote.lost and self._gone():
+            self._set_exit(-signal.SIGKILL)  # the zygote that would have reported it is gone: status unknown
+        return self.returncode
+
+    def _gone(self) -> bool:
+        if self._pidfd is not None:
+            return bool(select.select([self._pidfd], [], [], 0)[0])
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(f"kernel {self.pid}", timeout or 0)
+            self._exited.wait(0.05 if left is None else min(left, 0.05))
+        return self.returncode  # type: ignore[return-value]
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is not None:
+            return
+        pidfd = self._pidfd
+        if pidfd is not None and hasattr(signal, "pidfd_send_signal"):
+            try:
+                signal.pidfd_send_signal(pidfd, signum)
+                return
+            except OSError:  # exited and reaped meanwhile, or the fd was closed: fall back
+                pass
+        try:
+            os.kill(self.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+class Zygote:
+    """Starts the fork server at once (it imports while the caller goes on); :meth:`spawn` forks a kernel."""
+
+    def __init__(self, python: str | None = None, preload: tuple[str, ...] = PRELOAD,
+                 env: dict[str, str] | None = None) -> None:
+        self.python = python or sys.executable
+        ours, theirs = socket.socketpair()
+        self._sock = ours
+        self._send_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._replies: dict[int, dict[str, Any]] = {}
+        self._procs: dict[int, ForkedProcess] = {}
+        self._early_exits: dict[int, int] = {}
+        self._next_id = 0
+        self.lost = False
+        self.preloaded: list[str] | None = None
+        try:
+            self.proc = subprocess.Popen(
+                [self.python, "-m", "hermes_nb.nbrun.zygote", str(theirs.fileno()), *preload],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        finally:
+            theirs.close()
+        self._reader = threading.Thread(target=self._read, name="hermes-nb-zygote", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        buf = b""
+        try:
+            while True:
+                data = self._sock.recv(65536)
+                if not data:
+                    break
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    self._dispatch(json.loads(line))
+        except (OSError, ValueError):
+            pass
+        with self._cond:
+            self.lost = True
+            self._cond.notify_all()
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        with self._cond:
+            if "exit" in msg:
+                proc = self._procs.pop(msg["exit"], None)
+                if proc is None:
+                    self._early_exits[msg["exit"]] = msg["status"]
+                else:
+                    proc._set_exit(msg["status"])
+            elif "ready" in msg:
+                self.preloaded = list(msg["ready"])
+            else:
+                self._replies[msg["id"]] = msg
+            self._cond.notify_all()
+
+    def spawn(self, args: list[str], env: dict[str, str], cwd: str, timeout: float = 60.0) -> ForkedProcess:
+        """Fork a kernel running ``ipykernel_launcher *args`` in ``cwd`` with exactly ``env``."""
+        with self._cond:
+            if self.lost:
+                raise ZygoteError("the kernel fork server is gone")
+            self._next_id += 1
+            req_id = self._next_id
+        line = json.dumps({"id": req_id, "args": list(args), "env": dict(env), "cwd": str(cwd)}).encode() + b"\n"
+        try:
+            with self._send_lock:
+                self._sock.sendall(line)
+        except OSError as exc:
+            raise ZygoteError(f"the kernel fork server is gone ({exc})") from None
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while req_id not in self._replies:
+                left = deadline - time.monotonic()
+                if self.lost or left <= 0:
+                    raise ZygoteError("the kernel fork server did not answer")
+                self._cond.wait(left)
+            reply = self._replies.pop(req_id)
+            if "pid" not in reply:
+                raise ZygoteError(str(reply.get("error") or "the kernel fork server refused"))
+            proc = ForkedProcess(reply["pid"], self)
+            early = self._early_exits.pop(proc.pid, None)
+            if early is None:
+                self._procs[proc.pid] = proc
+            else:
+                proc._set_exit(early)
+            return proc
+
+    def close(self) -> None:
+        """Close the channel: the zygote exits; kernels still running see their parent gone and stop."""
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# ---------------------------------------------------------------------------------------------- zygote side
+def _send(sock: socket.socket, msg: dict[str, Any]) -> None:
+    sock.sendall(json.dumps(msg).encode() + b"\n")
+
+
+def _status(wait_status: int) -> int:
+    return os.waitstatus_to_exitcode(wait_status)
+
+
+def serve(fd: int, preload: list[str]) -> int:
+    sock = socket.socket(fileno=fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle: it kills the kernels
+    loaded = []
+    for name in preload:
+        try:
+            __import__(name)
+            loaded.append(name)
+        except Exception:  # noqa: BLE001 — a warm-up only: the kernel imports it again (and fails there, visibly)
+            pass
+    _send(sock, {"ready": loaded})
+    children: set[int] = set()
+    buf = b""
+    while True:
+        readable, _, _ = select.select([sock, wake_r], [], [])
+        if wake_r in readable:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+            _reap(sock, children)
+        if sock in readable:
+            data = sock.recv(65536)
+            if not data:
+                break
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                req = json.loads(line)
+                if threading.active_count() != 1:
+                    _send(sock, {"id": req["id"], "error": "the fork server is not single-threaded"})
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    code = 1
+                    try:
+                        code = _child(req, (sock, wake_r, wake_w))
+                    finally:
+                        os._exit(code)
+                children.add(pid)
+                _send(sock, {"id": req["id"], "pid": pid})
+        _reap(sock, children)
+    return 0
+
+
+def _reap(sock: socket.socket, children: set[int]) -> None:
+    for pid in list(children):
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            children.discard(pid)
+            continue
+        if done:
+            children.discard(pid)
+            try:
+                _send(sock, {"exit": pid, "status": _status(status)})
+            except OSError:
+                pass
+
+
+def _child(req: dict[str, Any], inherited: tuple[socket.socket, int, int]) -> int:
+    """In the forked child: become a fresh kernel process, then run IPKernelApp."""
+    sock, wake_r, wake_w = inherited
+    signal.set_wakeup_fd(-1)
+    sock.close()
+    os.close(wake_r)
+    os.close(wake_w)
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    parent = os.getppid()
+    os.environ.clear()
+    os.environ.update(req["env"])
+    os.environ["JPY_PARENT_PID"] = str(parent)  # the kernel stops when the zygote (its parent) is gone
+    os.chdir(req["cwd"])
+    import random
+
+    random.seed()
+    import ipykernel_launcher
+
+    sys.argv = [ipykernel_launcher.__file__, *req["args"]]
+    code = 0
+    try:
+        from ipykernel import kernelapp
+
+        # its default was read from the environment when the class was defined (in the zygote): set it here
+        kernelapp.IPKernelApp.launch_instance(parent_handle=parent)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 — the kernel's own crash: print it as a normal kernel would
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    return code
+
+
+if __name__ == "__main__":
+    # ipykernel_launcher drops the working directory from sys.path; so does the zygote (-m put it first)
+    if sys.path and (sys.path[0] in ("", os.getcwd())):
+        del sys.path[0]
+    code = serve(int(sys.argv[1]), sys.argv[2:])
+    sys.stderr.flush()
+    os._exit(code)  # no interpreter teardown of everything preloaded: the runner is waiting for this exit
