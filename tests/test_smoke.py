@@ -281,12 +281,13 @@ def test_building_the_cli_does_not_import_the_notebook_stack() -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
 
 
-def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fork", [False, True], ids=["popen", "fork-server"])
+def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Path, fork: bool) -> None:
     from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 
     _write_fixture(tmp_path, "ok", FIXTURES["ok"])
     run = NotebookRun(name="ok", template=tmp_path / "ok.ipynb", parameters={})
-    with KernelPool(python=str(tmp_path / "no-such-python")) as pool:
+    with KernelPool(python=str(tmp_path / "no-such-python"), fork=fork) as pool:
         execute_notebook(run, pool, timeout_s=5, cwd=tmp_path)
     assert (run.status, run.verdict) == ("kernel_error", "failed")
     assert run.reason.startswith("kernel error: FileNotFoundError") and run.nb is None
@@ -387,7 +388,8 @@ def test_cli_failing_endpoint_exits_1_with_a_verified_failed_receipt(tmp_path: P
     assert verify_receipts(tmp_path).ok
 
 
-def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("fork", [False, True], ids=["popen", "fork-server"])
+def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: Path, monkeypatch, fork: bool) -> None:
     """A startup script in the user's IPython profile must not change what a receipt's notebook does."""
     from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 
@@ -399,7 +401,7 @@ def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: 
         "import os\nprint('LEAKED' in globals(), get_ipython().history_manager.enabled, "
         "os.environ['IPYTHONDIR'] == " + repr(str(user_dir)) + ")", None)])
     run = NotebookRun(name="probe", template=tmp_path / "probe.ipynb", parameters={})
-    with KernelPool() as pool:
+    with KernelPool(fork=fork) as pool:
         execute_notebook(run, pool, timeout_s=30, cwd=tmp_path)
     assert run.status == "completed", run.errors
     out = next(c for c in run.nb.cells if "LEAKED" in c.source).outputs

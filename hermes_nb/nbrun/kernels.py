@@ -54,7 +54,10 @@ class KernelPool:
             from hermes_nb.nbrun.zygote import Zygote, fork_supported
 
             if fork_supported():
-                self.zygote = Zygote(self.python, env={**os.environ, **QUIET_ENV})
+                try:
+                    self.zygote = Zygote(self.python, env={**os.environ, **QUIET_ENV})
+                except OSError:  # no such interpreter: the normal launch reports it per notebook
+                    self.zygote = None
         self._dir = Path(tempfile.mkdtemp(prefix="hermes-nb-kernels-"))
         spec_dir = self._dir / "kernels" / KERNEL_NAME
         spec_dir.mkdir(parents=True)

@@ -252,7 +252,15 @@ def _status(wait_status: int) -> int:
 
 
 def serve(fd: int, preload: list[str]) -> int:
+    """Import ``preload``, then fork a kernel per request until the runner closes the channel (or is gone)."""
     sock = socket.socket(fileno=fd)
+    try:
+        return _serve(sock, preload)
+    except (BrokenPipeError, ConnectionResetError):  # the runner went away: so does the zygote
+        return 0
+
+
+def _serve(sock: socket.socket, preload: list[str]) -> int:
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -290,10 +298,14 @@ def serve(fd: int, preload: list[str]) -> int:
                     _send(sock, {"id": req["id"], "error": "the fork server is not single-threaded"})
                     continue
                 pid = os.fork()
-                if pid == 0:
+                if pid == 0:  # the child never returns into this loop
                     code = 1
                     try:
                         code = _child(req, (sock, wake_r, wake_w))
+                    except BaseException:  # noqa: BLE001 — before the kernel ran (a bad cwd...): say why, exit 1
+                        import traceback
+
+                        traceback.print_exc()
                     finally:
                         os._exit(code)
                 children.add(pid)
