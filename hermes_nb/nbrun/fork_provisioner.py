@@ -17,14 +17,16 @@ and no kernelspec change are involved: nbval and the papermill CLI never see it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pathlib
+import time
 from typing import Any
 
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 
-from hermes_nb.nbrun.zygote import Zygote, ZygoteError
+from hermes_nb.nbrun.zygote import ForkedProcess, Zygote, ZygoteError
 
 __all__ = ["ForkProvisioner", "kernel_args"]
 
@@ -58,3 +60,13 @@ class ForkProvisioner(LocalProvisioner):
         self.pgid = proc.pid  # the child called setsid(): it leads its own group, as start_new_session does
         self.cwd = pathlib.Path(cwd)
         return self.connection_info
+
+    async def kill(self, restart: bool = False) -> None:
+        """SIGKILL, then return once the zygote reported the exit (≤ 2 s): the manager's next poll sees it gone
+        instead of sleeping its 0.1 s polling interval."""
+        process = self.process
+        await super().kill(restart=restart)
+        if isinstance(process, ForkedProcess):
+            deadline = time.monotonic() + 2.0
+            while process.poll() is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.002)

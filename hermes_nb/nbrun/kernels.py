@@ -37,11 +37,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KERNEL_NAME", "QUIET_ENV", "KERNEL_ARGS", "KernelPool"]
+__all__ = ["KERNEL_NAME", "QUIET_ENV", "KERNEL_ARGS", "KernelPool", "zygote_env"]
 
 KERNEL_NAME = "hermes-nb-python"
 QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 KERNEL_ARGS = ("--HistoryManager.enabled=False",)
+
+
+def zygote_env() -> dict[str, str]:
+    """The kernel fork server's environment: this one, quiet (each kernel still gets exactly its spec's env)."""
+    return {**os.environ, **QUIET_ENV}
 
 
 class KernelPool:
@@ -51,11 +56,11 @@ class KernelPool:
         self.python = python or sys.executable
         self.zygote: Any = None
         if fork:
-            from hermes_nb.nbrun.zygote import Zygote, fork_supported
+            from hermes_nb.nbrun.zygote import Zygote, adopt, fork_supported
 
             if fork_supported():
                 try:
-                    self.zygote = Zygote(self.python, env={**os.environ, **QUIET_ENV})
+                    self.zygote = adopt(self.python) or Zygote(self.python, env=zygote_env())
                 except OSError:  # no such interpreter: the normal launch reports it per notebook
                     self.zygote = None
         self._dir = Path(tempfile.mkdtemp(prefix="hermes-nb-kernels-"))
@@ -116,6 +121,12 @@ class KernelPool:
             @default("kernel_spec_manager")
             def _private_specs(self) -> KernelSpecManager:
                 return KernelSpecManager(kernel_dirs=spec_dirs, ensure_native_kernel=False)
+
+            @default("client_factory")
+            def _quick_client(self) -> type:
+                from hermes_nb.nbrun.kernel_client import QuickReadyClient
+
+                return QuickReadyClient
 
             @default("transport_encryption")
             def _encrypt(self) -> str:

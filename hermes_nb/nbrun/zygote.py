@@ -41,7 +41,8 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["FORK_ENV", "PRELOAD", "ForkedProcess", "Zygote", "ZygoteError", "fork_supported", "fork_wanted"]
+__all__ = ["FORK_ENV", "PRELOAD", "ForkedProcess", "Zygote", "ZygoteError", "adopt", "fork_supported", "fork_wanted",
+           "prestart"]
 
 #: opt-out: ``HERMES_NB_KERNEL_FORK=0`` launches every kernel the normal way
 FORK_ENV = "HERMES_NB_KERNEL_FORK"
@@ -67,6 +68,41 @@ def fork_supported() -> bool:
 def fork_wanted() -> bool:
     """The smoke's default: fork kernels where supported, unless ``HERMES_NB_KERNEL_FORK=0``."""
     return fork_supported() and os.environ.get(FORK_ENV, "1").strip() not in ("0", "false", "no", "off")
+
+
+_prestarted: "Zygote | None" = None
+_prestart_lock = threading.Lock()
+
+
+def prestart(env: dict[str, str] | None = None) -> None:
+    """Start the fork server now, before the caller's own imports (``hermes-nb smoke`` does, first thing).
+
+    The next ``KernelPool(fork=True)`` of this interpreter adopts it (:func:`adopt`); one never adopted is
+    closed at exit. Nothing happens where forking is unsupported or opted out.
+    """
+    global _prestarted
+    if not fork_wanted():
+        return
+    with _prestart_lock:
+        if _prestarted is None or _prestarted.lost:
+            try:
+                _prestarted = Zygote(env=env)
+            except OSError:
+                return
+            import atexit
+
+            atexit.register(_prestarted.close)
+
+
+def adopt(python: str) -> "Zygote | None":
+    """The prestarted fork server, if it runs ``python`` and is still there (it is then the caller's to close)."""
+    global _prestarted
+    with _prestart_lock:
+        zygote, _prestarted = _prestarted, None
+    if zygote is not None and (zygote.python != python or zygote.lost):
+        zygote.close()
+        zygote = None
+    return zygote
 
 
 # ---------------------------------------------------------------------------------------------- runner side
@@ -156,6 +192,7 @@ class Zygote:
         self._early_exits: dict[int, int] = {}
         self._next_id = 0
         self.lost = False
+        self._closed = False
         self.preloaded: list[str] | None = None
         try:
             self.proc = subprocess.Popen(
@@ -230,6 +267,9 @@ class Zygote:
 
     def close(self) -> None:
         """Close the channel: the zygote exits; kernels still running see their parent gone and stop."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
