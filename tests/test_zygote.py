@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from hermes_nb.nbrun import zygote as zygote_mod
+from hermes_nb.nbrun.kernel_client import QuickReadyClient
 from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
 
 pytestmark = pytest.mark.skipif(not zygote_mod.fork_supported(), reason="the kernel fork server needs Linux (os.fork)")
@@ -59,6 +60,7 @@ def test_a_forked_kernel_runs_cells_in_its_own_session_cwd_and_the_specs_env(tmp
             km, kc = await _start(pool, tmp_path)
             try:
                 assert km.provisioner.forked and km.provisioner.pid == km.provisioner.process.pid
+                assert isinstance(kc, QuickReadyClient)  # ready without the 0.2 s IOPub wait; outputs still exact
                 reply, out = await _run(kc, PROBE)
                 assert reply["status"] == "ok", reply
                 seen = json.loads(out)
