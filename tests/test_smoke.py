@@ -18,6 +18,7 @@ from hermes_nb.core.facts import NOTEBOOKS
 from hermes_nb.core.facts import worst_verdict as overall_verdict
 from hermes_nb.nbrun.execute import decide_verdict
 from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
+from hermes_nb.nbrun.zygote import fork_wanted
 from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.nbrun.smoke_target import SmokeTarget
 from hermes_nb.receipts.index import load_index
@@ -158,6 +159,7 @@ def test_receipt_metadata_matches_the_verdict_even_where_papermill_misleads(fixt
                     "target_kind", "execution_timeout_s"):
             assert key in receipt, key
         assert receipt["kernel"]["name"] == KERNEL_NAME and len(receipt["template"]["sha256"]) == 64
+        assert receipt["kernel"]["launch"] == ("fork-server" if fork_wanted() else "process")
     slow = next(r for r in result.runs if r.name == "slow")
     recorded = nbformat.read(str(slow.receipt_path), as_version=4).metadata.receipt["papermill_exception_recorded"]
     assert recorded is not True  # papermill itself did not flag the timeout; our verdict did

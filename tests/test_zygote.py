@@ -184,3 +184,28 @@ def test_the_opt_out_and_the_fork_servers_exit_with_its_runner(monkeypatch) -> N
     assert z.proc.returncode == 0
     with pytest.raises(zygote_mod.ZygoteError):
         z.spawn([], {}, "/")
+
+
+@pytest.mark.parametrize("setting, launch", [("1", "fork-server"), ("0", "process")])
+def test_the_smoke_forks_its_kernels_unless_opted_out_and_each_receipt_says_how(tmp_path: Path, monkeypatch,
+                                                                               setting: str, launch: str) -> None:
+    import nbformat
+
+    from hermes_nb.nbrun.smoke import run_smoke
+    from hermes_nb.nbrun.smoke_target import SmokeTarget
+
+    monkeypatch.setenv(zygote_mod.FORK_ENV, setting)
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('endpoint: "Optional[str]" = None\nmodel: str = "m"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(
+        "from hermes_nb import kit\nfrom hermes_nb.receipts.verdict import verdict_summary\n"
+        "kit.record_verdict(verdict_summary('fixture', 'passed', reason='ok', endpoint=endpoint, model=model))")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (tmp_path / "templates").mkdir()
+    nbformat.write(nb, str(tmp_path / "templates" / "one.ipynb"))
+    result = run_smoke(SmokeTarget(), out_dir=tmp_path / "out", only=["one"], templates=tmp_path / "templates",
+                       timeout_s=60)
+    assert result.verdict == "passed", result.runs[0].errors
+    receipt = nbformat.read(str(result.runs[0].receipt_path), as_version=4).metadata.receipt
+    assert receipt["kernel"]["launch"] == launch

@@ -56,6 +56,8 @@ class NotebookRun:
     receipt_path: Path | None = None
     #: (ReceiptFiles, metadata.receipt) once the receipt is written
     written: Any = None
+    #: how its kernel started: "fork-server" (forked from :mod:`hermes_nb.nbrun.zygote`) or "process"
+    kernel_launch: str = ""
 
 
 def decide_verdict(status: str, summary: Mapping[str, Any] | None, error: str | None = None) -> tuple[str, str]:
@@ -94,6 +96,7 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         if pool.cancelled.is_set():
             raise KeyboardInterrupt
         run_sync(km.start_kernel)(cwd=str(cwd))
+        run.kernel_launch = "fork-server" if getattr(km.provisioner, "forked", False) else "process"
         pool.track(km)
         import papermill as pm
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
