@@ -209,3 +209,22 @@ def test_the_smoke_forks_its_kernels_unless_opted_out_and_each_receipt_says_how(
     assert result.verdict == "passed", result.runs[0].errors
     receipt = nbformat.read(str(result.runs[0].receipt_path), as_version=4).metadata.receipt
     assert receipt["kernel"]["launch"] == launch
+
+
+def test_a_kernel_whose_fork_server_died_stops_and_is_seen_gone(tmp_path: Path) -> None:
+    """The zygote killed under a running kernel: the kernel sees its parent gone and exits; pidfd tells the runner."""
+    async def main() -> tuple[bool, int | None]:
+        with KernelPool(fork=True) as pool:
+            km, kc = await _start(pool, tmp_path)
+            try:
+                pool.zygote.proc.kill()
+                pool.zygote.proc.wait()
+                process = km.provisioner.process
+                await asyncio.wait_for(km.provisioner.wait(), timeout=60)
+                return await km.is_alive(), process.returncode
+            finally:
+                kc.stop_channels()
+                await km.shutdown_kernel(now=True)
+
+    alive, returncode = asyncio.run(main())
+    assert alive is False and returncode is not None
