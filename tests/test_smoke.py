@@ -18,6 +18,7 @@ from hermes_nb.core.facts import NOTEBOOKS
 from hermes_nb.core.facts import worst_verdict as overall_verdict
 from hermes_nb.nbrun.execute import decide_verdict
 from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
+from hermes_nb.nbrun.zygote import fork_wanted
 from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.nbrun.smoke_target import SmokeTarget
 from hermes_nb.receipts.index import load_index
@@ -158,6 +159,7 @@ def test_receipt_metadata_matches_the_verdict_even_where_papermill_misleads(fixt
                     "target_kind", "execution_timeout_s"):
             assert key in receipt, key
         assert receipt["kernel"]["name"] == KERNEL_NAME and len(receipt["template"]["sha256"]) == 64
+        assert receipt["kernel"]["launch"] == ("fork-server" if fork_wanted() else "process")
     slow = next(r for r in result.runs if r.name == "slow")
     recorded = nbformat.read(str(slow.receipt_path), as_version=4).metadata.receipt["papermill_exception_recorded"]
     assert recorded is not True  # papermill itself did not flag the timeout; our verdict did
@@ -281,12 +283,13 @@ def test_building_the_cli_does_not_import_the_notebook_stack() -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
 
 
-def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fork", [False, True], ids=["popen", "fork-server"])
+def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Path, fork: bool) -> None:
     from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 
     _write_fixture(tmp_path, "ok", FIXTURES["ok"])
     run = NotebookRun(name="ok", template=tmp_path / "ok.ipynb", parameters={})
-    with KernelPool(python=str(tmp_path / "no-such-python")) as pool:
+    with KernelPool(python=str(tmp_path / "no-such-python"), fork=fork) as pool:
         execute_notebook(run, pool, timeout_s=5, cwd=tmp_path)
     assert (run.status, run.verdict) == ("kernel_error", "failed")
     assert run.reason.startswith("kernel error: FileNotFoundError") and run.nb is None
@@ -387,7 +390,8 @@ def test_cli_failing_endpoint_exits_1_with_a_verified_failed_receipt(tmp_path: P
     assert verify_receipts(tmp_path).ok
 
 
-def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("fork", [False, True], ids=["popen", "fork-server"])
+def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: Path, monkeypatch, fork: bool) -> None:
     """A startup script in the user's IPython profile must not change what a receipt's notebook does."""
     from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 
@@ -399,7 +403,7 @@ def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: 
         "import os\nprint('LEAKED' in globals(), get_ipython().history_manager.enabled, "
         "os.environ['IPYTHONDIR'] == " + repr(str(user_dir)) + ")", None)])
     run = NotebookRun(name="probe", template=tmp_path / "probe.ipynb", parameters={})
-    with KernelPool() as pool:
+    with KernelPool(fork=fork) as pool:
         execute_notebook(run, pool, timeout_s=30, cwd=tmp_path)
     assert run.status == "completed", run.errors
     out = next(c for c in run.nb.cells if "LEAKED" in c.source).outputs

@@ -56,6 +56,8 @@ class NotebookRun:
     receipt_path: Path | None = None
     #: (ReceiptFiles, metadata.receipt) once the receipt is written
     written: Any = None
+    #: how its kernel started: "fork-server" (forked from :mod:`hermes_nb.nbrun.zygote`) or "process"
+    kernel_launch: str = ""
 
 
 def decide_verdict(status: str, summary: Mapping[str, Any] | None, error: str | None = None) -> tuple[str, str]:
@@ -87,10 +89,14 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         # start the kernel first: it boots while this thread imports papermill and parameterises
         from jupyter_core.utils import run_sync
 
+        if pool.zygote is not None:  # forked kernels wait for the zygote's imports: do the runner's own meanwhile
+            import papermill  # noqa: F401
+
         km = pool.manager_class()(kernel_name=KERNEL_NAME)
         if pool.cancelled.is_set():
             raise KeyboardInterrupt
         run_sync(km.start_kernel)(cwd=str(cwd))
+        run.kernel_launch = "fork-server" if getattr(km.provisioner, "forked", False) else "process"
         pool.track(km)
         import papermill as pm
         from nbclient.exceptions import CellTimeoutError, DeadKernelError

@@ -18,11 +18,18 @@ user's IPython profile (startup scripts, config) cannot change what a
 receipt's notebook does, and nothing is written to ``~/.ipython``; the
 history database is off (``--HistoryManager.enabled=False``). Both also trim
 kernel start-up (~0.1 s each kernel: no sqlite history, no user config).
+
+``KernelPool(fork=True)`` (the smoke's default on Linux, ``HERMES_NB_KERNEL_FORK=0``
+opts out) starts a kernel fork server at once (:mod:`hermes_nb.nbrun.zygote`):
+it imports ipykernel and the notebooks' modules while the runner goes on, and
+each kernel is then forked from it (:mod:`hermes_nb.nbrun.fork_provisioner`)
+— still a fresh process per notebook, with the same argv, env and cwd.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -30,18 +37,32 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KERNEL_NAME", "QUIET_ENV", "KERNEL_ARGS", "KernelPool"]
+__all__ = ["KERNEL_NAME", "QUIET_ENV", "KERNEL_ARGS", "KernelPool", "zygote_env"]
 
 KERNEL_NAME = "hermes-nb-python"
 QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 KERNEL_ARGS = ("--HistoryManager.enabled=False",)
 
 
+def zygote_env() -> dict[str, str]:
+    """The kernel fork server's environment: this one, quiet (each kernel still gets exactly its spec's env)."""
+    return {**os.environ, **QUIET_ENV}
+
+
 class KernelPool:
     """Creates kernel managers bound to ``sys.executable``; ``close()`` removes the private spec dir."""
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, fork: bool = False) -> None:
         self.python = python or sys.executable
+        self.zygote: Any = None
+        if fork:
+            from hermes_nb.nbrun.zygote import Zygote, adopt, fork_supported
+
+            if fork_supported():
+                try:
+                    self.zygote = adopt(self.python) or Zygote(self.python, env=zygote_env())
+                except OSError:  # no such interpreter: the normal launch reports it per notebook
+                    self.zygote = None
         self._dir = Path(tempfile.mkdtemp(prefix="hermes-nb-kernels-"))
         spec_dir = self._dir / "kernels" / KERNEL_NAME
         spec_dir.mkdir(parents=True)
@@ -82,11 +103,30 @@ class KernelPool:
 
         spec_dirs = list(self.spec_dirs)
         curve = bool(zmq.has("curve"))
+        zygote = self.zygote
 
         class HermesNbKernelManager(AsyncKernelManager):
+            async def _async_pre_start_kernel(self, **kw: Any) -> Any:
+                if zygote is not None and self.provisioner is None:  # jupyter_client keeps a provisioner set here
+                    import uuid
+
+                    from hermes_nb.nbrun.fork_provisioner import ForkProvisioner
+
+                    self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+                    provisioner = ForkProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
+                    provisioner.zygote = zygote
+                    self.provisioner = provisioner
+                return await super()._async_pre_start_kernel(**kw)
+
             @default("kernel_spec_manager")
             def _private_specs(self) -> KernelSpecManager:
                 return KernelSpecManager(kernel_dirs=spec_dirs, ensure_native_kernel=False)
+
+            @default("client_factory")
+            def _quick_client(self) -> type:
+                from hermes_nb.nbrun.kernel_client import QuickReadyClient
+
+                return QuickReadyClient
 
             @default("transport_encryption")
             def _encrypt(self) -> str:
@@ -103,6 +143,8 @@ class KernelPool:
                 "argv": ["<python>", "-m", "ipykernel_launcher", "-f", "{connection_file}", *KERNEL_ARGS]}
 
     def close(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> "KernelPool":

@@ -30,8 +30,9 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resources import notebooks_dir
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.kernels import KernelPool
-from hermes_nb.nbrun.receipt_meta import artifact_sources, receipt_metadata
+from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
 from hermes_nb.nbrun.smoke_target import SmokeTarget, confirm_target
+from hermes_nb.nbrun.zygote import fork_wanted
 from hermes_nb.receipts.index import append_index, index_entry
 from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
@@ -122,7 +123,8 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
                 (work / "e2e-root").mkdir()
                 params["root"] = str(work / "e2e-root")
             runs.append(NotebookRun(name=name, template=(template_dir / f"{name}.ipynb").resolve(), parameters=params))
-        with KernelPool() as pool:
+        with KernelPool(fork=fork_wanted()) as pool:
+            prefetch_environment_digest()  # every receipt records it; computed while the kernels boot
             def job(run: NotebookRun) -> NotebookRun:
                 cwd = work / run.name
                 cwd.mkdir(parents=True, exist_ok=True)

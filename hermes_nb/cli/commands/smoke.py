@@ -99,6 +99,10 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         raise UsageError("--upstream needs --rig live (it chooses what answers behind the rig's proxy)")
     if args.model is not None and not args.model.strip():
         raise UsageError("--model must not be empty")
+    from hermes_nb.nbrun.kernels import zygote_env
+    from hermes_nb.nbrun.zygote import prestart
+
+    prestart(zygote_env())  # the kernel fork server imports while this process does (HERMES_NB_KERNEL_FORK=0: off)
     try:
         config = resolve_runtime_config(endpoint=args.endpoint, model=args.model)
     except ConfigError as exc:
