@@ -17,6 +17,7 @@ import httpx
 
 from hermes_nb.core.records import RequestRecord, TransportFailure
 from hermes_nb.core.redaction import Redactor, redact_headers
+from hermes_nb.wire.payloads import loads_exact
 
 __all__ = ["transport_failure", "request_record"]
 
@@ -90,8 +91,8 @@ def request_record(request: httpx.Request, redact: Redactor) -> RequestRecord:
         content = b""
     if content:
         try:
-            body = redact.data(json.loads(content))
-        except ValueError:
+            body = redact.data(loads_exact(content.decode("utf-8")))
+        except ValueError:  # UnicodeDecodeError included
             body = redact.text(content.decode("utf-8", "replace"))
     url = request.url
     if url.userinfo:

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import orjson
 
 from hermes_nb.core.records import ErrorEnvelope
@@ -62,7 +63,7 @@ def loads_exact(text: str) -> Any:
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
     value = headers.get(name)
-    if value is None:
+    if value is None and not isinstance(headers, httpx.Headers):  # httpx.Headers.get ignores case already
         for key, val in headers.items():
             if key.lower() == name:
                 return val
