@@ -200,9 +200,6 @@ class HermesClient:
 
 # ---------------------------------------------------------------------- one call
 
-_event_record = SSEEventRecord.model_construct
-
-
 class _Call:
     """State of one request/response; produces the Exchange."""
 
@@ -330,9 +327,9 @@ class _Call:
                 if events:
                     self.limits.progress(self.clock())
                 for ev in events:
-                    # the decoder's fields are already str / int: no validation needed (P2)
-                    rec = _event_record(event=redact(ev.event), data=redact(ev.data),
-                                        id=redact(ev.id) if ev.id else ev.id, retry=ev.retry, t=self._elapsed())
+                    rec = SSEEventRecord.model_construct(  # the decoder's str / int fields: no re-validation (P2)
+                        event=redact(ev.event), data=redact(ev.data), id=redact(ev.id) if ev.id else ev.id,
+                        retry=ev.retry, t=self._elapsed())
                     if self.client.keep_events:
                         records.append(rec)
                     if on_event is not None:
