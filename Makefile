@@ -63,7 +63,7 @@ smoke: install
 	$(BIN)/hermes-nb smoke $(SMOKE_ARGS)
 
 # refresh the committed notebooks, then ship the same bytes in the package (a test keeps them identical)
-# (the guided notebooks, e.g. probe_console.ipynb, are written without outputs and not shipped)
+# (the guided notebooks, e.g. probe_console.ipynb, are executed against the emulator, stored with normalised outputs, not shipped)
 SMOKE_NOTEBOOKS := wire_format_spike adapter_check e2e_smoke
 notebooks: install
 	$(BIN)/hermes-nb notebooks refresh --dir notebooks

@@ -211,16 +211,44 @@ def test_refresh_needs_a_positive_timeout(tmp_path: Path, capsys) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def _shape(nb) -> list:
+    return [(c.cell_type, c["id"], c.source, c.metadata.get("tags")) for c in nb.cells]
+
+
+def _outputs(nb) -> list:
+    return [[(o.output_type, sorted(o.get("data", {}))) for o in c.outputs] for c in nb.cells if c.cell_type == "code"]
+
+
 def test_the_guided_notebook_is_generated_not_shipped_and_only_calls_the_package(tmp_path: Path) -> None:
     from hermes_nb.nbrun.guides import write_guides
 
     (written,) = write_guides(tmp_path)
-    assert written.read_bytes() == (NB_DIR / "probe_console.ipynb").read_bytes(), "run `make notebooks`"
+    committed = nbformat.read(str(NB_DIR / "probe_console.ipynb"), as_version=4)
     nb = nbformat.read(str(written), as_version=4)
+    assert _shape(nb) == _shape(committed), "run `make notebooks`"
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.metadata["tags"] == ["nbval-ignore-output"] and not c.outputs for c in code)
     sources = "\n".join(c.source for c in code)
     for needle in ("ProbeConsole(", "%load_ext hermes_nb", "%hermes_check", "%hermes_probe --compare",
                    "%%hermes_chat", "%unload_ext hermes_nb"):
         assert needle in sources
+    # stored executed: every code cell has its count and what it showed (nbval runs it, compares nothing)
+    stored = [c for c in committed.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in stored] == list(range(1, len(stored) + 1))
+    assert sum(bool(c.outputs) for c in stored) >= len(stored) - 3  # load_ext, unload_ext, … print nothing
     assert not (notebooks_dir() / "probe_console.ipynb").exists()  # not shipped: the smoke never runs it
+
+
+def test_the_executed_guide_stores_normalised_outputs(tmp_path: Path) -> None:
+    """What ``make notebooks`` stores: the same cells and kinds of output as committed; no port, model id or
+    widget state of the session that ran it."""
+    from hermes_nb.nbrun.guides import write_guides
+
+    (written,) = write_guides(tmp_path, execute=True)
+    nb = nbformat.read(str(written), as_version=4)
+    committed = nbformat.read(str(NB_DIR / "probe_console.ipynb"), as_version=4)
+    assert _shape(nb) == _shape(committed) and _outputs(nb) == _outputs(committed)
+    outputs = json.dumps([c.outputs for c in nb.cells if c.cell_type == "code"])
+    assert "widgets" not in nb.metadata and '"model_id": "<model-id>"' in outputs
+    assert not re.search(r"127\.0\.0\.1:\d", outputs) and "127.0.0.1:<port>" in outputs
+    assert "hermes-timeline" in outputs and not re.search(r"\d\.\d{3} s\b", outputs)

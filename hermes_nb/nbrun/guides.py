@@ -1,10 +1,12 @@
 """Guided notebooks (not part of the smoke, not shipped in the wheel): ``notebooks/probe_console.ipynb``.
 
-Generated like the smoke notebooks so that ``make notebooks`` keeps them byte-stable; stored without outputs.
-Every code cell is tagged ``nbval-ignore-output``: ``make test`` runs the guide under nbval (every cell
-must run without an error against the embedded emulator), but its outputs (widgets, timings) are not compared.
+Generated like the smoke notebooks and, by ``make notebooks``, executed against the embedded emulator in a
+fresh kernel, so the stored guide shows what each cell gives; its outputs are normalised with the nbval
+sanitize rules (ports, durations, timelines…) plus the widgets' model ids, and the widget state is not
+stored. Every code cell is tagged ``nbval-ignore-output``: ``make test`` runs the guide under nbval (every
+cell must run without an error) but does not compare its outputs (widgets, stream timings).
 
-    python -m hermes_nb.nbrun.guides notebooks    # (re)write the guides into ./notebooks
+    python -m hermes_nb.nbrun.guides notebooks    # (re)write and execute the guides into ./notebooks
 """
 
 from __future__ import annotations
@@ -88,17 +90,46 @@ cell has it as `_`.
 GUIDES = {"probe_console": probe_console}
 
 
-def write_guides(directory: Path) -> list[Path]:
-    """Write every guide, without outputs, into ``directory``."""
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def execute_guide(nb: nbformat.NotebookNode, directory: Path, *, timeout_s: float = 120.0) -> nbformat.NotebookNode:
+    """Run ``nb`` in a fresh kernel (cwd ``directory``) and normalise its outputs for storing (see the module doc)."""
+    from nbclient import NotebookClient
+
+    from hermes_nb.core.resources import sanitize_file
+    from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
+    from hermes_nb.nbrun.refresh import sanitize_outputs, sanitize_rules
+
+    with KernelPool() as pool:
+        NotebookClient(nb, timeout=timeout_s, kernel_name=KERNEL_NAME, kernel_manager_class=pool.manager_class(),
+                       resources={"metadata": {"path": str(directory)}}).execute()
+    nb.metadata.pop("widgets", None)  # the widgets' live state: session noise, never evidence
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get(_WIDGET_VIEW)
+            if view is not None:
+                view["model_id"] = "<model-id>"
+    return sanitize_outputs(nb, sanitize_rules(sanitize_file()))
+
+
+def write_guides(directory: Path, *, execute: bool = False) -> list[Path]:
+    """Write every guide into ``directory``: without outputs, or ``execute``-d with normalised outputs."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, build in GUIDES.items():
         path = directory / f"{name}.ipynb"
-        nbformat.write(build(), str(path))
+        nb = build()
+        if execute:
+            nb = execute_guide(nb, directory.resolve())
+        nbformat.write(nb, str(path))
         paths.append(path)
     return paths
 
 
 if __name__ == "__main__":  # pragma: no cover - the Makefile's entry point
-    for written in write_guides(Path(sys.argv[1] if len(sys.argv) > 1 else "notebooks")):
+    for written in write_guides(Path(sys.argv[1] if len(sys.argv) > 1 else "notebooks"), execute=True):
         print(f"wrote {written}")
