@@ -32,28 +32,29 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m compileall -q hermes_nb
 	@touch $@
 
+# A side venv from its own lock, never the project's .venv: $(call side-venv,DIR,LOCK)
+define side-venv
+	@test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install -q --disable-pip-version-check -r $(2)
+	@touch $@
+endef
+
 # The real proxy lives in its own venv: hermes-agent pins its own pydantic, httpx and openai.
 rig-venv: $(HSTAMP)
 
 $(HSTAMP): requirements-hermes.lock
-	@test -x $(HVENV)/bin/python || $(PYTHON) -m venv $(HVENV)
-	$(HVENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-hermes.lock
-	@touch $@
+	$(call side-venv,$(HVENV),$<)
 
 browser-venv: $(BSTAMP)
 
 $(BSTAMP): requirements-browser.lock
-	@test -x $(BVENV)/bin/python || $(PYTHON) -m venv $(BVENV)
-	$(BVENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-browser.lock
-	@touch $@
+	$(call side-venv,$(BVENV),$<)
 
 # A third-party OpenAI-compatible server (llmock) the rig can put behind the real proxy: its own venv too.
 upstream-venv: $(USTAMP)
 
 $(USTAMP): requirements-upstream.lock
-	@test -x $(UVENV)/bin/python || $(PYTHON) -m venv $(UVENV)
-	$(UVENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-upstream.lock
-	@touch $@
+	$(call side-venv,$(UVENV),$<)
 
 test: install rig-venv upstream-venv $(BROWSER_DEPS)
 	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \
