@@ -21,6 +21,7 @@ returns nothing) the receipt still shows every output up to the failure.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,17 @@ from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool, StartedKernel
 from hermes_nb.receipts.verdict import find_verdict
 
 __all__ = ["NotebookRun", "decide_verdict", "execute_notebook"]
+
+_schema_lock = threading.Lock()
+
+
+def _notebook_schema_ready() -> None:
+    """nbformat compiles its notebook schema into a validator on first use (~0.1 s of CPU) and caches it; the
+    notebooks' threads, reading their templates at the same moment, would each compile it: compile it once."""
+    import nbformat
+
+    with _schema_lock:
+        nbformat.validate(nbformat.v4.new_notebook())
 
 
 @dataclass
@@ -114,6 +126,8 @@ def _attempt(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path,
         import papermill as pm
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
         from papermill.exceptions import PapermillExecutionError
+
+        _notebook_schema_ready()
 
         try:
             pm.execute_notebook(

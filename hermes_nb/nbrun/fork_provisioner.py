@@ -41,9 +41,9 @@ PROVISIONER_NAME = "hermes-nb-fork"
 
 def kernel_args(cmd: list[str], python: str) -> list[str] | None:
     """The arguments after ``<python> -m ipykernel_launcher``, or None for any other command."""
-    if len(cmd) >= 3 and os.path.realpath(cmd[0]) == os.path.realpath(python) and cmd[1:3] == ["-m", "ipykernel_launcher"]:
-        return list(cmd[3:])
-    return None
+    if len(cmd) < 3 or cmd[1:3] != ["-m", "ipykernel_launcher"]:
+        return None
+    return list(cmd[3:]) if os.path.realpath(cmd[0]) == os.path.realpath(python) else None
 
 
 class ForkProvisioner(LocalProvisioner):

@@ -106,12 +106,28 @@ class StartedKernel:
         self._stopped = True
         try:
             if self.manager.has_kernel:
-                run_sync(self.manager.shutdown_kernel)(now=True)
+                run_sync(_kill_now)(self.manager)
         finally:
             text = self.stderr_text()
             if text:
                 sys.stderr.write(text)
                 sys.stderr.flush()
+
+
+async def _kill_now(km: Any) -> None:
+    """``shutdown_kernel(now=True)``, without its 0.1 s poll: SIGKILL the kernel's process group through its
+    provisioner and wait for the process itself, so the manager finds it gone at its first look."""
+    import asyncio
+
+    provisioner = km.provisioner
+    process = getattr(provisioner, "process", None)
+    if process is not None:
+        await provisioner.kill()
+        try:
+            await asyncio.to_thread(process.wait, 5)
+        except Exception:  # noqa: BLE001 — still there (or no such process): the manager's own shutdown decides
+            pass
+    await km.shutdown_kernel(now=True)
 
 
 class KernelPool:
@@ -203,6 +219,12 @@ class KernelPool:
             @default("transport")
             def _transport(self) -> str:
                 return "tcp" if curve else "ipc"
+
+            @default("client_factory")
+            def _ready_client(self) -> type:
+                from hermes_nb.nbrun.kernel_client import ReadyClient
+
+                return ReadyClient
 
         return HermesNbKernelManager
 

@@ -27,18 +27,23 @@ def preload() -> None:
     Module-level state only (classes, constants): none of these starts a thread, an event loop or a zmq
     context at import, and the server checks it is still single-threaded before each fork.
     """
+    import httpcore  # noqa: F401  (httpx imports it with its first client)
     import IPython.display  # noqa: F401
     import ipykernel.comm  # noqa: F401
+    import ipykernel.debugger  # noqa: F401  (the kernel imports it when it starts)
     import ipykernel.ipkernel  # noqa: F401
     import ipykernel.kernelapp  # noqa: F401
     import ipykernel.zmqshell  # noqa: F401
     import jupyter_client.session  # noqa: F401
 
+    import hermes_nb.core.resolve  # noqa: F401
+    import hermes_nb.emulator.server  # noqa: F401  (the notebooks' embedded emulator: aiohttp)
     import hermes_nb.harness.run  # noqa: F401
     import hermes_nb.proxy.check  # noqa: F401
     import hermes_nb.proxy.contracts  # noqa: F401
     import hermes_nb.proxy.probe  # noqa: F401
     import hermes_nb.receipts.verdict  # noqa: F401
+    import hermes_nb.wire.client  # noqa: F401
 
 
 def _send(conn: socket.socket, msg: dict[str, Any], fds: list[int] | None = None) -> None:
