@@ -102,7 +102,7 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     from hermes_nb.nbrun.kernels import zygote_env
     from hermes_nb.nbrun.zygote import prestart
 
-    prestart(zygote_env())  # the kernel fork server imports while this process does (HERMES_NB_KERNEL_FORK=0: off)
+    prestart(zygote_env())  # opt-in (HERMES_NB_KERNEL_FORK=1): the kernel fork server imports while this process does
     try:
         config = resolve_runtime_config(endpoint=args.endpoint, model=args.model)
     except ConfigError as exc:
