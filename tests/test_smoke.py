@@ -268,12 +268,9 @@ def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path)
 
 
 def test_cli_constants_mirror_the_library() -> None:
-    from hermes_nb.cli.commands import promote as promote_cmd
     from hermes_nb.cli.commands import smoke as smoke_cmd
-    from hermes_nb.receipts import promote
 
     assert smoke_cmd.NOTEBOOKS == NOTEBOOKS
-    assert (promote_cmd.DEFAULT_MANIFEST, promote_cmd.DEFAULT_RUNBOOK) == (promote.DEFAULT_MANIFEST, promote.DEFAULT_RUNBOOK)
 
 
 def test_building_the_cli_does_not_import_the_notebook_stack() -> None:

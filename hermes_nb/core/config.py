@@ -163,6 +163,13 @@ class HermesProxyRuntimeConfig(_Strict):
         ``overrides`` or ``argument`` (``default`` for a config built directly)."""
         return self._origins.get(key, "default")
 
+    def with_endpoint(self, endpoint: str, *, origin: str) -> HermesProxyRuntimeConfig:
+        """This config aimed at ``endpoint`` (validated), its origin recorded: the same resolution, no second one."""
+        copy = self.model_copy()
+        copy.endpoint = endpoint  # validate_assignment: normalised and checked like any endpoint
+        copy._origins = {**self._origins, "endpoint": origin}
+        return copy
+
     def secrets(self) -> list[str]:
         """Every secret value this config holds (for redaction)."""
         found = [self.auth_token.get_secret_value()]

@@ -21,14 +21,13 @@ from hermes_nb.core.endpoint_safety import is_loopback_host
 
 from .app import RecordedRequest, create_app
 
-__all__ = ["EmulatorHandle", "serve", "is_loopback"]
+__all__ = ["EmulatorHandle", "serve"]
 
 _START_TIMEOUT_S = 15.0
 _STOP_TIMEOUT_S = 10.0
 
 
 #: ``localhost`` or a loopback IP literal (``127.0.0.0/8``, ``::1``): the only hosts the emulator binds
-is_loopback = is_loopback_host
 
 
 class _ServerThread(threading.Thread):
@@ -154,7 +153,7 @@ def serve(
 
     ``host`` must be a loopback address (ValueError otherwise): the emulator is never exposed.
     """
-    if not is_loopback(host):
+    if not is_loopback_host(host):
         raise ValueError(f"emulator host {host!r} is not a loopback address (127.0.0.1, ::1, localhost)")
     log: list[RecordedRequest] = []
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,

@@ -31,11 +31,8 @@ from hermes_nb.receipts.index import load_index
 from hermes_nb.receipts.verify import verify_receipt
 from hermes_nb.receipts.write import SIDECAR_SUFFIX, receipt_digest
 
-__all__ = ["PromotionRefused", "Promotion", "check_receipt", "promote", "DEFAULT_MANIFEST", "DEFAULT_RUNBOOK",
-           "RECORDS_HEADING"]
+__all__ = ["PromotionRefused", "Promotion", "check_receipt", "promote", "RECORDS_HEADING"]
 
-DEFAULT_MANIFEST = MANIFEST_RELPATH
-DEFAULT_RUNBOOK = SMOKE_RUNBOOK_RELPATH
 RECORDS_HEADING = "## Promotion records"
 
 
@@ -119,7 +116,7 @@ def _record(now: str, receipt: Path, digest: str, meta: dict[str, Any], manifest
             f"run {meta.get('run_id')}\n")
 
 
-def promote(receipt: Path, *, manifest: Path = DEFAULT_MANIFEST, runbook: Path = DEFAULT_RUNBOOK,
+def promote(receipt: Path, *, manifest: Path = MANIFEST_RELPATH, runbook: Path = SMOKE_RUNBOOK_RELPATH,
             secrets: Iterable[str] = (), now: datetime | None = None) -> Promotion:
     """Flip the manifest to active and append the promotion record, or raise PromotionRefused."""
     manifest = Path(manifest)
