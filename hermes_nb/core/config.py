@@ -34,6 +34,7 @@ __all__ = [
     "UH_STRICT_KEYS",
     "HermesProxyRuntimeConfig",
     "normalise_endpoint",
+    "endpoint_of",
     "validate_config",
     "merge_runtime_config",
     "parse_overrides_json",
@@ -68,6 +69,14 @@ def normalise_endpoint(value: str) -> str:
         # not echoed: a query is where API keys get pasted (?key=…)
         raise ValueError("endpoint must not carry a query or fragment (?… or #…)")
     return text.rstrip("/")
+
+
+def endpoint_of(value: str, *, where: str = "endpoint") -> str:
+    """:func:`normalise_endpoint`, a bad URL raised as a one-line :class:`ConfigError`."""
+    try:
+        return normalise_endpoint(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 class _Strict(BaseModel):

@@ -14,7 +14,7 @@ from pathlib import Path
 __all__ = [
     "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_BLOCKED", "EXIT_INTERRUPTED", "STATUS_EXIT", "exit_code_for",
     "worst_verdict", "VERDICTS", "RUNTIME", "ERROR_PREFIX", "DEFAULT_ENDPOINT", "DEFAULT_MODEL",
-    "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
+    "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "CONNECT_TIMEOUT_S", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
     "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
     "RECEIPTS_RELPATH", "manifest_path", "START_HINT", "LOGGED_OUT_HINT", "SENTINEL_TAG", "RUN_ARTIFACTS",
 ]
@@ -61,6 +61,8 @@ DEFAULT_MODEL = "nousresearch/hermes-4-405b"
 #: the placeholder bearer (the real proxy ignores it and attaches its own credentials)
 DEFAULT_AUTH_TOKEN = "hermes-proxy"
 DEFAULT_TIMEOUT_MS = 300_000
+#: the longest wait for a TCP connection to the proxy, seconds (every client, the run plan, the probe)
+CONNECT_TIMEOUT_S = 5.0
 #: the fence tag of the final-message block (uh-contract §4)
 SENTINEL_TAG = "uh-runtime-final-message"
 #: the run artifacts whose digests a receipt and a run's display carry and which a receipt keeps copies of

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.facts import DEFAULT_MODEL
+from hermes_nb.core.facts import CONNECT_TIMEOUT_S, DEFAULT_MODEL
 from hermes_nb.core.records import Exchange
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.timeline import StreamTimeline
@@ -192,7 +192,7 @@ def probe(
     results: list[RouteResult] = []
     cases: list[AuthCase] = []
     seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}
-    with HermesClient(config, transport=transport, connect_timeout_s=min(5.0, request_deadline_s)) as client:
+    with HermesClient(config, transport=transport, connect_timeout_s=min(CONNECT_TIMEOUT_S, request_deadline_s)) as client:
 
         def call(spec: RouteSpec, auth: bool | str = True) -> tuple[Exchange | None, float]:
             allowed = budget.next()
