@@ -21,6 +21,7 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "UsageError": "core.errors", "ArtifactError": "core.errors", "ProxyUnreachable": "core.errors",
     "ProxyTimeout": "core.errors", "ProxyStatusError": "core.errors", "ProtocolViolation": "core.errors",
     "RigError": "core.errors", "NotebookFailed": "core.errors", "SecretLeak": "core.errors",
+    "PromotionRefused": "core.errors", "PublishError": "core.errors",
     "HermesProxyRuntimeConfig": "core.config", "merge_runtime_config": "core.config",
     "resolve_runtime_config": "core.resolve",
     "AdapterManifest": "core.manifest", "load_manifest": "core.manifest", "save_manifest": "core.manifest",
@@ -43,7 +44,7 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "prepare_mission": "harness.prepare", "PreparedMission": "harness.prepare",
     "RunResult": "harness.results",
     # receipts, the notebook runner, the kernel-side kit
-    "verify_receipts": "receipts.verify", "PromotionRefused": "receipts.promote",
+    "verify_receipts": "receipts.verify",
     "run_smoke": "nbrun.smoke", "SmokeTarget": "nbrun.smoke_target", "ProbeConsole": "kit.console",
 }
 

@@ -11,7 +11,7 @@ import hermes_nb
 EXPORTED = [
     "AdapterManifest", "ArtifactError", "CheckResult", "ConfigError", "EmulatorHandle", "ErrorEnvelope",
     "Exchange", "HermesClient", "HermesError", "HermesProxyRuntimeConfig", "Mission", "NotebookFailed", "Outcome",
-    "PromotionRefused", "ProtocolViolation", "ProxyStatusError", "ProxyTimeout", "ProxyUnreachable", "Redactor",
+    "PromotionRefused", "ProtocolViolation", "PublishError", "ProxyStatusError", "ProxyTimeout", "ProxyUnreachable", "Redactor",
     "RigError", "RunPlan", "RunResult", "SSEDecoder", "SecretLeak", "ServerSentEvent", "SmokeTarget",
     "UnknownKeyError", "UsageError", "WireReport", "__version__", "adapter_check", "classify", "compare_contract",
     "dry_run", "extract_final_message", "find_hermes_bin", "load_contract", "load_manifest", "load_mission",

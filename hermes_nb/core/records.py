@@ -92,6 +92,11 @@ class TransportFailure(_Record):
     exception: str | None = None
 
 
+#: the transport failures that mean "no proxy there", and those that mean "it took too long"
+_NO_CONNECTION = frozenset({"connect_refused", "dns", "connect_error"})
+_TIMED_OUT = frozenset({"connect_timeout", "read_timeout", "deadline"})
+
+
 #: how many delta arrival times an Exchange keeps (its timeline picture needs no more)
 DELTA_MARKS = 1000
 
@@ -151,6 +156,34 @@ class Exchange(_Record):
     @property
     def server(self) -> str | None:
         return self.headers.get("server")
+
+    def raise_for_status(self) -> Exchange:
+        """This exchange if it got a whole 2xx answer; else the error a caller that requires one wants:
+        :class:`~hermes_nb.core.errors.ProxyUnreachable` (no connection), :class:`~hermes_nb.core.errors.ProxyTimeout`
+        (a deadline), :class:`~hermes_nb.core.errors.ProxyStatusError` (an error status, or an error inside a 200
+        stream), :class:`~hermes_nb.core.errors.ProtocolViolation` (a broken connection or malformed frames).
+        Every message is built from the record, so it holds no secret."""
+        from hermes_nb.core.errors import ProtocolViolation, ProxyStatusError, ProxyTimeout, ProxyUnreachable
+
+        where = f"{self.request.method} {self.request.url}"
+        failure = self.transport_error
+        env = self.envelope
+        detail = (env.message or env.type or env.code_str or "") if env is not None else (self.body_text or "")[:200]
+        if failure is not None and failure.kind in _NO_CONNECTION:
+            raise ProxyUnreachable(f"{where}: {failure.message}")
+        if failure is not None and failure.kind in _TIMED_OUT:
+            raise ProxyTimeout(f"{where}: {failure.message}")
+        if self.status is not None and not self.ok_status:
+            raise ProxyStatusError(f"{where}: HTTP {self.status} {detail}".rstrip(), status=self.status,
+                                   body=self.body_text or "")
+        if self.in_band_error:
+            status = int(env.status) if env is not None and str(env.status).isdigit() else self.status or 200
+            raise ProxyStatusError(f"{where}: error inside the {self.status} stream: {detail}".rstrip(),
+                                   status=status, body=env.model_dump_json() if env is not None else "")
+        if failure is not None or self.protocol_errors:
+            problem = failure.message if failure is not None else self.protocol_errors[0]
+            raise ProtocolViolation(f"{where}: {problem}")
+        return self
 
     # rich display (a cell can end with the exchange itself); allow-listed fields, secrets masked
     def _repr_html_(self) -> str:

@@ -39,7 +39,7 @@ def record_verdict(summary: Mapping[str, Any]) -> None:
             metadata={VERDICT_MIME: dict(summary)})
     if summary["verdict"] != "passed":
         first = (summary.get("errors") or [summary["reason"]])[0]
-        raise NotebookFailed(f"{summary['job']} {summary['verdict']}: {first}")
+        raise NotebookFailed(f"{summary['job']} {summary['verdict']}: {first}", notebook=str(summary["job"]))
 
 
 # --------------------------------------------------------------------------- the three jobs

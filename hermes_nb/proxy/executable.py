@@ -76,12 +76,10 @@ def wait_until_answers(proc: subprocess.Popen[Any], endpoint: str, ready: Callab
     """
     import time
 
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
     from hermes_nb.wire.client import HermesClient
 
     deadline = time.monotonic() + deadline_s
-    config = HermesProxyRuntimeConfig(endpoint=endpoint, model="rig-readiness")
-    with HermesClient(config, connect_timeout_s=1.0) as client:
+    with HermesClient(endpoint, connect_timeout_s=1.0) as client:
         while True:
             if proc.poll() is not None:
                 return False

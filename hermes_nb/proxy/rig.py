@@ -219,7 +219,7 @@ def _wait_ready(proc: subprocess.Popen[Any], base_url: str, *, deadline_s: float
     """Poll ``GET /health`` until 200 JSON; False when the child exited first. Raises RigError on deadline."""
 
     def healthy(client: Any) -> bool:
-        answer = client.request("GET", "/health", root=True, auth=False, deadline_s=1.0)
+        answer = client.health(deadline_s=1.0)
         return answer.status == 200 and isinstance(answer.json_body, dict) and "status" in answer.json_body
 
     return wait_until_answers(proc, f"{base_url}/v1", healthy, deadline_s=deadline_s,

@@ -24,25 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.digests import sha256_file
-from hermes_nb.core.errors import ArtifactError, HermesError, UsageError
+from hermes_nb.core.errors import ArtifactError, HermesError, PromotionRefused, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH
 from hermes_nb.core.manifest import load_manifest, save_manifest
 from hermes_nb.receipts.index import load_index
 from hermes_nb.receipts.verify import verify_receipt
 from hermes_nb.receipts.write import SIDECAR_SUFFIX, receipt_digest
 
-__all__ = ["PromotionRefused", "Promotion", "check_receipt", "promote", "RECORDS_HEADING"]
+__all__ = ["Promotion", "check_receipt", "promote", "RECORDS_HEADING"]
 
 RECORDS_HEADING = "## Promotion records"
-
-
-class PromotionRefused(HermesError):
-    """The receipt does not justify a promotion (exit 1); ``reasons`` lists why."""
-
-    def __init__(self, reasons: list[str]) -> None:
-        self.problems = [f"promotion refused: {r}" for r in reasons]
-        self.reasons = reasons
-        super().__init__(self.problems[0] if len(reasons) == 1 else f"promotion refused: {'; '.join(reasons)}")
 
 
 @dataclass
