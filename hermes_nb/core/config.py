@@ -16,7 +16,6 @@ from typing import Any, Literal
 import httpx
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     SecretStr,
@@ -27,7 +26,8 @@ from pydantic import (
 
 from hermes_nb.core.errors import ConfigError, UnknownKeyError
 from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_TIMEOUT_MS
-from hermes_nb.core.redaction import redact_headers
+from hermes_nb.core.model import StrictModel
+from hermes_nb.core.redaction import SENSITIVE_HEADERS, redact_headers
 
 __all__ = [
     "PROVIDERS",
@@ -79,12 +79,7 @@ def endpoint_of(value: str, *, where: str = "endpoint") -> str:
         raise ConfigError(f"{where}: {exc}") from None
 
 
-class _Strict(BaseModel):
-    # hide_input_in_errors: a rejected extra_headers/auth_token value must not be echoed in a ValidationError
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False, hide_input_in_errors=True)
-
-
-class HermesProxyRuntimeConfig(_Strict):
+class HermesProxyRuntimeConfig(StrictModel):
     """``runtime_config`` for the hermes-proxy adapter (strict)."""
 
     endpoint: str = Field(
@@ -183,7 +178,7 @@ class HermesProxyRuntimeConfig(_Strict):
         """Every secret value this config holds (for redaction)."""
         found = [self.auth_token.get_secret_value()]
         for key, val in self.extra_headers.items():
-            if key in ("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"):
+            if key in SENSITIVE_HEADERS:
                 found.append(val)
                 if " " in val:
                     found.append(val.split(" ", 1)[1])

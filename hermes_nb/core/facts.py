@@ -15,7 +15,8 @@ __all__ = [
     "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_BLOCKED", "EXIT_INTERRUPTED", "STATUS_EXIT", "exit_code_for",
     "worst_verdict", "VERDICTS", "RUNTIME", "ERROR_PREFIX", "DEFAULT_ENDPOINT", "DEFAULT_MODEL",
     "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "CONNECT_TIMEOUT_S", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
-    "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
+    "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE",
+    "HARNESS_DIR", "MISSIONS_RELPATH", "WORKFLOWS_RELPATH", "AUDIT_RELPATH", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
     "RECEIPTS_RELPATH", "manifest_path", "START_HINT", "LOGGED_OUT_HINT", "SENTINEL_TAG", "RUN_ARTIFACTS",
 ]
 
@@ -96,8 +97,13 @@ def env_secrets(environ: Mapping[str, str]) -> list[str]:
 #: the three notebook jobs, in the order the smoke reports them
 NOTEBOOKS = ("wire_format_spike", "adapter_check", "e2e_smoke")
 WIRE_SPIKE, ADAPTER_CHECK, E2E_SMOKE = NOTEBOOKS
-#: the adapter manifest, relative to a project root (UH's place for it)
-MANIFEST_RELPATH = Path(".harness") / "adapters" / "hermes-proxy.yaml"
+#: UH's directory in a project root, and what hermes_nb reads and writes in it (relative to the root)
+HARNESS_DIR = ".harness"
+MISSIONS_RELPATH = Path(HARNESS_DIR) / "missions"
+WORKFLOWS_RELPATH = Path(HARNESS_DIR) / "workflows"
+AUDIT_RELPATH = Path(HARNESS_DIR) / "audit"
+#: the adapter manifest (UH's place for it)
+MANIFEST_RELPATH = Path(HARNESS_DIR) / "adapters" / "hermes-proxy.yaml"
 
 
 #: where ``hermes-nb promote`` appends its records (relative to the project root)

@@ -11,7 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from hermes_nb.core.model import StrictModel
 
 __all__ = [
     "DELTA_MARKS",
@@ -20,6 +22,8 @@ __all__ = [
     "RequestRecord",
     "TransportFailure",
     "TransportKind",
+    "NO_CONNECTION",
+    "TIMED_OUT",
     "Timings",
     "Exchange",
     "Outcome",
@@ -44,11 +48,7 @@ TransportKind = Literal[
 ]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ErrorEnvelope(_Record):
+class ErrorEnvelope(StrictModel):
     """``{"error": {message, type, code}}`` or the flat ``{message, status}`` shape."""
 
     message: str | None = None
@@ -63,8 +63,13 @@ class ErrorEnvelope(_Record):
     def code_str(self) -> str | None:
         return None if self.code is None else str(self.code)
 
+    @property
+    def codes(self) -> frozenset[str]:
+        """``type`` and ``code``, stripped and lower-cased (blank ones left out): THE form every classifier compares."""
+        return frozenset(text for v in (self.type, self.code) if v is not None and (text := str(v).strip().lower()))
 
-class SSEEventRecord(_Record):
+
+class SSEEventRecord(StrictModel):
     """One dispatched SSE event as received."""
 
     event: str = "message"
@@ -75,7 +80,7 @@ class SSEEventRecord(_Record):
     t: float = 0.0
 
 
-class RequestRecord(_Record):
+class RequestRecord(StrictModel):
     method: str
     url: str
     #: lower-cased names; ``authorization`` is redacted (``Bearer <redacted>``)
@@ -84,7 +89,7 @@ class RequestRecord(_Record):
     body: Any = None
 
 
-class TransportFailure(_Record):
+class TransportFailure(StrictModel):
     kind: TransportKind
     #: ``connect`` (no response), ``headers`` (connected, no status yet) or ``body`` (mid-stream)
     phase: Literal["connect", "headers", "body"]
@@ -93,15 +98,15 @@ class TransportFailure(_Record):
 
 
 #: the transport failures that mean "no proxy there", and those that mean "it took too long"
-_NO_CONNECTION = frozenset({"connect_refused", "dns", "connect_error"})
-_TIMED_OUT = frozenset({"connect_timeout", "read_timeout", "deadline"})
+NO_CONNECTION: frozenset[str] = frozenset({"connect_refused", "dns", "connect_error"})
+TIMED_OUT: frozenset[str] = frozenset({"connect_timeout", "read_timeout", "deadline"})
 
 
 #: how many delta arrival times an Exchange keeps (its timeline picture needs no more)
 DELTA_MARKS = 1000
 
 
-class Timings(_Record):
+class Timings(StrictModel):
     started_at: datetime
     #: seconds from send to response headers
     headers_s: float | None = None
@@ -113,7 +118,7 @@ class Timings(_Record):
     delta_s: list[float] = Field(default_factory=list)
 
 
-class Exchange(_Record):
+class Exchange(StrictModel):
     """One HTTP exchange with the proxy, success or not. Never raises; records."""
 
     request: RequestRecord
@@ -169,9 +174,9 @@ class Exchange(_Record):
         failure = self.transport_error
         env = self.envelope
         detail = (env.message or env.type or env.code_str or "") if env is not None else (self.body_text or "")[:200]
-        if failure is not None and failure.kind in _NO_CONNECTION:
+        if failure is not None and failure.kind in NO_CONNECTION:
             raise ProxyUnreachable(f"{where}: {failure.message}")
-        if failure is not None and failure.kind in _TIMED_OUT:
+        if failure is not None and failure.kind in TIMED_OUT:
             raise ProxyTimeout(f"{where}: {failure.message}")
         if self.status is not None and not self.ok_status:
             raise ProxyStatusError(f"{where}: HTTP {self.status} {detail}".rstrip(), status=self.status,
@@ -200,7 +205,7 @@ class Exchange(_Record):
         p.text(self._repr_text_())
 
 
-class Outcome(_Record):
+class Outcome(StrictModel):
     """The classification of one exchange."""
 
     status: Status

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from hermes_nb.core.endpoint_safety import is_loopback_host
 from hermes_nb.core.errors import ProxyTimeout, ProxyUnreachable
+from hermes_nb.core.handles import EndpointHandle
 
 from .app import RecordedRequest, create_app
 
@@ -76,7 +77,7 @@ class _ServerThread(threading.Thread):
         self.join(_STOP_TIMEOUT_S)
 
 
-class EmulatorHandle(str):
+class EmulatorHandle(EndpointHandle):
     """A running emulator. The string value is the endpoint (``http://127.0.0.1:<port>/v1``).
 
     ``with serve() as emu:`` (or ``emu = serve(); …; emu.close()``):
@@ -91,13 +92,6 @@ class EmulatorHandle(str):
     profile: str
     scenario: str
     seed: int
-
-    def __new__(cls, endpoint: str, **attrs: Any) -> EmulatorHandle:
-        obj = super().__new__(cls, endpoint)
-        obj.endpoint = endpoint
-        for key, value in attrs.items():
-            object.__setattr__(obj, key, value)
-        return obj
 
     def __repr__(self) -> str:
         return f"EmulatorHandle({self.endpoint!r}, profile={self.profile!r}, scenario={self.scenario!r})"

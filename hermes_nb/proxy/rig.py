@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.core.handles import EndpointHandle
 from hermes_nb.core.facts import LOGGED_OUT_HINT
 from hermes_nb.core.redaction import Redactor, auth_store_secrets
 from hermes_nb.proxy.executable import (
@@ -154,7 +155,7 @@ def _refusing_port(stack: ExitStack) -> int:
     return int(sock.getsockname()[1])
 
 
-class RigHandle(str):
+class RigHandle(EndpointHandle):
     """A running real proxy. The string value is the endpoint (``http://127.0.0.1:<port>/v1``).
 
     So ``with real_proxy("live") as endpoint:`` works wherever an endpoint string does.
@@ -171,18 +172,9 @@ class RigHandle(str):
     process: subprocess.Popen[Any]
     redactor: Redactor
     #: what answers behind the proxy in the live state: an emulator handle or a :class:`CommandUpstream`
-    upstream: Any
+    upstream: Any = None
     #: ``emulator`` | ``minimal`` | ``command`` (None outside the live state)
-    upstream_kind: str | None
-
-    def __new__(cls, endpoint: str, **fields: Any) -> RigHandle:
-        obj = super().__new__(cls, endpoint)
-        obj.endpoint = endpoint
-        obj.upstream = None
-        obj.upstream_kind = None
-        for key, value in fields.items():
-            setattr(obj, key, value)
-        return obj
+    upstream_kind: str | None = None
 
     def __repr__(self) -> str:
         return (f"RigHandle(endpoint={self.endpoint!r}, state={self.state!r}, "
