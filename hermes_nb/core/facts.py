@@ -15,7 +15,7 @@ __all__ = [
     "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_BLOCKED", "EXIT_INTERRUPTED", "STATUS_EXIT", "exit_code_for",
     "worst_verdict", "VERDICTS", "RUNTIME", "ERROR_PREFIX", "DEFAULT_ENDPOINT", "DEFAULT_MODEL",
     "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "CONNECT_TIMEOUT_S", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
-    "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE",
+    "ENV_PROVIDER", "ENV_HERMES_BIN", "ENV_CONFIG", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE",
     "HARNESS_DIR", "MISSIONS_RELPATH", "WORKFLOWS_RELPATH", "AUDIT_RELPATH", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
     "RECEIPTS_RELPATH", "manifest_path", "START_HINT", "LOGGED_OUT_HINT", "SENTINEL_TAG", "RUN_ARTIFACTS",
 ]
@@ -84,6 +84,9 @@ ENV_MODEL = ENV_PREFIX + "MODEL"
 ENV_AUTH_TOKEN = ENV_PREFIX + "AUTH_TOKEN"
 ENV_PROVIDER = ENV_PREFIX + "PROVIDER"
 ENV_HERMES_BIN = ENV_PREFIX + "HERMES_BIN"
+#: the runtime_config keys the environment sets, each with its variable (the resolver's env layer)
+ENV_CONFIG: Mapping[str, str] = {"endpoint": ENV_ENDPOINT, "model": ENV_MODEL, "auth_token": ENV_AUTH_TOKEN,
+                                 "provider": ENV_PROVIDER}
 
 
 def env_secrets(environ: Mapping[str, str]) -> list[str]:

@@ -3,7 +3,7 @@
 No IO and no logic beyond small derived properties. Every record dumps to
 JSON-safe data with :meth:`pydantic.BaseModel.model_dump` (``mode="json"``)
 and never holds a secret: request headers are redacted when the record is
-built (see :func:`hermes_nb.redact.redact_headers`).
+built (see :func:`hermes_nb.core.redaction.redact_headers`).
 """
 
 from __future__ import annotations

@@ -215,10 +215,6 @@ class Mission(StrictModel):
         return cls(schema_version=MISSION_SCHEMA, id=ADHOC_ID, title="Ad-hoc prompt", objective=prompt)
 
     @property
-    def is_adhoc(self) -> bool:
-        return self.id == ADHOC_ID and self.source_path is None
-
-    @property
     def display_name(self) -> str:
         return self.name or self.title or self.id
 

@@ -5,7 +5,7 @@ timeout it marks every cell completed (``exception: null``), and
 ``sys.exit(0)`` in a cell looks like a failure. :func:`decide_verdict`
 decides from *our* record — the exception the execution raised (if any) and
 the summary the notebook's verdict cell displayed
-(:data:`hermes_nb.nbkit.VERDICT_MIME`). A notebook that never reached its
+(:data:`hermes_nb.receipts.verdict.VERDICT_MIME`). A notebook that never reached its
 verdict cell has failed.
 
 Papermill writes the executed notebook through an in-memory I/O handler

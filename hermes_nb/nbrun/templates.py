@@ -22,7 +22,7 @@ import nbformat
 
 from hermes_nb.core.facts import ADAPTER_CHECK, DEFAULT_MODEL, E2E_SMOKE, NOTEBOOKS, WIRE_SPIKE
 
-__all__ = ["KERNELSPEC", "Param", "build", "build_all", "write_templates"]
+__all__ = ["KERNELSPEC", "Param", "build", "build_all"]
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
@@ -206,13 +206,3 @@ def build(name: str) -> nbformat.NotebookNode:
 def build_all() -> dict[str, nbformat.NotebookNode]:
     return {name: build(name) for name in NOTEBOOKS}
 
-
-def write_templates(directory: Path) -> list[Path]:
-    """Write the unexecuted notebooks (no outputs) into ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, nb in build_all().items():
-        path = directory / f"{name}.ipynb"
-        nbformat.write(nb, str(path))
-        paths.append(path)
-    return paths

@@ -1,6 +1,6 @@
 """The probe's report: its records, and the pure reading of one exchange per route.
 
-:mod:`hermes_nb.probe` sends the requests; this module says what the answers
+:mod:`hermes_nb.proxy.probe` sends the requests; this module says what the answers
 mean (``route_outcome``: forwarded, path_not_allowed, not_found, …) and derives
 the report-level facts (auth state, bearer requirement, stream-failure shape,
 warnings). No IO. The outcome vocabulary is documented in docs/wire-contract.md.

@@ -18,13 +18,13 @@ written. Three auth states:
     started from a command line), so the real proxy forwards real requests to it.
 ``logged-out``
     no ``auth.json``: ``hermes proxy start`` exits 2 with "Not logged into Nous
-    Portal…" and :func:`real_proxy` raises :class:`~hermes_nb.errors.RigError`.
+    Portal…" and :func:`real_proxy` raises :class:`~hermes_nb.core.errors.RigError`.
 
 Readiness is a poll of ``GET /health`` under a deadline (the child's early
 exit is detected on every round); the proxy and the upstream are stopped on
 exit, errors included. The child's output goes to ``proxy.log`` in the temp
 directory; anything we show from it passes through the rig's
-:class:`~hermes_nb.redact.Redactor` (it knows every auth-store secret).
+:class:`~hermes_nb.core.redaction.Redactor` (it knows every auth-store secret).
 """
 
 from __future__ import annotations
@@ -63,7 +63,6 @@ from hermes_nb.proxy.upstreams import UPSTREAMS, CommandUpstream, start_upstream
 
 __all__ = [
     "STATES",
-    "RigState",
     "RigHandle",
     "ENV_HERMES_BIN",
     "INSTALL_HINT",
@@ -81,7 +80,6 @@ __all__ = [
     "real_proxy",
 ]
 
-RigState = Literal["stale", "live", "logged-out"]
 STATES: tuple[str, ...] = ("stale", "live", "logged-out")
 INVOKE_SCOPE = "inference:invoke"
 

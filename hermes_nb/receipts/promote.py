@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,6 @@ class Promotion:
     endpoint: str | None
     promoted_at: str
     record: str
-    receipt_meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"promoted": True, "manifest": str(self.manifest), "runbook": str(self.runbook),
@@ -144,4 +143,4 @@ def promote(receipt: Path, *, manifest: Path = MANIFEST_RELPATH, runbook: Path =
         raise
     os.replace(tmp, runbook)
     return Promotion(manifest, runbook, Path(receipt), digest, meta.get("model"), meta.get("endpoint"), stamp,
-                     record, meta)
+                     record)

@@ -1,4 +1,4 @@
-"""Classify one :class:`~hermes_nb.records.Exchange` as passed, failed or blocked.
+"""Classify one :class:`~hermes_nb.core.records.Exchange` as passed, failed or blocked.
 
 Pure. The table (issue 2; seed §8 wins over UH where they differ), first match wins:
 
