@@ -31,7 +31,7 @@ from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Unicode
 
-from hermes_nb.nbrun.zygote import ForkedProcess, ForkError, fork_kernel
+from hermes_nb.nbrun.zygote import ForkedProcess, fork_kernel
 
 __all__ = ["PROVISIONER_NAME", "ForkProvisioner", "kernel_args"]
 
@@ -64,7 +64,7 @@ class ForkProvisioner(LocalProvisioner):
         try:
             proc = await asyncio.to_thread(fork_kernel, self.server, args, env, cwd,
                                            stdout=kwargs.get("stdout"), stderr=kwargs.get("stderr"))
-        except ForkError as exc:
+        except OSError as exc:  # gone, refused or too slow
             self.log.debug("kernel fork server: %s; launching the normal way", exc)
             return await super().launch_kernel(cmd, **kwargs)
         self.forked = True

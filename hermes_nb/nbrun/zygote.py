@@ -47,17 +47,13 @@ from typing import IO, Any
 
 from hermes_nb.nbrun import zygote_server
 
-__all__ = ["FORK_ENV", "ForkServer", "ForkedProcess", "ForkError", "adopt", "fork_kernel", "fork_supported",
-           "fork_wanted", "prestart"]
+__all__ = ["FORK_ENV", "ForkServer", "ForkedProcess", "adopt", "fork_kernel", "fork_supported", "fork_wanted",
+           "prestart"]
 
 #: opt-in: ``HERMES_NB_KERNEL_FORK=1`` forks the smoke's kernels from the fork server
 FORK_ENV = "HERMES_NB_KERNEL_FORK"
 _ON = ("1", "true", "yes", "on")
 _SOCKET = "fork.sock"
-
-
-class ForkError(RuntimeError):
-    """The fork server cannot fork this kernel (gone, refused, or too slow): launch it the normal way."""
 
 
 def fork_supported() -> bool:
@@ -248,8 +244,8 @@ def fork_kernel(address: str, args: list[str], env: dict[str, str], cwd: str, *,
     """Ask the fork server at ``address`` for a kernel running ``ipykernel_launcher *args`` in ``cwd`` with ``env``.
 
     ``stdout``/``stderr`` (a file or a descriptor, as ``Popen`` takes them) go to the kernel; by default it
-    writes where the fork server does (the runner's own streams). Raises :class:`ForkError` when the server
-    is gone, refuses or does not answer within ``timeout``.
+    writes where the fork server does (the runner's own streams). Raises ``OSError`` when the server is
+    gone, refuses or does not answer within ``timeout`` (the caller then launches the kernel the normal way).
     """
     names, fds = [], []
     for name, stream in (("stdout", stdout), ("stderr", stderr)):
@@ -267,12 +263,12 @@ def fork_kernel(address: str, args: list[str], env: dict[str, str], cwd: str, *,
         conn.settimeout(None)
     except (OSError, ValueError) as exc:
         conn.close()
-        raise ForkError(f"the kernel fork server did not answer ({exc})") from None
+        raise OSError(f"the kernel fork server did not answer ({exc})") from None
     if "pid" not in reply:
         conn.close()
         for fd in got:
             os.close(fd)
-        raise ForkError(str(reply.get("error") or "the kernel fork server refused"))
+        raise OSError(str(reply.get("error") or "the kernel fork server refused"))
     return ForkedProcess(int(reply["pid"]), conn, got[0] if got else None, rest)
 
 
