@@ -103,3 +103,12 @@ def test_papermill_as_papermill_a_cell_error_keeps_its_executed_notebook_with_pa
     printed = next(c for c in run.nb.cells if c.source == "print(x * 2)")
     assert [o.get("text") for o in printed.outputs] == ["4\n"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.ipynb"]  # nothing written next to it
+
+
+def test_the_pools_managers_make_ready_clients(tmp_path: Path) -> None:
+    """nbclient makes its client from the manager: ours, whose handshake uses the public client API only."""
+    from hermes_nb.nbrun.kernel_client import ReadyClient
+
+    with KernelPool() as pool:
+        km = pool.manager_class()(kernel_name="hermes-nb-python")
+        assert km.client_factory is ReadyClient and isinstance(km.client(), ReadyClient)

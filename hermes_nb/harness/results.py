@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.facts import RUN_ARTIFACTS
 from hermes_nb.core.records import Exchange, Outcome
-from hermes_nb.harness.plan import RunPlan
+
+if TYPE_CHECKING:  # an annotation only: the kit's verdict cells import this module without the harness's models
+    from hermes_nb.harness.plan import RunPlan
 
 __all__ = ["RunResult", "DryRunResult", "RUN_ARTIFACTS", "artifact_digests"]
 
