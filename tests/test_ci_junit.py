@@ -81,7 +81,7 @@ def test_junit_is_valid_against_the_jenkins_schema_and_junitparser_reads_it(fixt
     [skip] = cases["locked"].result
     assert isinstance(skip, Skipped) and "run `hermes auth status nous`" in skip.message
     [fail] = cases["drifted"].result
-    assert isinstance(fail, Failure) and fail.type == "cell_error" and "drift" in fail.message
+    assert isinstance(fail, Failure) and fail.type == "drift" and "drift" in fail.message
     assert "routes[GET /].status: 404 → 200" in fail.text
     props = {p.name: p.value for p in suite.properties()}
     assert props["run_id"] == result.run_id and props["verdict"] == "failed" and props["exit_code"] == "1"
