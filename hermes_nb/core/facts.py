@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
     "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
     "RECEIPTS_RELPATH", "manifest_path", "START_HINT", "LOGGED_OUT_HINT", "SENTINEL_TAG", "RUN_ARTIFACTS",
+    "PROXY_MAX_REQUEST_BYTES", "MAX_PROMPT_BYTES", "PROMPT_FILE",
 ]
 
 # --------------------------------------------------------------------------- exit codes
@@ -74,6 +75,13 @@ DEFAULT_AUTH_TOKEN = "hermes-proxy"
 DEFAULT_TIMEOUT_MS = 300_000
 #: the fence tag of the final-message block (uh-contract §4)
 SENTINEL_TAG = "uh-runtime-final-message"
+#: the real proxy's request body cap (hermes_cli/proxy/server.py ``MAX_REQUEST_BYTES``; 413 above it)
+PROXY_MAX_REQUEST_BYTES = 10_000_000
+#: the default cap on prompt input (``--prompt-file``, ``--prompt -``): just above the proxy's body cap, so
+#: no prompt the proxy could accept is refused and nothing near the size of ``/dev/zero`` is ever read
+MAX_PROMPT_BYTES = 10 * 1024 * 1024
+#: the one file of a run that holds the prompt; every other record refers to it by digest and size
+PROMPT_FILE = "prompt.md"
 #: the run artifacts whose digests a receipt and a run's display carry and which a receipt keeps copies of
 #: (uh-contract §3, plus the prompt, the event log and the request sent: method, URL, headers masked, body)
 RUN_ARTIFACTS = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",

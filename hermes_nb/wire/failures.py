@@ -82,13 +82,24 @@ def transport_failure(exc: httpx.RequestError, *, phase: str, deadline_hit: bool
     return TransportFailure(kind=kind, phase=phase, message=message, exception=name)  # type: ignore[arg-type]
 
 
-def request_record(request: httpx.Request, redact: Redactor) -> RequestRecord:
-    """What was sent: method, URL (user info dropped), headers (sensitive ones masked), body (redacted)."""
-    body: Any = None
-    try:
-        content = request.content
-    except httpx.RequestNotRead:  # a streaming request body: not ours to read
-        content = b""
+#: ``request_record(..., body=NOT_GIVEN)``: read the body back from the request's bytes
+NOT_GIVEN: Any = object()
+
+
+def request_record(request: httpx.Request, redact: Redactor, body: Any = NOT_GIVEN) -> RequestRecord:
+    """What was sent: method, URL (user info dropped), headers (sensitive ones masked), body (redacted).
+
+    ``body``: the object the request's JSON was encoded from, when the caller has it (the client does): used as
+    it is instead of parsing the bytes again (a 10 MB prompt is not copied twice more)."""
+    content = b""
+    if body is NOT_GIVEN:
+        body = None
+        try:
+            content = request.content
+        except httpx.RequestNotRead:  # a streaming request body: not ours to read
+            content = b""
+    elif body is not None:
+        body = redact.data(body)
     if content:
         try:
             body = redact.data(loads_exact(content.decode("utf-8")))
