@@ -101,10 +101,17 @@ class RigError(HermesError):
 
 
 class NotebookFailed(HermesError):
+    """A notebook job ended other than passed (its verdict cell raises it, so papermill stops and reports it)."""
+
     def __init__(self, message: str, *, cell: int | None = None, ename: str | None = None) -> None:
         self.cell = cell
         self.ename = ename
         super().__init__(message)
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook for how an exception shows in a cell: one line, no traceback (the verdict card above it
+        holds the reason and the operator action; a blocked notebook is an expected outcome, not a crash)."""
+        return [f"{type(self).__name__}: {self}"]
 
 
 class SecretLeak(HermesError):

@@ -27,6 +27,7 @@ from hermes_nb.core.clock import iso_now, new_run_id
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import EXIT_BLOCKED, exit_code_for, exit_code_for_signal
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.receipts.verdict import operator_action, proxy_state
 
 __all__ = ["BLOCKED_EXIT_CHOICES", "CI_REPORT_SCHEMA", "STATUS_WORDS", "CiContext", "ci_context", "ci_report",
            "smoke_exit_code", "operator_action", "write_ci_outputs", "not_started_report", "check_output_paths",
@@ -51,15 +52,6 @@ def smoke_exit_code(verdict: str, blocked_exit: int = EXIT_BLOCKED, cancelled_by
     if cancelled_by:
         return exit_code_for_signal(signal.Signals[cancelled_by].value)
     return blocked_exit if verdict == "blocked" else exit_code_for(verdict)
-
-
-def operator_action(summary: dict[str, Any] | None, reason: str, errors: list[str]) -> str:
-    """What an operator does about a blocked notebook: the check's hint, else the first error, else the reason."""
-    details = (summary or {}).get("details") or {}
-    hint = details.get("hint") if isinstance(details, dict) else None
-    if hint:
-        return str(hint)
-    return str(errors[0]) if errors else reason
 
 
 @dataclass(frozen=True)
@@ -139,6 +131,7 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
         })
     target = result.target
     cancelled_by = getattr(result, "cancelled_by", None)
+    states = {proxy_state(run.summary) for run in result.runs}
     started = [n["started_at"] for n in notebooks if n["started_at"]]
     report = {
         **_base(ctx, blocked_exit=blocked_exit),
@@ -148,6 +141,8 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
         "run_id": result.run_id,
         "started_at": min(started) if started else iso_now(),
         "target_kind": target.kind,
+        # the state the notebooks saw the proxy in: a stale proxy behind a "live" endpoint is not live
+        "proxy_state": next((s for s in ("stale", "unreachable", "live") if s in states), None),
         "endpoint": target.endpoint,
         "hermes_version": target.hermes_version,
         "target_evidence": target.evidence,

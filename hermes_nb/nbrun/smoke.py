@@ -150,6 +150,10 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
                 nb = run.nb if run.nb is not None else _empty_notebook(run.template)
                 if "papermill" in nb.metadata:
                     nb.metadata["papermill"]["exception"] = run.verdict != "passed"
+                if run.verdict == "blocked":  # expected, with an operator action: no red "Exception" banner
+                    from papermill.execute import remove_error_markers
+
+                    nb = remove_error_markers(nb)
                 try:
                     files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, renderer=renderer,
                                           artifacts=artifacts)

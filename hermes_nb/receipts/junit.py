@@ -74,8 +74,8 @@ def _suite(parent: ET.Element, report: Mapping[str, Any], name: str | None = Non
         "id": xml_safe(report.get("run_id") or "not-started"),
     })
     props = ET.SubElement(suite, "properties")
-    for prop in ("run_id", "target_kind", "endpoint", "hermes_version", "verdict", "exit_code", "blocked_exit",
-                 "cancelled_by", "ci_run_url"):
+    for prop in ("run_id", "target_kind", "proxy_state", "endpoint", "hermes_version", "verdict", "exit_code",
+                 "blocked_exit", "cancelled_by", "ci_run_url"):
         if report.get(prop) is not None:
             ET.SubElement(props, "property", {"name": prop, "value": xml_safe(report[prop])})
     for n in notebooks:

@@ -56,6 +56,7 @@ def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke
         f"## {_ICON.get(verdict, '')} {title}: {verdict} (exit {report.get('exit_code')})".replace("  ", " "),
         "",
         f"- target: **{md_cell(report.get('target_kind'))}**"
+        + (f" (proxy {md_cell(report['proxy_state'])})" if report.get("proxy_state") not in (None, "live") else "")
         + (f" at `{md_cell(report['endpoint'])}`" if report.get("endpoint") else " (embedded emulator)")
         + (f", hermes-agent {md_cell(report['hermes_version'])}" if report.get("hermes_version") else ""),
         f"- run `{md_cell(report.get('run_id'))}` in {float(report.get('duration_s') or 0):.1f} s; "
