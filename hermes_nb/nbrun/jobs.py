@@ -218,7 +218,7 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, hermes_version
                            progress=progress, confirm=False, guard=guard)
         locate = None
         if store is not None and staging is not None:
-            store.publish(staging, result.run_id)
+            store.publish(staging, result.run_id, redactor=Redactor(result.target.secrets))
             locate = functools.partial(store.locate, staging=staging)
             for r in result.runs:
                 r.receipt_path = locate(r.receipt_path) if r.receipt_path else None  # type: ignore[assignment]

@@ -59,6 +59,7 @@ def index_entry(directory: Path, files: ReceiptFiles, receipt: Mapping[str, Any]
         "duration_s": receipt.get("duration_s"),
         **{key: receipt.get(key) for key in LATER_FIELDS},
         "path": rel.as_posix(),
+        "html": files.html.relative_to(directory).as_posix() if files.html is not None else None,
         "sidecar": files.sidecar.relative_to(directory).as_posix(),
         "sidecar_sha256": files.sidecar_sha256,
         "receipt_sha256": files.receipt_sha256,
@@ -105,9 +106,9 @@ def render_readme(index: Mapping[str, Any]) -> str:
     ]
     for e in reversed(index.get("receipts", [])):
         path = str(e.get("path", ""))
-        html = path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path
+        html = e["html"] if "html" in e else (path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path)
         cells = [e.get("started_at"), e.get("run_id"), e.get("notebook"), e.get("verdict"),
                  e.get("target_kind"), e.get("model"), e.get("endpoint")]
         text = " | ".join(str(c if c is not None else "—").replace("|", "\\|") for c in cells)
-        lines.append(f"| {text} | [ipynb]({path}) · [html]({html}) |")
+        lines.append(f"| {text} | [ipynb]({path})" + (f" · [html]({html})" if html else "") + " |")
     return "\n".join(lines) + "\n"

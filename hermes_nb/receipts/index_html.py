@@ -50,9 +50,11 @@ def _runs(entries: list[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str,
 
 
 def _links(entry: Mapping[str, Any]) -> str:
+    """Links to what the receipt has: its page (none for a run with the HTML renders off), notebook, sidecar."""
     path = str(entry.get("path") or "")
-    page = path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path
-    links = [f'<a href="{_e(page)}">receipt</a>', f'<a href="{_e(path)}">ipynb</a>']
+    page = entry["html"] if "html" in entry else (path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path)
+    links = [f'<a href="{_e(page)}">receipt</a>'] if page else []
+    links.append(f'<a href="{_e(path)}">ipynb</a>')
     if entry.get("sidecar"):
         links.append(f'<a href="{_e(entry["sidecar"])}">sidecar</a>')
     return " · ".join(links)
@@ -69,12 +71,13 @@ def target_label(entries: list[Mapping[str, Any]]) -> str:
     return f"{kind} endpoint, proxy {seen}" if kind == "live" else f"{kind}, proxy {seen}"
 
 
-def render_index_html(index: Mapping[str, Any]) -> str:
-    """The page for an index (``load_index``)."""
+def render_index_html(index: Mapping[str, Any], *, chain: str = "index.json") -> str:
+    """The page for an index (``load_index``); ``chain``: where its hash chain is (shared storage: ``index.d/``,
+    one index object per run)."""
     entries = [e for e in index.get("receipts", []) if isinstance(e, Mapping)]
     parts = ['<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Smoke receipts</title>'
              f"<style>{_STYLE}</style></head><body><h1>Smoke receipts</h1>"
-             f"<p><small>{len(entries)} receipts; the chain is in <a href=\"index.json\">index.json</a>; "
+             f'<p><small>{len(entries)} receipts; the chain is in <a href="{_e(chain)}">{_e(chain)}</a>; '
              "check it with <code>hermes-nb receipts verify &lt;this dir&gt;</code>.</small></p>"]
     for run_id, runs in _runs(entries):
         overall = worst_verdict(str(e.get("verdict")) for e in runs)
