@@ -44,7 +44,8 @@ _LAZY = {
     "RunResult": "harness.results",
     # receipts, the notebook runner, the kernel-side kit
     "verify_receipts": "receipts.verify", "PromotionRefused": "receipts.promote",
-    "run_smoke": "nbrun.smoke", "SmokeTarget": "nbrun.smoke_target", "Console": "kit.console",
+    "run_smoke": "nbrun.smoke", "SmokeTarget": "nbrun.smoke_target", "smoke": "nbrun.jobs",
+    "SmokeOutcome": "nbrun.jobs", "Console": "kit.console",
     "ProbeConsole": "kit.console",
 }
 
