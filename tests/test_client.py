@@ -674,7 +674,7 @@ def test_oversized_body_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_watchdog_shuts_the_socket_down_when_the_deadline_passes() -> None:
     import time
 
-    from hermes_nb.wire.client import _Watchdog
+    from hermes_nb.wire.watchdog import Watchdog as _Watchdog
 
     left, right = socket.socketpair()
 
@@ -696,7 +696,7 @@ def test_watchdog_shuts_the_socket_down_when_the_deadline_passes() -> None:
 
 
 def test_watchdog_without_a_socket_is_inert() -> None:
-    from hermes_nb.wire.client import _Watchdog
+    from hermes_nb.wire.watchdog import Watchdog as _Watchdog
 
     watchdog = _Watchdog(httpx.Response(200), idle_deadline=0.0)
     watchdog.cancel()

@@ -96,7 +96,7 @@ def test_a_2_mb_prompt_is_held_whole_by_one_file_and_dry_run_json_is_small(tmp_p
     {"messages": [{"role": "user", "content": "a" * (2 << 20)}, {"role": "user", "content": "b"}], "x": [[], {}]},
 ])
 def test_a_big_body_is_sent_in_pieces_that_are_exactly_json_dumps(obj: dict) -> None:
-    from hermes_nb.wire.payloads import JsonPieces, dumps_body
+    from hermes_nb.wire.bodies import JsonPieces, dumps_body
 
     expected = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
     pieces = dumps_body(obj)
@@ -105,7 +105,7 @@ def test_a_big_body_is_sent_in_pieces_that_are_exactly_json_dumps(obj: dict) -> 
 
 
 def test_a_small_body_is_bytes_and_nan_is_refused_as_httpx_json_does() -> None:
-    from hermes_nb.wire.payloads import dumps_body
+    from hermes_nb.wire.bodies import dumps_body
 
     assert dumps_body({"a": "é", "b": [1.5, 2**70]}) == json.dumps(
         {"a": "é", "b": [1.5, 2**70]}, ensure_ascii=False, separators=(",", ":")).encode()

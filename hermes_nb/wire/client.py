@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -23,11 +22,11 @@ import httpx
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.records import DELTA_MARKS, Exchange, SSEEventRecord, Timings, TransportFailure
 from hermes_nb.core.redaction import Redactor, redact_headers
-from hermes_nb.wire.failures import NOT_GIVEN, request_record, transport_failure
+from hermes_nb.wire.bodies import request_body
+from hermes_nb.wire.failures import SENT_JSON, request_record, transport_failure
 from hermes_nb.wire.payloads import (
     ChatStream,
     chat_request_body,
-    dumps_body,
     envelope_from_json,
     in_band_error_of,
     media_type,
@@ -37,7 +36,6 @@ from hermes_nb.wire.payloads import (
 )
 from hermes_nb.wire.sse import SSEDecoder
 from hermes_nb.wire.watchdog import Deadlines as _Deadlines
-from hermes_nb.wire.watchdog import Watchdog as _Watchdog  # noqa: F401 - re-exported for tests
 
 __all__ = ["HermesClient", "MAX_BODY_BYTES"]
 
@@ -67,7 +65,6 @@ class HermesClient:
         self._clock = clock
         self._redactor = Redactor(config.secrets(), shapes=False)
         self._urls: dict[tuple[str, str, bool], httpx.URL] = {}
-        self._sent_json: weakref.WeakKeyDictionary[httpx.Request, Any] = weakref.WeakKeyDictionary()
         self.keep_events = True  # False: no SSE event records in the Exchange (a run logs them itself: P5)
         # no keep-alive: every request connects afresh, so the deadline watchdog is armed from the connect on
         self._http = httpx.Client(transport=transport, trust_env=False, follow_redirects=False, timeout=None,
@@ -135,13 +132,8 @@ class HermesClient:
                 self._redactor.add(auth, credential.strip())
             elif scheme.lower() not in ("bearer", "basic", "token"):
                 self._redactor.add(scheme)
-        content = None if json is None else dumps_body(json)
-        if content is not None and not isinstance(content, bytes):  # a big body, sent in pieces of known length
-            hdrs["content-length"] = str(len(content))
-        request = self._http.build_request(method, url, content=content, headers=hdrs)
-        if json is not None:  # the record is made from this object, not by parsing the bytes back (P7)
-            self._sent_json[request] = json
-        return request
+        return self._http.build_request(method, url, content=request_body(json, hdrs), headers=hdrs,
+                                        extensions={SENT_JSON: json})  # the record reads it, not the bytes (P7)
 
     # ------------------------------------------------------------------ calls
 
@@ -405,5 +397,4 @@ class _Call:
         if env is not None:  # every field: a server may echo the credential in type or code too
             f["envelope"] = type(env).model_validate(self.redact.data(env.model_dump()))
         timings = Timings(started_at=self.started_at, **self.timings)
-        sent = request_record(self.request, self.redact, self.client._sent_json.get(self.request, NOT_GIVEN))
-        return Exchange(request=sent, transport_error=self.failure, timings=timings, **f)
+        return Exchange(request=request_record(self.request, self.redact), transport_error=self.failure, timings=timings, **f)

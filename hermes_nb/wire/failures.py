@@ -19,7 +19,7 @@ from hermes_nb.core.records import RequestRecord, TransportFailure
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.wire.payloads import loads_exact
 
-__all__ = ["transport_failure", "request_record", "plain_http_hint"]
+__all__ = ["SENT_JSON", "transport_failure", "request_record", "plain_http_hint"]
 
 _DNS_MARKERS = (
     "name or service not known",
@@ -96,23 +96,21 @@ def transport_failure(exc: httpx.RequestError, *, phase: str, deadline_hit: bool
     return TransportFailure(kind=kind, phase=phase, message=message, exception=name)  # type: ignore[arg-type]
 
 
-#: ``request_record(..., body=NOT_GIVEN)``: read the body back from the request's bytes
-NOT_GIVEN: Any = object()
+#: the request extension (httpx's per-request extra information) holding the object its JSON body was encoded
+#: from: the record uses it as it is instead of parsing the bytes back (a 10 MB prompt is not copied twice more)
+SENT_JSON = "hermes_nb.json"
 
 
-def request_record(request: httpx.Request, redact: Redactor, body: Any = NOT_GIVEN) -> RequestRecord:
-    """What was sent: method, URL (user info dropped), headers (sensitive ones masked), body (redacted).
-
-    ``body``: the object the request's JSON was encoded from, when the caller has it (the client does): used as
-    it is instead of parsing the bytes again (a 10 MB prompt is not copied twice more)."""
+def request_record(request: httpx.Request, redact: Redactor) -> RequestRecord:
+    """What was sent: method, URL (user info dropped), headers (sensitive ones masked), body (redacted)."""
     content = b""
-    if body is NOT_GIVEN:
-        body = None
+    body = request.extensions.get(SENT_JSON)
+    if body is None:
         try:
             content = request.content
         except httpx.RequestNotRead:  # a streaming request body: not ours to read
             content = b""
-    elif body is not None:
+    else:
         body = redact.data(body)
     if content:
         try:
