@@ -4,7 +4,7 @@ without a second whole copy of a long prompt.
 An ordinary body is written by orjson straight to bytes (httpx builds a str, then encodes it); a body holding a
 string over :data:`BIG_STRING` characters is :class:`JsonPieces`, escaped a slice at a time as it is sent, its
 Content-Length counted up front. The client records the request from the object it encoded (the
-``hermes_nb.json`` request extension, :data:`hermes_nb.wire.failures.SENT_JSON`), never by parsing the bytes
+request extension :data:`hermes_nb.wire.failures.SENT_JSON`), never by parsing the bytes
 back. P7 in docs/performance.md measures it.
 """
 

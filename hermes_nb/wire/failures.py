@@ -1,5 +1,5 @@
-"""httpx objects to records: request errors as :class:`~hermes_nb.records.TransportFailure`, the request
-sent as :class:`~hermes_nb.records.RequestRecord` (secrets masked).
+"""httpx objects to records: request errors as :class:`~hermes_nb.core.records.TransportFailure`, the request
+sent as :class:`~hermes_nb.core.records.RequestRecord` (secrets masked).
 
 Refused vs DNS vs other connect errors are told apart from the exception's
 cause chain (errno, :class:`socket.gaierror`), with the usual message texts as a
@@ -98,7 +98,7 @@ def transport_failure(exc: httpx.RequestError, *, phase: str, deadline_hit: bool
 
 #: the request extension (httpx's per-request extra information) holding the object its JSON body was encoded
 #: from: the record uses it as it is instead of parsing the bytes back (a 10 MB prompt is not copied twice more)
-SENT_JSON = "hermes_nb.json"
+SENT_JSON = "hermes-nb-json"
 
 
 def request_record(request: httpx.Request, redact: Redactor) -> RequestRecord:
