@@ -136,3 +136,5 @@ def test_an_unwritable_github_step_summary_is_warned_about_once(tmp_path: Path, 
         f"GITHUB_STEP_SUMMARY {blocker / 'summary.md'}: not writable ({blocker} is not a directory); "
         "the summary is not appended there"]
     assert captured.err.count("GITHUB_STEP_SUMMARY") == 1 and "step_summary" not in doc
+    code = main(["smoke", "--only", "adapter_check", "--no-html", "--out", str(tmp_path / "r")])  # human mode too
+    assert code == 0 and capsys.readouterr().err.count("GITHUB_STEP_SUMMARY") == 1

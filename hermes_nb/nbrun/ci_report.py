@@ -110,7 +110,8 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
     for run in result.runs:
         summary = run.summary or {}
         details = summary.get("details") or {}
-        errors = [str(e) for e in run.errors]
+        decided = summary.get("verdict") == run.verdict  # its verdict cell decided: it raised NotebookFailed to stop
+        errors = [str(e) for e in run.errors if not (decided and str(e).startswith("NotebookFailed: "))]
         receipt = where(run.receipt_path) if run.receipt_path else None
         status = STATUS_WORDS.get(run.status, run.status.replace("_", " "))
         notebooks.append({
@@ -118,7 +119,7 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
             "verdict": run.verdict,
             "status": status,
             # what kind of failure, in a word or two: the notebook's own reason when its verdict cell decided
-            "kind": str(summary.get("reason")) if summary.get("verdict") == run.verdict else status,
+            "kind": str(summary.get("reason")) if decided else status,
             "reason": run.reason,
             "errors": errors,
             "hint": details.get("hint") if isinstance(details, dict) else None,

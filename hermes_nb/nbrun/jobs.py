@@ -167,8 +167,6 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, hermes_version
     else:
         _receipts_home(out)
     say = progress or (lambda _line: None)
-    for warning in warnings:
-        say(f"warning: {warning}")
     quiet_notebook_loggers()
 
     def finish(report: dict[str, Any], result: SmokeResult | None, error: str | None) -> SmokeOutcome:

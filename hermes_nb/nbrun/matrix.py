@@ -303,9 +303,6 @@ def matrix(versions: Sequence[str] = DEFAULT_VERSIONS, *, state: str = "live", o
     warnings: list[str] = []
     step = step_summary_path(step_summary, env, warnings)
     out_dir = writable_dir(Path(out) if out is not None else RECEIPTS_RELPATH / "matrix")
-    say = progress or (lambda _line: None)
-    for warning in warnings:
-        say(f"warning: {warning}")
     quiet_notebook_loggers()
     secrets = env_secrets(env)
     redactor = Redactor(secrets)
