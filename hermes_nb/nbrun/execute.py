@@ -101,7 +101,7 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         if not retry:
             break
     if pool.cancelled.is_set() and run.status not in ("completed", "interrupted"):
-        run.status, error = "interrupted", f"Ctrl-C while running (then: {error})"
+        run.status, error = "interrupted", f"stopped while running (then: {error})"
     run.nb = executing[0] if executing else None
     run.summary = find_verdict(run.nb) if run.nb is not None else None
     run.verdict, run.reason = decide_verdict(run.status, run.summary, error)
@@ -147,7 +147,7 @@ def _attempt(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path,
         except DeadKernelError as exc:
             run.status, error = "dead_kernel", str(exc).splitlines()[0] if str(exc) else "kernel died"
     except KeyboardInterrupt:
-        run.status, error = "interrupted", "Ctrl-C before its kernel started"
+        run.status, error = "interrupted", "stopped before its kernel started"
     except (RuntimeError, TimeoutError, OSError) as exc:
         run.status, error = "kernel_error", f"{type(exc).__name__}: {exc}"
         if kernel is not None and not executing:  # it died before it was ready: its stderr says why
