@@ -71,8 +71,9 @@ def handle(args: argparse.Namespace, out: Any) -> int:
 
         report = run_load(progress=say, **load)
         document, verdict = report.model_dump(mode="json"), report.verdict
-    for warning in report.warnings:  # also on stderr in --json mode: it spent someone's quota
-        out.info(f"warning: {warning}")
+    if out.json_mode:  # the human text carries them on stdout; with --json, stderr says them too
+        for warning in report.warnings:
+            out.info(f"warning: {warning}")
     for line in report._repr_text_().splitlines():
         out.line(line)
     if args.out:

@@ -65,7 +65,7 @@ class Sample:
     #: where ``output_tokens`` came from: ``usage`` (the stream's usage chunk) or ``deltas`` (content chunks)
     token_source: str = "deltas"
     status: int | None = None
-    error: str | None = None
+    error: ErrorClass | None = None
     retry_after_s: float | None = None
     #: a one-line description of the error (redacted by the generator)
     detail: str | None = None
@@ -158,10 +158,6 @@ class LevelResult(_Model):
     #: every request failed to connect: the endpoint is not there
     unreachable: bool = False
     overhead: Overhead = Field(default_factory=Overhead)
-
-    @property
-    def error_rate(self) -> float:
-        return self.errors.total / self.sent if self.sent else 0.0
 
 
 class AddedLatency(_Model):
