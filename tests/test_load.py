@@ -126,6 +126,20 @@ def test_added_latency_is_the_difference_of_percentiles() -> None:
     assert empty.ttft_ms == {"p50": None, "p90": None, "p99": None}
 
 
+def test_a_level_is_warned_when_the_generator_delayed_its_figures() -> None:
+    from hermes_nb.proxy.load.run import _warn_overhead
+
+    quiet, late, busy = (level_result([_sample(0, 0.1, 0.2, 4)], concurrency=c) for c in (1, 2, 3))
+    quiet.overhead.loop_lag_ms.p99, late.overhead.loop_lag_ms.p99 = 5.0, 12.0  # TTFT p50 100 ms: bound 10 ms
+    busy.overhead.cpu_share = 0.9
+    _warn_overhead([quiet, late, busy])
+    assert quiet.overhead.warning is None
+    assert "ran up to 12.0 ms late" in late.overhead.warning and "90% of a CPU" in busy.overhead.warning
+    report = LoadReport(endpoint="http://127.0.0.1:1/v1", model="m", levels=[quiet, late], warnings=["target"])
+    assert report.all_warnings() == ["target", late.overhead.warning]
+    assert f"warning: {late.overhead.warning}" in report._repr_text_()
+
+
 # --------------------------------------------------------------------------- plan: caps and loopback
 
 

@@ -133,6 +133,8 @@ class Overhead(_Model):
     cpu_share: float = 0.0
     cpu_per_request_ms: float | None = None
     loop_lag_ms: Percentiles = Field(default_factory=Percentiles)
+    #: set when the generator's own delay is a noticeable part of this level's figures
+    warning: str | None = None
 
 
 class LevelResult(_Model):
@@ -260,6 +262,7 @@ class LoadReport(_Model):
     verdict: Literal["passed", "failed", "blocked"] = "passed"
     reason: str = "measured"
     errors: list[str] = Field(default_factory=list)
+    #: about the target (a non-loopback endpoint, plain http); each level's generator warning is in its overhead
     warnings: list[str] = Field(default_factory=list)
     #: the lowest concurrency at which any request failed
     first_error_concurrency: int | None = None
@@ -269,6 +272,11 @@ class LoadReport(_Model):
     duration_s: float = 0.0
     #: the load generator: its HTTP client, Python, CPUs (its per-level cost is each level's ``overhead``)
     generator: dict[str, object] = Field(default_factory=dict)
+
+    def all_warnings(self) -> list[str]:
+        """The report's warnings, then each level's generator warning (what the text and HTML views list)."""
+        return [*self.warnings, *(lv.overhead.warning for lv in self.levels + self.direct_levels
+                                  if lv.overhead.warning)]
 
     def level(self, concurrency: int, *, target: str = "proxy") -> LevelResult | None:
         levels = self.levels if target == "proxy" else self.direct_levels

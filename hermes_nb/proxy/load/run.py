@@ -141,16 +141,15 @@ class _LoadThread(threading.Thread):
                 break
 
 
-def _overhead_warnings(levels: Sequence[LevelResult]) -> list[str]:
-    warnings = []
+def _warn_overhead(levels: Sequence[LevelResult]) -> None:
+    """Set each level's generator warning where its own delay is a noticeable part of the figures."""
     for lv in levels:
         lag, share = lv.overhead.loop_lag_ms.p99, lv.overhead.cpu_share
         bound = max(LAG_WARN_MS, LAG_WARN_SHARE_OF_TTFT * (lv.ttft_ms.p50 or 0.0))
         if (lag is not None and lag > bound) or share > CPU_WARN_SHARE:
-            warnings.append(f"{lv.target} concurrency {lv.concurrency}: the generator's own loop ran up to "
-                            f"{lag or 0:.1f} ms late (p99) at {share:.0%} of a CPU; its figures carry that much "
-                            "of the generator's own delay")
-    return warnings
+            lv.overhead.warning = (f"{lv.target} concurrency {lv.concurrency}: the generator's own loop ran up to "
+                                   f"{lag or 0:.1f} ms late (p99) at {share:.0%} of a CPU; its figures carry that "
+                                   "much of the generator's own delay")
 
 
 def run_load(endpoint: str | None = None, *, model: str | None = None,
@@ -202,6 +201,7 @@ def run_load(endpoint: str | None = None, *, model: str | None = None,
             raise worker.error
     import aiohttp
 
+    _warn_overhead(worker.levels + worker.direct_levels)
     report = LoadReport(
         endpoint=plan.endpoint, direct=plan.direct, model=plan.model,
         target_kind="emulator" if embedded else "given",
@@ -209,7 +209,7 @@ def run_load(endpoint: str | None = None, *, model: str | None = None,
         levels=worker.levels, direct_levels=worker.direct_levels,
         added=[added_latency(p, d) for p in worker.levels for d in worker.direct_levels
                if d.concurrency == p.concurrency],
-        warnings=[*plan.warnings, *_overhead_warnings(worker.levels + worker.direct_levels)],
+        warnings=list(plan.warnings),
         interrupted=interrupted, started_at=started, duration_s=round(time.perf_counter() - t0, 3),
         generator={"client": f"aiohttp {aiohttp.__version__}", "loop": "asyncio",
                    "python": platform.python_version(), "cpus": os.cpu_count()},

@@ -74,8 +74,12 @@ def _plan_line(report: LoadReport) -> str:
               else f"{s.get('requests')} requests per level" if s.get("requests") is not None
               else "4 rounds of each level (at least 8 requests)")
     rate = f" at {s.get('rate'):g} requests/s" if s.get("rate") else ""
-    return (f"{s.get('mode', 'closed loop')}{rate}; {budget}; prompt ~{s.get('prompt_tokens')} tokens; "
-            f"max_tokens {s.get('max_tokens')}; timeout {s.get('timeout_s'):g} s")
+    return (f"{s.get('mode', 'closed loop')}{rate}; {budget}; prompt ~{s.get('prompt_tokens', '?')} tokens; "
+            f"max_tokens {s.get('max_tokens', '?')}; timeout {_g(s.get('timeout_s'))} s")
+
+
+def _g(value: object) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else "?"
 
 
 def report_text(report: LoadReport) -> str:
@@ -90,7 +94,7 @@ def report_text(report: LoadReport) -> str:
     if report.first_error_concurrency is not None:
         lines.append(f"first errors at concurrency {report.first_error_concurrency}")
     lines += [f"error: {e}" for e in report.errors]
-    lines += [f"warning: {w}" for w in report.warnings]
+    lines += [f"warning: {w}" for w in report.all_warnings()]
     return _SHAPES.text("\n".join(lines))
 
 
@@ -108,7 +112,7 @@ def report_html(report: LoadReport, *, plots: bool = True) -> str:
         after = ", ".join(f"{v:g} s" for v in report.rate_limited.retry_after_s) or "none given"
         pairs.append(("rate limited", f"{report.rate_limited.count} × 429 at concurrency "
                                       f"{report.rate_limited.concurrency}, Retry-After {after}; ramp stopped"))
-    pairs += [("error", e) for e in report.errors] + [("warning", w) for w in report.warnings]
+    pairs += [("error", e) for e in report.errors] + [("warning", w) for w in report.all_warnings()]
     parts = [kv_html(pairs, badges=("verdict",)), "<h4>proxy</h4>", table_html(level_rows(report.levels), _COLUMNS)]
     if report.direct_levels:
         parts += [f"<h4>upstream (direct): {esc(report.direct)}</h4>",
