@@ -382,6 +382,13 @@ def test_cli_json_is_the_report_with_its_exit_code(hermes_emulator_factory, caps
     assert main(["load", "--endpoint", emu.endpoint, "--concurrency", "1", "--requests", "2"]) == 0
     out = capsys.readouterr().out
     assert "TTFT ms p50/p90/p99" in out and "passed (measured)" in out
+    # the runtime config every command resolves: overrides (and a manifest's) reach each request
+    emu.clear()
+    assert main(["load", "--endpoint", emu.endpoint, "--concurrency", "1", "--requests", "2", "--model", "m-load",
+                 "--runtime-config-overrides", '{"extra_headers": {"x-team": "ops"}}', "--json"]) == 0
+    capsys.readouterr()
+    chats = [r for r in emu.requests if r.path.endswith("/chat/completions")]
+    assert len(chats) == 2 and all(r.headers.get("x-team") == "ops" and r.json["model"] == "m-load" for r in chats)
 
 
 def test_cli_refuses_a_non_loopback_endpoint_and_sends_nothing(monkeypatch, capsys) -> None:

@@ -34,7 +34,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def test_the_receipt_shows_the_report_and_its_pictures(hermes_emulator_factory, tmp_path: Path) -> None:
     emu = hermes_emulator_factory(scenario="paced", **FAST)
-    run = load_with_receipt(out=tmp_path, endpoint=emu.endpoint, concurrency="1,2", requests=4)
+    run = load_with_receipt(emu.endpoint, out=tmp_path, concurrency="1,2", requests=4)
     doc = run.to_dict()
     assert run.report.verdict == "passed" and doc["receipt"]["verdict"] == "passed"
     receipt = Path(doc["receipt"]["path"])
@@ -110,7 +110,7 @@ def test_the_receipt_html_shows_the_plots_in_a_browser(hermes_emulator_factory, 
 
     emu = hermes_emulator_factory(scenario="concurrency-limited", max_concurrent=2, first_delta_s=0.1,
                                   token_interval_s=0.001)
-    run = load_with_receipt(out=tmp_path / "receipts", endpoint=emu.endpoint, concurrency="1,2,8", requests=4)
+    run = load_with_receipt(emu.endpoint, out=tmp_path / "receipts", concurrency="1,2,8", requests=4)
     assert run.report.rate_limited is not None
     html = Path(run.to_dict()["receipt"]["path"]).with_suffix(".html")
     seen = _drive({"mode": "load_receipt", "receipt": str(html), "screenshot": str(tmp_path / "load.png")}, tmp_path)

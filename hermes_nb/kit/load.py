@@ -29,13 +29,14 @@ def measure_load(target: Target, config: HermesProxyRuntimeConfig, *, report: st
                  duration_s: float | None = None, rate: float | None = None, prompt_tokens: int = 64,
                  max_tokens: int = 16, timeout_s: float = 60.0, direct: str | None = None,
                  allow_non_loopback: bool = False) -> LoadReport:
-    """Measure ``target`` (or read the report at ``report``, measured by ``hermes-nb load``)."""
+    """Measure ``target`` with ``config`` (resolved once, aimed at the target), or read the report at ``report``
+    (measured by ``hermes-nb load``)."""
     from hermes_nb.proxy.load.report import LoadReport
     from hermes_nb.proxy.load.run import run_load
 
     if report is not None:
         return LoadReport.model_validate_json(Path(report).read_text(encoding="utf-8"))
-    measured = run_load(target.endpoint, model=config.model, concurrency=concurrency, requests=requests,
+    measured = run_load(target.point(config), concurrency=concurrency, requests=requests,
                         duration_s=duration_s, rate=rate, prompt_tokens=prompt_tokens, max_tokens=max_tokens,
                         timeout_s=timeout_s, direct=direct, allow_non_loopback=allow_non_loopback)
     if target.kind == "emulator":  # the session's own emulator, started by the target

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.facts import LOAD_NOTEBOOK
 from hermes_nb.nbrun.smoke import SmokeResult, run_smoke
 from hermes_nb.nbrun.smoke_target import SmokeTarget, confirm_target
@@ -42,10 +43,11 @@ class LoadRun:
                             "run_id": self.receipt.run_id, "out_dir": str(self.receipt.out_dir)}}
 
 
-def load_with_receipt(*, out: str | Path, html: bool = True, timeout_s: float = 120.0,
-                      environ: Mapping[str, str] | None = None, progress: Callable[[str], None] | None = None,
-                      **load: Any) -> LoadRun:
-    """:func:`run_load` with ``load``'s arguments, then its receipt under ``out`` (a directory or a URL)."""
+def load_with_receipt(target: HermesProxyRuntimeConfig | str | None = None, *, out: str | Path, html: bool = True,
+                      timeout_s: float = 120.0, environ: Mapping[str, str] | None = None,
+                      progress: Callable[[str], None] | None = None, **load: Any) -> LoadRun:
+    """:func:`run_load` of ``target`` with ``load``'s arguments, then its receipt under ``out`` (a directory or
+    a URL)."""
     from hermes_nb.core.resolve import resolve_runtime_config
 
     store = None
@@ -54,8 +56,9 @@ def load_with_receipt(*, out: str | Path, html: bool = True, timeout_s: float = 
 
         store = open_store(str(out))
         store.check()
-    report = run_load(environ=environ, progress=progress, **load)
-    secrets = resolve_runtime_config(environ=environ).secrets()
+    report = run_load(target, environ=environ, progress=progress, **load)
+    secrets = (target if isinstance(target, HermesProxyRuntimeConfig)
+               else resolve_runtime_config(environ=environ)).secrets()
     target = SmokeTarget("emulator", None, report.model, secrets=secrets)
     if report.target_kind != "emulator":
         target = confirm_target(SmokeTarget("live", report.endpoint, report.model, secrets=secrets,

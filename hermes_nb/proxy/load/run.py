@@ -152,7 +152,22 @@ def _warn_overhead(levels: Sequence[LevelResult]) -> None:
                                    "much of the generator's own delay")
 
 
-def run_load(endpoint: str | None = None, *, model: str | None = None,
+def _resolve(target: HermesProxyRuntimeConfig | str | None, model: str | None,
+             environ: Mapping[str, str] | None) -> HermesProxyRuntimeConfig:
+    """A resolved config as given (``model`` over it), or the one resolution of an endpoint / of nothing."""
+    from hermes_nb.core.config import HermesProxyRuntimeConfig
+    from hermes_nb.core.resolve import resolve_runtime_config
+
+    if isinstance(target, HermesProxyRuntimeConfig):
+        if not model:
+            return target
+        config = target.model_copy()
+        config.model = model  # validated on assignment
+        return config
+    return resolve_runtime_config(environ=environ, endpoint=target or None, model=model or None)
+
+
+def run_load(target: HermesProxyRuntimeConfig | str | None = None, *, model: str | None = None,
              concurrency: str | Sequence[int] = DEFAULT_CONCURRENCY, requests: int | None = None,
              duration_s: float | None = None, rate: float | None = None, prompt_tokens: int = 64,
              max_tokens: int = 16, timeout_s: float = 60.0, direct: str | None = None,
@@ -160,12 +175,13 @@ def run_load(endpoint: str | None = None, *, model: str | None = None,
              environ: Mapping[str, str] | None = None, progress: Progress | None = None) -> LoadReport:
     """Measure streamed chat completions level by level; see the module docstring and docs/load.md.
 
-    Raises :class:`~hermes_nb.core.errors.UsageError` (nothing sent) for a bad argument, a cap exceeded or a
-    non-loopback endpoint without ``allow_non_loopback``. HTTP and network failures are measured, not raised.
+    ``target``: a resolved runtime config (the CLI's, the kit's: endpoint, model, bearer, extra headers), an
+    endpoint ``http://host:port/v1``, or None (``HERMES_NB_ENDPOINT``, else an embedded emulator in
+    ``scenario``). Raises :class:`~hermes_nb.core.errors.UsageError` (nothing sent) for a bad argument, a cap
+    exceeded or a non-loopback endpoint without ``allow_non_loopback``. HTTP and network failures are
+    measured, not raised.
     """
-    from hermes_nb.core.resolve import resolve_runtime_config
-
-    config = resolve_runtime_config(environ=environ, endpoint=endpoint or None, model=model or None)
+    config = _resolve(target, model, environ)
     embedded = config.origin("endpoint") == "default"
     if embedded and direct:
         raise UsageError("--direct needs --endpoint: the proxy to compare with its upstream")
@@ -180,13 +196,12 @@ def run_load(endpoint: str | None = None, *, model: str | None = None,
             from hermes_nb.emulator import serve
 
             emulator = stack.enter_context(serve(scenario=scenario or EMBEDDED_SCENARIO))
-            config = resolve_runtime_config(environ=environ, endpoint=emulator.endpoint, model=config.model)
-            plan = replace(plan, endpoint=emulator.endpoint)
+            config = config.with_endpoint(emulator.endpoint, origin="emulator")
+            plan = replace(plan, endpoint=config.endpoint)
         numbers = itertools.count()
         builds = {"proxy": _builder(config, plan, stack, numbers)}
-        if direct:
-            builds["direct"] = _builder(resolve_runtime_config(environ=environ, endpoint=direct,
-                                                               model=config.model), plan, stack, numbers)
+        if direct:  # the same config (bearer, headers, model) aimed at the upstream
+            builds["direct"] = _builder(config.with_endpoint(direct, origin="argument"), plan, stack, numbers)
         worker = _LoadThread(plan, builds, Redactor(config.secrets()), progress)
         worker.start()
         interrupted = False
