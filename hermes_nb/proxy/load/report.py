@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from hermes_nb.core.facts import START_HINT
+from hermes_nb.core.model import StrictModel
 
 __all__ = [
     "LOAD_SCHEMA",
@@ -77,11 +78,7 @@ class Sample:
         return self.end_s - self.start_s
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Percentiles(_Model):
+class Percentiles(StrictModel):
     """Milliseconds over the requests of one level (None: no request gave this figure)."""
 
     count: int = 0
@@ -101,7 +98,7 @@ class Percentiles(_Model):
                    p99=_r(percentile(ms, 99)), mean=_r(sum(ms) / len(ms)), min=_r(ms[0]), max=_r(ms[-1]))
 
 
-class ErrorCounts(_Model):
+class ErrorCounts(StrictModel):
     """Failed requests of a level by class; the Retry-After values its 429s carried; one example per class."""
 
     rate_limited: int = 0
@@ -122,7 +119,7 @@ class ErrorCounts(_Model):
         return {name: getattr(self, name) for name in ERROR_CLASSES}
 
 
-class Overhead(_Model):
+class Overhead(StrictModel):
     """What the generator itself cost during a level: CPU of its event-loop thread and how late that loop ran.
 
     Every timestamp is taken when the loop gets to the bytes, so ``loop_lag_ms`` bounds how late a TTFT or
@@ -137,7 +134,7 @@ class Overhead(_Model):
     warning: str | None = None
 
 
-class LevelResult(_Model):
+class LevelResult(StrictModel):
     """The figures of one concurrency level against one target (``proxy`` or ``direct``)."""
 
     target: Literal["proxy", "direct"] = "proxy"
@@ -162,7 +159,7 @@ class LevelResult(_Model):
     overhead: Overhead = Field(default_factory=Overhead)
 
 
-class AddedLatency(_Model):
+class AddedLatency(StrictModel):
     """What the proxy adds over its upstream at one level: the proxy's percentile minus the direct one (ms)."""
 
     concurrency: int
@@ -235,7 +232,7 @@ def added_latency(proxy: LevelResult, direct: LevelResult) -> AddedLatency:
                         e2e_ms=diff(proxy.e2e_ms, direct.e2e_ms))
 
 
-class RateLimit(_Model):
+class RateLimit(StrictModel):
     """Where the ramp stopped on 429s: the level, how many, the Retry-After values they carried."""
 
     concurrency: int
@@ -243,7 +240,7 @@ class RateLimit(_Model):
     retry_after_s: list[float] = Field(default_factory=list)
 
 
-class LoadReport(_Model):
+class LoadReport(StrictModel):
     """What :func:`hermes_nb.proxy.load.run_load` measured; ``--json``, the magic and the receipt show it."""
 
     format: str = LOAD_SCHEMA
