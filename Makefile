@@ -87,6 +87,7 @@ bench: install
 	$(BIN)/python benchmarks/smoke_bench.py
 	$(BIN)/python benchmarks/scaling.py
 	$(BIN)/python benchmarks/emulator_load.py
+	$(BIN)/python benchmarks/prompt_memory.py
 	$(BIN)/python benchmarks/load_generator.py
 
 # the fuzz tests with many more examples than the CI-sized ones `make test` runs

@@ -19,6 +19,8 @@ from typing import Any
 __all__ = ["render_html"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: header rows shown only when the receipt has a value (a passed receipt has no operator action)
+OPTIONAL_ROWS = ("operator_action", "proxy_state")
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
 pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
@@ -78,14 +80,15 @@ def _value(key: str, value: Any) -> str:
 
 
 def _receipt_table(receipt: dict[str, Any]) -> str:
-    keys = ("notebook", "verdict", "status", "reason", "target_kind", "endpoint", "model", "run_id", "started_at",
+    keys = ("notebook", "verdict", "status", "reason", "operator_action", "target_kind", "proxy_state", "endpoint",
+            "model", "run_id", "started_at",
             "duration_s", "hermes_nb_version", "hermes_agent_version", "papermill_version", "nbclient_version")
     shown = dict(receipt)
     if "hermes_agent_version" in shown and not shown["hermes_agent_version"]:  # never a bare "None"
         shown["hermes_agent_version"] = ("none: the embedded emulator" if receipt.get("target_kind") == "emulator"
                                          else "unknown")
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(k, shown.get(k))}</td></tr>"
-                   for k in keys if k in shown)
+                   for k in keys if k in shown and (shown.get(k) is not None or k not in OPTIONAL_ROWS))
     extra = {k: receipt[k] for k in ("errors", "template", "parameters", "parameters_sha256", "environment", "artifacts")
              if k in receipt}
     dump = html.escape(json.dumps(extra, indent=2, sort_keys=True, ensure_ascii=False))
