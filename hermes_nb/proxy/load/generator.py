@@ -2,8 +2,8 @@
 
 Why aiohttp and not httpx here (``benchmarks/load_generator.py``, docs/performance.md P7): on this 2-core
 machine httpx's ``AsyncClient`` spent 12–18 ms of CPU per request at 256 concurrent streams and its TTFT p50
-read 4.3–4.5 s where the emulator answered after 0.1 s; aiohttp's client (C HTTP parser) held 256 streams at
-0.83 ms per request. The requests themselves still come from the one request builder
+read 3.6–4.5 s where the emulator answered after 0.1 s; aiohttp's client (C HTTP parser) held 256 streams at
+0.83–0.88 ms per request. The requests themselves still come from the one request builder
 (:meth:`hermes_nb.wire.client.HermesClient.build_request`), the stream from the one SSE decoder and chunk
 interpreter (:mod:`hermes_nb.wire.sse`, :class:`hermes_nb.wire.payloads.ChatStream`).
 
