@@ -65,11 +65,11 @@ smoke: install
 
 # refresh the committed notebooks, then ship the same bytes in the package (a test keeps them identical)
 # (the guided notebooks, e.g. probe_console.ipynb, are executed against the emulator, stored with normalised outputs, not shipped)
-SMOKE_NOTEBOOKS := wire_format_spike adapter_check e2e_smoke
+SHIPPED_NOTEBOOKS := wire_format_spike adapter_check e2e_smoke load
 notebooks: install
 	$(BIN)/hermes-nb notebooks refresh --dir notebooks
 	$(BIN)/python -m hermes_nb.nbrun.guides notebooks
-	cp $(SMOKE_NOTEBOOKS:%=notebooks/%.ipynb) hermes_nb/data/notebooks/
+	cp $(SHIPPED_NOTEBOOKS:%=notebooks/%.ipynb) hermes_nb/data/notebooks/
 	cp notebooks/nbval-sanitize.cfg hermes_nb/data/nbval-sanitize.cfg
 
 # re-take docs/img/probe-console.png and docs/img/receipt.png (JupyterLab and a receipt in chromium)
@@ -88,6 +88,7 @@ bench: install
 	$(BIN)/python benchmarks/scaling.py
 	$(BIN)/python benchmarks/emulator_load.py
 	$(BIN)/python benchmarks/prompt_memory.py
+	$(BIN)/python benchmarks/load_generator.py
 
 # the fuzz tests with many more examples than the CI-sized ones `make test` runs
 fuzz: install
