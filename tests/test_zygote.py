@@ -273,3 +273,19 @@ def test_a_kernel_whose_fork_server_died_stops_and_is_seen_gone(tmp_path: Path) 
 
     alive, returncode = asyncio.run(main())
     assert alive is False and returncode is not None
+
+
+def test_the_exit_report_is_read_on_any_descriptor_number() -> None:
+    """A long-lived runner may hold > 1024 descriptors: the handle polls, never select()s (FD_SETSIZE)."""
+    import resource
+    import socket
+
+    ours, server = socket.socketpair()
+    high = 1500 if resource.getrlimit(resource.RLIMIT_NOFILE)[1] > 1500 else ours.fileno()
+    conn = socket.socket(fileno=os.dup2(ours.fileno(), high)) if high != ours.fileno() else ours
+    proc = zygote_mod.ForkedProcess(os.getpid(), conn, None)
+    assert proc.poll() is None
+    server.sendall(b'{"exit": -9}\n')
+    assert proc.wait(timeout=10) == -9 and proc.returncode == -9
+    server.close()
+    ours.close()

@@ -178,7 +178,7 @@ class ForkedProcess:
                     if self._gone(timeout):
                         self.returncode = -signal.SIGKILL  # reaped by someone else: its status is unknown
                     return
-                if not select.select([self._conn], [], [], timeout)[0]:
+                if not _ready(self._conn, timeout):
                     return
                 data = self._conn.recv(4096)
                 if data:
@@ -190,7 +190,7 @@ class ForkedProcess:
 
     def _gone(self, timeout: float) -> bool:
         if self._pidfd is not None:
-            return bool(select.select([self._pidfd], [], [], timeout)[0])
+            return _ready(self._pidfd, timeout)
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -230,6 +230,13 @@ class ForkedProcess:
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
+
+
+def _ready(fd: socket.socket | int, timeout: float) -> bool:
+    """``fd`` readable (or closed) within ``timeout`` s; ``poll``, not ``select``: any descriptor number works."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout * 1000))
 
 
 def _fileno(stream: IO[Any] | int | None) -> int | None:
