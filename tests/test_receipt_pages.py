@@ -9,6 +9,7 @@ import nbformat
 import pytest
 
 from hermes_nb.core.errors import SecretLeak
+from hermes_nb.core.htmlkit import badge
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.receipts.index import append_index, index_entry, load_index
@@ -65,7 +66,7 @@ def test_index_html_groups_each_run_newest_first_with_verdicts_durations_and_lin
     runs = re.findall(r'<section class="run" id="([^"]+)"', page)
     assert runs == ["20260101T000100Z-bbbbbb", "20260101T000000Z-aaaaaa"]  # newest run first
     newest = page.split('<section class="run"')[1]
-    assert re.search(r'color:#cf222e">failed</span> · run 20260101T000100Z-bbbbbb', newest)  # the worst verdict
+    assert f'<span class="v">{badge("failed")}</span> · run 20260101T000100Z-bbbbbb' in newest  # the worst verdict
     assert newest.count('<tr class="receipt">') == 3 and "3.500 s" in newest and "longest 3.500 s" in newest
     for link in re.findall(r'href="([^"]+)"', page):
         assert (tmp_path / link).is_file(), link  # every link resolves to a file of the receipt

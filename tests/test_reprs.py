@@ -11,7 +11,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from hermes_nb.core.config import validate_config
 from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.facts import DEFAULT_MODEL
-from hermes_nb.core.reprs import VERDICT_COLOURS
+from hermes_nb.core.reprs import VERDICT_COLOURS, badge
 from hermes_nb.core.timeline import StreamTimeline, idle_gaps, timeline_svg
 from hermes_nb.emulator import serve
 from hermes_nb.proxy.check import adapter_check
@@ -42,7 +42,7 @@ def test_exchange_shows_status_timings_text_and_timeline_never_the_token(emu) ->
     html, text = data["text/html"], data["text/plain"]
     assert text.startswith("Exchange(POST http://127.0.0.1:") and "→ 200 OK, streamed" in text
     assert re.search(r"\d\.\d{3} s", text) and len(text) < 200  # compact
-    assert '<b style="color:#1a7f37">ok</b>' in html and 'class="hermes-timeline"' in html
+    assert badge("ok") in html and 'class="hermes-timeline"' in html
     assert html.count('class="delta"') == len([e for e in ex.events if '"content":"' in e.data
                                                and '"content":""' not in e.data])
     assert CANARY not in html and CANARY not in text
@@ -81,7 +81,7 @@ def test_run_result_shows_the_artifact_digests(emu, tmp_path: Path) -> None:
     result = run(Mission.adhoc("Say hi"), config, root=tmp_path, handle_signals=False)
     data = _formats(result)
     html = data["text/html"]
-    assert "runtime result" in html and '<b style="color:#1a7f37">passed</b>' in html
+    assert "runtime result" in html and badge("passed") in html
     for name in ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt"):
         assert sha256_file(Path(result.run_dir) / name) in html  # the digest itself, not a pointer to it
     assert "recorded in the receipt" not in html and 'class="hermes-timeline"' in html
@@ -102,7 +102,7 @@ def test_smoke_summary_displays_each_notebook_verdict(tmp_path: Path) -> None:
                         duration_s=2.5)]
     result = SmokeResult("blocked", "20260101T000000Z-abcdef", tmp_path, runs, 3.0)
     data = _formats(result)
-    assert '<b style="color:#9a6700">blocked</b>' in data["text/html"] and "1.250 s" in data["text/html"]
+    assert badge("blocked") in data["text/html"] and "1.250 s" in data["text/html"]
     assert data["text/plain"] == ("SmokeResult(blocked, run 20260101T000000Z-abcdef, target emulator None, 3.000 s: "
                                   "adapter_check passed, e2e_smoke blocked)")
 
