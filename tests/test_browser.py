@@ -206,7 +206,8 @@ def test_every_text_reads_at_4_5_to_1_in_the_light_and_dark_themes(jupyterlab: d
         assert measured["texts"] > 50, measured  # the console, the chat answers, the reprs: all measured
         assert measured["min_ratio"] >= AA, (theme, measured["worst"])
         assert measured["answer_ratio"] >= AA, (theme, measured)  # the console's answer box itself
-    print(json.dumps({t: {k: seen[t][k] for k in ("min_ratio", "answer_ratio", "texts")} for t in shots}))
+    assert all(seen[t]["label_overlaps"] == [] for t in shots), seen  # timeline labels in console and magics
+    print(json.dumps({t: {k: seen[t][k] for k in ("min_ratio", "answer_ratio", "texts", "worst")} for t in shots}))
     _keep(Path(shots["JupyterLab Light"]), "probe-console.png")
     _keep(Path(shots["JupyterLab Dark"]), "probe-console-dark.png")
 
@@ -230,7 +231,7 @@ def test_keyboard_sends_and_stops_usage_and_markdown_show_and_copy_never_carries
     assert "Ctrl+Enter" in seen["hint"] and "Shift+Enter" in seen["hint"] and "Esc" in seen["hint"]
     assert re.search(r"\d+ prompt \+ \d+ completion = \d+ tokens · [\d.]+ tokens/s", seen["usage"]), seen["usage"]
     assert seen["bold"] == ["bold"] and seen["pwned"] is None  # rendered, and nothing from the answer ran
-    assert seen["raw_view"].startswith("Emulated Hermes reply") and "**bold**" in seen["raw_view"]
+    assert "You asked: \"**bold** <img src=x" in seen["raw_view"]  # the raw view: the text as sent
     assert seen["copied_answer"] == seen["answer_text"] and seen["answer_text"]
     curl, py_httpx, py_openai = seen["copied_curl"], seen["copied_httpx"], seen["copied_openai"]
     assert curl.startswith("curl ") and "$HERMES_NB_AUTH_TOKEN" in curl
@@ -248,10 +249,10 @@ def test_ten_failing_sends_in_a_row_leave_no_sending_and_stop_disabled(jupyterla
     nb = _notebook(jupyterlab, "failures.ipynb", "from hermes_nb import ProbeConsole\n"
                    f"console = ProbeConsole(endpoint='http://127.0.0.1:{_closed_port()}/v1', route='chat')\nconsole")
     seen = _drive(_lab(jupyterlab, "failures", nb, rounds=10), tmp_path)
-    assert len(seen["states"]) == 10
-    assert all(s.startswith("failed") and "sending" not in s and "done" not in s for s in seen["states"]), seen
+    # a closed port is "unreachable": blocked (the operator starts the proxy), and the status says so each time
+    assert seen["states"] == ["blocked: unreachable"] * 10, seen
     assert seen["stop_disabled"] is True and seen["send_disabled"] is False
-    assert seen["history"] == 10 and "unreachable" in seen["response"]
+    assert seen["history"] == 10 and "unreachable" in seen["response"] and "hermes proxy start" in seen["response"]
 
 
 # --------------------------------------------------------------------------- narrow page
@@ -259,7 +260,7 @@ def test_ten_failing_sends_in_a_row_leave_no_sending_and_stop_disabled(jupyterla
 def test_nothing_is_clipped_or_truncated_at_800_px(jupyterlab: dict, tmp_path: Path) -> None:
     nb = _notebook(jupyterlab, "narrow.ipynb", "from hermes_nb import ProbeConsole\n"
                    "console = ProbeConsole()\nconsole")
-    seen = _drive(_lab(jupyterlab, "narrow", nb, width=800), tmp_path)
+    seen = _drive(_lab(jupyterlab, "narrow", nb, width=800, screenshot=str(tmp_path / "narrow.png")), tmp_path)
     assert seen["controls"] > 15, seen
     assert seen["clipped"] == [] and seen["truncated"] == [], seen
 

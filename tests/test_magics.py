@@ -54,7 +54,7 @@ def test_check_and_probe_return_their_results(ip) -> None:
     assert isinstance(report, WireReport) and report.reachable and list(report.drift) == []
     assert "chat_stream" in report.timelines and "hermes-timeline" in report._repr_html_()
     drifted = ip.run_line_magic("hermes_probe", "--compare seed")
-    assert drifted.drift and "drift from the wire contract" in drifted._repr_html_()
+    assert drifted.drift and f"drift: {len(drifted.drift)} proxy-owned lines vs seed" in drifted._repr_html_()
     with pytest.raises(UsageError, match="no-such-contract"):
         ip.run_line_magic("hermes_probe", "--compare no-such-contract")
 

@@ -16,6 +16,7 @@ from hermes_nb.core.timeline import StreamTimeline, idle_gaps, timeline_svg
 from hermes_nb.emulator import serve
 from hermes_nb.proxy.check import adapter_check
 from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract
+from hermes_nb.proxy.drift import Drift
 from hermes_nb.proxy.probe import probe
 from hermes_nb.wire.client import HermesClient
 
@@ -66,11 +67,32 @@ def test_wire_report_and_drift_display_themselves(emu) -> None:
     assert "chat_stream" in report.timelines and "timelines" not in report.summary()  # not part of --json
     assert _formats(report)["text/plain"].startswith(f"WireReport({emu.endpoint}: ")
     none = compare(report, load_contract(resolve_contract("hermes-agent-0.19.0")))
-    assert none == [] and "none: the proxy matches" in _formats(none)["text/html"]
+    assert none == [] and badge("passed", "no drift vs hermes-agent 0.19.0") in _formats(none)["text/html"]
     some = compare(report, load_contract(resolve_contract("seed")))
     assert some and isinstance(some, list)
-    assert f"drift from the wire contract ({len(some)})" in some._repr_html_()
-    assert _formats(some)["text/plain"].startswith(f"{len(some)} drift line(s):")
+    assert badge("failed", f"drift: {len(some)} proxy-owned lines vs {some.contract}") in some._repr_html_()
+    assert _formats(some)["text/plain"].startswith(f"drift: {len(some)} proxy-owned lines vs seed")
+
+
+def test_the_probe_headline_agrees_with_its_drift_and_names_the_contract(emu) -> None:
+    """Issue 19 §11: the headline said "passed" in green while the drift section said "(19) · failed"."""
+    from hermes_nb.proxy.contracts import apply_contract
+
+    report = probe(emu.endpoint, deadline_s=20)
+    assert report.headline == "live (not compared with a contract)" and report.verdict == "passed"
+    drifted = apply_contract(report.model_copy(deep=True), load_contract(resolve_contract("seed")))
+    html = drifted._repr_html_()
+    assert drifted.verdict == "failed" and drifted.drift and drifted.contract.startswith("seed")
+    head = html.split("</div>", 1)[0]  # the box's title line
+    assert badge("failed", f"drift: {len(drifted.drift)} proxy-owned lines vs {drifted.contract}") in head
+    assert "passed" not in head
+    drifted.upstream_differences = [Drift(field="routes[chat].json_keys", expected=["a"], observed=["b"],
+                                          owner="upstream")]
+    assert "<details><summary>upstream differences: 1 (information" in drifted._repr_html_()  # collapsed
+    clean = apply_contract(report.model_copy(deep=True), load_contract(resolve_contract("hermes-agent-0.19.0")))
+    assert clean.verdict == "passed"
+    assert badge("passed", "no drift vs hermes-agent 0.19.0") in clean._repr_html_().split("</div>", 1)[0]
+    assert clean.summary()["contract"] == "hermes-agent 0.19.0"
 
 
 def test_run_result_shows_the_artifact_digests(emu, tmp_path: Path) -> None:

@@ -124,11 +124,12 @@ def test_probe_compares_with_the_shipped_contracts_against_the_emulator(installe
 
 def test_notebooks_list_export_and_refresh(installed: Installed) -> None:
     listed = installed.json("notebooks", "list")["notebooks"]
-    assert [n["name"] for n in listed] == list(NOTEBOOKS)
+    # the three the smoke runs, and the guide (issue 19: it was missing from the wheel and the export)
+    assert [(n["name"], n["kind"]) for n in listed] == [(n, "smoke") for n in NOTEBOOKS] + [("probe_console", "guide")]
     assert all(installed.bin.parent in Path(n["path"]).parents for n in listed)
     installed.run("notebooks", "export", "exported")
     assert sorted(p.name for p in (installed.cwd / "exported").iterdir()) == sorted(
-        [f"{n}.ipynb" for n in NOTEBOOKS] + ["nbval-sanitize.cfg"])
+        [f"{n}.ipynb" for n in NOTEBOOKS] + ["probe_console.ipynb", "nbval-sanitize.cfg"])
     assert installed.run("notebooks", "export", "exported", check=False).returncode == 2
     refreshed = installed.json("notebooks", "refresh", "--dir", "fresh")
     assert refreshed["verdict"] == "passed" and len(refreshed["refreshed"]) == len(NOTEBOOKS)

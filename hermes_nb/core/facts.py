@@ -15,7 +15,8 @@ __all__ = [
     "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_BLOCKED", "EXIT_INTERRUPTED", "STATUS_EXIT", "exit_code_for",
     "worst_verdict", "VERDICTS", "RUNTIME", "ERROR_PREFIX", "DEFAULT_ENDPOINT", "DEFAULT_MODEL",
     "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
-    "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
+    "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "GUIDES",
+    "SHIPPED_NOTEBOOKS", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
     "RECEIPTS_RELPATH", "manifest_path", "START_HINT", "LOGGED_OUT_HINT", "SENTINEL_TAG", "RUN_ARTIFACTS",
 ]
 
@@ -94,6 +95,9 @@ def env_secrets(environ: Mapping[str, str]) -> list[str]:
 #: the three notebook jobs, in the order the smoke reports them
 NOTEBOOKS = ("wire_format_spike", "adapter_check", "e2e_smoke")
 WIRE_SPIKE, ADAPTER_CHECK, E2E_SMOKE = NOTEBOOKS
+#: the guided notebooks: shipped and exported with the three, never run by the smoke
+GUIDES = ("probe_console",)
+SHIPPED_NOTEBOOKS = NOTEBOOKS + GUIDES
 #: the adapter manifest, relative to a project root (UH's place for it)
 MANIFEST_RELPATH = Path(".harness") / "adapters" / "hermes-proxy.yaml"
 

@@ -54,7 +54,7 @@ _FONT0 = "var(--jp-content-font-color0,#000)"
 VERDICT_TONES: dict[str, str] = {
     **dict.fromkeys(("passed", "ready", "ok", "live", "forwarded", "done", "True"), "good"),
     **dict.fromkeys(("failed", "error", "misconfigured", "drift", "False"), "bad"),
-    **dict.fromkeys(("blocked", "locked", "unreachable", "stale"), "warn"),
+    **dict.fromkeys(("blocked", "locked", "unreachable", "stale", "warning"), "warn"),
     **dict.fromkeys(("stopped", "cancelled", "sending", "streaming", "idle"), "muted"),
 }
 

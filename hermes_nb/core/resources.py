@@ -1,7 +1,7 @@
 """The package data the commands need at run time, found with :mod:`importlib.resources`.
 
-The notebooks the smoke executes, the recorded wire contracts and the nbval
-sanitize rules ship inside the wheel under ``hermes_nb/data/``; nothing is
+The notebooks the smoke executes (and the guide, which it does not), the recorded wire contracts and the
+nbval sanitize rules ship inside the wheel under ``hermes_nb/data/``; nothing is
 looked up through a repository checkout. (The top-level ``notebooks/`` of the
 repository holds the same notebooks for people and nbval; a test keeps them
 byte-identical.)
@@ -13,7 +13,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from hermes_nb.core.facts import NOTEBOOKS
+from hermes_nb.core.facts import SHIPPED_NOTEBOOKS
 
 __all__ = ["data_dir", "notebooks_dir", "notebook_path", "contracts_dir", "contract_names", "sanitize_file"]
 
@@ -28,13 +28,13 @@ def data_dir() -> Path:
 
 
 def notebooks_dir() -> Path:
-    """The shipped notebooks (what ``hermes-nb smoke`` executes)."""
+    """The shipped notebooks (the three ``hermes-nb smoke`` executes, and the guide)."""
     return data_dir() / "notebooks"
 
 
 def notebook_path(name: str) -> Path:
-    if name not in NOTEBOOKS:
-        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(NOTEBOOKS)}")
+    if name not in SHIPPED_NOTEBOOKS:
+        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(SHIPPED_NOTEBOOKS)}")
     return notebooks_dir() / f"{name}.ipynb"
 
 

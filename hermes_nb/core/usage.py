@@ -3,7 +3,8 @@
 Where it comes from, in order: the stream's last chunk (asked for with ``stream_options.include_usage``,
 which the real proxy forwards untouched), else the non-streamed body's ``usage``, else nothing — shown as
 "not reported", never guessed. Output speed is completion tokens over the time the text took to arrive
-(first delta to last byte; the whole exchange when nothing streamed).
+(first delta to last byte; the whole exchange when nothing streamed, or when the text came in one burst
+shorter than :data:`MIN_SPAN_S`, where a rate would mean nothing).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 __all__ = ["Usage", "NOT_REPORTED"]
 
 NOT_REPORTED = "not reported"
+#: a streamed text that arrived within less than this is rated over the whole exchange instead
+MIN_SPAN_S = 0.05
 
 
 def _int(value: Any) -> int | None:
@@ -52,12 +55,16 @@ class Usage:
         if exchange is None:
             return cls()
         t = exchange.timings
-        if exchange.streamed and t.first_delta_s is not None and t.last_byte_s is not None:
-            output_s = t.last_byte_s - t.first_delta_s
-        else:
-            output_s = t.total_s
+        output_s = cls.output_seconds(t.first_delta_s if exchange.streamed else None, t.last_byte_s, t.total_s)
         return cls.from_mapping(exchange.usage, source="stream" if exchange.streamed else "response",
                                 output_s=output_s)
+
+    @staticmethod
+    def output_seconds(first_delta_s: float | None, last_byte_s: float | None, total_s: float | None) -> float | None:
+        """The time the output took: first delta to last byte, else (a burst, or no stream) the whole exchange."""
+        if first_delta_s is not None and last_byte_s is not None and last_byte_s - first_delta_s >= MIN_SPAN_S:
+            return last_byte_s - first_delta_s
+        return total_s
 
     @property
     def reported(self) -> bool:

@@ -84,8 +84,9 @@ def _usage(summary: dict[str, Any] | None) -> str | None:
         return None
     doc = details.get("usage")
     marks = details.get("timeline") if isinstance(details.get("timeline"), dict) else {}
-    first, last = marks.get("first_delta_s"), marks.get("last_byte_s")
-    output_s = last - first if isinstance(first, (int, float)) and isinstance(last, (int, float)) else None
+    nums = [v if isinstance(v, (int, float)) else None for v in (marks.get(k) for k in
+                                                                  ("first_delta_s", "last_byte_s", "total_s"))]
+    output_s = Usage.output_seconds(*nums)
     return Usage.from_mapping(doc, source=(doc or {}).get("source") if isinstance(doc, dict) else None,
                               output_s=output_s).line()
 

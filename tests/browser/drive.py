@@ -18,6 +18,8 @@ from typing import Any
 from playwright.sync_api import Page, sync_playwright
 
 STREAM_TEXT = "(document.querySelector('.hermes-stream-text')?.textContent || '')"
+#: the answer as received (the raw text the copy button copies), whatever the view shows
+ANSWER = "(document.querySelector('.hermes-answer-source')?.textContent || '')"
 STREAM_STATE = "(document.querySelector('.hermes-stream-state')?.textContent || '')"
 LIGHT, DARK = "JupyterLab Light", "JupyterLab Dark"
 
@@ -109,7 +111,9 @@ CLIPPING = """() => { const c = document.querySelector('.hermes-console');
   const controls = [...c.querySelectorAll('button, input, select, textarea, .widget-label, label, .widget-html')];
   const name = e => (e.textContent || e.value || e.getAttribute('placeholder') || e.className || e.tagName).trim().slice(0, 40);
   const clipped = controls.filter(e => { const r = e.getBoundingClientRect();
-    return r.width > 0 && (r.right > right + 1 || r.left < box.left - 1); }).map(name);
+    return r.width > 0 && (r.right > right + 1 || r.left < box.left - 1); })
+    .map(e => name(e) + ' [' + Math.round(e.getBoundingClientRect().left) + '..' + Math.round(e.getBoundingClientRect().right)
+      + ' of ' + Math.round(box.left) + '..' + Math.round(right) + ']');
   const truncated = [...c.querySelectorAll('*')].filter(e => { const cs = getComputedStyle(e);
     return e.getClientRects().length && (cs.overflowX === 'hidden' || cs.overflowX === 'clip' ||
       cs.textOverflow === 'ellipsis') && e.scrollWidth > e.clientWidth + 1 &&
@@ -175,15 +179,15 @@ def console(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
     send.wait_for(timeout=60_000)
     send.click()
     # the streamed text grows while the stream runs: seen once, then seen longer, still "streaming…"
-    page.wait_for_function(f"() => {STREAM_TEXT}.length > 0", timeout=30_000)
-    first = int(page.evaluate(f"() => {STREAM_TEXT}.length"))
-    page.wait_for_function(f"() => {STREAM_TEXT}.length > {first}", timeout=30_000)
-    out["lengths"] = [first, int(page.evaluate(f"() => {STREAM_TEXT}.length"))]
+    page.wait_for_function(f"() => {ANSWER}.length > 0", timeout=30_000)
+    first = int(page.evaluate(f"() => {ANSWER}.length"))
+    page.wait_for_function(f"() => {ANSWER}.length > {first}", timeout=30_000)
+    out["lengths"] = [first, int(page.evaluate(f"() => {ANSWER}.length"))]
     out["state_while_growing"] = page.evaluate(f"() => {STREAM_STATE}")
     page.locator(".hermes-stop").click()
     page.wait_for_function(f"() => {STREAM_STATE}.startsWith('stopped')", timeout=30_000)
     out["state_after_stop"] = page.evaluate(f"() => {STREAM_STATE}")
-    out["text_after_stop"] = page.evaluate(f"() => {STREAM_TEXT}")
+    out["text_after_stop"] = page.evaluate(f"() => {ANSWER}")
     page.wait_for_selector(".hermes-response .hermes-timeline", timeout=30_000)
     out["response"] = page.inner_text(".hermes-response")
     out["history"] = page.locator(".hermes-history select option").all_inner_texts()
@@ -295,8 +299,11 @@ def failures(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
 def narrow(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
     open_notebook(page, cfg)
     run_all(page)
-    page.wait_for_selector(".hermes-console .hermes-send", timeout=60_000)
+    page.locator(".hermes-console .hermes-send").click(timeout=60_000)
+    wait_state(page, "done")  # the answer, the response table, the timeline and the copy bar are there too
+    page.wait_for_selector(".hermes-response .hermes-timeline", timeout=30_000)
     out = dict(page.evaluate(CLIPPING))
+    page.screenshot(path=cfg["screenshot"], full_page=True)
     shutdown(page)
     return out
 

@@ -14,7 +14,13 @@ from typing import Any
 
 from hermes_nb.core.errors import ArtifactError, UsageError
 from hermes_nb.core.facts import DEFAULT_MODEL
-from hermes_nb.proxy.contracts import contract_document, dumps_contract, judge, load_contract, resolve_contract
+from hermes_nb.proxy.contracts import (
+    apply_contract,
+    contract_document,
+    dumps_contract,
+    load_contract,
+    resolve_contract,
+)
 from hermes_nb.proxy.probe import ROUTES, probe
 from hermes_nb.proxy.report import WireReport
 
@@ -47,9 +53,7 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     report = probe(args.endpoint, model=args.model, deadline_s=args.deadline,
                    request_deadline_s=min(5.0, args.deadline))
     if contract is not None:
-        judged = judge(report, contract, state=args.state)
-        report.drift = [d for d in judged if d.owner == "proxy"]
-        report.upstream_differences = [d for d in judged if d.owner == "upstream"]
+        apply_contract(report, contract, state=args.state)
     if args.out:
         _write(args.out, report.model_dump_json(indent=2) + "\n")
     if args.write_contract:
