@@ -269,3 +269,17 @@ def test_the_executed_guide_stores_normalised_outputs_that_read_well_unrun(tmp_p
 
 def _console_cell(nb) -> str:
     return next(c.source for c in nb.cells if c.cell_type == "code" and "ProbeConsole(" in c.source)
+
+
+def test_notebooks_list_and_export_carry_the_guide_and_the_smoke_never_runs_it(tmp_path: Path, capsys) -> None:
+    from hermes_nb.cli import main
+
+    assert main(["notebooks", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["notebooks"]
+    assert [(n["name"], n["kind"]) for n in listed] == [(n, "smoke") for n in NAMES] + [("probe_console", "guide")]
+    assert main(["notebooks", "export", str(tmp_path), "--json"]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"{n}.ipynb" for n in NAMES] + ["probe_console.ipynb", "nbval-sanitize.cfg"])
+    assert (tmp_path / "probe_console.ipynb").read_bytes() == (NB_DIR / "probe_console.ipynb").read_bytes()
+    assert main(["smoke", "--only", "probe_console", "--json"]) == 2  # not a smoke job

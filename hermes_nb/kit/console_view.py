@@ -18,7 +18,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from hermes_nb.core.htmlkit import BORDER, MUTED, esc, markdown_html, pre, text_colour
+from hermes_nb.core.htmlkit import BORDER, MUTED, edge_colour, esc, markdown_html, pre, text_colour
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.kit.request_state import BLOCKED, DONE, FAILED
 
@@ -38,7 +38,7 @@ _BUTTON = 'class="jupyter-button {cls}" type="button" style="width:auto;margin:0
 CONSOLE_CSS = (
     f'.hermes-console.jupyter-widgets-disconnected::before{{content:"{RESTART_NOTICE}";display:block;'
     f"font:inherit;white-space:normal;padding:.4em .6em;margin-bottom:.4em;"
-    f"border:2px solid var(--jp-warn-color1,#f57c00);color:{text_colour('warn')}}}"
+    f"border:2px solid {edge_colour('warn')};color:{text_colour('warn')}}}"
     ".hermes-console .widget-html-content{line-height:1.45}"
     ".hermes-stream-text pre,.hermes-stream-text code{background:var(--jp-cell-editor-background,transparent)}"
     ".hermes-stream-text pre{padding:4px 6px;white-space:pre-wrap;overflow-wrap:anywhere}"
