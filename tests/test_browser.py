@@ -208,6 +208,7 @@ def test_every_text_reads_at_4_5_to_1_in_the_light_and_dark_themes(jupyterlab: d
         assert measured["min_ratio"] >= AA, (theme, measured["worst"])
         assert measured["answer_ratio"] >= AA, (theme, measured)  # the console's answer box itself
     assert all(seen[t]["label_overlaps"] == [] for t in shots), seen  # timeline labels in console and magics
+    assert all(seen[t]["split_headers"] == [] for t in shots), seen  # table headers break between words only
     print(json.dumps({t: {k: seen[t][k] for k in ("min_ratio", "answer_ratio", "texts", "worst")} for t in shots}))
     _keep(Path(shots["JupyterLab Light"]), "probe-console.png")
     _keep(Path(shots["JupyterLab Dark"]), "probe-console-dark.png")
@@ -264,6 +265,7 @@ def test_nothing_is_clipped_or_truncated_at_800_px(jupyterlab: dict, tmp_path: P
     seen = _drive(_lab(jupyterlab, "narrow", nb, width=800, screenshot=str(tmp_path / "narrow.png")), tmp_path)
     assert seen["controls"] > 15, seen
     assert seen["clipped"] == [] and seen["truncated"] == [], seen
+    assert seen["split_headers"] == [] and seen["label_overlaps"] == [], seen  # narrow: words stay whole
 
 
 # --------------------------------------------------------------------------- kernel restart

@@ -84,13 +84,13 @@ LABEL_OVERLAPS = """() => { const out = [];
     } }
   return out; }"""
 
-#: table headers with a word broken across lines (headers must wrap at word boundaries only)
+#: table headers with a word broken across lines (headers wrap at word boundaries only: spaces and hyphens)
 SPLIT_HEADERS = """() => { const out = [];
   for (const th of document.querySelectorAll('th')) {
     const node = [...th.childNodes].find(n => n.nodeType === 3 && n.textContent.trim());
     if (!node) continue;
     const text = node.textContent; let at = 0;
-    for (const word of text.split(/\\s+/).filter(Boolean)) {
+    for (const word of text.split(/[\\s-]+/).filter(Boolean)) {
       const start = text.indexOf(word, at); at = start + word.length;
       const r = document.createRange(); r.setStart(node, start); r.setEnd(node, start + word.length);
       const tops = new Set([...r.getClientRects()].map(x => Math.round(x.top)));
@@ -209,6 +209,7 @@ def themes(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
         measured = page.evaluate(CONTRAST, roots)
         measured["answer_ratio"] = page.evaluate(CONTRAST, [".hermes-stream"])["min_ratio"]
         measured["label_overlaps"] = page.evaluate(LABEL_OVERLAPS)
+        measured["split_headers"] = page.evaluate(SPLIT_HEADERS)
         out[theme] = measured
         page.locator(".hermes-console").screenshot(path=shot)
     set_theme(page, LIGHT)
@@ -303,6 +304,8 @@ def narrow(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
     wait_state(page, "done")  # the answer, the response table, the timeline and the copy bar are there too
     page.wait_for_selector(".hermes-response .hermes-timeline", timeout=30_000)
     out = dict(page.evaluate(CLIPPING))
+    out["split_headers"] = page.evaluate(SPLIT_HEADERS)
+    out["label_overlaps"] = page.evaluate(LABEL_OVERLAPS)
     page.screenshot(path=cfg["screenshot"], full_page=True)
     shutdown(page)
     return out
