@@ -14,9 +14,10 @@ from pathlib import Path
 __all__ = [
     "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_BLOCKED", "EXIT_INTERRUPTED", "STATUS_EXIT", "exit_code_for",
     "worst_verdict", "VERDICTS", "RUNTIME", "ERROR_PREFIX", "DEFAULT_ENDPOINT", "DEFAULT_MODEL",
-    "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
-    "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "GUIDES",
-    "SHIPPED_NOTEBOOKS", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
+    "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "CONNECT_TIMEOUT_S", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
+    "ENV_PROVIDER", "ENV_HERMES_BIN", "ENV_CONFIG", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "GUIDES",
+    "SHIPPED_NOTEBOOKS",
+    "HARNESS_DIR", "MISSIONS_RELPATH", "WORKFLOWS_RELPATH", "AUDIT_RELPATH", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
     "RECEIPTS_RELPATH", "manifest_path", "START_HINT", "LOGGED_OUT_HINT", "SENTINEL_TAG", "RUN_ARTIFACTS",
 ]
 
@@ -62,6 +63,8 @@ DEFAULT_MODEL = "nousresearch/hermes-4-405b"
 #: the placeholder bearer (the real proxy ignores it and attaches its own credentials)
 DEFAULT_AUTH_TOKEN = "hermes-proxy"
 DEFAULT_TIMEOUT_MS = 300_000
+#: the longest wait for a TCP connection to the proxy, seconds (every client, the run plan, the probe)
+CONNECT_TIMEOUT_S = 5.0
 #: the fence tag of the final-message block (uh-contract §4)
 SENTINEL_TAG = "uh-runtime-final-message"
 #: the run artifacts whose digests a receipt and a run's display carry and which a receipt keeps copies of
@@ -82,6 +85,9 @@ ENV_MODEL = ENV_PREFIX + "MODEL"
 ENV_AUTH_TOKEN = ENV_PREFIX + "AUTH_TOKEN"
 ENV_PROVIDER = ENV_PREFIX + "PROVIDER"
 ENV_HERMES_BIN = ENV_PREFIX + "HERMES_BIN"
+#: the runtime_config keys the environment sets, each with its variable (the resolver's env layer)
+ENV_CONFIG: Mapping[str, str] = {"endpoint": ENV_ENDPOINT, "model": ENV_MODEL, "auth_token": ENV_AUTH_TOKEN,
+                                 "provider": ENV_PROVIDER}
 
 
 def env_secrets(environ: Mapping[str, str]) -> list[str]:
@@ -98,8 +104,13 @@ WIRE_SPIKE, ADAPTER_CHECK, E2E_SMOKE = NOTEBOOKS
 #: the guided notebooks: shipped and exported with the three, never run by the smoke
 GUIDES = ("probe_console",)
 SHIPPED_NOTEBOOKS = NOTEBOOKS + GUIDES
-#: the adapter manifest, relative to a project root (UH's place for it)
-MANIFEST_RELPATH = Path(".harness") / "adapters" / "hermes-proxy.yaml"
+#: UH's directory in a project root, and what hermes_nb reads and writes in it (relative to the root)
+HARNESS_DIR = ".harness"
+MISSIONS_RELPATH = Path(HARNESS_DIR) / "missions"
+WORKFLOWS_RELPATH = Path(HARNESS_DIR) / "workflows"
+AUDIT_RELPATH = Path(HARNESS_DIR) / "audit"
+#: the adapter manifest (UH's place for it)
+MANIFEST_RELPATH = Path(HARNESS_DIR) / "adapters" / "hermes-proxy.yaml"
 
 
 #: where ``hermes-nb promote`` appends its records (relative to the project root)

@@ -35,26 +35,22 @@ from typing import Any
 from hermes_nb.core.errors import HermesError
 from hermes_nb.core.facts import DEFAULT_MODEL
 from hermes_nb.core.htmlkit import MUTED, text_colour
+from hermes_nb.emulator.scenarios import ALL_SCENARIOS  # every one (``stall`` too: the request deadline decides)
 from hermes_nb.kit.console_view import CONSOLE_JS, answer_html, keys_hint_html, snapshot_html, snippets_html
-from hermes_nb.kit.exchanges import History, HistoryEntry, StreamJob
+from hermes_nb.kit.exchanges import HistoryEntry, StreamJob
 from hermes_nb.kit.request_state import RequestState
 from hermes_nb.kit.session import (
     METHODS,
     ROUTES,
-    SCENARIO_CHOICES,
     BodyCheck,
     ConsoleActions,
     ConsoleSession,
-    RouteChoice,
     check_body,
     error_html,
     response_html,
 )
 
-__all__ = [
-    "SCENARIO_CHOICES", "ROUTES", "METHODS", "RouteChoice", "BodyCheck", "check_body", "ConsoleActions",
-    "StreamJob", "HistoryEntry", "History", "ConsoleSession", "ProbeConsole", "Console", "response_html",
-]
+__all__ = ["ProbeConsole"]
 
 _VIEWS = ("rendered", "raw")
 
@@ -105,7 +101,7 @@ class ProbeConsole:
         self.model.add_class("hermes-model")
         self.model_flag = w.HTML(value="", layout=w.Layout(width="auto"))
         self.model_flag.add_class("hermes-model-flag")
-        self.scenario = w.Dropdown(options=SCENARIO_CHOICES, value=scenario, description="scenario", style=described,
+        self.scenario = w.Dropdown(options=ALL_SCENARIOS, value=scenario, description="scenario", style=described,
                                    layout=w.Layout(width="auto"))
         self.token = w.Password(value="", description="token", placeholder="else HERMES_NB_AUTH_TOKEN",
                                 style=described, layout=grow("14em"))
@@ -163,7 +159,7 @@ class ProbeConsole:
         self.stop_button.on_click(lambda _b: self.stop())
         self.check_button.on_click(lambda _b: self._check())
         self.probe_button.on_click(lambda _b: self._action("probing every route…", lambda: self.actions.probe(
-            *self._inputs(), auth_token=self.session._token)))
+            *self._inputs(), environ=self.session.environ, auth_token=self.session._token)))
         self.run_button.on_click(lambda _b: self._action("running the prompt as a mission…",
                                                          lambda: self.actions.run_prompt(
             *self._inputs(), self.prompt.value, environ=self.session.environ, auth_token=self.session._token)))
@@ -220,9 +216,9 @@ class ProbeConsole:
 
     # ---- the model picker
     def _flag_model(self) -> None:
-        flag = self.session.model_flag(*self._inputs())
-        target = self.actions.current(self.endpoint.value, self.scenario.value)
-        known = self.session.catalog.known(target.endpoint) if target is not None else None
+        flag = self.session.model_flag(self.model.value)
+        endpoint = self.session.endpoint_in_use
+        known = self.session.catalog.known(endpoint) if endpoint is not None else None
         if flag:
             self.model_flag.value = _note(f"⚠ {flag}", "warn")
         elif known:
@@ -388,6 +384,3 @@ class ProbeConsole:
         self.session.close()
         self.widget.close()
 
-
-#: the name earlier releases used
-Console = ProbeConsole

@@ -37,6 +37,7 @@ from hermes_nb.kit.models import ModelCatalog
 from hermes_nb.kit.target import Target, runtime_config, start_target
 
 if TYPE_CHECKING:
+    from hermes_nb.core.config import HermesProxyRuntimeConfig
     from hermes_nb.core.records import Exchange, Outcome
 
 __all__ = ["HermesMagics", "ChatResult", "load_ipython_extension", "unload_ipython_extension"]
@@ -182,16 +183,17 @@ class HermesMagics(Magics):
         self.catalog = ModelCatalog()
 
     # ---- targets
-    def _target(self, endpoint: str | None, scenario: str, manifest: str | None = None) -> Target:
-        """The explicit/configured endpoint, else this session's emulator for ``scenario``."""
-        from hermes_nb.core.resolve import resolve_runtime_config
-
-        config = resolve_runtime_config(manifest=manifest, endpoint=endpoint or None)
+    def _aim(self, args: Any) -> tuple[Target, HermesProxyRuntimeConfig]:
+        """The flags' config, resolved once, and its target: the configured endpoint, else this session's
+        emulator for ``--scenario``; the config aimed at the target."""
+        config = runtime_config(args.endpoint, args.model, manifest=getattr(args, "manifest", None))
         if config.origin("endpoint") != "default":
-            return Target(endpoint=config.endpoint, kind="given", origin=config.origin("endpoint"))
-        if scenario not in self._emulators:
-            self._emulators[scenario] = start_target(None, scenario=scenario, manifest=manifest)
-        return self._emulators[scenario]
+            target = start_target(config)
+        else:
+            if args.scenario not in self._emulators:
+                self._emulators[args.scenario] = start_target(config, scenario=args.scenario)
+            target = self._emulators[args.scenario]
+        return target, target.point(config)
 
     def close(self) -> None:
         for target in self._emulators.values():
@@ -216,8 +218,7 @@ class HermesMagics(Magics):
 
         args = parse_argstring(self.hermes_check, line)
         try:
-            target = self._target(args.endpoint, args.scenario, args.manifest)
-            config = runtime_config(target.endpoint, args.model, manifest=args.manifest)
+            target, config = self._aim(args)
         except HermesError as exc:
             self._fail(exc)
         return adapter_check(config, deadline_s=args.deadline, hermes_bin=target.hermes_bin)
@@ -239,10 +240,8 @@ class HermesMagics(Magics):
         args = parse_argstring(self.hermes_probe, line)
         try:
             contract = load_contract(resolve_contract(args.compare)) if args.compare else None
-            target = self._target(args.endpoint, args.scenario)
-            config = runtime_config(target.endpoint, args.model)
-            report = probe(target.endpoint, model=config.model, deadline_s=args.deadline,
-                           request_deadline_s=min(5.0, args.deadline))
+            _, config = self._aim(args)
+            report = probe(config, deadline_s=args.deadline)
         except HermesError as exc:
             self._fail(exc)
         if contract is not None:
@@ -268,8 +267,7 @@ class HermesMagics(Magics):
         if not prompt:
             raise IPythonUsageError("%%hermes_chat: the cell body is the prompt, and it is empty")
         try:
-            target = self._target(args.endpoint, args.scenario, args.manifest)
-            config = runtime_config(target.endpoint, args.model, manifest=args.manifest)
+            _, config = self._aim(args)
         except HermesError as exc:
             self._fail(exc)
         warnings = []

@@ -154,10 +154,6 @@ class RequestState:
         self._version += 1
 
     # ---- reading
-    @property
-    def generation(self) -> int:
-        return self._gen
-
     def snapshot(self) -> View:
         with self._lock:
             entry = self._entry

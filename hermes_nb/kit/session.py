@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.errors import ConfigError, HermesError
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.emulator.scenarios import ALL_SCENARIOS
 from hermes_nb.kit import display
 from hermes_nb.kit.exchanges import History, HistoryEntry, StreamJob
 from hermes_nb.kit.models import ModelCatalog, models_of
@@ -32,11 +31,9 @@ if TYPE_CHECKING:
     from hermes_nb.core.config import HermesProxyRuntimeConfig
     from hermes_nb.core.records import Exchange, Outcome
 
-__all__ = ["SCENARIO_CHOICES", "ROUTES", "METHODS", "RouteChoice", "BodyCheck", "check_body", "ConsoleActions",
+__all__ = ["ROUTES", "METHODS", "RouteChoice", "BodyCheck", "check_body", "ConsoleActions",
            "ConsoleSession", "response_html", "error_html"]
 
-#: every emulator scenario (``stall`` included: the request deadline then decides)
-SCENARIO_CHOICES = ALL_SCENARIOS
 METHODS = ("GET", "POST", "PUT", "DELETE")
 
 
@@ -129,41 +126,42 @@ class ConsoleActions:
     _key: tuple[str, str, str] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def current(self, endpoint: str, scenario: str) -> Target | None:
-        """The target already started for these inputs (None: the next action starts it)."""
-        with self._lock:
-            return self._target if self._key == (endpoint.strip(), scenario, self.profile) else None
-
-    def target(self, endpoint: str, scenario: str) -> Target:
-        """The target for these inputs; restarts the emulator when the scenario changed."""
-        key = (endpoint.strip(), scenario, self.profile)
+    def target(self, config: HermesProxyRuntimeConfig, scenario: str) -> Target:
+        """The target of a resolved ``config``; the emulator (no endpoint configured) restarts when the
+        scenario changed."""
+        given = config.origin("endpoint") != "default"
+        key = (config.endpoint if given else "", scenario, self.profile)
         with self._lock:
             if self._target is None or self._key != key:
                 self._close()
-                self._target = start_target(endpoint.strip() or None, profile=self.profile, scenario=scenario,
-                                            delay_s=self.delay_s)
+                self._target = start_target(config, profile=self.profile, scenario=scenario, delay_s=self.delay_s)
                 self._key = key
             return self._target
+
+    def aim(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
+            auth_token: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
+        """The inputs' config, resolved once, and its target; the config aimed at the target."""
+        config = runtime_config(endpoint.strip() or None, model, environ=environ, auth_token=auth_token)
+        target = self.target(config, scenario)
+        return target, target.point(config)
 
     def check(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
               auth_token: str | None = None) -> str:
         from hermes_nb.proxy.check import adapter_check
 
         try:
-            target = self.target(endpoint, scenario)
-            config = runtime_config(target.endpoint, model, environ=environ, auth_token=auth_token)
+            target, config = self.aim(endpoint, model, scenario, environ=environ, auth_token=auth_token)
         except HermesError as exc:
             return error_html(exc)
         return adapter_check(config, hermes_bin=target.hermes_bin)._repr_html_()
 
     def probe(self, endpoint: str, model: str, scenario: str, *, deadline_s: float = 30.0,
-              auth_token: str | None = None) -> str:
+              environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> str:
         from hermes_nb.proxy.probe import probe
 
         try:
-            target = self.target(endpoint, scenario)
-            report = probe(target.endpoint, model=model, deadline_s=deadline_s,
-                           **({"auth_token": auth_token} if auth_token else {}))
+            _, config = self.aim(endpoint, model, scenario, environ=environ, auth_token=auth_token)
+            report = probe(config, deadline_s=deadline_s)
         except HermesError as exc:
             return error_html(exc)
         return report._repr_html_()
@@ -171,15 +169,13 @@ class ConsoleActions:
     def run_prompt(self, endpoint: str, model: str, scenario: str, prompt: str, *,
                    root: str | None = None, environ: Mapping[str, str] | None = None,
                    auth_token: str | None = None) -> str:
-        from hermes_nb.harness.mission import Mission
-        from hermes_nb.harness.run import run
+        """Run ``prompt`` as a mission, prepared as ``hermes-nb run --prompt`` prepares it."""
+        from hermes_nb.kit.jobs import prepare_job, run_job
 
         try:
-            target = self.target(endpoint, scenario)
-            config = runtime_config(target.endpoint, model, environ=environ, auth_token=auth_token)
-            mission = Mission.adhoc(prompt)
-            run_root = root or target.temp_dir("hermes-nb-console-")
-            result = run(mission, config, root=run_root, handle_signals=False)
+            job = prepare_job(prompt=prompt, root=root, endpoint=endpoint.strip() or None, model=model,
+                              environ=environ, auth_token=auth_token)
+            result = run_job(job, self.target(job.config, scenario))
         except HermesError as exc:
             return error_html(exc)
         return result._repr_html_()
@@ -257,6 +253,8 @@ class ConsoleSession:
         self._token: str | None = None
         #: the models each endpoint lists, asked once per endpoint for the session
         self.catalog = ModelCatalog()
+        #: the endpoint the last request (or models lookup) went to
+        self.endpoint_in_use: str | None = None
 
     # ---- auth
     def set_token(self, value: str | None) -> None:
@@ -271,9 +269,9 @@ class ConsoleSession:
         return "password field" if self._token else "HERMES_NB_AUTH_TOKEN or the default"
 
     def config(self, endpoint: str, model: str, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
-        target = self.actions.target(endpoint, scenario)
-        config = runtime_config(target.endpoint, model, environ=self.environ, auth_token=self._token)
+        target, config = self.actions.aim(endpoint, model, scenario, environ=self.environ, auth_token=self._token)
         self._redactor.add(*config.secrets())
+        self.endpoint_in_use = config.endpoint
         return target, config
 
     @property
@@ -351,10 +349,10 @@ class ConsoleSession:
         _, config = self.config(endpoint, model, scenario)
         return self.catalog.lookup(config)
 
-    def model_flag(self, endpoint: str, model: str, scenario: str) -> str | None:
-        """Why ``model`` looks wrong for the started target (None: listed, or nothing known yet)."""
-        target = self.actions.current(endpoint, scenario)
-        return self.catalog.flag(target.endpoint, model.strip()) if target is not None else None
+    def model_flag(self, model: str) -> str | None:
+        """Why ``model`` looks wrong for the endpoint in use (None: listed, or nothing known yet)."""
+        endpoint = self.endpoint_in_use
+        return self.catalog.flag(endpoint, model.strip()) if endpoint is not None else None
 
     def stop(self) -> None:
         if self.job is not None:

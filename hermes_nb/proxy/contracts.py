@@ -39,7 +39,6 @@ __all__ = [
     "upstream_differences",
     "owners",
     "upgrade_document",
-    "compare_contract",
     "section_diff",
     "section_drift",
     "contract_drift",
@@ -338,5 +337,3 @@ def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *,
     return drift
 
 
-#: ``hermes_nb.compare_contract``
-compare_contract = compare

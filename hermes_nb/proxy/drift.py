@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from hermes_nb.core.model import StrictModel
 
 __all__ = ["Owner", "Drift", "DriftList", "drift_table"]
 
@@ -16,9 +16,7 @@ __all__ = ["Owner", "Drift", "DriftList", "drift_table"]
 Owner = Literal["proxy", "upstream"]
 
 
-class Drift(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Drift(StrictModel):
     field: str
     expected: Any = None
     observed: Any = None

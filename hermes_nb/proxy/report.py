@@ -1,6 +1,6 @@
 """The probe's report: its records, and the pure reading of one exchange per route.
 
-:mod:`hermes_nb.probe` sends the requests; this module says what the answers
+:mod:`hermes_nb.proxy.probe` sends the requests; this module says what the answers
 mean (``route_outcome``: forwarded, path_not_allowed, not_found, …) and derives
 the report-level facts (auth state, bearer requirement, stream-failure shape,
 warnings). No IO. The outcome vocabulary is documented in docs/wire-contract.md.
@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import Field, PrivateAttr
 
-from hermes_nb.core.records import Exchange
+from hermes_nb.core.model import StrictModel
+from hermes_nb.core.records import NO_CONNECTION, TIMED_OUT, Exchange
 from hermes_nb.proxy.drift import Drift, DriftList, Owner
 
 __all__ = [
-    "Outcome",
+    "RouteOutcome",
     "StreamShape",
     "RouteResult",
     "AuthCase",
@@ -42,7 +43,8 @@ __all__ = [
     "floor_missing",
 ]
 
-Outcome = Literal[
+#: what one probed route did (not :class:`hermes_nb.core.records.Outcome`, a chat exchange's classification)
+RouteOutcome = Literal[
     "forwarded", "auth_failed", "path_not_allowed", "not_found", "unauthorized", "rejected", "local", "error",
     "bad_response", "unreachable", "timeout", "transport_error", "skipped",
 ]
@@ -59,16 +61,10 @@ OPENAI_FLOOR: dict[str, tuple[str, ...]] = {
     "embeddings": ("data", "object"),
     "models": ("data", "object"),
 }
-_CONNECT_KINDS = frozenset({"connect_refused", "dns", "connect_error"})
-_TIMEOUT_KINDS = frozenset({"connect_timeout", "read_timeout", "deadline"})
 RATE_LIMIT_HEADER_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RouteResult(_Model):
+class RouteResult(StrictModel):
     name: str
     method: str
     path: str
@@ -83,7 +79,7 @@ class RouteResult(_Model):
     body_excerpt: str | None = None
     #: sorted top-level keys of a JSON object body
     json_keys: list[str] | None = None
-    outcome: Outcome = "skipped"
+    outcome: RouteOutcome = "skipped"
     #: who answered: the proxy itself, or the upstream it relayed (None: no HTTP answer)
     answered_by: Owner | None = None
     #: how the body ended: ``clean``, or the transport failure that cut it (None: no HTTP answer)
@@ -98,13 +94,13 @@ class RouteResult(_Model):
     elapsed_s: float = 0.0
 
 
-class AuthCase(_Model):
+class AuthCase(StrictModel):
     case: Literal["none", "malformed", "bearer"]
     #: what was sent, redacted (``(none)``, ``Basic <redacted>``, ``Bearer probe``)
     header: str
     status: int | None = None
     error_type: str | None = None
-    outcome: Outcome = "skipped"
+    outcome: RouteOutcome = "skipped"
     answered_by: Owner | None = None
 
 
@@ -114,7 +110,7 @@ def _esc(value: Any) -> str:
     return esc(value)
 
 
-class WireReport(_Model):
+class WireReport(StrictModel):
     endpoint: str
     #: stale (forwarded routes answer upstream_auth_failed), live (they answer 2xx), unreachable, unknown
     state: Literal["stale", "live", "unreachable", "unknown"] = "unknown"
@@ -240,14 +236,14 @@ def body_kind(ex: Exchange) -> str:
     return "text"
 
 
-def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Outcome:
+def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> RouteOutcome:
     """What the endpoint did with one request (see docs/wire-contract.md for the vocabulary)."""
     if ex.status is None:
         failure = ex.transport_error
         kind = failure.kind if failure else "other"
-        if failure is not None and failure.phase == "connect" and kind in _CONNECT_KINDS:
+        if failure is not None and failure.phase == "connect" and kind in NO_CONNECTION:
             return "unreachable"
-        if kind in _TIMEOUT_KINDS:
+        if kind in TIMED_OUT:
             return "timeout"
         return "transport_error"
     env = ex.envelope

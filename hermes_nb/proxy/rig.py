@@ -18,13 +18,13 @@ written. Three auth states:
     started from a command line), so the real proxy forwards real requests to it.
 ``logged-out``
     no ``auth.json``: ``hermes proxy start`` exits 2 with "Not logged into Nous
-    Portal…" and :func:`real_proxy` raises :class:`~hermes_nb.errors.RigError`.
+    Portal…" and :func:`real_proxy` raises :class:`~hermes_nb.core.errors.RigError`.
 
 Readiness is a poll of ``GET /health`` under a deadline (the child's early
 exit is detected on every round); the proxy and the upstream are stopped on
 exit, errors included. The child's output goes to ``proxy.log`` in the temp
 directory; anything we show from it passes through the rig's
-:class:`~hermes_nb.redact.Redactor` (it knows every auth-store secret).
+:class:`~hermes_nb.core.redaction.Redactor` (it knows every auth-store secret).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.core.handles import EndpointHandle
 from hermes_nb.core.facts import LOGGED_OUT_HINT
 from hermes_nb.core.redaction import Redactor, auth_store_secrets
 from hermes_nb.proxy.executable import (
@@ -62,7 +63,6 @@ from hermes_nb.proxy.upstreams import UPSTREAMS, CommandUpstream, start_upstream
 
 __all__ = [
     "STATES",
-    "RigState",
     "RigHandle",
     "ENV_HERMES_BIN",
     "INSTALL_HINT",
@@ -80,7 +80,6 @@ __all__ = [
     "real_proxy",
 ]
 
-RigState = Literal["stale", "live", "logged-out"]
 STATES: tuple[str, ...] = ("stale", "live", "logged-out")
 INVOKE_SCOPE = "inference:invoke"
 
@@ -154,7 +153,7 @@ def _refusing_port(stack: ExitStack) -> int:
     return int(sock.getsockname()[1])
 
 
-class RigHandle(str):
+class RigHandle(EndpointHandle):
     """A running real proxy. The string value is the endpoint (``http://127.0.0.1:<port>/v1``).
 
     So ``with real_proxy("live") as endpoint:`` works wherever an endpoint string does.
@@ -171,18 +170,9 @@ class RigHandle(str):
     process: subprocess.Popen[Any]
     redactor: Redactor
     #: what answers behind the proxy in the live state: an emulator handle or a :class:`CommandUpstream`
-    upstream: Any
+    upstream: Any = None
     #: ``emulator`` | ``minimal`` | ``command`` (None outside the live state)
-    upstream_kind: str | None
-
-    def __new__(cls, endpoint: str, **fields: Any) -> RigHandle:
-        obj = super().__new__(cls, endpoint)
-        obj.endpoint = endpoint
-        obj.upstream = None
-        obj.upstream_kind = None
-        for key, value in fields.items():
-            setattr(obj, key, value)
-        return obj
+    upstream_kind: str | None = None
 
     def __repr__(self) -> str:
         return (f"RigHandle(endpoint={self.endpoint!r}, state={self.state!r}, "
@@ -219,7 +209,7 @@ def _wait_ready(proc: subprocess.Popen[Any], base_url: str, *, deadline_s: float
     """Poll ``GET /health`` until 200 JSON; False when the child exited first. Raises RigError on deadline."""
 
     def healthy(client: Any) -> bool:
-        answer = client.request("GET", "/health", root=True, auth=False, deadline_s=1.0)
+        answer = client.health(deadline_s=1.0)
         return answer.status == 200 and isinstance(answer.json_body, dict) and "status" in answer.json_body
 
     return wait_until_answers(proc, f"{base_url}/v1", healthy, deadline_s=deadline_s,

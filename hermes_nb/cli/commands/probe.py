@@ -1,5 +1,9 @@
 """``hermes-nb probe``: the seed's wire-format spike against one endpoint, and drift from a contract.
 
+The runtime config (endpoint, model, bearer, extra headers) comes from
+:func:`hermes_nb.cli.options.config_from_args`, like every command's: manifest < ``HERMES_NB_*`` <
+``--runtime-config-overrides`` < ``--endpoint``/``--model``.
+
 Exit codes: 0 the probe ran (and, with ``--compare``, found no drift on a proxy-owned field);
 1 drift found (differences on upstream-owned fields are listed, never counted);
 2 usage (bad flags, unknown or invalid contract, invalid URL);
@@ -12,8 +16,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.cli.options import add_config_flags, config_from_args
 from hermes_nb.core.errors import ArtifactError, UsageError
-from hermes_nb.core.facts import DEFAULT_MODEL
 from hermes_nb.proxy.contracts import (
     apply_contract,
     contract_document,
@@ -30,7 +34,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
         "probe", parents=[parent], help="probe a proxy's wire format; compare with a contract",
         description="Probe every route, the auth handoff and the stream-failure shape of a Hermes proxy.",
     )
-    p.add_argument("--endpoint", required=True, help="proxy endpoint including /v1, e.g. http://127.0.0.1:8645/v1")
+    add_config_flags(p)
     p.add_argument("--compare", metavar="CONTRACT",
                    help="`seed`, a name in docs/wire-contract (hermes-agent-0.19.0) or a contract file")
     p.add_argument("--state", choices=("stale", "live"),
@@ -38,7 +42,6 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--out", metavar="FILE", help="also write the report (JSON) to FILE")
     p.add_argument("--write-contract", metavar="FILE",
                    help="write the observed contract (this probe as the only state section) to FILE")
-    p.add_argument("--model", default=DEFAULT_MODEL, help=f"model id sent in bodies (default {DEFAULT_MODEL})")
     p.add_argument("--deadline", type=float, default=30.0, metavar="S", help="overall probe deadline (default 30)")
     p.set_defaults(handler=handle)
 
@@ -50,14 +53,14 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         if target and not Path(target).resolve().parent.is_dir():
             raise UsageError(f"{flag} {target}: its directory does not exist")
     contract = load_contract(resolve_contract(args.compare)) if args.compare else None
-    report = probe(args.endpoint, model=args.model, deadline_s=args.deadline,
-                   request_deadline_s=min(5.0, args.deadline))
+    config = config_from_args(args)
+    report = probe(config, deadline_s=args.deadline)
     if contract is not None:
         apply_contract(report, contract, state=args.state)
     if args.out:
         _write(args.out, report.model_dump_json(indent=2) + "\n")
     if args.write_contract:
-        doc = contract_document({report.state: report}, target=args.endpoint)
+        doc = contract_document({report.state: report}, target=config.endpoint)
         _write(args.write_contract, dumps_contract(doc))
     for line in render(report, compared=args.compare):
         out.line(line)
