@@ -298,6 +298,8 @@ def _measured_pages(seen: dict) -> None:
     for scheme in ("light", "dark"):
         for page, measured in seen["contrast"][scheme].items():
             assert measured["min_ratio"] >= AA, (scheme, page, measured["worst"])
+    print(json.dumps({scheme: {page: round(m["min_ratio"], 2) for page, m in pages.items()}
+                      for scheme, pages in seen["contrast"].items()}))
 
 
 def test_receipt_and_run_index_in_the_browser(tmp_path: Path) -> None:

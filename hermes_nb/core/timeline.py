@@ -94,9 +94,10 @@ def idle_gaps(tl: StreamTimeline) -> list[tuple[float, float]]:
     return [(a, b) for a, b in zip(marks, marks[1:]) if b - a >= threshold]
 
 
-#: label layout: an upper bound of the width of one character of the 11 px label font, and the row pitch
+#: label layout: an upper bound of the width of one character of the 11 px label font, and the row pitch (more
+#: than the height of an 11 px text box, descenders included)
 CHAR_W = 6.6
-ROW_H = 13
+ROW_H = 15
 #: idle-gap labels take at most this many rows; the ones that do not fit keep only their tooltip
 GAP_LABEL_ROWS = 3
 
