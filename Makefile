@@ -80,7 +80,7 @@ screenshots: install browser-venv
 schema: install
 	$(BIN)/hermes-nb schema --write docs/schema
 
-# P1-P6 of docs/performance.md; each benchmark prints its ratio against its baseline, measured in the same run
+# P1-P7 of docs/performance.md; each benchmark prints its ratio against its baseline, measured in the same run
 bench: install
 	$(BIN)/python benchmarks/sse_decode.py
 	$(BIN)/python benchmarks/client_roundtrip.py
@@ -88,6 +88,7 @@ bench: install
 	$(BIN)/python benchmarks/smoke_bench.py
 	$(BIN)/python benchmarks/scaling.py
 	$(BIN)/python benchmarks/emulator_load.py
+	$(BIN)/python benchmarks/prompt_memory.py
 
 # the fuzz tests with many more examples than the CI-sized ones `make test` runs
 fuzz: install

@@ -24,6 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes_nb.core.facts import PROXY_MAX_REQUEST_BYTES
 from hermes_nb.core.redaction import Redactor, redact_headers
 
 from . import content as c
@@ -54,7 +55,7 @@ __all__ = [
 logger = logging.getLogger("hermes_nb.emulator")
 
 #: the real proxy's ``client_max_size`` (413 text/plain above it)
-MAX_REQUEST_BYTES = 10_000_000
+MAX_REQUEST_BYTES = PROXY_MAX_REQUEST_BYTES
 UPSTREAM_MAX_BYTES = 32 * 1024 * 1024
 PROXY_PATHS = frozenset(UPSTREAM_ROUTES)
 AUTH_STALE_MESSAGE = "Failed to refresh Nous Portal credentials: Invalid refresh token"

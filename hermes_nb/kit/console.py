@@ -362,7 +362,7 @@ class ProbeConsole:
         fields = [("endpoint", self.endpoint.value or "(embedded emulator)"), ("model", self.model.value),
                   ("scenario", self.scenario.value), ("route", self.route.value), ("prompt", self.prompt.value)]
         red = self.session.redactor
-        response = response_html(view.entry, red) if view.entry is not None else ""
+        response = response_html(view.entry, red, headers=False) if view.entry is not None else ""
         return snapshot_html(fields, view, list(self.session.history.entries), response=response, redactor=red)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:

@@ -206,8 +206,9 @@ def _judge(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig,
     return "passed", route_outcome(ex, root=route.root), None, [], None
 
 
-def response_html(entry: HistoryEntry, redactor: Redactor | None = None) -> str:
-    """The response panel: verdict and hint, status, timings, usage, error envelope, timeline, headers."""
+def response_html(entry: HistoryEntry, redactor: Redactor | None = None, *, headers: bool = True) -> str:
+    """The response panel: verdict and hint, status, timings, usage, error envelope, timeline, headers (not in
+    the console's static picture: ``date`` and the like are session noise there)."""
     from hermes_nb.core.reprs import box, kv_html, seconds
     from hermes_nb.core.timeline import StreamTimeline, timeline_svg
     from hermes_nb.core.usage import Usage
@@ -231,7 +232,7 @@ def response_html(entry: HistoryEntry, redactor: Redactor | None = None) -> str:
     parts = [kv_html(pairs, badges=("verdict",), redactor=red)]
     if ex.streamed:
         parts.append(timeline_svg(StreamTimeline.from_exchange(ex, stopped=entry.stopped)))
-    if ex.headers:
+    if ex.headers and headers:
         parts.append("<details><summary>response headers</summary>"
                      + kv_html(sorted(ex.headers.items()), badges=(), redactor=red) + "</details>")
     return box(f"response #{entry.number}", entry.verdict, *parts)

@@ -18,6 +18,8 @@ from typing import Any
 __all__ = ["render_html"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: header rows shown only when the receipt has a value (a passed receipt has no operator action)
+OPTIONAL_ROWS = ("operator_action", "proxy_state")
 
 
 def _style() -> str:
@@ -98,14 +100,15 @@ def _summary(nb: Any, receipt: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _receipt_table(receipt: dict[str, Any], summary: dict[str, Any] | None = None) -> str:
-    keys = ("notebook", "verdict", "status", "reason", "target_kind", "endpoint", "model", "run_id", "started_at",
+    keys = ("notebook", "verdict", "status", "reason", "operator_action", "target_kind", "proxy_state", "endpoint",
+            "model", "run_id", "started_at",
             "duration_s", "hermes_nb_version", "hermes_agent_version", "papermill_version", "nbclient_version")
     shown = dict(receipt)
     if "hermes_agent_version" in shown and not shown["hermes_agent_version"]:  # never a bare "None"
         shown["hermes_agent_version"] = ("none: the embedded emulator" if receipt.get("target_kind") == "emulator"
                                          else "unknown")
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(k, shown.get(k))}</td></tr>"
-                   for k in keys if k in shown)
+                   for k in keys if k in shown and (shown.get(k) is not None or k not in OPTIONAL_ROWS))
     usage = _usage(summary)
     if usage is not None:
         rows += f"<tr><th>usage</th><td>{html.escape(usage)}</td></tr>"
