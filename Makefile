@@ -65,8 +65,8 @@ smoke: install
 
 # refresh the committed notebooks, then ship the same bytes in the package (a test keeps them identical)
 # (the guide, probe_console.ipynb, is executed against the emulator and stored with normalised outputs;
-# it ships and is exported with the three, and the smoke never runs it)
-SHIPPED_NOTEBOOKS := wire_format_spike adapter_check e2e_smoke probe_console
+# it ships and is exported with the others, and the smoke never runs it)
+SHIPPED_NOTEBOOKS := wire_format_spike adapter_check e2e_smoke load probe_console
 notebooks: install
 	$(BIN)/hermes-nb notebooks refresh --dir notebooks
 	$(BIN)/python -m hermes_nb.nbrun.guides notebooks
@@ -89,6 +89,7 @@ bench: install
 	$(BIN)/python benchmarks/scaling.py
 	$(BIN)/python benchmarks/emulator_load.py
 	$(BIN)/python benchmarks/prompt_memory.py
+	$(BIN)/python benchmarks/load_generator.py
 
 # the fuzz tests with many more examples than the CI-sized ones `make test` runs
 fuzz: install

@@ -22,6 +22,8 @@ EXPORTED = [
     "ProbeConsole", "load_ipython_extension", "unload_ipython_extension",
     # issue 21 (8): the smoke as the CLI runs it, for a notebook or a script
     "smoke", "SmokeOutcome",
+    # issue 22: the load probe
+    "LoadReport", "run_load",
 ]
 
 

@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "emulator",
     "probe",
     "rig",
+    "load",
     "smoke",
     "matrix",
     "receipts",

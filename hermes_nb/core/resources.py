@@ -28,7 +28,7 @@ def data_dir() -> Path:
 
 
 def notebooks_dir() -> Path:
-    """The shipped notebooks (the three ``hermes-nb smoke`` executes, and the guide)."""
+    """The shipped notebooks (what ``hermes-nb smoke`` and ``hermes-nb load --out`` execute, and the guide)."""
     return data_dir() / "notebooks"
 
 

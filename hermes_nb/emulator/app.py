@@ -73,6 +73,8 @@ SETTINGS_KEY = web.AppKey("hermes_nb_settings", Settings)
 REQUESTS_KEY = web.AppKey("hermes_nb_requests", list)
 CLOSING_KEY = web.AppKey("hermes_nb_closing", asyncio.Event)
 SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
+#: ``concurrency-limited``: the chat requests in flight (one counter per app)
+IN_FLIGHT_KEY = web.AppKey("hermes_nb_in_flight", list)
 
 
 @dataclass(slots=True)
@@ -167,6 +169,26 @@ async def _observe(request: web.Request, handler: Callable[[web.Request], Awaita
         record.status = status
         logger.info("%s %s %s -> %s scenario=%s %.1fms", app[SETTINGS_KEY].profile, request.method, request.path,
                     status if status is not None else "aborted", scenario, (loop.time() - started) * 1000)
+
+
+@web.middleware
+async def _capacity(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                    ) -> web.StreamResponse:
+    """``concurrency-limited``: a chat request beyond ``max_concurrent`` in flight is answered as ``rate-limited``
+    (429 with Retry-After); the others count as in flight until their answer is written."""
+    if request[SCENARIO_KEY] != "concurrency-limited" or request.method != "POST" \
+            or not request.path.endswith("/chat/completions"):
+        return await handler(request)
+    in_flight = request.app[IN_FLIGHT_KEY]
+    if in_flight[0] >= request.app[SETTINGS_KEY].max_concurrent:
+        request[SCENARIO_KEY] = "rate-limited"
+        request[RECORD_KEY].extra["over_capacity"] = True
+        return await handler(request)
+    in_flight[0] += 1
+    try:
+        return await handler(request)
+    finally:
+        in_flight[0] -= 1
 
 
 @web.middleware
@@ -305,6 +327,9 @@ def create_app(
     models: list[str] | tuple[str, ...] | None = None,
     delay_s: float = 0.05,
     retry_after: int = 2,
+    first_delta_s: float = 0.1,
+    token_interval_s: float = 0.01,
+    max_concurrent: int = 4,
     requests: list[RecordedRequest] | None = None,
 ) -> web.Application:
     """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request."""
@@ -317,15 +342,17 @@ def create_app(
                          f"choose one of: {', '.join(ALL_SCENARIOS)} (the last two need a proxy profile)")
     model_ids = tuple(models) if models else c.DEFAULT_MODELS
     settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
-                        retry_after=retry_after)
+                        retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
+                        max_concurrent=max_concurrent)
     max_size = UPSTREAM_MAX_BYTES if profile == "upstream" else MAX_REQUEST_BYTES
     if profile == "minimal":
         from .minimal import create_minimal_app
 
         app = create_minimal_app(models=models, seed=seed, middlewares=[_observe, _minimal_scenario])
     else:
-        app = web.Application(client_max_size=max_size, middlewares=[_observe])
+        app = web.Application(client_max_size=max_size, middlewares=[_observe, _capacity])
     app[SETTINGS_KEY] = settings
+    app[IN_FLIGHT_KEY] = [0]
     app[REQUESTS_KEY] = requests if requests is not None else []
     closing = asyncio.Event()
     app[CLOSING_KEY] = closing

@@ -139,6 +139,9 @@ def serve(
     port: int = 0,
     delay_s: float = 0.05,
     retry_after: int = 2,
+    first_delta_s: float = 0.1,
+    token_interval_s: float = 0.01,
+    max_concurrent: int = 4,
 ) -> EmulatorHandle:
     """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``).
 
@@ -150,7 +153,8 @@ def serve(
         raise ValueError(f"emulator host {host!r} is not a loopback address (127.0.0.1, ::1, localhost)")
     log: list[RecordedRequest] = []
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
-                     retry_after=retry_after, requests=log)
+                     retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
+                     max_concurrent=max_concurrent, requests=log)
     thread = _ServerThread(app, host, port)
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S):

@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -91,12 +91,15 @@ class SmokeResult:
 def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None = None,
               timeout_s: float = 120.0, html: bool = True, templates: Path | None = None,
               progress: Callable[[str], None] | None = None, run_id: str | None = None,
-              confirm: bool = True, guard: SignalGuard | None = None) -> SmokeResult:
+              confirm: bool = True, guard: SignalGuard | None = None,
+              parameters: Mapping[str, Mapping[str, Any]] | None = None) -> SmokeResult:
     """Execute the notebooks concurrently and write one receipt each, plus the index.
 
     ``confirm``: check a ``live`` target first (:func:`confirm_target`); pass False only for a target
     that already went through it. ``guard``: a caller's signal guard, armed while the notebooks run (a
-    signal then cancels them; at any other moment it waits until they are done).
+    signal then cancels them; at any other moment it waits until they are done). ``parameters``: notebook
+    name → extra papermill parameters (the load receipt's report, :mod:`hermes_nb.nbrun.load`), over the
+    target's.
     """
     names = list(dict.fromkeys(only)) if only else list(NOTEBOOKS)  # a repeated --only runs once
     template_dir = templates or notebooks_dir()
@@ -134,6 +137,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
             if name == E2E_SMOKE:
                 (work / "e2e-root").mkdir()
                 params["root"] = str(work / "e2e-root")
+            params.update((parameters or {}).get(name) or {})
             runs.append(NotebookRun(name=name, template=(template_dir / f"{name}.ipynb").resolve(), parameters=params))
         with KernelPool(fork=fork_wanted()) as pool:
             prefetch_environment_digest()  # every receipt records it; computed while the kernels boot

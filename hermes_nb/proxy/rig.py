@@ -241,10 +241,11 @@ def real_proxy(
     """
     if state not in STATES:
         raise RigError(f"unknown rig state {state!r}; choose one of {', '.join(STATES)}")
-    from hermes_nb.emulator import SCENARIOS  # light: no aiohttp
+    from hermes_nb.emulator.scenarios import LOAD_SCENARIOS, SCENARIOS  # light: no aiohttp
 
-    if state == "live" and upstream_scenario not in SCENARIOS:
-        raise UsageError(f"unknown upstream scenario {upstream_scenario!r}; choose one of {', '.join(SCENARIOS)}")
+    known = SCENARIOS + LOAD_SCENARIOS
+    if state == "live" and upstream_scenario not in known:
+        raise UsageError(f"unknown upstream scenario {upstream_scenario!r}; choose one of {', '.join(known)}")
     if state == "live" and upstream not in UPSTREAMS:
         upstream_command(upstream, 0)  # a usage error before anything starts
     if state == "live" and upstream == "minimal" and upstream_scenario != "ok":

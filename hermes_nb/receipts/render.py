@@ -5,11 +5,12 @@ nbconvert's HTMLExporter costs ~2 s per smoke run on these machines
 whole target. A receipt needs far less: a header with ``metadata.receipt``,
 then each cell — markdown via mistune (already a dependency of nbconvert),
 code escaped, outputs as Jupyter shows them (``text/html`` as is, images
-inline, streams and tracebacks escaped with ANSI codes stripped).
+inline — SVG as a ``data:`` image —, streams and tracebacks escaped with ANSI codes stripped).
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -66,6 +67,10 @@ def _output(out: Any) -> str:
     for mime in ("image/png", "image/jpeg"):
         if mime in data:
             return f'<div class="out"><img src="data:{mime};base64,{_text(data[mime]).strip()}"></div>'
+    if "image/svg+xml" in data:  # an image, never inline markup: a picture cannot run script in the receipt
+        svg = base64.b64encode(_text(data["image/svg+xml"]).encode("utf-8")).decode("ascii")
+        alt = html.escape(_text(data.get("text/plain", "")), quote=True)
+        return f'<div class="out"><img src="data:image/svg+xml;base64,{svg}" alt="{alt}" style="max-width:100%"></div>'
     if "text/plain" in data:
         return f'<div class="out"><pre>{html.escape(_text(data["text/plain"]))}</pre></div>'
     return ""

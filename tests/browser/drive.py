@@ -425,8 +425,19 @@ def receipt(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def load_receipt(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
+    """The load receipt: its plots are images that decode (an SVG that fails to parse has no natural size)."""
+    page.goto(Path(cfg["receipt"]).as_uri())
+    page.wait_for_selector('img[src^="data:image/svg+xml"]')
+    images = page.eval_on_selector_all('img[src^="data:image/svg+xml"]',
+                                       "els => els.map(e => [e.complete, e.naturalWidth, e.naturalHeight, e.alt])")
+    page.screenshot(path=cfg["screenshot"], full_page=True)
+    return {"images": images}
+
+
 MODES = {"console": console, "themes": themes, "keyboard": keyboard, "failures": failures, "narrow": narrow,
-         "restart": restart, "guide": guide, "index_in_lab": index_in_lab, "receipt": receipt}
+         "restart": restart, "guide": guide, "index_in_lab": index_in_lab, "receipt": receipt,
+         "load_receipt": load_receipt}
 
 
 def main() -> None:

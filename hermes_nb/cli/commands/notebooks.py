@@ -45,10 +45,13 @@ def _usage(args: argparse.Namespace, out: Any) -> int:
 
 def handle_list(args: argparse.Namespace, out: Any) -> int:
     from hermes_nb.core.digests import sha256_file
-    from hermes_nb.core.facts import NOTEBOOKS, SHIPPED_NOTEBOOKS
+    from hermes_nb.core.facts import GUIDES, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS
     from hermes_nb.core.resources import notebook_path
 
-    rows = [{"name": name, "kind": "smoke" if name in NOTEBOOKS else "guide", "path": str(notebook_path(name)),
+    def kind(name: str) -> str:
+        return "guide" if name in GUIDES else "load" if name == LOAD_NOTEBOOK else "smoke"
+
+    rows = [{"name": name, "kind": kind(name), "path": str(notebook_path(name)),
              "sha256": sha256_file(notebook_path(name))} for name in SHIPPED_NOTEBOOKS]
     for row in rows:
         out.line(f"{row['name']:18} {row['kind']:6} {row['path']}")
