@@ -20,6 +20,8 @@ ALLOWED = {
     "_private_specs": "jupyter_client's KernelSpecManager hook (nbrun/kernels.py)",
     "_ready_client": "jupyter_client's KernelManager hook (nbrun/kernels.py)",
     "_encrypt": "jupyter_client's KernelManager hook (nbrun/kernels.py)",
+    "SAFE_PROTOCOLS": "mistune's HTMLRenderer reads it when it sanitises a link (core/htmlkit.py)",
+    "image": "mistune's HTMLRenderer calls it for each image (core/htmlkit.py)",
 }
 #: decorators whose functions a framework calls (pydantic validators, IPython magics)
 DECORATORS = ["@field_validator", "@model_validator", "@field_serializer", "@magic_arguments", "@line_magic",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.core.facts import LOAD_NOTEBOOK, NOTEBOOKS, SHIPPED_NOTEBOOKS
+from hermes_nb.core.facts import LOAD_NOTEBOOK, NOTEBOOKS, SHIPPED_NOTEBOOKS, TEMPLATED_NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(600)
@@ -138,6 +138,9 @@ def test_probe_compares_with_the_shipped_contracts_against_the_emulator(installe
 
 def test_notebooks_list_export_and_refresh(installed: Installed) -> None:
     listed = installed.json("notebooks", "list")["notebooks"]
+    # the three the smoke runs, the load receipt's, and the guide (issue 19: it was missing from the wheel and the export)
+    assert [(n["name"], n["kind"]) for n in listed] == (
+        [(n, "smoke") for n in NOTEBOOKS] + [("load", "load"), ("probe_console", "guide")])
     assert [n["name"] for n in listed] == list(SHIPPED_NOTEBOOKS)
     assert all(installed.bin.parent in Path(n["path"]).parents for n in listed)
     installed.run("notebooks", "export", "exported")
@@ -145,7 +148,7 @@ def test_notebooks_list_export_and_refresh(installed: Installed) -> None:
         [f"{n}.ipynb" for n in SHIPPED_NOTEBOOKS] + ["nbval-sanitize.cfg"])
     assert installed.run("notebooks", "export", "exported", check=False).returncode == 2
     refreshed = installed.json("notebooks", "refresh", "--dir", "fresh")
-    assert refreshed["verdict"] == "passed" and len(refreshed["refreshed"]) == len(SHIPPED_NOTEBOOKS)
+    assert refreshed["verdict"] == "passed" and len(refreshed["refreshed"]) == len(TEMPLATED_NOTEBOOKS)
     for name in NOTEBOOKS:  # the refresh of the installed package reproduces what it ships, byte for byte
         shipped = next(n for n in listed if n["name"] == name)["path"]
         assert (installed.cwd / "fresh" / f"{name}.ipynb").read_bytes() == Path(shipped).read_bytes(), name

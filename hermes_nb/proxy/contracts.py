@@ -33,6 +33,8 @@ __all__ = [
     "load_contract",
     "resolve_contract",
     "compare",
+    "contract_label",
+    "apply_contract",
     "judge",
     "upstream_differences",
     "owners",
@@ -251,9 +253,24 @@ def judge(report: WireReport, contract: Mapping[str, Any], *, state: str | None 
     return drift + section_diff(section, contract_section(report))
 
 
+def contract_label(contract: Mapping[str, Any]) -> str:
+    """How a display names a contract: its ``target`` (``hermes-agent 0.19.0``)."""
+    return str(contract.get("target") or "the recorded contract")
+
+
 def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> DriftList:
     """The drift: differences on proxy-owned fields only (see :func:`judge`). Each prints as ``field: a → b``."""
-    return DriftList(d for d in judge(report, contract, state=state) if d.owner == "proxy")
+    return DriftList((d for d in judge(report, contract, state=state) if d.owner == "proxy"),
+                     contract=contract_label(contract))
+
+
+def apply_contract(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> WireReport:
+    """Judge ``report`` against ``contract`` in place: its drift, its upstream differences, the contract's name."""
+    judged = judge(report, contract, state=state)
+    report.drift = [d for d in judged if d.owner == "proxy"]
+    report.upstream_differences = [d for d in judged if d.owner == "upstream"]
+    report.contract = contract_label(contract)
+    return report
 
 
 def upstream_differences(report: WireReport, contract: Mapping[str, Any], *,

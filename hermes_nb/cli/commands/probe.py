@@ -18,7 +18,13 @@ from typing import Any
 
 from hermes_nb.cli.options import add_config_flags, config_from_args
 from hermes_nb.core.errors import ArtifactError, UsageError
-from hermes_nb.proxy.contracts import contract_document, dumps_contract, judge, load_contract, resolve_contract
+from hermes_nb.proxy.contracts import (
+    apply_contract,
+    contract_document,
+    dumps_contract,
+    load_contract,
+    resolve_contract,
+)
 from hermes_nb.proxy.probe import ROUTES, probe
 from hermes_nb.proxy.report import WireReport
 
@@ -50,9 +56,7 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     config = config_from_args(args)
     report = probe(config, deadline_s=args.deadline)
     if contract is not None:
-        judged = judge(report, contract, state=args.state)
-        report.drift = [d for d in judged if d.owner == "proxy"]
-        report.upstream_differences = [d for d in judged if d.owner == "upstream"]
+        apply_contract(report, contract, state=args.state)
     if args.out:
         _write(args.out, report.model_dump_json(indent=2) + "\n")
     if args.write_contract:
