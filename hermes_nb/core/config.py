@@ -13,7 +13,6 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import httpx
 from pydantic import (
     BaseModel,
     Field,
@@ -60,6 +59,8 @@ def normalise_endpoint(value: str) -> str:
         raise ValueError("endpoint must be a non-empty URL")
     text = value.strip()
     shown = text if "@" not in text else "<a URL with user info>"
+    import httpx  # the URL rules of the client that sends the requests; loaded here, not by every config user
+
     try:
         url = httpx.URL(text)
     except (httpx.InvalidURL, TypeError):

@@ -24,12 +24,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig, merge_runtime_config, parse_overrides_json
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import DEFAULT_MODEL, ENV_CONFIG, RUNTIME, manifest_path
-from hermes_nb.core.manifest import AdapterManifest, load_manifest
+
+if TYPE_CHECKING:  # the manifest's model and PyYAML load only when there is a manifest to read
+    from hermes_nb.core.manifest import AdapterManifest
 
 __all__ = ["env_overrides", "find_manifest", "resolve_runtime_config"]
 
@@ -52,13 +54,15 @@ def find_manifest(root: str | os.PathLike[str] | None, manifest: str | os.PathLi
 
 def _manifest_layer(manifest: AdapterManifest | str | os.PathLike[str] | None,
                     root: str | os.PathLike[str] | None) -> tuple[dict[str, Any], str]:
-    if isinstance(manifest, AdapterManifest):
-        loaded, label = manifest, "manifest"
-    else:
+    if manifest is None or isinstance(manifest, (str, os.PathLike)):
         path = find_manifest(root, manifest)
         if path is None:
             return {}, "manifest"
+        from hermes_nb.core.manifest import load_manifest
+
         loaded, label = load_manifest(path), f"manifest {path}"
+    else:
+        loaded, label = manifest, "manifest"
     if loaded.runtime != RUNTIME:
         raise ConfigError(f"{label}: runtime is {loaded.runtime!r}, expected {RUNTIME!r}")
     return dict(loaded.config.runtime_config) if loaded.config else {}, label
