@@ -39,6 +39,7 @@ from .scenarios import (
     Pause,
     Reply,
     Settings,
+    check_profile,
     json_reply,
     upstream_reply,
 )
@@ -333,13 +334,7 @@ def create_app(
     requests: list[RecordedRequest] | None = None,
 ) -> web.Application:
     """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request."""
-    if profile not in PROFILES:
-        raise ValueError(f"unknown emulator profile {profile!r}; choose one of: {', '.join(PROFILES)}")
-    if profile == "minimal" and scenario != "ok":
-        raise ValueError(f"the minimal profile has one scenario, ok (got {scenario!r})")
-    if scenario not in ALL_SCENARIOS or (profile == "upstream" and scenario in PROXY_SCENARIOS):
-        raise ValueError(f"unknown emulator scenario {scenario!r} for the {profile} profile; "
-                         f"choose one of: {', '.join(ALL_SCENARIOS)} (the last two need a proxy profile)")
+    check_profile(profile, scenario)
     model_ids = tuple(models) if models else c.DEFAULT_MODELS
     settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
                         retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,

@@ -15,6 +15,7 @@ from typing import Any, Callable, Union
 from . import content as c
 
 __all__ = [
+    "check_profile",
     "PROFILES",
     "SCENARIO_HEADER",
     "SCENARIOS",
@@ -62,6 +63,18 @@ BAD_GATEWAY_HTML = (
     "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
     "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
 )
+
+
+
+def check_profile(profile: str = "hermes-agent", scenario: str = "ok") -> None:
+    """ValueError unless ``profile`` is known and ``scenario`` is one it plays (what an emulator checks at start)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown emulator profile {profile!r}; choose one of: {', '.join(PROFILES)}")
+    if profile == "minimal" and scenario != "ok":
+        raise ValueError(f"the minimal profile has one scenario, ok (got {scenario!r})")
+    if scenario not in ALL_SCENARIOS or (profile == "upstream" and scenario in PROXY_SCENARIOS):
+        raise ValueError(f"unknown emulator scenario {scenario!r} for the {profile} profile; "
+                         f"choose one of: {', '.join(ALL_SCENARIOS)} (the last two need a proxy profile)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import socket
 import threading
 import time
 from typing import Any
@@ -22,7 +23,7 @@ from hermes_nb.core.handles import EndpointHandle
 
 from .app import RecordedRequest, create_app
 
-__all__ = ["EmulatorHandle", "serve"]
+__all__ = ["EmulatorHandle", "serve", "listen", "endpoint_of_socket"]
 
 _START_TIMEOUT_S = 15.0
 _STOP_TIMEOUT_S = 10.0
@@ -30,11 +31,12 @@ _STOP_TIMEOUT_S = 10.0
 
 
 class _ServerThread(threading.Thread):
-    def __init__(self, app: web.Application, host: str, port: int) -> None:
+    def __init__(self, app: web.Application, host: str, port: int, sock: socket.socket | None = None) -> None:
         super().__init__(name="hermes-nb-emulator", daemon=True)
         self._app = app
         self._host = host
         self._port = port
+        self._sock = sock
         self.ready = threading.Event()
         self.error: BaseException | None = None
         self.bound_port: int | None = None
@@ -58,7 +60,8 @@ class _ServerThread(threading.Thread):
         runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=2.0)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, host=self._host, port=self._port)
+            site: web.BaseSite = (web.SockSite(runner, self._sock) if self._sock is not None
+                                  else web.TCPSite(runner, host=self._host, port=self._port))
             await site.start()
             self.bound_port = int(runner.addresses[0][1])
             self.name = f"hermes-nb-emulator-{self.bound_port}"  # log records say which emulator wrote them
@@ -129,6 +132,27 @@ class EmulatorHandle(EndpointHandle):
         self.close()
 
 
+def listen(host: str = "127.0.0.1") -> socket.socket:
+    """A listening socket on a free loopback port, for :func:`serve`'s ``sock`` (ValueError for another host)."""
+    _check_loopback(host)
+    return socket.create_server((host, 0), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+
+
+def endpoint_of_socket(sock: socket.socket) -> str:
+    """The emulator endpoint (``http://<host>:<port>/v1``) a :func:`listen` socket will serve."""
+    host, port = sock.getsockname()[:2]
+    return f"{_base_url(host, port)}/v1"
+
+
+def _check_loopback(host: str) -> None:
+    if not is_loopback_host(host):
+        raise ValueError(f"emulator host {host!r} is not a loopback address (127.0.0.1, ::1, localhost)")
+
+
+def _base_url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def serve(
     *,
     profile: str = "hermes-agent",
@@ -142,20 +166,25 @@ def serve(
     first_delta_s: float = 0.1,
     token_interval_s: float = 0.01,
     max_concurrent: int = 4,
+    sock: socket.socket | None = None,
 ) -> EmulatorHandle:
     """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``).
 
     ``host`` must be a loopback address (ValueError otherwise): the emulator is never exposed. Raises
     :class:`~hermes_nb.core.errors.ProxyUnreachable` when it cannot listen (port taken, address missing) and
     :class:`~hermes_nb.core.errors.ProxyTimeout` when it is not listening within 15 s.
+
+    ``sock``: serve on this listening socket (``host`` and ``port`` are its own; see :func:`listen`), so the
+    endpoint can be handed out before the emulator starts: a client connecting meanwhile waits in its backlog.
     """
-    if not is_loopback_host(host):
-        raise ValueError(f"emulator host {host!r} is not a loopback address (127.0.0.1, ::1, localhost)")
+    if sock is not None:
+        host, port = sock.getsockname()[:2]
+    _check_loopback(host)
     log: list[RecordedRequest] = []
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
                      retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
                      max_concurrent=max_concurrent, requests=log)
-    thread = _ServerThread(app, host, port)
+    thread = _ServerThread(app, host, port, sock)
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S):
         thread.shutdown()
@@ -165,8 +194,7 @@ def serve(
         err = thread.error
         reason = getattr(err, "strerror", None) or err or "no port bound"
         raise ProxyUnreachable(f"emulator could not listen on {host}:{port}: {reason}") from err
-    netloc = f"[{host}]" if ":" in host else host
-    base_url = f"http://{netloc}:{thread.bound_port}"
+    base_url = _base_url(host, thread.bound_port)
     handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=host, port=thread.bound_port,
                             profile=profile, scenario=scenario, seed=seed, _log=log, _thread=thread)
     atexit.register(handle.close)
