@@ -112,3 +112,40 @@ def test_the_pools_managers_make_ready_clients(tmp_path: Path) -> None:
     with KernelPool() as pool:
         km = pool.manager_class()(kernel_name="hermes-nb-python")
         assert km.client_factory is ReadyClient and isinstance(km.client(), ReadyClient)
+
+
+def test_a_kernel_launched_ahead_is_the_one_its_notebook_gets_and_an_unclaimed_one_is_stopped(tmp_path: Path) -> None:
+    """launch_ahead: the kernels boot before anyone asks; the notebook run in a directory takes the kernel launched
+    there (no second launch); close() stops the ones nobody took."""
+    used, unused = tmp_path / "used", tmp_path / "unused"
+    used.mkdir()
+    unused.mkdir()
+    nb = nbformat.read(str(_notebook(tmp_path / "t.ipynb")), as_version=4)
+    nb.cells[-1].source = "import os\nprint(os.getpid(), os.getcwd())"
+    nbformat.write(nb, str(tmp_path / "t.ipynb"))
+    run = NotebookRun(name="t", template=tmp_path / "t.ipynb", parameters={})
+    with KernelPool() as pool:
+        made = _colliding(pool, 0, times=0)  # records the managers the pool makes
+        pool.launch_ahead([used, unused])
+        execute_notebook(run, pool, timeout_s=60, cwd=used)
+        assert run.status == "completed", run.errors
+        assert len(made) == 2  # nothing launched for the notebook: it took its kernel
+        assert [o.get("text") for o in run.nb.cells[-1].outputs] == [f"{made[0].provisioner.pid} {used}\n"]
+        left = made[1].provisioner.process
+        assert left.poll() is None
+    assert left.poll() is not None  # the unclaimed kernel is gone with the pool
+
+
+def test_kernels_import_the_kits_common_modules_at_start_and_leave_the_namespace_alone(tmp_path: Path) -> None:
+    """IPython's exec_lines in the pool's kernelspec: ``hermes_nb.kit.warm`` (pydantic, httpx, the runtime
+    config, the display toolkit) is loaded before the first cell, and the notebook sees no name it did not make."""
+    nb = nbformat.read(str(_notebook(tmp_path / "t.ipynb")), as_version=4)
+    nb.cells[-1].source = ("import sys\n"
+                           "print(sorted(m for m in ('hermes_nb.kit.warm', 'pydantic', 'httpx') if m in sys.modules))\n"
+                           "print(sorted(k for k in globals() if 'warm' in k or 'hermes' in k))")
+    nbformat.write(nb, str(tmp_path / "t.ipynb"))
+    run = NotebookRun(name="t", template=tmp_path / "t.ipynb", parameters={})
+    with KernelPool() as pool:
+        execute_notebook(run, pool, timeout_s=60, cwd=tmp_path)
+    assert run.status == "completed", run.errors
+    assert [o.get("text") for o in run.nb.cells[-1].outputs] == ["['hermes_nb.kit.warm', 'httpx', 'pydantic']\n[]\n"]

@@ -44,6 +44,28 @@ def test_given_target_starts_nothing_and_cleans_its_temp_dirs() -> None:
     assert not tmp.exists()
 
 
+def test_an_emulator_handed_in_is_the_target_and_is_left_to_its_owner() -> None:
+    """``emulator=``: the smoke's runner started the notebook's emulator; the kernel uses it and starts none."""
+    import httpx
+
+    from hermes_nb.emulator import serve
+
+    config = kit.runtime_config(None, "m", environ={})
+    with serve() as emu:
+        target = kit.start_target(config, scenario="ok", emulator=emu.endpoint + "/")
+        assert (target.kind, target.endpoint, target.origin) == ("emulator", emu.endpoint, "emulator")
+        assert target.handle is None and target.hermes_bin is False  # an emulator receipt never asks the local hermes
+        assert target.config.endpoint == emu.endpoint and target.config.origin("endpoint") == "emulator"
+        target.close()
+        assert httpx.get(emu.endpoint + "/models", timeout=5).status_code == 200  # still its owner's
+    # a configured endpoint still wins: the emulator parameter is only for "no endpoint anywhere"
+    given = kit.start_target(kit.runtime_config("http://127.0.0.1:9/v1", "m", environ={}),
+                             emulator="http://127.0.0.1:8/v1")
+    assert (given.kind, given.endpoint) == ("given", "http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match="emulator"):
+        kit.start_target(config, emulator="not a url")
+
+
 def test_emulator_target_serves_until_closed() -> None:
     import httpx
 

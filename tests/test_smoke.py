@@ -251,6 +251,11 @@ def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path)
     assert out["verdict"] == "passed"
     assert [r["notebook"] for r in out["receipts"]] == list(NOTEBOOKS)
     assert all(r["verdict"] == "passed" for r in out["receipts"])
+    receipts = [nbformat.read(r["path"], as_version=4).metadata.receipt for r in out["receipts"]]
+    for receipt in receipts:  # each notebook's own emulator, started by the runner and named in its parameters
+        assert receipt["target_kind"] == "emulator" and receipt["summary"]["target"] == "emulator"
+        assert receipt["parameters"]["emulator"] == receipt["endpoint"]
+    assert len({receipt["endpoint"] for receipt in receipts}) == 3  # never shared between receipts
     e2e = nbformat.read(next(r["path"] for r in out["receipts"] if r["notebook"] == "e2e_smoke"), as_version=4)
     kept = {"runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
             "request.json"}
@@ -268,6 +273,69 @@ def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path)
                             capture_output=True, text=True, env=env, timeout=60)
     assert verify.returncode == 0, verify.stdout
     assert "3 receipts" in verify.stdout
+
+
+def _emulator_template(directory: Path, params: str, name: str = "t") -> Path:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(params)
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = directory / f"{name}.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_the_runner_starts_a_notebooks_emulator_only_where_the_notebook_would(tmp_path: Path) -> None:
+    """A template with an ``emulator`` parameter and no endpoint gets one (its profile and scenario, endpoint
+    known before it listens); a given endpoint or emulator, a template without the parameter, or a scenario the
+    emulator refuses (the kernel then raises the emulator's own error) gets none."""
+    import httpx
+
+    from hermes_nb.nbrun.emulators import notebook_emulator
+
+    declared = _emulator_template(tmp_path, 'endpoint = None\nprofile = "upstream"\nscenario = "ok"\nemulator = None')
+    params: dict = {"endpoint": None}
+    with notebook_emulator(declared, params) as emulator:
+        assert emulator is not None and params["emulator"] == emulator.endpoint
+        assert (emulator.profile, emulator.scenario) == ("upstream", "ok")
+        reply = httpx.get(emulator.endpoint + "/models", timeout=10)  # waits in the backlog if it is not up yet
+        assert reply.status_code == 200
+        emulator.wait()
+        assert emulator.handle.profile == "upstream" and emulator.error is None
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(emulator.endpoint + "/models", timeout=2)
+    for template, given in [(declared, {"endpoint": "http://127.0.0.1:9/v1"}), (declared, {"emulator": "x"}),
+                            (declared, {"endpoint": None, "scenario": "no-such-scenario"}),
+                            (_emulator_template(tmp_path, "endpoint = None", "plain"), {"endpoint": None})]:
+        before = dict(given)
+        with notebook_emulator(template, given) as emulator:
+            assert emulator is None and given == before
+
+
+def test_bad_config_after_the_kernels_launched_leaves_no_kernel_and_no_directory(tmp_path: Path, monkeypatch,
+                                                                                   capsys) -> None:
+    """The kernels launch before the config resolves (they boot meanwhile): a bad HERMES_NB_ENDPOINT is still
+    a usage error, and the kernels and their working directory are gone with it."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("HERMES_NB_ENDPOINT", "ftp://nowhere")
+    import hermes_nb.nbrun.kernels as kernels_mod
+
+    launched: list = []
+    real = kernels_mod.KernelPool._launch
+
+    def launch(self, cwd):
+        kernel = real(self, cwd)
+        launched.append(kernel)
+        return kernel
+
+    monkeypatch.setattr(kernels_mod.KernelPool, "_launch", launch)
+    assert main(["smoke", "--out", str(tmp_path / "out"), "--json"]) == 2
+    assert "ftp://nowhere" in json.loads(capsys.readouterr().out)["error"]
+    assert len(launched) == 3 and not any(k.manager.has_kernel for k in launched)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_cli_constants_mirror_the_library() -> None:

@@ -4,7 +4,8 @@ The config is resolved once (:func:`runtime_config`, or :func:`hermes_nb.kit.job
 mission: both through :func:`hermes_nb.core.resolve.resolve_runtime_config`); :func:`start_target` then
 talks to the endpoint it names — an explicit one, ``HERMES_NB_ENDPOINT``, the manifest's, the mission's —
 or, when none was configured anywhere, to an embedded emulator started for the session (stopped by
-:meth:`Target.close`), the config pointed at it (:meth:`Target.point`). The token is read from
+:meth:`Target.close`) or handed in already running (``emulator=``: the smoke's runner starts each notebook's own),
+the config pointed at it (:meth:`Target.point`). The token is read from
 ``HERMES_NB_AUTH_TOKEN`` inside the kernel, never a parameter.
 """
 
@@ -88,15 +89,25 @@ def timeout_ms(request_timeout_s: float | None) -> int | None:
 
 def start_target(config: HermesProxyRuntimeConfig | None = None, *, profile: str = "hermes-agent",
                  scenario: str = "ok", seed: int = 0, delay_s: float | None = None,
-                 environ: Mapping[str, str] | None = None) -> Target:
+                 environ: Mapping[str, str] | None = None, emulator: str | None = None) -> Target:
     """The target of a resolved ``config`` (see the module docstring); an emulator when it names no endpoint.
 
-    ``config`` None: :func:`runtime_config` with nothing given (``environ``: its environment).
+    ``config`` None: :func:`runtime_config` with nothing given (``environ``: its environment). ``emulator``: the
+    endpoint of an emulator already running for this caller with ``profile``, ``scenario`` and ``seed`` (``hermes-nb
+    smoke`` starts each notebook's own, :mod:`hermes_nb.nbrun.smoke`): used instead of starting one here, still
+    only when the config names no endpoint; :meth:`Target.close` leaves it to its owner.
     """
     if config is None:
         config = runtime_config(environ=environ)
     if config.origin("endpoint") != "default":
         return Target(endpoint=config.endpoint, kind="given", config=config, origin=config.origin("endpoint"))
+    if emulator:
+        from hermes_nb.core.config import endpoint_of
+
+        target = Target(endpoint=endpoint_of(emulator, where="emulator"), kind="emulator", profile=profile,
+                        scenario=scenario, origin="emulator")
+        target.config = target.point(config)
+        return target
     from hermes_nb.emulator import serve
 
     stack = ExitStack()

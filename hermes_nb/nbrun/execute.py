@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,18 +86,27 @@ def decide_verdict(status: str, summary: Mapping[str, Any] | None, error: str | 
     return verdict, reason
 
 
-def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path) -> NotebookRun:
+def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path,
+                     on_start: Callable[[], None] | None = None) -> NotebookRun:
     """Run one notebook on a fresh kernel; record status, the executed notebook and our verdict.
 
     A kernel that dies before it is ready because a port picked for it was taken meanwhile ("Address already
-    in use") is started once more, with fresh ports; no cell has run then.
+    in use") is started once more, with fresh ports; no cell has run then. ``on_start``: called once its kernel
+    is ready and its first cell is about to run.
     """
     run.started_at = iso_now()
     t0 = time.perf_counter()
     error: str | None = None
     executing: list[Any] = []  # the notebook papermill executes, as it fills it (on_notebook_start)
+
+    def started(notebook: Any) -> None:
+        executing.append(notebook)
+        if on_start is not None:
+            on_start()
+
     for attempt in (1, 2):
-        error, retry = _attempt(run, pool, timeout_s=timeout_s, cwd=cwd, executing=executing, last=attempt == 2)
+        error, retry = _attempt(run, pool, timeout_s=timeout_s, cwd=cwd, started=started, executing=executing,
+                                last=attempt == 2)
         if not retry:
             break
     if pool.cancelled.is_set() and run.status not in ("completed", "interrupted"):
@@ -113,8 +122,8 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
     return run
 
 
-def _attempt(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path, executing: list[Any],
-             last: bool) -> tuple[str | None, bool]:
+def _attempt(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path, started: Callable[[Any], None],
+             executing: list[Any], last: bool) -> tuple[str | None, bool]:
     """One kernel start and, once it is ready, the notebook; (error, whether to start again with fresh ports)."""
     error: str | None = None
     kernel: StartedKernel | None = None
@@ -136,7 +145,7 @@ def _attempt(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path,
             pm.execute_notebook(
                 str(run.template), None, parameters=run.parameters, kernel_name=KERNEL_NAME, km=kernel.manager,
                 language="python", progress_bar=False, log_output=False, execution_timeout=timeout_s,
-                start_timeout=60, on_notebook_start=lambda notebook: executing.append(notebook),
+                start_timeout=60, on_notebook_start=started,
             )
             run.status = "completed"
         except PapermillExecutionError as exc:

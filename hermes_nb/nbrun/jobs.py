@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.facts import EXIT_BLOCKED, RECEIPTS_RELPATH
@@ -36,8 +36,10 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.ci_report import (BLOCKED_EXIT_CHOICES, check_output_paths, ci_report, not_started_report,
                                        step_summary_path, write_ci_outputs)
-from hermes_nb.nbrun.smoke import SmokeResult
 from hermes_nb.nbrun.smoke_target import SmokeTarget
+
+if TYPE_CHECKING:  # the receipts' modules load once the kernels are launched (hermes_nb.nbrun.launch)
+    from hermes_nb.nbrun.smoke import SmokeResult
 
 __all__ = ["DEFAULT_TIMEOUT_S", "SmokeOutcome", "smoke", "choose_target", "quiet_notebook_loggers", "signal_name"]
 
@@ -155,13 +157,8 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, hermes_version
     from hermes_nb.nbrun.zygote import prestart
 
     prestart(zygote_env())  # opt-in (HERMES_NB_KERNEL_FORK=1): the fork server imports while config and target resolve
-    from hermes_nb.core.resolve import resolve_runtime_config
     from hermes_nb.receipts.store import is_url, open_store
 
-    config = resolve_runtime_config(endpoint=endpoint, model=model, environ=env)
-    live_endpoint = config.endpoint if config.origin("endpoint") != "default" and not rig else None
-    secrets = config.secrets()
-    chosen_model = config.model if config.origin("model") != "default" else None
     check_output_paths(junit_xml=junit_xml, summary_md=summary_md)
     warnings: list[str] = []
     step = step_summary_path(step_summary, env, warnings)
@@ -170,60 +167,73 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, hermes_version
         store.check()
     else:
         _receipts_home(out)
-    say = progress or (lambda _line: None)
-    quiet_notebook_loggers()
+    with ExitStack() as cleanup:
+        kernels = None
+        if not rig:  # the kernels boot while the config and the target resolve (a rig first: it may take minutes)
+            from hermes_nb.nbrun.launch import launch_kernels
 
-    def finish(report: dict[str, Any], result: SmokeResult | None, error: str | None) -> SmokeOutcome:
-        redactor = Redactor(result.target.secrets if result is not None else secrets)
-        written = write_ci_outputs(report, redactor=redactor, junit_xml=junit_xml, summary_md=summary_md,
-                                   step_summary=step, warnings=warnings)
-        return SmokeOutcome(report, result, written, warnings, error)
+            kernels = launch_kernels(only)
+            cleanup.callback(kernels.close)  # run_smoke takes them over; stopped here if it is never reached
+        from hermes_nb.core.resolve import resolve_runtime_config
 
-    with SignalGuard(handle_signals) as guard, ExitStack() as stack:
-        target: SmokeTarget | None = None
-        try:
-            guard.arm()  # a signal while the target starts stops it here (the rig's context cleans up)
-            handle = None
-            if rig:
-                handle = _start_rig(stack, rig, hermes_version=hermes_version, upstream=upstream, say=say,
-                                    json_quiet=progress is None)
-            target = choose_target(endpoint=live_endpoint, model=chosen_model, rig=handle, secrets=secrets,
-                                   endpoint_origin=config.origin("endpoint"))
-            guard.armed = False  # run_smoke arms it again while the notebooks run
-        except RigError as exc:  # blocked before any notebook ran: CI still gets its report
-            guard.armed = False
-            error = Redactor(secrets).text(str(exc))
-            report = not_started_report(error, target_kind="rig", blocked_exit=blocked_exit,
-                                        hermes_version=hermes_version, environ=env, redactor=Redactor(secrets))
-            return finish(report, None, error)
-        except Cancelled as exc:
-            error = f"cancelled by {signal_name(exc)} before any notebook ran"
-            report = not_started_report(error, target_kind="rig" if rig else (target.kind if target else "emulator"),
-                                        blocked_exit=blocked_exit, verdict="cancelled",
-                                        cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets))
-            return finish(report, None, error)
-        from hermes_nb.core.endpoint_safety import plain_http_warning
+        config = resolve_runtime_config(endpoint=endpoint, model=model, environ=env)
+        live_endpoint = config.endpoint if config.origin("endpoint") != "default" and not rig else None
+        secrets = config.secrets()
+        chosen_model = config.model if config.origin("model") != "default" else None
+        say = progress or (lambda _line: None)
+        quiet_notebook_loggers()
 
-        if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
-            say(f"warning: {insecure}")
-        out_dir = Path(out) if out is not None and store is None else RECEIPTS_RELPATH / target.kind
-        staging = None
-        if store is not None:  # shared storage: stage locally, publish after the run (an interrupted one too)
-            staging = out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
-        from hermes_nb.nbrun.smoke import run_smoke
+        def finish(report: dict[str, Any], result: SmokeResult | None, error: str | None) -> SmokeOutcome:
+            redactor = Redactor(result.target.secrets if result is not None else secrets)
+            written = write_ci_outputs(report, redactor=redactor, junit_xml=junit_xml, summary_md=summary_md,
+                                       step_summary=step, warnings=warnings)
+            return SmokeOutcome(report, result, written, warnings, error)
 
-        result = run_smoke(target, out_dir=out_dir, only=only, timeout_s=timeout_s, html=html,
-                           progress=progress, confirm=False, guard=guard)
-        locate = None
-        if store is not None and staging is not None:
-            store.publish(staging, result.run_id, redactor=Redactor(result.target.secrets))
-            locate = functools.partial(store.locate, staging=staging)
-            for r in result.runs:
-                r.receipt_path = locate(r.receipt_path) if r.receipt_path else None  # type: ignore[assignment]
-            result.out_dir = store.url  # type: ignore[assignment]
-        redactor = Redactor(result.target.secrets)
-        report = ci_report(result, blocked_exit=blocked_exit, redactor=redactor, environ=env)
-        return finish(report, result, None)
+        with SignalGuard(handle_signals) as guard, ExitStack() as stack:
+            target: SmokeTarget | None = None
+            try:
+                guard.arm()  # a signal while the target starts stops it here (the rig's context cleans up)
+                handle = None
+                if rig:
+                    handle = _start_rig(stack, rig, hermes_version=hermes_version, upstream=upstream, say=say,
+                                        json_quiet=progress is None)
+                target = choose_target(endpoint=live_endpoint, model=chosen_model, rig=handle, secrets=secrets,
+                                       endpoint_origin=config.origin("endpoint"))
+                guard.armed = False  # run_smoke arms it again while the notebooks run
+            except RigError as exc:  # blocked before any notebook ran: CI still gets its report
+                guard.armed = False
+                error = Redactor(secrets).text(str(exc))
+                report = not_started_report(error, target_kind="rig", blocked_exit=blocked_exit,
+                                            hermes_version=hermes_version, environ=env, redactor=Redactor(secrets))
+                return finish(report, None, error)
+            except Cancelled as exc:
+                error = f"cancelled by {signal_name(exc)} before any notebook ran"
+                kind = "rig" if rig else (target.kind if target else "emulator")
+                report = not_started_report(error, target_kind=kind, blocked_exit=blocked_exit, verdict="cancelled",
+                                            cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets))
+                return finish(report, None, error)
+            from hermes_nb.core.endpoint_safety import plain_http_warning
+
+            if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
+                say(f"warning: {insecure}")
+            out_dir = Path(out) if out is not None and store is None else RECEIPTS_RELPATH / target.kind
+            staging = None
+            if store is not None:  # shared storage: stage locally, publish after the run (an interrupted one too)
+                staging = out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
+            from hermes_nb.nbrun.smoke import run_smoke
+
+            result = run_smoke(target, out_dir=out_dir, only=only, timeout_s=timeout_s, html=html,
+                               progress=progress, confirm=False, guard=guard, kernels=kernels)
+            locate = None
+            if store is not None and staging is not None:
+                store.publish(staging, result.run_id, redactor=Redactor(result.target.secrets))
+                locate = functools.partial(store.locate, staging=staging)
+                for r in result.runs:
+                    r.receipt_path = locate(r.receipt_path) if r.receipt_path else None  # type: ignore[assignment]
+                result.out_dir = store.url  # type: ignore[assignment]
+            redactor = Redactor(result.target.secrets)
+            report = ci_report(result, blocked_exit=blocked_exit, redactor=redactor, environ=env)
+            return finish(report, result, None)
 
 
 def _start_rig(stack: ExitStack, state: str, *, hermes_version: str | None, upstream: str | None,

@@ -6,7 +6,10 @@ its own :class:`~jupyter_client.kernelspec.KernelSpecManager`: no
 ``JUPYTER_PATH`` mutation, and "kernel not found" or "wrong environment"
 cannot happen. Each notebook gets a fresh kernel (never shared between
 receipts); kernels are started concurrently by the caller's threads
-(:meth:`KernelPool.start`).
+(:meth:`KernelPool.start`), or launched ahead, one per notebook, before the
+caller's own set-up (:meth:`KernelPool.launch_ahead`, the smoke's default:
+the kernels boot while the runner resolves its config, imports papermill and
+starts the notebooks' emulators).
 
 Quiet at the source: ``JUPYTER_PLATFORM_DIRS=1`` (jupyter_core's
 platformdirs deprecation), ``PYDEVD_DISABLE_FILE_VALIDATION=1`` (debugpy's
@@ -18,7 +21,10 @@ Hermetic: ``IPYTHONDIR`` points into the pool's private directory, so the
 user's IPython profile (startup scripts, config) cannot change what a
 receipt's notebook does, and nothing is written to ``~/.ipython``; the
 history database is off (``--HistoryManager.enabled=False``). Both also trim
-kernel start-up (~0.1 s each kernel: no sqlite history, no user config).
+kernel start-up (~0.1 s each kernel: no sqlite history, no user config). Each
+kernel imports the kit's common modules as it starts (:mod:`hermes_nb.kit.warm`,
+through IPython's ``exec_lines``), while the runner is still importing
+papermill: the notebook's first cell then finds them loaded.
 
 A kernel's stderr goes to a file of the pool, copied to this process's stderr
 once the kernel has stopped: when a kernel dies before it is ready, its last
@@ -43,6 +49,7 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -52,7 +59,10 @@ __all__ = ["KERNEL_NAME", "QUIET_ENV", "KERNEL_ARGS", "KernelPool", "StartedKern
 
 KERNEL_NAME = "hermes-nb-python"
 QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-KERNEL_ARGS = ("--HistoryManager.enabled=False",)
+#: no history database; and the kit's common modules imported at start-up, while the runner prepares the notebook
+#: (IPython's ``exec_lines``: :mod:`hermes_nb.kit.warm`; the line leaves no name behind)
+KERNEL_ARGS = ("--HistoryManager.enabled=False",
+               '--IPKernelApp.exec_lines=["import hermes_nb.kit.warm as _hermes_nb_warm; del _hermes_nb_warm"]')
 #: what a kernel prints when a port picked for it was taken before it could bind it (errno EADDRINUSE)
 PORT_TAKEN = "Address already in use"
 _PROVISIONERS = "jupyter_client.kernel_provisioners"
@@ -166,10 +176,25 @@ class KernelPool:
         self.spec_dirs = [str(self._dir / "kernels")]
         self.cancelled = threading.Event()
         self._managers: list[Any] = []
+        self._ahead: dict[str, StartedKernel] = {}
         self._lock = threading.Lock()
 
+    def launch_ahead(self, cwds: Sequence[Path | str]) -> None:
+        """Launch one fresh kernel per working directory now, in this thread; :meth:`start` of that directory then
+        takes it instead of launching another. The kernels boot while the caller does its own set-up."""
+        for cwd in cwds:
+            kernel = self._launch(cwd)
+            with self._lock:
+                self._ahead[str(cwd)] = kernel
+
     def start(self, cwd: Path | str) -> StartedKernel:
-        """Launch a fresh kernel in ``cwd`` (from a worker thread); it is :meth:`track`-ed for :meth:`cancel`."""
+        """A fresh kernel in ``cwd``: the one :meth:`launch_ahead` launched there (once), else one launched now
+        (from a worker thread); it is :meth:`track`-ed for :meth:`cancel`."""
+        with self._lock:
+            kernel = self._ahead.pop(str(cwd), None)
+        return kernel if kernel is not None else self._launch(cwd)
+
+    def _launch(self, cwd: Path | str) -> StartedKernel:
         from jupyter_core.utils import run_sync
 
         km = self.manager_class()(kernel_name=KERNEL_NAME)
@@ -235,6 +260,11 @@ class KernelPool:
                 "argv": ["<python>", "-m", "ipykernel_launcher", "-f", "{connection_file}", *KERNEL_ARGS]}
 
     def close(self) -> None:
+        """Stop the kernels launched ahead that nobody took, stop the fork server, remove the private directory."""
+        with self._lock:
+            unclaimed, self._ahead = list(self._ahead.values()), {}
+        for kernel in unclaimed:
+            kernel.stop()
         if self.fork_server is not None:
             self.fork_server.close()
         shutil.rmtree(self._dir, ignore_errors=True)

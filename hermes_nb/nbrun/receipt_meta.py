@@ -50,13 +50,22 @@ def environment_digest() -> dict[str, Any]:
     """The installed distributions as ``name==version`` lines: how many, and the sha256 of the sorted list.
 
     Reading every distribution's metadata takes ~0.04 s: computed once per process (the smoke starts it in the
-    background while the kernels boot, :func:`prefetch_environment_digest`); concurrent callers wait for it.
+    background once its notebooks run, :func:`prefetch_environment_digest`); concurrent callers wait for it.
     """
     with _digest_lock:
         return _environment_digest()
 
 
+_prefetch_lock = threading.Lock()
+_prefetched = threading.Event()
+
+
 def prefetch_environment_digest() -> None:
+    """Compute :func:`environment_digest` in the background, once per process (later calls do nothing)."""
+    with _prefetch_lock:
+        if _prefetched.is_set():
+            return
+        _prefetched.set()
     threading.Thread(target=environment_digest, name="hermes-nb-env-digest", daemon=True).start()
 
 

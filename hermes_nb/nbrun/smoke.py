@@ -34,12 +34,11 @@ from hermes_nb.core.errors import SecretLeak, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, worst_verdict
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.resources import notebooks_dir
+from hermes_nb.nbrun.emulators import notebook_emulator
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
-from hermes_nb.nbrun.kernels import KernelPool
+from hermes_nb.nbrun.launch import SmokeKernels, launch_kernels
 from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
 from hermes_nb.nbrun.smoke_target import SmokeTarget, confirm_target
-from hermes_nb.nbrun.zygote import fork_wanted
 from hermes_nb.receipts.index import append_index, index_entry
 from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
@@ -92,22 +91,33 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
               timeout_s: float = 120.0, html: bool = True, templates: Path | None = None,
               progress: Callable[[str], None] | None = None, run_id: str | None = None,
               confirm: bool = True, guard: SignalGuard | None = None,
-              parameters: Mapping[str, Mapping[str, Any]] | None = None) -> SmokeResult:
+              parameters: Mapping[str, Mapping[str, Any]] | None = None,
+              kernels: SmokeKernels | None = None) -> SmokeResult:
     """Execute the notebooks concurrently and write one receipt each, plus the index.
 
     ``confirm``: check a ``live`` target first (:func:`confirm_target`); pass False only for a target
     that already went through it. ``guard``: a caller's signal guard, armed while the notebooks run (a
     signal then cancels them; at any other moment it waits until they are done). ``parameters``: notebook
     name → extra papermill parameters (the load receipt's report, :mod:`hermes_nb.nbrun.load`), over the
-    target's.
+    target's. ``kernels``: launched already by :func:`launch_kernels` (then ``only`` and ``templates`` are
+    its own); taken over and closed.
     """
-    names = list(dict.fromkeys(only)) if only else list(NOTEBOOKS)  # a repeated --only runs once
-    template_dir = templates or notebooks_dir()
-    for name in names:
-        if not (template_dir / f"{name}.ipynb").is_file():
-            raise UsageError(f"no notebook {name!r} in {template_dir}")
     if timeout_s <= 0:
+        if kernels is not None:
+            kernels.close()
         raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
+    kernels = kernels if kernels is not None else launch_kernels(only, templates)
+    try:
+        return _run(kernels, target, out_dir=out_dir, timeout_s=timeout_s, html=html, progress=progress,
+                    run_id=run_id, confirm=confirm, guard=guard, parameters=parameters)
+    finally:
+        kernels.close()
+
+
+def _run(kernels: SmokeKernels, target: SmokeTarget, *, out_dir: Path, timeout_s: float, html: bool,
+         progress: Callable[[str], None] | None, run_id: str | None, confirm: bool, guard: SignalGuard | None,
+         parameters: Mapping[str, Mapping[str, Any]] | None) -> SmokeResult:
+    names, template_dir, work, pool = kernels.names, kernels.templates, kernels.work, kernels.pool
     say_lock = threading.Lock()
 
     def say(msg: str) -> None:  # one whole line at a time from the worker threads
@@ -125,72 +135,69 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
     receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
     redactor = Redactor(target.secrets)
     renderer = HtmlRenderer() if html else None
-    work = Path(tempfile.mkdtemp(prefix="hermes-nb-smoke-"))
     runs: list[NotebookRun] = []
     cancelled_by: str | None = None
     stopped = {"by": "SIGINT"}  # the signal's name, set before the kernels are killed (the workers read it)
-    try:
-        for name in names:
-            params: dict[str, Any] = {"endpoint": target.endpoint}
-            if target.model:
-                params["model"] = target.model
-            if name == E2E_SMOKE:
-                (work / "e2e-root").mkdir()
-                params["root"] = str(work / "e2e-root")
-            params.update((parameters or {}).get(name) or {})
-            runs.append(NotebookRun(name=name, template=(template_dir / f"{name}.ipynb").resolve(), parameters=params))
-        with KernelPool(fork=fork_wanted()) as pool:
-            prefetch_environment_digest()  # every receipt records it; computed while the kernels boot
-            def job(run: NotebookRun) -> NotebookRun:
-                cwd = work / run.name
-                cwd.mkdir(parents=True, exist_ok=True)
-                say(f"{run.name}: running")
-                execute_notebook(run, pool, timeout_s=timeout_s, cwd=cwd)
-                if run.status == "interrupted":  # stopped by a signal while it ran: not a failure of the proxy
-                    run.verdict, run.reason = "cancelled", f"cancelled by {stopped['by']} while it ran"
-                artifacts = artifact_sources(run)
-                meta = receipt_metadata(run, run_id=run_id, target=target, pool=pool, timeout_s=timeout_s,
-                                        redactor=redactor)
-                nb = run.nb if run.nb is not None else _empty_notebook(run.template)
-                if "papermill" in nb.metadata:
-                    nb.metadata["papermill"]["exception"] = run.verdict != "passed"
-                if run.verdict == "blocked":  # expected, with an operator action: no red "Exception" banner
-                    from papermill.execute import remove_error_markers
+    for name in names:
+        params: dict[str, Any] = {"endpoint": target.endpoint}
+        if target.model:
+            params["model"] = target.model
+        if name == E2E_SMOKE:
+            (work / "e2e-root").mkdir()
+            params["root"] = str(work / "e2e-root")
+        params.update((parameters or {}).get(name) or {})
+        runs.append(NotebookRun(name=name, template=(template_dir / f"{name}.ipynb").resolve(), parameters=params))
 
-                    nb = remove_error_markers(nb)
-                try:
-                    files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, renderer=renderer,
-                                          artifacts=artifacts)
-                except (SecretLeak, OSError) as exc:
-                    reason = str(exc) if isinstance(exc, SecretLeak) else f"receipt not written: {exc}"
-                    run.verdict, run.reason = "failed", reason
-                    run.errors.append(reason)
-                    say(f"{run.name}: failed: {reason}")
-                    return run
-                run.receipt_path = files.notebook
-                run.written = (files, meta)
-                say(f"{run.name}: {run.verdict} ({run.reason}) in {run.duration_s:.2f} s")
-                return run
+    def job(run: NotebookRun) -> NotebookRun:
+        say(f"{run.name}: running")
+        with notebook_emulator(run.template, run.parameters) as emulator:  # the notebook's own, hosted here
+            # every receipt records the environment's digest: computed once the notebooks run, off the start's path
+            execute_notebook(run, pool, timeout_s=timeout_s, cwd=work / run.name, on_start=prefetch_environment_digest)
+        if emulator is not None and emulator.error:
+            run.errors.append(f"the notebook's emulator did not start: {emulator.error}")
+        if run.status == "interrupted":  # stopped by a signal while it ran: not a failure of the proxy
+            run.verdict, run.reason = "cancelled", f"cancelled by {stopped['by']} while it ran"
+        artifacts = artifact_sources(run)
+        meta = receipt_metadata(run, run_id=run_id, target=target, pool=pool, timeout_s=timeout_s,
+                                redactor=redactor)
+        nb = run.nb if run.nb is not None else _empty_notebook(run.template)
+        if "papermill" in nb.metadata:
+            nb.metadata["papermill"]["exception"] = run.verdict != "passed"
+        if run.verdict == "blocked":  # expected, with an operator action: no red "Exception" banner
+            from papermill.execute import remove_error_markers
 
-            with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="hermes-nb-smoke") as ex:
-                futures = [ex.submit(job, r) for r in runs]
-                try:
-                    if guard is not None:
-                        guard.arm()  # a signal that came while the kernels started cancels here
-                    runs = [f.result() for f in futures]
-                except (KeyboardInterrupt, Cancelled) as exc:  # kill the kernels, keep and index the receipts
-                    cancelled_by = stopped["by"] = SIGNAL_NAMES.get(getattr(exc, "signum", 2), "SIGINT")
-                    say(f"{cancelled_by}: stopping the kernels; the receipts of the running notebooks say cancelled")
-                    pool.cancel()
-                    runs = [f.result() for f in futures]
-                finally:
-                    if guard is not None:
-                        guard.armed = False  # from here on a signal waits: the receipts and index get written
-        entries = [index_entry(out_dir, *r.written) for r in runs if r.written is not None]
-        append_index(out_dir, entries, redactor=redactor)
-        write_index_html(out_dir, redactor=redactor)  # DIR/index.html: each run's verdicts together
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+            nb = remove_error_markers(nb)
+        try:
+            files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, renderer=renderer,
+                                  artifacts=artifacts)
+        except (SecretLeak, OSError) as exc:
+            reason = str(exc) if isinstance(exc, SecretLeak) else f"receipt not written: {exc}"
+            run.verdict, run.reason = "failed", reason
+            run.errors.append(reason)
+            say(f"{run.name}: failed: {reason}")
+            return run
+        run.receipt_path = files.notebook
+        run.written = (files, meta)
+        say(f"{run.name}: {run.verdict} ({run.reason}) in {run.duration_s:.2f} s")
+        return run
+
+    with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="hermes-nb-smoke") as ex:
+        futures = [ex.submit(job, r) for r in runs]
+        try:
+            if guard is not None:
+                guard.arm()  # a signal that came while the kernels started cancels here
+            runs = [f.result() for f in futures]
+        except (KeyboardInterrupt, Cancelled) as exc:  # kill the kernels, keep and index the receipts
+            cancelled_by = stopped["by"] = SIGNAL_NAMES.get(getattr(exc, "signum", 2), "SIGINT")
+            say(f"{cancelled_by}: stopping the kernels; the receipts of the running notebooks say cancelled")
+            pool.cancel()
+            runs = [f.result() for f in futures]
+        finally:
+            if guard is not None:
+                guard.armed = False  # from here on a signal waits: the receipts and index get written
+    entries = [index_entry(out_dir, *r.written) for r in runs if r.written is not None]
+    append_index(out_dir, entries, redactor=redactor)
+    write_index_html(out_dir, redactor=redactor)  # DIR/index.html: each run's verdicts together
     for r in runs:
         r.nb = r.written = None  # the receipts on disk are the record; drop the in-memory copies
     verdict = "cancelled" if cancelled_by else worst_verdict(r.verdict for r in runs)

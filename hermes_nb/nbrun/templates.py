@@ -28,12 +28,21 @@ KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "langua
 
 Param = tuple[str, str, str, str]  # name, type, default literal, help
 
+#: an emulator already listening for this notebook (the smoke's runner starts each notebook's own, with the
+#: notebook's profile and scenario: :mod:`hermes_nb.nbrun.smoke`), so the kernel need not start one
+_EMULATOR_PARAM: Param = (
+    "emulator", '"Optional[str]"', "None",
+    "an emulator already running for this notebook (hermes-nb smoke starts one; only when endpoint is None; "
+    "None: start one here)",
+)
+
 _TARGET_PARAMS: list[Param] = [
     ("endpoint", '"Optional[str]"', "None",
      "proxy endpoint incl. /v1 (None: HERMES_NB_ENDPOINT, else start the embedded emulator here)"),
     ("model", '"Optional[str]"', "None", f"model id, sent verbatim (None: HERMES_NB_MODEL, else {DEFAULT_MODEL})"),
     ("profile", "str", '"hermes-agent"', "emulator profile (only when endpoint is None)"),
     ("scenario", "str", '"ok"', "emulator scenario (only when endpoint is None)"),
+    _EMULATOR_PARAM,
 ]
 
 _MANIFEST_PARAM: Param = (
@@ -47,7 +56,8 @@ from hermes_nb import kit
 from hermes_nb.kit import display as show
 {imports}
 {resolve}
-target = kit.start_target({config}, profile=profile, scenario=scenario)
+target = kit.start_target({config}, profile=profile, scenario=scenario,
+                          emulator=emulator)
 config = target.config
 HTML(show.kv_table({{"target": target.kind, "endpoint": target.endpoint, "model": config.model}}, title="target"))"""
 
@@ -201,6 +211,7 @@ def load() -> nbformat.NotebookNode:
     params = [
         *_TARGET_PARAMS[:3],
         ("scenario", "str", '"paced"', "emulator scenario (only when endpoint is None): paced, concurrency-limited, …"),
+        _EMULATOR_PARAM,
         ("concurrency", "str", '"1,4"', "concurrency levels, comma-separated, ascending"),
         ("requests", '"Optional[int]"', "8", "requests per level (None: four rounds of each level, or duration_s)"),
         ("duration_s", '"Optional[float]"', "None", "seconds per level instead of a request count"),

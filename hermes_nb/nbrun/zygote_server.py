@@ -37,7 +37,6 @@ def preload() -> None:
     import jupyter_client.session  # noqa: F401
 
     import hermes_nb.core.resolve  # noqa: F401
-    import hermes_nb.emulator.server  # noqa: F401  (the notebooks' embedded emulator: aiohttp)
     import hermes_nb.harness.run  # noqa: F401
     import hermes_nb.proxy.check  # noqa: F401
     import hermes_nb.proxy.contracts  # noqa: F401
