@@ -54,6 +54,9 @@ def _declared(template: Path) -> dict[str, Any]:
     """The template's parameters and their default values (literals), as papermill reads them."""
     import papermill
 
+    from hermes_nb.nbrun.execute import notebook_schema_ready
+
+    notebook_schema_ready()  # papermill reads (validates) the template: one schema compile for all the threads
     found: dict[str, Any] = {}
     for name, info in papermill.inspect_notebook(str(template)).items():
         try:

@@ -32,12 +32,12 @@ from hermes_nb.core.clock import iso_now
 from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool, StartedKernel
 from hermes_nb.receipts.verdict import find_verdict
 
-__all__ = ["NotebookRun", "decide_verdict", "execute_notebook"]
+__all__ = ["NotebookRun", "decide_verdict", "execute_notebook", "notebook_schema_ready"]
 
 _schema_lock = threading.Lock()
 
 
-def _notebook_schema_ready() -> None:
+def notebook_schema_ready() -> None:
     """nbformat compiles its notebook schema into a validator on first use (~0.1 s of CPU) and caches it; the
     notebooks' threads, reading their templates at the same moment, would each compile it: compile it once."""
     import nbformat
@@ -139,7 +139,7 @@ def _attempt(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path,
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
         from papermill.exceptions import PapermillExecutionError
 
-        _notebook_schema_ready()
+        notebook_schema_ready()
 
         try:
             pm.execute_notebook(

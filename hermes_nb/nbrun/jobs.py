@@ -95,7 +95,8 @@ def choose_target(*, endpoint: str | None = None, model: str | None = None, rig:
                   secrets: Sequence[str] = (), endpoint_origin: str | None = "argument") -> SmokeTarget:
     """Where the notebooks point: the started ``rig`` (a :class:`~hermes_nb.proxy.rig.RigHandle`), else a live
     ``endpoint`` (checked: an emulator behind it makes the target ``emulator``; its hermes-agent version read
-    from ``/health`` or the local ``hermes``), else the embedded emulator (each notebook starts its own)."""
+    from ``/health`` or the local ``hermes``), else the embedded emulator (each notebook gets its own,
+    :mod:`hermes_nb.nbrun.emulators`)."""
     from hermes_nb.nbrun.smoke_target import confirm_target
 
     if rig is not None:

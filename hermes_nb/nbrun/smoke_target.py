@@ -21,7 +21,8 @@ TARGET_KINDS = ("emulator", "rig", "live")
 
 @dataclass
 class SmokeTarget:
-    """Where the notebooks point: ``endpoint`` None = each notebook starts its own emulator."""
+    """Where the notebooks point: ``endpoint`` None = each notebook gets its own emulator
+    (:mod:`hermes_nb.nbrun.emulators`)."""
 
     kind: str = "emulator"
     endpoint: str | None = None

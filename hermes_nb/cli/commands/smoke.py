@@ -1,6 +1,6 @@
 """``hermes-nb smoke``: run the three notebooks headlessly and keep the receipts.
 
-Target: the embedded emulator (default; each notebook starts its own), a live
+Target: the embedded emulator (default; each notebook gets its own), a live
 proxy (``--endpoint``, else ``HERMES_NB_ENDPOINT``; an endpoint that answers from
 hermes_nb's emulator gives emulator receipts, see
 :func:`hermes_nb.proxy.identity.detect_emulator`) or the real proxy rig
