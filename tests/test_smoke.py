@@ -657,3 +657,19 @@ def test_a_cell_timeout_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
     assert (proc.returncode, doc["verdict"]) == (1, "failed"), proc.stderr[-2000:]
     assert doc["receipts"][0]["status"] == "timeout"
     assert list(tmp.iterdir()) == []
+
+
+def test_the_environment_digest_lists_what_the_metadata_parser_reads() -> None:
+    """Every receipt's ``environment``: each installed distribution's ``name==version`` as importlib.metadata's own
+    parser reads it (ours reads only the headers it needs); a header block with folded lines is read the same way."""
+    import importlib.metadata
+
+    from hermes_nb.core.digests import json_digest
+    from hermes_nb.nbrun.receipt_meta import _name_and_version, environment_digest
+
+    expected = sorted({f"{d.metadata['Name'].lower()}=={d.metadata['Version']}"
+                       for d in importlib.metadata.distributions() if d.metadata["Name"]})
+    assert environment_digest() == {"packages": len(expected), "sha256": json_digest(expected)}
+    text = "Metadata-Version: 2.1\nSummary: a\n  folded Name: x\nName: Real\nVersion: 1.0 \n\nName: in-the-description\n"
+    assert _name_and_version(text) == ("Real", "1.0")
+    assert _name_and_version("Version: 2\n") == (None, "2")

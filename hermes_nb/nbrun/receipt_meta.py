@@ -49,7 +49,7 @@ _digest_lock = threading.Lock()
 def environment_digest() -> dict[str, Any]:
     """The installed distributions as ``name==version`` lines: how many, and the sha256 of the sorted list.
 
-    Reading every distribution's metadata takes ~0.04 s: computed once per process (the smoke starts it in the
+    Reading every distribution's name and version takes ~0.01 s: computed once per process (the smoke starts it in the
     background once its notebooks run, :func:`prefetch_environment_digest`); concurrent callers wait for it.
     """
     with _digest_lock:
@@ -73,11 +73,29 @@ def prefetch_environment_digest() -> None:
 def _environment_digest() -> dict[str, Any]:
     found: set[str] = set()
     for dist in importlib.metadata.distributions():
-        meta = dist.metadata  # parsed anew on every access: once per distribution (name and version)
-        if meta["Name"]:
-            found.add(f"{meta['Name'].lower()}=={meta['Version']}")
+        name, version = _name_and_version(dist.read_text("METADATA") or dist.read_text("PKG-INFO") or "")
+        if name:
+            found.add(f"{name.lower()}=={version}")
     pins = sorted(found)
     return {"packages": len(pins), "sha256": json_digest(pins)}
+
+
+def _name_and_version(metadata: str) -> tuple[str | None, str | None]:
+    """``Name`` and ``Version`` from a distribution's core metadata: the first of each in its header block (what
+    ``dist.metadata[...]`` gives, without the e-mail parser reading every header and the description: 4x less)."""
+    name = version = None
+    for line in metadata.splitlines():
+        if not line.strip():
+            break  # the headers end at the first blank line; the description follows
+        key, sep, value = line.partition(":")
+        if not sep or line[:1] in " \t":  # a continuation line
+            continue
+        key = key.strip().lower()
+        if key == "name" and name is None:
+            name = value.strip()
+        elif key == "version" and version is None:
+            version = value.strip()
+    return name, version
 
 
 def receipt_metadata(run: NotebookRun, *, run_id: str, target: SmokeTarget, pool: KernelPool,
