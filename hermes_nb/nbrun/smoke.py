@@ -1,7 +1,9 @@
 """Run the notebooks headlessly through papermill and keep them as receipts.
 
 The three notebooks run **concurrently**, each in its own thread with its own
-fresh kernel (:class:`~hermes_nb.nbrun.kernels.KernelPool`); nothing is shared
+fresh kernel (:class:`~hermes_nb.nbrun.kernels.KernelPool`), launched first
+(:mod:`hermes_nb.nbrun.launch`), and, against the embedded emulator, its own
+emulator, started here (:mod:`hermes_nb.nbrun.emulators`); nothing is shared
 between receipts and the process never ``chdir``s (absolute paths only; the
 kernel's working directory is a private temp dir). The notebooks are the ones
 shipped in the package (:func:`hermes_nb.core.resources.notebooks_dir`). One
@@ -18,7 +20,6 @@ files live in the pool's private directory, removed with it whatever happened to
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import threading
 import time
@@ -31,7 +32,7 @@ from typing import Any
 
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.errors import SecretLeak, UsageError
-from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, worst_verdict
+from hermes_nb.core.facts import E2E_SMOKE, worst_verdict
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.nbrun.emulators import notebook_emulator
