@@ -63,7 +63,11 @@ ROWS: list[tuple[str, Exchange, str, str, list[str], list[str]]] = [
     ("502-html", ex(status=502, content_type="text/html", body_text="<html>" + "x" * 500 + "</html>"),
      "failed", "http_error", ["HTTP 502", "body: <html>xxx", "…"], []),
     ("504-upstream-timeout", ex(status=504, envelope=env("upstream_timeout", "upstream_timeout", "slow")),
-     "failed", "http_error", ["HTTP 504"], []),
+     "failed", "upstream_timeout", ["HTTP 504", "could not reach its upstream"], ["hermes auth"]),
+    ("502-upstream-unreachable", ex(status=502, envelope=env(
+        "upstream_unreachable", "upstream_unreachable",
+        "upstream connection failed: Cannot connect to host api.x.ai:443 ssl:default [Connect call failed]")),
+     "failed", "upstream_unreachable", ["HTTP 502", "api.x.ai:443"], ["hermes auth", "hermes proxy start"]),
     ("connect-refused", ex(transport_error=fail("connect_refused")),
      "blocked", "unreachable", ["endpoint unreachable", "hermes proxy start"], []),
     ("connect-timeout", ex(transport_error=fail("connect_timeout")),
@@ -148,9 +152,35 @@ def test_rate_limit_surfaces_retry_after_on_the_outcome() -> None:
     assert outcome.retry_after_s == 2.5 and "2.5 s" in (outcome.hint or "")
 
 
-def test_auth_hint_defaults_to_nous_without_provider() -> None:
+def test_auth_hint_without_provider_names_none_and_points_at_proxy_status() -> None:
+    """UH's literal ``<provider>`` when nothing names one: never a guess at nous (issue 18)."""
     outcome = classify(ex(status=401), HermesProxyRuntimeConfig(model="m"))
-    assert outcome.hint is not None and "hermes auth status nous" in outcome.hint
+    assert outcome.hint is not None and "hermes auth status <provider>" in outcome.hint
+    assert "hermes proxy status" in outcome.hint and "nous" not in outcome.hint
+
+
+@pytest.mark.parametrize(("provider", "message", "must", "must_not"), [
+    # the proxy's own remediation wins, whatever is configured
+    ("nous", "No available xAI OAuth credentials found. Run `hermes auth reset xai-oauth` or re-authenticate "
+             "with `hermes auth add xai-oauth --type oauth`.",
+     ["the proxy says: Run `hermes auth reset xai-oauth`", "`hermes auth add xai-oauth --type oauth`"], ["nous"]),
+    # the configured provider's row
+    ("xai", "boom", ["hermes auth status xai-oauth", "hermes auth add xai-oauth --type oauth",
+                     "hermes auth reset xai-oauth"], ["nous"]),
+    # nothing configured: the provider the proxy's message names
+    (None, "Failed to refresh Nous Portal credentials: Invalid refresh token",
+     ["hermes auth status nous", "hermes auth add nous"], ["xai"]),
+])
+def test_auth_hint_is_the_providers(provider: str | None, message: str, must: list[str],
+                                    must_not: list[str]) -> None:
+    config = HermesProxyRuntimeConfig(model="m", provider=provider)  # type: ignore[arg-type]
+    outcome = classify(ex(status=401, envelope=env("upstream_auth_failed", "upstream_auth_failed", message)),
+                       config)
+    assert outcome.status == "blocked" and outcome.hint is not None
+    for needle in must:
+        assert needle in outcome.hint
+    for needle in must_not:
+        assert needle not in outcome.hint
 
 
 def test_error_type_is_reported() -> None:
@@ -183,6 +213,7 @@ HINTS: dict[str, str | None] = {
     "404-path-not-allowed": "/v1", "404-model-not-found": "GET /v1/models",
     "connect-refused": "hermes proxy start", "connect-timeout": "hermes proxy start",
     "dns": "runtime_config.endpoint", "connect-error": "runtime_config.endpoint",
+    "504-upstream-timeout": "its upstream", "502-upstream-unreachable": "its upstream (host api.x.ai:443)",
 }
 
 

@@ -206,11 +206,13 @@ def test_every_scenario_non_streamed(emus: dict[str, EmulatorHandle], scenario: 
 
 
 @pytest.mark.parametrize("scenario,status", [("upstream-unreachable", 502), ("upstream-timeout", 504)])
-def test_proxy_faults_classify_as_http_errors(emus: dict[str, EmulatorHandle], scenario: str, status: int) -> None:
+def test_proxy_faults_classify_as_upstream_down(emus: dict[str, EmulatorHandle], scenario: str, status: int) -> None:
+    """The seed's `failed`, with a reason and a hint that name the proxy's upstream, not the proxy (issue 18)."""
     exchange, outcome = run_client(emus["hermes-agent"], scenario)
     assert exchange.status == status and exchange.envelope is not None
     assert exchange.envelope.code == scenario.replace("-", "_")
-    assert (outcome.status, outcome.reason) == ("failed", "http_error")
+    assert (outcome.status, outcome.reason) == ("failed", scenario.replace("-", "_"))
+    assert outcome.hint is not None and "its upstream" in outcome.hint and "hermes proxy start" not in outcome.hint
 
 
 @pytest.mark.parametrize("profile", ["upstream", "seed"])

@@ -130,11 +130,17 @@ def test_a_path_not_allowed_on_models_at_v1_still_names_the_version() -> None:
 
 @pytest.mark.real_proxy
 @needs_hermes
-def test_logged_out_rig_points_at_hermes_auth_before_proxy_start() -> None:
+@pytest.mark.parametrize(("provider", "login", "other"), [
+    ("nous", "hermes auth add nous", "xai-oauth"),
+    ("xai", "hermes auth add xai-oauth --type oauth", "auth add nous"),
+])
+def test_logged_out_rig_points_at_hermes_auth_before_proxy_start(provider: str, login: str, other: str) -> None:
+    """The provider's own log-in command, never another provider's (issue 18: xai was told `auth add nous`)."""
     with pytest.raises(RigError) as info:
-        with real_proxy("logged-out", hermes_bin=HERMES_BIN):
+        with real_proxy("logged-out", provider=provider, hermes_bin=HERMES_BIN):
             pytest.fail("the logged-out proxy must not start")
-    assert "run `hermes auth add nous` (see `hermes auth`) before `hermes proxy start`" in str(info.value)
+    assert f"run `{login}` (see `hermes auth`) before `hermes proxy start --provider {provider}`" in str(info.value)
+    assert other not in str(info.value)
 
 
 def test_unreachable_hints_mention_hermes_auth(capsys: pytest.CaptureFixture[str]) -> None:

@@ -40,6 +40,8 @@ __all__ = [
     "format_validation_error",
 ]
 
+#: the proxy's provider names (``hermes proxy providers``: :data:`~hermes_nb.core.providers.PROXY_PROVIDERS`)
+#: plus the ones UH's schema names for providers hermes-agent has not shipped (no table row: generic hints)
 PROVIDERS = ("nous", "xai", "claude", "chatgpt", "supergrok")
 Provider = Literal["nous", "xai", "claude", "chatgpt", "supergrok"]
 #: The keys UH's own strict hermes-proxy runtime_config schema accepts.
@@ -88,7 +90,9 @@ class HermesProxyRuntimeConfig(_Strict):
         description="Bearer value sent on every request (the real proxy ignores it). Never printed.",
     )
     provider: Provider | None = Field(
-        None, description="Upstream provider, used for the `hermes auth status <provider>` hint."
+        None, description="The proxy's provider, as `hermes proxy start --provider` names it: nous or xai "
+                          "(their `hermes auth` ids: nous, xai-oauth). Picks the operator hints, the default "
+                          "model and the wire contract; absent: detected from the proxy's /health.",
     )
     system_prompt: str | None = Field(None, description="Sent as a system message before the mission prompt.")
     temperature: float = Field(0, ge=0, le=2, description="Sampling temperature, 0–2.")
@@ -114,6 +118,17 @@ class HermesProxyRuntimeConfig(_Strict):
     @classmethod
     def _endpoint(cls, value: str) -> str:
         return normalise_endpoint(value)
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _provider(cls, value: Any) -> Any:
+        from hermes_nb.core.providers import provider_info
+
+        info = provider_info(value) if isinstance(value, str) else None
+        if info is not None and value.strip().lower() != info.id:
+            raise ValueError(f"{value!r} is the `hermes auth` id; provider takes the proxy's name: {info.id!r} "
+                             f"(`hermes proxy start --provider {info.id}`)")
+        return value
 
     @field_validator("model")
     @classmethod

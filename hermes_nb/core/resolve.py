@@ -4,7 +4,8 @@ Every face — the CLI, the notebooks, the widgets console, the magics and the
 smoke — calls :func:`resolve_runtime_config`. Layers, lowest first (shallow
 merge, then strict validation of the result):
 
-1. the defaults (model ``nousresearch/hermes-4-405b``, the ``adapter add`` template's);
+1. the defaults (model ``nousresearch/hermes-4-405b``, the ``adapter add`` template's; with a
+   ``provider`` configured and no model, that provider's default model, :mod:`hermes_nb.core.providers`);
 2. the manifest's ``config.runtime_config``: ``manifest`` (a path or an
    :class:`AdapterManifest`), else ``<root>/.harness/adapters/hermes-proxy.yaml``
    when ``root`` is given and the file exists;
@@ -30,6 +31,7 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig, merge_runtime_config
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import DEFAULT_MODEL, ENV_PREFIX, RUNTIME, manifest_path
 from hermes_nb.core.manifest import AdapterManifest, load_manifest
+from hermes_nb.core.providers import default_model_for
 
 __all__ = ["ENV_KEYS", "env_overrides", "find_manifest", "resolve_runtime_config"]
 
@@ -94,5 +96,7 @@ def resolve_runtime_config(
         for key in layer or {}:
             origins[key] = f"env {ENV_PREFIX}{key.upper()}" if label == "env" else label
     config = merge_runtime_config({}, *(layer for _, layer in layers), where=where)
+    if origins.get("model") == "default" and (provider_model := default_model_for(config.provider)):
+        config.model = provider_model  # no model configured: the configured provider's default (still "default")
     config._origins = origins
     return config
