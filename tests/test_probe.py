@@ -263,17 +263,18 @@ def test_null_fields_are_not_compared_and_json_keys_is_a_floor(reports: dict) ->
     r = reports[("hermes-agent", "ok")]
     doc = contract_document({"live": r}, target="t")
     section = doc["states"]["live"]
-    section["routes"][0]["status"] = None  # unspecified
-    section["routes"][0]["json_keys"] = ["choices"]  # fewer keys than observed: still fine
+    chat = next(e for e in section["routes"] if e["name"] == "chat")
+    chat["status"] = None  # unspecified
+    chat["json_keys"] = ["choices"]  # fewer keys than observed: still fine
     section["server_observed"] = "Other/1.0"  # recorded, never compared
     assert compare(r, doc) == []
-    section["routes"][0]["json_keys"] = ["choices", "not_there"]
+    chat["json_keys"] = ["choices", "not_there"]
     # the chat body is the upstream's (relayed): a missing key is information, not drift
     assert compare(r, doc) == []
     assert [(d.field, d.owner) for d in upstream_differences(r, doc)] == [
         ("routes[POST /v1/chat/completions].json_keys", "upstream")]
     # on an answer the proxy gives itself, every field is the proxy's
-    section["routes"][0]["owners"] = {"proxy": list(ROUTE_FIELDS), "upstream": []}
+    chat["owners"] = {"proxy": list(ROUTE_FIELDS), "upstream": []}
     assert [d.field for d in compare(r, doc)] == ["routes[POST /v1/chat/completions].json_keys"]
 
 

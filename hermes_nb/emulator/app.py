@@ -5,8 +5,12 @@
                   same JSON errors, same pass-through of the upstream's status, headers and body.
 ``seed``          the contract the wire-format spike documented: bearer required, JSON
                   ``path_not_allowed`` 404 for everything but the four ``/v1`` routes.
-``upstream``      a plain OpenAI-compatible server (``/v1/chat/completions`` …) that can sit
-                  behind the real proxy (``NOUS_INFERENCE_BASE_URL=http://127.0.0.1:<port>/v1``).
+``upstream``      a plain OpenAI-compatible server (``/v1/chat/completions`` …, ``/v1/responses``:
+                  :mod:`.responses`) that can sit behind the real proxy
+                  (``NOUS_INFERENCE_BASE_URL=http://127.0.0.1:<port>/v1``, or an xai credential's ``base_url``).
+
+The proxy profiles front the provider ``provider`` (``nous`` by default, or ``xai``: ``/health``'s
+``upstream``, the forwarded paths — xai adds ``/responses`` — and the proxy's own texts follow it).
 ``minimal``       a deliberately different OpenAI-compatible upstream (:mod:`.minimal`): two
                   routes, 1 MiB body cap, CRLF SSE with comments; scenario ``ok`` only.
 """
@@ -24,9 +28,11 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes_nb.core.providers import PROXY_PROVIDERS, provider_info
 from hermes_nb.core.redaction import Redactor, redact_headers
 
 from . import content as c
+from .responses import RESPONSES_ROUTE, method_not_allowed, responses_reply
 from .scenarios import (
     ALL_SCENARIOS,
     PROFILES,
@@ -56,12 +62,16 @@ logger = logging.getLogger("hermes_nb.emulator")
 #: the real proxy's ``client_max_size`` (413 text/plain above it)
 MAX_REQUEST_BYTES = 10_000_000
 UPSTREAM_MAX_BYTES = 32 * 1024 * 1024
-PROXY_PATHS = frozenset(UPSTREAM_ROUTES)
 AUTH_STALE_MESSAGE = "Failed to refresh Nous Portal credentials: Invalid refresh token"
+#: the real proxy's ``upstream_auth_failed`` text per provider (hermes_cli/proxy/adapters/*.py)
+AUTH_STALE_MESSAGES = {
+    "nous": AUTH_STALE_MESSAGE,
+    "xai": "No available xAI OAuth credentials found. Run `hermes auth reset xai-oauth` or re-authenticate with "
+           "`hermes auth add xai-oauth --type oauth`.",
+}
 #: what aiohttp says when the upstream refuses the connection (the real proxy prefixes it)
 UNREACHABLE_MESSAGE = ("upstream connection failed: Cannot connect to host inference-api.nousresearch.com:443 "
                        "ssl:default [Connect call failed ('127.0.0.1', 443)]")
-_ALLOWED = ", ".join(sorted(PROXY_PATHS))
 #: what the real proxy strips from the upstream's response headers
 _HOP_BY_HOP = frozenset({
     "host", "content-length", "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
@@ -239,28 +249,40 @@ async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.St
     return response
 
 
+def _upstream_answer(settings: Settings, scenario: str, rel: str, method: str, raw: bytes) -> Reply:
+    """The upstream's answer: the OpenAI routes (:func:`upstream_reply`) and the Responses API (:mod:`.responses`)."""
+    if rel == RESPONSES_ROUTE:
+        return responses_reply(settings, scenario, raw) if method == "POST" else method_not_allowed(method)
+    return upstream_reply(settings, scenario, rel, method, raw)
+
+
 def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]:
+    fronted = provider_info(settings.provider)
+    assert fronted is not None
+    allowed_paths = fronted.allowed_paths
+    allowed = ", ".join(sorted(allowed_paths))
+
     async def health(request: web.Request) -> web.Response:
         return web.json_response({
-            "status": "ok", "upstream": "Nous Portal", "authenticated": _scenario_of(request) != "auth-stale",
+            "status": "ok", "upstream": fronted.display_name, "authenticated": _scenario_of(request) != "auth-stale",
         })
 
     async def forward(request: web.Request, rel: str, *, proxied: bool) -> web.StreamResponse:
         """An allowed route on a proxy profile: credential state, body, the proxy's own faults, the upstream."""
         scenario = _scenario_of(request)
         if scenario == "auth-stale":
-            return _proxy_error(401, AUTH_STALE_MESSAGE, "upstream_auth_failed")
+            return _proxy_error(401, AUTH_STALE_MESSAGES[settings.provider], "upstream_auth_failed")
         raw = await _read_body(request)  # the real proxy reads the body before it calls the upstream
         fault = _proxy_fault(scenario)
         if fault is not None:
             return fault
-        reply = _unknown_scenario(request) or upstream_reply(settings, scenario, rel, request.method, raw)
+        reply = _unknown_scenario(request) or _upstream_answer(settings, scenario, rel, request.method, raw)
         return await _write(request, reply, proxied=proxied)
 
     async def hermes_agent(request: web.Request) -> web.StreamResponse:
         rel = "/" + request.match_info.get("tail", "").lstrip("/")
-        if rel not in PROXY_PATHS:
-            return _proxy_error(404, f"Path /v1{rel} is not forwarded by this proxy. Allowed: {_ALLOWED}",
+        if rel not in allowed_paths:
+            return _proxy_error(404, f"Path /v1{rel} is not forwarded by this proxy. Allowed: {allowed}",
                                 "path_not_allowed")
         return await forward(request, rel, proxied=True)
 
@@ -275,8 +297,8 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
                                 "invalid_authorization")
         path = request.path
         rel = path[3:] if path.startswith("/v1/") else None
-        if rel not in PROXY_PATHS:
-            return _proxy_error(404, f"Path {path} is not forwarded by this proxy. Allowed: {_ALLOWED}",
+        if rel not in allowed_paths:
+            return _proxy_error(404, f"Path {path} is not forwarded by this proxy. Allowed: {allowed}",
                                 "path_not_allowed")
         return await forward(request, rel, proxied=False)
 
@@ -287,10 +309,10 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
             return web.json_response(c.envelope(msg, "invalid_request_error", None, with_param=True), status=404)
         rel = path[3:]
         raw = b""
-        if rel in UPSTREAM_ROUTES:
+        if rel in UPSTREAM_ROUTES or (rel == RESPONSES_ROUTE and request.method == "POST"):
             raw = await _read_body(request)
-        reply = _unknown_scenario(request) or upstream_reply(settings, _scenario_of(request), rel,
-                                                             request.method, raw)
+        reply = _unknown_scenario(request) or _upstream_answer(settings, _scenario_of(request), rel,
+                                                               request.method, raw)
         return await _write(request, reply, proxied=False)
 
     return {"health": health, "hermes-agent": hermes_agent, "seed": seed, "upstream": upstream}
@@ -305,8 +327,14 @@ def create_app(
     delay_s: float = 0.05,
     retry_after: int = 2,
     requests: list[RecordedRequest] | None = None,
+    provider: str = "nous",
 ) -> web.Application:
-    """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request."""
+    """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request.
+
+    ``provider``: what the proxy profiles front (``nous``, ``xai``: :data:`hermes_nb.core.providers.PROXY_PROVIDERS`).
+    """
+    if provider not in PROXY_PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; choose one of: {', '.join(PROXY_PROVIDERS)}")
     if profile not in PROFILES:
         raise ValueError(f"unknown emulator profile {profile!r}; choose one of: {', '.join(PROFILES)}")
     if profile == "minimal" and scenario != "ok":
@@ -316,7 +344,7 @@ def create_app(
                          f"choose one of: {', '.join(ALL_SCENARIOS)} (the last two need a proxy profile)")
     model_ids = tuple(models) if models else c.DEFAULT_MODELS
     settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
-                        retry_after=retry_after)
+                        retry_after=retry_after, provider=provider)
     max_size = UPSTREAM_MAX_BYTES if profile == "upstream" else MAX_REQUEST_BYTES
     if profile == "minimal":
         from .minimal import create_minimal_app

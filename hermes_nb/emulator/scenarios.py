@@ -82,6 +82,8 @@ class Settings:
     retry_after: int = 2
     #: how long the ``reset`` scenario waits after its last delta before the RST (lets the text arrive first)
     reset_grace_s: float = 0.05
+    #: the provider a proxy profile fronts (``hermes proxy start --provider``): its /health name, paths, texts
+    provider: str = "nous"
 
 
 @dataclass(frozen=True, slots=True)

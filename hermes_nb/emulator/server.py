@@ -94,6 +94,8 @@ class EmulatorHandle(str):
     profile: str
     scenario: str
     seed: int
+    #: what the proxy profiles front (``nous``, ``xai``)
+    provider: str
 
     def __new__(cls, endpoint: str, **attrs: Any) -> EmulatorHandle:
         obj = super().__new__(cls, endpoint)
@@ -149,6 +151,7 @@ def serve(
     port: int = 0,
     delay_s: float = 0.05,
     retry_after: int = 2,
+    provider: str = "nous",
 ) -> EmulatorHandle:
     """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``).
 
@@ -158,7 +161,7 @@ def serve(
         raise ValueError(f"emulator host {host!r} is not a loopback address (127.0.0.1, ::1, localhost)")
     log: list[RecordedRequest] = []
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
-                     retry_after=retry_after, requests=log)
+                     retry_after=retry_after, requests=log, provider=provider)
     thread = _ServerThread(app, host, port)
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S):
@@ -171,6 +174,7 @@ def serve(
     netloc = f"[{host}]" if ":" in host else host
     base_url = f"http://{netloc}:{thread.bound_port}"
     handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=host, port=thread.bound_port,
-                            profile=profile, scenario=scenario, seed=seed, _log=log, _thread=thread)
+                            profile=profile, scenario=scenario, seed=seed, provider=provider, _log=log,
+                            _thread=thread)
     atexit.register(handle.close)
     return handle

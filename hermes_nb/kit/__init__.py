@@ -18,6 +18,7 @@ _LAZY = {
     "Target": "target", "start_target": "target", "runtime_config": "target",
     "ARTIFACT_NAMES": "verdicts", "artifact_digests": "verdicts", "record_verdict": "verdicts", "load_job": "verdicts",
     "wire_summary": "verdicts", "check_summary": "verdicts", "run_summary": "verdicts",
+    "ModelPreflight": "preflight", "model_preflight": "preflight",
     "Console": "console", "ConsoleActions": "console", "ProbeConsole": "console", "ConsoleSession": "console",
 }
 

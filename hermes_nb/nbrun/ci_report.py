@@ -17,6 +17,7 @@ from hermes_nb.core.facts import EXIT_BLOCKED, exit_code_for
 from hermes_nb.core.redaction import Redactor
 
 __all__ = ["BLOCKED_EXIT_CHOICES", "CI_REPORT_SCHEMA", "ci_report", "smoke_exit_code", "operator_action",
+           "result_provider",
            "write_ci_outputs", "not_started_report"]
 
 CI_REPORT_SCHEMA = "hermes-nb.smoke-ci.v1"
@@ -29,6 +30,12 @@ def smoke_exit_code(verdict: str, blocked_exit: int = EXIT_BLOCKED) -> int:
     if blocked_exit not in BLOCKED_EXIT_CHOICES:
         raise ValueError(f"blocked_exit must be one of {BLOCKED_EXIT_CHOICES}, got {blocked_exit!r}")
     return blocked_exit if verdict == "blocked" else exit_code_for(verdict)
+
+
+def result_provider(result: Any) -> str | None:
+    """The provider a smoke ran against: what its notebooks saw (``/health``), else the target's."""
+    seen = [(r.summary or {}).get("provider") for r in result.runs]
+    return next((p for p in seen if p), None) or getattr(result.target, "provider", None)
 
 
 def operator_action(summary: dict[str, Any] | None, reason: str, errors: list[str]) -> str:
@@ -58,6 +65,7 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
             "errors": errors,
             "hint": details.get("hint") if isinstance(details, dict) else None,
             "drift": [str(d) for d in (details.get("drift") or [])] if isinstance(details, dict) else [],
+            "not_judged": [str(d) for d in (details.get("not_judged") or [])] if isinstance(details, dict) else [],
             "operator_action": operator_action(summary, run.reason, errors) if run.verdict == "blocked" else None,
             "duration_s": round(run.duration_s, 3),
             "started_at": run.started_at or None,
@@ -66,6 +74,7 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
     target = result.target
     report = {
         "schema": CI_REPORT_SCHEMA,
+        "provider": result_provider(result),
         "verdict": result.verdict,
         "exit_code": smoke_exit_code(result.verdict, blocked_exit),
         "blocked_exit": blocked_exit,
@@ -86,7 +95,8 @@ def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT
     """The CI report of a smoke that could not start its target (the rig refused or did not come up):
     one blocked case named ``rig`` carrying the reason as the operator action, so CI shows why."""
     report = {
-        "schema": CI_REPORT_SCHEMA, "verdict": "blocked", "exit_code": smoke_exit_code("blocked", blocked_exit),
+        "schema": CI_REPORT_SCHEMA, "provider": None, "verdict": "blocked",
+        "exit_code": smoke_exit_code("blocked", blocked_exit),
         "blocked_exit": blocked_exit, "run_id": None, "target_kind": target_kind, "endpoint": None,
         "hermes_version": hermes_version, "target_evidence": None, "out": None, "duration_s": 0.0,
         "notebooks": [{"name": target_kind, "verdict": "blocked", "status": "not_started", "reason": "not started",

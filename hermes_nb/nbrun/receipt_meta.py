@@ -92,6 +92,7 @@ def receipt_metadata(run: NotebookRun, *, run_id: str, target: SmokeTarget, pool
         "papermill_version": _version("papermill"),
         "nbclient_version": _version("nbclient"),
         "hermes_agent_version": summary.get("hermes_version") or target.hermes_version,
+        "provider": summary.get("provider") or target.provider,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "duration_s": round(run.duration_s, 3),

@@ -60,11 +60,19 @@ class SmokeResult:
 
         p.text("SmokeResult(...)" if cycle else smoke_text(self.to_dict()))
 
+    @property
+    def provider(self) -> str | None:
+        """The provider the proxy fronts, as its notebooks saw it (else the target's)."""
+        from hermes_nb.nbrun.ci_report import result_provider
+
+        return result_provider(self)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "run_id": self.run_id,
             "target_kind": self.target.kind,
+            "provider": self.provider,
             "endpoint": self.target.endpoint,
             "target_evidence": self.target.evidence,
             "out_dir": str(self.out_dir),

@@ -32,6 +32,8 @@ class SmokeTarget:
     evidence: str | None = None
     #: where the endpoint came from (``argument``, ``env HERMES_NB_ENDPOINT``; None for the embedded emulator)
     endpoint_origin: str | None = None
+    #: the provider the proxy fronts (the rig's ``--provider``, a live proxy's ``/health``; None: not known)
+    provider: str | None = None
 
 
 def confirm_target(target: SmokeTarget, *, transport: Any = None) -> SmokeTarget:

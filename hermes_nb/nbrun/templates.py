@@ -85,7 +85,8 @@ def _notebook(cells: list[nbformat.NotebookNode], title: str) -> nbformat.Notebo
 
 def wire_format_spike() -> nbformat.NotebookNode:
     params = _TARGET_PARAMS + [
-        ("contract", "str", '"hermes-agent-0.19.0"', "wire contract: a name shipped with hermes_nb (e.g. seed) or a JSON path"),
+        ("contract", "str", '"hermes-agent-0.19.0"',
+         "wire contract: a name shipped with hermes_nb (e.g. seed; the detected provider's) or a JSON path"),
         ("deadline_s", "float", "30.0", "budget for the whole probe, seconds"),
     ]
     return _notebook([
@@ -93,20 +94,25 @@ def wire_format_spike() -> nbformat.NotebookNode:
 # Wire-format spike
 
 Probes every route the Hermes proxy is known to forward (`/v1/models`, chat completions streamed and not,
-error envelopes, bearer handling, `/health`) and compares what it sees with a recorded wire contract
-(shipped with hermes_nb; see `docs/wire-contract.md`). Only fields the proxy owns can drift; what the upstream
-behind it answers differently (body keys beyond the OpenAI floor, models, routes, body cap, texts) is shown as
-information. **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable.
+the Responses API, error envelopes, bearer handling, `/health`) and compares what it sees with the recorded wire
+contract of the provider the proxy fronts (shipped with hermes_nb; see `docs/wire-contract.md`). Only fields the
+proxy owns can drift; what the upstream behind it answers differently (body keys beyond the OpenAI floor, models,
+routes, body cap, texts) is shown as information, and what it could not answer (too slow, down, rate-limited) is
+not judged. **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable, or an upstream
+that is down or rate-limited.
 
 Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
 """),
         _params(params),
-        _code(_SETUP.format(imports="from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract, upstream_differences\n"
+        _code(_SETUP.format(imports="from hermes_nb.proxy.contracts import (compare, load_contract, not_judged, "
+                                    "resolve_contract,\n                                     upstream_differences)\n"
                             "from hermes_nb.proxy.probe import probe\n", manifest="", config_args="")),
         _md("## Probe the routes"),
-        _code("report = probe(target.endpoint, model=config.model, deadline_s=deadline_s)\nreport"),
-        _md("## Compare with the recorded contract"),
-        _code("recorded = load_contract(resolve_contract(contract))\n"
+        _code("report = probe(target.endpoint, model=config.model, deadline_s=deadline_s, provider=config.provider)\n"
+              "report"),
+        _md("## Compare with the recorded contract (the detected provider's)"),
+        _code("recorded = load_contract(resolve_contract(contract, provider=report.provider))\n"
+              "skipped = not_judged(report, recorded)  # the upstream's trouble (slow, down, 429): never drift\n"
               "upstream = upstream_differences(report, recorded)  # information: the upstream owns these fields\n"
               "display(HTML(show.upstream_differences_html(upstream)))\n"
               "drift = compare(report, recorded)  # proxy-owned fields only: these fail the spike\n"
@@ -114,22 +120,23 @@ Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8
         _md("## Verdict\n\nStops the embedded emulator, records the summary for the receipt, raises unless passed."),
         _code("target.close()\n"
               "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=contract,\n"
-              "                                   upstream=upstream))"),
+              "                                   upstream=upstream, not_judged=skipped))"),
     ], WIRE_SPIKE)
 
 
 def adapter_check() -> nbformat.NotebookNode:
     params = _TARGET_PARAMS + [
         _MANIFEST_PARAM,
-        ("deadline_s", "float", "5.0", "deadline of GET /models, seconds"),
+        ("deadline_s", "float", "30.0", "deadline of GET /models, seconds (a slow upstream answers late)"),
     ]
     return _notebook([
         _md(f"""
 # Adapter check
 
-`GET <endpoint>/models` with the configured bearer, classified the way UH's `adapter check hermes-proxy`
-does: **ready** (passed), **locked** or **unreachable** (blocked: run `hermes auth status <provider>` or
-`hermes proxy start`), **misconfigured**/**error** (failed).
+`GET /health` (which provider the proxy fronts), then `GET <endpoint>/models` with the configured bearer,
+classified the way UH's `adapter check hermes-proxy` does: **ready** (passed), **locked**, **unreachable** or
+**rate_limited** (blocked: the provider's re-auth command, `hermes proxy start --provider …`, or a later
+retry), **misconfigured**/**error** (failed). With no model configured, the provider's default model.
 
 Runbook: `hermes-nb smoke --only adapter_check --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
 """),
@@ -174,10 +181,13 @@ Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`.
               "run_root = root or target.temp_dir(\"hermes-nb-e2e-\")\n"
               "HTML(show.kv_table({\"mission\": job.id, \"title\": job.display_name, **config.to_document()}, "
               "title=\"mission\"))"),
+        _md("## Model\n\nThe adapter check's own answer (the provider the proxy fronts, its default model when none "
+            "is configured): both notebooks send one model, and a model the proxy does not list is not sent."),
+        _code("preflight = kit.model_preflight(config)\nconfig = preflight.config\npreflight"),
         _md("## Run"),
-        _code("result = run(job, config, root=run_root, handle_signals=False)\nresult"),
+        _code("result = run(job, config, root=run_root, handle_signals=False) if preflight.runnable else None\nresult"),
         _md("## Verdict"),
-        _code("summary = kit.run_summary(result, target=target, config=config)\n"
+        _code("summary = kit.run_summary(result, target=target, config=config, preflight=preflight)\n"
               "target.close()\nkit.record_verdict(summary)"),
     ], E2E_SMOKE)
 

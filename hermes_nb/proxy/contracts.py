@@ -9,6 +9,11 @@ rate-limit header names. Every field is tagged with its owner: the proxy
 ``null`` (or a missing key) means "not specified": not compared. The format is
 deterministic (no ports, timestamps, versions of the server's libraries in compared
 fields); see docs/wire-contract.md.
+
+One file per hermes-agent release and provider: ``hermes-agent-<v>.json`` is the proxy's default
+provider (``nous``), ``hermes-agent-<v>-<provider>.json`` another (``xai``); :func:`resolve_contract`
+picks the detected provider's. What the upstream could not answer — in time, at all (the proxy's own
+502/504), or yet (429) — is not judged (:func:`not_judged`); an unreachable proxy is one line, no drift.
 """
 
 from __future__ import annotations
@@ -20,9 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import UsageError
+from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS
 from hermes_nb.core.resources import contract_names, contracts_dir
+from hermes_nb.proxy.drift import NotJudged
 from hermes_nb.proxy.probe import ROUTES
 from hermes_nb.proxy.report import Drift, DriftList, WireReport
+from hermes_nb.wire.classify import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
 
 __all__ = [
     "FORMAT",
@@ -34,7 +42,9 @@ __all__ = [
     "resolve_contract",
     "compare",
     "judge",
+    "not_judged",
     "upstream_differences",
+    "contract_file_name",
     "owners",
     "upgrade_document",
     "compare_contract",
@@ -49,14 +59,15 @@ FORMAT = "hermes-nb.wire-contract/2"
 READ_FORMATS = ("hermes-nb.wire-contract/1", FORMAT)
 #: per-route fields a contract compares (``json_keys``: the contract's keys must be present)
 ROUTE_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
-                "body_excerpt", "json_keys", "outcome", "answered_by", "ended", "floor_missing")
+                "body_excerpt", "json_keys", "outcome", "answered_by", "ended", "floor_missing", "sse_events")
 #: route fields that describe the upstream when the proxy relayed the answer (``answered_by: upstream``)
 RELAYED_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
-                  "body_excerpt", "json_keys", "outcome")
+                  "body_excerpt", "json_keys", "outcome", "sse_events")
 AUTH_FIELDS = ("status", "error_type", "outcome", "answered_by")
 AUTH_RELAYED_FIELDS = ("status", "error_type", "outcome")
 #: section-level fields and their owners
 TOP_OWNERS: dict[str, str] = {
+    "provider": "proxy",
     "bearer_required": "proxy", "stream_failure_shape": "proxy", "server_product": "proxy",
     "cors_headers": "proxy", "rate_limit_headers": "proxy",
     "relayed_cors_headers": "upstream", "relayed_rate_limit_headers": "upstream",
@@ -128,6 +139,7 @@ def contract_section(report: WireReport) -> dict[str, Any]:
     return {
         "routes": routes,
         "auth": auth,
+        "provider": report.provider,
         "bearer_required": report.bearer_required,
         "stream_failure_shape": report.stream_failure_shape,
         "server_product": report.server_product,
@@ -172,15 +184,22 @@ def upgrade_document(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def contract_document(sections: Mapping[str, WireReport], *, target: str, source: str = "observed",
-                      notes: list[str] | None = None) -> dict[str, Any]:
-    """A whole contract file from one probe report per state."""
+                      notes: list[str] | None = None, provider: str | None = None) -> dict[str, Any]:
+    """A whole contract file from one probe report per state (``provider``: the one the proxy fronted)."""
+    seen = provider or next((r.provider for r in sections.values() if r.provider), None)
     return {
         "format": FORMAT,
         "source": source,
         "target": target,
+        "provider": seen,
         "notes": list(notes or []),
         "states": {state: contract_section(report) for state, report in sorted(sections.items())},
     }
+
+
+def contract_file_name(name: str, provider: str | None = None) -> str:
+    """``hermes-agent-0.19.0`` + ``xai`` → ``hermes-agent-0.19.0-xai``; the default provider keeps the plain name."""
+    return name if provider in (None, DEFAULT_PROVIDER) else f"{name}-{provider}"
 
 
 def dumps_contract(document: Mapping[str, Any]) -> str:
@@ -201,11 +220,19 @@ def load_contract(path: str | Path) -> dict[str, Any]:
     return doc if doc["format"] == FORMAT else upgrade_document(doc)
 
 
-def resolve_contract(name: str) -> Path:
-    """``seed`` / ``hermes-agent-0.19.0`` (a contract shipped with hermes_nb) or a ``.json`` file path."""
+def resolve_contract(name: str, provider: str | None = None) -> Path:
+    """``seed`` / ``hermes-agent-0.19.0`` (a contract shipped with hermes_nb) or a ``.json`` file path.
+
+    ``provider`` (the one the probe detected): a shipped name resolves to that provider's contract
+    (``hermes-agent-0.19.0`` + ``xai`` → ``hermes-agent-0.19.0-xai.json``) when there is one.
+    """
     candidate = Path(name)
     if candidate.suffix == ".json" and candidate.exists():
         return candidate
+    if provider in PROXY_PROVIDERS and candidate.suffix != ".json":
+        own = contracts_dir() / f"{contract_file_name(name, provider)}.json"
+        if own.is_file():
+            return own
     shipped = contracts_dir() / f"{name}.json"
     if candidate.suffix != ".json" and shipped.is_file():
         return shipped
@@ -243,13 +270,90 @@ def judge(report: WireReport, contract: Mapping[str, Any], *, state: str | None 
     The section is ``state`` if given, else the report's detected state
     (``stale``/``live``), else the contract's first. Fields the contract leaves
     null are not compared. ``owner="proxy"`` differences are drift; ``owner="upstream"``
-    ones describe whatever answers behind the proxy and are information only.
+    ones describe whatever answers behind the proxy and are information only. What
+    :func:`not_judged` lists is left out (an unreachable proxy: nothing is compared).
     """
+    if not report.reachable:
+        return []
     name, section = _pick_state(report, contract, state)
     drift: list[Drift] = []
-    if report.state != name and report.state in ("stale", "live", "unreachable"):
+    if report.state != name and report.state in ("stale", "live"):
         drift.append(Drift(field="state", expected=name, observed=report.state))
-    return drift + section_diff(section, contract_section(report))
+    observed = contract_section(report)
+    skipped = _not_judged(section, observed, report)
+    return drift + section_diff(section, observed, skip={n.field for n in skipped})
+
+
+def not_judged(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> list[NotJudged]:
+    """What the judgement leaves out, and why: the upstream's trouble is never the proxy's drift.
+
+    Unreachable proxy: one entry, nothing compared. A route (or auth case) the contract expects the
+    upstream to answer is not judged when the upstream did not answer in time (``upstream_slow``; also
+    an answer the probe's deadline cut), when the proxy answered its own 502/504 instead
+    (``upstream_down``) or when the answer was a 429 (``rate_limited``, with its Retry-After). A route
+    the probe's overall deadline left unsent is ``probe_deadline``. Routes the proxy answers itself are
+    always judged.
+    """
+    if not report.reachable:
+        first = report.routes[0].transport_error if report.routes else None
+        return [NotJudged(field="(every field)", reason="unreachable",
+                          detail=f"no route got an HTTP answer from {report.endpoint} ({first or 'no answer'})")]
+    _, section = _pick_state(report, contract, state)
+    return _not_judged(section, contract_section(report), report)
+
+
+def _why_not(exp: Mapping[str, Any], got: Mapping[str, Any], retry: float | None) -> tuple[str, str] | None:
+    """``(reason, detail)`` when an observed answer cannot judge the expected one."""
+    if got.get("outcome") == "skipped" and got.get("transport_error") != "upstream_slow":
+        return "probe_deadline", "not sent: the probe's overall deadline ran out"
+    if exp.get("answered_by") != "upstream":
+        return None  # the proxy's own answer: always judged
+    codes = {str(got.get("error_type") or "").lower(), str(got.get("error_code") or "").lower()}
+    if got.get("answered_by") == "proxy" and codes & UPSTREAM_DOWN_CODES:
+        return "upstream_down", f"the proxy answered {got.get('status')} {got.get('error_type')}: " \
+                                f"{got.get('error_message') or ''}".rstrip(": ")
+    if got.get("status") == 429 or codes & RATE_LIMIT_CODES:
+        after = f"; Retry-After {retry:g} s" if retry is not None else ""
+        return "rate_limited", f"HTTP {got.get('status')} from the upstream{after}"
+    if got.get("outcome") == "skipped":
+        return "upstream_slow", "not sent: an earlier forwarded request got no answer in time"
+    if got.get("outcome") == "timeout":
+        return "upstream_slow", f"no answer within the probe's per-request deadline ({got.get('transport_error')})"
+    if got.get("ended") in ("deadline", "read_timeout"):
+        return "upstream_slow", f"the answer did not end within the probe's per-request deadline ({got.get('ended')})"
+    return None
+
+
+def _not_judged(section: Mapping[str, Any], observed: Mapping[str, Any], report: WireReport) -> list[NotJudged]:
+    out: list[NotJudged] = []
+    obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
+    results = {r.name: r for r in report.routes}
+    labels = {spec.name: spec.label for spec in ROUTES}
+    for exp in section.get("routes", []):
+        got = obs_routes.get(exp.get("name"))
+        result = results.get(exp.get("name"))
+        if got is None or result is None:
+            continue
+        got = {**got, "transport_error": result.transport_error}
+        why = _why_not(exp, got, result.retry_after_s)
+        if why is not None:
+            out.append(NotJudged(field=f"routes[{labels.get(exp['name'], exp['name'])}]", reason=why[0],  # type: ignore[arg-type]
+                                 detail=why[1], retry_after_s=result.retry_after_s if why[0] == "rate_limited" else None))
+    cases = {c.case: c for c in report.auth}
+    for case, exp in (section.get("auth") or {}).items():
+        seen = cases.get(case)
+        if seen is None:
+            continue
+        got = {"status": seen.status, "error_type": seen.error_type, "outcome": seen.outcome,
+               "answered_by": seen.answered_by, "transport_error": seen.transport_error}
+        why = _why_not(exp, got, seen.retry_after_s)
+        if why is not None:
+            out.append(NotJudged(field=f"auth[{case}]", reason=why[0], detail=why[1],  # type: ignore[arg-type]
+                                 retry_after_s=seen.retry_after_s if why[0] == "rate_limited" else None))
+    if report.bearer_required is None and any(n.field.startswith("auth[") for n in out):
+        out.append(NotJudged(field="bearer_required", reason=next(n.reason for n in out if n.field.startswith("auth[")),
+                             detail="the auth cases it is told from were not judged"))
+    return out
 
 
 def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> DriftList:
@@ -263,14 +367,20 @@ def upstream_differences(report: WireReport, contract: Mapping[str, Any], *,
     return [d for d in judge(report, contract, state=state) if d.owner == "upstream"]
 
 
-def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "") -> list[Drift]:
-    """Field-by-field differences between two sections, owners taken from ``expected`` (nulls not compared)."""
+def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "",
+                 skip: set[str] | frozenset[str] = frozenset()) -> list[Drift]:
+    """Field-by-field differences between two sections, owners taken from ``expected`` (nulls not compared).
+
+    ``skip``: entries not judged (``routes[<label>]``, ``auth[<case>]``, a top-level field name).
+    """
     drift: list[Drift] = []
     obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
     labels = {spec.name: spec.label for spec in ROUTES}
     for exp in expected.get("routes", []):
         fallback = f"{exp.get('method')} {exp.get('path')}"
         label = f"{prefix}routes[{labels.get(exp.get('name'), fallback)}]"
+        if label[len(prefix):] in skip:
+            continue
         got = obs_routes.get(exp.get("name"))
         if got is None:
             drift.append(Drift(field=label, expected="probed", observed="missing"))
@@ -281,6 +391,8 @@ def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, pr
                 drift.append(Drift(field=f"{label}.{f}", expected=exp.get(f), observed=got.get(f),
                                    owner=owned[f]))  # type: ignore[arg-type]
     for case, exp in (expected.get("auth") or {}).items():
+        if f"auth[{case}]" in skip:
+            continue
         got = (observed.get("auth") or {}).get(case, {})
         owned = _owner_map(exp, AUTH_FIELDS, AUTH_RELAYED_FIELDS, observed=got)
         for f in AUTH_FIELDS:
@@ -291,6 +403,8 @@ def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, pr
     for side, names in (expected.get("owners") or {}).items():
         top.update({n: side for n in names})
     for f in TOP_FIELDS:
+        if f in skip:
+            continue
         if _differs(f, expected.get(f), observed.get(f)):
             drift.append(Drift(field=f"{prefix}{f}", expected=expected.get(f), observed=observed.get(f),
                                owner=top[f]))  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Owner", "Drift", "DriftList"]
+__all__ = ["Owner", "Drift", "DriftList", "NotJudged", "NotJudgedReason"]
 
 #: who a contract field describes: the proxy's own behaviour, or whatever upstream answers behind it
 Owner = Literal["proxy", "upstream"]
@@ -33,6 +33,27 @@ class Drift(BaseModel):
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(f"Drift({self})")
+
+
+#: why a field was not judged: nothing answered (``unreachable``); the upstream did not answer in time
+#: (``upstream_slow``), the proxy reported it down (``upstream_down``: its own 502/504), it refused for now
+#: (``rate_limited``: 429); the probe's overall deadline ran out first (``probe_deadline``)
+NotJudgedReason = Literal["unreachable", "upstream_slow", "upstream_down", "rate_limited", "probe_deadline"]
+
+
+class NotJudged(BaseModel):
+    """A contract field (or a whole route) left out of the judgement: the upstream's trouble is not drift."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    field: str
+    reason: NotJudgedReason
+    detail: str = ""
+    #: Retry-After of a rate-limited answer (seconds)
+    retry_after_s: float | None = None
+
+    def __str__(self) -> str:
+        return f"{self.field}: not judged ({self.reason}{': ' + self.detail if self.detail else ''})"
 
 
 class DriftList(list):  # type: ignore[type-arg]

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from hermes_nb.core.records import Exchange
-from hermes_nb.proxy.drift import Drift, DriftList, Owner
+from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, Owner
 
 __all__ = [
     "Outcome",
@@ -40,6 +40,7 @@ __all__ = [
     "answered_by",
     "ended",
     "floor_missing",
+    "sse_events",
 ]
 
 Outcome = Literal[
@@ -58,6 +59,7 @@ OPENAI_FLOOR: dict[str, tuple[str, ...]] = {
     "completions": ("choices", "created", "id", "model", "object"),
     "embeddings": ("data", "object"),
     "models": ("data", "object"),
+    "responses": ("id", "object", "output", "status"),
 }
 _CONNECT_KINDS = frozenset({"connect_refused", "dns", "connect_error"})
 _TIMEOUT_KINDS = frozenset({"connect_timeout", "read_timeout", "deadline"})
@@ -95,6 +97,11 @@ class RouteResult(_Model):
     transport_error: str | None = None
     #: ``data: [DONE]`` seen (streams)
     done: bool | None = None
+    #: the stream's shape: each event name once, in order (``event:``, else the data's ``type``/``object``;
+    #: ``[DONE]``), e.g. ``[response.created, …, response.completed]`` (None: not a stream)
+    sse_events: list[str] | None = None
+    #: Retry-After of the answer, seconds (a 429 says when to come back)
+    retry_after_s: float | None = None
     elapsed_s: float = 0.0
 
 
@@ -106,6 +113,9 @@ class AuthCase(_Model):
     error_type: str | None = None
     outcome: Outcome = "skipped"
     answered_by: Owner | None = None
+    #: why it was not sent (``upstream_slow``: an earlier forwarded request got no answer in time)
+    transport_error: str | None = None
+    retry_after_s: float | None = None
 
 
 def _esc(value: Any) -> str:
@@ -138,6 +148,16 @@ class WireReport(_Model):
     drift: list[Drift] = Field(default_factory=list)
     #: differences on upstream-owned fields: information, never a failure
     upstream_differences: list[Drift] = Field(default_factory=list)
+    #: what could not be judged, and why (the upstream was slow, down or rate-limited; the proxy unreachable)
+    not_judged: list[NotJudged] = Field(default_factory=list)
+    #: the provider the proxy fronts (``nous``, ``xai``): ``/health``'s ``upstream``, else the allowed paths
+    provider: str | None = None
+    #: where :attr:`provider` came from (``/health``, ``path_not_allowed``, ``config``)
+    provider_source: str | None = None
+    #: ``/health``'s ``upstream`` verbatim (the provider's display name)
+    upstream: str | None = None
+    #: the paths the proxy says it forwards (from a ``path_not_allowed`` envelope)
+    allowed_paths: list[str] | None = None
     elapsed_s: float = 0.0
 
     #: stream timelines of the streamed routes (:class:`~hermes_nb.core.timeline.StreamTimeline` dicts), not dumped
@@ -154,7 +174,9 @@ class WireReport(_Model):
     def _repr_text_(self) -> str:
         routes = ", ".join(f"{r.name} {r.status if r.status is not None else r.outcome}" for r in self.routes)
         drift = f", {len(self.drift)} drift" if self.drift else ""
-        return (f"WireReport({self.endpoint}: {self.state}, reachable={self.reachable}, "
+        drift += f", {len(self.not_judged)} not judged" if self.not_judged else ""
+        provider = f", provider {self.provider}" if self.provider else ""
+        return (f"WireReport({self.endpoint}{provider}: {self.state}, reachable={self.reachable}, "
                 f"bearer_required={self.bearer_required}, stream_failure_shape={self.stream_failure_shape}"
                 f"{drift}, {self.elapsed_s:.3f} s; routes: {routes})")
 
@@ -165,7 +187,10 @@ class WireReport(_Model):
         from hermes_nb.core.reprs import box, kv_html, seconds, table_html
         from hermes_nb.core.timeline import timeline_svg
 
-        head = kv_html([("endpoint", self.endpoint), ("state", self.state), ("reachable", self.reachable),
+        provider = (f"{self.provider} ({self.upstream})" if self.provider and self.upstream
+                    else self.provider or self.upstream)
+        head = kv_html([("endpoint", self.endpoint), ("provider", provider), ("state", self.state),
+                        ("reachable", self.reachable),
                         ("bearer required", self.bearer_required), ("stream failure shape", self.stream_failure_shape),
                         ("server", self.server_product), ("elapsed", seconds(self.elapsed_s))], badges=("state",))
         rows = [{"route": r.name, "method": r.method, "path": r.path, "status": r.status, "outcome": r.outcome,
@@ -184,6 +209,9 @@ class WireReport(_Model):
             parts.append("<ul>" + "".join(f"<li>{_esc(w)}</li>" for w in self.warnings) + "</ul>")
         if self.drift:
             parts.append(DriftList(self.drift)._repr_html_())
+        if self.not_judged:
+            parts.append("<div><b>not judged</b> (the upstream's trouble, not the proxy's)</div><ul>"
+                         + "".join(f"<li>{_esc(n)}</li>" for n in self.not_judged) + "</ul>")
         verdict = {"live": "passed", "stale": "blocked", "unreachable": "blocked"}.get(self.state, self.state)
         return box("wire-format report", verdict, *parts)
 
@@ -288,6 +316,31 @@ def floor_missing(name: str, ex: Exchange) -> list[str] | None:
     return sorted(set(floor) - set(ex.json_body))
 
 
+def sse_events(ex: Exchange) -> list[str] | None:
+    """Each event name of a stream once, in order: ``event:``, else the data's ``type``/``object``; ``[DONE]``."""
+    if not ex.streamed:
+        return None
+    import json
+
+    names: list[str] = []
+    for ev in ex.events:
+        name = ev.event if ev.event and ev.event != "message" else None
+        data = ev.data.strip()
+        if name is None and data.startswith("[DONE]"):
+            name = "[DONE]"
+        elif name is None and data.startswith("{"):
+            try:
+                obj = json.loads(data)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict):
+                found = obj.get("type") or obj.get("object")
+                name = found if isinstance(found, str) else None
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
 def response_headers(ex: Exchange) -> dict[str, str]:
     """The response headers with lower-cased names."""
     return {k.lower(): v for k, v in ex.headers.items()}
@@ -347,16 +400,20 @@ def report_warnings(report: WireReport) -> list[str]:
     if not report.reachable and outcomes <= {"timeout", "skipped"}:
         out.append(f"{report.endpoint} accepts connections but never answers: the endpoint hangs")
     elif not report.reachable:
+        from hermes_nb.core.providers import start_hint
+
         first = report.routes[0] if report.routes else None
         why = first.transport_error if first else "no answer"
-        out.append(f"endpoint unreachable ({why}): is `hermes proxy start` running at {report.endpoint}? "
-                   "(a proxy that is not logged in refuses to start: `hermes auth` first)")
+        out.append(f"endpoint unreachable ({why}) at {report.endpoint}: {start_hint(report.provider)}")
     elif all(r.outcome == "not_found" for r in report.routes if r.name in ("chat", "models", "completions")):
         out.append("every forwarded route answered a plain 404: does the endpoint miss its /v1 base path?")
     if any(r.body_kind == "html" for r in report.routes):
         out.append("the endpoint answers HTML: is this a Hermes proxy?")
-    if report.reachable and "timeout" in outcomes:
-        out.append("some requests timed out: the endpoint hangs or is very slow")
+    slow = [r.name for r in report.routes if r.transport_error == "upstream_slow"]
+    if report.reachable and ("timeout" in outcomes or slow):
+        out.append("some requests timed out: the endpoint hangs or is very slow"
+                   + (f" (its upstream did not answer in time; not sent after that: {', '.join(slow)})"
+                      if slow else ""))
     if "skipped" in outcomes:
         out.append("the probe deadline ran out before every route was probed")
     return out

@@ -27,7 +27,8 @@ __all__ = ["INDEX_SCHEMA", "INDEXED_FIELDS", "load_index", "index_entry", "appen
 
 INDEX_SCHEMA = "hermes-nb.receipts-index.v1"
 #: index fields that must equal the receipt's own (metadata.receipt) values
-INDEXED_FIELDS = ("run_id", "notebook", "verdict", "target_kind", "endpoint", "model", "started_at", "duration_s")
+INDEXED_FIELDS = ("run_id", "notebook", "verdict", "target_kind", "provider", "endpoint", "model", "started_at",
+                  "duration_s")
 _INDEX_LOCK = threading.Lock()
 
 
@@ -51,6 +52,7 @@ def index_entry(directory: Path, files: ReceiptFiles, receipt: Mapping[str, Any]
         "notebook": receipt.get("notebook"),
         "verdict": receipt.get("verdict"),
         "target_kind": receipt.get("target_kind"),
+        "provider": receipt.get("provider"),
         "endpoint": receipt.get("endpoint"),
         "model": receipt.get("model"),
         "started_at": receipt.get("started_at"),
@@ -97,14 +99,14 @@ def render_readme(index: Mapping[str, Any]) -> str:
         "Written by `hermes-nb smoke`; check with `hermes-nb receipts verify <this dir>`.",
         "Newest first. Each receipt: the executed notebook, its HTML render and a JSON sidecar with digests.",
         "",
-        "| started (UTC) | run id | notebook | verdict | target | model | endpoint | receipt |",
-        "|---|---|---|---|---|---|---|---|",
+        "| started (UTC) | run id | notebook | verdict | target | provider | model | endpoint | receipt |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in reversed(index.get("receipts", [])):
         path = str(e.get("path", ""))
         html = path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path
         cells = [e.get("started_at"), e.get("run_id"), e.get("notebook"), e.get("verdict"),
-                 e.get("target_kind"), e.get("model"), e.get("endpoint")]
+                 e.get("target_kind"), e.get("provider"), e.get("model"), e.get("endpoint")]
         text = " | ".join(str(c if c is not None else "—").replace("|", "\\|") for c in cells)
         lines.append(f"| {text} | [ipynb]({path}) · [html]({html}) |")
     return "\n".join(lines) + "\n"

@@ -73,7 +73,8 @@ def render_index_html(index: Mapping[str, Any]) -> str:
             f'<section class="run" id="{_e(run_id)}" style="--c:{VERDICT_COLOURS.get(overall, "#57606a")}">'
             f"<h2>{_verdict(overall)} · run {_e(run_id)}</h2>"
             f"<p><small>started {_e(first.get('started_at'))} · target {_e(first.get('target_kind'))} "
-            f"{_e(first.get('endpoint'))} · model {_e(first.get('model'))} · "
+            f"{_e(first.get('endpoint'))} · provider {_e(next((e.get('provider') for e in runs if e.get('provider')), '—'))}"
+            f" · model {_e(first.get('model'))} · "
             f"notebooks {len(runs)}, longest {longest:.3f} s, sum {total:.3f} s</small></p>"
             "<table><tr><th>notebook</th><th>verdict</th><th>duration</th><th>links</th></tr>")
         for e in runs:

@@ -5,7 +5,7 @@ actions' parsers accept; ``tests/data/junit-10.xsd``):
 
 * one ``<testsuite name="hermes-nb smoke <target kind>">`` per smoke run, wrapped in ``<testsuites>``,
   with correct ``tests``/``failures``/``errors``/``skipped`` counters and ``<properties>``: ``run_id``,
-  ``target_kind``, ``endpoint``, ``hermes_version``, ``verdict``, ``exit_code``, ``blocked_exit`` and
+  ``target_kind``, ``provider``, ``endpoint``, ``hermes_version``, ``verdict``, ``exit_code``, ``blocked_exit`` and
   ``receipt:<notebook>`` for each receipt (the schema allows properties on the suite only);
 * one ``<testcase name="<notebook>" classname="<target kind>" time="…">`` per notebook; its
   ``<system-out>`` names the receipt path (or URL);
@@ -65,7 +65,8 @@ def junit_element(report: Mapping[str, Any]) -> ET.Element:
         "id": xml_safe(report.get("run_id")),
     })
     props = ET.SubElement(suite, "properties")
-    for name in ("run_id", "target_kind", "endpoint", "hermes_version", "verdict", "exit_code", "blocked_exit"):
+    for name in ("run_id", "target_kind", "provider", "endpoint", "hermes_version", "verdict", "exit_code",
+                 "blocked_exit"):
         if report.get(name) is not None:
             ET.SubElement(props, "property", {"name": name, "value": xml_safe(report[name])})
     for n in notebooks:

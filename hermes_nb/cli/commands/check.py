@@ -20,8 +20,9 @@ __all__ = ["register", "handle"]
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "check", parents=[parent], help="check that the proxy is reachable, unlocked and lists the model",
-        description="GET <endpoint>/models and report ready / locked / unreachable / misconfigured / error.\n"
-                    "exit: 0 ready, 1 error, 2 misconfigured, 3 locked or unreachable.",
+        description="GET /health (the provider) and <endpoint>/models; report ready / locked / unreachable / "
+                    "rate_limited / misconfigured / error.\n"
+                    "exit: 0 ready, 1 error, 2 misconfigured, 3 locked, unreachable or rate_limited.",
     )
     add_config_flags(p)
     p.add_argument("--deadline", type=float, default=5.0, metavar="S",
@@ -37,6 +38,13 @@ def _human(result: CheckResult, out: Any) -> None:
         out.line(f"[READY] hermes-proxy adapter at {where}{count}")
     else:
         out.line(f"[{result.state.upper()}] hermes-proxy adapter at {where}")
+    if result.provider or result.upstream:
+        source = ", ".join(x for x in (result.upstream, f"from {result.provider_source}" if result.provider_source
+                                       else None) if x)
+        out.line(f"  provider: {result.provider or '?'}" + (f" ({source})" if source else ""))
+    if result.model:
+        origin = f" ({result.model_origin})" if result.model_origin and result.model_origin != "configured" else ""
+        out.line(f"  model: {result.model}{origin}")
     for error in result.errors:
         out.line(f"  error: {error}")
     for warning in result.warnings:

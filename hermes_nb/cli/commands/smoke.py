@@ -26,6 +26,7 @@ from typing import Any
 
 from hermes_nb.core.errors import ConfigError, RigError, UsageError
 from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
+from hermes_nb.core.providers import PROXY_PROVIDERS
 from hermes_nb.receipts.store import is_url
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -42,6 +43,9 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     target.add_argument("--endpoint", metavar="URL",
                         help="a live proxy (http://127.0.0.1:8645/v1); default: $HERMES_NB_ENDPOINT, else the emulator")
     target.add_argument("--rig", choices=("stale", "live"), help="start the real proxy rig in this auth state")
+    p.add_argument("--provider", choices=PROXY_PROVIDERS,
+                   help="with --rig: `hermes proxy start --provider` (default nous). A live proxy's provider is "
+                        "what its /health says (HERMES_NB_PROVIDER: the one you expect; a mismatch warns)")
     p.add_argument("--hermes-version", metavar="V",
                    help="with --rig: run the real proxy of this hermes-agent release from its cached venv "
                         "(built on first use; see `hermes-nb matrix`)")
@@ -70,6 +74,16 @@ def _live_hermes_version(endpoint: str) -> str:
     return hermes_agent_version(endpoint)[0]
 
 
+def _live_provider(endpoint: str) -> str | None:
+    """The provider a live proxy fronts: its ``/health``'s ``upstream`` (None when it does not say)."""
+    from hermes_nb.core.config import HermesProxyRuntimeConfig
+    from hermes_nb.proxy.detect import detect_provider, fetch_health
+    from hermes_nb.wire.client import HermesClient
+
+    with HermesClient(HermesProxyRuntimeConfig(endpoint=endpoint, model="provider-check")) as client:
+        return detect_provider(health=fetch_health(client)).provider
+
+
 def _not_started(args: argparse.Namespace, out: Any, error: str, secrets: list[str]) -> int:
     """The rig refused or did not come up: JUnit/summary still say so (blocked), exit per --blocked-exit."""
     from hermes_nb.core.redaction import Redactor
@@ -78,10 +92,11 @@ def _not_started(args: argparse.Namespace, out: Any, error: str, secrets: list[s
     redactor = Redactor(secrets)
     report = not_started_report(error, target_kind="rig", blocked_exit=args.blocked_exit,
                                 hermes_version=args.hermes_version, redactor=redactor)
+    report["provider"] = args.provider or "nous"
     written = write_ci_outputs(report, redactor=redactor, junit_xml=args.junit_xml, summary_md=args.summary_md,
                                step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
     out.line(f"[BLOCKED] rig: {redactor.text(error)}")
-    out.emit({"error": redactor.text(error), "verdict": "blocked", "target_kind": "rig",
+    out.emit({"error": redactor.text(error), "verdict": "blocked", "target_kind": "rig", "provider": report["provider"],
               "exit_code": report["exit_code"], "blocked_exit": args.blocked_exit, **written})
     return int(report["exit_code"])
 
@@ -95,6 +110,8 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
     if args.hermes_version and not args.rig:
         raise UsageError("--hermes-version needs --rig stale|live")
+    if args.provider is not None and not args.rig:
+        raise UsageError("--provider needs --rig stale|live (a live proxy says which provider it fronts)")
     if args.upstream is not None and args.rig != "live":
         raise UsageError("--upstream needs --rig live (it chooses what answers behind the rig's proxy)")
     if args.model is not None and not args.model.strip():
@@ -121,22 +138,23 @@ def handle(args: argparse.Namespace, out: Any) -> int:
                 if args.hermes_version:  # a cached per-version venv (hermes_nb.proxy.venvs)
                     from hermes_nb.proxy.venvs import ensure_hermes, unsupported_reason
 
-                    why = unsupported_reason(args.hermes_version, args.rig)
+                    why = unsupported_reason(args.hermes_version, args.rig, args.provider or "nous")
                     if why is not None:
                         raise RigError(why)
                     hermes_bin = ensure_hermes(args.hermes_version, progress=None if out.json_mode else out.info)
-                out.info(f"starting the real proxy rig ({args.rig})")
-                rig = stack.enter_context(real_proxy(args.rig, hermes_bin=hermes_bin,
+                out.info(f"starting the real proxy rig ({args.rig}, --provider {args.provider or 'nous'})")
+                rig = stack.enter_context(real_proxy(args.rig, provider=args.provider or "nous", hermes_bin=hermes_bin,
                                                      upstream=args.upstream or "emulator"))
             except RigError as exc:  # blocked before any notebook ran: CI still gets its report
                 return _not_started(args, out, str(exc), secrets)
             target = SmokeTarget("rig", rig.endpoint, model, hermes_version=rig.hermes_version,
-                                 secrets=secrets + rig.redactor.secrets)
+                                 secrets=secrets + rig.redactor.secrets, provider=rig.provider)
         elif config.origin("endpoint") != "default":
             target = confirm_target(SmokeTarget("live", config.endpoint, model, secrets=secrets,
                                                 endpoint_origin=config.origin("endpoint")))
             if target.kind == "live":  # else: an emulator behind the endpoint (run_smoke says so)
                 target.hermes_version = _live_hermes_version(config.endpoint)
+            target.provider = _live_provider(config.endpoint) or config.provider
         else:
             target = SmokeTarget("emulator", None, model, secrets=secrets)
         from hermes_nb.core.endpoint_safety import plain_http_warning
@@ -178,8 +196,14 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         out_lines = [f"  drift: {line}" for line in details.get("drift") or []]
         if details.get("upstream_differences"):
             out_lines.append(f"  upstream differences (information): {len(details['upstream_differences'])}")
+        if details.get("not_judged"):
+            out_lines.append(f"  not judged (the upstream's trouble): {len(details['not_judged'])}")
         for line in out_lines:
             out.line(line)
-    out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s; receipts in {result.out_dir} (run {result.run_id})")
+    for action in dict.fromkeys(n["operator_action"] for n in report["notebooks"] if n.get("operator_action")):
+        out.line(f"action: {action}")  # one line per distinct action (an unreachable proxy: one)
+    provider = f"; provider {report['provider']}" if report.get("provider") else ""
+    out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s{provider}; receipts in {result.out_dir} "
+             f"(run {result.run_id})")
     out.emit({**result.to_dict(), "exit_code": report["exit_code"], "blocked_exit": args.blocked_exit, **written})
     return int(report["exit_code"])
