@@ -28,9 +28,9 @@ from hermes_nb.core.errors import UsageError
 from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS
 from hermes_nb.core.resources import contract_names, contracts_dir
 from hermes_nb.proxy.drift import NotJudged
+from hermes_nb.proxy.not_judged import section_not_judged
 from hermes_nb.proxy.probe import ROUTES
 from hermes_nb.proxy.report import Drift, DriftList, WireReport
-from hermes_nb.wire.classify import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
 
 __all__ = [
     "FORMAT",
@@ -280,7 +280,7 @@ def judge(report: WireReport, contract: Mapping[str, Any], *, state: str | None 
     if report.state != name and report.state in ("stale", "live"):
         drift.append(Drift(field="state", expected=name, observed=report.state))
     observed = contract_section(report)
-    skipped = _not_judged(section, observed, report)
+    skipped = section_not_judged(section, observed, report)
     return drift + section_diff(section, observed, skip={n.field for n in skipped})
 
 
@@ -299,61 +299,7 @@ def not_judged(report: WireReport, contract: Mapping[str, Any], *, state: str | 
         return [NotJudged(field="(every field)", reason="unreachable",
                           detail=f"no route got an HTTP answer from {report.endpoint} ({first or 'no answer'})")]
     _, section = _pick_state(report, contract, state)
-    return _not_judged(section, contract_section(report), report)
-
-
-def _why_not(exp: Mapping[str, Any], got: Mapping[str, Any], retry: float | None) -> tuple[str, str] | None:
-    """``(reason, detail)`` when an observed answer cannot judge the expected one."""
-    if got.get("outcome") == "skipped" and got.get("transport_error") != "upstream_slow":
-        return "probe_deadline", "not sent: the probe's overall deadline ran out"
-    if exp.get("answered_by") != "upstream":
-        return None  # the proxy's own answer: always judged
-    codes = {str(got.get("error_type") or "").lower(), str(got.get("error_code") or "").lower()}
-    if got.get("answered_by") == "proxy" and codes & UPSTREAM_DOWN_CODES:
-        return "upstream_down", f"the proxy answered {got.get('status')} {got.get('error_type')}: " \
-                                f"{got.get('error_message') or ''}".rstrip(": ")
-    if got.get("status") == 429 or codes & RATE_LIMIT_CODES:
-        after = f"; Retry-After {retry:g} s" if retry is not None else ""
-        return "rate_limited", f"HTTP {got.get('status')} from the upstream{after}"
-    if got.get("outcome") == "skipped":
-        return "upstream_slow", "not sent: an earlier forwarded request got no answer in time"
-    if got.get("outcome") == "timeout":
-        return "upstream_slow", f"no answer within the probe's per-request deadline ({got.get('transport_error')})"
-    if got.get("ended") in ("deadline", "read_timeout"):
-        return "upstream_slow", f"the answer did not end within the probe's per-request deadline ({got.get('ended')})"
-    return None
-
-
-def _not_judged(section: Mapping[str, Any], observed: Mapping[str, Any], report: WireReport) -> list[NotJudged]:
-    out: list[NotJudged] = []
-    obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
-    results = {r.name: r for r in report.routes}
-    labels = {spec.name: spec.label for spec in ROUTES}
-    for exp in section.get("routes", []):
-        got = obs_routes.get(exp.get("name"))
-        result = results.get(exp.get("name"))
-        if got is None or result is None:
-            continue
-        got = {**got, "transport_error": result.transport_error}
-        why = _why_not(exp, got, result.retry_after_s)
-        if why is not None:
-            out.append(NotJudged(field=f"routes[{labels.get(exp['name'], exp['name'])}]", reason=why[0],  # type: ignore[arg-type]
-                                 detail=why[1], retry_after_s=result.retry_after_s if why[0] == "rate_limited" else None))
-    cases = {c.case: c for c in report.auth}
-    for case, exp in (section.get("auth") or {}).items():
-        seen = cases.get(case)
-        if seen is None:
-            continue
-        got = {"status": seen.status, "error_type": seen.error_type, "outcome": seen.outcome,
-               "answered_by": seen.answered_by, "transport_error": seen.transport_error}
-        why = _why_not(exp, got, seen.retry_after_s)
-        if why is not None:
-            out.append(NotJudged(field=f"auth[{case}]", reason=why[0], detail=why[1],  # type: ignore[arg-type]
-                                 retry_after_s=seen.retry_after_s if why[0] == "rate_limited" else None))
-    if report.bearer_required is None and any(n.field.startswith("auth[") for n in out):
-        out.append(NotJudged(field="bearer_required", reason=next(n.reason for n in out if n.field.startswith("auth[")),
-                             detail="the auth cases it is told from were not judged"))
-    return out
+    return section_not_judged(section, contract_section(report), report)
 
 
 def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> DriftList:
