@@ -17,9 +17,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .scenarios import ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS, SCENARIO_HEADER, SCENARIOS
+from .scenarios import ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS, SCENARIO_HEADER, SCENARIOS, UPSTREAM_SCENARIOS
 
-__all__ = ["PROFILES", "SCENARIOS", "PROXY_SCENARIOS", "ALL_SCENARIOS", "SCENARIO_HEADER", "create_app", "serve",
+__all__ = ["PROFILES", "SCENARIOS", "PROXY_SCENARIOS", "UPSTREAM_SCENARIOS", "ALL_SCENARIOS", "SCENARIO_HEADER",
+           "create_app", "serve",
            "serve_emulator", "EmulatorHandle", "RecordedRequest"]
 
 #: name -> (module, attribute); ``serve_emulator`` is ``serve`` as re-exported by ``hermes_nb``

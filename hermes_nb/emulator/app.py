@@ -33,6 +33,7 @@ from hermes_nb.core.redaction import Redactor, redact_headers
 
 from . import content as c
 from .responses import RESPONSES_ROUTE, method_not_allowed, responses_reply
+from .trouble import first_byte_delay, stretch
 from .scenarios import (
     ALL_SCENARIOS,
     PROFILES,
@@ -214,6 +215,15 @@ async def _stall(request: web.Request) -> None:
             continue
 
 
+async def _pause(request: web.Request, seconds: float) -> bool:
+    """Sleep ``seconds``; True (at once) when the emulator shuts down meanwhile."""
+    try:
+        await asyncio.wait_for(request.app[CLOSING_KEY].wait(), seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
 async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.StreamResponse:
     """Execute a reply plan. ``proxied``: the real proxy's pass-through (chunked; upstream breaks end cleanly)."""
     headers = {"Content-Type": reply.content_type, **reply.headers}
@@ -232,7 +242,8 @@ async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.St
                 if part:
                     await response.write(part)
             elif isinstance(part, Pause):
-                await asyncio.sleep(part.seconds)
+                if await _pause(request, part.seconds):
+                    return response  # the emulator is shutting down
             elif part == STALL:
                 await _stall(request)
                 if request.transport is not None:
@@ -250,10 +261,23 @@ async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.St
 
 
 def _upstream_answer(settings: Settings, scenario: str, rel: str, method: str, raw: bytes) -> Reply:
-    """The upstream's answer: the OpenAI routes (:func:`upstream_reply`) and the Responses API (:mod:`.responses`)."""
+    """The upstream's answer: the OpenAI routes (:func:`upstream_reply`) and the Responses API (:mod:`.responses`),
+    stretched over time by the ``slow-answer`` scenario (:mod:`.trouble`)."""
     if rel == RESPONSES_ROUTE:
-        return responses_reply(settings, scenario, raw) if method == "POST" else method_not_allowed(method)
-    return upstream_reply(settings, scenario, rel, method, raw)
+        reply = responses_reply(settings, scenario, raw) if method == "POST" else method_not_allowed(method)
+    else:
+        reply = upstream_reply(settings, scenario, rel, method, raw)
+    return stretch(reply, scenario, rel, settings.answer_s)
+
+
+async def _answer(request: web.Request, settings: Settings, scenario: str, reply: Reply, *,
+                  proxied: bool) -> web.StreamResponse:
+    """Write ``reply``; ``slow-first-byte``: the upstream thinks first (a client that left meanwhile gets nothing)."""
+    wait = first_byte_delay(scenario, settings.first_byte_s)
+    if wait:
+        if await _pause(request, wait) or request.transport is None or request.transport.is_closing():
+            return web.Response(status=499)  # never written: aiohttp drops it quietly
+    return await _write(request, reply, proxied=proxied)
 
 
 def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]:
@@ -277,7 +301,7 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
         if fault is not None:
             return fault
         reply = _unknown_scenario(request) or _upstream_answer(settings, scenario, rel, request.method, raw)
-        return await _write(request, reply, proxied=proxied)
+        return await _answer(request, settings, scenario, reply, proxied=proxied)
 
     async def hermes_agent(request: web.Request) -> web.StreamResponse:
         rel = "/" + request.match_info.get("tail", "").lstrip("/")
@@ -313,7 +337,7 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
             raw = await _read_body(request)
         reply = _unknown_scenario(request) or _upstream_answer(settings, _scenario_of(request), rel,
                                                                request.method, raw)
-        return await _write(request, reply, proxied=False)
+        return await _answer(request, settings, _scenario_of(request), reply, proxied=False)
 
     return {"health": health, "hermes-agent": hermes_agent, "seed": seed, "upstream": upstream}
 
@@ -328,6 +352,8 @@ def create_app(
     retry_after: int = 2,
     requests: list[RecordedRequest] | None = None,
     provider: str = "nous",
+    first_byte_s: float = 6.0,
+    answer_s: float = 25.0,
 ) -> web.Application:
     """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request.
 
@@ -344,7 +370,7 @@ def create_app(
                          f"choose one of: {', '.join(ALL_SCENARIOS)} (the last two need a proxy profile)")
     model_ids = tuple(models) if models else c.DEFAULT_MODELS
     settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
-                        retry_after=retry_after, provider=provider)
+                        retry_after=retry_after, provider=provider, first_byte_s=first_byte_s, answer_s=answer_s)
     max_size = UPSTREAM_MAX_BYTES if profile == "upstream" else MAX_REQUEST_BYTES
     if profile == "minimal":
         from .minimal import create_minimal_app

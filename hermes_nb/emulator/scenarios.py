@@ -22,6 +22,8 @@ __all__ = [
     "PROXY_SCENARIOS",
     "ALL_SCENARIOS",
     "IN_BAND_SCENARIOS",
+    "TROUBLE_SCENARIOS",
+    "UPSTREAM_SCENARIOS",
     "STREAM_SCENARIOS",
     "ERROR_SCENARIOS",
     "Settings",
@@ -51,7 +53,11 @@ PROXY_SCENARIOS: tuple[str, ...] = ("upstream-unreachable", "upstream-timeout")
 #: the deltas (issue 10); kept out of SCENARIOS, the list checked against the real proxy's pass-through
 IN_BAND_SCENARIOS: tuple[str, ...] = ("stream-error-flat", "stream-error-typed", "stream-error-anthropic",
                                       "late-message")
-ALL_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + PROXY_SCENARIOS
+#: upstream trouble that is not a fault (:mod:`.trouble`): a slow first byte, a slow answer
+TROUBLE_SCENARIOS: tuple[str, ...] = ("slow-first-byte", "slow-answer")
+#: what an upstream can do (everything but the proxy's own faults): the rig's live upstream takes these
+UPSTREAM_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + TROUBLE_SCENARIOS
+ALL_SCENARIOS: tuple[str, ...] = UPSTREAM_SCENARIOS + PROXY_SCENARIOS
 ERROR_SCENARIOS = ("auth-stale", "rate-limited", "server-error", "bad-gateway")
 #: shape the body of a successful answer
 STREAM_SCENARIOS = ("ok", "no-sentinel", "empty", "length", "stream-error-event", "truncated", "slow", "stall",
@@ -84,6 +90,9 @@ class Settings:
     reset_grace_s: float = 0.05
     #: the provider a proxy profile fronts (``hermes proxy start --provider``): its /health name, paths, texts
     provider: str = "nous"
+    #: ``slow-first-byte``: seconds before the status line; ``slow-answer``: seconds a generated answer takes
+    first_byte_s: float = 6.0
+    answer_s: float = 25.0
 
 
 @dataclass(frozen=True, slots=True)

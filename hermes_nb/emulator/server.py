@@ -152,6 +152,8 @@ def serve(
     delay_s: float = 0.05,
     retry_after: int = 2,
     provider: str = "nous",
+    first_byte_s: float = 6.0,
+    answer_s: float = 25.0,
 ) -> EmulatorHandle:
     """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``).
 
@@ -161,7 +163,8 @@ def serve(
         raise ValueError(f"emulator host {host!r} is not a loopback address (127.0.0.1, ::1, localhost)")
     log: list[RecordedRequest] = []
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
-                     retry_after=retry_after, requests=log, provider=provider)
+                     retry_after=retry_after, requests=log, provider=provider, first_byte_s=first_byte_s,
+                     answer_s=answer_s)
     thread = _ServerThread(app, host, port)
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S):

@@ -127,6 +127,8 @@ class HistoryEntry:
     errors: list[str] = field(default_factory=list)
     stopped: bool = False
     outcome: Outcome | None = None
+    #: the provider the proxy fronts (its ``/health``), when it says
+    provider: str | None = None
 
     @property
     def label(self) -> str:
@@ -139,6 +141,7 @@ class HistoryEntry:
             "schema": EXPORT_SCHEMA,
             "number": self.number,
             "route": self.route,
+            "provider": self.provider,
             "verdict": self.verdict,
             "reason": self.reason,
             "hint": self.hint,

@@ -28,6 +28,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from hermes_nb.core.errors import HermesError
+from hermes_nb.core.providers import PROXY_PROVIDERS
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.kit.target import Target, runtime_config, start_target
 
@@ -121,16 +122,18 @@ class HermesMagics(Magics):
         self._emulators: dict[str, Target] = {}
 
     # ---- targets
-    def _target(self, endpoint: str | None, scenario: str, manifest: str | None = None) -> Target:
-        """The explicit/configured endpoint, else this session's emulator for ``scenario``."""
+    def _target(self, endpoint: str | None, scenario: str, manifest: str | None = None,
+                provider: str = "nous") -> Target:
+        """The explicit/configured endpoint, else this session's emulator for ``scenario`` (fronting ``provider``)."""
         from hermes_nb.core.resolve import resolve_runtime_config
 
         config = resolve_runtime_config(manifest=manifest, endpoint=endpoint or None)
         if config.origin("endpoint") != "default":
             return Target(endpoint=config.endpoint, kind="given", origin=config.origin("endpoint"))
-        if scenario not in self._emulators:
-            self._emulators[scenario] = start_target(None, scenario=scenario, manifest=manifest)
-        return self._emulators[scenario]
+        key = scenario if provider == "nous" else f"{scenario}@{provider}"
+        if key not in self._emulators:
+            self._emulators[key] = start_target(None, scenario=scenario, manifest=manifest, provider=provider)
+        return self._emulators[key]
 
     def close(self) -> None:
         for target in self._emulators.values():
@@ -169,23 +172,30 @@ class HermesMagics(Magics):
     @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
     @argument("--scenario", default="ok", help="emulator scenario (only without an endpoint)")
     @argument("--deadline", type=float, default=30.0, help="budget of the whole probe, seconds")
+    @argument("--provider", default="nous", choices=PROXY_PROVIDERS,
+              help="what the embedded emulator fronts (only without an endpoint)")
     @line_magic
     def hermes_probe(self, line: str) -> Any:
-        """Probe every route; with ``--compare``, the report carries its drift from the contract."""
-        from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract
+        """Probe every route; with ``--compare``, the report carries its drift from the contract of the provider
+        it detected, and what it could not judge."""
+        from hermes_nb.proxy.contracts import compare, load_contract, not_judged, resolve_contract
         from hermes_nb.proxy.probe import probe
 
         args = parse_argstring(self.hermes_probe, line)
         try:
-            contract = load_contract(resolve_contract(args.compare)) if args.compare else None
-            target = self._target(args.endpoint, args.scenario)
+            if args.compare:
+                resolve_contract(args.compare)  # an unknown name fails before anything is sent
+            target = self._target(args.endpoint, args.scenario, provider=args.provider)
             config = runtime_config(target.endpoint, args.model)
             report = probe(target.endpoint, model=config.model, deadline_s=args.deadline,
-                           request_deadline_s=min(5.0, args.deadline))
+                           request_deadline_s=min(5.0, args.deadline), provider=config.provider)
+            contract = (load_contract(resolve_contract(args.compare, provider=report.provider))
+                        if args.compare else None)
         except HermesError as exc:
             self._fail(exc)
         if contract is not None:
             report.drift = compare(report, contract)
+            report.not_judged = not_judged(report, contract)
         return report
 
     # ---- %%hermes_chat
@@ -194,18 +204,26 @@ class HermesMagics(Magics):
     @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
     @argument("--manifest", default=None, help="adapter manifest whose runtime_config is the base")
     @argument("--scenario", default="ok", help="emulator scenario (only without an endpoint)")
+    @argument("--route", default="chat", choices=("chat", "responses"),
+              help="chat: POST /v1/chat/completions; responses: POST /v1/responses (OpenAI's Responses API, "
+                   "forwarded by an xai proxy)")
+    @argument("--provider", default=None, choices=PROXY_PROVIDERS,
+              help="what the embedded emulator fronts (only without an endpoint; default nous, xai with --route "
+                   "responses)")
     @cell_magic
     def hermes_chat(self, line: str, cell: str) -> ChatResult:
         """The cell is the prompt; the answer streams in, then the verdict; returns a :class:`ChatResult`."""
         from hermes_nb.wire.classify import classify
         from hermes_nb.wire.client import HermesClient
+        from hermes_nb.wire.payloads import responses_request_body
 
         args = parse_argstring(self.hermes_chat, line)
         prompt = cell.strip()
         if not prompt:
             raise IPythonUsageError("%%hermes_chat: the cell body is the prompt, and it is empty")
+        provider = args.provider or ("xai" if args.route == "responses" else "nous")
         try:
-            target = self._target(args.endpoint, args.scenario, args.manifest)
+            target = self._target(args.endpoint, args.scenario, args.manifest, provider=provider)
             config = runtime_config(target.endpoint, args.model, manifest=args.manifest)
         except HermesError as exc:
             self._fail(exc)
@@ -214,7 +232,13 @@ class HermesMagics(Magics):
         stopped = False
         with HermesClient(config) as client:
             try:
-                exchange = client.chat([{"role": "user", "content": prompt}], stream=True, on_delta=answer.delta)
+                if args.route == "responses":
+                    body = responses_request_body(config, prompt, stream=True)
+                    exchange = client.send(client.build_request("POST", "/responses", json=body, sse=True), sse=True,
+                                           on_delta=answer.delta)
+                else:
+                    exchange = client.chat([{"role": "user", "content": prompt}], stream=True,
+                                           on_delta=answer.delta)
             except KeyboardInterrupt:  # the kernel's interrupt: stop here, keep what arrived
                 stopped = True
         if exchange is not None:

@@ -75,8 +75,10 @@ def runtime_config(endpoint: str | None = None, model: str | None = None, *, man
 
 def start_target(endpoint: str | None = None, *, profile: str = "hermes-agent", scenario: str = "ok",
                  seed: int = 0, manifest: str | None = None,
-                 environ: Mapping[str, str] | None = None, delay_s: float | None = None) -> Target:
-    """The target for ``endpoint`` (see the module docstring); an emulator when no endpoint is configured."""
+                 environ: Mapping[str, str] | None = None, delay_s: float | None = None,
+                 provider: str = "nous") -> Target:
+    """The target for ``endpoint`` (see the module docstring); an emulator when no endpoint is configured
+    (fronting ``provider``: ``xai`` forwards ``/v1/responses`` too)."""
     from hermes_nb.core.resolve import resolve_runtime_config
 
     config = resolve_runtime_config(manifest=manifest, environ=environ, endpoint=endpoint or None)
@@ -86,6 +88,6 @@ def start_target(endpoint: str | None = None, *, profile: str = "hermes-agent", 
 
     stack = ExitStack()
     extra = {} if delay_s is None else {"delay_s": delay_s}  # the slow scenario's pause before each delta
-    handle = stack.enter_context(serve(profile=profile, scenario=scenario, seed=seed, **extra))
+    handle = stack.enter_context(serve(profile=profile, scenario=scenario, seed=seed, provider=provider, **extra))
     return Target(endpoint=handle.endpoint, kind="emulator", profile=profile, scenario=scenario, handle=handle,
                   origin="emulator", _stack=stack)

@@ -35,7 +35,7 @@ def _why_not(exp: Mapping[str, Any], got: Mapping[str, Any], retry: float | None
         after = f"; Retry-After {retry:g} s" if retry is not None else ""
         return "rate_limited", f"HTTP {got.get('status')} from the upstream{after}"
     if got.get("outcome") == "skipped":
-        return "upstream_slow", "not sent: an earlier forwarded request got no answer in time"
+        return "upstream_slow", "not sent: the upstream was too slow for an earlier forwarded request"
     if got.get("outcome") == "timeout":
         return "upstream_slow", f"no answer within the probe's per-request deadline ({got.get('transport_error')})"
     if got.get("ended") in ("deadline", "read_timeout"):

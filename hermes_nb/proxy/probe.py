@@ -85,6 +85,11 @@ class RouteSpec:
     variant: str = ""
 
     @property
+    def generates(self) -> bool:
+        """A request that makes the upstream generate text (chat, completions, responses)."""
+        return bool(self.body) and self.body != "embeddings"
+
+    @property
     def display_path(self) -> str:
         return self.path if self.root else "/v1" + self.path
 
@@ -175,8 +180,9 @@ def _body(kind: str | None, model: str, config: HermesProxyRuntimeConfig) -> Any
     if kind == "embeddings":
         return {"model": model, "input": "ping"}
     if kind in ("responses", "responses_stream"):
-        return {"model": model, "input": "Reply with: pong", "max_output_tokens": 16,
-                "stream": kind == "responses_stream"}
+        from hermes_nb.wire.payloads import responses_request_body
+
+        return responses_request_body(config, "Reply with: pong", stream=kind == "responses_stream")
     return None
 
 
@@ -235,20 +241,26 @@ def probe(
         timelines: dict[str, dict[str, Any]] = {}
         exchanges: dict[str, Exchange] = {}
         slow: str | None = None  # the forwarded route that got no answer in time
+        allowed: list[str] | None = None  # what the proxy says it forwards (its first path_not_allowed)
+        slow_answers = False  # a generated answer the per-request deadline cut: spare the other generations
         for spec in ROUTES:
-            forwarded = spec.name not in LOCAL_ROUTES
-            ex, took = (None, 0.0) if (slow and forwarded) else call(spec)
+            forwarded = spec.name not in LOCAL_ROUTES and (allowed is None or spec.path in allowed)
+            spare = forwarded and (slow or (slow_answers and spec.generates))
+            ex, took = (None, 0.0) if spare else call(spec)
             if ex is None:
                 results.append(RouteResult(name=spec.name, method=spec.method, path=spec.display_path,
-                                           outcome="skipped",
-                                           transport_error="upstream_slow" if slow and forwarded else "deadline"))
+                                           outcome="skipped", transport_error="upstream_slow" if spare else "deadline"))
                 continue
             exchanges[spec.name] = ex
             results.append(_result(spec, ex, took, redactor))
+            if allowed is None and results[-1].outcome == "path_not_allowed":
+                allowed = allowed_paths_of(results[-1].error_message)
             if ex.streamed and ex.events:
                 timelines[spec.name] = StreamTimeline.from_exchange(ex).to_dict()
             if forwarded and _upstream_silent(ex) and any(r.status is not None for r in results):
                 slow = spec.name  # the proxy answers, its upstream does not: spare the rest of the budget
+            elif forwarded and spec.generates and results[-1].ended in ("deadline", "read_timeout"):
+                slow_answers = True  # it answers, but generating takes longer than a probe waits
         models = next(s for s in ROUTES if s.name == "models")
         for case, auth in AUTH_CASES:
             ex, _ = (None, 0.0) if slow else call(models, auth)

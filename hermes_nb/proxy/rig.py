@@ -236,10 +236,11 @@ def real_proxy(
     if state not in STATES:
         raise RigError(f"unknown rig state {state!r}; choose one of {', '.join(STATES)}")
     check_provider(provider)
-    from hermes_nb.emulator import SCENARIOS  # light: no aiohttp
+    from hermes_nb.emulator import UPSTREAM_SCENARIOS  # light: no aiohttp
 
-    if state == "live" and upstream_scenario not in SCENARIOS:
-        raise UsageError(f"unknown upstream scenario {upstream_scenario!r}; choose one of {', '.join(SCENARIOS)}")
+    if state == "live" and upstream_scenario not in UPSTREAM_SCENARIOS:
+        raise UsageError(f"unknown upstream scenario {upstream_scenario!r}; "
+                         f"choose one of {', '.join(UPSTREAM_SCENARIOS)}")
     if state == "live" and upstream not in UPSTREAMS:
         upstream_command(upstream, 0)  # a usage error before anything starts
     if state == "live" and upstream == "minimal" and upstream_scenario != "ok":

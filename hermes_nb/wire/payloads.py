@@ -30,6 +30,7 @@ __all__ = [
     "envelope_from_json",
     "parse_retry_after",
     "chat_request_body",
+    "responses_request_body",
     "ChatStream",
     "parse_chat_completion",
     "in_band_error_of",
@@ -150,6 +151,20 @@ def _response_text(response: Mapping[str, Any]) -> str:
             if isinstance(part, Mapping) and part.get("type") == "output_text" and isinstance(part.get("text"), str):
                 parts.append(part["text"])
     return "".join(parts)
+
+
+def responses_request_body(config: HermesProxyRuntimeConfig, prompt: str | list[dict[str, Any]], *,
+                           stream: bool | None = None) -> dict[str, Any]:
+    """The ``/responses`` body (OpenAI's Responses API) for ``prompt`` (the ``input``: text or items);
+    ``config.system_prompt`` becomes ``instructions``, ``max_tokens`` ``max_output_tokens``."""
+    streaming = config.stream if stream is None else stream
+    body: dict[str, Any] = {"model": config.model, "input": prompt, "stream": streaming}
+    if config.system_prompt:
+        body["instructions"] = config.system_prompt
+    body["temperature"] = config.temperature
+    if config.max_tokens is not None:
+        body["max_output_tokens"] = config.max_tokens
+    return body
 
 
 def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | None, str | None]:

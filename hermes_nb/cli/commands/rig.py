@@ -17,7 +17,7 @@ from types import FrameType
 from typing import Any
 
 from hermes_nb.core.errors import UsageError
-from hermes_nb.emulator import SCENARIOS
+from hermes_nb.emulator import UPSTREAM_SCENARIOS
 from hermes_nb.proxy.rig import PROVIDERS, STATES, real_proxy
 
 
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--port", type=int, default=0, help="proxy port (default: a free loopback port)")
     p.add_argument("--hermes-bin", metavar="PATH",
                    help="the `hermes` executable (default: $HERMES_NB_HERMES_BIN, .venv-hermes/bin/hermes, PATH)")
-    p.add_argument("--scenario", default="ok", choices=SCENARIOS,
+    p.add_argument("--scenario", default="ok", choices=UPSTREAM_SCENARIOS,
                    help="upstream emulator scenario in the live state (default: ok)")
     p.add_argument("--upstream", default="emulator", metavar="emulator|minimal|CMD",
                    help="what answers behind the proxy in the live state: emulator (default), minimal "
