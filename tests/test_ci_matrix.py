@@ -50,7 +50,7 @@ def test_live_support_follows_the_observed_contracts() -> None:
 def test_matrix_with_a_fake_runner_names_what_drifted_between_versions(tmp_path: Path) -> None:
     calls = []
 
-    def fake(version: str, state: str, out_dir: Path) -> dict:
+    def fake(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict:
         calls.append((version, state, out_dir))
         return _report(version, "failed" if version == "0.18.0" else "passed", [BIG_BODY] if version == "0.18.0" else [])
 
@@ -64,15 +64,16 @@ def test_matrix_with_a_fake_runner_names_what_drifted_between_versions(tmp_path:
     first, second = doc["changes"]
     assert (first["from"], first["to"]) == ("0.18.0", "0.18.1")
     assert first["verdicts"] == {"wire_format_spike": ["failed", "passed"]} and first["drift_removed"] == [BIG_BODY]
-    assert second == {"from": "0.18.1", "to": "0.19.0", "verdicts": {}, "drift_added": [], "drift_removed": []}
+    assert second == {"from": "0.18.1", "to": "0.19.0", "provider": "nous", "verdicts": {}, "drift_added": [],
+                      "drift_removed": []}
     md = (tmp_path / "matrix.md").read_text()
     assert md == matrix_markdown(doc)
     assert "**0.18.0 → 0.18.1**" in md and f"drift gone: {BIG_BODY}" in md and "**0.18.1 → 0.19.0**: none" in md
-    assert "| 0.16.0 | yes | no | yes |" in md and "NOUS_INFERENCE_BASE_URL" in md
+    assert "| 0.16.0 | nous | yes | no | yes |" in md and "NOUS_INFERENCE_BASE_URL" in md
 
 
 def test_a_version_that_cannot_be_had_is_unavailable_and_blocks(tmp_path: Path) -> None:
-    def fake(version: str, state: str, out_dir: Path) -> dict:
+    def fake(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict:
         if version == "0.18.2":
             raise RigError("installing hermes-agent 0.18.2 failed: no network")
         return _report(version, "passed", [])
@@ -86,7 +87,7 @@ def test_a_version_that_cannot_be_had_is_unavailable_and_blocks(tmp_path: Path) 
 
 def test_matrix_runner_writes_one_verifiable_receipts_run_per_version(tmp_path: Path) -> None:
     """A per-version runner that smokes the emulator: the matrix's receipts layout, for real."""
-    def emulator_runner(version: str, state: str, out_dir: Path) -> dict:
+    def emulator_runner(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict:
         result = run_smoke(SmokeTarget("emulator"), out_dir=out_dir, only=["adapter_check"], html=False)
         return ci_report(result)
 
@@ -220,10 +221,30 @@ def test_matrix_outputs_never_carry_a_secret(tmp_path: Path) -> None:
 
     canary = "sk-canary-matrix-0123456789abcdef"
 
-    def leaky(version: str, state: str, out_dir: Path) -> dict:
+    def leaky(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict:
         return _report(version, "failed", [f"routes[GET /].body_excerpt: ok → {canary}"])
 
     run_matrix(["0.18.2", "0.19.0"], state="live", out_dir=tmp_path, runner=leaky, redactor=Redactor([canary]))
     for name in ("matrix.json", "matrix.md"):
         text = (tmp_path / name).read_text()
         assert canary not in text and "<redacted>" in text
+
+
+def test_matrix_runs_every_provider_into_its_own_directory(tmp_path: Path, capsys) -> None:
+    """``matrix --providers nous,xai``: xai runs live on every release (its credential's base_url is honoured)."""
+    calls = []
+
+    def fake(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict:
+        calls.append((version, provider, out_dir.name))
+        return _report(version, "passed", [])
+
+    result = run_matrix(["0.16.0", "0.19.0"], state="live", out_dir=tmp_path, runner=fake, providers=["nous", "xai"])
+    assert calls == [("0.19.0", "nous", "0.19.0"), ("0.16.0", "xai", "0.16.0-xai"), ("0.19.0", "xai", "0.19.0-xai")]
+    doc = result.to_dict()
+    assert [(v["version"], v["provider"], v["status"]) for v in doc["versions"]] == [
+        ("0.16.0", "nous", "unsupported"), ("0.19.0", "nous", "ran"), ("0.16.0", "xai", "ran"), ("0.19.0", "xai", "ran")]
+    assert [(c["from"], c["to"], c["provider"]) for c in doc["changes"]] == [("0.16.0", "0.19.0", "xai")]
+    md = (tmp_path / "matrix.md").read_text()
+    assert "| 0.16.0 | xai | yes | yes | yes |" in md and "| 0.16.0 | nous | yes | no | yes |" in md
+    assert main(["matrix", "--providers", "nous,claude", "--versions", "0.19.0", "--out", str(tmp_path)]) == 2
+    assert "--providers: claude" in capsys.readouterr().err

@@ -345,3 +345,112 @@ time.sleep(600)
     with pytest.raises(ProcessLookupError):  # stopped and reaped by the rig, not orphaned
         os.kill(int(pid_text), 0)
     assert not Path(hermes_home).parent.exists()
+
+
+# --------------------------------------------------------------------------- the xai provider (issue 18)
+
+
+def test_xai_auth_store_documents_a_pooled_credential_pointing_at_the_upstream() -> None:
+    live_doc = rig.auth_store_document("live", provider="xai", base_url="http://127.0.0.1:4321/v1")
+    entry, = live_doc["credential_pool"]["xai-oauth"]
+    assert entry["base_url"] == "http://127.0.0.1:4321/v1" and entry["auth_type"] == "oauth"
+    assert _claims(entry["access_token"])["exp"] > _claims(entry["access_token"])["iat"] + 3_600  # no refresh due
+    stale, = rig.auth_store_document("stale", provider="xai")["credential_pool"]["xai-oauth"]
+    assert _claims(stale["access_token"])["exp"] < _claims(stale["access_token"])["iat"]  # expired: must refresh
+    assert entry["access_token"] in auth_store_secrets(live_doc) and entry["refresh_token"] in auth_store_secrets(live_doc)
+    assert rig.auth_store_document("logged-out", provider="xai") is None
+    with pytest.raises(RigError, match="unknown rig provider"):
+        rig.auth_store_document("live", provider="claude")
+
+
+def test_the_egress_sink_records_and_refuses(tmp_path: Path) -> None:
+    from hermes_nb.proxy.egress import EgressSink, proxy_environment
+
+    with EgressSink() as sink:
+        env = proxy_environment(sink.url)
+        with pytest.raises(httpx.HTTPError):
+            httpx.get("https://auth.x.ai/.well-known/openid-configuration", proxy=env["HTTPS_PROXY"], timeout=5)
+        assert sink.attempts == ["CONNECT auth.x.ai:443 HTTP/1.1"]
+    assert env["NO_PROXY"] == "127.0.0.1,localhost,::1" and env["https_proxy"] == sink.url
+
+
+def test_xai_live_needs_an_adapter_that_reads_the_credentials_base_url(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    binary = _exe(venv / "bin" / "hermes")
+    adapter = venv / "lib" / "python3.11" / "site-packages" / "hermes_cli" / "proxy" / "adapters" / "xai.py"
+    adapter.parent.mkdir(parents=True)
+    adapter.write_text("base_url = DEFAULT_XAI_OAUTH_BASE_URL\n")
+    assert rig.live_supported(binary, "xai") is False
+    adapter.write_text("base_url = getattr(entry, 'runtime_base_url', None) or DEFAULT\n")
+    assert rig.live_supported(binary, "xai") is True
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_xai_live_rig_forwards_responses_to_the_pools_base_url_with_its_credential() -> None:
+    with rig.real_proxy("live", provider="xai", hermes_bin=HERMES_BIN) as handle:
+        assert handle.provider == "xai" and "provider='xai'" in repr(handle)
+        health = httpx.get(handle.base_url + "/health", trust_env=False).json()
+        assert health == {"status": "ok", "upstream": "xAI Grok OAuth", "authenticated": True}
+        resp = httpx.post(handle.endpoint + "/responses", trust_env=False, timeout=10,
+                          headers={"Authorization": "Bearer probe"}, json={"model": "grok-4.3", "input": "hi"})
+        assert resp.status_code == 200 and resp.json()["object"] == "response"
+        recorded = [r for r in handle.upstream.requests if r.path == "/v1/responses"]
+        assert recorded and "probe" not in recorded[-1].headers["authorization"]
+        store = json.loads((handle.log_path.parent / "hermes-home" / "auth.json").read_text())
+        token = store["credential_pool"]["xai-oauth"][0]["access_token"]
+        assert token not in repr(handle) + handle.log_text() + repr(handle.upstream.requests)
+    assert handle.egress == []  # nothing tried to leave the machine
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_xai_stale_rig_refresh_fails_locally_at_the_egress_sink() -> None:
+    with rig.real_proxy("stale", provider="xai", hermes_bin=HERMES_BIN) as handle:
+        resp = httpx.get(handle.endpoint + "/models", trust_env=False, timeout=30)
+        envelope = resp.json()["error"]
+        assert resp.status_code == 401 and envelope["type"] == "upstream_auth_failed"
+        assert "hermes auth reset xai-oauth" in envelope["message"]
+        attempts = handle.egress
+    assert attempts and all(a.startswith("CONNECT auth.x.ai:443 ") for a in attempts), attempts
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_xai_stale_check_is_locked_and_smoke_blocked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the check hinted `hermes auth status nous`, the smoke exited 1 with 8 drift lines."""
+    from hermes_nb.cli import main
+
+    with rig.real_proxy("stale", provider="xai", hermes_bin=HERMES_BIN) as handle:
+        code = main(["check", "--endpoint", handle.endpoint, "--json"])
+        check = json.loads(capsys.readouterr().out)
+        smoke = main(["smoke", "--endpoint", handle.endpoint, "--out", str(tmp_path), "--no-html", "--json"])
+        summary = json.loads(capsys.readouterr().out)
+    assert code == 3 and check["state"] == "locked" and check["provider"] == "xai"
+    assert "hermes auth add xai-oauth --type oauth" in check["hint"] and "nous" not in check["hint"]
+    assert smoke == 3 and summary["verdict"] == "blocked" and summary["provider"] == "xai"
+    # the spike matches the stale xai contract (as nous' stale spike matches nous'); the other two need the operator
+    assert [r["verdict"] for r in summary["receipts"]] == ["passed", "blocked", "blocked"]
+    assert all("nous" not in json.dumps(r) for r in summary["receipts"])
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_cli_rig_provider_xai_logged_out_exits_3_with_the_xai_command() -> None:
+    done = subprocess.run(_cli("rig", "--provider", "xai", "--state", "logged-out", "--hermes-bin", str(HERMES_BIN),
+                               "--json"), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    error = json.loads(done.stdout)["error"]
+    assert "Not logged into xAI Grok OAuth" in error and "hermes auth add xai-oauth --type oauth" in error
+    assert "auth add nous" not in error
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_smoke_rig_provider_xai(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hermes_nb.cli import main
+
+    code = main(["smoke", "--rig", "live", "--provider", "xai", "--out", str(tmp_path), "--no-html", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["target_kind"] == "rig" and summary["provider"] == "xai", summary
+    assert [r["verdict"] for r in summary["receipts"]] == ["passed"] * 3  # no model given: xai's default, listed

@@ -128,3 +128,55 @@ def test_smoke_rig_live_with_the_minimal_upstream(tmp_path: Path, capsys: pytest
     summary = json.loads(capsys.readouterr().out)
     assert code == 0 and summary["target_kind"] == "rig"
     assert [r["verdict"] for r in summary["receipts"]] == ["passed"]
+
+
+# --------------------------------------------------------------------------- the xai provider (issue 18)
+
+
+@pytest.fixture(scope="module", params=["emulator", "minimal"])
+def live_xai(request: pytest.FixtureRequest) -> Iterator[tuple[str, RigHandle, str]]:
+    """The real proxy with ``--provider xai``: its credential pool's ``base_url`` is the loopback upstream."""
+    if HERMES_BIN is None:
+        pytest.skip(INSTALL_HINT)
+    upstream, model = UPSTREAMS[request.param]
+    if request.param == "emulator":
+        model = "grok-4.3"  # behind an xai proxy the emulator lists Grok models
+    with real_proxy("live", provider="xai", hermes_bin=HERMES_BIN, upstream=upstream) as rig:
+        yield request.param, rig, model
+
+
+@pytest.mark.real_proxy
+def test_xai_probe_compare_selects_the_xai_contract_and_exits_0(live_xai: tuple,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: 2 drift lines, the allowed-path list gaining /responses (nous' contract was used)."""
+    name, rig, model = live_xai
+    code = main(["probe", "--endpoint", rig.endpoint, "--compare", "hermes-agent-0.19.0", "--model", model])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "provider xai (xAI Grok OAuth)" in text.splitlines()[0]
+    assert "drift vs hermes-agent-0.19.0 (hermes-agent-0.19.0-xai, provider xai): none" in text
+    code = main(["probe", "--endpoint", rig.endpoint, "--compare", "hermes-agent-0.19.0", "--model", model, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["provider"] == "xai" and report["drift"] == []
+    by = {r["name"]: r for r in report["routes"]}
+    assert by["responses"]["answered_by"] == "upstream"  # forwarded by xai (the minimal upstream may 404 it)
+    if name == "emulator":
+        assert by["responses_stream"]["sse_events"][-1] == "response.completed"
+
+
+@pytest.mark.real_proxy
+def test_xai_smoke_passes_and_every_receipt_names_the_provider(live_xai: tuple, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    name, rig, model = live_xai
+    code = main(["smoke", "--endpoint", rig.endpoint, "--model", model, "--out", str(tmp_path), "--no-html",
+                 "--json", "--junit-xml", str(tmp_path / "junit.xml")])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0, (name, summary)
+    assert [r["verdict"] for r in summary["receipts"]] == ["passed"] * 3 and summary["provider"] == "xai"
+    for receipt in summary["receipts"]:
+        sidecar = json.loads(Path(receipt["path"]).with_suffix(".receipt.json").read_text("utf-8"))
+        assert sidecar["receipt"]["provider"] == "xai", receipt["notebook"]
+    index = json.loads((tmp_path / "index.json").read_text("utf-8"))
+    assert {e["provider"] for e in index["receipts"]} == {"xai"}
+    assert 'name="provider" value="xai"' in (tmp_path / "junit.xml").read_text("utf-8")
+    assert "provider xai" in (tmp_path / "index.html").read_text("utf-8")

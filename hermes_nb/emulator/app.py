@@ -368,7 +368,7 @@ def create_app(
     if scenario not in ALL_SCENARIOS or (profile == "upstream" and scenario in PROXY_SCENARIOS):
         raise ValueError(f"unknown emulator scenario {scenario!r} for the {profile} profile; "
                          f"choose one of: {', '.join(ALL_SCENARIOS)} (the last two need a proxy profile)")
-    model_ids = tuple(models) if models else c.DEFAULT_MODELS
+    model_ids = tuple(models) if models else c.MODELS_BY_PROVIDER[provider]
     settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
                         retry_after=retry_after, provider=provider, first_byte_s=first_byte_s, answer_s=answer_s)
     max_size = UPSTREAM_MAX_BYTES if profile == "upstream" else MAX_REQUEST_BYTES

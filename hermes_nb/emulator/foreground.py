@@ -19,7 +19,7 @@ from typing import Any
 
 from hermes_nb.core.errors import ConfigError, UsageError
 from hermes_nb.core.providers import PROXY_PROVIDERS
-from hermes_nb.emulator.content import DEFAULT_MODELS
+from hermes_nb.emulator.content import MODELS_BY_PROVIDER
 from hermes_nb.emulator.scenarios import ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS
 
 __all__ = ["DEFAULT_PORT", "add_arguments", "run"]
@@ -107,7 +107,7 @@ async def _serve(args: argparse.Namespace, models: list[str] | None, line: Calla
         endpoint = f"{base_url}/v1"
         line(endpoint)
         emit({"endpoint": endpoint, "base_url": base_url, "port": port, "profile": args.profile,
-                  "provider": args.provider, "scenario": args.scenario, "seed": args.seed, "models": list(models or DEFAULT_MODELS)})
+                  "provider": args.provider, "scenario": args.scenario, "seed": args.seed, "models": list(models or MODELS_BY_PROVIDER[args.provider])})
         info(f"hermes-nb emulator: {args.profile} profile ({args.provider}), scenario {args.scenario}, seed {args.seed}; "
                  "Ctrl-C to stop")
         await stop.wait()

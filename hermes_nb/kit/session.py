@@ -130,6 +130,8 @@ class ConsoleActions:
     profile: str = "hermes-agent"
     #: the ``slow`` scenario's pause before each delta (None: the emulator's default)
     delay_s: float | None = None
+    #: what the embedded emulator fronts (``xai`` forwards ``/v1/responses``)
+    provider: str = "nous"
     _target: Target | None = field(default=None, repr=False)
     _key: tuple[str, str, str] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -141,7 +143,7 @@ class ConsoleActions:
             if self._target is None or self._key != key:
                 self._close()
                 self._target = start_target(endpoint.strip() or None, profile=self.profile, scenario=scenario,
-                                            delay_s=self.delay_s)
+                                            delay_s=self.delay_s, provider=self.provider)
                 self._key = key
             return self._target
 
@@ -248,8 +250,8 @@ class ConsoleSession:
     """Inputs in, a :class:`StreamJob` out, a :class:`HistoryEntry` when it ends. No widgets."""
 
     def __init__(self, *, profile: str = "hermes-agent", delay_s: float | None = None,
-                 environ: Mapping[str, str] | None = None) -> None:
-        self.actions = ConsoleActions(profile=profile, delay_s=delay_s)
+                 environ: Mapping[str, str] | None = None, provider: str = "nous") -> None:
+        self.actions = ConsoleActions(profile=profile, delay_s=delay_s, provider=provider)
         self.history = History()
         self.environ = environ
         self.job: StreamJob | None = None

@@ -1,12 +1,14 @@
 """The proxy-version matrix: the smoke against the real proxy of several hermes-agent releases.
 
-For each version (oldest first): if the release cannot run the rig state (``live`` on 0.16.0 and
-0.17.0, see :mod:`hermes_nb.proxy.venvs`) it is recorded ``unsupported`` and nothing is installed;
-else its venv is found or built (:func:`~hermes_nb.proxy.venvs.ensure_hermes`), the real proxy is
-started in that state (:func:`~hermes_nb.proxy.rig.real_proxy`) and the smoke runs against it into
-its own receipts directory ``<out>/<version>/`` (one receipts run per version). The wire-format spike
-compares every version with the same reference contract (the notebook's default,
-``hermes-agent-0.19.0``), so its drift lines are comparable across versions.
+For each provider (``--providers``, default ``nous``) and version (oldest first): if the release cannot
+run the rig state (nous ``live`` on 0.16.0 and 0.17.0, see :mod:`hermes_nb.proxy.venvs`) it is recorded
+``unsupported`` and nothing is installed; else its venv is found or built
+(:func:`~hermes_nb.proxy.venvs.ensure_hermes`), the real proxy is started in that state with that
+provider (:func:`~hermes_nb.proxy.rig.real_proxy`) and the smoke runs against it into its own receipts
+directory ``<out>/<version>/`` (``<out>/<version>-<provider>/`` for a provider other than nous, as the
+contracts are named). The wire-format spike compares every version with the same reference contract
+(the notebook's default, ``hermes-agent-0.19.0``, of the provider the proxy fronts), so its drift lines are
+comparable across versions.
 
 The matrix summary — ``<out>/matrix.json`` and ``<out>/matrix.md`` — lists each version's status,
 verdict, per-notebook verdicts and drift lines, and between consecutive versions that ran: which
@@ -32,10 +34,10 @@ __all__ = ["MATRIX_SCHEMA", "REFERENCE_CONTRACT", "VersionRun", "MatrixResult", 
 MATRIX_SCHEMA = "hermes-nb.proxy-matrix.v1"
 REFERENCE_CONTRACT = "hermes-agent-0.19.0"
 
-#: ``runner(version, state, out_dir) -> ci report`` (:func:`hermes_nb.nbrun.ci_report.ci_report`)
-Runner = Callable[[str, str, Path], dict[str, Any]]
-#: ``support(version, state) -> reason it cannot run, or None``
-Support = Callable[[str, str], "str | None"]
+#: ``runner(version, state, out_dir, provider) -> ci report`` (:func:`hermes_nb.nbrun.ci_report.ci_report`)
+Runner = Callable[[str, str, Path, str], dict[str, Any]]
+#: ``support(version, state, provider) -> reason it cannot run, or None``
+Support = Callable[[str, str, str], "str | None"]
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -52,6 +54,8 @@ class VersionRun:
     reason: str | None = None
     out_dir: str | None = None
     report: dict[str, Any] | None = None
+    #: ``hermes proxy start --provider``
+    provider: str = "nous"
 
     def notebooks(self) -> dict[str, str]:
         return {n["name"]: n["verdict"] for n in (self.report or {}).get("notebooks", [])}
@@ -61,7 +65,8 @@ class VersionRun:
 
     def to_dict(self) -> dict[str, Any]:
         report = self.report or {}
-        return {"version": self.version, "state": self.state, "status": self.status, "verdict": self.verdict,
+        return {"version": self.version, "provider": self.provider, "state": self.state, "status": self.status,
+                "verdict": self.verdict,
                 "reason": self.reason, "run_id": report.get("run_id"), "out_dir": self.out_dir,
                 "hermes_version": report.get("hermes_version"), "notebooks": self.notebooks(),
                 "drift": self.drift(), "duration_s": report.get("duration_s")}
@@ -73,6 +78,7 @@ class MatrixResult:
     out_dir: Path
     runs: list[VersionRun] = field(default_factory=list)
     duration_s: float = 0.0
+    providers: tuple[str, ...] = ("nous",)
 
     @property
     def verdict(self) -> str:
@@ -86,25 +92,34 @@ class MatrixResult:
         return {"passed": EXIT_OK, "blocked": EXIT_BLOCKED}.get(self.verdict, EXIT_FAILED)
 
     def changes(self) -> list[dict[str, Any]]:
-        """Between consecutive versions that ran: verdict changes per notebook, drift lines added/removed."""
-        ran = [r for r in self.runs if r.status == "ran"]
+        """Between consecutive versions that ran (per provider): verdict changes per notebook, drift lines
+        added/removed."""
+        out = []
+        for provider in self.providers:
+            out += self._changes([r for r in self.runs if r.status == "ran" and r.provider == provider])
+        return out
+
+    @staticmethod
+    def _changes(ran: list[VersionRun]) -> list[dict[str, Any]]:
         out = []
         for before, after in zip(ran, ran[1:]):
             a, b = before.notebooks(), after.notebooks()
             verdicts = {n: [a.get(n), b.get(n)] for n in dict.fromkeys([*a, *b]) if a.get(n) != b.get(n)}
             da, db = before.drift(), after.drift()
-            out.append({"from": before.version, "to": after.version, "verdicts": verdicts,
+            out.append({"from": before.version, "to": after.version, "provider": after.provider, "verdicts": verdicts,
                         "drift_added": [d for d in db if d not in da], "drift_removed": [d for d in da if d not in db]})
         return out
 
     def to_dict(self) -> dict[str, Any]:
         from hermes_nb.proxy.venvs import support_table
 
+        versions = sorted({r.version for r in self.runs}, key=version_key)
         return {"schema": MATRIX_SCHEMA, "state": self.state, "verdict": self.verdict, "exit_code": self.exit_code,
                 "reference_contract": REFERENCE_CONTRACT, "out_dir": str(self.out_dir),
+                "providers": list(self.providers),
                 "duration_s": round(self.duration_s, 3), "versions": [r.to_dict() for r in self.runs],
                 "changes": self.changes(),
-                "support": support_table(sorted({r.version for r in self.runs}, key=version_key))}
+                "support": {p: support_table(versions, p) for p in self.providers}}
 
 
 def matrix_markdown(doc: dict[str, Any]) -> str:
@@ -115,22 +130,22 @@ def matrix_markdown(doc: dict[str, Any]) -> str:
     lines = [f"## hermes-nb proxy matrix ({md_cell(doc['state'])}): {doc['verdict']} (exit {doc['exit_code']})", "",
              f"Each version's wire-format spike compares with `{doc['reference_contract']}`; receipts per version "
              f"under `{md_cell(doc['out_dir'])}/<version>/`.", "",
-             "| hermes-agent | status | verdict | " + " | ".join(names) + " | drift lines | run |",
-             "|---|---|---|" + "---|" * len(names) + "---|---|"]
+             "| hermes-agent | provider | status | verdict | " + " | ".join(names) + " | drift lines | run |",
+             "|---|---|---|---|" + "---|" * len(names) + "---|---|"]
     for v in doc["versions"]:
         cells = [v["notebooks"].get(n, "—") for n in names]
-        lines.append(f"| {v['version']} | {v['status']} | {md_cell(v['verdict'])} | "
+        lines.append(f"| {v['version']} | {v.get('provider', 'nous')} | {v['status']} | {md_cell(v['verdict'])} | "
                      + " | ".join(md_cell(c) for c in cells)
                      + f" | {len(v['drift'])} | {md_cell(v['run_id'])} |")
     notes = [v for v in doc["versions"] if v["status"] != "ran"]
     if notes:
-        lines += ["", "### Not run", ""] + [f"- **{v['version']}** ({v['status']}): {md_cell(v['reason'])}"
+        lines += ["", "### Not run", ""] + [f"- **{_label(v)}** ({v['status']}): {md_cell(v['reason'])}"
                                             for v in notes]
     drifting = [v for v in doc["versions"] if v["drift"]]
     if drifting:
         lines += ["", f"### Drift from {doc['reference_contract']} per version", ""]
         for v in drifting:
-            lines.append(f"- **{v['version']}**:")
+            lines.append(f"- **{_label(v)}**:")
             lines += [f"  - {md_cell(d)}" for d in v["drift"]]
     lines += ["", "### What drifted between versions", ""]
     if not doc["changes"]:
@@ -138,20 +153,28 @@ def matrix_markdown(doc: dict[str, Any]) -> str:
     for c in doc["changes"]:
         items = [f"{n}: {a} → {b}" for n, (a, b) in c["verdicts"].items()]
         items += [f"new drift: {d}" for d in c["drift_added"]] + [f"drift gone: {d}" for d in c["drift_removed"]]
-        lines.append(f"- **{c['from']} → {c['to']}**: " + ("none" if not items else ""))
+        extra = f" ({c['provider']})" if c.get("provider", "nous") != "nous" else ""
+        lines.append(f"- **{c['from']} → {c['to']}**{extra}: " + ("none" if not items else ""))
         lines += [f"  - {md_cell(i)}" for i in items]
-    lines += ["", "### Rig states each version supports", "", "| hermes-agent | stale | live | logged-out |",
-              "|---|---|---|---|"]
+    lines += ["", "### Rig states each version supports", "",
+              "| hermes-agent | provider | stale | live | logged-out |", "|---|---|---|---|---|"]
     mark = {True: "yes", False: "no", None: "unknown"}
-    for version, states in doc["support"].items():
-        lines.append(f"| {version} | {mark[states['stale']]} | {mark[states['live']]} | {mark[states['logged-out']]} |")
+    for provider, table in doc["support"].items():
+        for version, states in table.items():
+            lines.append(f"| {version} | {provider} | {mark[states['stale']]} | {mark[states['live']]} "
+                         f"| {mark[states['logged-out']]} |")
     return "\n".join(lines) + "\n"
+
+
+def _label(v: dict[str, Any]) -> str:
+    return v["version"] + (f" ({v['provider']})" if v.get("provider", "nous") != "nous" else "")
 
 
 def run_matrix(versions: Sequence[str], *, state: str, out_dir: Path, runner: Runner,
                support: Support | None = None, progress: Callable[[str], None] | None = None,
-               redactor: Redactor | None = None) -> MatrixResult:
-    """Run ``runner`` for every version that supports ``state``; write ``matrix.json`` and ``matrix.md``."""
+               redactor: Redactor | None = None, providers: Sequence[str] = ("nous",)) -> MatrixResult:
+    """Run ``runner`` for every provider and version that supports ``state``; write ``matrix.json`` and
+    ``matrix.md``."""
     from hermes_nb.core.errors import HermesError
     from hermes_nb.proxy.venvs import unsupported_reason
 
@@ -159,26 +182,32 @@ def run_matrix(versions: Sequence[str], *, state: str, out_dir: Path, runner: Ru
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    result = MatrixResult(state=state, out_dir=out_dir)
-    for version in sorted(dict.fromkeys(versions), key=version_key):
-        why = check(version, state)
+    from hermes_nb.proxy.contracts import contract_file_name
+
+    result = MatrixResult(state=state, out_dir=out_dir, providers=tuple(dict.fromkeys(providers)))
+    for provider, version in ((p, v) for p in result.providers for v in sorted(dict.fromkeys(versions),
+                                                                                key=version_key)):
+        label = version if provider == "nous" else f"{version} ({provider})"
+        why = check(version, state, provider)
         if why is not None:
-            result.runs.append(VersionRun(version, state, "unsupported", reason=why))
+            result.runs.append(VersionRun(version, state, "unsupported", reason=why, provider=provider))
             if progress:
-                progress(f"{version}: unsupported: {why}")
+                progress(f"{label}: unsupported: {why}")
             continue
-        target = out_dir / version
+        target = out_dir / contract_file_name(version, provider)
         try:
-            report = runner(version, state, target)
+            report = runner(version, state, target, provider)
         except HermesError as exc:  # no venv, install failed, rig refused or did not start
-            result.runs.append(VersionRun(version, state, "unavailable", reason=str(exc), out_dir=str(target)))
+            result.runs.append(VersionRun(version, state, "unavailable", reason=str(exc), out_dir=str(target),
+                                          provider=provider))
             if progress:
-                progress(f"{version}: unavailable: {exc}")
+                progress(f"{label}: unavailable: {exc}")
             continue
         result.runs.append(VersionRun(version, state, "ran", verdict=report.get("verdict"),
-                                      reason=f"exit {report.get('exit_code')}", out_dir=str(target), report=report))
+                                      reason=f"exit {report.get('exit_code')}", out_dir=str(target), report=report,
+                                      provider=provider))
         if progress:
-            progress(f"{version}: {report.get('verdict')}")
+            progress(f"{label}: {report.get('verdict')}")
     result.duration_s = time.perf_counter() - t0
     from hermes_nb.receipts.write import check_clean, write_text_atomic
 
@@ -195,7 +224,7 @@ def rig_runner(*, install: bool = True, only: Sequence[str] | None = None, timeo
                html: bool = True, model: str | None = None, secrets: Sequence[str] = (),
                progress: Callable[[str], None] | None = None) -> Runner:
     """The real runner: the version's venv, the real proxy in ``state``, the smoke against it."""
-    def run(version: str, state: str, out_dir: Path) -> dict[str, Any]:
+    def run(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict[str, Any]:
         from hermes_nb.nbrun.ci_report import ci_report
         from hermes_nb.nbrun.smoke import run_smoke
         from hermes_nb.nbrun.smoke_target import SmokeTarget
@@ -203,9 +232,9 @@ def rig_runner(*, install: bool = True, only: Sequence[str] | None = None, timeo
         from hermes_nb.proxy.venvs import ensure_hermes
 
         binary = ensure_hermes(version, install=install, progress=progress)
-        with real_proxy(state, hermes_bin=binary) as rig:
+        with real_proxy(state, provider=provider, hermes_bin=binary) as rig:
             target = SmokeTarget("rig", rig.endpoint, model, hermes_version=rig.hermes_version,
-                                 secrets=[*secrets, *rig.redactor.secrets])
+                                 secrets=[*secrets, *rig.redactor.secrets], provider=provider)
             result = run_smoke(target, out_dir=out_dir, only=only, timeout_s=timeout_s, html=html,
                                progress=progress, confirm=False)
         return ci_report(result)

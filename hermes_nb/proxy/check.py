@@ -17,6 +17,7 @@ response                                               state          hint
 429, or envelope ``rate_limit_*``                      rate_limited   re-run after Retry-After
 404 ``path_not_allowed``                               misconfigured  proxy version
 404 ``text/plain``                                     misconfigured  endpoint probably lacks /v1
+502/504 ``upstream_unreachable`` / ``upstream_timeout``   error          the proxy's upstream is down
 connection refused / connect timeout / deadline        unreachable    ``hermes proxy start --provider …``
 DNS failure                                            misconfigured  host name
 anything else                                          error          (body excerpt)
@@ -42,12 +43,12 @@ from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import ERROR_PREFIX
 from hermes_nb.core.manifest import AdapterManifest
-from hermes_nb.core.providers import reauth_hint, start_hint
+from hermes_nb.core.providers import reauth_hint, start_hint, upstream_down_hint
 from hermes_nb.core.records import Exchange
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.proxy.detect import ProviderFacts, detect_provider, fetch_health, resolve_model
 from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, detect_hermes
-from hermes_nb.wire.classify import AUTH_CODES, RATE_LIMIT_CODES
+from hermes_nb.wire.classify import AUTH_CODES, RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
 
 __all__ = [
     "CheckResult",
@@ -227,6 +228,9 @@ def _classify(ex: Exchange, config: HermesProxyRuntimeConfig, provider: str | No
     if status == 404 and (ex.content_type or "").startswith("text/plain"):
         return dict(state="misconfigured", error=f"HTTP 404 from {endpoint}/models: {_excerpt(ex)}",
                     hint="the endpoint path probably lacks /v1 (e.g. http://127.0.0.1:8645/v1)")
+    if status in (502, 504) and codes & UPSTREAM_DOWN_CODES:
+        return dict(state="error", error=f"HTTP {status} from the proxy: its upstream did not answer: {message}",
+                    hint=upstream_down_hint(provider, message))
     return dict(state="error", error=f"HTTP {status}: {message}")
 
 

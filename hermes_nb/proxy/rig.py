@@ -262,8 +262,8 @@ def real_proxy(
             (root / sub).mkdir(mode=0o700)
         portal = f"http://127.0.0.1:{_refusing_port(stack)}"
         sink = stack.enter_context(EgressSink())
-        behind = (start_upstream(stack, upstream, upstream_scenario, root=root, deadline_s=deadline_s)
-                  if state == "live" else None)
+        behind = (start_upstream(stack, upstream, upstream_scenario, root=root, deadline_s=deadline_s,
+                                 provider=provider) if state == "live" else None)
         upstream_url = _endpoint_of(behind) if behind is not None else f"{portal}/v1"
         document = auth_store_document(state, provider=provider, base_url=upstream_url)
         redactor = Redactor(auth_store_secrets(document) if document else ())

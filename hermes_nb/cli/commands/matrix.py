@@ -19,6 +19,7 @@ from typing import Any
 
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
+from hermes_nb.core.providers import PROXY_PROVIDERS
 
 DEFAULT_VERSIONS = "0.16.0,0.17.0,0.18.0,0.18.1,0.18.2,0.19.0"
 
@@ -31,6 +32,10 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--versions", default=DEFAULT_VERSIONS, metavar="V,V,…",
                    help=f"hermes-agent releases (default {DEFAULT_VERSIONS})")
     p.add_argument("--state", choices=("live", "stale"), default="live", help="rig state (default live)")
+    p.add_argument("--providers", default="nous", metavar="P,P",
+                   help=f"`hermes proxy start --provider` for each run: {', '.join(PROXY_PROVIDERS)} (default nous)")
+    p.add_argument("--model", metavar="M",
+                   help="model id for every run (default: each notebook's: the provider's default model)")
     p.add_argument("--out", metavar="DIR", help=f"output directory (default {RECEIPTS_RELPATH}/matrix)")
     p.add_argument("--only", metavar="NAME", action="append", choices=NOTEBOOKS, help="run only this notebook (repeatable)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="execution timeout per cell, seconds")
@@ -52,6 +57,11 @@ def handle(args: argparse.Namespace, out: Any) -> int:
 
     for v in versions:
         _check_version(v)
+    providers = [p.strip() for p in args.providers.split(",") if p.strip()]
+    unknown = [p for p in providers if p not in PROXY_PROVIDERS]
+    if not providers or unknown:
+        raise UsageError(f"--providers: {', '.join(unknown) or 'name at least one'}; choose from "
+                         f"{', '.join(PROXY_PROVIDERS)}")
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
     for name in ("papermill", "nbclient", "traitlets"):
@@ -60,19 +70,19 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     say = None if out.json_mode else out.info
     out_dir = Path(args.out) if args.out else RECEIPTS_RELPATH / "matrix"
     runner = rig_runner(install=not args.no_install, only=args.only, timeout_s=args.timeout, html=not args.no_html,
-                        secrets=secrets, progress=say)
+                        secrets=secrets, progress=say, model=args.model)
     result = run_matrix(versions, state=args.state, out_dir=out_dir, runner=runner, progress=say,
-                        redactor=Redactor(secrets))
+                        redactor=Redactor(secrets), providers=providers)
     doc = result.to_dict()
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
             fh.write(matrix_markdown(Redactor(secrets).data(doc)))
     for v in doc["versions"]:
-        out.line(f"{v['version']:8} {v['status']:11} {v['verdict'] or '—':8} "
+        out.line(f"{v['version']:8} {v['provider']:5} {v['status']:11} {v['verdict'] or '—':8} "
                  + " ".join(f"{k}={w}" for k, w in v["notebooks"].items()) + (f"  ({v['reason']})" if v["status"] != "ran" else ""))
     for c in doc["changes"]:
         moved = len(c["verdicts"]) + len(c["drift_added"]) + len(c["drift_removed"])
-        out.line(f"{c['from']} → {c['to']}: {moved or 'no'} changes")
+        out.line(f"{c['from']} → {c['to']} ({c['provider']}): {moved or 'no'} changes")
     out.line(f"matrix {result.verdict}; summary in {out_dir / 'matrix.md'} and {out_dir / 'matrix.json'}")
     out.emit(doc)
     return result.exit_code

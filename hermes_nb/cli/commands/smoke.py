@@ -196,8 +196,9 @@ def handle(args: argparse.Namespace, out: Any) -> int:
         out_lines = [f"  drift: {line}" for line in details.get("drift") or []]
         if details.get("upstream_differences"):
             out_lines.append(f"  upstream differences (information): {len(details['upstream_differences'])}")
-        if details.get("not_judged"):
-            out_lines.append(f"  not judged (the upstream's trouble): {len(details['not_judged'])}")
+        if details.get("not_judged") and r.reason != "unreachable":  # unreachable: the action says it all
+            out_lines.append(f"  not judged (the upstream's trouble, not drift): {len(details['not_judged'])}, "
+                             f"e.g. {details['not_judged'][0]}")
         for line in out_lines:
             out.line(line)
     for action in dict.fromkeys(n["operator_action"] for n in report["notebooks"] if n.get("operator_action")):
