@@ -118,6 +118,8 @@ class HermesRuntimeResult(RuntimeResult):
     retry_after_s: float | None = None
     usage: dict[str, Any] | None = None
     run_id: str | None = None
+    #: the proxy's provider (``nous``, ``xai``): configured, or named by the proxy's own error
+    provider: str | None = None
 
 
 RESULT_EXTRA_FIELDS = tuple(sorted(set(HermesRuntimeResult.model_fields) - set(RuntimeResult.model_fields)))

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.providers import provider_in_text
 from hermes_nb.core.errors import HermesError
 from hermes_nb.core.facts import ERROR_PREFIX, exit_code_for
 from hermes_nb.core.records import Exchange, Outcome, SSEEventRecord
@@ -279,6 +280,8 @@ class Runner:
             "retry_after_s": outcome.retry_after_s,
             "usage": usage if usage.get("source") == "runtime" else None,
             "run_id": self.run_id,
+            "provider": self.config.provider or provider_in_text(
+                exchange.envelope.message if exchange is not None and exchange.envelope is not None else None),
         })
         self.result = self.arts.redactor.data(result)
         self.arts.write_yaml(self._file("runtime-result.yaml"), self.result)

@@ -1,5 +1,7 @@
 """The e2e notebook's model preflight: the adapter check's own answer, so both notebooks send one model.
 
+The run then also knows the provider the proxy fronts (``config.provider``: its hints, its runtime-result).
+
 With no model configured the model is the provider's default (:func:`hermes_nb.proxy.detect.resolve_model`:
 the proxy's ``/health`` says which provider it fronts). The e2e notebook asks :func:`adapter_check` —
 the same call the adapter-check notebook makes — and runs with the model it resolved; when the check
@@ -48,6 +50,7 @@ def model_preflight(config: HermesProxyRuntimeConfig, *, deadline_s: float | Non
 
     ``deadline_s``: the check's deadline (default: the run's own wait, ``request_timeout_ms``, at most 30 s).
     """
+    from hermes_nb.core.config import PROVIDERS
     from hermes_nb.proxy.check import adapter_check
 
     wait = deadline_s if deadline_s is not None else min(30.0, config.request_timeout_ms / 1000.0)
@@ -55,4 +58,6 @@ def model_preflight(config: HermesProxyRuntimeConfig, *, deadline_s: float | Non
     resolved = config.model_copy()
     if check.model and check.model != config.model:
         resolved.model = check.model
+    if check.provider and check.provider != config.provider and check.provider in PROVIDERS:
+        resolved.provider = check.provider  # type: ignore[assignment]  # what the proxy fronts: its hints, its record
     return ModelPreflight(check=check, config=resolved)
