@@ -46,7 +46,7 @@ from hermes_nb.core.manifest import AdapterManifest
 from hermes_nb.core.providers import reauth_hint, start_hint, upstream_down_hint
 from hermes_nb.core.records import Exchange
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.proxy.detect import ProviderFacts, detect_provider, fetch_health, resolve_model
+from hermes_nb.proxy.detect import detect_provider, fetch_health, resolve_model
 from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, detect_hermes
 from hermes_nb.wire.classify import AUTH_CODES, RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
 
