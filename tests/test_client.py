@@ -674,7 +674,7 @@ def test_oversized_body_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_watchdog_shuts_the_socket_down_when_the_deadline_passes() -> None:
     import time
 
-    from hermes_nb.wire.client import _Watchdog
+    from hermes_nb.wire.watchdog import Watchdog as _Watchdog
 
     left, right = socket.socketpair()
 
@@ -696,7 +696,7 @@ def test_watchdog_shuts_the_socket_down_when_the_deadline_passes() -> None:
 
 
 def test_watchdog_without_a_socket_is_inert() -> None:
-    from hermes_nb.wire.client import _Watchdog
+    from hermes_nb.wire.watchdog import Watchdog as _Watchdog
 
     watchdog = _Watchdog(httpx.Response(200), idle_deadline=0.0)
     watchdog.cancel()
@@ -744,3 +744,33 @@ def test_an_endpoint_with_a_key_in_its_query_is_rejected_without_echoing_it() ->
     with pytest.raises(ConfigError, match="query or fragment") as info:
         validate_config({"model": "m", "endpoint": "http://127.0.0.1:9/v1?key=sk-canary-query-1234567"})
     assert "sk-canary" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- an endpoint alone
+
+def test_an_endpoint_alone_makes_non_chat_calls_and_refuses_chat() -> None:
+    from hermes_nb.core.errors import ConfigError, UsageError
+
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"object": "list", "data": []} if request.url.path.endswith("models")
+                              else {"status": "ok"})
+
+    secret = "sk-endpoint-alone-0123456789"
+    with HermesClient("http://127.0.0.1:9/v1/", auth_token=secret, transport=httpx.MockTransport(handler)) as client:
+        assert client.endpoint == "http://127.0.0.1:9/v1" and "model" not in repr(client)
+        models = client.models(headers={"x-probe": "1"})
+        health = client.health()
+        other = client.request("GET", "/anything")
+        with pytest.raises(UsageError, match="chat needs a runtime config"):
+            client.chat(MSGS)
+    assert (models.status, health.status, other.status) == (200, 200, 200)
+    assert [str(r.url) for r in seen] == ["http://127.0.0.1:9/v1/models", "http://127.0.0.1:9/health",
+                                          "http://127.0.0.1:9/v1/anything"]
+    assert seen[0].headers["authorization"] == f"Bearer {secret}" and seen[0].headers["x-probe"] == "1"
+    assert "authorization" not in seen[1].headers  # /health: the proxy's own route, no bearer
+    assert secret not in models.model_dump_json()  # the bearer is known to the client's redactor
+    with pytest.raises(ConfigError, match="endpoint"):
+        HermesClient("ftp://127.0.0.1/v1")

@@ -11,7 +11,8 @@ import threading
 import pytest
 
 from hermes_nb.core.errors import ConfigError
-from hermes_nb.kit.console import ROUTES, Console, ConsoleSession, ProbeConsole, check_body
+from hermes_nb.kit.console import ProbeConsole
+from hermes_nb.kit.session import ROUTES, ConsoleSession, check_body
 
 pytest.importorskip("ipywidgets")
 
@@ -157,7 +158,6 @@ def test_password_field_is_taken_and_emptied_never_echoed_or_stored() -> None:
 
 def test_widgets_stream_stop_and_record_history() -> None:
     console = ProbeConsole(scenario="slow", delay_s=0.3)
-    assert Console is ProbeConsole
     values: list[str] = []
     grown = threading.Event()
 

@@ -34,8 +34,10 @@ def test_runtime_config_uses_a_manifest_as_the_base(tmp_path: Path) -> None:
 
 
 def test_given_target_starts_nothing_and_cleans_its_temp_dirs() -> None:
-    target = kit.start_target("http://127.0.0.1:9/v1/")
+    config = kit.runtime_config("http://127.0.0.1:9/v1/", environ={})
+    target = kit.start_target(config)
     assert target.kind == "given" and target.endpoint == "http://127.0.0.1:9/v1" and target.hermes_bin is None
+    assert target.config is config and target.point(config) is config
     tmp = Path(target.temp_dir())
     assert tmp.is_dir()
     target.close()
@@ -45,8 +47,13 @@ def test_given_target_starts_nothing_and_cleans_its_temp_dirs() -> None:
 def test_emulator_target_serves_until_closed() -> None:
     import httpx
 
-    with kit.start_target(None, scenario="ok") as target:
+    config = kit.runtime_config(None, "m", environ={})
+    with kit.start_target(config, scenario="ok") as target:
         assert target.kind == "emulator" and target.hermes_bin is False
+        # the one resolution, aimed at the emulator: nothing else changes
+        assert target.config.endpoint == target.endpoint != config.endpoint
+        assert target.config.origin("endpoint") == "emulator" and target.config.origin("model") == "argument"
+        assert target.config.model_dump(exclude={"endpoint"}) == config.model_dump(exclude={"endpoint"})
         assert httpx.get(target.endpoint + "/models", timeout=5).status_code == 200
     with pytest.raises(httpx.ConnectError):
         httpx.get(target.endpoint + "/models", timeout=2)
@@ -112,10 +119,27 @@ def test_run_summary_takes_the_runtime_status_and_artifacts(tmp_path: Path, stat
     assert summary["run_dir"] == str(tmp_path) and CANARY not in str(summary)
 
 
-def test_load_job_adhoc_or_mission_file(tmp_path: Path) -> None:
-    assert kit.load_job(None, "hello").id == "adhoc"
+def test_prepare_job_adhoc_or_mission_file(tmp_path: Path) -> None:
+    job = kit.prepare_job(None, "hello", environ={})
+    assert job.mission.id == "adhoc" and job.root is None and job.config.origin("endpoint") == "default"
     with pytest.raises(ConfigError):
-        kit.load_job(str(tmp_path / "missing.yaml"), "x")
+        kit.prepare_job(str(tmp_path / "missing.yaml"), "x", environ={})
+    path = tmp_path / "m.yaml"
+    path.write_text("schema_version: uh.mission.v0\nid: m1\ntitle: t\nobjective: o\nworkflow_profile: w\n"
+                    "runtime_config_overrides: {model: mission-model, request_timeout_ms: 4000}\n")
+    job = kit.prepare_job(str(path), "ignored", model=None, request_timeout_s=2.0, environ={})
+    # the mission's overrides are a layer; the notebook's arguments win over them
+    assert (job.mission.id, job.config.model, job.config.request_timeout_ms) == ("m1", "mission-model", 2000)
+    assert any("workflow 'w' not looked up" in w for w in job.warnings)
+
+
+def test_run_job_runs_under_a_temporary_root_the_target_removes() -> None:
+    job = kit.prepare_job(None, "hello", environ={})
+    with kit.start_target(job.config) as target:
+        result = kit.run_job(job, target)
+        assert result.status == "passed" and result.run_dir.is_dir()
+        assert result.plan.endpoint == target.endpoint
+    assert not result.run_dir.exists()
 
 
 def test_record_verdict_displays_then_raises_unless_passed(monkeypatch) -> None:

@@ -9,13 +9,13 @@ import hermes_nb
 
 #: the public surface, pinned (as httpx's tests/test_exported_members.py does): a change here is an API change
 EXPORTED = [
-    "AdapterManifest", "ArtifactError", "CheckResult", "ConfigError", "Console", "EmulatorHandle", "ErrorEnvelope",
+    "AdapterManifest", "ArtifactError", "CheckResult", "ConfigError", "EmulatorHandle", "ErrorEnvelope",
     "Exchange", "HermesClient", "HermesError", "HermesProxyRuntimeConfig", "Mission", "NotebookFailed", "Outcome",
-    "PromotionRefused", "ProtocolViolation", "ProxyStatusError", "ProxyTimeout", "ProxyUnreachable", "Redactor",
+    "PromotionRefused", "ProtocolViolation", "PublishError", "ProxyStatusError", "ProxyTimeout", "ProxyUnreachable", "Redactor",
     "RigError", "RunPlan", "RunResult", "SSEDecoder", "SecretLeak", "ServerSentEvent", "SmokeTarget",
     "UnknownKeyError", "UsageError", "WireReport", "__version__", "adapter_check", "classify", "compare_contract",
     "dry_run", "extract_final_message", "find_hermes_bin", "load_contract", "load_manifest", "load_mission",
-    "manifest_template", "merge_runtime_config", "plan_run", "probe_endpoint", "real_proxy", "render_prompt",
+    "manifest_template", "merge_runtime_config", "plan_run", "prepare_mission", "PreparedMission", "probe_endpoint", "real_proxy", "render_prompt",
     "resolve_runtime_config", "run_mission", "run_smoke", "runtime_final_message_instruction", "save_manifest",
     "serve_emulator", "verify_receipts", "wrap_final_message",
     # issue 11: the Jupyter face
@@ -47,7 +47,7 @@ _IDENTITY = (
     "else:\n"
     "    got = names(); walk()\n"
     "bad = [n for n, obj in got.items()\n"
-    "       if obj is not getattr(importlib.import_module('hermes_nb.' + hermes_nb._LAZY[n]), n)\n"
+    "       if obj is not getattr(importlib.import_module('hermes_nb.' + hermes_nb._where(n)[0]), hermes_nb._where(n)[1])\n"
     "       or getattr(hermes_nb, n) is not obj or isinstance(obj, type(hermes_nb))]\n"
     "print(json.dumps(bad))\n"
 )

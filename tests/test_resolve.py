@@ -68,12 +68,13 @@ def test_none_arguments_are_not_given_and_bad_layers_are_one_line(root: Path) ->
 
 
 def test_the_kernel_side_target_follows_the_environment() -> None:
-    with kit.start_target(None, environ={ENV_ENDPOINT: "http://127.0.0.1:5/v1/"}) as target:
+    with kit.start_target(environ={ENV_ENDPOINT: "http://127.0.0.1:5/v1/"}) as target:
         assert (target.kind, target.endpoint, target.origin) == ("given", "http://127.0.0.1:5/v1",
                                                                  "env HERMES_NB_ENDPOINT")
-    with kit.start_target(None, environ={}) as target:
+    with kit.start_target(environ={}) as target:
         assert target.kind == "emulator" and target.origin == "emulator" and target.endpoint.endswith("/v1")
-    with kit.start_target("http://127.0.0.1:6/v1", environ={ENV_ENDPOINT: "http://127.0.0.1:5/v1"}) as target:
+    with kit.start_target(kit.runtime_config("http://127.0.0.1:6/v1", environ={ENV_ENDPOINT: "http://127.0.0.1:5/v1"})
+                          ) as target:
         assert target.endpoint == "http://127.0.0.1:6/v1" and target.origin == "argument"
     config = kit.runtime_config("http://127.0.0.1:6/v1", None, environ={"HERMES_NB_MODEL": "env-model"})
     assert config.model == "env-model"

@@ -145,6 +145,9 @@ def test_each_fixture_gets_the_truthful_verdict(fixture_run) -> None:
     assert codes == {"ok": 0, "blocked": 3, "failed": 1, "raises": 1, "slow": 1, "dead": 1, "exit0": 1, "leaky": 0}
     raises = next(r for r in result.runs if r.name == "raises")
     assert "ValueError: boom" in raises.errors
+    # the failing cell and its exception's name (papermill's injected parameters cell counts: index 2)
+    cells = {r.name: (r.cell, r.ename) for r in result.runs if r.status == "cell_error"}
+    assert cells == {"raises": (2, "ValueError"), "blocked": (2, "NotebookFailed"), "failed": (2, "NotebookFailed")}
 
 
 def test_receipt_metadata_matches_the_verdict_even_where_papermill_misleads(fixture_run) -> None:
@@ -268,12 +271,9 @@ def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path)
 
 
 def test_cli_constants_mirror_the_library() -> None:
-    from hermes_nb.cli.commands import promote as promote_cmd
     from hermes_nb.cli.commands import smoke as smoke_cmd
-    from hermes_nb.receipts import promote
 
     assert smoke_cmd.NOTEBOOKS == NOTEBOOKS
-    assert (promote_cmd.DEFAULT_MANIFEST, promote_cmd.DEFAULT_RUNBOOK) == (promote.DEFAULT_MANIFEST, promote.DEFAULT_RUNBOOK)
 
 
 def test_building_the_cli_does_not_import_the_notebook_stack() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_nb.kit.console import Console, ConsoleActions
+from hermes_nb.kit.console import ProbeConsole
+from hermes_nb.kit.session import ConsoleActions
 
 pytest.importorskip("ipywidgets")
 
@@ -13,25 +14,25 @@ CANARY = "sk-canary-widgets-0123456789"
 
 @pytest.fixture
 def console():
-    c = Console()
+    c = ProbeConsole()
     yield c
     c.close()
 
 
-def test_check_button_shows_ready_against_the_embedded_emulator(console: Console) -> None:
+def test_check_button_shows_ready_against_the_embedded_emulator(console: ProbeConsole) -> None:
     console.check_button.click()
     assert "adapter check" in console.output.value
     assert ">ready<" in console.output.value
     assert console.actions._target is not None and console.actions._target.kind == "emulator"
 
 
-def test_probe_button_shows_the_wire_report(console: Console) -> None:
+def test_probe_button_shows_the_wire_report(console: ProbeConsole) -> None:
     console.probe_button.click()
     assert "wire-format report" in console.output.value
     assert "routes" in console.output.value
 
 
-def test_run_button_runs_the_prompt_and_never_shows_the_token(console: Console, monkeypatch, tmp_path) -> None:
+def test_run_button_runs_the_prompt_and_never_shows_the_token(console: ProbeConsole, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("HERMES_NB_AUTH_TOKEN", CANARY)
     console.prompt.value = "Say hello"
     console.run_button.click()
@@ -41,7 +42,7 @@ def test_run_button_runs_the_prompt_and_never_shows_the_token(console: Console, 
     assert CANARY not in html
 
 
-def test_scenario_change_restarts_the_emulator_and_shows_the_new_outcome(console: Console) -> None:
+def test_scenario_change_restarts_the_emulator_and_shows_the_new_outcome(console: ProbeConsole) -> None:
     console.check_button.click()
     first = console.actions._target
     console.scenario.value = "auth-stale"

@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.facts import HARNESS_DIR, MANIFEST_RELPATH
 
 __all__ = ["add_config_flags", "root_of", "config_from_args"]
 
 
 def add_config_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", metavar="DIR", help="project root holding .harness/ (default: current directory)")
+    p.add_argument("--root", metavar="DIR", help=f"project root holding {HARNESS_DIR}/ (default: current directory)")
     p.add_argument("--manifest", metavar="PATH",
-                   help="adapter manifest (default: <root>/.harness/adapters/hermes-proxy.yaml if present)")
+                   help=f"adapter manifest (default: <root>/{MANIFEST_RELPATH.as_posix()} if present)")
     p.add_argument("--endpoint", metavar="URL", help="proxy endpoint including /v1 (wins over everything)")
     p.add_argument("--model", metavar="M", help="model id sent verbatim (wins over everything)")
     p.add_argument("--runtime-config-overrides", metavar="JSON",

@@ -8,12 +8,10 @@ from datetime import datetime, timezone
 
 from hermes_nb.core.errors import ArtifactError
 
-__all__ = ["RUN_ID_RE", "GENERATED_RUN_ID_RE", "iso_now", "new_run_id", "validate_run_id"]
+__all__ = ["RUN_ID_RE", "iso_now", "new_run_id", "validate_run_id"]
 
 #: an explicit run id (``--run-id``)
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-#: a generated one: ``YYYYMMDDTHHMMSSZ-`` plus 6 lowercase hex
-GENERATED_RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
 
 
 def iso_now(now: datetime | None = None) -> str:

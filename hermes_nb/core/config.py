@@ -16,7 +16,6 @@ from typing import Any, Literal
 import httpx
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     SecretStr,
@@ -27,13 +26,15 @@ from pydantic import (
 
 from hermes_nb.core.errors import ConfigError, UnknownKeyError
 from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_TIMEOUT_MS
-from hermes_nb.core.redaction import redact_headers
+from hermes_nb.core.model import StrictModel
+from hermes_nb.core.redaction import SENSITIVE_HEADERS, redact_headers
 
 __all__ = [
     "PROVIDERS",
     "UH_STRICT_KEYS",
     "HermesProxyRuntimeConfig",
     "normalise_endpoint",
+    "endpoint_of",
     "validate_config",
     "merge_runtime_config",
     "parse_overrides_json",
@@ -72,12 +73,15 @@ def normalise_endpoint(value: str) -> str:
     return text.rstrip("/")
 
 
-class _Strict(BaseModel):
-    # hide_input_in_errors: a rejected extra_headers/auth_token value must not be echoed in a ValidationError
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False, hide_input_in_errors=True)
+def endpoint_of(value: str, *, where: str = "endpoint") -> str:
+    """:func:`normalise_endpoint`, a bad URL raised as a one-line :class:`ConfigError`."""
+    try:
+        return normalise_endpoint(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
-class HermesProxyRuntimeConfig(_Strict):
+class HermesProxyRuntimeConfig(StrictModel):
     """``runtime_config`` for the hermes-proxy adapter (strict)."""
 
     endpoint: str = Field(
@@ -178,11 +182,18 @@ class HermesProxyRuntimeConfig(_Strict):
         ``overrides`` or ``argument`` (``default`` for a config built directly)."""
         return self._origins.get(key, "default")
 
+    def with_endpoint(self, endpoint: str, *, origin: str) -> HermesProxyRuntimeConfig:
+        """This config aimed at ``endpoint`` (validated), its origin recorded: the same resolution, no second one."""
+        copy = self.model_copy()
+        copy.endpoint = endpoint  # validate_assignment: normalised and checked like any endpoint
+        copy._origins = {**self._origins, "endpoint": origin}
+        return copy
+
     def secrets(self) -> list[str]:
         """Every secret value this config holds (for redaction)."""
         found = [self.auth_token.get_secret_value()]
         for key, val in self.extra_headers.items():
-            if key in ("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"):
+            if key in SENSITIVE_HEADERS:
                 found.append(val)
                 if " " in val:
                     found.append(val.split(" ", 1)[1])

@@ -23,8 +23,9 @@ def _default_provider_model() -> str:
 __all__ = [
     "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_BLOCKED", "EXIT_INTERRUPTED", "STATUS_EXIT", "exit_code_for",
     "worst_verdict", "VERDICTS", "RUNTIME", "ERROR_PREFIX", "DEFAULT_ENDPOINT", "DEFAULT_MODEL",
-    "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
-    "ENV_PROVIDER", "ENV_HERMES_BIN", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
+    "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "CONNECT_TIMEOUT_S", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
+    "ENV_PROVIDER", "ENV_HERMES_BIN", "ENV_CONFIG", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE",
+    "HARNESS_DIR", "MISSIONS_RELPATH", "WORKFLOWS_RELPATH", "AUDIT_RELPATH", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
     "RECEIPTS_RELPATH", "manifest_path", "SENTINEL_TAG", "RUN_ARTIFACTS",
 ]
 
@@ -71,6 +72,8 @@ DEFAULT_MODEL = _default_provider_model()
 #: the placeholder bearer (the real proxy ignores it and attaches its own credentials)
 DEFAULT_AUTH_TOKEN = "hermes-proxy"
 DEFAULT_TIMEOUT_MS = 300_000
+#: the longest wait for a TCP connection to the proxy, seconds (every client, the run plan, the probe)
+CONNECT_TIMEOUT_S = 5.0
 #: the fence tag of the final-message block (uh-contract §4)
 SENTINEL_TAG = "uh-runtime-final-message"
 #: the run artifacts whose digests a receipt and a run's display carry and which a receipt keeps copies of
@@ -88,6 +91,9 @@ ENV_MODEL = ENV_PREFIX + "MODEL"
 ENV_AUTH_TOKEN = ENV_PREFIX + "AUTH_TOKEN"
 ENV_PROVIDER = ENV_PREFIX + "PROVIDER"
 ENV_HERMES_BIN = ENV_PREFIX + "HERMES_BIN"
+#: the runtime_config keys the environment sets, each with its variable (the resolver's env layer)
+ENV_CONFIG: Mapping[str, str] = {"endpoint": ENV_ENDPOINT, "model": ENV_MODEL, "auth_token": ENV_AUTH_TOKEN,
+                                 "provider": ENV_PROVIDER}
 
 
 def env_secrets(environ: Mapping[str, str]) -> list[str]:
@@ -101,8 +107,13 @@ def env_secrets(environ: Mapping[str, str]) -> list[str]:
 #: the three notebook jobs, in the order the smoke reports them
 NOTEBOOKS = ("wire_format_spike", "adapter_check", "e2e_smoke")
 WIRE_SPIKE, ADAPTER_CHECK, E2E_SMOKE = NOTEBOOKS
-#: the adapter manifest, relative to a project root (UH's place for it)
-MANIFEST_RELPATH = Path(".harness") / "adapters" / "hermes-proxy.yaml"
+#: UH's directory in a project root, and what hermes_nb reads and writes in it (relative to the root)
+HARNESS_DIR = ".harness"
+MISSIONS_RELPATH = Path(HARNESS_DIR) / "missions"
+WORKFLOWS_RELPATH = Path(HARNESS_DIR) / "workflows"
+AUDIT_RELPATH = Path(HARNESS_DIR) / "audit"
+#: the adapter manifest (UH's place for it)
+MANIFEST_RELPATH = Path(HARNESS_DIR) / "adapters" / "hermes-proxy.yaml"
 
 
 #: where ``hermes-nb promote`` appends its records (relative to the project root)

@@ -11,12 +11,12 @@ from pydantic import Field, ValidationError
 
 from hermes_nb.core.config import (
     HermesProxyRuntimeConfig,
-    _Strict,
     format_validation_error,
     merge_runtime_config,
     validate_config,
 )
 from hermes_nb.core.errors import ConfigError
+from hermes_nb.core.model import StrictModel
 from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_MODEL, DEFAULT_TIMEOUT_MS, RUNTIME
 from hermes_nb.core.yamlio import dump_yaml, load_yaml
 
@@ -24,7 +24,7 @@ __all__ = ["AdapterConfig", "AdapterManifest", "manifest_template", "load_manife
            "manifest_document"]
 
 
-class AdapterConfig(_Strict):
+class AdapterConfig(StrictModel):
     cli_command: str | None = None
     default_toolsets: list[str] = Field(default_factory=list)
     default_provider: str = ""
@@ -34,7 +34,7 @@ class AdapterConfig(_Strict):
     runtime_config: dict[str, Any] = Field(default_factory=dict)
 
 
-class AdapterManifest(_Strict):
+class AdapterManifest(StrictModel):
     """``uh.adapter.v0`` manifest (``.harness/adapters/<id>.yaml``)."""
 
     schema_version: Literal["uh.adapter.v0"] | None = None

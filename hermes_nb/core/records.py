@@ -3,7 +3,7 @@
 No IO and no logic beyond small derived properties. Every record dumps to
 JSON-safe data with :meth:`pydantic.BaseModel.model_dump` (``mode="json"``)
 and never holds a secret: request headers are redacted when the record is
-built (see :func:`hermes_nb.redact.redact_headers`).
+built (see :func:`hermes_nb.core.redaction.redact_headers`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from hermes_nb.core.model import StrictModel
 
 __all__ = [
     "DELTA_MARKS",
@@ -20,6 +22,8 @@ __all__ = [
     "RequestRecord",
     "TransportFailure",
     "TransportKind",
+    "NO_CONNECTION",
+    "TIMED_OUT",
     "Timings",
     "Exchange",
     "Outcome",
@@ -44,11 +48,7 @@ TransportKind = Literal[
 ]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ErrorEnvelope(_Record):
+class ErrorEnvelope(StrictModel):
     """``{"error": {message, type, code}}`` or the flat ``{message, status}`` shape."""
 
     message: str | None = None
@@ -63,8 +63,13 @@ class ErrorEnvelope(_Record):
     def code_str(self) -> str | None:
         return None if self.code is None else str(self.code)
 
+    @property
+    def codes(self) -> frozenset[str]:
+        """``type`` and ``code``, stripped and lower-cased (blank ones left out): THE form every classifier compares."""
+        return frozenset(text for v in (self.type, self.code) if v is not None and (text := str(v).strip().lower()))
 
-class SSEEventRecord(_Record):
+
+class SSEEventRecord(StrictModel):
     """One dispatched SSE event as received."""
 
     event: str = "message"
@@ -75,7 +80,7 @@ class SSEEventRecord(_Record):
     t: float = 0.0
 
 
-class RequestRecord(_Record):
+class RequestRecord(StrictModel):
     method: str
     url: str
     #: lower-cased names; ``authorization`` is redacted (``Bearer <redacted>``)
@@ -84,7 +89,7 @@ class RequestRecord(_Record):
     body: Any = None
 
 
-class TransportFailure(_Record):
+class TransportFailure(StrictModel):
     kind: TransportKind
     #: ``connect`` (no response), ``headers`` (connected, no status yet) or ``body`` (mid-stream)
     phase: Literal["connect", "headers", "body"]
@@ -92,11 +97,16 @@ class TransportFailure(_Record):
     exception: str | None = None
 
 
+#: the transport failures that mean "no proxy there", and those that mean "it took too long"
+NO_CONNECTION: frozenset[str] = frozenset({"connect_refused", "dns", "connect_error"})
+TIMED_OUT: frozenset[str] = frozenset({"connect_timeout", "read_timeout", "deadline"})
+
+
 #: how many delta arrival times an Exchange keeps (its timeline picture needs no more)
 DELTA_MARKS = 1000
 
 
-class Timings(_Record):
+class Timings(StrictModel):
     started_at: datetime
     #: seconds from send to response headers
     headers_s: float | None = None
@@ -108,7 +118,7 @@ class Timings(_Record):
     delta_s: list[float] = Field(default_factory=list)
 
 
-class Exchange(_Record):
+class Exchange(StrictModel):
     """One HTTP exchange with the proxy, success or not. Never raises; records."""
 
     request: RequestRecord
@@ -152,6 +162,34 @@ class Exchange(_Record):
     def server(self) -> str | None:
         return self.headers.get("server")
 
+    def raise_for_status(self) -> Exchange:
+        """This exchange if it got a whole 2xx answer; else the error a caller that requires one wants:
+        :class:`~hermes_nb.core.errors.ProxyUnreachable` (no connection), :class:`~hermes_nb.core.errors.ProxyTimeout`
+        (a deadline), :class:`~hermes_nb.core.errors.ProxyStatusError` (an error status, or an error inside a 200
+        stream), :class:`~hermes_nb.core.errors.ProtocolViolation` (a broken connection or malformed frames).
+        Every message is built from the record, so it holds no secret."""
+        from hermes_nb.core.errors import ProtocolViolation, ProxyStatusError, ProxyTimeout, ProxyUnreachable
+
+        where = f"{self.request.method} {self.request.url}"
+        failure = self.transport_error
+        env = self.envelope
+        detail = (env.message or env.type or env.code_str or "") if env is not None else (self.body_text or "")[:200]
+        if failure is not None and failure.kind in NO_CONNECTION:
+            raise ProxyUnreachable(f"{where}: {failure.message}")
+        if failure is not None and failure.kind in TIMED_OUT:
+            raise ProxyTimeout(f"{where}: {failure.message}")
+        if self.status is not None and not self.ok_status:
+            raise ProxyStatusError(f"{where}: HTTP {self.status} {detail}".rstrip(), status=self.status,
+                                   body=self.body_text or "")
+        if self.in_band_error:
+            status = int(env.status) if env is not None and str(env.status).isdigit() else self.status or 200
+            raise ProxyStatusError(f"{where}: error inside the {self.status} stream: {detail}".rstrip(),
+                                   status=status, body=env.model_dump_json() if env is not None else "")
+        if failure is not None or self.protocol_errors:
+            problem = failure.message if failure is not None else self.protocol_errors[0]
+            raise ProtocolViolation(f"{where}: {problem}")
+        return self
+
     # rich display (a cell can end with the exchange itself); allow-listed fields, secrets masked
     def _repr_html_(self) -> str:
         from hermes_nb.core.reprs import exchange_html
@@ -167,7 +205,7 @@ class Exchange(_Record):
         p.text(self._repr_text_())
 
 
-class Outcome(_Record):
+class Outcome(StrictModel):
     """The classification of one exchange."""
 
     status: Status

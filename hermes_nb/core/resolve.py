@@ -29,20 +29,17 @@ from typing import Any
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig, merge_runtime_config, parse_overrides_json
 from hermes_nb.core.errors import ConfigError
-from hermes_nb.core.facts import DEFAULT_MODEL, ENV_PREFIX, RUNTIME, manifest_path
+from hermes_nb.core.facts import DEFAULT_MODEL, ENV_CONFIG, RUNTIME, manifest_path
 from hermes_nb.core.manifest import AdapterManifest, load_manifest
 from hermes_nb.core.providers import default_model_for
 
-__all__ = ["ENV_KEYS", "env_overrides", "find_manifest", "resolve_runtime_config"]
-
-#: runtime_config keys read from ``HERMES_NB_<KEY>``
-ENV_KEYS = ("endpoint", "model", "auth_token", "provider")
+__all__ = ["env_overrides", "find_manifest", "resolve_runtime_config"]
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``{key: value}`` for each non-empty ``HERMES_NB_<KEY>`` of :data:`ENV_KEYS`."""
+    """``{key: value}`` for each non-empty ``HERMES_NB_<KEY>`` of :data:`~hermes_nb.core.facts.ENV_CONFIG`."""
     env = os.environ if environ is None else environ
-    return {key: value for key in ENV_KEYS if (value := env.get(ENV_PREFIX + key.upper()))}
+    return {key: value for key, name in ENV_CONFIG.items() if (value := env.get(name))}
 
 
 def find_manifest(root: str | os.PathLike[str] | None, manifest: str | os.PathLike[str] | None) -> Path | None:
@@ -94,7 +91,7 @@ def resolve_runtime_config(
     origins: dict[str, str] = {}
     for label, layer in layers:
         for key in layer or {}:
-            origins[key] = f"env {ENV_PREFIX}{key.upper()}" if label == "env" else label
+            origins[key] = f"env {ENV_CONFIG[key]}" if label == "env" else label
     config = merge_runtime_config({}, *(layer for _, layer in layers), where=where)
     if origins.get("model") == "default" and (provider_model := default_model_for(config.provider)):
         config.model = provider_model  # no model configured: the configured provider's default (still "default")

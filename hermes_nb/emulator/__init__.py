@@ -20,13 +20,12 @@ from typing import Any
 from .scenarios import ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS, SCENARIO_HEADER, SCENARIOS, UPSTREAM_SCENARIOS
 
 __all__ = ["PROFILES", "SCENARIOS", "PROXY_SCENARIOS", "UPSTREAM_SCENARIOS", "ALL_SCENARIOS", "SCENARIO_HEADER",
-           "create_app", "serve",
-           "serve_emulator", "EmulatorHandle", "RecordedRequest"]
+           "create_app", "serve", "EmulatorHandle", "RecordedRequest"]
 
-#: name -> (module, attribute); ``serve_emulator`` is ``serve`` as re-exported by ``hermes_nb``
+#: name -> (module, attribute)
 _LAZY = {
     "create_app": ("app", "create_app"), "RecordedRequest": ("app", "RecordedRequest"),
-    "serve": ("server", "serve"), "serve_emulator": ("server", "serve"), "EmulatorHandle": ("server", "EmulatorHandle"),
+    "serve": ("server", "serve"), "EmulatorHandle": ("server", "EmulatorHandle"),
 }
 
 

@@ -56,9 +56,9 @@ def _models(value: str | None) -> list[str] | None:
 def run(args: argparse.Namespace, *, line: Callable[[str], None], emit: Callable[[dict[str, Any]], None],
         info: Callable[[str], None]) -> int:
     """Serve until Ctrl-C/SIGTERM: ``line`` gets the endpoint, ``emit`` the JSON description, ``info`` progress."""
-    from hermes_nb.emulator.server import is_loopback
+    from hermes_nb.core.endpoint_safety import is_loopback_host
 
-    if not is_loopback(args.host) and not args.allow_non_loopback:
+    if not is_loopback_host(args.host) and not args.allow_non_loopback:
         raise UsageError(f"--host {args.host}: the emulator binds loopback only (127.0.0.1, ::1, localhost)")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be 0..65535")

@@ -16,7 +16,6 @@ from . import content as c
 
 __all__ = [
     "PROFILES",
-    "UPSTREAM_PROFILES",
     "SCENARIO_HEADER",
     "SCENARIOS",
     "PROXY_SCENARIOS",
@@ -24,8 +23,6 @@ __all__ = [
     "IN_BAND_SCENARIOS",
     "TROUBLE_SCENARIOS",
     "UPSTREAM_SCENARIOS",
-    "STREAM_SCENARIOS",
-    "ERROR_SCENARIOS",
     "Settings",
     "Pause",
     "Action",
@@ -40,13 +37,10 @@ __all__ = [
 #: per-request scenario override (the real proxy forwards it to its upstream)
 SCENARIO_HEADER = "X-Hermes-Emulator-Scenario"
 PROFILES: tuple[str, ...] = ("hermes-agent", "seed", "upstream", "minimal")
-#: profiles that are an upstream (what sits behind a proxy), not a proxy
-UPSTREAM_PROFILES: tuple[str, ...] = ("upstream", "minimal")
 SCENARIOS: tuple[str, ...] = (
     "ok", "no-sentinel", "empty", "length", "auth-stale", "rate-limited", "server-error", "bad-gateway",
     "model-missing", "stream-error-event", "truncated", "slow", "stall", "reset", "malformed",
 )
-#: answered before the body is read (no model needed)
 #: faults of the proxy itself (hermes-agent and seed profiles; the real proxy's own 502/504 envelopes)
 PROXY_SCENARIOS: tuple[str, ...] = ("upstream-unreachable", "upstream-timeout")
 #: in-band errors in the other shapes other servers emit inside a 200 stream, and a whole message after
@@ -58,10 +52,6 @@ TROUBLE_SCENARIOS: tuple[str, ...] = ("slow-first-byte", "slow-answer")
 #: what an upstream can do (everything but the proxy's own faults): the rig's live upstream takes these
 UPSTREAM_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + TROUBLE_SCENARIOS
 ALL_SCENARIOS: tuple[str, ...] = UPSTREAM_SCENARIOS + PROXY_SCENARIOS
-ERROR_SCENARIOS = ("auth-stale", "rate-limited", "server-error", "bad-gateway")
-#: shape the body of a successful answer
-STREAM_SCENARIOS = ("ok", "no-sentinel", "empty", "length", "stream-error-event", "truncated", "slow", "stall",
-                    "reset", "malformed") + IN_BAND_SCENARIOS
 JSON_CT = "application/json; charset=utf-8"
 SSE_CT = "text/event-stream"
 #: upstream routes (relative to /v1) -> allowed method

@@ -12,23 +12,21 @@ import asyncio
 import atexit
 import threading
 import time
-from types import TracebackType
 from typing import Any
 
 from aiohttp import web
 
 from hermes_nb.core.endpoint_safety import is_loopback_host
+from hermes_nb.core.errors import ProxyTimeout, ProxyUnreachable
+from hermes_nb.core.handles import EndpointHandle
 
 from .app import RecordedRequest, create_app
 
-__all__ = ["EmulatorHandle", "serve", "is_loopback"]
+__all__ = ["EmulatorHandle", "serve"]
 
 _START_TIMEOUT_S = 15.0
 _STOP_TIMEOUT_S = 10.0
 
-
-#: ``localhost`` or a loopback IP literal (``127.0.0.0/8``, ``::1``): the only hosts the emulator binds
-is_loopback = is_loopback_host
 
 
 class _ServerThread(threading.Thread):
@@ -79,7 +77,7 @@ class _ServerThread(threading.Thread):
         self.join(_STOP_TIMEOUT_S)
 
 
-class EmulatorHandle(str):
+class EmulatorHandle(EndpointHandle):
     """A running emulator. The string value is the endpoint (``http://127.0.0.1:<port>/v1``).
 
     ``with serve() as emu:`` (or ``emu = serve(); …; emu.close()``):
@@ -96,13 +94,6 @@ class EmulatorHandle(str):
     seed: int
     #: what the proxy profiles front (``nous``, ``xai``)
     provider: str
-
-    def __new__(cls, endpoint: str, **attrs: Any) -> EmulatorHandle:
-        obj = super().__new__(cls, endpoint)
-        obj.endpoint = endpoint
-        for key, value in attrs.items():
-            object.__setattr__(obj, key, value)
-        return obj
 
     def __repr__(self) -> str:
         return f"EmulatorHandle({self.endpoint!r}, profile={self.profile!r}, scenario={self.scenario!r})"
@@ -136,8 +127,7 @@ class EmulatorHandle(str):
     def __enter__(self) -> EmulatorHandle:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -157,9 +147,11 @@ def serve(
 ) -> EmulatorHandle:
     """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``).
 
-    ``host`` must be a loopback address (ValueError otherwise): the emulator is never exposed.
+    ``host`` must be a loopback address (ValueError otherwise): the emulator is never exposed. Raises
+    :class:`~hermes_nb.core.errors.ProxyUnreachable` when it cannot listen (port taken, address missing) and
+    :class:`~hermes_nb.core.errors.ProxyTimeout` when it is not listening within 15 s.
     """
-    if not is_loopback(host):
+    if not is_loopback_host(host):
         raise ValueError(f"emulator host {host!r} is not a loopback address (127.0.0.1, ::1, localhost)")
     log: list[RecordedRequest] = []
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
@@ -169,11 +161,12 @@ def serve(
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S):
         thread.shutdown()
-        raise TimeoutError(f"emulator did not start listening on {host}:{port} within {_START_TIMEOUT_S:.0f}s")
+        raise ProxyTimeout(f"emulator did not start listening on {host}:{port} within {_START_TIMEOUT_S:.0f}s")
     if thread.error is not None or thread.bound_port is None:
         thread.join(_STOP_TIMEOUT_S)
         err = thread.error
-        raise OSError(f"emulator could not listen on {host}:{port}: {err}") from err
+        reason = getattr(err, "strerror", None) or err or "no port bound"
+        raise ProxyUnreachable(f"emulator could not listen on {host}:{port}: {reason}") from err
     netloc = f"[{host}]" if ":" in host else host
     base_url = f"http://{netloc}:{thread.bound_port}"
     handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=host, port=thread.bound_port,

@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from hermes_nb.core.clock import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.errors import ArtifactError
+from hermes_nb.core.facts import AUDIT_RELPATH, MISSIONS_RELPATH
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.yamlio import dump_yaml
 from hermes_nb.harness import documents
@@ -88,7 +89,7 @@ class MissionArtifacts:
             raise ArtifactError(f"root {root_path}: {exc.strerror}") from None
         if not self.root.is_dir():
             raise ArtifactError(f"root {self.root} is not a directory")
-        self.mission_dir = self.root / ".harness" / "missions" / mission_dir
+        self.mission_dir = self.root / MISSIONS_RELPATH / mission_dir
         self.redactor = redactor or Redactor()
 
     # ---------------------------------------------------------------- path safety
@@ -147,7 +148,7 @@ class MissionArtifacts:
         for name in ("latest.json", "runtime-result.yaml"):
             self.path(name)
         self.path("runs", "index.json")
-        self._check(self.root / ".harness" / "audit" / "events.ndjson", inside=self.root / ".harness" / "audit")
+        self._check(self.root / AUDIT_RELPATH / "events.ndjson", inside=self.root / AUDIT_RELPATH)
         self.read_index()  # a corrupt index fails now, before anything is written
         if run_dir.exists():
             raise ArtifactError(f"run directory {run_dir} already exists (choose another --run-id)")
@@ -278,5 +279,5 @@ class MissionArtifacts:
             os.close(fd)  # releases the lock
 
     def audit(self, event: str, payload: dict[str, Any]) -> None:
-        path = self._check(self.root / ".harness" / "audit" / "events.ndjson", inside=self.root / ".harness" / "audit")
+        path = self._check(self.root / AUDIT_RELPATH / "events.ndjson", inside=self.root / AUDIT_RELPATH)
         self.append_line(path, {"type": event, "timestamp": iso_now(), **payload})

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from hermes_nb.core.model import StrictModel
 
 __all__ = [
     "latest_run",
@@ -42,11 +44,7 @@ RunStatus = Literal["running", "passed", "failed", "blocked", "cancelled", "time
 _TS = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class LatestRun(_Strict):
+class LatestRun(StrictModel):
     schema_version: Literal["uh.latest-run.v0"]
     run_id: str
     started_at: Timestamp = Field(..., pattern=_TS)
@@ -54,7 +52,7 @@ class LatestRun(_Strict):
     status: RunStatus
 
 
-class RunsIndexEntry(_Strict):
+class RunsIndexEntry(StrictModel):
     run_id: str
     started_at: Timestamp = Field(..., pattern=_TS)
     finished_at: Timestamp = Field(None, pattern=_TS)  # type: ignore[assignment]
@@ -64,12 +62,12 @@ class RunsIndexEntry(_Strict):
     replay_of: str = None  # type: ignore[assignment]
 
 
-class RunsIndex(_Strict):
+class RunsIndex(StrictModel):
     schema_version: Literal["uh.runs-index.v0"]
     runs: list[RunsIndexEntry]
 
 
-class RuntimeSession(_Strict):
+class RuntimeSession(StrictModel):
     schema_version: Literal["uh.runtime-session.v0"]
     mission_id: str
     runtime: str
@@ -83,14 +81,14 @@ class RuntimeSession(_Strict):
     stderr_path: str = None  # type: ignore[assignment]
 
 
-class Verdict(_Strict):
+class Verdict(StrictModel):
     value: str
     rationale: str
     recorded_by: str
     recorded_at: Timestamp
 
 
-class RuntimeResult(_Strict):
+class RuntimeResult(StrictModel):
     schema_version: Literal["uh.runtime-result.v0"]
     mission_id: str
     runtime: str

@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from hermes_nb.core.config import format_validation_error
 from hermes_nb.core.errors import ConfigError
+from hermes_nb.core.facts import MISSIONS_RELPATH, WORKFLOWS_RELPATH
+from hermes_nb.core.model import StrictModel
 from hermes_nb.core.yamlio import load_yaml, read_text_file
 
 __all__ = [
@@ -42,11 +44,9 @@ CAPABILITY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 
 
 class _Loose(BaseModel):
+    """UH drops unknown keys in these objects; so do we (a mission UH runs runs here too)."""
+
     model_config = ConfigDict(extra="ignore")
-
-
-class _StrictSub(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class IssueRef(_Loose):
@@ -106,7 +106,7 @@ class Verification(_Loose):
     max_iterations: int | None = None
 
 
-class RuntimeRequirements(_StrictSub):
+class RuntimeRequirements(StrictModel):
     needs_network: bool = False
     needs_shell: bool = True
     needs_fs_write: bool = True
@@ -114,14 +114,14 @@ class RuntimeRequirements(_StrictSub):
     max_cost_class: str = "premium"
 
 
-class TeamWorker(_StrictSub):
+class TeamWorker(StrictModel):
     role: str
     count: int | None = None
     runtime: str | None = None
     description: str | None = None
 
 
-class Team(_StrictSub):
+class Team(StrictModel):
     workers: list[TeamWorker] = Field(..., min_length=1)
     leader: str | None = None
 
@@ -133,10 +133,8 @@ class Team(_StrictSub):
         return self
 
 
-class Mission(BaseModel):
+class Mission(StrictModel):
     """``uh.mission.v0``. Unknown top-level keys are rejected by :func:`load_mission`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal["uh.mission.v0"]
     #: any non-empty string (as in UH); the artifact directory needs a path-safe name, checked at run time
@@ -217,10 +215,6 @@ class Mission(BaseModel):
         return cls(schema_version=MISSION_SCHEMA, id=ADHOC_ID, title="Ad-hoc prompt", objective=prompt)
 
     @property
-    def is_adhoc(self) -> bool:
-        return self.id == ADHOC_ID and self.source_path is None
-
-    @property
     def display_name(self) -> str:
         return self.name or self.title or self.id
 
@@ -287,8 +281,8 @@ def harness_root_of(mission: Mission) -> Path | None:
     if src is None or src.name not in ("mission.yaml", "mission.yml"):
         return None
     missions = src.parent.parent
-    if missions.name == "missions" and missions.parent.name == ".harness":
-        return missions.parent.parent
+    if missions.parts[-len(MISSIONS_RELPATH.parts):] == MISSIONS_RELPATH.parts:
+        return missions.parents[len(MISSIONS_RELPATH.parts) - 1]
     return None
 
 
@@ -299,7 +293,7 @@ def load_workflow(root: str | Path, mission: Mission) -> tuple[Workflow | None, 
     profile = mission.workflow_profile
     if "/" in profile or "\\" in profile or profile.startswith("."):
         raise ConfigError(f"workflow_profile {profile!r} must be a plain name")
-    base = Path(root) / ".harness" / "workflows"
+    base = Path(root) / WORKFLOWS_RELPATH
     path = next((base / f"{profile}{ext}" for ext in (".yaml", ".yml") if (base / f"{profile}{ext}").is_file()), None)
     if path is None:
         return None, [f"workflow {profile!r} not found at {base / (profile + '.yaml')}; prompt rendered without it"]

@@ -25,18 +25,13 @@ from pydantic import BaseModel, Field, PrivateAttr
 from hermes_nb.core.clock import new_run_id, validate_run_id
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.endpoint_safety import plain_http_warning
-from hermes_nb.core.facts import RUNTIME
+from hermes_nb.core.facts import CONNECT_TIMEOUT_S, RUNTIME
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.harness.artifacts import MissionArtifacts
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of
 from hermes_nb.harness.prompt import render_prompt
 
-__all__ = ["RunPlan", "plan_run", "prepare", "mission_dir_name", "in_harness", "CONNECT_TIMEOUT_S",
-           "IDLE_TIMEOUT_CAP_S"]
-
-CONNECT_TIMEOUT_S = 5.0
-#: kept for compatibility: the silence allowed is now request_timeout_ms itself (no cap)
-IDLE_TIMEOUT_CAP_S = 300.0
+__all__ = ["RunPlan", "plan_run", "prepare", "mission_dir_name", "in_harness"]
 
 
 class RunPlan(BaseModel):

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Iterator
 
 from hermes_nb.core.errors import ArtifactError
+from hermes_nb.core.facts import HARNESS_DIR
 
 __all__ = ["SKIP_NAMES", "MAX_SANDBOX_ENTRIES", "sandbox_copy", "workdir"]
 
 #: Directory names never copied into a sandbox.
 SKIP_NAMES = frozenset({
-    ".harness", ".venv", ".venv-hermes", "venv", "node_modules", "__pycache__",
+    HARNESS_DIR, ".venv", ".venv-hermes", "venv", "node_modules", "__pycache__",
     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".ipynb_checkpoints",
 })
 

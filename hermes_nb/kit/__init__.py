@@ -2,9 +2,12 @@
 
 ``from hermes_nb import kit`` stays light; the names load on first use::
 
-    target = kit.start_target(endpoint)            # an explicit endpoint, HERMES_NB_ENDPOINT, or an emulator
-    config = kit.runtime_config(target.endpoint, model)
+    target = kit.start_target(kit.runtime_config(endpoint, model))  # resolved once; no endpoint: an emulator
+    config = target.config                                          # the same config, aimed at the target
     kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=name))
+
+    job = kit.prepare_job(mission, prompt, endpoint=endpoint)       # a mission, prepared as `hermes-nb run` does
+    result = kit.run_job(job, kit.start_target(job.config))
 
 A sibling of :mod:`hermes_nb.nbrun`, which it never imports.
 """
@@ -16,10 +19,11 @@ from typing import Any
 
 _LAZY = {
     "Target": "target", "start_target": "target", "runtime_config": "target",
-    "ARTIFACT_NAMES": "verdicts", "artifact_digests": "verdicts", "record_verdict": "verdicts", "load_job": "verdicts",
+    "prepare_job": "jobs", "run_job": "jobs",
+    "artifact_digests": "verdicts", "record_verdict": "verdicts",
     "wire_summary": "verdicts", "check_summary": "verdicts", "run_summary": "verdicts",
     "ModelPreflight": "preflight", "model_preflight": "preflight",
-    "Console": "console", "ConsoleActions": "console", "ProbeConsole": "console", "ConsoleSession": "console",
+    "ConsoleActions": "session", "ProbeConsole": "console", "ConsoleSession": "session",
 }
 
 __all__ = sorted(_LAZY)

@@ -25,11 +25,11 @@ from typing import Any
 
 from hermes_nb.core.errors import HermesError
 from hermes_nb.core.facts import DEFAULT_MODEL
+from hermes_nb.emulator.scenarios import ALL_SCENARIOS  # every one (``stall`` too: the request deadline decides)
 from hermes_nb.kit.exchanges import History, HistoryEntry, StreamJob
 from hermes_nb.kit.session import (
     METHODS,
     ROUTES,
-    SCENARIO_CHOICES,
     BodyCheck,
     ConsoleActions,
     ConsoleSession,
@@ -39,10 +39,7 @@ from hermes_nb.kit.session import (
     response_html,
 )
 
-__all__ = [
-    "SCENARIO_CHOICES", "ROUTES", "METHODS", "RouteChoice", "BodyCheck", "check_body", "ConsoleActions",
-    "StreamJob", "HistoryEntry", "History", "ConsoleSession", "ProbeConsole", "Console", "response_html",
-]
+__all__ = ["ProbeConsole"]
 
 
 # --------------------------------------------------------------------------- the widgets
@@ -81,7 +78,7 @@ class ProbeConsole:
         lay = w.Layout(width="auto")
         self.endpoint = w.Text(value=endpoint, description="endpoint", placeholder="empty: embedded emulator")
         self.model = w.Text(value=model, description="model")
-        self.scenario = w.Dropdown(options=SCENARIO_CHOICES, value=scenario, description="scenario")
+        self.scenario = w.Dropdown(options=ALL_SCENARIOS, value=scenario, description="scenario")
         self.token = w.Password(value="", description="token", placeholder="else HERMES_NB_AUTH_TOKEN")
         self.token_status = w.HTML(value=self._token_note())
         self.route = w.Dropdown(options=list(ROUTES), value=route, description="route")
@@ -119,7 +116,7 @@ class ProbeConsole:
         self.check_button.on_click(lambda _b: self._show(self.actions.check(
             *self._inputs(), environ=self.session.environ, auth_token=self.session._token)))
         self.probe_button.on_click(lambda _b: self._show(self.actions.probe(
-            *self._inputs(), auth_token=self.session._token)))
+            *self._inputs(), environ=self.session.environ, auth_token=self.session._token)))
         self.run_button.on_click(lambda _b: self._show(self.actions.run_prompt(
             *self._inputs(), self.prompt.value, environ=self.session.environ, auth_token=self.session._token)))
         self.export_button.on_click(lambda _b: self.export())
@@ -250,7 +247,3 @@ class ProbeConsole:
     def close(self) -> None:
         self.session.close()
         self.widget.close()
-
-
-#: the name earlier releases used
-Console = ProbeConsole

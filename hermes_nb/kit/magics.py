@@ -33,6 +33,7 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.kit.target import Target, runtime_config, start_target
 
 if TYPE_CHECKING:
+    from hermes_nb.core.config import HermesProxyRuntimeConfig
     from hermes_nb.core.records import Exchange, Outcome
 
 __all__ = ["HermesMagics", "ChatResult", "load_ipython_extension", "unload_ipython_extension"]
@@ -122,18 +123,18 @@ class HermesMagics(Magics):
         self._emulators: dict[str, Target] = {}
 
     # ---- targets
-    def _target(self, endpoint: str | None, scenario: str, manifest: str | None = None,
-                provider: str = "nous") -> Target:
-        """The explicit/configured endpoint, else this session's emulator for ``scenario`` (fronting ``provider``)."""
-        from hermes_nb.core.resolve import resolve_runtime_config
-
-        config = resolve_runtime_config(manifest=manifest, endpoint=endpoint or None)
+    def _aim(self, args: Any, provider: str = "nous") -> tuple[Target, HermesProxyRuntimeConfig]:
+        """The flags' config, resolved once, and its target: the configured endpoint, else this session's
+        emulator for ``--scenario`` (fronting ``provider``); the config aimed at the target."""
+        config = runtime_config(args.endpoint, args.model, manifest=getattr(args, "manifest", None))
         if config.origin("endpoint") != "default":
-            return Target(endpoint=config.endpoint, kind="given", origin=config.origin("endpoint"))
-        key = scenario if provider == "nous" else f"{scenario}@{provider}"
-        if key not in self._emulators:
-            self._emulators[key] = start_target(None, scenario=scenario, manifest=manifest, provider=provider)
-        return self._emulators[key]
+            target = start_target(config)
+        else:
+            key = args.scenario if provider == "nous" else f"{args.scenario}@{provider}"
+            if key not in self._emulators:
+                self._emulators[key] = start_target(config, scenario=args.scenario, provider=provider)
+            target = self._emulators[key]
+        return target, target.point(config)
 
     def close(self) -> None:
         for target in self._emulators.values():
@@ -158,8 +159,7 @@ class HermesMagics(Magics):
 
         args = parse_argstring(self.hermes_check, line)
         try:
-            target = self._target(args.endpoint, args.scenario, args.manifest)
-            config = runtime_config(target.endpoint, args.model, manifest=args.manifest)
+            target, config = self._aim(args)
         except HermesError as exc:
             self._fail(exc)
         return adapter_check(config, deadline_s=args.deadline, hermes_bin=target.hermes_bin)
@@ -185,10 +185,8 @@ class HermesMagics(Magics):
         try:
             if args.compare:
                 resolve_contract(args.compare)  # an unknown name fails before anything is sent
-            target = self._target(args.endpoint, args.scenario, provider=args.provider)
-            config = runtime_config(target.endpoint, args.model)
-            report = probe(target.endpoint, model=config.model, deadline_s=args.deadline,
-                           request_deadline_s=min(5.0, args.deadline), provider=config.provider)
+            _, config = self._aim(args, provider=args.provider)
+            report = probe(config, deadline_s=args.deadline)
             contract = (load_contract(resolve_contract(args.compare, provider=report.provider))
                         if args.compare else None)
         except HermesError as exc:
@@ -223,8 +221,7 @@ class HermesMagics(Magics):
             raise IPythonUsageError("%%hermes_chat: the cell body is the prompt, and it is empty")
         provider = args.provider or ("xai" if args.route == "responses" else "nous")
         try:
-            target = self._target(args.endpoint, args.scenario, args.manifest, provider=provider)
-            config = runtime_config(target.endpoint, args.model, manifest=args.manifest)
+            _, config = self._aim(args, provider=provider)
         except HermesError as exc:
             self._fail(exc)
         answer = _Answer(Redactor(config.secrets()))

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.errors import ConfigError, HermesError
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.emulator.scenarios import ALL_SCENARIOS
 from hermes_nb.kit import display
 from hermes_nb.kit.exchanges import History, HistoryEntry, StreamJob
 from hermes_nb.kit.target import Target, runtime_config, start_target
@@ -29,11 +28,9 @@ if TYPE_CHECKING:
     from hermes_nb.core.config import HermesProxyRuntimeConfig
     from hermes_nb.core.records import Exchange, Outcome
 
-__all__ = ["SCENARIO_CHOICES", "ROUTES", "METHODS", "RouteChoice", "BodyCheck", "check_body", "ConsoleActions",
+__all__ = ["ROUTES", "METHODS", "RouteChoice", "BodyCheck", "check_body", "ConsoleActions",
            "ConsoleSession", "response_html", "error_html"]
 
-#: every emulator scenario (``stall`` included: the request deadline then decides)
-SCENARIO_CHOICES = ALL_SCENARIOS
 METHODS = ("GET", "POST", "PUT", "DELETE")
 
 
@@ -136,36 +133,43 @@ class ConsoleActions:
     _key: tuple[str, str, str] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def target(self, endpoint: str, scenario: str) -> Target:
-        """The target for these inputs; restarts the emulator when the scenario changed."""
-        key = (endpoint.strip(), scenario, self.profile)
+    def target(self, config: HermesProxyRuntimeConfig, scenario: str) -> Target:
+        """The target of a resolved ``config``; the emulator (no endpoint configured) restarts when the
+        scenario changed."""
+        given = config.origin("endpoint") != "default"
+        key = (config.endpoint if given else "", scenario, self.profile)
         with self._lock:
             if self._target is None or self._key != key:
                 self._close()
-                self._target = start_target(endpoint.strip() or None, profile=self.profile, scenario=scenario,
-                                            delay_s=self.delay_s, provider=self.provider)
+                self._target = start_target(config, profile=self.profile, scenario=scenario, delay_s=self.delay_s,
+                                            provider=self.provider)
                 self._key = key
             return self._target
+
+    def aim(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
+            auth_token: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
+        """The inputs' config, resolved once, and its target; the config aimed at the target."""
+        config = runtime_config(endpoint.strip() or None, model, environ=environ, auth_token=auth_token)
+        target = self.target(config, scenario)
+        return target, target.point(config)
 
     def check(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
               auth_token: str | None = None) -> str:
         from hermes_nb.proxy.check import adapter_check
 
         try:
-            target = self.target(endpoint, scenario)
-            config = runtime_config(target.endpoint, model, environ=environ, auth_token=auth_token)
+            target, config = self.aim(endpoint, model, scenario, environ=environ, auth_token=auth_token)
         except HermesError as exc:
             return error_html(exc)
         return adapter_check(config, hermes_bin=target.hermes_bin)._repr_html_()
 
     def probe(self, endpoint: str, model: str, scenario: str, *, deadline_s: float = 30.0,
-              auth_token: str | None = None) -> str:
+              environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> str:
         from hermes_nb.proxy.probe import probe
 
         try:
-            target = self.target(endpoint, scenario)
-            report = probe(target.endpoint, model=model, deadline_s=deadline_s,
-                           **({"auth_token": auth_token} if auth_token else {}))
+            _, config = self.aim(endpoint, model, scenario, environ=environ, auth_token=auth_token)
+            report = probe(config, deadline_s=deadline_s)
         except HermesError as exc:
             return error_html(exc)
         return report._repr_html_()
@@ -173,15 +177,13 @@ class ConsoleActions:
     def run_prompt(self, endpoint: str, model: str, scenario: str, prompt: str, *,
                    root: str | None = None, environ: Mapping[str, str] | None = None,
                    auth_token: str | None = None) -> str:
-        from hermes_nb.harness.mission import Mission
-        from hermes_nb.harness.run import run
+        """Run ``prompt`` as a mission, prepared as ``hermes-nb run --prompt`` prepares it."""
+        from hermes_nb.kit.jobs import prepare_job, run_job
 
         try:
-            target = self.target(endpoint, scenario)
-            config = runtime_config(target.endpoint, model, environ=environ, auth_token=auth_token)
-            mission = Mission.adhoc(prompt)
-            run_root = root or target.temp_dir("hermes-nb-console-")
-            result = run(mission, config, root=run_root, handle_signals=False)
+            job = prepare_job(prompt=prompt, root=root, endpoint=endpoint.strip() or None, model=model,
+                              environ=environ, auth_token=auth_token)
+            result = run_job(job, self.target(job.config, scenario))
         except HermesError as exc:
             return error_html(exc)
         return result._repr_html_()
@@ -272,8 +274,7 @@ class ConsoleSession:
         return "password field" if self._token else "HERMES_NB_AUTH_TOKEN or the default"
 
     def config(self, endpoint: str, model: str, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
-        target = self.actions.target(endpoint, scenario)
-        config = runtime_config(target.endpoint, model, environ=self.environ, auth_token=self._token)
+        target, config = self.actions.aim(endpoint, model, scenario, environ=self.environ, auth_token=self._token)
         self._redactor.add(*config.secrets())
         return target, config
 

@@ -7,16 +7,13 @@ MIME type the smoke runner reads back) is :mod:`hermes_nb.receipts.verdict`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_nb.core.digests import sha256_file
-from hermes_nb.core.facts import RUN_ARTIFACTS
 from hermes_nb.core.errors import NotebookFailed
 from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, ERROR_PREFIX, VERDICTS, WIRE_SPIKE
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.harness.results import artifact_digests
 from hermes_nb.kit.target import Target
 from hermes_nb.receipts.verdict import VERDICT_MIME, verdict_summary
 
@@ -24,27 +21,12 @@ if TYPE_CHECKING:
     from hermes_nb.core.config import HermesProxyRuntimeConfig
 
 __all__ = [
-    "ARTIFACT_NAMES",
     "artifact_digests",
     "record_verdict",
-    "load_job",
     "wire_summary",
     "check_summary",
     "run_summary",
 ]
-
-#: the run artifacts whose digests a receipt carries (uh-contract §3)
-ARTIFACT_NAMES = RUN_ARTIFACTS
-
-
-def artifact_digests(run_dir: str | os.PathLike[str] | None,
-                     names: tuple[str, ...] = ARTIFACT_NAMES) -> dict[str, str]:
-    """sha256 of each run artifact present in ``run_dir`` (missing ones are left out)."""
-    if run_dir is None:
-        return {}
-    base = Path(run_dir)
-    return {name: sha256_file(base / name) for name in names if (base / name).is_file()}
-
 
 def record_verdict(summary: Mapping[str, Any]) -> None:
     """Display the verdict output, then raise :class:`NotebookFailed` unless it passed."""
@@ -57,7 +39,7 @@ def record_verdict(summary: Mapping[str, Any]) -> None:
             metadata={VERDICT_MIME: dict(summary)})
     if summary["verdict"] != "passed":
         first = (summary.get("errors") or [summary["reason"]])[0]
-        raise NotebookFailed(f"{summary['job']} {summary['verdict']}: {first}")
+        raise NotebookFailed(f"{summary['job']} {summary['verdict']}: {first}", notebook=str(summary["job"]))
 
 
 # --------------------------------------------------------------------------- the three jobs
@@ -69,13 +51,6 @@ def _timeline(exchange: Any) -> dict[str, Any] | None:
     from hermes_nb.core.timeline import StreamTimeline
 
     return StreamTimeline.from_exchange(exchange).to_dict()
-
-
-def load_job(mission: str | None, prompt: str) -> Any:
-    """The mission at ``mission`` (a mission.yaml path), else an ad-hoc mission from ``prompt``."""
-    from hermes_nb.harness.mission import Mission, load_mission
-
-    return load_mission(mission) if mission else Mission.adhoc(prompt)
 
 
 def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, contract: str,

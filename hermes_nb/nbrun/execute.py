@@ -5,7 +5,7 @@ timeout it marks every cell completed (``exception: null``), and
 ``sys.exit(0)`` in a cell looks like a failure. :func:`decide_verdict`
 decides from *our* record — the exception the execution raised (if any) and
 the summary the notebook's verdict cell displayed
-(:data:`hermes_nb.nbkit.VERDICT_MIME`). A notebook that never reached its
+(:data:`hermes_nb.receipts.verdict.VERDICT_MIME`). A notebook that never reached its
 verdict cell has failed.
 
 Papermill writes the executed notebook through an in-memory I/O handler
@@ -58,6 +58,9 @@ class NotebookRun:
     written: Any = None
     #: how its kernel started: "fork-server" (forked from :mod:`hermes_nb.nbrun.zygote`) or "process"
     kernel_launch: str = ""
+    #: a cell error's cell index and exception name (``cell_error`` only)
+    cell: int | None = None
+    ename: str | None = None
 
 
 def decide_verdict(status: str, summary: Mapping[str, Any] | None, error: str | None = None) -> tuple[str, str]:
@@ -111,6 +114,7 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
             run.status = "completed"
         except PapermillExecutionError as exc:
             run.status, error = "cell_error", f"{exc.ename}: {exc.evalue}"
+            run.cell, run.ename = exc.cell_index, exc.ename
         except CellTimeoutError:
             run.status, error = "timeout", f"a cell ran longer than the execution timeout ({timeout_s:g} s)"
         except DeadKernelError as exc:

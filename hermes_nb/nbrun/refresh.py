@@ -119,7 +119,9 @@ def refresh_notebooks(directory: Path, *, names: Sequence[str] | None = None, ti
             r.template.unlink(missing_ok=True)
     failed = [r for r in runs if r.verdict != "passed"]
     if failed:
-        raise NotebookFailed("; ".join(f"{r.name}: {r.verdict} ({r.reason})" for r in failed))
+        first = next((r for r in failed if r.ename is not None), failed[0])
+        raise NotebookFailed("; ".join(f"{r.name}: {r.verdict} ({r.reason})" for r in failed),
+                             notebook=first.name, cell=first.cell, ename=first.ename)
     cfg = directory / SANITIZE_FILE
     if not cfg.is_file():  # nbval in that directory needs the rules the outputs were stored with
         shutil.copyfile(sanitize_file(), cfg)

@@ -37,7 +37,7 @@ from hermes_nb.receipts.index import append_index, index_entry
 from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 
-__all__ = ["SmokeResult", "run_smoke", "run_notebooks"]
+__all__ = ["SmokeResult", "run_smoke"]
 
 
 @dataclass
@@ -195,7 +195,3 @@ def _empty_notebook(template: Path) -> Any:
     import nbformat
 
     return nbformat.read(str(template), as_version=4)
-
-
-#: the name the team brief uses for the runner
-run_notebooks = run_smoke

@@ -22,7 +22,7 @@ import nbformat
 
 from hermes_nb.core.facts import ADAPTER_CHECK, DEFAULT_MODEL, E2E_SMOKE, NOTEBOOKS, WIRE_SPIKE
 
-__all__ = ["KERNELSPEC", "Param", "build", "build_all", "write_templates"]
+__all__ = ["KERNELSPEC", "Param", "build", "build_all"]
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
@@ -40,14 +40,20 @@ _MANIFEST_PARAM: Param = (
     "manifest", '"Optional[str]"', "None", "adapter manifest whose runtime_config is the base (None: defaults)",
 )
 
+#: the config is resolved once (``kit.runtime_config``, or ``kit.prepare_job`` for a mission), then aimed at the target
 _SETUP = """from IPython.display import HTML
 
 from hermes_nb import kit
 from hermes_nb.kit import display as show
 {imports}
-target = kit.start_target(endpoint, profile=profile, scenario=scenario{manifest})
-config = kit.runtime_config(target.endpoint, model{config_args})
+{resolve}
+target = kit.start_target({config}, profile=profile, scenario=scenario)
+config = target.config
 HTML(show.kv_table({{"target": target.kind, "endpoint": target.endpoint, "model": config.model}}, title="target"))"""
+
+
+def _setup(imports: str, resolve: str = "", config: str = "kit.runtime_config(endpoint, model)") -> str:
+    return _SETUP.format(imports=imports, resolve=resolve, config=config).replace("\n\n\n", "\n\n")
 
 _SECRETS_NOTE = (
     "Secrets are never parameters (papermill writes parameter values into the output notebook): "
@@ -104,12 +110,11 @@ that is down or rate-limited.
 Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
 """),
         _params(params),
-        _code(_SETUP.format(imports="from hermes_nb.proxy.contracts import (compare, load_contract, not_judged, "
-                                    "resolve_contract,\n                                     upstream_differences)\n"
-                            "from hermes_nb.proxy.probe import probe\n", manifest="", config_args="")),
+        _code(_setup("from hermes_nb.proxy.contracts import (compare, load_contract, not_judged, resolve_contract,\n"
+                     "                                     upstream_differences)\n"
+                     "from hermes_nb.proxy.probe import probe\n")),
         _md("## Probe the routes"),
-        _code("report = probe(target.endpoint, model=config.model, deadline_s=deadline_s, provider=config.provider)\n"
-              "report"),
+        _code("report = probe(config, deadline_s=deadline_s)\nreport"),
         _md("## Compare with the recorded contract (the detected provider's)"),
         _code("recorded = load_contract(resolve_contract(contract, provider=report.provider))\n"
               "skipped = not_judged(report, recorded)  # the upstream's trouble (slow, down, 429): never drift\n"
@@ -141,8 +146,8 @@ retry), **misconfigured**/**error** (failed). With no model configured, the prov
 Runbook: `hermes-nb smoke --only adapter_check --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
 """),
         _params(params),
-        _code(_SETUP.format(imports="from hermes_nb.proxy.check import adapter_check\n",
-                            manifest=", manifest=manifest", config_args=", manifest=manifest")),
+        _code(_setup("from hermes_nb.proxy.check import adapter_check\n",
+                     config="kit.runtime_config(endpoint, model, manifest=manifest)")),
         _md("## Runtime config (token masked)"),
         _code("HTML(show.kv_table(config.to_document(), title=\"runtime_config\"))"),
         _md("## Check"),
@@ -156,9 +161,11 @@ def e2e_smoke() -> nbformat.NotebookNode:
     params = _TARGET_PARAMS + [
         ("mission", '"Optional[str]"', "None", "path to a mission.yaml (None: use the ad-hoc prompt below)"),
         ("prompt", "str", '"Summarise in one sentence what a smoke test proves."', "ad-hoc prompt (when mission is None)"),
-        ("root", '"Optional[str]"', "None", "run root (artifacts under <root>/.harness) (None: a temp dir)"),
+        ("root", '"Optional[str]"', "None",
+         "run root (artifacts under <root>/.harness) (None: the mission's harness root, else a temp dir)"),
         _MANIFEST_PARAM,
-        ("request_timeout_s", "float", "120.0", "longest wait for the answer to start and longest silence, seconds"),
+        ("request_timeout_s", '"Optional[float]"', "None",
+         "longest wait for the answer to start and longest silence, seconds (None: the config's request_timeout_ms)"),
     ]
     return _notebook([
         _md(f"""
@@ -174,18 +181,24 @@ against a **live** proxy is what `hermes-nb promote` accepts.
 Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
 """),
         _params(params),
-        _code(_SETUP.format(imports="from hermes_nb.harness.run import run\n", manifest=", manifest=manifest",
-                            config_args=", manifest=manifest, request_timeout_s=request_timeout_s")),
+        _code(_setup("", resolve="# prepared as `hermes-nb run` prepares it: the mission's runtime_config_overrides "
+                             "are a layer\n"
+                             "job = kit.prepare_job(mission, prompt, root=root, manifest=manifest, endpoint=endpoint, "
+                             "model=model,\n"
+                             "                      request_timeout_s=request_timeout_s)",
+                     config="job.config")),
         _md("## Mission and runtime config (token masked)"),
-        _code("job = kit.load_job(mission, prompt)\n"
-              "run_root = root or target.temp_dir(\"hermes-nb-e2e-\")\n"
-              "HTML(show.kv_table({\"mission\": job.id, \"title\": job.display_name, **config.to_document()}, "
-              "title=\"mission\"))"),
+        _code("HTML(show.kv_table({\"mission\": job.mission.id, \"title\": job.mission.display_name, "
+              "**config.to_document()},\n"
+              "                   title=\"mission\"))"),
         _md("## Model\n\nThe adapter check's own answer (the provider the proxy fronts, its default model when none "
             "is configured): both notebooks send one model, and a model the proxy does not list is not sent."),
-        _code("preflight = kit.model_preflight(config)\nconfig = preflight.config\npreflight"),
+        _code("preflight = kit.model_preflight(config)\n"
+              "config = preflight.config\n"
+              "job = job.replace(config=config)\n"
+              "preflight"),
         _md("## Run"),
-        _code("result = run(job, config, root=run_root, handle_signals=False) if preflight.runnable else None\nresult"),
+        _code("result = kit.run_job(job, target) if preflight.runnable else None\nresult"),
         _md("## Verdict"),
         _code("summary = kit.run_summary(result, target=target, config=config, preflight=preflight)\n"
               "target.close()\nkit.record_verdict(summary)"),
@@ -205,13 +218,3 @@ def build(name: str) -> nbformat.NotebookNode:
 def build_all() -> dict[str, nbformat.NotebookNode]:
     return {name: build(name) for name in NOTEBOOKS}
 
-
-def write_templates(directory: Path) -> list[Path]:
-    """Write the unexecuted notebooks (no outputs) into ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, nb in build_all().items():
-        path = directory / f"{name}.ipynb"
-        nbformat.write(nb, str(path))
-        paths.append(path)
-    return paths

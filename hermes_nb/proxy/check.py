@@ -156,11 +156,8 @@ def _excerpt(ex: Exchange) -> str:
     return body if len(body) <= _EXCERPT else body[:_EXCERPT] + "…"
 
 
-def _codes(ex: Exchange) -> set[str]:
-    env = ex.envelope
-    if env is None:
-        return set()
-    return {str(v).lower() for v in (env.type, env.code) if v is not None}
+def _codes(ex: Exchange) -> frozenset[str]:
+    return ex.envelope.codes if ex.envelope is not None else frozenset()
 
 
 def _ends_at_v1(endpoint: str) -> bool:

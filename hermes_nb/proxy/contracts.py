@@ -47,7 +47,6 @@ __all__ = [
     "contract_file_name",
     "owners",
     "upgrade_document",
-    "compare_contract",
     "section_diff",
     "section_drift",
     "contract_drift",
@@ -381,5 +380,3 @@ def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *,
     return drift
 
 
-#: ``hermes_nb.compare_contract``
-compare_contract = compare

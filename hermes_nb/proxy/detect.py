@@ -19,9 +19,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from hermes_nb.core.facts import DEFAULT_MODEL
+from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import (
     default_model_for,
     provider_by_allowed_paths,
@@ -36,11 +35,7 @@ __all__ = ["ProviderFacts", "ModelChoice", "allowed_paths_of", "detect_provider"
 _ALLOWED = re.compile(r"Allowed:\s*(.+?)\s*$")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ProviderFacts(_Model):
+class ProviderFacts(StrictModel):
     """What the proxy says about its provider."""
 
     #: the proxy's provider name (``nous``, ``xai``); None when nothing told it
@@ -56,7 +51,7 @@ class ProviderFacts(_Model):
     warnings: list[str] = []
 
 
-class ModelChoice(_Model):
+class ModelChoice(StrictModel):
     """The model a job sends, and whether the proxy's list allows it."""
 
     model: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from hermes_nb.core.model import StrictModel
 
 __all__ = ["Owner", "Drift", "DriftList", "NotJudged", "NotJudgedReason"]
 
@@ -16,9 +16,7 @@ __all__ = ["Owner", "Drift", "DriftList", "NotJudged", "NotJudgedReason"]
 Owner = Literal["proxy", "upstream"]
 
 
-class Drift(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Drift(StrictModel):
     field: str
     expected: Any = None
     observed: Any = None
@@ -41,10 +39,8 @@ class Drift(BaseModel):
 NotJudgedReason = Literal["unreachable", "upstream_slow", "upstream_down", "rate_limited", "probe_deadline"]
 
 
-class NotJudged(BaseModel):
+class NotJudged(StrictModel):
     """A contract field (or a whole route) left out of the judgement: the upstream's trouble is not drift."""
-
-    model_config = ConfigDict(extra="forbid")
 
     field: str
     reason: NotJudgedReason

@@ -24,7 +24,7 @@ from typing import Any
 from hermes_nb.core.errors import RigError
 from hermes_nb.core.facts import ENV_HERMES_BIN
 
-__all__ = ["wait_until_answers", "ENV_HERMES_BIN", "INSTALL_HINT", "MINIMUM_HERMES_PROXY_VERSION", "SEED_HERMES_PROXY_VERSION",
+__all__ = ["wait_until_answers", "ENV_HERMES_BIN", "INSTALL_HINT", "MINIMUM_HERMES_PROXY_VERSION",
            "find_hermes_bin", "require_hermes_bin", "hermes_version", "version_tuple", "detect_hermes",
            "site_packages", "live_supported", "stop_process", "base_env"]
 
@@ -34,7 +34,6 @@ INSTALL_HINT = (
 )
 #: First hermes-agent release on PyPI with ``hermes proxy`` (the seed says 0.14.0, which PyPI never had).
 MINIMUM_HERMES_PROXY_VERSION = "0.16.0"
-SEED_HERMES_PROXY_VERSION = "0.14.0"
 HERMES_DIST = "hermes-agent"
 _VERSION_RE = re.compile(r"v?(\d+\.\d+\.\d+(?:[.+-][0-9A-Za-z.]+)?)")
 
@@ -76,12 +75,10 @@ def wait_until_answers(proc: subprocess.Popen[Any], endpoint: str, ready: Callab
     """
     import time
 
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
     from hermes_nb.wire.client import HermesClient
 
     deadline = time.monotonic() + deadline_s
-    config = HermesProxyRuntimeConfig(endpoint=endpoint, model="rig-readiness")
-    with HermesClient(config, connect_timeout_s=1.0) as client:
+    with HermesClient(endpoint, connect_timeout_s=1.0) as client:
         while True:
             if proc.poll() is not None:
                 return False

@@ -32,17 +32,13 @@ def detect_emulator(endpoint: str, *, auth_token: str | None = None, transport: 
     hermes-agent profile is byte-identical to the real proxy otherwise (Server header, ``/health``), so
     nothing else tells them apart. Unreachable or any other answer: None.
     """
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
     from hermes_nb.wire.client import HermesClient
 
-    config = HermesProxyRuntimeConfig(endpoint=endpoint, model=PROBE_SCENARIO,
-                                      **({"auth_token": auth_token} if auth_token else {}))
-    with HermesClient(config, transport=transport) as client:
-        exchange = client.request("GET", "/models", headers={SCENARIO_HEADER: PROBE_SCENARIO},
-                                  deadline_s=deadline_s)
+    with HermesClient(endpoint, auth_token=auth_token, transport=transport) as client:
+        exchange = client.models(headers={SCENARIO_HEADER: PROBE_SCENARIO}, deadline_s=deadline_s)
     code = exchange.envelope.code if exchange.envelope is not None else None
     if exchange.status == 400 and code == "unknown_scenario":
-        return (f"GET {config.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 "
+        return (f"GET {client.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 "
                 "unknown_scenario: the answers come from hermes_nb's emulator (directly or behind a proxy)")
     return None
 
@@ -65,24 +61,23 @@ def hermes_agent_version(endpoint: str, *, hermes_bin: Any = None, transport: An
     First ``GET /health`` (host root) if it reports a version; then, for a loopback endpoint only,
     the local ``hermes`` executable (``hermes_bin`` or the usual lookup); never raises.
     """
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
     from hermes_nb.core.errors import HermesError
     from hermes_nb.proxy import executable
     from hermes_nb.wire.client import HermesClient
 
     try:
-        config = HermesProxyRuntimeConfig(endpoint=endpoint, model="hermes-agent-version")
-    except (ValueError, HermesError):
+        client = HermesClient(endpoint, transport=transport, connect_timeout_s=min(1.0, deadline_s))
+    except HermesError:  # not a valid endpoint
         return UNKNOWN_VERSION, None
-    with HermesClient(config, transport=transport, connect_timeout_s=min(1.0, deadline_s)) as client:
-        answer = client.request("GET", "/health", root=True, auth=False, deadline_s=deadline_s)
+    with client:
+        answer = client.health(deadline_s=deadline_s)
     body = answer.json_body if answer.status == 200 else None
     if isinstance(body, dict):
         for key in _HEALTH_VERSION_KEYS:
             value = body.get(key)
             if isinstance(value, str) and value.strip():
                 return value.strip(), "/health"
-    if not _is_loopback_url(config.endpoint):
+    if not _is_loopback_url(client.endpoint):
         return UNKNOWN_VERSION, None  # a local executable says nothing about a remote proxy
     try:
         binary = executable.find_hermes_bin(hermes_bin)

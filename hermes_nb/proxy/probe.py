@@ -1,15 +1,15 @@
 """The seed's wire-format spike as code: probe every route, the auth handoff and the failure shapes.
 
 :func:`probe` reproduces seed §3–5 and §11 against one endpoint and returns a
-:class:`WireReport`. Every request goes through
-:meth:`hermes_nb.client.HermesClient.request` (the one request builder);
+:class:`~hermes_nb.proxy.report.WireReport`. Every request goes through
+:meth:`hermes_nb.wire.client.HermesClient.request` (the one request builder);
 bodies ask for ``max_tokens`` 8 so probing stays cheap. HTTP and network
 failures never raise: an unreachable, hanging or wrong endpoint gives a
 report whose routes say what happened, within the overall deadline.
 
 The report's records and the pure reading of each answer live in
-:mod:`hermes_nb.wire_report` (re-exported here); comparison with a contract
-file lives in :mod:`hermes_nb.wire_contract`.
+:mod:`hermes_nb.proxy.report`; comparison with a contract file lives in
+:mod:`hermes_nb.proxy.contracts`.
 """
 
 from __future__ import annotations
@@ -21,19 +21,15 @@ from typing import Any
 import httpx
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.facts import DEFAULT_MODEL
+from hermes_nb.core.facts import CONNECT_TIMEOUT_S, DEFAULT_MODEL
 from hermes_nb.core.records import Exchange
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.proxy.detect import allowed_paths_of, detect_provider
 from hermes_nb.proxy.report import (
-    PROXY_ERROR_TYPES,
     RATE_LIMIT_HEADER_RE,
     AuthCase,
-    Drift,
-    Outcome,
     RouteResult,
-    StreamShape,
     WireReport,
     answered_by,
     bearer_required,
@@ -49,22 +45,7 @@ from hermes_nb.proxy.report import (
     stream_failure_shape,
 )
 
-__all__ = [
-    "ROUTES",
-    "LOCAL_ROUTES",
-    "RouteSpec",
-    "RouteResult",
-    "AuthCase",
-    "Drift",
-    "WireReport",
-    "probe",
-    "probe_endpoint",
-    "route_outcome",
-    "server_product",
-    "Outcome",
-    "StreamShape",
-    "PROXY_ERROR_TYPES",
-]
+__all__ = ["ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "RouteSpec", "probe", "probe_config"]
 
 UNKNOWN_V1_PATH = "/hermes-nb-probe/unknown"
 LARGE_BODY_BYTES = 1_500_000
@@ -186,28 +167,46 @@ def _body(kind: str | None, model: str, config: HermesProxyRuntimeConfig) -> Any
     return None
 
 
+def probe_config(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = None, model: str | None = None,
+                 headers: dict[str, str] | None = None) -> HermesProxyRuntimeConfig:
+    """The config the probe sends with: ``target``'s (a resolved config) or, for a bare endpoint, the
+    placeholders (bearer ``probe``, :data:`~hermes_nb.core.facts.DEFAULT_MODEL`); bodies kept cheap
+    (``max_tokens`` 8, temperature 0, unstreamed unless a route streams). Arguments win."""
+    from hermes_nb.core.config import merge_runtime_config
+
+    if isinstance(target, str):
+        base: dict[str, Any] = {"endpoint": target, "model": DEFAULT_MODEL, "auth_token": "probe"}
+    else:
+        base = target.to_document(reveal_secrets=True)
+    given = {"auth_token": auth_token, "model": model}
+    cheap = {"max_tokens": 8, "temperature": 0, "stream": False,
+             "extra_headers": {**base.get("extra_headers", {}), **(headers or {})}}
+    return merge_runtime_config(base, cheap, {k: v for k, v in given.items() if v is not None}, where="probe")
+
+
 def probe(
-    endpoint: str,
+    target: HermesProxyRuntimeConfig | str,
     *,
-    auth_token: str = "probe",
-    model: str = DEFAULT_MODEL,
+    auth_token: str | None = None,
+    model: str | None = None,
     transport: httpx.BaseTransport | None = None,
     deadline_s: float = 30.0,
     request_deadline_s: float = 5.0,
     headers: dict[str, str] | None = None,
     provider: str | None = None,
 ) -> WireReport:
-    """Probe ``endpoint`` (``http://host:port/v1``); never raises for HTTP/network failures.
+    """Probe ``target`` (a resolved runtime config, or an endpoint ``http://host:port/v1``); never raises
+    for HTTP/network failures.
 
-    ``deadline_s`` bounds the whole probe; each request gets at most
-    ``request_deadline_s``. Requests the budget cannot afford are marked ``skipped``. The proxy's own
-    routes go first; once a forwarded request gets no answer within ``request_deadline_s`` (the upstream
-    is slow), the remaining forwarded requests are not sent (``skipped``, ``upstream_slow``).
-    ``provider``: the configured one (the report names the one the proxy says it fronts; a mismatch warns).
-    Raises :class:`~hermes_nb.errors.ConfigError` only for an invalid endpoint URL and
-    :class:`~hermes_nb.errors.UsageError` for a deadline that is not positive.
+    The config sent with is :func:`probe_config`'s. ``deadline_s`` bounds the whole probe; each request
+    gets at most ``request_deadline_s``. Requests the budget cannot afford are marked ``skipped``. The
+    proxy's own routes go first; once a forwarded request gets no answer within ``request_deadline_s``
+    (the upstream is slow), the remaining forwarded requests are not sent (``skipped``, ``upstream_slow``).
+    ``provider``: the one expected (default: the config's); the report names the one the proxy says it
+    fronts, and a mismatch warns.
+    Raises :class:`~hermes_nb.core.errors.ConfigError` only for an invalid endpoint URL and
+    :class:`~hermes_nb.core.errors.UsageError` for a deadline that is not positive.
     """
-    from hermes_nb.core.config import validate_config
     from hermes_nb.core.errors import UsageError
     from hermes_nb.wire.client import HermesClient
 
@@ -215,16 +214,15 @@ def probe(
         raise UsageError(f"probe deadlines must be > 0 s (deadline_s={deadline_s!r}, "
                          f"request_deadline_s={request_deadline_s!r})")
 
-    config = validate_config({"endpoint": endpoint, "model": model, "auth_token": auth_token, "max_tokens": 8,
-                              "temperature": 0, "stream": False, "extra_headers": dict(headers or {})},
-                             where="probe")
+    config = probe_config(target, auth_token=auth_token, model=model, headers=headers)
+    endpoint, model, auth_token = config.endpoint, config.model, config.auth_token.get_secret_value()
     redactor = Redactor(config.secrets())
     started = time.monotonic()
     budget = _Budget(started + deadline_s, request_deadline_s)
     results: list[RouteResult] = []
     cases: list[AuthCase] = []
     seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}
-    with HermesClient(config, transport=transport, connect_timeout_s=min(5.0, request_deadline_s)) as client:
+    with HermesClient(config, transport=transport, connect_timeout_s=min(CONNECT_TIMEOUT_S, request_deadline_s)) as client:
 
         def call(spec: RouteSpec, auth: bool | str = True) -> tuple[Exchange | None, float]:
             allowed = budget.next()
@@ -280,7 +278,7 @@ def probe(
     refused = next((r.error_message for r in results if r.outcome == "path_not_allowed" and r.error_message), None)
     health_ex = exchanges.get("health")
     facts = detect_provider(health=health_ex.json_body if health_ex is not None and health_ex.status == 200 else None,
-                            allowed_message=refused, configured=provider)
+                            allowed_message=refused, configured=provider or config.provider)
     report = WireReport(
         endpoint=endpoint, routes=results, auth=cases, reachable=any(r.status is not None for r in results),
         bearer_required=bearer_required(cases), stream_failure_shape=stream_failure_shape(results),
@@ -304,6 +302,3 @@ def _cors(headers: dict[str, str]) -> list[str]:
 def _rate_limit(headers: dict[str, str]) -> list[str]:
     return sorted(h for h in headers if RATE_LIMIT_HEADER_RE.match(h))
 
-
-#: ``hermes_nb.probe_endpoint`` (the package attribute ``probe`` is this module)
-probe_endpoint = probe

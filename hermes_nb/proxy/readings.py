@@ -13,19 +13,20 @@ import json
 import re
 from typing import TYPE_CHECKING, Literal
 
-from hermes_nb.core.records import Exchange
+from hermes_nb.core.records import NO_CONNECTION, TIMED_OUT, Exchange
 from hermes_nb.proxy.drift import Owner
 
 if TYPE_CHECKING:
     from hermes_nb.proxy.report import AuthCase, RouteResult, WireReport
 
 __all__ = [
-    "Outcome", "StreamShape", "PROXY_ERROR_TYPES", "PROXY_OWN_TYPES", "OPENAI_FLOOR", "RATE_LIMIT_HEADER_RE",
+    "RouteOutcome", "StreamShape", "PROXY_ERROR_TYPES", "PROXY_OWN_TYPES", "OPENAI_FLOOR", "RATE_LIMIT_HEADER_RE",
     "server_product", "body_kind", "route_outcome", "answered_by", "ended", "floor_missing", "sse_events",
     "response_headers", "stream_failure_shape", "bearer_required", "report_state", "report_warnings",
 ]
 
-Outcome = Literal[
+#: what one probed route did (not :class:`hermes_nb.core.records.Outcome`, a chat exchange's classification)
+RouteOutcome = Literal[
     "forwarded", "auth_failed", "path_not_allowed", "not_found", "unauthorized", "rejected", "local", "error",
     "bad_response", "unreachable", "timeout", "transport_error", "skipped",
 ]
@@ -43,8 +44,6 @@ OPENAI_FLOOR: dict[str, tuple[str, ...]] = {
     "models": ("data", "object"),
     "responses": ("id", "object", "output", "status"),
 }
-_CONNECT_KINDS = frozenset({"connect_refused", "dns", "connect_error"})
-_TIMEOUT_KINDS = frozenset({"connect_timeout", "read_timeout", "deadline"})
 RATE_LIMIT_HEADER_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
 
 
@@ -73,14 +72,14 @@ def body_kind(ex: Exchange) -> str:
     return "text"
 
 
-def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Outcome:
+def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> RouteOutcome:
     """What the endpoint did with one request (see docs/wire-contract.md for the vocabulary)."""
     if ex.status is None:
         failure = ex.transport_error
         kind = failure.kind if failure else "other"
-        if failure is not None and failure.phase == "connect" and kind in _CONNECT_KINDS:
+        if failure is not None and failure.phase == "connect" and kind in NO_CONNECTION:
             return "unreachable"
-        if kind in _TIMEOUT_KINDS:
+        if kind in TIMED_OUT:
             return "timeout"
         return "transport_error"
     env = ex.envelope

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import Field, PrivateAttr
+
+from hermes_nb.core.model import StrictModel
 
 from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, Owner
 from hermes_nb.proxy.readings import (
@@ -16,7 +18,7 @@ from hermes_nb.proxy.readings import (
     PROXY_ERROR_TYPES,
     PROXY_OWN_TYPES,
     RATE_LIMIT_HEADER_RE,
-    Outcome,
+    RouteOutcome,
     StreamShape,
     answered_by,
     bearer_required,
@@ -33,7 +35,7 @@ from hermes_nb.proxy.readings import (
 )
 
 __all__ = [
-    "Outcome",
+    "RouteOutcome",
     "StreamShape",
     "RouteResult",
     "AuthCase",
@@ -59,11 +61,7 @@ __all__ = [
     "sse_events",
 ]
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RouteResult(_Model):
+class RouteResult(StrictModel):
     name: str
     method: str
     path: str
@@ -78,7 +76,7 @@ class RouteResult(_Model):
     body_excerpt: str | None = None
     #: sorted top-level keys of a JSON object body
     json_keys: list[str] | None = None
-    outcome: Outcome = "skipped"
+    outcome: RouteOutcome = "skipped"
     #: who answered: the proxy itself, or the upstream it relayed (None: no HTTP answer)
     answered_by: Owner | None = None
     #: how the body ended: ``clean``, or the transport failure that cut it (None: no HTTP answer)
@@ -98,13 +96,13 @@ class RouteResult(_Model):
     elapsed_s: float = 0.0
 
 
-class AuthCase(_Model):
+class AuthCase(StrictModel):
     case: Literal["none", "malformed", "bearer"]
     #: what was sent, redacted (``(none)``, ``Basic <redacted>``, ``Bearer probe``)
     header: str
     status: int | None = None
     error_type: str | None = None
-    outcome: Outcome = "skipped"
+    outcome: RouteOutcome = "skipped"
     answered_by: Owner | None = None
     #: why it was not sent (``upstream_slow``: an earlier forwarded request got no answer in time)
     transport_error: str | None = None
@@ -117,7 +115,7 @@ def _esc(value: Any) -> str:
     return esc(value)
 
 
-class WireReport(_Model):
+class WireReport(StrictModel):
     endpoint: str
     #: stale (forwarded routes answer upstream_auth_failed), live (they answer 2xx), unreachable, unknown
     state: Literal["stale", "live", "unreachable", "unknown"] = "unknown"

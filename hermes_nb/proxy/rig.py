@@ -18,7 +18,7 @@ written. The auth store of each provider and state: :mod:`hermes_nb.proxy.rig_au
     nous reads it from ``NOUS_INFERENCE_BASE_URL``, xai from the credential's ``base_url``.
 ``logged-out``
     no ``auth.json``: ``hermes proxy start`` exits 2 ("Not logged into Nous Portal…" / "Not logged into
-    xAI Grok OAuth…") and :func:`real_proxy` raises :class:`~hermes_nb.errors.RigError` with the
+    xAI Grok OAuth…") and :func:`real_proxy` raises :class:`~hermes_nb.core.errors.RigError` with the
     provider's log-in command.
 
 No request leaves the machine: the proxy variables of the child point at an egress sink on loopback
@@ -29,7 +29,7 @@ Readiness is a poll of ``GET /health`` under a deadline (the child's early
 exit is detected on every round); the proxy and the upstream are stopped on
 exit, errors included. The child's output goes to ``proxy.log`` in the temp
 directory; anything we show from it passes through the rig's
-:class:`~hermes_nb.redact.Redactor` (it knows every auth-store secret).
+:class:`~hermes_nb.core.redaction.Redactor` (it knows every auth-store secret).
 """
 
 from __future__ import annotations
@@ -44,9 +44,10 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.core.handles import EndpointHandle
 from hermes_nb.core.providers import PROXY_PROVIDERS, logged_out_hint, provider_info
 from hermes_nb.core.redaction import Redactor, auth_store_secrets
 from hermes_nb.proxy.egress import EgressSink, proxy_environment
@@ -68,7 +69,6 @@ __all__ = [
     "STATES",
     "PROVIDERS",
     "INVOKE_SCOPE",
-    "RigState",
     "RigHandle",
     "ENV_HERMES_BIN",
     "INSTALL_HINT",
@@ -86,7 +86,6 @@ __all__ = [
     "real_proxy",
 ]
 
-RigState = Literal["stale", "live", "logged-out"]
 #: the providers the rig can start (``hermes proxy start --provider …``)
 PROVIDERS: tuple[str, ...] = PROXY_PROVIDERS
 
@@ -126,7 +125,7 @@ def _refusing_port(stack: ExitStack) -> int:
     return int(sock.getsockname()[1])
 
 
-class RigHandle(str):
+class RigHandle(EndpointHandle):
     """A running real proxy. The string value is the endpoint (``http://127.0.0.1:<port>/v1``).
 
     So ``with real_proxy("live") as endpoint:`` works wherever an endpoint string does.
@@ -136,8 +135,6 @@ class RigHandle(str):
     base_url: str
     port: int
     state: str
-    #: ``nous`` | ``xai`` (``hermes proxy start --provider``)
-    provider: str
     hermes_bin: Path
     hermes_version: str | None
     log_path: Path
@@ -145,22 +142,13 @@ class RigHandle(str):
     process: subprocess.Popen[Any]
     redactor: Redactor
     #: what answers behind the proxy in the live state: an emulator handle or a :class:`CommandUpstream`
-    upstream: Any
+    upstream: Any = None
     #: ``emulator`` | ``minimal`` | ``command`` (None outside the live state)
-    upstream_kind: str | None
+    upstream_kind: str | None = None
+    #: ``nous`` | ``xai`` (``hermes proxy start --provider``)
+    provider: str = "nous"
     #: the egress sink: what the proxy tried to send off the machine (``.attempts``)
-    egress_sink: EgressSink | None
-
-    def __new__(cls, endpoint: str, **fields: Any) -> RigHandle:
-        obj = super().__new__(cls, endpoint)
-        obj.endpoint = endpoint
-        obj.upstream = None
-        obj.upstream_kind = None
-        obj.egress_sink = None
-        obj.provider = "nous"
-        for key, value in fields.items():
-            setattr(obj, key, value)
-        return obj
+    egress_sink: EgressSink | None = None
 
     def __repr__(self) -> str:
         return (f"RigHandle(endpoint={self.endpoint!r}, provider={self.provider!r}, state={self.state!r}, "
@@ -202,7 +190,7 @@ def _wait_ready(proc: subprocess.Popen[Any], base_url: str, *, deadline_s: float
     """Poll ``GET /health`` until 200 JSON; False when the child exited first. Raises RigError on deadline."""
 
     def healthy(client: Any) -> bool:
-        answer = client.request("GET", "/health", root=True, auth=False, deadline_s=1.0)
+        answer = client.health(deadline_s=1.0)
         return answer.status == 200 and isinstance(answer.json_body, dict) and "status" in answer.json_body
 
     return wait_until_answers(proc, f"{base_url}/v1", healthy, deadline_s=deadline_s,

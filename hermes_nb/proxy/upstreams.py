@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.core.handles import EndpointHandle
 from hermes_nb.proxy.executable import base_env, stop_process, wait_until_answers
 
 __all__ = ["UPSTREAMS", "CommandUpstream", "upstream_command", "start_upstream"]
@@ -37,20 +38,13 @@ def _last_lines(text: str, n: int = 3) -> str:
 UPSTREAMS: tuple[str, ...] = ("emulator", "minimal")
 
 
-class CommandUpstream(str):
+class CommandUpstream(EndpointHandle):
     """An OpenAI-compatible server the rig started from a command line; the string is its ``/v1`` endpoint."""
 
     endpoint: str
     command: list[str]
     process: subprocess.Popen[Any]
     log_path: Path
-
-    def __new__(cls, endpoint: str, **fields: Any) -> CommandUpstream:
-        obj = super().__new__(cls, endpoint)
-        obj.endpoint = endpoint
-        for key, value in fields.items():
-            setattr(obj, key, value)
-        return obj
 
     def __repr__(self) -> str:
         return f"CommandUpstream(endpoint={self.endpoint!r}, command={self.command[0]!r}, pid={self.process.pid})"

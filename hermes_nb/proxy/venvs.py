@@ -189,6 +189,3 @@ def ensure_hermes(version: str, *, install: bool = True, adopt: bool = True,
     return found
 
 
-def live_ok(binary: Path) -> bool:
-    """False only when the installed proxy is known to ignore NOUS_INFERENCE_BASE_URL."""
-    return live_supported(binary) is not False

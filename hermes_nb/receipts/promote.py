@@ -18,34 +18,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.digests import sha256_file
-from hermes_nb.core.errors import ArtifactError, HermesError, UsageError
+from hermes_nb.core.errors import ArtifactError, HermesError, PromotionRefused, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH
 from hermes_nb.core.manifest import load_manifest, save_manifest
 from hermes_nb.receipts.index import load_index
 from hermes_nb.receipts.verify import verify_receipt
 from hermes_nb.receipts.write import SIDECAR_SUFFIX, receipt_digest
 
-__all__ = ["PromotionRefused", "Promotion", "check_receipt", "promote", "DEFAULT_MANIFEST", "DEFAULT_RUNBOOK",
-           "RECORDS_HEADING"]
+__all__ = ["Promotion", "check_receipt", "promote", "RECORDS_HEADING"]
 
-DEFAULT_MANIFEST = MANIFEST_RELPATH
-DEFAULT_RUNBOOK = SMOKE_RUNBOOK_RELPATH
 RECORDS_HEADING = "## Promotion records"
-
-
-class PromotionRefused(HermesError):
-    """The receipt does not justify a promotion (exit 1); ``reasons`` lists why."""
-
-    def __init__(self, reasons: list[str]) -> None:
-        self.problems = [f"promotion refused: {r}" for r in reasons]
-        self.reasons = reasons
-        super().__init__(self.problems[0] if len(reasons) == 1 else f"promotion refused: {'; '.join(reasons)}")
 
 
 @dataclass
@@ -58,7 +46,6 @@ class Promotion:
     endpoint: str | None
     promoted_at: str
     record: str
-    receipt_meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"promoted": True, "manifest": str(self.manifest), "runbook": str(self.runbook),
@@ -119,7 +106,7 @@ def _record(now: str, receipt: Path, digest: str, meta: dict[str, Any], manifest
             f"run {meta.get('run_id')}\n")
 
 
-def promote(receipt: Path, *, manifest: Path = DEFAULT_MANIFEST, runbook: Path = DEFAULT_RUNBOOK,
+def promote(receipt: Path, *, manifest: Path = MANIFEST_RELPATH, runbook: Path = SMOKE_RUNBOOK_RELPATH,
             secrets: Iterable[str] = (), now: datetime | None = None) -> Promotion:
     """Flip the manifest to active and append the promotion record, or raise PromotionRefused."""
     manifest = Path(manifest)
@@ -156,4 +143,4 @@ def promote(receipt: Path, *, manifest: Path = DEFAULT_MANIFEST, runbook: Path =
         raise
     os.replace(tmp, runbook)
     return Promotion(manifest, runbook, Path(receipt), digest, meta.get("model"), meta.get("endpoint"), stamp,
-                     record, meta)
+                     record)

@@ -35,16 +35,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.errors import ArtifactError, HermesError, UsageError
+from hermes_nb.core.errors import ArtifactError, PublishError, UsageError
 
-__all__ = ["INDEX_DIR", "PublishError", "is_url", "RemoteStore", "open_store", "mirrored", "index_documents"]
+__all__ = ["INDEX_DIR", "is_url", "RemoteStore", "open_store", "mirrored", "index_documents"]
 
 #: the per-run index objects live under ``<prefix>/index.d/``
 INDEX_DIR = "index.d"
-
-
-class PublishError(HermesError):
-    """Receipts could not be uploaded (exit 1); they are kept in a local directory the message names."""
 
 
 def is_url(location: str | Path | None) -> bool:

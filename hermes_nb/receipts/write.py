@@ -65,7 +65,7 @@ class HtmlRenderer:
     """Renders receipts to HTML: our own fast renderer by default, nbconvert's HTMLExporter on request.
 
     ``engine="nbconvert"`` (template ``lab``/``classic``/``basic``) costs ~2 s per run; the default
-    ``engine="hermes"`` (:mod:`hermes_nb.receipt_html`) costs milliseconds.
+    ``engine="hermes"`` (:mod:`hermes_nb.receipts.render`) costs milliseconds.
     """
 
     def __init__(self, engine: str = "hermes", template_name: str = "lab") -> None:

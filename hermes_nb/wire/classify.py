@@ -1,4 +1,4 @@
-"""Classify one :class:`~hermes_nb.records.Exchange` as passed, failed or blocked.
+"""Classify one :class:`~hermes_nb.core.records.Exchange` as passed, failed or blocked.
 
 Pure. The table (issue 2; seed §8 wins over UH where they differ), first match wins:
 
@@ -62,10 +62,8 @@ def auth_hint(config: HermesProxyRuntimeConfig, envelope: ErrorEnvelope | None =
     return reauth_hint(config.provider, envelope.message if envelope is not None else None)
 
 
-def _codes(env: ErrorEnvelope | None) -> set[str]:
-    if env is None:
-        return set()
-    return {str(v).strip().lower() for v in (env.type, env.code) if v is not None and str(v).strip()}
+def _codes(env: ErrorEnvelope | None) -> frozenset[str]:
+    return env.codes if env is not None else frozenset()
 
 
 def _short(text: str, limit: int = 500) -> str:

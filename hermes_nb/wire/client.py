@@ -1,12 +1,12 @@
 """The httpx client for the hermes proxy: one request builder, Exchange records.
 
 Sync only (notebooks already run an event loop, so no ``asyncio.run``). Every
-call returns an :class:`~hermes_nb.records.Exchange` and never raises for HTTP
-or network failures; :func:`hermes_nb.classify.classify` judges it.
+call returns an :class:`~hermes_nb.core.records.Exchange` and never raises for HTTP
+or network failures; :func:`hermes_nb.wire.classify.classify` judges it.
 
-Deadlines (:mod:`hermes_nb.wire.watchdog`): connect (5 s); ``request_timeout_ms`` bounds the wait for
-the response to start and each silence between signs of progress, never a healthy stream; the
-optional ``max_duration_ms`` (per-call ``deadline_s`` for probes and ``/models``) caps the whole call.
+Deadlines (:mod:`hermes_nb.wire.watchdog`): connect (:data:`~hermes_nb.core.facts.CONNECT_TIMEOUT_S`);
+``request_timeout_ms`` bounds the wait for the response to start and each silence between signs of
+progress, never a healthy stream; the optional ``max_duration_ms`` (per-call ``deadline_s`` for probes and ``/models``) caps the whole call.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from typing import Any
 
 import httpx
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.config import HermesProxyRuntimeConfig, endpoint_of
+from hermes_nb.core.errors import UsageError
+from hermes_nb.core.facts import CONNECT_TIMEOUT_S, DEFAULT_AUTH_TOKEN, DEFAULT_TIMEOUT_MS
 from hermes_nb.core.records import DELTA_MARKS, Exchange, SSEEventRecord, Timings, TransportFailure
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.wire.failures import request_record, transport_failure
@@ -35,7 +37,6 @@ from hermes_nb.wire.payloads import (
 )
 from hermes_nb.wire.sse import SSEDecoder
 from hermes_nb.wire.watchdog import Deadlines as _Deadlines
-from hermes_nb.wire.watchdog import Watchdog as _Watchdog  # noqa: F401 - re-exported for tests
 
 __all__ = ["HermesClient", "MAX_BODY_BYTES"]
 
@@ -46,24 +47,26 @@ EventCallback = Callable[[SSEEventRecord], None]
 
 
 class HermesClient:
-    """Talks to one proxy endpoint described by a :class:`HermesProxyRuntimeConfig`."""
+    """Talks to one proxy endpoint: a :class:`HermesProxyRuntimeConfig`, or an endpoint alone for the calls
+    that need no model (``GET /models``, ``/health``, any route through :meth:`request`; :meth:`chat` needs the
+    config). ``auth_token``: the bearer of an endpoint-alone client (default the placeholder)."""
 
-    def __init__(
-        self,
-        config: HermesProxyRuntimeConfig,
-        *,
-        transport: httpx.BaseTransport | None = None,
-        connect_timeout_s: float = 5.0,
-        idle_timeout_s: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = None,
+                 transport: httpx.BaseTransport | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S,
+                 idle_timeout_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        config = target if isinstance(target, HermesProxyRuntimeConfig) else None
         self.config = config
+        self.endpoint = config.endpoint if config is not None else endpoint_of(target)  # type: ignore[arg-type]
+        token = config.auth_token.get_secret_value() if config is not None else auth_token or DEFAULT_AUTH_TOKEN
+        self._extra_headers = dict(config.extra_headers) if config is not None else {}
+        self._bearer = "Bearer " + token
+        self.max_duration_ms = config.max_duration_ms if config is not None else None
         self.connect_timeout_s = connect_timeout_s
-        wait = config.request_timeout_ms / 1000.0
+        wait = (config.request_timeout_ms if config is not None else DEFAULT_TIMEOUT_MS) / 1000.0
         #: the longest silence allowed (response start, and between signs of progress)
         self.idle_timeout_s = min(idle_timeout_s, wait) if idle_timeout_s is not None else wait
         self._clock = clock
-        self._redactor = Redactor(config.secrets(), shapes=False)
+        self._redactor = Redactor(config.secrets() if config is not None else [token], shapes=False)
         self._urls: dict[tuple[str, str, bool], httpx.URL] = {}
         self.keep_events = True  # False: no SSE event records in the Exchange (a run logs them itself: P5)
         # no keep-alive: every request connects afresh, so the deadline watchdog is armed from the connect on
@@ -71,7 +74,8 @@ class HermesClient:
                                   limits=httpx.Limits(max_keepalive_connections=0))
 
     def __repr__(self) -> str:
-        return f"HermesClient(endpoint={self.config.endpoint!r}, model={self.config.model!r})"
+        model = f", model={self.config.model!r}" if self.config is not None else ""
+        return f"HermesClient(endpoint={self.endpoint!r}{model})"
 
     # ------------------------------------------------------------------ building
 
@@ -96,10 +100,10 @@ class HermesClient:
         sends that exact value, even over an ``extra_headers`` authorization:
         the caller asked for it explicitly.
         """
-        key = (self.config.endpoint, path, root)
+        key = (self.endpoint, path, root)
         url = self._urls.get(key)
         if url is None:  # URL parsing is most of httpx's build cost: once per endpoint and path (P2)
-            endpoint = httpx.URL(self.config.endpoint)
+            endpoint = httpx.URL(self.endpoint)
             rel = path.lstrip("/")
             if root:
                 url = endpoint.join("/" + rel)
@@ -115,10 +119,10 @@ class HermesClient:
             hdrs["accept-encoding"] = "identity"
             hdrs["cache-control"] = "no-store"
         if auth is True:
-            hdrs["authorization"] = "Bearer " + self.config.auth_token.get_secret_value()
+            hdrs["authorization"] = self._bearer
         elif isinstance(auth, str):
             hdrs["authorization"] = auth
-        for key, value in self.config.extra_headers.items():
+        for key, value in self._extra_headers.items():
             hdrs[key.lower()] = value
         if auth is False:
             hdrs.pop("authorization", None)
@@ -136,47 +140,32 @@ class HermesClient:
 
     # ------------------------------------------------------------------ calls
 
-    def chat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        on_delta: DeltaCallback | None = None,
-        on_event: EventCallback | None = None,
-        stream: bool | None = None,
-    ) -> Exchange:
+    def chat(self, messages: list[dict[str, Any]], *, on_delta: DeltaCallback | None = None,
+             on_event: EventCallback | None = None, stream: bool | None = None) -> Exchange:
+        """``POST <endpoint>/chat/completions`` with the config's body (an endpoint alone has no model: UsageError)."""
+        if self.config is None:
+            raise UsageError(f"HermesClient({self.endpoint!r}): chat needs a runtime config (a model)")
         body = chat_request_body(self.config, messages, stream=stream)
         request = self.build_request("POST", "/chat/completions", json=body, sse=bool(body["stream"]))
         return self.send(request, sse=bool(body["stream"]), on_delta=on_delta, on_event=on_event)
 
-    def models(self, *, deadline_s: float = 5.0) -> Exchange:
+    def models(self, *, deadline_s: float = 5.0, headers: Mapping[str, str] | None = None) -> Exchange:
         """``GET <endpoint>/models``; one deadline covers headers and body."""
-        return self.send(self.build_request("GET", "/models"), deadline_s=deadline_s)
+        return self.request("GET", "/models", headers=headers, deadline_s=deadline_s)
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-        auth: bool | str = True,
-        root: bool = False,
-        deadline_s: float | None = None,
-        sse: bool = False,
-    ) -> Exchange:
+    def health(self, *, deadline_s: float = 5.0) -> Exchange:
+        """``GET /health`` at the endpoint's origin, without a bearer (the proxy's own liveness route)."""
+        return self.request("GET", "/health", root=True, auth=False, deadline_s=deadline_s)
+
+    def request(self, method: str, path: str, *, json: Any = None, headers: Mapping[str, str] | None = None,
+                auth: bool | str = True, root: bool = False, deadline_s: float | None = None,
+                sse: bool = False) -> Exchange:
         """A raw call (probes): same builder, same recording."""
         req = self.build_request(method, path, json=json, headers=headers, auth=auth, root=root, sse=sse)
         return self.send(req, sse=sse, deadline_s=deadline_s)
 
-    def send(
-        self,
-        request: httpx.Request,
-        *,
-        sse: bool = False,
-        on_delta: DeltaCallback | None = None,
-        on_event: EventCallback | None = None,
-        deadline_s: float | None = None,
-    ) -> Exchange:
+    def send(self, request: httpx.Request, *, sse: bool = False, on_delta: DeltaCallback | None = None,
+             on_event: EventCallback | None = None, deadline_s: float | None = None) -> Exchange:
         """Send ``request`` and record everything; never raises for HTTP/network failures.
 
         The body is read as SSE when the response says ``text/event-stream``
@@ -205,12 +194,11 @@ class _Call:
 
     def __init__(self, client: HermesClient, request: httpx.Request, on_delta: DeltaCallback | None,
                  on_event: EventCallback | None, deadline_s: float | None) -> None:
-        cfg = client.config
         self.client, self.request = client, request
         self.on_delta, self.on_event = on_delta, on_event
         self.redact = client._redactor
         self.clock = client._clock
-        cap_ms = cfg.max_duration_ms
+        cap_ms = client.max_duration_ms
         #: the overall cap (None: no cap) is a per-call deadline (probes, /models) or max_duration_ms
         cap = deadline_s if deadline_s is not None else (cap_ms / 1000.0 if cap_ms is not None else None)
         self.started_at = datetime.now(timezone.utc)

@@ -1,5 +1,5 @@
-"""httpx objects to records: request errors as :class:`~hermes_nb.records.TransportFailure`, the request
-sent as :class:`~hermes_nb.records.RequestRecord` (secrets masked).
+"""httpx objects to records: request errors as :class:`~hermes_nb.core.records.TransportFailure`, the request
+sent as :class:`~hermes_nb.core.records.RequestRecord` (secrets masked).
 
 Refused vs DNS vs other connect errors are told apart from the exception's
 cause chain (errno, :class:`socket.gaierror`), with the usual message texts as a

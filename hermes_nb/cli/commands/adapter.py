@@ -7,7 +7,7 @@ from typing import Any
 
 from hermes_nb.cli.options import config_from_args, root_of
 from hermes_nb.core.errors import ArtifactError, ConfigError, UsageError
-from hermes_nb.core.facts import RUNTIME, manifest_path
+from hermes_nb.core.facts import MANIFEST_RELPATH, RUNTIME, manifest_path
 from hermes_nb.core.manifest import load_manifest, manifest_document, manifest_template, save_manifest
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import find_manifest
@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p = sub.add_parser("adapter", parents=[parent], help="write or show the hermes-proxy adapter manifest")
     actions = p.add_subparsers(dest="adapter_action", metavar="ACTION")
     add = actions.add_parser(
-        "add", parents=[parent], help="write .harness/adapters/hermes-proxy.yaml (seed §9 template)",
-        description="Write <root>/.harness/adapters/hermes-proxy.yaml (status experimental).\n"
+        "add", parents=[parent], help=f"write {MANIFEST_RELPATH.as_posix()} (seed §9 template)",
+        description=f"Write <root>/{MANIFEST_RELPATH.as_posix()} (status experimental).\n"
                     "exit: 0 written, 2 exists without --force or not writable.")
     add.add_argument("runtime", nargs="?", default=RUNTIME, metavar="RUNTIME",
                      help="the runtime to add, as in UH's `adapter add <runtime>` (only hermes-proxy)")

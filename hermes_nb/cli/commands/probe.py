@@ -1,5 +1,9 @@
 """``hermes-nb probe``: the seed's wire-format spike against one endpoint, and drift from a contract.
 
+The runtime config (endpoint, model, bearer, extra headers) comes from
+:func:`hermes_nb.cli.options.config_from_args`, like every command's: manifest < ``HERMES_NB_*`` <
+``--runtime-config-overrides`` < ``--endpoint``/``--model``.
+
 Exit codes: 0 the probe ran (and, with ``--compare``, found no drift on a proxy-owned field);
 1 drift found (differences on upstream-owned fields are listed, never counted);
 2 usage (bad flags, unknown or invalid contract, invalid URL);
@@ -16,8 +20,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.cli.options import add_config_flags, config_from_args
 from hermes_nb.core.errors import ArtifactError, UsageError
-from hermes_nb.core.facts import DEFAULT_MODEL
 from hermes_nb.core.providers import PROXY_PROVIDERS, start_hint
 from hermes_nb.proxy.contracts import (
     contract_document,
@@ -36,7 +40,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
         "probe", parents=[parent], help="probe a proxy's wire format; compare with a contract",
         description="Probe every route, the auth handoff and the stream-failure shape of a Hermes proxy.",
     )
-    p.add_argument("--endpoint", required=True, help="proxy endpoint including /v1, e.g. http://127.0.0.1:8645/v1")
+    add_config_flags(p)
     p.add_argument("--compare", metavar="CONTRACT",
                    help="`seed`, a name in docs/wire-contract (hermes-agent-0.19.0) or a contract file")
     p.add_argument("--state", choices=("stale", "live"),
@@ -44,7 +48,6 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--out", metavar="FILE", help="also write the report (JSON) to FILE")
     p.add_argument("--write-contract", metavar="FILE",
                    help="write the observed contract (this probe as the only state section) to FILE")
-    p.add_argument("--model", default=DEFAULT_MODEL, help=f"model id sent in bodies (default {DEFAULT_MODEL})")
     p.add_argument("--deadline", type=float, default=30.0, metavar="S", help="overall probe deadline (default 30)")
     p.add_argument("--provider", choices=PROXY_PROVIDERS,
                    help="the provider you expect the proxy to front (default: what it says; a mismatch warns)")
@@ -59,8 +62,8 @@ def handle(args: argparse.Namespace, out: Any) -> int:
             raise UsageError(f"{flag} {target}: its directory does not exist")
     if args.compare:
         resolve_contract(args.compare)  # an unknown contract is a usage error before anything is sent
-    report = probe(args.endpoint, model=args.model, deadline_s=args.deadline,
-                   request_deadline_s=min(5.0, args.deadline), provider=args.provider)
+    config = config_from_args(args)
+    report = probe(config, deadline_s=args.deadline, provider=args.provider)
     compared = None
     if args.compare:
         path = resolve_contract(args.compare, provider=report.provider)
@@ -74,7 +77,7 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     if args.out:
         _write(args.out, report.model_dump_json(indent=2) + "\n")
     if args.write_contract:
-        doc = contract_document({report.state: report}, target=args.endpoint)
+        doc = contract_document({report.state: report}, target=config.endpoint)
         _write(args.write_contract, dumps_contract(doc))
     for line in render(report, compared=compared):
         out.line(line)

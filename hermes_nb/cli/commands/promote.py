@@ -11,18 +11,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.facts import MANIFEST_RELPATH as DEFAULT_MANIFEST
-from hermes_nb.core.facts import SMOKE_RUNBOOK_RELPATH as DEFAULT_RUNBOOK
+from hermes_nb.core.facts import MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH
 from hermes_nb.core.facts import env_secrets
 
 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser("promote", parents=[parent], help="promote the manifest to active on a live e2e receipt")
     p.add_argument("--receipt", required=True, metavar="PATH", help="an e2e_smoke receipt notebook (.ipynb)")
-    p.add_argument("--manifest", default=str(DEFAULT_MANIFEST), metavar="PATH",
-                   help=f"adapter manifest (default {DEFAULT_MANIFEST})")
-    p.add_argument("--runbook", default=str(DEFAULT_RUNBOOK), metavar="PATH",
-                   help=f"where the promotion record is appended (default {DEFAULT_RUNBOOK})")
+    p.add_argument("--manifest", default=str(MANIFEST_RELPATH), metavar="PATH",
+                   help=f"adapter manifest (default {MANIFEST_RELPATH})")
+    p.add_argument("--runbook", default=str(SMOKE_RUNBOOK_RELPATH), metavar="PATH",
+                   help=f"where the promotion record is appended (default {SMOKE_RUNBOOK_RELPATH})")
     p.set_defaults(handler=handle)
 
 

@@ -1,5 +1,6 @@
 """``hermes-nb run MISSION | --prompt TEXT | --prompt - | --prompt-file PATH``: one
-:func:`hermes_nb.harness.run.run` (or ``dry_run``) call.
+:func:`hermes_nb.harness.prepare.prepare_mission` (the way every face prepares a run), then its
+``run`` (or ``dry_run``).
 
 Human mode streams the assistant text to stdout as it arrives; the verdict
 line, errors, warnings and hint go to stderr (so stdout is the answer, as in
@@ -12,10 +13,12 @@ import argparse
 import sys
 from typing import Any
 
-from hermes_nb.cli.options import add_config_flags, config_from_args, root_of
+from pathlib import Path
+
+from hermes_nb.cli.options import add_config_flags
 from hermes_nb.core.errors import ConfigError, UsageError
 from hermes_nb.core.yamlio import read_text_file
-from hermes_nb.harness.mission import Mission, harness_root_of, load_mission, load_workflow, mission_warnings
+from hermes_nb.harness.mission import Mission
 
 __all__ = ["register", "handle"]
 
@@ -63,15 +66,14 @@ def _prompt_text(args: argparse.Namespace) -> str | None:
     return text
 
 
-def _mission(args: argparse.Namespace) -> Mission:
+def _mission(args: argparse.Namespace) -> Mission | str:
+    """The mission file, or an ad-hoc mission made from the prompt."""
     given = [x for x in (args.mission, args.prompt, args.prompt_file) if x is not None]
     if len(given) != 1:
         raise UsageError("hermes-nb run: give exactly one of MISSION, --prompt TEXT (- for stdin) "
                          "or --prompt-file PATH")
     prompt = _prompt_text(args)
-    if prompt is not None:
-        return Mission.adhoc(prompt)
-    return load_mission(args.mission)
+    return Mission.adhoc(prompt) if prompt is not None else args.mission
 
 
 def _stream(delta: str) -> None:
@@ -80,27 +82,23 @@ def _stream(delta: str) -> None:
 
 
 def handle(args: argparse.Namespace, out: Any) -> int:
-    from hermes_nb.harness.run import dry_run, run
+    from hermes_nb.harness.prepare import prepare_mission
 
-    mission = _mission(args)
-    if args.root is None and (inferred := harness_root_of(mission)) is not None:
-        args.root = str(inferred)  # <R>/.harness/missions/<dir>/mission.yaml runs under R
-    root = root_of(args)
-    config = config_from_args(args, mission_overrides=mission.runtime_config_overrides)
-    workflow, warnings = load_workflow(root, mission)
-    warnings = mission_warnings(mission) + warnings
+    # <root>: --root, else R for R/.harness/missions/<dir>/mission.yaml, else the current directory
+    prepared = prepare_mission(_mission(args), root=args.root, fallback_root=Path.cwd(), manifest=args.manifest,
+                               overrides=args.runtime_config_overrides, endpoint=args.endpoint, model=args.model)
     if args.dry_run:
-        planned = dry_run(mission, config, root=root, run_id=args.run_id, workflow=workflow, warnings=warnings)
-        out.line(f"[PLANNED] mission {mission.id} (dry run: nothing sent)")
+        planned = prepared.dry_run(run_id=args.run_id)
+        out.line(f"[PLANNED] mission {prepared.mission.id} (dry run: nothing sent)")
         out.line(f"  command: {planned.plan.command}")
         out.line(f"  run dir: {planned.run_dir}")
-        for warning in warnings:
+        for warning in prepared.warnings:
             out.line(f"  warning: {warning}")
         out.emit(planned.to_json())
         return 0
     # on_delta gets exactly what runtime.stdout.log gets (redacted; a non-streamed answer too)
-    result = run(mission, config, root=root, sandbox=not args.no_sandbox, run_id=args.run_id,
-                 workflow=workflow, warnings=warnings, on_delta=None if out.json_mode else _stream)
+    result = prepared.run(sandbox=not args.no_sandbox, run_id=args.run_id,
+                          on_delta=None if out.json_mode else _stream)
     if not out.json_mode:
         if result.text and not result.text.endswith("\n"):
             _stream("\n")
