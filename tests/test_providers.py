@@ -232,3 +232,14 @@ def test_e2e_and_adapter_check_agree_on_the_resolved_model(tmp_path: Path) -> No
     assert not sent, "a model the proxy does not list is not sent"
     assert [r.verdict for r in chosen.runs] == ["passed", "passed"]
     assert {r.summary["model"] for r in chosen.runs} == {"nousresearch/hermes-4-70b"}
+
+
+def test_a_configured_model_is_sent_as_configured_even_unlisted() -> None:
+    """As `hermes-nb run` sends it (a provider may serve models its /models omits); only a default is held back."""
+    from hermes_nb.kit.preflight import model_preflight
+
+    with serve(provider="xai") as xai:
+        chosen = model_preflight(resolve_runtime_config(environ={}, endpoint=xai.endpoint, model="grok-4.5"))
+        default = model_preflight(resolve_runtime_config(environ={}, endpoint=xai.endpoint))
+    assert chosen.runnable and chosen.check.state == "misconfigured" and chosen.config.model == "grok-4.5"
+    assert default.runnable and default.config.model == "grok-4.3" and default.config.provider == "xai"

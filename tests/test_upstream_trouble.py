@@ -12,6 +12,8 @@ against the real proxy in :func:`test_slow_upstream_behind_the_real_proxy_smoke_
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -38,9 +40,11 @@ def _judged(endpoint: str) -> tuple[Any, list[Any], list[Any]]:
 
 
 def _smoke(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["smoke", *args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    """``hermes-nb smoke`` in its own process (each smoke's kernel machinery keeps a few dozen descriptors
+    open in the process that ran it; the suite runs many smokes)."""
+    done = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", *args], capture_output=True, text=True,
+                          timeout=600, check=False)
+    return done.returncode, done.stdout, done.stderr
 
 
 # --------------------------------------------------------------------------- slow upstream

@@ -192,7 +192,7 @@ Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`.
               "**config.to_document()},\n"
               "                   title=\"mission\"))"),
         _md("## Model\n\nThe adapter check's own answer (the provider the proxy fronts, its default model when none "
-            "is configured): both notebooks send one model, and a model the proxy does not list is not sent."),
+            "is configured): both notebooks send one model; a default the proxy does not list is not sent."),
         _code("preflight = kit.model_preflight(config)\n"
               "config = preflight.config\n"
               "job = job.replace(config=config)\n"

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hermes_nb.core.records import ErrorEnvelope
 from hermes_nb.proxy.drift import NotJudged
 from hermes_nb.proxy.probe import ROUTES
 from hermes_nb.proxy.report import WireReport
@@ -27,7 +28,7 @@ def _why_not(exp: Mapping[str, Any], got: Mapping[str, Any], retry: float | None
         return "probe_deadline", "not sent: the probe's overall deadline ran out"
     if exp.get("answered_by") != "upstream":
         return None  # the proxy's own answer: always judged
-    codes = {str(got.get("error_type") or "").lower(), str(got.get("error_code") or "").lower()}
+    codes = ErrorEnvelope(type=got.get("error_type"), code=got.get("error_code")).codes
     if got.get("answered_by") == "proxy" and codes & UPSTREAM_DOWN_CODES:
         return "upstream_down", f"the proxy answered {got.get('status')} {got.get('error_type')}: " \
                                 f"{got.get('error_message') or ''}".rstrip(": ")
