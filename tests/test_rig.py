@@ -424,8 +424,9 @@ def test_xai_stale_check_is_locked_and_smoke_blocked(tmp_path: Path, capsys: pyt
     with rig.real_proxy("stale", provider="xai", hermes_bin=HERMES_BIN) as handle:
         code = main(["check", "--endpoint", handle.endpoint, "--json"])
         check = json.loads(capsys.readouterr().out)
-        smoke = main(["smoke", "--endpoint", handle.endpoint, "--out", str(tmp_path), "--no-html", "--json"])
-        summary = json.loads(capsys.readouterr().out)
+        done = subprocess.run(_cli("smoke", "--endpoint", handle.endpoint, "--out", str(tmp_path), "--no-html",
+                                   "--json"), capture_output=True, text=True, timeout=600)
+        smoke, summary = done.returncode, json.loads(done.stdout)
     assert code == 3 and check["state"] == "locked" and check["provider"] == "xai"
     assert "hermes auth add xai-oauth --type oauth" in check["hint"] and "nous" not in check["hint"]
     assert smoke == 3 and summary["verdict"] == "blocked" and summary["provider"] == "xai"
@@ -447,10 +448,9 @@ def test_cli_rig_provider_xai_logged_out_exits_3_with_the_xai_command() -> None:
 
 @pytest.mark.real_proxy
 @needs_hermes
-def test_smoke_rig_provider_xai(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from hermes_nb.cli import main
-
-    code = main(["smoke", "--rig", "live", "--provider", "xai", "--out", str(tmp_path), "--no-html", "--json"])
-    summary = json.loads(capsys.readouterr().out)
+def test_smoke_rig_provider_xai(tmp_path: Path) -> None:
+    done = subprocess.run(_cli("smoke", "--rig", "live", "--provider", "xai", "--out", str(tmp_path), "--no-html",
+                               "--json"), capture_output=True, text=True, timeout=600)
+    code, summary = done.returncode, json.loads(done.stdout)
     assert code == 0 and summary["target_kind"] == "rig" and summary["provider"] == "xai", summary
     assert [r["verdict"] for r in summary["receipts"]] == ["passed"] * 3  # no model given: xai's default, listed

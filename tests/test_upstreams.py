@@ -168,9 +168,13 @@ def test_xai_probe_compare_selects_the_xai_contract_and_exits_0(live_xai: tuple,
 def test_xai_smoke_passes_and_every_receipt_names_the_provider(live_xai: tuple, tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     name, rig, model = live_xai
-    code = main(["smoke", "--endpoint", rig.endpoint, "--model", model, "--out", str(tmp_path), "--no-html",
-                 "--json", "--junit-xml", str(tmp_path / "junit.xml")])
-    summary = json.loads(capsys.readouterr().out)
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", "--endpoint", rig.endpoint, "--model", model,
+                           "--out", str(tmp_path), "--no-html", "--json", "--junit-xml", str(tmp_path / "junit.xml")],
+                          capture_output=True, text=True, timeout=600)
+    code, summary = done.returncode, json.loads(done.stdout)
     assert code == 0, (name, summary)
     assert [r["verdict"] for r in summary["receipts"]] == ["passed"] * 3 and summary["provider"] == "xai"
     for receipt in summary["receipts"]:
