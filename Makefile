@@ -65,11 +65,11 @@ smoke: install
 
 # refresh the committed notebooks, then ship the same bytes in the package (a test keeps them identical)
 # (the guided notebooks, e.g. probe_console.ipynb, are executed against the emulator, stored with normalised outputs, not shipped)
-SMOKE_NOTEBOOKS := wire_format_spike adapter_check e2e_smoke
+SHIPPED_NOTEBOOKS := wire_format_spike adapter_check e2e_smoke load
 notebooks: install
 	$(BIN)/hermes-nb notebooks refresh --dir notebooks
 	$(BIN)/python -m hermes_nb.nbrun.guides notebooks
-	cp $(SMOKE_NOTEBOOKS:%=notebooks/%.ipynb) hermes_nb/data/notebooks/
+	cp $(SHIPPED_NOTEBOOKS:%=notebooks/%.ipynb) hermes_nb/data/notebooks/
 	cp notebooks/nbval-sanitize.cfg hermes_nb/data/nbval-sanitize.cfg
 
 # re-take docs/img/probe-console.png and docs/img/receipt.png (JupyterLab and a receipt in chromium)
@@ -79,7 +79,7 @@ screenshots: install browser-venv
 schema: install
 	$(BIN)/hermes-nb schema --write docs/schema
 
-# P1-P6 of docs/performance.md; each benchmark prints its ratio against its baseline, measured in the same run
+# P1-P7 of docs/performance.md; each benchmark prints its ratio against its baseline, measured in the same run
 bench: install
 	$(BIN)/python benchmarks/sse_decode.py
 	$(BIN)/python benchmarks/client_roundtrip.py
@@ -87,6 +87,8 @@ bench: install
 	$(BIN)/python benchmarks/smoke_bench.py
 	$(BIN)/python benchmarks/scaling.py
 	$(BIN)/python benchmarks/emulator_load.py
+	$(BIN)/python benchmarks/prompt_memory.py
+	$(BIN)/python benchmarks/load_generator.py
 
 # the fuzz tests with many more examples than the CI-sized ones `make test` runs
 fuzz: install

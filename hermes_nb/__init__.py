@@ -7,10 +7,12 @@ bottom-up (docs/architecture/layers.md): ``core`` → ``wire`` → ``emulator`` 
 ``proxy`` | ``harness`` → ``receipts`` → ``kit`` | ``nbrun`` → ``cli``.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+# Nothing is imported here (not even __future__): this runs before ``hermes-nb`` owns Ctrl-C
+# (hermes_nb/cli/__init__.py), and a signal during an import here would print a traceback
+# (tests/test_cli_interrupt.py). Annotations are strings, never evaluated.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -34,10 +36,11 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "runtime_final_message_instruction": "wire.sentinel", "wrap_final_message": "wire.sentinel",
     # emulator
     "serve_emulator": ("emulator", "serve"), "EmulatorHandle": "emulator",
-    # proxy: check, probe, contracts, real-proxy rig
+    # proxy: check, probe, contracts, real-proxy rig, the load probe
     "adapter_check": "proxy.check", "CheckResult": "proxy.check", "probe_endpoint": ("proxy.probe", "probe"),
     "WireReport": "proxy.report", "compare_contract": ("proxy.contracts", "compare"), "load_contract": "proxy.contracts",
     "real_proxy": "proxy.rig", "find_hermes_bin": "proxy.executable",
+    "run_load": "proxy.load.run", "LoadReport": "proxy.load.report",
     # harness: missions and runs
     "Mission": "harness.mission", "load_mission": "harness.mission", "render_prompt": "harness.prompt",
     "plan_run": "harness.plan", "RunPlan": "harness.plan", "dry_run": "harness.run", "run_mission": "harness.run",
@@ -46,23 +49,28 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     # receipts, the notebook runner, the kernel-side kit
     "verify_receipts": "receipts.verify",
     "run_smoke": "nbrun.smoke", "SmokeTarget": "nbrun.smoke_target", "ProbeConsole": "kit.console",
+    "smoke": "nbrun.jobs", "SmokeOutcome": "nbrun.jobs",
 }
 
 __all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension", *sorted(_LAZY)]
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: "Any") -> None:
     """``%load_ext hermes_nb``: registers ``%hermes_check``, ``%hermes_probe``, ``%%hermes_chat``
     (:mod:`hermes_nb.kit.magics`, imported only now so that ``import hermes_nb`` stays light)."""
+    import importlib
+
     importlib.import_module("hermes_nb.kit.magics").load_ipython_extension(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: "Any") -> None:
     """``%unload_ext hermes_nb``: stops the embedded emulators the magics started."""
+    import importlib
+
     importlib.import_module("hermes_nb.kit.magics").unload_ipython_extension(ipython)
 
 
-def _where(name: str) -> tuple[str, str] | None:
+def _where(name: str) -> "tuple[str, str] | None":
     """``(module, attribute)`` of a public name."""
     found = _LAZY.get(name)
     if found is None:
@@ -70,11 +78,13 @@ def _where(name: str) -> tuple[str, str] | None:
     return found if isinstance(found, tuple) else (found, name)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     where = _where(name)
     if where is None:
         raise AttributeError(f"module 'hermes_nb' has no attribute {name!r}")
     module, attribute = where
+    import importlib
+
     value = getattr(importlib.import_module(f"hermes_nb.{module}"), attribute)
     globals()[name] = value
     return value

@@ -81,7 +81,7 @@ def test_junit_is_valid_against_the_jenkins_schema_and_junitparser_reads_it(fixt
     [skip] = cases["locked"].result
     assert isinstance(skip, Skipped) and "run `hermes auth status nous`" in skip.message
     [fail] = cases["drifted"].result
-    assert isinstance(fail, Failure) and fail.type == "cell_error" and "drift" in fail.message
+    assert isinstance(fail, Failure) and fail.type == "drift" and "drift" in fail.message
     assert "routes[GET /].status: 404 → 200" in fail.text
     props = {p.name: p.value for p in suite.properties()}
     assert props["run_id"] == result.run_id and props["verdict"] == "failed" and props["exit_code"] == "1"
@@ -89,6 +89,15 @@ def test_junit_is_valid_against_the_jenkins_schema_and_junitparser_reads_it(fixt
         assert props[f"receipt:{run.name}"] == str(run.receipt_path)
         assert f"receipt: {run.receipt_path}" in cases[run.name].system_out
     assert CANARY not in path.read_text()
+    import xml.etree.ElementTree as ET
+
+    element = ET.parse(path).getroot().find("testsuite")
+    assert element is not None and element.get("hostname") == socket.gethostname()  # always: host, start, id
+    assert element.get("timestamp", "").startswith("20") and element.get("id") == result.run_id
+    skipped = element.find("testcase[@name='locked']/skipped")
+    assert skipped is not None and skipped.text == "hermes-proxy: credentials locked"  # the action once, in the
+    assert "run `hermes auth status nous`" in skipped.get("message", "")  # message; the text: only other errors
+    assert "cell_error" not in path.read_text()  # no internal status names
 
 
 def test_summary_has_the_table_the_action_the_drift_and_no_canary(fixture_report, tmp_path: Path) -> None:
@@ -103,6 +112,7 @@ def test_summary_has_the_table_the_action_the_drift_and_no_canary(fixture_report
     assert "routes[GET /].status: 404 → 200" in text
     assert "--blocked-exit 3" in text
     assert CANARY not in text and "token <redacted>" in text
+    assert "cell_error" not in text and "(a cell raised)" in text  # what happened, in words
 
 
 def test_a_secret_that_slips_past_redaction_refuses_the_write(tmp_path: Path) -> None:
@@ -173,5 +183,7 @@ def test_a_rig_that_cannot_start_still_gives_ci_a_blocked_report(tmp_path: Path,
     xmlschema.XMLSchema(str(XSD)).validate(str(tmp_path / "j.xml"))
     [case] = list(next(iter(JUnitXml.fromfile(str(tmp_path / "j.xml")))))
     assert case.name == "rig" and isinstance(case.result[0], Skipped) and "not an executable file" in case.result[0].message
+    text = (tmp_path / "j.xml").read_text()  # a rig that never started: still a host, a start time and an id
+    assert f'hostname="{socket.gethostname()}"' in text and 'timestamp="20' in text and 'id=""' not in text
     assert main(["smoke", "--rig", "stale", "--summary-md", str(tmp_path / "s.md"), "--blocked-exit", "0"]) == 0
     assert "**rig**:" in (tmp_path / "s.md").read_text() and "blocked (exit 0)" in (tmp_path / "s.md").read_text()

@@ -167,7 +167,7 @@ def test_the_existing_venv_hermes_is_adopted_as_the_019_cache(tmp_path: Path) ->
 
 def test_smoke_hermes_version_usage_and_unsupported_live(capsys) -> None:
     assert main(["smoke", "--hermes-version", "0.19.0", "--json"]) == 2
-    assert "--rig" in json.loads(capsys.readouterr().out)["error"]
+    assert "needs the rig" in json.loads(capsys.readouterr().out)["error"]  # worded for any caller, not as a flag
     assert main(["smoke", "--rig", "live", "--hermes-version", "0.17.0", "--json"]) == 3
     assert "NOUS_INFERENCE_BASE_URL" in json.loads(capsys.readouterr().out)["error"]
     assert main(["matrix", "--versions", "0.19.0,nope", "--json"]) == 2
@@ -247,4 +247,48 @@ def test_matrix_runs_every_provider_into_its_own_directory(tmp_path: Path, capsy
     md = (tmp_path / "matrix.md").read_text()
     assert "| 0.16.0 | xai | yes | yes | yes |" in md and "| 0.16.0 | nous | yes | no | yes |" in md
     assert main(["matrix", "--providers", "nous,claude", "--versions", "0.19.0", "--out", str(tmp_path)]) == 2
-    assert "--providers: claude" in capsys.readouterr().err
+    assert "providers: claude" in capsys.readouterr().err
+
+
+def test_a_signal_stops_the_matrix_with_its_outputs_written(tmp_path: Path) -> None:
+    """SIGTERM while the second version's rig starts (the runner raises Cancelled): the first version's report is
+    kept, the second and third are recorded cancelled, matrix.json/.md and the JUnit (one suite per version)
+    say so, and the exit code is 143."""
+    import signal
+
+    from junitparser import Error, JUnitXml
+
+    from hermes_nb.harness.signals import Cancelled
+    from hermes_nb.nbrun.matrix import matrix
+
+    def runner(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict:
+        if version == "0.18.2":
+            raise Cancelled(signal.SIGTERM)
+        return _report(version, "passed", [])
+
+    result, doc = matrix(["0.18.1", "0.18.2", "0.19.0"], state="stale", out=tmp_path / "m", runner=runner,
+                         junit_xml=tmp_path / "m.xml", summary_md=tmp_path / "m.md", environ={}, handle_signals=False)
+    assert (result.verdict, result.exit_code, doc["exit_code"]) == ("cancelled", 143, 143)
+    assert [(v["version"], v["status"]) for v in doc["versions"]] == [
+        ("0.18.1", "ran"), ("0.18.2", "cancelled"), ("0.19.0", "cancelled")]
+    assert json.loads((tmp_path / "m" / "matrix.json").read_text())["cancelled_by"] == "SIGTERM"
+    suites = {s.name: s for s in JUnitXml.fromfile(str(tmp_path / "m.xml"))}
+    assert len(suites) == 3
+    cancelled = suites["hermes-nb matrix stale hermes-agent 0.18.2"]
+    [case] = list(cancelled)
+    assert isinstance(case.result[0], Error) and case.result[0].type == "cancelled"
+    assert ": cancelled (exit 143)" in (tmp_path / "m.md").read_text()
+
+
+def test_matrix_blocked_exit_maps_a_stale_matrix(tmp_path: Path) -> None:
+    """--state stale is blocked by design: --blocked-exit 0 keeps CI green, as for the smoke."""
+    from hermes_nb.nbrun.matrix import matrix
+
+    def runner(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict:
+        return {**_report(version, "blocked", []), "exit_code": 3}
+
+    result, doc = matrix(["0.19.0"], state="stale", out=tmp_path, runner=runner, blocked_exit=0, environ={},
+                         handle_signals=False)
+    assert (result.verdict, result.exit_code, doc["blocked_exit"]) == ("blocked", 0, 0)
+    result, _ = matrix(["0.19.0"], state="stale", out=tmp_path, runner=runner, environ={}, handle_signals=False)
+    assert result.exit_code == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,13 +84,23 @@ def test_two_runners_publish_to_one_s3_prefix_and_it_verifies(s3_env: dict[str, 
     assert sorted(k for k in keys if k.startswith("team/hermes/index.d/")) == sorted(
         f"team/hermes/index.d/{r['run_id']}.json" for r in runs)
     assert not any(k.endswith(("/index.json", "README.md")) for k in keys)  # no shared object to race on
+    # index.html: rebuilt from every run's index object (not just the last run's), every link an object there
+    third = _finish(_smoke(url, s3_env))  # after both: its page has all three runs whatever the two raced to
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="team/hermes/")["Contents"])
+    page = s3.get_object(Bucket=BUCKET, Key="team/hermes/index.html")["Body"].read().decode()
+    assert all(f'id="{r["run_id"]}"' in page for r in [*runs, third])
+    hrefs = set(re.findall(r'href="([^"]+)"', page))
+    assert "index.d/" in hrefs and "index.json" not in hrefs  # the chain is the per-run index objects
+    assert {f"team/hermes/{h}" for h in hrefs - {"index.d/"}} <= set(keys), hrefs
+    assert len(hrefs) == 1 + 3 * 2  # the chain + (notebook, sidecar) per receipt: --no-html, so no page link
 
+    runs.append(third)
     assert main(["receipts", "list", url, "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert sorted(e["run_id"] for e in listed["receipts"]) == sorted(r["run_id"] for r in runs)
     assert main(["receipts", "verify", url, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["ok"] and len(report["receipts"]) == 2 and report["directory"] == url
+    assert report["ok"] and len(report["receipts"]) == 3 and report["directory"] == url
 
     # tamper with one published receipt: verify names its URL and exits 1
     key = next(k for k in keys if k.endswith("adapter_check.ipynb"))
@@ -134,5 +145,25 @@ def test_an_interrupted_run_is_published_under_the_run_id_its_staged_index_names
     store = RemoteStore(f"s3://{BUCKET}/interrupted")
     assert store.publish(tmp_path / "empty-staging") == []  # nothing staged: nothing published
     uploaded = store.publish(tmp_path)  # no run id given
-    assert uploaded[-1] == f"s3://{BUCKET}/interrupted/index.d/{result.run_id}.json"
+    assert uploaded[-2:] == [f"s3://{BUCKET}/interrupted/index.d/{result.run_id}.json",
+                             f"s3://{BUCKET}/interrupted/index.html"]
     assert main(["receipts", "verify", f"s3://{BUCKET}/interrupted", "--json"]) == 0
+
+
+@pytest.mark.parametrize("command", [["receipts", "list"], ["receipts", "verify"], ["smoke", "--out"]])
+def test_storage_errors_name_the_url_not_a_flag(s3_env, command: list[str], capsys) -> None:
+    url = "s3://missing-bucket/x"
+    assert main([*command, url, "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error.startswith(f"{url}: cannot list the prefix") and "--out" not in error
+
+
+def test_aws_endpoint_url_alone_reaches_the_s3_compatible_server(s3_env, monkeypatch, capsys) -> None:
+    """As docs/ci/README.md says: one variable, AWS_ENDPOINT_URL, for papermill's resource and client alike."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3")
+    monkeypatch.delenv("BOTO3_ENDPOINT_URL")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_env["AWS_ENDPOINT_URL_S3"])
+    env = {k: v for k, v in s3_env.items() if k not in ("AWS_ENDPOINT_URL_S3", "BOTO3_ENDPOINT_URL")}
+    doc = _finish(_smoke(f"s3://{BUCKET}/one-variable", env | {"AWS_ENDPOINT_URL": s3_env["AWS_ENDPOINT_URL_S3"]}))
+    assert doc["verdict"] == "passed" and doc["receipts"][0]["path"].startswith(f"s3://{BUCKET}/one-variable/")
+    assert main(["receipts", "verify", f"s3://{BUCKET}/one-variable", "--json"]) == 0

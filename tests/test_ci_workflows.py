@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,10 @@ def _checkout(tmp_path: Path) -> Path:
         if (ROOT / name).exists():
             (work / name).symlink_to((ROOT / name).resolve())
     return work
+
+
+#: the GitHub run the job commands think they are in (the summary links it)
+RUN = {"GITHUB_SERVER_URL": "https://github.example", "GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "42"}
 
 
 def _base_env() -> dict[str, str]:
@@ -98,6 +103,46 @@ def test_the_workflows_have_the_promised_jobs() -> None:
     assert gl["smoke:live"]["allow_failure"] == {"exit_codes": [3]}
 
 
+SCHEMAS = [(GITHUB, "vendor.github-workflows", "    timeout-minutes: 30", "    timeout-minute: 30"),
+           (GITLAB, "vendor.gitlab-ci", "  resource_group: hermes-proxy", "  resource_groups: hermes-proxy")]
+
+
+@pytest.mark.parametrize(("path", "schema", "good", "bad"), SCHEMAS, ids=["github", "gitlab"])
+def test_the_workflows_are_valid_against_the_schemas_check_jsonschema_vendors(path: Path, schema: str, good: str,
+                                                                              bad: str, tmp_path: Path) -> None:
+    """Offline: check-jsonschema's vendored copies of the GitHub-workflow and GitLab-CI schemas (no download; any
+    network use would hit a dead proxy). A copy with one misspelt key must fail, so the check can fail."""
+    env = {**_base_env(), "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
+
+    def check(target: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(target)],
+                              capture_output=True, text=True, timeout=120, env=env)
+
+    ok = check(path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert good in path.read_text()
+    broken = tmp_path / path.name
+    broken.write_text(path.read_text().replace(good, bad))
+    failed = check(broken)
+    assert failed.returncode == 1 and bad.split(":")[0].strip() in failed.stdout, failed.stdout + failed.stderr
+
+
+def test_the_live_jobs_run_where_they_can_reach_the_proxy_and_are_guarded() -> None:
+    live = _github_jobs()["smoke-live"]
+    assert live["concurrency"] == {"group": "hermes-proxy-live", "cancel-in-progress": False}
+    assert live["timeout-minutes"] and live["environment"] == "hermes-proxy"
+    assert "default_branch" in live["if"] and "workflow_dispatch" in live["if"]  # the branch filter
+    labels = yaml.safe_load((ROOT / "docs" / "ci" / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
+    standard = {"self-hosted", "linux", "x64"}
+    assert set(live["runs-on"]) - standard == set(labels) == {"hermes-proxy"}
+    gl = _gitlab_jobs()["smoke:live"]
+    assert gl["inherit"] == {"default": False}  # not the default image: its loopback would be the container's
+    assert gl["rules"] == [{"if": "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"}]
+    assert gl["resource_group"] and gl["timeout"]
+    text = GITLAB.read_text()
+    assert "*shell* executor" in text and 'network_mode = "host"' in text
+
+
 @pytest.mark.parametrize("job_name", ["smoke-emulator", "smoke-live"])
 def test_github_actions_job_commands_pass_against_the_emulator(job_name: str, tmp_path: Path,
                                                                emulator_endpoint: str) -> None:
@@ -110,10 +155,14 @@ def test_github_actions_job_commands_pass_against_the_emulator(job_name: str, tm
         if "run" not in step:
             continue
         summary = tmp_path / f"step-{i}-summary.md"  # GitHub gives every step its own summary file
-        _run(step["run"], work, env | {"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true"})
+        _run(step["run"], work, env | {"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true",
+                                       "GITHUB_WORKSPACE": str(work), **RUN})
         if summary.exists():
             summaries.append(summary.read_text())
     assert any("| notebook | verdict |" in s and "passed (exit 0)" in s for s in summaries), summaries
+    text = next(s for s in summaries if "| notebook | verdict |" in s)
+    assert "CI run: https://github.example/o/r/actions/runs/42 " in text  # where the receipts are, as artifacts
+    assert str(work) not in text and "| `receipts" in text  # paths relative to the artifact root, as uploaded
     for step in job["steps"]:
         uses, with_ = step.get("uses", ""), step.get("with") or {}
         if uses.startswith("actions/upload-artifact"):
@@ -132,10 +181,13 @@ def test_gitlab_ci_job_scripts_pass_against_the_emulator(job_name: str, tmp_path
     variables = {k: re.sub(r"\$CI_PROJECT_DIR", str(work), str(v)) for k, v in variables.items()}
     if "HERMES_NB_ENDPOINT" in variables:  # the real proxy's endpoint → the emulator's
         variables["HERMES_NB_ENDPOINT"] = emulator_endpoint
-    env = _base_env() | variables | {"GITLAB_CI": "true"}
+    env = _base_env() | variables | {"GITLAB_CI": "true", "CI_PROJECT_DIR": str(work),
+                                     "CI_JOB_URL": "https://gitlab.example/o/r/-/jobs/7"}
     for cmd in [*(doc.get("before_script") or []), *(job.get("before_script") or []), *job["script"]]:
         _run(cmd, work, env)
     artifacts = job["artifacts"]
     for path in artifacts["paths"]:
         assert (work / path).exists(), f"{job_name} keeps {path}, which was not written"
     _junit_ok(work / artifacts["reports"]["junit"])
+    summary = (work / "smoke-summary.md").read_text()  # receipts linked inside the job's artifacts
+    assert "](https://gitlab.example/o/r/-/jobs/7/artifacts/file/receipts" in summary and str(work) not in summary

@@ -64,7 +64,7 @@ def test_show_masks_secrets(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     assert main(["adapter", "add", "--root", str(tmp_path)]) == 0
     path = manifest(tmp_path)
     doc = yaml.safe_load(path.read_text())
-    doc["config"]["runtime_config"]["extra_headers"] = {"authorization": f"Bearer {CANARY}", "x-note": CANARY}
+    doc["config"]["runtime_config"]["extra_headers"] = {"x-api-key": f"Bearer {CANARY}", "x-note": CANARY}
     doc["config"]["runtime_config"]["auth_token"] = "file-token-" + CANARY[::-1]  # the env one wins below
     path.write_text(yaml.safe_dump(doc))
     monkeypatch.setenv("HERMES_NB_AUTH_TOKEN", CANARY)

@@ -133,3 +133,59 @@ def test_ctrl_c_during_start_up_of_the_console_script(emu: EmulatorHandle, tmp_p
     code, out, err = finish(proc, seen)
     assert code == 130 == json.loads(out)["exit_code"], err[-2000:]
     assert "Traceback" not in err and our_lines(err) == ["hermes-nb: error: interrupted"]
+
+
+
+def test_nothing_runs_between_the_console_script_and_the_handlers_but_the_package_itself() -> None:
+    """The console script imports ``hermes_nb.cli`` (so ``hermes_nb`` first), whose first act is to own SIGINT and
+    SIGTERM. A signal during an import before that prints a traceback, so ``import hermes_nb`` imports nothing
+    (it used to import typing: ~3 ms, a Ctrl-C there gave a traceback) and the handlers' module needs only the
+    signal and threading modules (issue 20: a Ctrl-C in the first ~15 ms)."""
+    code = ("import sys; before = set(sys.modules); import hermes_nb; first = set(sys.modules) - before; "
+            "before = set(sys.modules); import hermes_nb.harness.signals; "
+            "print(sorted(first)); print(sorted(m for m in set(sys.modules) - before if not m.startswith('hermes_nb')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    package, handlers = proc.stdout.splitlines()
+    assert package == "['hermes_nb']", proc.stderr
+    assert "typing" not in eval(handlers), handlers
+
+
+@pytest.mark.parametrize("json_mode", [False, True], ids=["human", "json"])
+def test_sigterm_during_start_up_is_one_line_and_143(emu: EmulatorHandle, tmp_path: Path, json_mode: bool) -> None:
+    """A CI runner cancelling the job sends SIGTERM: the CLI owns it like Ctrl-C, exit 128 + 15."""
+    args = ["check", "--endpoint", emu.endpoint, "--model", "hermes-4-405b",
+            "--runtime-config-overrides", STALL, *(["--json"] if json_mode else [])]
+    proc = spawn(args, tmp_path, "-X", "importtime")
+    assert proc.stderr is not None
+    seen = read_until(proc.stderr.fileno(), b"hermes_nb.core.errors")
+    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGTERM)
+    code, out, err = finish(proc, seen)
+    assert code == 143, err[-2000:]
+    assert "Traceback" not in err and our_lines(err) == ["hermes-nb: error: interrupted"]
+    if json_mode:
+        assert json.loads(out)["exit_code"] == 143
+
+
+def test_sigterm_while_run_copies_its_sandbox_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
+    """SIGTERM before the run's request (here: while the sandbox copy of a big project is made) used to kill the
+    process with the copy left in TMPDIR; now it unwinds: 143, one line, TMPDIR empty."""
+    project = tmp_path / "project"
+    for i in range(400):
+        (project / f"d{i % 20}").mkdir(parents=True, exist_ok=True)
+        (project / f"d{i % 20}" / f"f{i}.txt").write_bytes(b"x" * 20_000)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_NB_")} | {"TMPDIR": str(tmp)}
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_nb.cli", "run", "--prompt", "hi", "--root", str(project),
+                             "--endpoint", "http://127.0.0.1:9/v1", "--model", "m"], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + LIMIT_S
+    while not any(tmp.rglob("f*.txt")):  # the sandbox copy is under way (polling the directory, with a deadline)
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGTERM)
+    code, _, err = finish(proc)
+    assert code in (1, 143), err[-2000:]  # 1: the signal came once the run had started: it ends cancelled
+    assert "Traceback" not in err
+    assert list(tmp.iterdir()) == [], (code, err)

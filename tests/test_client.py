@@ -98,8 +98,8 @@ def test_headers_order_and_precedence() -> None:
 
 
 def test_auth_modes() -> None:
-    client = HermesClient(cfg(extra_headers={"authorization": "Bearer from-extra"}))
-    assert client.build_request("GET", "/models").headers["authorization"] == "Bearer from-extra"
+    client = HermesClient(cfg(auth_token="from-token"))  # the bearer has its own key (extra_headers may not set it)
+    assert client.build_request("GET", "/models").headers["authorization"] == "Bearer from-token"
     assert "authorization" not in client.build_request("GET", "/models", auth=False).headers
     assert client.build_request("GET", "/models", auth="Basic xyz").headers["authorization"] == "Basic xyz"
     plain = HermesClient(cfg())
@@ -431,7 +431,7 @@ def test_canary_never_reaches_an_output(caplog: pytest.LogCaptureFixture) -> Non
     caplog.set_level(logging.DEBUG)
 
     def echo(request: httpx.Request) -> httpx.Response:
-        seen = request.headers.get("authorization", "")
+        seen = request.headers.get("authorization", "") + " " + request.headers.get("x-api-key", "")
         if request.url.path.endswith("/models"):
             return httpx.Response(401, headers={"x-echo": seen},
                                   json={"error": {"message": f"bad key {seen}", "type": f"t {seen}", "code": seen}})
@@ -441,7 +441,7 @@ def test_canary_never_reaches_an_output(caplog: pytest.LogCaptureFixture) -> Non
         body = Body([f"id: {seen}\ndata: {text}\n\n".encode(), f"event: error\ndata: {seen}\n\n".encode()])
         return httpx.Response(200, headers={**SSE, "x-echo": seen}, stream=body)
 
-    for extra in ({}, {"authorization": f"Bearer {CANARY_EXTRA}"}):
+    for extra in ({}, {"x-api-key": CANARY_EXTRA}):
         config = cfg(auth_token=CANARY, extra_headers=extra)
         client = HermesClient(config, transport=httpx.MockTransport(echo))
         deltas: list[str] = []
@@ -723,7 +723,7 @@ def test_deeply_nested_json_body_does_not_crash_the_client() -> None:
 
 
 @pytest.mark.parametrize("kw", [{"auth_token": "sk-canary-tök-123456"}, {"auth_token": "sk-canary-a\nb-123456"},
-                                {"extra_headers": {"authorization": "Bearer sk-canary-café-1234"}}],
+                                {"extra_headers": {"x-api-key": "sk-canary-café-1234"}}],
                          ids=["non-ascii-token", "line-break-token", "non-ascii-header"])
 def test_unsendable_credentials_are_config_errors_not_a_crash_at_send(kw: dict[str, Any]) -> None:
     from hermes_nb.core.config import validate_config

@@ -87,7 +87,7 @@ def test_missing_model_is_reported():
 
 
 def test_token_never_prints():
-    cfg = validate_config({"model": "m", "auth_token": CANARY, "extra_headers": {"Authorization": f"Bearer {CANARY}x"}})
+    cfg = validate_config({"model": "m", "auth_token": CANARY, "extra_headers": {"X-Api-Key": f"{CANARY}x"}})
     for text in (repr(cfg), str(cfg), cfg.model_dump_json(), json.dumps(cfg.to_document())):
         assert CANARY not in text
     assert CANARY in cfg.secrets()

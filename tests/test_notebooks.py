@@ -13,12 +13,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hermes_nb.core.facts import NOTEBOOKS
+from hermes_nb.core.facts import LOAD_NOTEBOOK, NOTEBOOKS, SHIPPED_NOTEBOOKS
 from hermes_nb.core.resources import notebooks_dir, sanitize_file
 from hermes_nb.nbrun.templates import build
 from hermes_nb.receipts.verdict import VERDICT_MIME, find_verdict
 
-NAMES = NOTEBOOKS
+#: the smoke's three and the load receipt's notebook
+NAMES = SHIPPED_NOTEBOOKS
 #: the committed notebooks people open and nbval checks
 NB_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 PARAM_RE = re.compile(r"^(?P<name>[a-z_][a-z0-9_]*): (?P<type>[\w\[\]\"]+) = (?P<default>[^#]+?)  # (?P<help>.+)$")
@@ -30,7 +31,7 @@ def _load(name: str) -> nbformat.NotebookNode:
 
 
 def test_the_three_notebooks_exist_and_match_the_runner() -> None:
-    assert NAMES == NOTEBOOKS
+    assert NAMES == (*NOTEBOOKS, LOAD_NOTEBOOK) and LOAD_NOTEBOOK not in NOTEBOOKS  # the smoke runs its three only
     from hermes_nb.nbrun.guides import GUIDES
 
     assert sorted(p.stem for p in NB_DIR.glob("*.ipynb") if p.stem not in GUIDES) == sorted(NAMES)
@@ -105,7 +106,7 @@ def test_title_narrative_and_verdict_cell_last(name: str) -> None:
                 f"{name}: logic in a cell: {cell.source[:80]!r}"
 
 
-@pytest.mark.parametrize("name", [*(f"{n}.ipynb" for n in NOTEBOOKS), "nbval-sanitize.cfg"])
+@pytest.mark.parametrize("name", [*(f"{n}.ipynb" for n in NAMES), "nbval-sanitize.cfg"])
 def test_the_package_ships_exactly_the_committed_notebooks(name: str) -> None:
     """One source: what the wheel ships (and the smoke executes) is byte-identical to notebooks/ (make notebooks)."""
     shipped = sanitize_file() if name.endswith(".cfg") else notebooks_dir() / name

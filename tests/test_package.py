@@ -20,6 +20,10 @@ EXPORTED = [
     "serve_emulator", "verify_receipts", "wrap_final_message",
     # issue 11: the Jupyter face
     "ProbeConsole", "load_ipython_extension", "unload_ipython_extension",
+    # issue 21 (8): the smoke as the CLI runs it, for a notebook or a script
+    "smoke", "SmokeOutcome",
+    # issue 22: the load probe
+    "LoadReport", "run_load",
 ]
 
 

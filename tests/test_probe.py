@@ -115,7 +115,7 @@ class _Echo(BaseHTTPRequestHandler):
 
     def _send(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        auth = self.headers.get("Authorization", "")
+        auth = self.headers.get("Authorization", "") + " " + self.headers.get("X-Api-Key", "")
         if self.path.endswith("/models"):
             status, ctype = 401, "application/json"
             body = json.dumps({"error": {"message": f"bad {auth}", "type": f"t {auth}", "code": auth}}).encode()
@@ -141,7 +141,7 @@ class _Echo(BaseHTTPRequestHandler):
 
 @pytest.mark.parametrize("kwargs", [
     {"auth_token": "sk-canary-probe-tok-0123456789"},
-    {"headers": {"authorization": "Bearer sk-canary-probe-extra-0123456789"}},
+    {"headers": {"x-api-key": "sk-canary-probe-extra-0123456789"}},  # (the bearer itself: auth_token)
 ], ids=["auth_token", "extra_headers"])
 def test_echoed_credential_never_reaches_report_table_or_contract(kwargs: dict) -> None:
     from hermes_nb.cli.commands.probe import render

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -421,7 +422,11 @@ def test_request_json_shows_the_request_sent_with_secrets_masked(tmp_path: Path,
     assert doc["headers"]["authorization"] == "Bearer <redacted>" and doc["headers"]["x-api-key"] == "<redacted>"
     assert doc["headers"]["x-trace"] == "t-1" and doc["headers"]["content-type"] == "application/json"
     assert doc["body"]["model"] == "hermes-4-405b" and doc["body"]["stream"] is True
-    assert "Do the mission." in doc["body"]["messages"][-1]["content"]
+    prompt = (result.run_dir / "prompt.md").read_bytes()  # the one copy; the request refers to it
+    assert doc["body"]["messages"][-1]["content"] == (
+        f"<prompt.md: {len(prompt)} bytes, sha256:{hashlib.sha256(prompt).hexdigest()}>")
+    assert b"Do the mission." in prompt
     sent = clean_emu.requests[-1]
-    assert sent.json["messages"] == doc["body"]["messages"]  # what the proxy received
+    assert sent.json["messages"][-1]["content"].encode() == prompt  # what the proxy received is what prompt.md holds
+    assert [m["role"] for m in sent.json["messages"]] == [m["role"] for m in doc["body"]["messages"]]
     assert canary not in (result.run_dir / "request.json").read_text()

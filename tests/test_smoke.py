@@ -438,7 +438,7 @@ def test_an_unwritable_out_is_a_usage_error_before_any_notebook_runs(tmp_path: P
     a_file.write_text("x")
     assert main(["smoke", "--out", str(a_file), "--only", "adapter_check", "--json"]) == 2
     out = json.loads(capsys.readouterr().out)
-    assert out["exit_code"] == 2 and out["error"].startswith(f"--out {a_file}: not a writable directory")
+    assert out["exit_code"] == 2 and out["error"].startswith(f"receipts directory {a_file}: not a writable directory")
 
 
 def test_a_receipt_that_cannot_be_written_fails_that_notebook_not_the_process(tmp_path: Path, monkeypatch) -> None:
@@ -459,7 +459,8 @@ def test_a_receipt_that_cannot_be_written_fails_that_notebook_not_the_process(tm
 
 
 def test_ctrl_c_kills_the_kernels_and_still_writes_receipts_and_index(tmp_path: Path) -> None:
-    """SIGINT while a cell runs: kernels killed at once, each receipt failed 'interrupted', index consistent."""
+    """SIGINT while a cell runs: kernels killed at once, each receipt ``cancelled`` (not failed), index consistent,
+    and the result says which signal (run_smoke returns; it does not re-raise)."""
     import signal
     import time
 
@@ -470,9 +471,9 @@ def test_ctrl_c_kills_the_kernels_and_still_writes_receipts_and_index(tmp_path: 
                                                  None), _verdict_cell("passed")])
     out = tmp_path / "out"
     script = ("import sys\nfrom pathlib import Path\nfrom hermes_nb.nbrun.smoke import run_smoke\nfrom hermes_nb.nbrun.smoke_target import SmokeTarget\n"
-              f"try:\n    run_smoke(SmokeTarget(), out_dir=Path({str(out)!r}), only=['block'], "
+              f"result = run_smoke(SmokeTarget(), out_dir=Path({str(out)!r}), only=['block'], "
               f"templates=Path({str(templates)!r}), timeout_s=280)\n"
-              "except KeyboardInterrupt:\n    sys.exit(130)\nsys.exit(0)\n")
+              "sys.exit(130 if (result.verdict, result.cancelled_by) == ('cancelled', 'SIGINT') else 0)\n")
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -486,7 +487,105 @@ def test_ctrl_c_kills_the_kernels_and_still_writes_receipts_and_index(tmp_path: 
             proc.kill()
     assert proc.returncode == 130, err[-2000:]
     entries = load_index(out)["receipts"]
-    assert [(e["notebook"], e["verdict"]) for e in entries] == [("block", "failed")]
+    assert [(e["notebook"], e["verdict"]) for e in entries] == [("block", "cancelled")]
     receipt = nbformat.read(str(out / entries[0]["path"]), as_version=4).metadata.receipt
-    assert receipt["status"] == "interrupted" and receipt["reason"].startswith("interrupted: Ctrl-C while running")
+    assert receipt["status"] == "interrupted" and receipt["reason"] == "cancelled by SIGINT while it ran"
     assert verify_receipts(out).ok
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from /proc: the kernels, the fork server and its forks)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has exited (the container's init may be slow to reap it)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see the kernel processes")
+def test_sigterm_mid_smoke_leaves_junit_summary_receipts_and_nothing_behind(tmp_path: Path) -> None:
+    """A CI runner cancels the job (SIGTERM) while notebooks wait on a stalled proxy: exit 143; the finished
+    receipt is kept and every receipt indexed (the stopped ones ``cancelled``, not failed); the JUnit file and
+    the summary name the cancelled notebooks; nothing is left in TMPDIR and no kernel process survives."""
+    import signal
+    import time
+
+    from hermes_nb.emulator import serve
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out, junit, summary = tmp_path / "receipts", tmp_path / "junit.xml", tmp_path / "summary.md"
+    with serve(scenario="stall") as emu:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "NOUS_", "GITHUB_"))}
+        env["TMPDIR"] = str(tmp)
+        proc = subprocess.Popen([sys.executable, "-m", "hermes_nb.cli", "smoke", "--endpoint", emu.endpoint,
+                                 "--out", str(out), "--junit-xml", str(junit), "--summary-md", str(summary)],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 90
+            while not (any(r.path.endswith("/chat/completions") for r in emu.requests)
+                       and list(out.glob("*/*/adapter_check.ipynb"))):  # mid-run: a chat stalls, one receipt written
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-3000:]
+                time.sleep(0.05)  # polling the emulator's log and the receipts dir, bounded by a deadline
+            kernels = _descendants(proc.pid)
+            assert kernels, "no kernel processes found"
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 143, err[-3000:]
+    assert "Traceback" not in err
+    verdicts = {e["notebook"]: e["verdict"] for e in load_index(out)["receipts"]}
+    # adapter_check finished first (the stalled /models hits the check's 5 s cap): its receipt is kept as it was
+    assert verdicts == {"adapter_check": "failed", "wire_format_spike": "cancelled", "e2e_smoke": "cancelled"}
+    assert verify_receipts(out).ok
+    from junitparser import Error, JUnitXml
+
+    [suite] = list(JUnitXml.fromfile(str(junit)))
+    cases = {c.name: c for c in suite}
+    assert (suite.errors, suite.failures) == (2, 1)
+    for name in ("wire_format_spike", "e2e_smoke"):
+        [error] = cases[name].result
+        assert isinstance(error, Error) and error.type == "cancelled" and "SIGTERM" in error.message
+    text = summary.read_text()
+    assert "cancelled (exit 143)" in text and "**wire_format_spike**: cancelled by SIGTERM" in text
+    assert "**e2e_smoke**: cancelled by SIGTERM" in text
+    assert list(tmp.iterdir()) == []
+    assert [pid for pid in kernels if _alive(pid)] == []
+
+
+def test_a_cell_timeout_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
+    """The e2e notebook's run works in a sandbox copy; a cell timeout kills its kernel mid-run. The kernel's
+    temporary files live in the kernel pool's own directory, removed with it: TMPDIR stays empty."""
+    from hermes_nb.emulator import serve
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    with serve(scenario="stall") as emu:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "NOUS_", "GITHUB_"))}
+        env["TMPDIR"] = str(tmp)
+        proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", "--endpoint", emu.endpoint,
+                               "--only", "e2e_smoke", "--timeout", "4", "--no-html", "--out", str(tmp_path / "r"),
+                               "--json"], env=env, capture_output=True, text=True, timeout=120)
+    doc = json.loads(proc.stdout)
+    assert (proc.returncode, doc["verdict"]) == (1, "failed"), proc.stderr[-2000:]
+    assert doc["receipts"][0]["status"] == "timeout"
+    assert list(tmp.iterdir()) == []

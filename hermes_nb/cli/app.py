@@ -24,7 +24,7 @@ from hermes_nb import __version__
 from hermes_nb.cli import interrupts
 from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import HermesError, UsageError
-from hermes_nb.core.facts import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from hermes_nb.core.facts import EXIT_OK, EXIT_USAGE
 
 __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 
@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "emulator",
     "probe",
     "rig",
+    "load",
     "smoke",
     "matrix",
     "receipts",
@@ -93,9 +94,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The CLI. Called as the program (``argv`` None, main thread), it owns SIGINT: the first Ctrl-C, at any
-    moment, ends with one line and the documented exit code (130; a run ends ``cancelled``, exit 1); later
-    ones are ignored, and once the result is decided no Ctrl-C can change it."""
+    """The CLI. Called as the program (``argv`` None, main thread), it owns SIGINT and SIGTERM: the first one, at
+    any moment, ends with one line and the documented exit code (130 / 143; a run in flight ends ``cancelled``,
+    exit 1; a smoke or matrix writes its receipts and CI outputs first); later ones are ignored, and once the
+    result is decided no signal can change it."""
     entry = argv is None and threading.current_thread() is threading.main_thread()
     if entry:
         interrupts.install()
@@ -113,9 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _interrupted(out: Output) -> int:
+    code = interrupts.exit_code()  # 130 for Ctrl-C, 143 for SIGTERM
     if out.emitted:
-        return out.emitted_exit_code if out.emitted_exit_code is not None else EXIT_INTERRUPTED
-    return _fail(out, HermesError("interrupted"), EXIT_INTERRUPTED)
+        return out.emitted_exit_code if out.emitted_exit_code is not None else code
+    return _fail(out, HermesError("interrupted"), code)
 
 
 def _main(args_list: list[str], out: Output) -> int:

@@ -1,9 +1,14 @@
-"""Ctrl-C for the ``hermes-nb`` program: the first one interrupts, later ones are ignored.
+"""Ctrl-C and SIGTERM for the ``hermes-nb`` program: the first one interrupts, later ones are ignored.
 
 Installed as early as the program's own code runs (``hermes_nb/cli/__init__.py`` when it is the
-program, then :func:`hermes_nb.cli.app.main`), so an interrupt during start-up is one line and exit
-130, never a traceback. A run's :class:`~hermes_nb.harness.signals.SignalGuard` takes over during the
-run and sets the same flag, so a second Ctrl-C never changes the exit code the run decided.
+program, then :func:`hermes_nb.cli.app.main`; ``import hermes_nb`` before it imports nothing), so an
+interrupt during start-up is one line and exit 128 + the signal (130 for SIGINT, 143 for SIGTERM), never
+a traceback. A SIGTERM is handled like a Ctrl-C (raised as ``KeyboardInterrupt``, so every cleanup runs:
+a run's sandbox copy, temporary directories), only the exit code differs. A run's or a smoke's
+:class:`~hermes_nb.harness.signals.SignalGuard` takes over while it works and sets the same flag, so a
+second signal never changes the exit code it decided. What comes before our first line (the interpreter's
+start, ``site``, and the console script's own ``import re``) is CPython's: a signal there can still print
+CPython's traceback.
 """
 
 from __future__ import annotations
@@ -16,20 +21,29 @@ from types import FrameType
 
 from hermes_nb.harness.signals import INTERRUPTED
 
-__all__ = ["install", "is_program", "on_sigint", "arm", "disarm"]
+__all__ = ["install", "is_program", "on_sigint", "arm", "disarm", "exit_code", "SIGNALS"]
 
-_state = {"armed": False, "pending": False}
+#: the signals the program owns: Ctrl-C, and what a CI runner or a service manager sends to stop it
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_state: dict[str, object] = {"armed": False, "pending": False, "signum": None}
 
 
 def on_sigint(signum: int, frame: FrameType | None) -> None:
-    """The first Ctrl-C raises KeyboardInterrupt inside :func:`hermes_nb.cli.app.main` (or, when it comes
+    """The first SIGINT/SIGTERM raises KeyboardInterrupt inside :func:`hermes_nb.cli.app.main` (or, when it comes
     before main is running, as soon as main arms); later ones are ignored (the first one's code stands)."""
     if INTERRUPTED.is_set():
         return
     INTERRUPTED.set()
+    _state["signum"] = signum
     if _state["armed"]:
         raise KeyboardInterrupt
     _state["pending"] = True
+
+
+def exit_code() -> int:
+    """128 + the signal that interrupted the program (130 for Ctrl-C, 143 for SIGTERM)."""
+    signum = _state["signum"]
+    return 128 + (signum if isinstance(signum, int) else int(signal.SIGINT))
 
 
 def arm() -> None:
@@ -44,7 +58,8 @@ def disarm() -> None:
     """The result is decided: from now on Ctrl-C changes nothing."""
     _state["armed"] = False
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for signum in SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def is_program() -> bool:
@@ -57,6 +72,7 @@ def is_program() -> bool:
 
 
 def install() -> None:
-    """Own SIGINT (main thread only)."""
+    """Own SIGINT and SIGTERM (main thread only)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, on_sigint)
+        for signum in SIGNALS:
+            signal.signal(signum, on_sigint)

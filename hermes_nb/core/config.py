@@ -30,6 +30,7 @@ from hermes_nb.core.model import StrictModel
 from hermes_nb.core.redaction import SENSITIVE_HEADERS, redact_headers
 
 __all__ = [
+    "FORBIDDEN_EXTRA_HEADERS",
     "PROVIDERS",
     "UH_STRICT_KEYS",
     "HermesProxyRuntimeConfig",
@@ -47,6 +48,12 @@ PROVIDERS = ("nous", "xai", "claude", "chatgpt", "supergrok")
 Provider = Literal["nous", "xai", "claude", "chatgpt", "supergrok"]
 #: The keys UH's own strict hermes-proxy runtime_config schema accepts.
 UH_STRICT_KEYS = ("endpoint", "model", "provider", "request_timeout_ms", "extra_headers")
+#: headers ``extra_headers`` may not set: the client frames the request itself (length, host, transfer coding),
+#: and the bearer has its own key (``auth_token``)
+FORBIDDEN_EXTRA_HEADERS = ("content-length", "host", "transfer-encoding", "authorization")
+#: the same as a JSON Schema pattern (case-insensitive by character classes: JSON Schema regexes have no flags)
+_FORBIDDEN_PATTERN = "^(" + "|".join(
+    "".join(f"[{c.upper()}{c}]" if c.isalpha() else c for c in name) for name in FORBIDDEN_EXTRA_HEADERS) + ")$"
 
 
 def normalise_endpoint(value: str) -> str:
@@ -113,7 +120,11 @@ class HermesProxyRuntimeConfig(StrictModel):
     )
     stream: bool = Field(True, description="Stream the answer over SSE.")
     extra_headers: dict[str, str] = Field(
-        default_factory=dict, description="Extra request headers (lower-cased; they win over defaults)."
+        default_factory=dict,
+        description="Extra request headers (lower-cased; they win over defaults). Not allowed: "
+                    "Content-Length, Host, Transfer-Encoding (the client frames the request) and Authorization "
+                    "(the bearer is auth_token).",
+        json_schema_extra={"propertyNames": {"not": {"pattern": _FORBIDDEN_PATTERN}}},
     )
     #: where each key's value came from (set by resolve_runtime_config; not part of the document)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -158,6 +169,10 @@ class HermesProxyRuntimeConfig(StrictModel):
         for key, val in value.items():
             if not key or any(c in key for c in " :\r\n\t"):
                 raise ValueError(f"invalid header name {key!r}")
+            if key.lower() in FORBIDDEN_EXTRA_HEADERS:
+                why = ("the bearer is auth_token" if key.lower() == "authorization"
+                       else "the client frames the request itself")
+                raise ValueError(f"header {key!r} cannot be set in extra_headers ({why})")
             if any(c in val for c in "\r\n"):
                 raise ValueError(f"header {key!r} has a line break in its value")
             if not val.isascii():  # httpx sends header values as ASCII

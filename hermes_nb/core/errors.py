@@ -127,7 +127,8 @@ class RigError(HermesError):
 class NotebookFailed(HermesError):
     """A notebook job did not pass. ``notebook``: its name; ``cell``/``ename``: the failing cell's index and its
     exception's name, set by a runner that saw the cell error (None inside the kernel, where the raising
-    cell is the verdict cell itself)."""
+    cell is the verdict cell itself). The verdict cell raises it so papermill stops and reports the notebook;
+    in the cell it shows as one line (:meth:`_render_traceback_`)."""
 
     def __init__(self, message: str, *, notebook: str | None = None, cell: int | None = None,
                  ename: str | None = None) -> None:
@@ -135,6 +136,11 @@ class NotebookFailed(HermesError):
         self.cell = cell
         self.ename = ename
         super().__init__(message)
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook for how an exception shows in a cell: one line, no traceback (the verdict card above it
+        holds the reason and the operator action; a blocked notebook is an expected outcome, not a crash)."""
+        return [f"{type(self).__name__}: {self}"]
 
 
 class SecretLeak(HermesError):

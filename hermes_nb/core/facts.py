@@ -21,19 +21,24 @@ def _default_provider_model() -> str:
 
 
 __all__ = [
-    "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_BLOCKED", "EXIT_INTERRUPTED", "STATUS_EXIT", "exit_code_for",
-    "worst_verdict", "VERDICTS", "RUNTIME", "ERROR_PREFIX", "DEFAULT_ENDPOINT", "DEFAULT_MODEL",
-    "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "CONNECT_TIMEOUT_S", "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN",
-    "ENV_PROVIDER", "ENV_HERMES_BIN", "ENV_CONFIG", "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE",
-    "HARNESS_DIR", "MISSIONS_RELPATH", "WORKFLOWS_RELPATH", "AUDIT_RELPATH", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
+    "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_BLOCKED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "STATUS_EXIT",
+    "exit_code_for", "exit_code_for_signal", "worst_verdict", "VERDICTS", "OUTCOMES", "RUNTIME", "ERROR_PREFIX",
+    "DEFAULT_ENDPOINT", "DEFAULT_MODEL", "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "CONNECT_TIMEOUT_S",
+    "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN", "ENV_PROVIDER", "ENV_HERMES_BIN", "ENV_CONFIG",
+    "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "LOAD_NOTEBOOK", "SHIPPED_NOTEBOOKS",
+    "HARNESS_DIR", "MISSIONS_RELPATH",
+    "WORKFLOWS_RELPATH", "AUDIT_RELPATH", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
     "RECEIPTS_RELPATH", "manifest_path", "SENTINEL_TAG", "RUN_ARTIFACTS",
+    "PROXY_MAX_REQUEST_BYTES", "MAX_PROMPT_BYTES", "PROMPT_FILE",
 ]
 
 # --------------------------------------------------------------------------- exit codes
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
-#: a run stopped by Ctrl-C (128 + SIGINT), as a shell reports it
+#: a command stopped by Ctrl-C (128 + SIGINT), as a shell reports it
 EXIT_INTERRUPTED = 130
+#: a command stopped by SIGTERM (128 + 15), e.g. a CI runner cancelling the job
+EXIT_TERMINATED = 143
 
 #: every status word a command can end with -> its exit code
 STATUS_EXIT: Mapping[str, int] = {
@@ -46,6 +51,9 @@ STATUS_EXIT: Mapping[str, int] = {
 
 #: the verdicts of a notebook job, best first
 VERDICTS = ("passed", "blocked", "failed")
+#: what a receipt or a smoke can end with: a notebook's verdict, or ``cancelled`` (stopped by a signal while it
+#: ran), worst last
+OUTCOMES = (*VERDICTS, "cancelled")
 
 
 def exit_code_for(status: str) -> int:
@@ -53,12 +61,17 @@ def exit_code_for(status: str) -> int:
     return STATUS_EXIT.get(status, EXIT_FAILED)
 
 
+def exit_code_for_signal(signum: int) -> int:
+    """128 + the signal's number, as a shell reports a command the signal stopped (SIGINT 130, SIGTERM 143)."""
+    return 128 + int(signum)
+
+
 def worst_verdict(verdicts: Iterable[str]) -> str:
-    """failed wins over blocked wins over passed (an unknown verdict counts as failed)."""
+    """cancelled wins over failed over blocked over passed (an unknown verdict counts as failed)."""
     worst = 0
     for verdict in verdicts:
-        worst = max(worst, VERDICTS.index(verdict) if verdict in VERDICTS else len(VERDICTS) - 1)
-    return VERDICTS[worst]
+        worst = max(worst, OUTCOMES.index(verdict) if verdict in OUTCOMES else VERDICTS.index("failed"))
+    return OUTCOMES[worst]
 
 
 # --------------------------------------------------------------------------- the runtime
@@ -76,6 +89,13 @@ DEFAULT_TIMEOUT_MS = 300_000
 CONNECT_TIMEOUT_S = 5.0
 #: the fence tag of the final-message block (uh-contract §4)
 SENTINEL_TAG = "uh-runtime-final-message"
+#: the real proxy's request body cap (hermes_cli/proxy/server.py ``MAX_REQUEST_BYTES``; 413 above it)
+PROXY_MAX_REQUEST_BYTES = 10_000_000
+#: the default cap on prompt input (``--prompt-file``, ``--prompt -``): just above the proxy's body cap, so
+#: no prompt the proxy could accept is refused and nothing near the size of ``/dev/zero`` is ever read
+MAX_PROMPT_BYTES = 10 * 1024 * 1024
+#: the one file of a run that holds the prompt; every other record refers to it by digest and size
+PROMPT_FILE = "prompt.md"
 #: the run artifacts whose digests a receipt and a run's display carry and which a receipt keeps copies of
 #: (uh-contract §3, plus the prompt, the event log and the request sent: method, URL, headers masked, body)
 RUN_ARTIFACTS = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
@@ -107,6 +127,10 @@ def env_secrets(environ: Mapping[str, str]) -> list[str]:
 #: the three notebook jobs, in the order the smoke reports them
 NOTEBOOKS = ("wire_format_spike", "adapter_check", "e2e_smoke")
 WIRE_SPIKE, ADAPTER_CHECK, E2E_SMOKE = NOTEBOOKS
+#: the load receipt's notebook (``hermes-nb load --out``); never part of the smoke
+LOAD_NOTEBOOK = "load"
+#: every notebook the package ships (and ``make notebooks`` refreshes): the smoke's three and the load receipt's
+SHIPPED_NOTEBOOKS = NOTEBOOKS + (LOAD_NOTEBOOK,)
 #: UH's directory in a project root, and what hermes_nb reads and writes in it (relative to the root)
 HARNESS_DIR = ".harness"
 MISSIONS_RELPATH = Path(HARNESS_DIR) / "missions"

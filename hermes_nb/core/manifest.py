@@ -18,7 +18,7 @@ from hermes_nb.core.config import (
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.model import StrictModel
 from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_MODEL, DEFAULT_TIMEOUT_MS, RUNTIME
-from hermes_nb.core.yamlio import dump_yaml, load_yaml
+from hermes_nb.core.yamlio import dump_yaml, load_yaml, read_text_file
 
 __all__ = ["AdapterConfig", "AdapterManifest", "manifest_template", "load_manifest", "save_manifest",
            "manifest_document"]
@@ -80,12 +80,7 @@ def manifest_template(*, uh_strict: bool = False, endpoint: str = DEFAULT_ENDPOI
 
 def load_manifest(path: str | os.PathLike[str]) -> AdapterManifest:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: manifest not found") from None
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read manifest: {exc.strerror}") from None
+    text = read_text_file(p, f"{p}: manifest")
     data = load_yaml(text, where=str(p))
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: manifest must be a mapping")

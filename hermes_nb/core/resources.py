@@ -13,7 +13,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from hermes_nb.core.facts import NOTEBOOKS
+from hermes_nb.core.facts import SHIPPED_NOTEBOOKS
 
 __all__ = ["data_dir", "notebooks_dir", "notebook_path", "contracts_dir", "contract_names", "sanitize_file"]
 
@@ -28,13 +28,13 @@ def data_dir() -> Path:
 
 
 def notebooks_dir() -> Path:
-    """The shipped notebooks (what ``hermes-nb smoke`` executes)."""
+    """The shipped notebooks (what ``hermes-nb smoke`` and ``hermes-nb load --out`` execute)."""
     return data_dir() / "notebooks"
 
 
 def notebook_path(name: str) -> Path:
-    if name not in NOTEBOOKS:
-        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(NOTEBOOKS)}")
+    if name not in SHIPPED_NOTEBOOKS:
+        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(SHIPPED_NOTEBOOKS)}")
     return notebooks_dir() / f"{name}.ipynb"
 
 

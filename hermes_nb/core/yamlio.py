@@ -13,7 +13,7 @@ import yaml
 
 from hermes_nb.core.errors import ConfigError
 
-__all__ = ["SafeLoader", "load_yaml", "dump_yaml", "C_YAML", "read_text_file"]
+__all__ = ["SafeLoader", "load_yaml", "dump_yaml", "C_YAML", "read_text_file", "read_bytes_file", "decode_utf8"]
 
 SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -21,20 +21,36 @@ _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 C_YAML = SafeLoader is not yaml.SafeLoader
 
 
-def read_text_file(path: Any, what: str) -> str:
-    """A user file (mission, workflow, prompt) as UTF-8 text; each way it cannot be read is one ConfigError
-    line: ``<what> not found``, ``is a directory``, ``not UTF-8 text``, ``cannot read: <why>``."""
+def read_text_file(path: Any, what: str, *, max_bytes: int | None = None) -> str:
+    """A user file (manifest, mission, workflow, prompt) as UTF-8 text; each way it cannot be read is one
+    ConfigError line: ``<what> not found``, ``is a directory``, ``is not UTF-8 text (byte N: 0xXX)``,
+    ``is larger than N bytes``, ``cannot read: <why>``. ``max_bytes``: read at most that much (``/dev/zero`` or
+    a huge file is refused after reading ``max_bytes + 1`` bytes, never read whole)."""
+    return decode_utf8(read_bytes_file(path, what, max_bytes=max_bytes), what)
+
+
+def read_bytes_file(path: Any, what: str, *, max_bytes: int | None = None) -> bytes:
+    """The bytes of a user file, with :func:`read_text_file`'s errors (all but the UTF-8 one)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
     except FileNotFoundError:
         raise ConfigError(f"{what} not found") from None
     except IsADirectoryError:
         raise ConfigError(f"{what} is a directory, expected a file") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{what} is not UTF-8 text") from None
     except OSError as exc:
         raise ConfigError(f"{what}: cannot read: {exc.strerror}") from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ConfigError(f"{what} is larger than {max_bytes} bytes (the limit; raise it if you mean it)")
+    return data
+
+
+def decode_utf8(data: bytes, what: str) -> str:
+    """``data`` as UTF-8; else one ConfigError naming ``what``, the byte offset and the byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} is not UTF-8 text (byte {exc.start}: 0x{data[exc.start]:02x})") from None
 
 
 def load_yaml(text: str, *, where: str) -> Any:

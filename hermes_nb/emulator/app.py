@@ -28,6 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes_nb.core.facts import PROXY_MAX_REQUEST_BYTES
 from hermes_nb.core.providers import PROXY_PROVIDERS, provider_info
 from hermes_nb.core.redaction import Redactor, redact_headers
 
@@ -61,7 +62,7 @@ __all__ = [
 logger = logging.getLogger("hermes_nb.emulator")
 
 #: the real proxy's ``client_max_size`` (413 text/plain above it)
-MAX_REQUEST_BYTES = 10_000_000
+MAX_REQUEST_BYTES = PROXY_MAX_REQUEST_BYTES
 UPSTREAM_MAX_BYTES = 32 * 1024 * 1024
 AUTH_STALE_MESSAGE = "Failed to refresh Nous Portal credentials: Invalid refresh token"
 #: the real proxy's ``upstream_auth_failed`` text per provider (hermes_cli/proxy/adapters/*.py)
@@ -83,6 +84,8 @@ SETTINGS_KEY = web.AppKey("hermes_nb_settings", Settings)
 REQUESTS_KEY = web.AppKey("hermes_nb_requests", list)
 CLOSING_KEY = web.AppKey("hermes_nb_closing", asyncio.Event)
 SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
+#: ``concurrency-limited``: the chat requests in flight (one counter per app)
+IN_FLIGHT_KEY = web.AppKey("hermes_nb_in_flight", list)
 
 
 @dataclass(slots=True)
@@ -177,6 +180,26 @@ async def _observe(request: web.Request, handler: Callable[[web.Request], Awaita
         record.status = status
         logger.info("%s %s %s -> %s scenario=%s %.1fms", app[SETTINGS_KEY].profile, request.method, request.path,
                     status if status is not None else "aborted", scenario, (loop.time() - started) * 1000)
+
+
+@web.middleware
+async def _capacity(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                    ) -> web.StreamResponse:
+    """``concurrency-limited``: a chat request beyond ``max_concurrent`` in flight is answered as ``rate-limited``
+    (429 with Retry-After); the others count as in flight until their answer is written."""
+    if request[SCENARIO_KEY] != "concurrency-limited" or request.method != "POST" \
+            or not request.path.endswith("/chat/completions"):
+        return await handler(request)
+    in_flight = request.app[IN_FLIGHT_KEY]
+    if in_flight[0] >= request.app[SETTINGS_KEY].max_concurrent:
+        request[SCENARIO_KEY] = "rate-limited"
+        request[RECORD_KEY].extra["over_capacity"] = True
+        return await handler(request)
+    in_flight[0] += 1
+    try:
+        return await handler(request)
+    finally:
+        in_flight[0] -= 1
 
 
 @web.middleware
@@ -350,6 +373,9 @@ def create_app(
     models: list[str] | tuple[str, ...] | None = None,
     delay_s: float = 0.05,
     retry_after: int = 2,
+    first_delta_s: float = 0.1,
+    token_interval_s: float = 0.01,
+    max_concurrent: int = 4,
     requests: list[RecordedRequest] | None = None,
     provider: str = "nous",
     first_byte_s: float = 6.0,
@@ -370,15 +396,18 @@ def create_app(
                          f"choose one of: {', '.join(ALL_SCENARIOS)} (the last two need a proxy profile)")
     model_ids = tuple(models) if models else c.MODELS_BY_PROVIDER[provider]
     settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
-                        retry_after=retry_after, provider=provider, first_byte_s=first_byte_s, answer_s=answer_s)
+                        retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
+                        max_concurrent=max_concurrent, provider=provider, first_byte_s=first_byte_s,
+                        answer_s=answer_s)
     max_size = UPSTREAM_MAX_BYTES if profile == "upstream" else MAX_REQUEST_BYTES
     if profile == "minimal":
         from .minimal import create_minimal_app
 
         app = create_minimal_app(models=models, seed=seed, middlewares=[_observe, _minimal_scenario])
     else:
-        app = web.Application(client_max_size=max_size, middlewares=[_observe])
+        app = web.Application(client_max_size=max_size, middlewares=[_observe, _capacity])
     app[SETTINGS_KEY] = settings
+    app[IN_FLIGHT_KEY] = [0]
     app[REQUESTS_KEY] = requests if requests is not None else []
     closing = asyncio.Event()
     app[CLOSING_KEY] = closing

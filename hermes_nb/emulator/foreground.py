@@ -41,6 +41,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", default=None, help="comma-separated model ids listed by /v1/models")
     p.add_argument("--delay", type=float, default=0.05, metavar="SECONDS", help="per-delta delay of the slow scenario")
     p.add_argument("--retry-after", type=int, default=2, metavar="SECONDS", help="Retry-After of rate-limited")
+    p.add_argument("--first-delta", type=float, default=0.1, metavar="SECONDS",
+                   help="paced, concurrency-limited: pause before the first delta (default 0.1)")
+    p.add_argument("--token-interval", type=float, default=0.01, metavar="SECONDS",
+                   help="paced, concurrency-limited: pause between the next deltas (default 0.01)")
+    p.add_argument("--max-concurrent", type=int, default=4, metavar="N",
+                   help="concurrency-limited: 429 with Retry-After beyond N chat requests in flight (default 4)")
     p.add_argument("--allow-non-loopback", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -66,8 +72,10 @@ def run(args: argparse.Namespace, *, line: Callable[[str], None], emit: Callable
         raise UsageError(f"--scenario {args.scenario} is a fault of the proxy; use --profile hermes-agent or seed")
     if args.profile == "minimal" and args.scenario != "ok":
         raise UsageError(f"--scenario {args.scenario}: the minimal profile has one scenario, ok")
-    if args.delay < 0 or args.retry_after < 0:
-        raise UsageError("--delay and --retry-after must be >= 0")
+    if min(args.delay, args.retry_after, args.first_delta, args.token_interval) < 0:
+        raise UsageError("--delay, --retry-after, --first-delta and --token-interval must be >= 0")
+    if args.max_concurrent < 1:
+        raise UsageError(f"--max-concurrent must be >= 1, got {args.max_concurrent}")
     models = _models(args.models)
     log = logging.getLogger("hermes_nb.emulator")
     handler = logging.StreamHandler(sys.stderr)
@@ -91,7 +99,8 @@ async def _serve(args: argparse.Namespace, models: list[str] | None, line: Calla
     from hermes_nb.emulator.app import create_app
 
     app = create_app(profile=args.profile, scenario=args.scenario, seed=args.seed, models=models,
-                     delay_s=args.delay, retry_after=args.retry_after, provider=args.provider)
+                     delay_s=args.delay, retry_after=args.retry_after, first_delta_s=args.first_delta,
+                     token_interval_s=args.token_interval, max_concurrent=args.max_concurrent, provider=args.provider)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     stop = asyncio.Event()

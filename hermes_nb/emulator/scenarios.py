@@ -23,6 +23,7 @@ __all__ = [
     "IN_BAND_SCENARIOS",
     "TROUBLE_SCENARIOS",
     "UPSTREAM_SCENARIOS",
+    "LOAD_SCENARIOS",
     "Settings",
     "Pause",
     "Action",
@@ -31,6 +32,7 @@ __all__ = [
     "Reply",
     "json_reply",
     "upstream_reply",
+    "paced_reply",
     "UPSTREAM_ROUTES",
 ]
 
@@ -47,10 +49,14 @@ PROXY_SCENARIOS: tuple[str, ...] = ("upstream-unreachable", "upstream-timeout")
 #: the deltas (issue 10); kept out of SCENARIOS, the list checked against the real proxy's pass-through
 IN_BAND_SCENARIOS: tuple[str, ...] = ("stream-error-flat", "stream-error-typed", "stream-error-anthropic",
                                       "late-message")
+#: for the load probe (issue 22): ``paced`` (the first delta after ``first_delta_s``, one token per delta every
+#: ``token_interval_s``, ``max_tokens`` of them) and ``concurrency-limited`` (paced, and a 429 with Retry-After for
+#: each request beyond ``max_concurrent`` in flight); see :func:`paced_reply`
+LOAD_SCENARIOS: tuple[str, ...] = ("paced", "concurrency-limited")
 #: upstream trouble that is not a fault (:mod:`.trouble`): a slow first byte, a slow answer
 TROUBLE_SCENARIOS: tuple[str, ...] = ("slow-first-byte", "slow-answer")
 #: what an upstream can do (everything but the proxy's own faults): the rig's live upstream takes these
-UPSTREAM_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + TROUBLE_SCENARIOS
+UPSTREAM_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + LOAD_SCENARIOS + TROUBLE_SCENARIOS
 ALL_SCENARIOS: tuple[str, ...] = UPSTREAM_SCENARIOS + PROXY_SCENARIOS
 JSON_CT = "application/json; charset=utf-8"
 SSE_CT = "text/event-stream"
@@ -83,6 +89,11 @@ class Settings:
     #: ``slow-first-byte``: seconds before the status line; ``slow-answer``: seconds a generated answer takes
     first_byte_s: float = 6.0
     answer_s: float = 25.0
+    #: load scenarios: the pause before the first content delta, and between the next ones (seconds)
+    first_delta_s: float = 0.1
+    token_interval_s: float = 0.01
+    #: ``concurrency-limited``: requests in flight beyond this many are answered 429 with Retry-After
+    max_concurrent: int = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +243,44 @@ _OTHER_ERROR_SHAPES: dict[str, dict[str, Any]] = {
 }
 
 
+#: output tokens of a load-scenario answer when the request sets no ``max_tokens`` (and the most it may ask for)
+PACED_DEFAULT_TOKENS = 16
+PACED_MAX_TOKENS = 4096
+
+
+def paced_reply(settings: Settings, route: str, body: dict[str, Any], model: str) -> Reply:
+    """A load-scenario chat answer: ``max_tokens`` one-token deltas (``tok``), the first after ``first_delta_s``, each
+    next one ``token_interval_s`` later; the usage chunk counts them exactly (prompt: ~4 characters a token)."""
+    requested = body.get("max_tokens")
+    count = requested if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0 \
+        else PACED_DEFAULT_TOKENS
+    count = min(count, PACED_MAX_TOKENS)
+    text = "tok " * count
+    cid = c.request_id("chatcmpl", settings.seed, route, body)
+    created = c.created_at(settings.seed)
+    prompt = c.prompt_text(body)
+    usage = {**c.usage_for(prompt, ""), "completion_tokens": count}
+    usage["total_tokens"] = usage["prompt_tokens"] + count
+    if body.get("stream") is not True:
+        whole = c.chat_completion(cid, created, model, text, "length" if requested else "stop", prompt)
+        whole["usage"] = usage
+        return Reply(200, JSON_CT, [Pause(settings.first_delta_s + settings.token_interval_s * (count - 1)),
+                                    json.dumps(whole).encode()])
+    parts: list[Part] = [c.sse(c.chat_chunk(cid, created, model, content="", role=True)), Pause(settings.first_delta_s)]
+    delta = c.sse(c.chat_chunk(cid, created, model, content="tok "))
+    for i in range(count):
+        if i and settings.token_interval_s > 0:
+            parts.append(Pause(settings.token_interval_s))
+        parts.append(delta)
+    parts.append(c.sse(c.chat_chunk(cid, created, model, finish_reason="length" if requested else "stop")))
+    parts.append(c.sse(c.chat_chunk(cid, created, model, usage=usage, empty_choices=True)))
+    parts.append(c.sse("[DONE]"))
+    return Reply(200, SSE_CT, parts, {"Cache-Control": "no-cache"}, streamed=True)
+
+
 def _generate(settings: Settings, scenario: str, route: str, body: dict[str, Any], model: str) -> Reply:
+    if scenario in LOAD_SCENARIOS and route == "/chat/completions":
+        return paced_reply(settings, route, body, model)
     seed = settings.seed
     cid = c.request_id("chatcmpl" if route == "/chat/completions" else "cmpl", seed, route, body)
     created = c.created_at(seed)

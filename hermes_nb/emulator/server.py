@@ -141,6 +141,9 @@ def serve(
     port: int = 0,
     delay_s: float = 0.05,
     retry_after: int = 2,
+    first_delta_s: float = 0.1,
+    token_interval_s: float = 0.01,
+    max_concurrent: int = 4,
     provider: str = "nous",
     first_byte_s: float = 6.0,
     answer_s: float = 25.0,
@@ -155,7 +158,8 @@ def serve(
         raise ValueError(f"emulator host {host!r} is not a loopback address (127.0.0.1, ::1, localhost)")
     log: list[RecordedRequest] = []
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
-                     retry_after=retry_after, requests=log, provider=provider, first_byte_s=first_byte_s,
+                     retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
+                     max_concurrent=max_concurrent, requests=log, provider=provider, first_byte_s=first_byte_s,
                      answer_s=answer_s)
     thread = _ServerThread(app, host, port)
     thread.start()

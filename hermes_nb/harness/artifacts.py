@@ -63,6 +63,15 @@ def _surely_clean(line: str, redactor: Redactor) -> bool:
     return True
 
 
+def _write_pieces(handle: Any, text: str, piece: int = 1 << 20) -> None:
+    """Write ``text`` a megabyte of characters at a time: a big prompt is never encoded whole a second time."""
+    if len(text) <= piece:
+        handle.write(text)
+        return
+    for start in range(0, len(text), piece):
+        handle.write(text[start:start + piece])
+
+
 def refuse_symlinks(root: Path, path: Path) -> None:
     """Raise :class:`ArtifactError` if any component of ``path`` below ``root`` is a symlink."""
     current = root
@@ -194,12 +203,12 @@ class MissionArtifacts:
         text = self.redactor.text(text)
         if not atomic:
             with self.open(path, "w") as fh:
-                fh.write(text)
+                _write_pieces(fh, text)
             return path
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
         self._check(tmp, inside=path.parent)
         with self.open(tmp, "w") as fh:
-            fh.write(text)
+            _write_pieces(fh, text)
         try:
             os.replace(tmp, path)
         except OSError as exc:

@@ -210,8 +210,8 @@ class Mission(StrictModel):
     @classmethod
     def adhoc(cls, prompt: str) -> "Mission":
         """A mission made from a plain prompt: id ``adhoc``, the prompt as its description."""
-        if not prompt or not prompt.strip():
-            raise ConfigError("--prompt: the prompt is empty")
+        if not prompt or prompt.isspace():  # (not .strip(): that would copy a big prompt)
+            raise ConfigError("the prompt is empty")
         return cls(schema_version=MISSION_SCHEMA, id=ADHOC_ID, title="Ad-hoc prompt", objective=prompt)
 
     @property

@@ -29,14 +29,16 @@ from hermes_nb.core.facts import CONNECT_TIMEOUT_S, RUNTIME
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.harness.artifacts import MissionArtifacts
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of
-from hermes_nb.harness.prompt import render_prompt
+from hermes_nb.harness.prompt import prompt_digest, prompt_reference, render_prompt
 
 __all__ = ["RunPlan", "plan_run", "prepare", "mission_dir_name", "in_harness"]
 
 
 class RunPlan(BaseModel):
-    """What a run will send. Holds no secret: headers, body, args and ``prompt`` are redacted;
-    the prompt actually sent is :attr:`request_prompt` (never dumped)."""
+    """What a run will send. Holds no secret and no copy of the prompt: ``body`` and ``args`` carry
+    :func:`~hermes_nb.harness.prompt.prompt_reference` where the user message goes, ``prompt`` is the digest and
+    size of what ``prompt.md`` holds (redacted), headers are redacted; the prompt actually sent is
+    :attr:`request_prompt` (never dumped)."""
 
     mission_id: str
     runtime: str = RUNTIME
@@ -47,7 +49,8 @@ class RunPlan(BaseModel):
     args: list[str]
     headers: dict[str, str]
     body: dict[str, Any]
-    prompt: str
+    #: ``{"file": "prompt.md", "bytes": N, "sha256": …}``: the prompt is stored once, in that file
+    prompt: dict[str, Any]
     timeouts: dict[str, float]
     warnings: list[str] = Field(default_factory=list)
     _request_prompt: str | None = PrivateAttr(None)
@@ -59,7 +62,14 @@ class RunPlan(BaseModel):
     @property
     def request_prompt(self) -> str:
         """The user message as sent (unredacted: the user's own words go to the proxy as written)."""
-        return self.prompt if self._request_prompt is None else self._request_prompt
+        if self._request_prompt is None:
+            raise ValueError("this plan was loaded from a document: it has the prompt's digest, not the prompt")
+        return self._request_prompt
+
+    @property
+    def prompt_reference(self) -> str:
+        """``<prompt.md: N bytes, sha256:…>``: what records hold instead of the prompt."""
+        return prompt_reference(self.prompt)
 
 
 def mission_dir_name(mission: Mission, root: str | Path) -> str:
@@ -82,10 +92,12 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
     from hermes_nb.wire.payloads import chat_request_body
 
     prompt = render_prompt(mission, workflow)
-    body = chat_request_body(config, [{"role": "user", "content": prompt}])
+    redactor = Redactor(config.secrets())
+    digest = prompt_digest(redactor.text(prompt))  # of prompt.md's bytes: the one copy a run keeps
+    body = chat_request_body(config, [{"role": "user", "content": prompt_reference(digest)}])
     with HermesClient(config) as client:
         request = client.build_request("POST", "/chat/completions", json=body, sse=bool(body.get("stream")))
-    redactor = Redactor(config.secrets())
+    headers = {k: v for k, v in redact_headers(dict(request.headers)).items() if k != "content-length"}
     overall = config.request_timeout_ms / 1000.0
     plan = RunPlan(
         mission_id=mission.id,
@@ -93,9 +105,9 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
         url=str(request.url),
         command=f"POST {config.endpoint}/chat/completions",
         args=[redactor.text(json.dumps(body, indent=2, ensure_ascii=False))],
-        headers=redact_headers(dict(request.headers)),
+        headers=headers,  # content-length: of the body as sent, which request.json records after the call
         body=redactor.data(body),
-        prompt=redactor.text(prompt),
+        prompt=digest,
         timeouts={
             "request_timeout_ms": float(config.request_timeout_ms),
             "connect_timeout_s": CONNECT_TIMEOUT_S,

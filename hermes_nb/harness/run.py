@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ArtifactError
+from hermes_nb.core.facts import PROMPT_FILE
 from hermes_nb.core.records import SSEEventRecord
 from hermes_nb.harness.mission import Mission, Workflow
 from hermes_nb.harness.plan import in_harness, prepare
@@ -38,6 +39,7 @@ __all__ = ["dry_run", "run", "run_mission"]
 def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, run_id: str | None = None,
             workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = ()) -> DryRunResult:
     """Write ``prompt.md`` and a ``planned`` session under ``<mission dir>/dry-runs/<run_id>/``; send nothing.
+    (The prompt is in prompt.md only; the session, request.json and the result refer to it by digest and size.)
 
     Not under ``runs/``: UH lists every ``runs/<id>/`` in ``runs/index.json`` (a strict document with no
     ``planned`` status) and its drift checker flags any other directory there as an orphan.
@@ -47,7 +49,7 @@ def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | P
     if run_dir.exists():
         raise ArtifactError(f"dry-run directory {run_dir} already exists (choose another --run-id)")
     session = session_document(plan, artifacts, run_dir, status="planned", started_at=iso_now())
-    prompt_path = artifacts.write_text(run_dir / "prompt.md", plan.prompt)
+    prompt_path = artifacts.write_text(run_dir / PROMPT_FILE, plan.request_prompt)  # redacted as it is written
     session_path = artifacts.write_yaml(run_dir / "runtime-session.yaml", session)
     request_path = artifacts.write_json(run_dir / "request.json", request_document(plan))
     return DryRunResult(plan=plan, run_dir=run_dir, run_id=rid, session=session,

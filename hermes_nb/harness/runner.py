@@ -27,12 +27,13 @@ from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.providers import provider_in_text
 from hermes_nb.core.errors import HermesError
-from hermes_nb.core.facts import ERROR_PREFIX, exit_code_for
+from hermes_nb.core.facts import ERROR_PREFIX, PROMPT_FILE, exit_code_for
 from hermes_nb.core.records import Exchange, Outcome, SSEEventRecord
 from hermes_nb.harness import diffcap, documents
 from hermes_nb.harness.artifacts import MissionArtifacts
 from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.plan import RunPlan
+from hermes_nb.harness.prompt import refer_to_prompt
 from hermes_nb.harness.results import RunResult
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.harness.stream_log import RedactedStream
@@ -144,7 +145,7 @@ class Runner:
                         handle.close()
 
     def _execute(self) -> RunResult:
-        self.arts.write_text(self._file("prompt.md"), self.plan.request_prompt)
+        self.arts.write_text(self._file(PROMPT_FILE), self.plan.request_prompt)  # the one copy the run keeps
         self.arts.write_json(self._file("request.json"), request_document(self.plan))
         self.arts.write_yaml(self._file("runtime-session.yaml"), session_document(
             self.plan, self.arts, self.run_dir, status="running", started_at=self.started_at))
@@ -213,7 +214,10 @@ class Runner:
         self.arts.write_text(self._file("runtime.stderr.log"), self._stderr_text(exchange, outcome, diff))
         self.arts.write_bytes(self._file("diff.patch"), diff.patch)
         self.arts.write_text(self._file("runtime-final.txt"), final or "")
-        if exchange is not None:  # the request as the client recorded sending it (secrets masked)
+        if exchange is not None:  # the request as the client recorded sending it (secrets masked; the prompt is
+            # in prompt.md: the record keeps its digest and size, in the Exchange too, not a second copy)
+            exchange.request = exchange.request.model_copy(
+                update={"body": refer_to_prompt(exchange.request.body, self.plan.prompt_reference)})
             self.arts.write_json(self._file("request.json"), exchange.request.model_dump(mode="json"))
         self.notes.extend(diff.notes)
         return self._write_terminal(status, outcome, exchange, text, errors=outcome.errors + diff.errors,

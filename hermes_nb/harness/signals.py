@@ -11,7 +11,10 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported: the CLI installs its handlers through this module at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["SIGNAL_NAMES", "Cancelled", "SignalGuard", "INTERRUPTED"]
 

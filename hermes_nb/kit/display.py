@@ -223,7 +223,13 @@ def run_html(run_result: Any, *, artifacts: Mapping[str, str] | None = None,
 
 def verdict_html(summary: Mapping[str, Any], *, redactor: Redactor | None = None) -> str:
     """The verdict cell's human view: stable fields only (no digests, no timings)."""
+    from hermes_nb.receipts.verdict import operator_action
+
     keys = ["job", "verdict", "reason", "target", "endpoint", "model"]
-    out = kv_table(summary, title="verdict", keys=keys, redactor=redactor)
+    shown = dict(summary)
+    if summary.get("verdict") == "blocked":  # an expected outcome: what to do about it, not a traceback
+        shown["operator action"] = operator_action(summary)
+        keys.append("operator action")
+    out = kv_table(shown, title="verdict", keys=keys, redactor=redactor)
     out += list_block("errors", list(summary.get("errors") or []), redactor=redactor)
     return out

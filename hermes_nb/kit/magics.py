@@ -5,6 +5,10 @@
 ``%hermes_probe [--compare NAME] [--endpoint URL] [--model M] [--scenario S] [--deadline S]``
     the wire-format probe (and its drift from a recorded contract); returns the
     :class:`~hermes_nb.proxy.report.WireReport`.
+``%hermes_load [--endpoint URL] [--concurrency 1,4,16] [--requests N | --duration S] [--rate R] [--direct URL] …``
+    the load probe (the flags of ``hermes-nb load``; no endpoint = the session's emulator in the ``paced``
+    scenario); returns the :class:`~hermes_nb.proxy.load.report.LoadReport` ``hermes-nb load`` reports. A kernel
+    interrupt stops it and returns what was measured.
 ``%%hermes_chat [--endpoint URL] [--model M] [--manifest PATH] [--scenario S]``
     the cell body is the prompt; the answer streams into the output as it arrives (one display updated in
     place), then the verdict; returns a :class:`ChatResult` (``_.exchange``, ``_.outcome``, ``_.text``).
@@ -116,7 +120,7 @@ class _Answer:
 
 @magics_class
 class HermesMagics(Magics):
-    """``%hermes_check``, ``%hermes_probe``, ``%%hermes_chat``."""
+    """``%hermes_check``, ``%hermes_probe``, ``%hermes_load``, ``%%hermes_chat``."""
 
     def __init__(self, shell: Any = None) -> None:
         super().__init__(shell)
@@ -195,6 +199,35 @@ class HermesMagics(Magics):
             report.drift = compare(report, contract)
             report.not_judged = not_judged(report, contract)
         return report
+
+    # ---- %hermes_load
+    @magic_arguments()
+    @argument("--endpoint", default=None, help="proxy endpoint incl. /v1 (else HERMES_NB_ENDPOINT, else an emulator)")
+    @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
+    @argument("--scenario", default="paced", help="emulator scenario (only without an endpoint)")
+    @argument("--concurrency", default="1,4,16,64", help="concurrency levels, comma-separated")
+    @argument("--requests", type=int, default=None, help="requests per level")
+    @argument("--duration", type=float, default=None, help="seconds per level instead of --requests")
+    @argument("--rate", type=float, default=None, help="open loop: Poisson arrivals per second")
+    @argument("--prompt-tokens", type=int, default=64, help="prompt length in tokens")
+    @argument("--max-tokens", type=int, default=16, help="max_tokens of each request")
+    @argument("--timeout", type=float, default=60.0, help="per request, seconds")
+    @argument("--direct", default=None, help="the upstream behind the proxy: the proxy's added latency")
+    @argument("--allow-non-loopback", action="store_true", help="load a proxy that is not on this machine")
+    @line_magic
+    def hermes_load(self, line: str) -> Any:
+        """The load probe; returns the :class:`~hermes_nb.proxy.load.report.LoadReport`."""
+        from hermes_nb.kit.load import measure_load
+
+        args = parse_argstring(self.hermes_load, line)
+        try:
+            target, config = self._aim(args)
+            return measure_load(target, config, concurrency=args.concurrency, requests=args.requests,
+                                duration_s=args.duration, rate=args.rate, prompt_tokens=args.prompt_tokens,
+                                max_tokens=args.max_tokens, timeout_s=args.timeout, direct=args.direct,
+                                allow_non_loopback=args.allow_non_loopback)
+        except HermesError as exc:
+            self._fail(exc)
 
     # ---- %%hermes_chat
     @magic_arguments()

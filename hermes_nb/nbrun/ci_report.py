@@ -4,31 +4,53 @@
 the writers (:mod:`hermes_nb.receipts.junit`, :mod:`hermes_nb.receipts.summary`) need nothing from
 this layer. Per notebook it keeps what an operator acts on: the reason, the errors, the hint the
 adapter check gave, the drift lines of the wire-format spike, and for a blocked notebook the
-*operator action* (the hint, else the first error, else the reason).
+*operator action* (the hint, else the first error, else the reason). Execution statuses are worded
+for people (:data:`STATUS_WORDS`: "a cell raised", not ``cell_error``).
+
+Where the receipts are (:func:`ci_context`): paths relative to the artifact root (``$GITHUB_WORKSPACE``,
+``$CI_PROJECT_DIR``, else the working directory), the way a CI job uploads them, plus the CI run's page
+(``$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID``, GitLab's ``$CI_JOB_URL``) and, on
+GitLab, each receipt's own URL in the job's artifacts (``$CI_JOB_URL/artifacts/file/<path>``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import signal
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.facts import EXIT_BLOCKED, exit_code_for
+from hermes_nb.core.clock import iso_now, new_run_id
+from hermes_nb.core.errors import UsageError
+from hermes_nb.core.facts import EXIT_BLOCKED, exit_code_for, exit_code_for_signal
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.receipts.verdict import operator_action, proxy_state
 
-__all__ = ["BLOCKED_EXIT_CHOICES", "CI_REPORT_SCHEMA", "ci_report", "smoke_exit_code", "operator_action",
-           "result_provider",
-           "write_ci_outputs", "not_started_report"]
+__all__ = ["BLOCKED_EXIT_CHOICES", "CI_REPORT_SCHEMA", "STATUS_WORDS", "CiContext", "ci_context", "ci_report",
+           "smoke_exit_code", "operator_action", "result_provider", "write_ci_outputs", "not_started_report", "check_output_paths",
+           "step_summary_path", "unwritable_reason"]
 
 CI_REPORT_SCHEMA = "hermes-nb.smoke-ci.v1"
 #: what ``--blocked-exit`` may map a blocked smoke to: 3 (default: its own code), 0 (pass), 1 (fail)
 BLOCKED_EXIT_CHOICES = (3, 0, 1)
+#: an execution status (:class:`~hermes_nb.nbrun.execute.NotebookRun`) as CI readers see it
+STATUS_WORDS = {
+    "completed": "completed", "cell_error": "a cell raised", "timeout": "cell timeout",
+    "dead_kernel": "kernel died", "kernel_error": "kernel did not start", "runner_error": "runner error",
+    "interrupted": "cancelled", "pending": "not started", "not_started": "not started",
+}
 
 
-def smoke_exit_code(verdict: str, blocked_exit: int = EXIT_BLOCKED) -> int:
-    """The documented exit code of a smoke verdict, with blocked mapped to ``blocked_exit``."""
+def smoke_exit_code(verdict: str, blocked_exit: int = EXIT_BLOCKED, cancelled_by: str | None = None) -> int:
+    """The documented exit code of a smoke verdict, with blocked mapped to ``blocked_exit`` and a run stopped
+    by a signal ending with 128 + its number (SIGINT 130, SIGTERM 143)."""
     if blocked_exit not in BLOCKED_EXIT_CHOICES:
         raise ValueError(f"blocked_exit must be one of {BLOCKED_EXIT_CHOICES}, got {blocked_exit!r}")
+    if cancelled_by:
+        return exit_code_for_signal(signal.Signals[cancelled_by].value)
     return blocked_exit if verdict == "blocked" else exit_code_for(verdict)
 
 
@@ -38,29 +60,72 @@ def result_provider(result: Any) -> str | None:
     return next((p for p in seen if p), None) or getattr(result.target, "provider", None)
 
 
-def operator_action(summary: dict[str, Any] | None, reason: str, errors: list[str]) -> str:
-    """What an operator does about a blocked notebook: the check's hint, else the first error, else the reason."""
-    details = (summary or {}).get("details") or {}
-    hint = details.get("hint") if isinstance(details, dict) else None
-    if hint:
-        return str(hint)
-    return str(errors[0]) if errors else reason
+@dataclass(frozen=True)
+class CiContext:
+    """Where a CI job keeps its artifacts and where its run can be seen."""
+
+    #: receipt paths are written relative to this directory (what the job uploads from)
+    artifact_root: Path
+    #: the CI run's page (GitHub Actions run, GitLab job), None outside CI
+    run_url: str | None = None
+    #: GitLab: ``$CI_JOB_URL/artifacts/file``, a prefix each artifact's own path can be appended to
+    file_url: str | None = None
+
+    def path(self, location: Any) -> str:
+        """A receipt's place: a URL as is, a local path relative to the artifact root when it is under it."""
+        text = str(location)
+        if "://" in text:
+            return text
+        path = Path(text)
+        try:
+            return path.resolve().relative_to(self.artifact_root.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    def url(self, relative: str | None) -> str | None:
+        """The receipt's own URL in the CI job's artifacts (GitLab), None elsewhere or for a non-relative path."""
+        if not relative or self.file_url is None or "://" in relative or Path(relative).is_absolute():
+            return None
+        return f"{self.file_url}/{relative}"
+
+
+def ci_context(environ: Mapping[str, str] | None = None) -> CiContext:
+    """GitHub Actions, GitLab CI or neither, from the environment they set."""
+    env = os.environ if environ is None else environ
+    if env.get("GITLAB_CI") or env.get("CI_JOB_URL"):
+        job = env.get("CI_JOB_URL") or None
+        return CiContext(Path(env.get("CI_PROJECT_DIR") or Path.cwd()), job, f"{job}/artifacts/file" if job else None)
+    parts = [env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    run_url = f"{parts[0].rstrip('/')}/{parts[1]}/actions/runs/{parts[2]}" if all(parts) else None  # type: ignore[union-attr]
+    return CiContext(Path(env.get("GITHUB_WORKSPACE") or Path.cwd()), run_url)
+
+
+def _base(ctx: CiContext, *, blocked_exit: int) -> dict[str, Any]:
+    return {"schema": CI_REPORT_SCHEMA, "blocked_exit": blocked_exit, "hostname": socket.gethostname(),
+            "ci_run_url": ctx.run_url}
 
 
 def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redactor | None = None,
-              locate: Callable[[Path], str] | None = None) -> dict[str, Any]:
+              locate: Callable[[Path], str] | None = None,
+              environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Plain, redacted data for JUnit and the step summary. ``locate`` maps a local receipt path to the
-    place it is published at (a URL for shared storage); default ``str``."""
-    where = locate or str
+    place it is published at (a URL for shared storage); default: relative to the CI artifact root."""
+    ctx = ci_context(environ)
+    where = locate or ctx.path
     notebooks = []
     for run in result.runs:
         summary = run.summary or {}
         details = summary.get("details") or {}
-        errors = [str(e) for e in run.errors]
+        decided = summary.get("verdict") == run.verdict  # its verdict cell decided: it raised NotebookFailed to stop
+        errors = [str(e) for e in run.errors if not (decided and str(e).startswith("NotebookFailed: "))]
+        receipt = where(run.receipt_path) if run.receipt_path else None
+        status = STATUS_WORDS.get(run.status, run.status.replace("_", " "))
         notebooks.append({
             "name": run.name,
             "verdict": run.verdict,
-            "status": run.status,
+            "status": status,
+            # what kind of failure, in a word or two: the notebook's own reason when its verdict cell decided
+            "kind": str(summary.get("reason")) if decided else status,
             "reason": run.reason,
             "errors": errors,
             "hint": details.get("hint") if isinstance(details, dict) else None,
@@ -69,17 +134,24 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
             "operator_action": operator_action(summary, run.reason, errors) if run.verdict == "blocked" else None,
             "duration_s": round(run.duration_s, 3),
             "started_at": run.started_at or None,
-            "receipt": where(run.receipt_path) if run.receipt_path else None,
+            "receipt": receipt,
+            "receipt_url": ctx.url(receipt),
         })
     target = result.target
+    cancelled_by = getattr(result, "cancelled_by", None)
+    states = {proxy_state(run.summary) for run in result.runs}
+    started = [n["started_at"] for n in notebooks if n["started_at"]]
     report = {
-        "schema": CI_REPORT_SCHEMA,
+        **_base(ctx, blocked_exit=blocked_exit),
         "provider": result_provider(result),
         "verdict": result.verdict,
-        "exit_code": smoke_exit_code(result.verdict, blocked_exit),
-        "blocked_exit": blocked_exit,
+        "exit_code": smoke_exit_code(result.verdict, blocked_exit, cancelled_by),
+        "cancelled_by": cancelled_by,
         "run_id": result.run_id,
+        "started_at": min(started) if started else iso_now(),
         "target_kind": target.kind,
+        # the state the notebooks saw the proxy in: a stale proxy behind a "live" endpoint is not live
+        "proxy_state": next((s for s in ("stale", "unreachable", "live") if s in states), None),
         "endpoint": target.endpoint,
         "hermes_version": target.hermes_version,
         "target_evidence": target.evidence,
@@ -91,35 +163,89 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
 
 
 def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT_BLOCKED,
-                       hermes_version: str | None = None, redactor: Redactor | None = None) -> dict[str, Any]:
-    """The CI report of a smoke that could not start its target (the rig refused or did not come up):
-    one blocked case named ``rig`` carrying the reason as the operator action, so CI shows why."""
+                       hermes_version: str | None = None, verdict: str = "blocked", cancelled_by: str | None = None,
+                       environ: Mapping[str, str] | None = None, redactor: Redactor | None = None) -> dict[str, Any]:
+    """The CI report of a smoke whose target never started (the rig refused or did not come up, or a signal came
+    first): one case named after the target carrying the reason (as the operator action when blocked), so CI
+    shows why. It still has a run id, a start time and the host."""
+    ctx = ci_context(environ)
+    now = iso_now()
     report = {
-        "schema": CI_REPORT_SCHEMA, "provider": None, "verdict": "blocked",
-        "exit_code": smoke_exit_code("blocked", blocked_exit),
-        "blocked_exit": blocked_exit, "run_id": None, "target_kind": target_kind, "endpoint": None,
+        **_base(ctx, blocked_exit=blocked_exit), "provider": None, "verdict": verdict,
+        "exit_code": smoke_exit_code(verdict, blocked_exit, cancelled_by), "cancelled_by": cancelled_by,
+        "run_id": new_run_id(), "started_at": now, "target_kind": target_kind, "endpoint": None,
         "hermes_version": hermes_version, "target_evidence": None, "out": None, "duration_s": 0.0,
-        "notebooks": [{"name": target_kind, "verdict": "blocked", "status": "not_started", "reason": "not started",
-                       "errors": [error], "hint": None, "drift": [], "operator_action": error,
-                       "duration_s": 0.0, "started_at": None, "receipt": None}],
+        "notebooks": [{"name": target_kind, "verdict": verdict, "status": "not started", "reason": "not started",
+                       "errors": [error], "hint": None, "drift": [],
+                       "operator_action": error if verdict == "blocked" else None,
+                       "duration_s": 0.0, "started_at": now, "receipt": None, "receipt_url": None}],
     }
     return (redactor or Redactor()).data(report)
 
 
-def write_ci_outputs(report: dict[str, Any], *, redactor: Redactor, junit_xml: str | None = None,
-                     summary_md: str | None = None, step_summary: str | None = None) -> dict[str, str]:
+def unwritable_reason(path: str | Path) -> str | None:
+    """Why a file cannot be written at ``path`` (checked without creating it), None when it can."""
+    target = Path(path)
+    if target.is_dir():
+        return "is a directory"
+    if target.exists():
+        return None if os.access(target, os.W_OK) else "permission denied"
+    parent = target.parent
+    while not parent.exists():  # created when the file is written: the nearest existing ancestor decides
+        if parent == parent.parent:
+            break
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    return None if os.access(parent, os.W_OK | os.X_OK) else f"cannot create files in {parent}"
+
+
+def check_output_paths(**paths: str | Path | None) -> None:
+    """Every output file asked for can be written, else a :class:`UsageError` before anything runs."""
+    for what, path in paths.items():
+        if path is not None and (why := unwritable_reason(path)) is not None:
+            raise UsageError(f"{what.replace('_', ' ')} output {path}: not writable ({why})")
+
+
+def step_summary_path(given: str | Path | None, environ: Mapping[str, str], warnings: list[str]) -> str | None:
+    """The step summary to append to (``given``, else ``$GITHUB_STEP_SUMMARY``); an unwritable one is a warning,
+    added once to ``warnings``, and skipped."""
+    path = str(given) if given is not None else (environ.get("GITHUB_STEP_SUMMARY") or None)
+    if path and (why := unwritable_reason(path)) is not None:
+        warnings.append(f"GITHUB_STEP_SUMMARY {path}: not writable ({why}); the summary is not appended there")
+        return None
+    return path
+
+
+def write_ci_outputs(report: dict[str, Any], *, redactor: Redactor, junit_xml: str | Path | None = None,
+                     summary_md: str | Path | None = None, step_summary: str | Path | None = None,
+                     warnings: list[str] | None = None, junit_text: str | None = None,
+                     summary_text: str | None = None) -> dict[str, str]:
     """Write the JUnit XML, the Markdown summary, and append the summary to ``$GITHUB_STEP_SUMMARY``.
 
     Returns ``{"junit_xml": path, "summary_md": path, "step_summary": path}`` for what was written.
+    ``junit_text``/``summary_text``: documents made elsewhere (the matrix's) instead of the report's. With
+    ``warnings``, a file that cannot be written after all (the disk filled up during the run) is one warning
+    there instead of an error; a document that would carry a secret is refused either way.
     """
     from hermes_nb.receipts.junit import write_junit
     from hermes_nb.receipts.summary import write_summary
 
     written: dict[str, str] = {}
-    if junit_xml:
-        written["junit_xml"] = str(write_junit(report, junit_xml, redactor=redactor))
-    if summary_md:
-        written["summary_md"] = str(write_summary(report, summary_md, redactor=redactor))
-    if step_summary:
-        written["step_summary"] = str(write_summary(report, step_summary, redactor=redactor, append=True))
+    jobs: list[tuple[str, Any, Callable[[], Path]]] = [
+        ("junit_xml", junit_xml, lambda: write_junit(report, str(junit_xml), redactor=redactor, text=junit_text)),
+        ("summary_md", summary_md,
+         lambda: write_summary(report, str(summary_md), redactor=redactor, text=summary_text)),
+        ("step_summary", step_summary,
+         lambda: write_summary(report, str(step_summary), redactor=redactor, append=True, text=summary_text)),
+    ]
+    for key, path, write in jobs:
+        if not path:
+            continue
+        try:
+            written[key] = str(write())
+        except OSError as exc:
+            if warnings is None:
+                raise
+            warnings.append(f"{key.replace('_', ' ')} {path}: not written ({exc.strerror or exc})")
     return written

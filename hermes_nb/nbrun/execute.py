@@ -120,7 +120,7 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         except DeadKernelError as exc:
             run.status, error = "dead_kernel", str(exc).splitlines()[0] if str(exc) else "kernel died"
     except KeyboardInterrupt:
-        run.status, error = "interrupted", "Ctrl-C before its kernel started"
+        run.status, error = "interrupted", "stopped before its kernel started"
     except (RuntimeError, TimeoutError, OSError) as exc:
         run.status, error = "kernel_error", f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # noqa: BLE001 — worker-thread edge: every notebook must end with a verdict
@@ -130,7 +130,7 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         if km is not None and km.has_kernel:
             run_sync(km.shutdown_kernel)(now=True)
     if pool.cancelled.is_set() and run.status not in ("completed", "interrupted"):
-        run.status, error = "interrupted", f"Ctrl-C while running (then: {error})"
+        run.status, error = "interrupted", f"stopped while running (then: {error})"
     # written by papermill (completed, cell error), else the notebook as far as it got (timeout, dead kernel)
     run.nb = nbformat.reads(text, as_version=4) if text else getattr(EXECUTING, "nb", None)
     EXECUTING.nb = None

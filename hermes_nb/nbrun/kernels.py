@@ -71,8 +71,10 @@ class KernelPool:
             "display_name": "Python 3 (hermes-nb)",
             "language": "python",
             "metadata": {"supported_encryption": ["curve"]},
-            "env": {**QUIET_ENV, "IPYTHONDIR": str(self._dir / "ipython")},
+            # TMPDIR: a kernel's temporary files (a run's sandbox copy) go with this dir, even if the kernel is killed
+            "env": {**QUIET_ENV, "IPYTHONDIR": str(self._dir / "ipython"), "TMPDIR": str(self._dir / "tmp")},
         }
+        (self._dir / "tmp").mkdir()
         (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
         self.spec_dirs = [str(self._dir / "kernels")]
         self.cancelled = threading.Event()

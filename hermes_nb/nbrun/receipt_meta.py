@@ -22,6 +22,7 @@ from hermes_nb.core.resources import data_dir
 from hermes_nb.nbrun.execute import NotebookRun
 from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.smoke_target import SmokeTarget
+from hermes_nb.receipts.verdict import operator_action, proxy_state
 from hermes_nb.receipts.write import RECEIPT_SCHEMA
 
 __all__ = ["receipt_metadata", "artifact_sources", "environment_digest", "prefetch_environment_digest"]
@@ -79,7 +80,10 @@ def receipt_metadata(run: NotebookRun, *, run_id: str, target: SmokeTarget, pool
         "status": run.status,
         "reason": run.reason,
         "errors": run.errors,
+        # a blocked notebook is an expected outcome with an action: said once, up front (index.html, CI)
+        "operator_action": operator_action(summary, run.reason, run.errors) if run.verdict == "blocked" else None,
         "target_kind": target.kind,
+        "proxy_state": proxy_state(summary),
         "target_evidence": target.evidence,
         "endpoint": summary.get("endpoint") or target.endpoint,
         "endpoint_origin": target.endpoint_origin,

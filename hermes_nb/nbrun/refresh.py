@@ -6,7 +6,8 @@ passing run against the deterministic emulator, so a notebook that does not
 pass is not written. Papermill's per-run metadata (timings, status) is
 stripped, and the stored outputs are normalised with the nbval sanitize rules
 (ports, run ids, timestamps, durations, temp paths → placeholders; artifact
-digests in the verdict's machine summary → ``<sha256>``, its stream timeline → ``<timeline>``), so that refreshing
+digests in the verdict's machine summary → ``<sha256>``, its stream timeline → ``<timeline>``, a load report's
+figures → ``<load>``), so that refreshing
 twice writes byte-identical files and ``git diff notebooks/`` shows only real
 changes.
 """
@@ -25,7 +26,7 @@ from typing import Any
 import nbformat
 
 from hermes_nb.core.errors import ConfigError, NotebookFailed, UsageError
-from hermes_nb.core.facts import NOTEBOOKS
+from hermes_nb.core.facts import SHIPPED_NOTEBOOKS
 from hermes_nb.core.resources import sanitize_file
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.kernels import KernelPool
@@ -90,8 +91,9 @@ def sanitize_outputs(nb: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> A
             if isinstance(summary, dict) and isinstance(summary.get("artifacts"), dict):
                 summary["artifacts"] = {name: "<sha256>" for name in summary["artifacts"]}
             details = summary.get("details") if isinstance(summary, dict) else None
-            if isinstance(details, dict) and "timeline" in details:  # stream timings vary run to run
-                details["timeline"] = "<timeline>"
+            for key in ("timeline", "load"):  # stream timings and load figures vary run to run
+                if isinstance(details, dict) and key in details:
+                    details[key] = f"<{key}>"
             outputs.append(nbformat.from_dict(clean))
         cell.outputs = outputs
     return nb
@@ -106,7 +108,7 @@ def refresh_notebooks(directory: Path, *, names: Sequence[str] | None = None, ti
     directory.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda _msg: None)
     runs = []
-    for name in names or NOTEBOOKS:
+    for name in names or SHIPPED_NOTEBOOKS:
         template = build(name)
         tmp = directory / f".{name}.template.ipynb"
         nbformat.write(template, str(tmp))

@@ -8,6 +8,12 @@ shipped in the package (:func:`hermes_nb.core.resources.notebooks_dir`). One
 notebook's execution and its truthful verdict: :mod:`hermes_nb.nbrun.execute`;
 the target: :mod:`hermes_nb.nbrun.smoke_target`; the receipts:
 :mod:`hermes_nb.receipts`.
+
+Interrupted (``KeyboardInterrupt``, or :class:`~hermes_nb.harness.signals.Cancelled` from the signal guard of
+:func:`hermes_nb.nbrun.jobs.smoke`) while the notebooks run: the kernels are killed, every notebook that was
+still running is recorded ``cancelled`` with what it had, the finished receipts are kept, every receipt is
+indexed, and the result says which signal (``cancelled_by``); nothing is re-raised. The kernels' own temporary
+files live in the pool's private directory, removed with it whatever happened to a kernel.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,6 +32,7 @@ from typing import Any
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.errors import SecretLeak, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, worst_verdict
+from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resources import notebooks_dir
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
@@ -37,7 +44,7 @@ from hermes_nb.receipts.index import append_index, index_entry
 from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 
-__all__ = ["SmokeResult", "run_smoke"]
+__all__ = ["SmokeResult", "run_smoke", "writable_dir"]
 
 
 @dataclass
@@ -49,6 +56,8 @@ class SmokeResult:
     duration_s: float
     #: the target the receipts name (a ``live`` target found to be an emulator is ``emulator`` here)
     target: SmokeTarget = field(default_factory=SmokeTarget)
+    #: the signal that stopped the run (``SIGINT``, ``SIGTERM``, ``SIGHUP``), None when it ran to the end
+    cancelled_by: str | None = None
 
     def _repr_html_(self) -> str:  # a cell can end with the smoke's result (hermes_nb.nbrun.smoke_view)
         from hermes_nb.nbrun.smoke_view import smoke_html
@@ -77,6 +86,7 @@ class SmokeResult:
             "target_evidence": self.target.evidence,
             "out_dir": str(self.out_dir),
             "duration_s": round(self.duration_s, 3),
+            "cancelled_by": self.cancelled_by,
             "receipts": [
                 {"notebook": r.name, "path": str(r.receipt_path) if r.receipt_path else None,
                  "verdict": r.verdict, "status": r.status, "reason": r.reason,
@@ -89,11 +99,15 @@ class SmokeResult:
 def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None = None,
               timeout_s: float = 120.0, html: bool = True, templates: Path | None = None,
               progress: Callable[[str], None] | None = None, run_id: str | None = None,
-              confirm: bool = True) -> SmokeResult:
+              confirm: bool = True, guard: SignalGuard | None = None,
+              parameters: Mapping[str, Mapping[str, Any]] | None = None) -> SmokeResult:
     """Execute the notebooks concurrently and write one receipt each, plus the index.
 
     ``confirm``: check a ``live`` target first (:func:`confirm_target`); pass False only for a target
-    that already went through it.
+    that already went through it. ``guard``: a caller's signal guard, armed while the notebooks run (a
+    signal then cancels them; at any other moment it waits until they are done). ``parameters``: notebook
+    name → extra papermill parameters (the load receipt's report, :mod:`hermes_nb.nbrun.load`), over the
+    target's.
     """
     names = list(dict.fromkeys(only)) if only else list(NOTEBOOKS)  # a repeated --only runs once
     template_dir = templates or notebooks_dir()
@@ -101,7 +115,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
         if not (template_dir / f"{name}.ipynb").is_file():
             raise UsageError(f"no notebook {name!r} in {template_dir}")
     if timeout_s <= 0:
-        raise UsageError(f"--timeout must be > 0, got {timeout_s:g}")
+        raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
     say_lock = threading.Lock()
 
     def say(msg: str) -> None:  # one whole line at a time from the worker threads
@@ -115,13 +129,14 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
         say(f"target kind: emulator ({target.evidence})")
     started = datetime.now(timezone.utc)
     run_id = run_id or new_run_id(started)
-    out_dir = _writable_dir(Path(out_dir).resolve())
+    out_dir = writable_dir(Path(out_dir).resolve())
     receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
     redactor = Redactor(target.secrets)
     renderer = HtmlRenderer() if html else None
     work = Path(tempfile.mkdtemp(prefix="hermes-nb-smoke-"))
     runs: list[NotebookRun] = []
-    interrupted = False
+    cancelled_by: str | None = None
+    stopped = {"by": "SIGINT"}  # the signal's name, set before the kernels are killed (the workers read it)
     try:
         for name in names:
             params: dict[str, Any] = {"endpoint": target.endpoint}
@@ -130,6 +145,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
             if name == E2E_SMOKE:
                 (work / "e2e-root").mkdir()
                 params["root"] = str(work / "e2e-root")
+            params.update((parameters or {}).get(name) or {})
             runs.append(NotebookRun(name=name, template=(template_dir / f"{name}.ipynb").resolve(), parameters=params))
         with KernelPool(fork=fork_wanted()) as pool:
             prefetch_environment_digest()  # every receipt records it; computed while the kernels boot
@@ -138,12 +154,18 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
                 cwd.mkdir(parents=True, exist_ok=True)
                 say(f"{run.name}: running")
                 execute_notebook(run, pool, timeout_s=timeout_s, cwd=cwd)
+                if run.status == "interrupted":  # stopped by a signal while it ran: not a failure of the proxy
+                    run.verdict, run.reason = "cancelled", f"cancelled by {stopped['by']} while it ran"
                 artifacts = artifact_sources(run)
                 meta = receipt_metadata(run, run_id=run_id, target=target, pool=pool, timeout_s=timeout_s,
                                         redactor=redactor)
                 nb = run.nb if run.nb is not None else _empty_notebook(run.template)
                 if "papermill" in nb.metadata:
                     nb.metadata["papermill"]["exception"] = run.verdict != "passed"
+                if run.verdict == "blocked":  # expected, with an operator action: no red "Exception" banner
+                    from papermill.execute import remove_error_markers
+
+                    nb = remove_error_markers(nb)
                 try:
                     files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, renderer=renderer,
                                           artifacts=artifacts)
@@ -161,12 +183,17 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
             with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="hermes-nb-smoke") as ex:
                 futures = [ex.submit(job, r) for r in runs]
                 try:
+                    if guard is not None:
+                        guard.arm()  # a signal that came while the kernels started cancels here
                     runs = [f.result() for f in futures]
-                except KeyboardInterrupt:  # Ctrl-C: kill the kernels, keep the receipts, then re-raise
-                    interrupted = True
-                    say("interrupted: stopping the kernels; the receipts say so")
+                except (KeyboardInterrupt, Cancelled) as exc:  # kill the kernels, keep and index the receipts
+                    cancelled_by = stopped["by"] = SIGNAL_NAMES.get(getattr(exc, "signum", 2), "SIGINT")
+                    say(f"{cancelled_by}: stopping the kernels; the receipts of the running notebooks say cancelled")
                     pool.cancel()
                     runs = [f.result() for f in futures]
+                finally:
+                    if guard is not None:
+                        guard.armed = False  # from here on a signal waits: the receipts and index get written
         entries = [index_entry(out_dir, *r.written) for r in runs if r.written is not None]
         append_index(out_dir, entries, redactor=redactor)
         write_index_html(out_dir, redactor=redactor)  # DIR/index.html: each run's verdicts together
@@ -174,20 +201,18 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
         shutil.rmtree(work, ignore_errors=True)
     for r in runs:
         r.nb = r.written = None  # the receipts on disk are the record; drop the in-memory copies
-    if interrupted:
-        raise KeyboardInterrupt
-    verdict = worst_verdict(r.verdict for r in runs)
-    return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target)
+    verdict = "cancelled" if cancelled_by else worst_verdict(r.verdict for r in runs)
+    return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target, cancelled_by)
 
 
-def _writable_dir(path: Path) -> Path:
+def writable_dir(path: Path) -> Path:
     """``path`` created if needed and writable, else a usage error before any notebook runs."""
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as exc:
-        raise UsageError(f"--out {path}: not a writable directory ({exc.strerror or exc})") from None
+        raise UsageError(f"receipts directory {path}: not a writable directory ({exc.strerror or exc})") from None
     return path
 
 

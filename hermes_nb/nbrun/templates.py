@@ -1,4 +1,4 @@
-"""The three notebooks, generated from code so they are reproducible.
+"""The shipped notebooks (the smoke's three and the load receipt's), generated from code so they are reproducible.
 
 ``hermes-nb notebooks refresh`` writes them from these templates, executes
 them against the deterministic emulator and stores the outputs that nbval
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from hermes_nb.core.facts import ADAPTER_CHECK, DEFAULT_MODEL, E2E_SMOKE, NOTEBOOKS, WIRE_SPIKE
+from hermes_nb.core.facts import ADAPTER_CHECK, DEFAULT_MODEL, E2E_SMOKE, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS, WIRE_SPIKE
 
 __all__ = ["KERNELSPEC", "Param", "build", "build_all"]
 
@@ -63,6 +63,10 @@ _SECRETS_NOTE = (
 
 def _md(text: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_markdown_cell(text.strip())
+
+
+#: a cell whose output is a measurement (timings): nbval runs it and does not compare what it shows
+_MEASURED = ("nbval-ignore-output",)
 
 
 def _code(source: str, tags: Sequence[str] = ()) -> nbformat.NotebookNode:
@@ -205,16 +209,81 @@ Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`.
     ], E2E_SMOKE)
 
 
-_BUILDERS = {WIRE_SPIKE: wire_format_spike, ADAPTER_CHECK: adapter_check, E2E_SMOKE: e2e_smoke}
+def load() -> nbformat.NotebookNode:
+    params = [
+        *_TARGET_PARAMS[:3],
+        ("scenario", "str", '"paced"', "emulator scenario (only when endpoint is None): paced, concurrency-limited, …"),
+        ("concurrency", "str", '"1,4"', "concurrency levels, comma-separated, ascending"),
+        ("requests", '"Optional[int]"', "8", "requests per level (None: four rounds of each level, or duration_s)"),
+        ("duration_s", '"Optional[float]"', "None", "seconds per level instead of a request count"),
+        ("rate", '"Optional[float]"', "None", "open loop: Poisson arrivals per second (None: closed loop)"),
+        ("prompt_length", "int", "64", "input sequence length: prompt tokens per request (about)"),
+        ("output_length", "int", "16", "output sequence length: the max_tokens of every request"),
+        ("direct", '"Optional[str]"', "None", "the upstream itself (its /v1 URL): the proxy's added latency per level"),
+        ("report", '"Optional[str]"', "None",
+         "a LoadReport JSON measured by `hermes-nb load --out` (None: measure here)"),
+    ]
+    return _notebook([
+        _md(f"""
+# Load probe
+
+How many streams one proxy carries: streamed chat completions at rising concurrency, with the figures
+LLM-serving benchmarks report (NVIDIA genai-perf's definitions, see `docs/load.md`): **TTFT** (time to first
+token), **ITL** (inter-token latency), **E2E** (end-to-end latency) p50/p90/p99, requests and output tokens per
+second, errors by class, the first level where errors appear, and where a 429 (with its Retry-After) stopped the
+ramp. With `direct` (the upstream behind the proxy), each level runs against the upstream too and the report
+gives what the proxy adds. The generator's own overhead (CPU, event-loop lag) is reported per level.
+**Passed** = every request succeeded; **blocked** = 429s stopped the ramp, or nobody answered; **failed** =
+other errors, or interrupted.
+
+Runbook: `hermes-nb load --endpoint http://127.0.0.1:8645/v1 --concurrency 1,4,16 --out runbooks/receipts/load`
+measures, then executes this notebook with `report` set to what it measured. {_SECRETS_NOTE}
+"""),
+        _params(params),
+        _code(_setup("")),
+        _md("## Measure\n\nOne row per level; `sent` counts requests started, `ok` those that streamed to the end. "
+            "The pictures follow, one per cell, as images (they render on GitHub too)."),
+        _code("result = kit.measure_load(target, config, report=report, concurrency=concurrency, requests=requests,\n"
+              "                          duration_s=duration_s, rate=rate, prompt_tokens=prompt_length,\n"
+              "                          max_tokens=output_length, direct=direct)\n"
+              "HTML(result.html(plots=False))", tags=_MEASURED),
+        _md("""
+## Latency by concurrency
+
+Each panel: p50 (the typical request), p90 and p99 (the slow tail) in milliseconds. A TTFT that grows with
+concurrency while ITL stays flat means requests queue before they start; a growing ITL means the streams
+themselves slow down. The dashed line is the upstream's own p50 (with `direct`).
+"""),
+        _code('result.plot("latency")', tags=_MEASURED),
+        _md("""
+## Throughput by concurrency
+
+Requests and output tokens per second over each level's duration. Where the curve flattens while latency still
+rises, the proxy (or what is behind it) is saturated: more concurrency only adds waiting.
+"""),
+        _code('result.plot("throughput")', tags=_MEASURED),
+        _md("""
+## Errors by class
+
+The share of each level's requests that failed: rate limited (429), other 4xx, 5xx, timeouts, transport
+(connection refused or cut), errors inside a 200 stream. The ramp stops after the first level with a 429.
+"""),
+        _code('result.plot("errors")', tags=_MEASURED),
+        _md("## Verdict\n\nStops the embedded emulator, records the summary for the receipt, raises unless passed."),
+        _code("target.close()\nkit.record_verdict(kit.load_summary(result, report=report))"),
+    ], LOAD_NOTEBOOK)
+
+
+_BUILDERS = {WIRE_SPIKE: wire_format_spike, ADAPTER_CHECK: adapter_check, E2E_SMOKE: e2e_smoke, LOAD_NOTEBOOK: load}
 
 
 def build(name: str) -> nbformat.NotebookNode:
     try:
         return _BUILDERS[name]()
     except KeyError:
-        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(NOTEBOOKS)}") from None
+        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(SHIPPED_NOTEBOOKS)}") from None
 
 
 def build_all() -> dict[str, nbformat.NotebookNode]:
-    return {name: build(name) for name in NOTEBOOKS}
+    return {name: build(name) for name in SHIPPED_NOTEBOOKS}
 

@@ -49,6 +49,7 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.proxy.detect import detect_provider, fetch_health, resolve_model
 from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, detect_hermes
 from hermes_nb.wire.classify import AUTH_CODES, RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
+from hermes_nb.wire.failures import plain_http_hint
 
 __all__ = [
     "CheckResult",
@@ -190,6 +191,10 @@ def _classify(ex: Exchange, config: HermesProxyRuntimeConfig, provider: str | No
         if kind == "dns":
             return dict(state="misconfigured", error=f"cannot resolve the host of {endpoint}: {message}",
                         hint="check runtime_config.endpoint (the proxy listens on http://127.0.0.1:8645/v1)")
+        plain = plain_http_hint(endpoint, failure)
+        if plain is not None:  # https to the proxy's plain-http port: a configuration error with a fix
+            return dict(state="misconfigured", error=f"cannot talk to {endpoint} (TLS handshake): {message}",
+                        hint=plain)
         return dict(state="error", error=f"cannot talk to {endpoint} ({kind}): {message}")
     status = ex.status
     codes = _codes(ex)

@@ -22,13 +22,15 @@ from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.write import ReceiptFiles, check_clean, write_text_atomic
 
-__all__ = ["INDEX_SCHEMA", "INDEXED_FIELDS", "load_index", "index_entry", "append_index", "entry_digest",
+__all__ = ["INDEX_SCHEMA", "INDEXED_FIELDS", "LATER_FIELDS", "load_index", "index_entry", "append_index", "entry_digest",
            "render_readme"]
 
 INDEX_SCHEMA = "hermes-nb.receipts-index.v1"
 #: index fields that must equal the receipt's own (metadata.receipt) values
-INDEXED_FIELDS = ("run_id", "notebook", "verdict", "target_kind", "provider", "endpoint", "model", "started_at",
-                  "duration_s")
+INDEXED_FIELDS = ("run_id", "notebook", "verdict", "target_kind", "endpoint", "model", "started_at", "duration_s")
+#: indexed too since issue 20 (an entry written before has none of them; one that has them must match); and
+#: ``provider`` since issue 18
+LATER_FIELDS = ("reason", "operator_action", "proxy_state", "provider")
 _INDEX_LOCK = threading.Lock()
 
 
@@ -52,12 +54,13 @@ def index_entry(directory: Path, files: ReceiptFiles, receipt: Mapping[str, Any]
         "notebook": receipt.get("notebook"),
         "verdict": receipt.get("verdict"),
         "target_kind": receipt.get("target_kind"),
-        "provider": receipt.get("provider"),
         "endpoint": receipt.get("endpoint"),
         "model": receipt.get("model"),
         "started_at": receipt.get("started_at"),
         "duration_s": receipt.get("duration_s"),
+        **{key: receipt.get(key) for key in LATER_FIELDS},
         "path": rel.as_posix(),
+        "html": files.html.relative_to(directory).as_posix() if files.html is not None else None,
         "sidecar": files.sidecar.relative_to(directory).as_posix(),
         "sidecar_sha256": files.sidecar_sha256,
         "receipt_sha256": files.receipt_sha256,
@@ -104,9 +107,9 @@ def render_readme(index: Mapping[str, Any]) -> str:
     ]
     for e in reversed(index.get("receipts", [])):
         path = str(e.get("path", ""))
-        html = path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path
+        html = e["html"] if "html" in e else (path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path)
         cells = [e.get("started_at"), e.get("run_id"), e.get("notebook"), e.get("verdict"),
                  e.get("target_kind"), e.get("provider"), e.get("model"), e.get("endpoint")]
         text = " | ".join(str(c if c is not None else "—").replace("|", "\\|") for c in cells)
-        lines.append(f"| {text} | [ipynb]({path}) · [html]({html}) |")
+        lines.append(f"| {text} | [ipynb]({path})" + (f" · [html]({html})" if html else "") + " |")
     return "\n".join(lines) + "\n"

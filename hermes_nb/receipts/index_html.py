@@ -1,8 +1,9 @@
 """``DIR/index.html`` beside ``DIR/index.json``: each smoke run's verdicts together, newest run first.
 
-One section per run id: the run's overall verdict (the worst of its notebooks), where it pointed, when it
-started, its total duration, then one row per notebook with its verdict in colour, its duration and links
-to the receipt's HTML, notebook and sidecar. Built from ``index.json`` alone (no receipt is opened), so
+One section per run id: the run's overall verdict (the worst of its notebooks), where it pointed (the target
+labelled with the state the proxy was seen in: a stale proxy is not "live"), when it started, its total
+duration, then one row per notebook with its verdict in colour, its reason and, when blocked, the operator
+action, its duration and links to the receipt's HTML, notebook and sidecar. Built from ``index.json`` alone (no receipt is opened), so
 it costs milliseconds; rewritten after every append. Like every file of a receipts directory it is
 scanned for secrets before it is written, and ``receipts verify`` scans it again.
 """
@@ -20,7 +21,7 @@ from hermes_nb.core.reprs import VERDICT_COLOURS
 from hermes_nb.receipts.index import load_index
 from hermes_nb.receipts.write import check_clean, write_text_atomic
 
-__all__ = ["render_index_html", "write_index_html"]
+__all__ = ["render_index_html", "write_index_html", "target_label"]
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
@@ -49,20 +50,34 @@ def _runs(entries: list[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str,
 
 
 def _links(entry: Mapping[str, Any]) -> str:
+    """Links to what the receipt has: its page (none for a run with the HTML renders off), notebook, sidecar."""
     path = str(entry.get("path") or "")
-    page = path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path
-    links = [f'<a href="{_e(page)}">receipt</a>', f'<a href="{_e(path)}">ipynb</a>']
+    page = entry["html"] if "html" in entry else (path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path)
+    links = [f'<a href="{_e(page)}">receipt</a>'] if page else []
+    links.append(f'<a href="{_e(path)}">ipynb</a>')
     if entry.get("sidecar"):
         links.append(f'<a href="{_e(entry["sidecar"])}">sidecar</a>')
     return " · ".join(links)
 
 
-def render_index_html(index: Mapping[str, Any]) -> str:
-    """The page for an index (``load_index``)."""
+def target_label(entries: list[Mapping[str, Any]]) -> str:
+    """The run's target kind, with the state its notebooks saw the proxy in when that is not live: a ``live``
+    endpoint whose proxy refused its credentials reads ``live endpoint, proxy stale``."""
+    kind = str(entries[0].get("target_kind") or "—") if entries else "—"
+    states = {str(e["proxy_state"]) for e in entries if e.get("proxy_state")}
+    seen = next((s for s in ("stale", "unreachable") if s in states), None)
+    if seen is None:
+        return kind
+    return f"{kind} endpoint, proxy {seen}" if kind == "live" else f"{kind}, proxy {seen}"
+
+
+def render_index_html(index: Mapping[str, Any], *, chain: str = "index.json") -> str:
+    """The page for an index (``load_index``); ``chain``: where its hash chain is (shared storage: ``index.d/``,
+    one index object per run)."""
     entries = [e for e in index.get("receipts", []) if isinstance(e, Mapping)]
     parts = ['<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Smoke receipts</title>'
              f"<style>{_STYLE}</style></head><body><h1>Smoke receipts</h1>"
-             f"<p><small>{len(entries)} receipts; the chain is in <a href=\"index.json\">index.json</a>; "
+             f'<p><small>{len(entries)} receipts; the chain is in <a href="{_e(chain)}">{_e(chain)}</a>; '
              "check it with <code>hermes-nb receipts verify &lt;this dir&gt;</code>.</small></p>"]
     for run_id, runs in _runs(entries):
         overall = worst_verdict(str(e.get("verdict")) for e in runs)
@@ -72,16 +87,20 @@ def render_index_html(index: Mapping[str, Any]) -> str:
         parts.append(
             f'<section class="run" id="{_e(run_id)}" style="--c:{VERDICT_COLOURS.get(overall, "#57606a")}">'
             f"<h2>{_verdict(overall)} · run {_e(run_id)}</h2>"
-            f"<p><small>started {_e(first.get('started_at'))} · target {_e(first.get('target_kind'))} "
+            f"<p><small>started {_e(first.get('started_at'))} · target {_e(target_label(runs))} "
             f"{_e(first.get('endpoint'))} · provider {_e(next((e.get('provider') for e in runs if e.get('provider')), '—'))}"
             f" · model {_e(first.get('model'))} · "
             f"notebooks {len(runs)}, longest {longest:.3f} s, sum {total:.3f} s</small></p>"
-            "<table><tr><th>notebook</th><th>verdict</th><th>duration</th><th>links</th></tr>")
+            "<table><tr><th>notebook</th><th>verdict</th><th>reason · operator action</th><th>duration</th>"
+            "<th>links</th></tr>")
         for e in runs:
             duration = e.get("duration_s")
             shown = f"{float(duration):.3f} s" if isinstance(duration, (int, float)) else "—"
+            why = _e(e.get("reason"))
+            if e.get("operator_action"):
+                why += f'<br><b>action:</b> {_e(e["operator_action"])}'
             parts.append(f'<tr class="receipt"><td>{_e(e.get("notebook"))}</td><td>{_verdict(e.get("verdict"))}</td>'
-                         f"<td>{shown}</td><td>{_links(e)}</td></tr>")
+                         f'<td class="why">{why}</td><td>{shown}</td><td>{_links(e)}</td></tr>')
         parts.append("</table></section>")
     parts.append("</body></html>\n")
     return "".join(parts)

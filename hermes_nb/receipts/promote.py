@@ -27,6 +27,7 @@ from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError, HermesError, PromotionRefused, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH
 from hermes_nb.core.manifest import load_manifest, save_manifest
+from hermes_nb.core.yamlio import read_text_file
 from hermes_nb.receipts.index import load_index
 from hermes_nb.receipts.verify import verify_receipt
 from hermes_nb.receipts.write import SIDECAR_SUFFIX, receipt_digest
@@ -122,7 +123,7 @@ def promote(receipt: Path, *, manifest: Path = MANIFEST_RELPATH, runbook: Path =
     runbook = Path(runbook)
     # the record is staged first: an unwritable runbook must not leave an active manifest without its record
     try:
-        text = runbook.read_text(encoding="utf-8") if runbook.is_file() else "# Hermes proxy smoke\n"
+        text = read_text_file(runbook, f"runbook {runbook}") if runbook.is_file() else "# Hermes proxy smoke\n"
         if RECORDS_HEADING not in text:
             text = text.rstrip("\n") + f"\n\n{RECORDS_HEADING}\n\n"
         text = text if text.endswith("\n") else text + "\n"
@@ -130,7 +131,7 @@ def promote(receipt: Path, *, manifest: Path = MANIFEST_RELPATH, runbook: Path =
         tmp = runbook.with_name(runbook.name + ".tmp")
         tmp.write_text(text + record, encoding="utf-8")
     except OSError as exc:
-        raise ArtifactError(f"--runbook {runbook}: cannot append the promotion record ({exc.strerror or exc}); "
+        raise ArtifactError(f"runbook {runbook}: cannot append the promotion record ({exc.strerror or exc}); "
                             "nothing was promoted") from None
     loaded.status = "active"
     try:

@@ -5,11 +5,12 @@ nbconvert's HTMLExporter costs ~2 s per smoke run on these machines
 whole target. A receipt needs far less: a header with ``metadata.receipt``,
 then each cell — markdown via mistune (already a dependency of nbconvert),
 code escaped, outputs as Jupyter shows them (``text/html`` as is, images
-inline, streams and tracebacks escaped with ANSI codes stripped).
+inline — SVG as a ``data:`` image —, streams and tracebacks escaped with ANSI codes stripped).
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -18,6 +19,8 @@ from typing import Any
 __all__ = ["render_html"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: header rows shown only when the receipt has a value (a passed receipt has no operator action)
+OPTIONAL_ROWS = ("operator_action", "proxy_state")
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
 pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
@@ -59,6 +62,10 @@ def _output(out: Any) -> str:
     for mime in ("image/png", "image/jpeg"):
         if mime in data:
             return f'<div class="out"><img src="data:{mime};base64,{_text(data[mime]).strip()}"></div>'
+    if "image/svg+xml" in data:  # an image, never inline markup: a picture cannot run script in the receipt
+        svg = base64.b64encode(_text(data["image/svg+xml"]).encode("utf-8")).decode("ascii")
+        alt = html.escape(_text(data.get("text/plain", "")), quote=True)
+        return f'<div class="out"><img src="data:image/svg+xml;base64,{svg}" alt="{alt}" style="max-width:100%"></div>'
     if "text/plain" in data:
         return f'<div class="out"><pre>{html.escape(_text(data["text/plain"]))}</pre></div>'
     return ""
@@ -73,14 +80,15 @@ def _value(key: str, value: Any) -> str:
 
 
 def _receipt_table(receipt: dict[str, Any]) -> str:
-    keys = ("notebook", "verdict", "status", "reason", "target_kind", "endpoint", "model", "run_id", "started_at",
+    keys = ("notebook", "verdict", "status", "reason", "operator_action", "target_kind", "proxy_state", "endpoint",
+            "model", "run_id", "started_at",
             "duration_s", "hermes_nb_version", "hermes_agent_version", "papermill_version", "nbclient_version")
     shown = dict(receipt)
     if "hermes_agent_version" in shown and not shown["hermes_agent_version"]:  # never a bare "None"
         shown["hermes_agent_version"] = ("none: the embedded emulator" if receipt.get("target_kind") == "emulator"
                                          else "unknown")
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(k, shown.get(k))}</td></tr>"
-                   for k in keys if k in shown)
+                   for k in keys if k in shown and (shown.get(k) is not None or k not in OPTIONAL_ROWS))
     extra = {k: receipt[k] for k in ("errors", "template", "parameters", "parameters_sha256", "environment", "artifacts")
              if k in receipt}
     dump = html.escape(json.dumps(extra, indent=2, sort_keys=True, ensure_ascii=False))

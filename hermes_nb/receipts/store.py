@@ -8,6 +8,7 @@ packages register under the ``papermill.io`` entry point)::
 
     <prefix>/<UTC date>/<run id>/<notebook>.ipynb|.html|.receipt.json|artifacts/…   as locally
     <prefix>/index.d/<run id>.json                                                  this run's index
+    <prefix>/index.html                     every run's verdicts, rebuilt from all index.d objects
 
 **One index object per run, create-only by construction.** Two runners writing into one prefix at
 once never write the same object: receipt directories and index objects are named by run id
@@ -19,11 +20,18 @@ chain and every receipt. What the per-run design cannot show (as the local chain
 newest entries cut off): a whole run deleted together with its index object — keep the bucket
 versioned or object-locked for that.
 
+``index.html`` is the one object every run rewrites: after its index object, a run lists every
+``index.d/*.json`` and renders the page from all of them (links relative to the prefix, so they work
+wherever the prefix is served from). Two runs finishing at the same moment may each miss the other's
+run on the page; the next run's page has both, and the index objects (what ``receipts verify|list``
+read) are never lost.
+
 Reading back (``receipts verify|list URL``) mirrors the objects into a temporary directory and runs
 the local checks there. S3 objects are read byte-exact with papermill's ``S3.cat`` (its
 ``S3Handler.read`` joins lines and drops a trailing newline, which would break every digest).
-Endpoint for S3-compatible servers: papermill's resource honours ``BOTO3_ENDPOINT_URL`` and its
-client honours boto3's ``AWS_ENDPOINT_URL_S3`` (set both).
+Endpoint for S3-compatible servers (MinIO, Ceph, …): ``AWS_ENDPOINT_URL`` (boto3 ≥ 1.28 reads it for
+every client papermill makes; ``AWS_ENDPOINT_URL_S3`` for S3 only, or papermill's own
+``BOTO3_ENDPOINT_URL`` for its resource). Errors name the URL, never a command-line flag.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import ArtifactError, PublishError, UsageError
+from hermes_nb.core.redaction import Redactor
 
 __all__ = ["INDEX_DIR", "is_url", "RemoteStore", "open_store", "mirrored", "index_documents"]
 
@@ -62,17 +71,17 @@ class RemoteStore:
         from papermill.iorw import LocalHandler
 
         if not is_url(url):
-            raise UsageError(f"--out {url}: not a URL")
+            raise UsageError(f"{url}: not a storage URL")
         self.url = url.rstrip("/")
         self.scheme = self.url.split("://", 1)[0]
         if self.scheme == "s3":
             try:
                 import boto3  # noqa: F401
             except ImportError:
-                raise UsageError(f"--out {url}: s3:// needs boto3: pip install 'hermes-nb[s3]'") from None
+                raise UsageError(f"{url}: s3:// needs boto3: pip install 'hermes-nb[s3]'") from None
         handler = _io().get_handler(self.url + "/")
         if isinstance(handler, LocalHandler) or self.scheme.startswith("hermes-nb-mem"):
-            raise UsageError(f"--out {url}: no papermill I/O handler for {self.scheme}:// "
+            raise UsageError(f"{url}: no papermill I/O handler for {self.scheme}:// "
                              "(s3, gs, abs, adl, hdfs, or one a package registers under `papermill.io`)")
         self.handler = handler
 
@@ -122,7 +131,7 @@ class RemoteStore:
         try:
             self.handler.listdir(self.url + "/")
         except Exception as exc:  # noqa: BLE001 — every handler raises its own types
-            raise UsageError(f"--out {self.url}: cannot list the prefix ({type(exc).__name__}: {exc})") from None
+            raise UsageError(f"{self.url}: cannot list the prefix ({type(exc).__name__}: {exc})") from None
 
     # ------------------------------------------------------------------ receipts
 
@@ -130,11 +139,12 @@ class RemoteStore:
         """The URL a staged local file is published at."""
         return self._full(Path(path).resolve().relative_to(staging.resolve()).as_posix())
 
-    def publish(self, staging: Path, run_id: str | None = None) -> list[str]:
-        """Upload a staged run: every receipt file, then its ``index.json`` as ``index.d/<run id>.json``.
+    def publish(self, staging: Path, run_id: str | None = None, *, redactor: Redactor | None = None) -> list[str]:
+        """Upload a staged run: every receipt file, then its ``index.json`` as ``index.d/<run id>.json``, then
+        ``index.html`` rebuilt from every run's index object.
 
-        The index goes last, so a reader that sees a run's index finds all its receipts. ``run_id``
-        None: read it from the staged index (a run interrupted before it returned).
+        The index goes after the receipts, so a reader that sees a run's index finds all its receipts.
+        ``run_id`` None: read it from the staged index (a run interrupted before it returned).
         """
         staging = Path(staging)
         if run_id is None:
@@ -146,18 +156,31 @@ class RemoteStore:
         try:
             for path in sorted(p for p in staging.rglob("*") if p.is_file()):
                 rel = path.relative_to(staging).as_posix()
-                if rel in ("index.json", "README.md"):
+                if rel in ("index.json", "README.md", "index.html"):  # the page is rebuilt from every run below
                     continue
                 uploaded.append(self.write_text(rel, path.read_text(encoding="utf-8")))
             index = staging / "index.json"
             if index.is_file():
                 uploaded.append(self.write_text(f"{INDEX_DIR}/{run_id}.json", index.read_text(encoding="utf-8")))
+                uploaded.append(self.write_index_html(redactor=redactor))
         except Exception as exc:  # noqa: BLE001 — keep the evidence, say where, fail the command
             kept = Path(tempfile.mkdtemp(prefix=f"hermes-nb-unpublished-{run_id}-"))
             shutil.copytree(staging, kept, dirs_exist_ok=True)
-            raise PublishError(f"--out {self.url}: publishing run {run_id} failed after {len(uploaded)} objects "
+            raise PublishError(f"{self.url}: publishing run {run_id} failed after {len(uploaded)} objects "
                                f"({type(exc).__name__}: {exc}); the receipts are kept in {kept}") from None
         return uploaded
+
+    def write_index_html(self, *, redactor: Redactor | None = None) -> str:
+        """``<prefix>/index.html`` from every run's index object, oldest run first (run ids sort by time)."""
+        from hermes_nb.receipts.index_html import render_index_html
+        from hermes_nb.receipts.write import check_clean
+
+        entries: list[Any] = []
+        for rel in sorted(n for n in self.list_files(INDEX_DIR) if n.endswith(".json")):
+            entries += _index_text(self.read_text(rel), self._full(rel))["receipts"]
+        text = render_index_html({"receipts": entries}, chain=f"{INDEX_DIR}/")
+        check_clean("index.html", text, redactor or Redactor())
+        return self.write_text("index.html", text)
 
     def mirror(self, destination: Path, *, only_indexes: bool = False) -> int:
         """Copy the prefix's objects (or just the index objects) into ``destination``; how many."""
@@ -186,16 +209,20 @@ def index_documents(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
 
 
 def _load_index_file(path: Path) -> dict[str, Any]:
+    return _index_text(path.read_text(encoding="utf-8"), str(path))
+
+
+def _index_text(text: str, where: str) -> dict[str, Any]:
     import json
 
     from hermes_nb.receipts.index import INDEX_SCHEMA
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except ValueError as exc:
-        raise ArtifactError(f"{path}: not valid JSON: {exc}") from None
+        raise ArtifactError(f"{where}: not valid JSON: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("receipts"), list) or data.get("schema") != INDEX_SCHEMA:
-        raise ArtifactError(f"{path}: not a receipts index")
+        raise ArtifactError(f"{where}: not a receipts index")
     return data
 
 

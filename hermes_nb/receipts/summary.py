@@ -3,9 +3,10 @@
 ``hermes-nb smoke`` appends it to ``$GITHUB_STEP_SUMMARY`` when that is set (GitHub gives each step
 its own file, capped at 1 MiB; we append, never truncate) and writes it to ``--summary-md PATH``.
 Contents: the verdict and what the exit code is (with the ``--blocked-exit`` policy stated), the
-target, a verdict table (notebook, verdict, reason, time, receipt), the operator action for every
-blocked notebook, the failures' first errors and the wire-format drift lines. Everything is
-redacted and scanned before it is written.
+target, the CI run's page, a verdict table (notebook, verdict, reason, time, receipt: its path relative to
+the CI artifact root, a link where the CI system gives artifacts a URL), the operator action for every
+blocked notebook, the failures' first errors, the cancelled notebooks and the wire-format drift lines.
+Everything is redacted and scanned before it is written.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hermes_nb.receipts.write import check_clean
 
 __all__ = ["summary_markdown", "write_summary", "md_cell"]
 
-_ICON = {"passed": "✅", "blocked": "⏸️", "failed": "❌"}
+_ICON = {"passed": "✅", "blocked": "⏸️", "failed": "❌", "cancelled": "⏹️"}
 #: GitHub's cap for one step's summary; we keep well under it
 MAX_SUMMARY_CHARS = 512 * 1024
 
@@ -30,9 +31,11 @@ def md_cell(value: Any) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
-def _link(location: str | None) -> str:
+def _link(location: str | None, url: str | None = None) -> str:
     if not location:
         return "—"
+    if url:
+        return f"[`{md_cell(location)}`]({url})"
     if "://" in location and location.split("://", 1)[0] in ("http", "https"):
         return f"[receipt]({location})"
     return f"`{md_cell(location)}`"
@@ -53,6 +56,7 @@ def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke
         f"## {_ICON.get(verdict, '')} {title}: {verdict} (exit {report.get('exit_code')})".replace("  ", " "),
         "",
         f"- target: **{md_cell(report.get('target_kind'))}**"
+        + (f" (proxy {md_cell(report['proxy_state'])})" if report.get("proxy_state") not in (None, "live") else "")
         + (f" at `{md_cell(report['endpoint'])}`" if report.get("endpoint") else " (embedded emulator)")
         + (f", hermes-agent {md_cell(report['hermes_version'])}" if report.get("hermes_version") else "")
         + (f", provider **{md_cell(report['provider'])}**" if report.get("provider") else ""),
@@ -60,13 +64,18 @@ def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke
         f"receipts: {_link(report.get('out'))}",
         f"- blocked policy (`--blocked-exit {blocked_exit}`): a blocked smoke gives {_blocked_policy(blocked_exit)}",
     ]
+    if report.get("ci_run_url"):
+        lines.append(f"- CI run: {report['ci_run_url']} (the receipts are among its artifacts)")
+    if report.get("cancelled_by"):
+        lines.append(f"- cancelled by {md_cell(report['cancelled_by'])}: the notebooks still running were stopped; "
+                     "the finished receipts are kept")
     if report.get("target_evidence"):
         lines.append(f"- target relabelled: {md_cell(report['target_evidence'])}")
     lines += ["", "| notebook | verdict | reason | time (s) | receipt |", "|---|---|---|---|---|"]
     for n in notebooks:
         v = str(n.get("verdict"))
         lines.append(f"| {md_cell(n.get('name'))} | {_ICON.get(v, '')} {md_cell(v)} | {md_cell(n.get('reason'))} "
-                     f"| {float(n.get('duration_s') or 0):.2f} | {_link(n.get('receipt'))} |")
+                     f"| {float(n.get('duration_s') or 0):.2f} | {_link(n.get('receipt'), n.get('receipt_url'))} |")
     actions: dict[str, list[str]] = {}  # one line per distinct action (an unreachable proxy: one)
     for n in notebooks:
         if n.get("verdict") == "blocked":
@@ -74,7 +83,11 @@ def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke
     if actions:
         lines += ["", "### Operator action needed", ""]
         lines += [f"- **{md_cell(', '.join(names))}**: {md_cell(action)}" for action, names in actions.items()]
-    failures = [n for n in notebooks if n.get("verdict") not in ("passed", "blocked")]
+    cancelled = [n for n in notebooks if n.get("verdict") == "cancelled"]
+    if cancelled:
+        lines += ["", "### Cancelled", ""]
+        lines += [f"- **{md_cell(n.get('name'))}**: {md_cell(n.get('reason'))}" for n in cancelled]
+    failures = [n for n in notebooks if n.get("verdict") not in ("passed", "blocked", "cancelled")]
     if failures:
         lines += ["", "### Failures", ""]
         for n in failures:
@@ -97,9 +110,11 @@ def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke
     return text
 
 
-def write_summary(report: Mapping[str, Any], path: str | Path, *, redactor: Redactor, append: bool = False) -> Path:
-    """Write (or append) the summary Markdown (redacted, then scanned: a secret refuses the write)."""
-    text = summary_markdown(redactor.data(dict(report)))
+def write_summary(report: Mapping[str, Any], path: str | Path, *, redactor: Redactor, append: bool = False,
+                  text: str | None = None) -> Path:
+    """Write (or append) the summary Markdown of ``report`` or the given ``text`` (redacted, then scanned: a
+    secret refuses the write)."""
+    text = summary_markdown(redactor.data(dict(report))) if text is None else redactor.text(text)
     check_clean(str(path), text, redactor)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from typing import Any
 from hermes_nb.core.facts import VERDICTS
 from hermes_nb.core.redaction import Redactor
 
-__all__ = ["VERDICT_MIME", "VERDICT_SCHEMA", "verdict_summary", "find_verdict"]
+__all__ = ["VERDICT_MIME", "VERDICT_SCHEMA", "verdict_summary", "find_verdict", "operator_action", "proxy_state"]
 
 VERDICT_MIME = "application/vnd.hermes-nb.verdict+json"
 VERDICT_SCHEMA = "hermes-nb.verdict.v1"
@@ -62,3 +62,32 @@ def find_verdict(nb: Mapping[str, Any]) -> dict[str, Any] | None:
             if isinstance(value, Mapping) and value.get("schema") == VERDICT_SCHEMA:
                 found = dict(value)
     return found
+
+
+def operator_action(summary: Mapping[str, Any] | None, reason: str | None = None,
+                    errors: list[str] | None = None) -> str:
+    """What an operator does about a blocked notebook: the check's hint, else the first error, else the reason."""
+    summary = summary or {}
+    details = summary.get("details") or {}
+    hint = details.get("hint") if isinstance(details, Mapping) else None
+    if hint:
+        return str(hint)
+    errors = list(summary.get("errors") or []) if errors is None else errors
+    return str(errors[0]) if errors else str(reason or summary.get("reason") or "")
+
+
+#: the adapter check's states as the proxy's own (what a receipt and index.html label a target with)
+_CHECK_STATES = {"ready": "live", "locked": "stale", "unreachable": "unreachable"}
+
+
+def proxy_state(summary: Mapping[str, Any] | None) -> str | None:
+    """The proxy's state a notebook observed: ``live``, ``stale`` (its credentials refused) or ``unreachable``;
+    None when the notebook did not tell (the wire spike's report state, the adapter check's state)."""
+    summary = summary or {}
+    details = summary.get("details") or {}
+    state = details.get("state") if isinstance(details, Mapping) else None
+    if state in ("live", "stale", "unreachable"):
+        return str(state)
+    if summary.get("job") == "adapter_check":
+        return _CHECK_STATES.get(str(summary.get("reason")))
+    return None

@@ -15,7 +15,7 @@ from typing import Any
 from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.redaction import find_secrets
-from hermes_nb.receipts.index import INDEXED_FIELDS, entry_digest, load_index
+from hermes_nb.receipts.index import INDEXED_FIELDS, LATER_FIELDS, entry_digest, load_index
 from hermes_nb.receipts.store import index_documents
 from hermes_nb.receipts.write import SIDECAR_SUFFIX, receipt_digest
 
@@ -95,8 +95,9 @@ def verify_receipt(notebook: Path, *, sidecar_sha256: str | None = None,
 
 
 def _entry_problems(path: Path, entry: Mapping[str, Any], receipt: Mapping[str, Any]) -> list[str]:
+    keys = [*INDEXED_FIELDS, *(key for key in LATER_FIELDS if key in entry)]
     problems = [f"{path}: index says {key} {entry.get(key)!r}, the receipt says {receipt.get(key)!r}"
-                for key in INDEXED_FIELDS if entry.get(key) != receipt.get(key)]
+                for key in keys if entry.get(key) != receipt.get(key)]
     name = path.name[: -len(".ipynb")] if path.name.endswith(".ipynb") else path.stem
     sidecar = Path(str(entry.get("path", ""))).with_name(name + SIDECAR_SUFFIX).as_posix()
     if entry.get("sidecar") != sidecar:

@@ -118,8 +118,12 @@ def _transport(ex: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:
         return _out(ex, "failed", "dns", f"cannot resolve the host of {endpoint}: {msg} (wrong endpoint?)",
                     hint="check runtime_config.endpoint (the proxy listens on http://127.0.0.1:8645/v1 by default)")
     if kind == "connect_error":
-        return _out(ex, "failed", "unreachable", f"cannot connect to {endpoint}: {msg}",
-                    hint="check runtime_config.endpoint")
+        from hermes_nb.wire.failures import plain_http_hint  # (httpx: loaded only for this case)
+
+        plain = plain_http_hint(endpoint, failure)
+        return _out(ex, "failed", "unreachable",
+                    f"cannot connect to {endpoint}: {msg}" + (f" ({plain})" if plain else ""),
+                    hint=plain or "check runtime_config.endpoint")
     if kind == "deadline":
         cap = (f"max_duration_ms ({config.max_duration_ms} ms)" if config.max_duration_ms is not None
                else "its overall deadline")

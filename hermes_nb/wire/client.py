@@ -24,7 +24,8 @@ from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import CONNECT_TIMEOUT_S, DEFAULT_AUTH_TOKEN, DEFAULT_TIMEOUT_MS
 from hermes_nb.core.records import DELTA_MARKS, Exchange, SSEEventRecord, Timings, TransportFailure
 from hermes_nb.core.redaction import Redactor, redact_headers
-from hermes_nb.wire.failures import request_record, transport_failure
+from hermes_nb.wire.bodies import request_body
+from hermes_nb.wire.failures import SENT_JSON, request_record, transport_failure
 from hermes_nb.wire.payloads import (
     ChatStream,
     chat_request_body,
@@ -136,7 +137,8 @@ class HermesClient:
                 self._redactor.add(auth, credential.strip())
             elif scheme.lower() not in ("bearer", "basic", "token"):
                 self._redactor.add(scheme)
-        return self._http.build_request(method, url, json=json, headers=hdrs)
+        return self._http.build_request(method, url, content=request_body(json, hdrs), headers=hdrs,
+                                        extensions={SENT_JSON: json})  # the record reads it, not the bytes (P7)
 
     # ------------------------------------------------------------------ calls
 

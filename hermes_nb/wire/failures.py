@@ -19,7 +19,7 @@ from hermes_nb.core.records import RequestRecord, TransportFailure
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.wire.payloads import loads_exact
 
-__all__ = ["transport_failure", "request_record"]
+__all__ = ["SENT_JSON", "transport_failure", "request_record", "plain_http_hint"]
 
 _DNS_MARKERS = (
     "name or service not known",
@@ -29,6 +29,20 @@ _DNS_MARKERS = (
     "getaddrinfo failed",
     "name resolution",
 )
+
+
+#: what OpenSSL says when the server on an https endpoint's port answers plain http (1.1/3.0, then 3.2+)
+_PLAIN_HTTP_MARKERS = ("wrong version number", "record layer failure", "packet length too long", "http request")
+
+
+def plain_http_hint(endpoint: str, failure: TransportFailure | None) -> str | None:
+    """A hint for https to a port that speaks plain http (the TLS handshake fails on the http answer), else None."""
+    if failure is None or not endpoint.lower().startswith("https://") or failure.phase != "connect":
+        return None
+    if not any(marker in failure.message.lower() for marker in _PLAIN_HTTP_MARKERS):
+        return None
+    return (f"{endpoint} is https, but the server on that port answered plain http (the proxy speaks http): "
+            f"use http://{endpoint[len('https://'):]}")
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -82,13 +96,22 @@ def transport_failure(exc: httpx.RequestError, *, phase: str, deadline_hit: bool
     return TransportFailure(kind=kind, phase=phase, message=message, exception=name)  # type: ignore[arg-type]
 
 
+#: the request extension (httpx's per-request extra information) holding the object its JSON body was encoded
+#: from: the record uses it as it is instead of parsing the bytes back (a 10 MB prompt is not copied twice more)
+SENT_JSON = "hermes-nb-json"
+
+
 def request_record(request: httpx.Request, redact: Redactor) -> RequestRecord:
     """What was sent: method, URL (user info dropped), headers (sensitive ones masked), body (redacted)."""
-    body: Any = None
-    try:
-        content = request.content
-    except httpx.RequestNotRead:  # a streaming request body: not ours to read
-        content = b""
+    content = b""
+    body = request.extensions.get(SENT_JSON)
+    if body is None:
+        try:
+            content = request.content
+        except httpx.RequestNotRead:  # a streaming request body: not ours to read
+            content = b""
+    else:
+        body = redact.data(body)
     if content:
         try:
             body = redact.data(loads_exact(content.decode("utf-8")))

@@ -88,6 +88,19 @@ def receipt(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def load_receipt(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
+    """The load receipt: its plots are images that decode (an SVG that fails to parse has no natural size)."""
+    page.goto(Path(cfg["receipt"]).as_uri())
+    page.wait_for_selector('img[src^="data:image/svg+xml"]')
+    images = page.eval_on_selector_all('img[src^="data:image/svg+xml"]',
+                                       "els => els.map(e => [e.complete, e.naturalWidth, e.naturalHeight, e.alt])")
+    page.screenshot(path=cfg["screenshot"], full_page=True)
+    return {"images": images}
+
+
+MODES = {"console": console, "receipt": receipt, "load_receipt": load_receipt}
+
+
 def main() -> None:
     cfg = json.loads(Path(sys.argv[1]).read_text())
     with sync_playwright() as p:
@@ -96,7 +109,7 @@ def main() -> None:
             tall = cfg["mode"] == "console"  # the whole console fits: its screenshot is not cut by the notebook
             page = browser.new_page(viewport={"width": 1280, "height": 1700 if tall else 900})
             page.set_default_timeout(30_000)
-            result = console(page, cfg) if cfg["mode"] == "console" else receipt(page, cfg)
+            result = MODES[cfg["mode"]](page, cfg)
         finally:
             browser.close()
     print(json.dumps(result))

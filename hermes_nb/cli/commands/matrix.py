@@ -1,26 +1,27 @@
 """``hermes-nb matrix``: the smoke against the real proxy of several hermes-agent releases.
 
 Each version runs in its own cached venv (``$HERMES_NB_CACHE_DIR``, default the user cache dir;
-:mod:`hermes_nb.proxy.venvs`), writes one receipts run under ``<out>/<version>/``, and the matrix
+:mod:`hermes_nb.proxy.venvs`) and provider (``--providers nous,xai``), writes one receipts run under
+``<out>/<version>/`` (``<out>/<version>-xai/``), and the matrix
 summary goes to ``<out>/matrix.json`` and ``<out>/matrix.md`` (also appended to
 ``$GITHUB_STEP_SUMMARY`` when set). Versions that cannot run the state are listed as unsupported
 (``live`` on 0.16.0 and 0.17.0).
 
-Exit: 0 every version that ran passed, 1 any failed, 3 any blocked or unavailable (or none ran), 2 usage.
+Exit: 0 every version that ran passed, 1 any failed, 3 any blocked or unavailable (or none ran;
+``--blocked-exit 0|1`` maps it), 2 usage, 130/143 stopped by SIGINT/SIGTERM. CI faces as for the smoke:
+``--junit-xml`` (one testsuite per version), ``--summary-md``, ``$GITHUB_STEP_SUMMARY``. Everything behind
+the flags is one library call, :func:`hermes_nb.nbrun.matrix.matrix`.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import os
-from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
 from hermes_nb.core.providers import PROXY_PROVIDERS
 
+# = hermes_nb.nbrun.matrix.DEFAULT_VERSIONS (a test keeps them equal; not imported: `--help` stays light)
 DEFAULT_VERSIONS = "0.16.0,0.17.0,0.18.0,0.18.1,0.18.2,0.19.0"
 
 
@@ -42,47 +43,30 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--no-html", action="store_true", help="skip the HTML renders")
     p.add_argument("--no-install", action="store_true",
                    help="use only cached (or adoptable) venvs; a missing version is unavailable")
+    p.add_argument("--junit-xml", metavar="PATH", help="write JUnit XML (one testsuite per version)")
+    p.add_argument("--summary-md", metavar="PATH",
+                   help="write the matrix summary here (also appended to $GITHUB_STEP_SUMMARY when set)")
+    p.add_argument("--blocked-exit", type=int, choices=(3, 0, 1), default=3, metavar="{3,0,1}",
+                   help="exit code of a blocked matrix (e.g. --state stale, blocked by design): 3 (default), 0 or 1")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace, out: Any) -> int:
-    from hermes_nb.core.facts import env_secrets
-    from hermes_nb.core.redaction import Redactor
-    from hermes_nb.nbrun.matrix import matrix_markdown, rig_runner, run_matrix
+    from hermes_nb.nbrun.matrix import matrix
 
-    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
-    if not versions:
-        raise UsageError("--versions: name at least one version")
-    from hermes_nb.proxy.venvs import _check_version
-
-    for v in versions:
-        _check_version(v)
-    providers = [p.strip() for p in args.providers.split(",") if p.strip()]
-    unknown = [p for p in providers if p not in PROXY_PROVIDERS]
-    if not providers or unknown:
-        raise UsageError(f"--providers: {', '.join(unknown) or 'name at least one'}; choose from "
-                         f"{', '.join(PROXY_PROVIDERS)}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
-    for name in ("papermill", "nbclient", "traitlets"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    secrets = env_secrets(os.environ)
-    say = None if out.json_mode else out.info
-    out_dir = Path(args.out) if args.out else RECEIPTS_RELPATH / "matrix"
-    runner = rig_runner(install=not args.no_install, only=args.only, timeout_s=args.timeout, html=not args.no_html,
-                        secrets=secrets, progress=say, model=args.model)
-    result = run_matrix(versions, state=args.state, out_dir=out_dir, runner=runner, progress=say,
-                        redactor=Redactor(secrets), providers=providers)
-    doc = result.to_dict()
-    if os.environ.get("GITHUB_STEP_SUMMARY"):
-        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
-            fh.write(matrix_markdown(Redactor(secrets).data(doc)))
+    result, doc = matrix(args.versions.split(","), state=args.state, out=args.out, only=args.only,
+                         timeout_s=args.timeout, html=not args.no_html, install=not args.no_install,
+                         junit_xml=args.junit_xml, summary_md=args.summary_md, blocked_exit=args.blocked_exit,
+                         progress=None if out.json_mode else out.info, providers=args.providers.split(","),
+                         model=args.model)
+    for warning in doc["warnings"]:
+        out.info(f"warning: {warning}")
     for v in doc["versions"]:
         out.line(f"{v['version']:8} {v['provider']:5} {v['status']:11} {v['verdict'] or '—':8} "
                  + " ".join(f"{k}={w}" for k, w in v["notebooks"].items()) + (f"  ({v['reason']})" if v["status"] != "ran" else ""))
     for c in doc["changes"]:
         moved = len(c["verdicts"]) + len(c["drift_added"]) + len(c["drift_removed"])
         out.line(f"{c['from']} → {c['to']} ({c['provider']}): {moved or 'no'} changes")
-    out.line(f"matrix {result.verdict}; summary in {out_dir / 'matrix.md'} and {out_dir / 'matrix.json'}")
+    out.line(f"matrix {result.verdict}; summary in {result.out_dir / 'matrix.md'} and {result.out_dir / 'matrix.json'}")
     out.emit(doc)
     return result.exit_code

@@ -44,11 +44,11 @@ def _usage(args: argparse.Namespace, out: Any) -> int:
 
 def handle_list(args: argparse.Namespace, out: Any) -> int:
     from hermes_nb.core.digests import sha256_file
-    from hermes_nb.core.facts import NOTEBOOKS
+    from hermes_nb.core.facts import SHIPPED_NOTEBOOKS
     from hermes_nb.core.resources import notebook_path
 
     rows = [{"name": name, "path": str(notebook_path(name)), "sha256": sha256_file(notebook_path(name))}
-            for name in NOTEBOOKS]
+            for name in SHIPPED_NOTEBOOKS]
     for row in rows:
         out.line(f"{row['name']:18} {row['path']}")
     out.emit({"notebooks": rows})
@@ -59,11 +59,11 @@ def handle_export(args: argparse.Namespace, out: Any) -> int:
     import shutil
 
     from hermes_nb.core.errors import ArtifactError
-    from hermes_nb.core.facts import NOTEBOOKS
+    from hermes_nb.core.facts import SHIPPED_NOTEBOOKS
     from hermes_nb.core.resources import notebook_path, sanitize_file
 
     target = Path(args.dir)
-    sources = [notebook_path(name) for name in NOTEBOOKS] + [sanitize_file()]
+    sources = [notebook_path(name) for name in SHIPPED_NOTEBOOKS] + [sanitize_file()]
     clashes = [target / src.name for src in sources if (target / src.name).exists()]
     if clashes and not args.force:
         raise UsageError(f"{clashes[0]} exists (use --force to overwrite)")

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     v = action.add_parser("verify", parents=[parent], help="recompute digests and re-scan for secrets (exit 0/1)")
     v.add_argument("dir", metavar="DIR", help="receipts directory or storage URL (s3://bucket/prefix)")
     v.set_defaults(handler=handle_verify)
-    ls = action.add_parser("list", parents=[parent], help="print the receipts index")
+    ls = action.add_parser("list", parents=[parent], help="print the receipts index, newest first")
     ls.add_argument("dir", metavar="DIR", nargs="?", default=str(RECEIPTS_RELPATH / "emulator"),
                     help=f"receipts directory or storage URL (default {RECEIPTS_RELPATH / 'emulator'})")
     ls.set_defaults(handler=handle_list)
@@ -80,7 +80,9 @@ def handle_list(args: argparse.Namespace, out: Any) -> int:
     else:
         directory = str(_dir(args.dir))
         indexes = index_documents(Path(directory))
-    entries = [e for _, index in indexes for e in index["receipts"]]
+    # newest first (by start, then run id): a local chain and the per-run index objects alike
+    entries = sorted((e for _, index in indexes for e in index["receipts"]),
+                     key=lambda e: (str(e.get("started_at") or ""), str(e.get("run_id") or "")), reverse=True)
     for e in entries:
         out.line(f"{e.get('started_at')}  {e.get('verdict', '?'):8} {e.get('target_kind', '?'):8} "
                  f"{e.get('notebook')}  {e.get('path')}")

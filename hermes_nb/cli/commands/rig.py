@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--hermes-bin", metavar="PATH",
                    help="the `hermes` executable (default: $HERMES_NB_HERMES_BIN, .venv-hermes/bin/hermes, PATH)")
     p.add_argument("--scenario", default="ok", choices=UPSTREAM_SCENARIOS,
-                   help="upstream emulator scenario in the live state (default: ok)")
+                   help="upstream emulator scenario in the live state (default: ok; paced and concurrency-limited "
+                        "for `hermes-nb load`; slow-first-byte, slow-answer: a slow upstream)")
     p.add_argument("--upstream", default="emulator", metavar="emulator|minimal|CMD",
                    help="what answers behind the proxy in the live state: emulator (default), minimal "
                         "(a deliberately different OpenAI-compatible upstream) or a command line with {port} "

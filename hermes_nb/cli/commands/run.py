@@ -16,8 +16,8 @@ from typing import Any
 from pathlib import Path
 
 from hermes_nb.cli.options import add_config_flags
-from hermes_nb.core.errors import ConfigError, UsageError
-from hermes_nb.core.yamlio import read_text_file
+from hermes_nb.core.errors import UsageError
+from hermes_nb.core.facts import MAX_PROMPT_BYTES
 from hermes_nb.harness.mission import Mission
 
 __all__ = ["register", "handle"]
@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
                         "defaults --root to R")
     p.add_argument("--prompt", metavar="TEXT", help="run a plain prompt as mission 'adhoc' ('-': read it from stdin)")
     p.add_argument("--prompt-file", metavar="PATH", help="run the prompt in this UTF-8 file as mission 'adhoc'")
+    p.add_argument("--max-prompt-bytes", type=int, default=MAX_PROMPT_BYTES, metavar="N",
+                   help=f"refuse a --prompt-file or --prompt - larger than N bytes (default {MAX_PROMPT_BYTES}, just "
+                        "above the proxy's 10 MB body cap)")
     add_config_flags(p)
     p.add_argument("--dry-run", action="store_true",
                    help="write prompt.md and a planned runtime-session.yaml under <mission dir>/dry-runs/<id>/ "
@@ -50,20 +53,17 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 
 
 def _prompt_text(args: argparse.Namespace) -> str | None:
-    """The ad-hoc prompt: ``--prompt TEXT``, ``--prompt -`` (stdin) or ``--prompt-file PATH``; None for none."""
+    """The ad-hoc prompt: ``--prompt TEXT``, ``--prompt -`` (stdin) or ``--prompt-file PATH``, read with a limit;
+    None for none."""
+    from hermes_nb.harness.prompt import read_prompt
+
     if args.prompt_file is not None:
-        text = read_text_file(args.prompt_file, f"--prompt-file {args.prompt_file}: prompt file")
-    elif args.prompt == "-":
-        try:
-            text = sys.stdin.read()
-        except UnicodeDecodeError:
-            raise ConfigError("--prompt -: stdin is not UTF-8 text") from None
-    else:
-        return args.prompt
-    if not text.strip():
-        raise ConfigError(f"{'--prompt-file ' + args.prompt_file if args.prompt_file else '--prompt -'}: "
-                          "the prompt is empty")
-    return text
+        return read_prompt(args.prompt_file, what=f"--prompt-file {args.prompt_file}: prompt file",
+                           max_bytes=args.max_prompt_bytes)
+    if args.prompt == "-":  # bytes when stdin has them (a text stream only in tests)
+        return read_prompt(getattr(sys.stdin, "buffer", sys.stdin), what="--prompt - (stdin)",
+                           max_bytes=args.max_prompt_bytes)
+    return args.prompt
 
 
 def _mission(args: argparse.Namespace) -> Mission | str:

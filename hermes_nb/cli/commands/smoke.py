@@ -8,28 +8,23 @@ hermes_nb's emulator gives emulator receipts, see
 ``runbooks/receipts/<target kind>/``; emulator and rig receipts are
 git-ignored, live ones are meant to be committed).
 
-Exit: 0 all passed, 1 any failed, 3 any blocked (none failed; ``--blocked-exit 0|1`` maps it), 2 usage.
-CI faces (:mod:`hermes_nb.nbrun.ci_report`): ``--junit-xml PATH``, ``--summary-md PATH`` and, when
-``GITHUB_STEP_SUMMARY`` is set, the same Markdown appended to it.
+Exit: 0 all passed, 1 any failed, 3 any blocked (none failed; ``--blocked-exit 0|1`` maps it), 2 usage,
+130/143 stopped by SIGINT/SIGTERM (the receipts, index and CI outputs written, the running notebooks
+``cancelled``). CI faces (:mod:`hermes_nb.nbrun.ci_report`): ``--junit-xml PATH``, ``--summary-md PATH``
+and, when ``GITHUB_STEP_SUMMARY`` is set, the same Markdown appended to it. Everything behind the flags
+is one library call, :func:`hermes_nb.nbrun.jobs.smoke`.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import logging
-import os
-import tempfile
-from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.errors import ConfigError, RigError, UsageError
+from hermes_nb.core.errors import ConfigError, UsageError
 from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
 from hermes_nb.core.providers import PROXY_PROVIDERS
-from hermes_nb.receipts.store import is_url
 
-DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_TIMEOUT_S = 120.0  # = hermes_nb.nbrun.jobs.DEFAULT_TIMEOUT_S (a test keeps them equal; not imported: light)
 
 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
@@ -67,144 +62,38 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def _live_hermes_version(endpoint: str) -> str:
-    """The live proxy's hermes-agent version: its ``/health``, else the local `hermes`, else "unknown"."""
-    from hermes_nb.proxy.identity import hermes_agent_version
-
-    return hermes_agent_version(endpoint)[0]
-
-
-def _live_provider(endpoint: str) -> str | None:
-    """The provider a live proxy fronts: its ``/health``'s ``upstream`` (None when it does not say)."""
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
-    from hermes_nb.proxy.detect import detect_provider, fetch_health
-    from hermes_nb.wire.client import HermesClient
-
-    with HermesClient(HermesProxyRuntimeConfig(endpoint=endpoint, model="provider-check")) as client:
-        return detect_provider(health=fetch_health(client)).provider
-
-
-def _not_started(args: argparse.Namespace, out: Any, error: str, secrets: list[str]) -> int:
-    """The rig refused or did not come up: JUnit/summary still say so (blocked), exit per --blocked-exit."""
-    from hermes_nb.core.redaction import Redactor
-    from hermes_nb.nbrun.ci_report import not_started_report, write_ci_outputs
-
-    redactor = Redactor(secrets)
-    report = not_started_report(error, target_kind="rig", blocked_exit=args.blocked_exit,
-                                hermes_version=args.hermes_version, redactor=redactor)
-    report["provider"] = args.provider or "nous"
-    written = write_ci_outputs(report, redactor=redactor, junit_xml=args.junit_xml, summary_md=args.summary_md,
-                               step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
-    out.line(f"[BLOCKED] rig: {redactor.text(error)}")
-    out.emit({"error": redactor.text(error), "verdict": "blocked", "target_kind": "rig", "provider": report["provider"],
-              "exit_code": report["exit_code"], "blocked_exit": args.blocked_exit, **written})
-    return int(report["exit_code"])
-
-
 def handle(args: argparse.Namespace, out: Any) -> int:
-    from hermes_nb.core.resolve import resolve_runtime_config
-    from hermes_nb.nbrun.smoke import run_smoke
-    from hermes_nb.nbrun.smoke_target import SmokeTarget, confirm_target
+    from hermes_nb.nbrun.jobs import smoke
 
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
-    if args.hermes_version and not args.rig:
-        raise UsageError("--hermes-version needs --rig stale|live")
-    if args.provider is not None and not args.rig:
-        raise UsageError("--provider needs --rig stale|live (a live proxy says which provider it fronts)")
-    if args.upstream is not None and args.rig != "live":
-        raise UsageError("--upstream needs --rig live (it chooses what answers behind the rig's proxy)")
-    if args.model is not None and not args.model.strip():
-        raise UsageError("--model must not be empty")
-    from hermes_nb.nbrun.kernels import zygote_env
-    from hermes_nb.nbrun.zygote import prestart
-
-    prestart(zygote_env())  # the kernel fork server imports while this process does (HERMES_NB_KERNEL_FORK=0: off)
     try:
-        config = resolve_runtime_config(endpoint=args.endpoint, model=args.model)
-    except ConfigError as exc:
+        outcome = smoke(endpoint=args.endpoint, rig=args.rig, provider=args.provider,
+                        hermes_version=args.hermes_version, upstream=args.upstream, model=args.model, out=args.out, only=args.only,
+                        timeout_s=args.timeout, html=not args.no_html, junit_xml=args.junit_xml,
+                        summary_md=args.summary_md, blocked_exit=args.blocked_exit,
+                        progress=None if out.json_mode else out.info)
+    except ConfigError as exc:  # the endpoint or model flag, worded as the flag
         raise UsageError(str(exc).replace("runtime_config: endpoint: ", "--endpoint: ")) from None
-    # papermill/nbclient log cell errors and timeouts themselves; our progress line says the same once
-    for name in ("papermill", "nbclient", "traitlets"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    secrets = config.secrets()
-    model = config.model if config.origin("model") != "default" else None
-    with ExitStack() as stack:
-        if args.rig:
-            from hermes_nb.proxy.rig import real_proxy
-
-            hermes_bin = None
-            try:
-                if args.hermes_version:  # a cached per-version venv (hermes_nb.proxy.venvs)
-                    from hermes_nb.proxy.venvs import ensure_hermes, unsupported_reason
-
-                    why = unsupported_reason(args.hermes_version, args.rig, args.provider or "nous")
-                    if why is not None:
-                        raise RigError(why)
-                    hermes_bin = ensure_hermes(args.hermes_version, progress=None if out.json_mode else out.info)
-                out.info(f"starting the real proxy rig ({args.rig}, --provider {args.provider or 'nous'})")
-                rig = stack.enter_context(real_proxy(args.rig, provider=args.provider or "nous", hermes_bin=hermes_bin,
-                                                     upstream=args.upstream or "emulator"))
-            except RigError as exc:  # blocked before any notebook ran: CI still gets its report
-                return _not_started(args, out, str(exc), secrets)
-            target = SmokeTarget("rig", rig.endpoint, model, hermes_version=rig.hermes_version,
-                                 secrets=secrets + rig.redactor.secrets, provider=rig.provider)
-        elif config.origin("endpoint") != "default":
-            target = confirm_target(SmokeTarget("live", config.endpoint, model, secrets=secrets,
-                                                endpoint_origin=config.origin("endpoint")))
-            if target.kind == "live":  # else: an emulator behind the endpoint (run_smoke says so)
-                target.hermes_version = _live_hermes_version(config.endpoint)
-            target.provider = _live_provider(config.endpoint) or config.provider
-        else:
-            target = SmokeTarget("emulator", None, model, secrets=secrets)
-        from hermes_nb.core.endpoint_safety import plain_http_warning
-
-        if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
-            out.info(f"warning: {insecure}")
-        out_dir = Path(args.out) if args.out else RECEIPTS_RELPATH / target.kind
-        store = staging = None
-        if args.out and is_url(args.out):  # shared storage: stage locally, publish after the run
-            from hermes_nb.receipts.store import open_store
-
-            store = open_store(args.out)
-            store.check()
-            staging = out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
-        say = None if out.json_mode else out.info
-        try:
-            result = run_smoke(target, out_dir=out_dir, only=args.only, timeout_s=args.timeout,
-                               html=not args.no_html, progress=say, confirm=False)
-        except KeyboardInterrupt:  # the receipts of an interrupted run say so; publish them before exit 130
-            if store is not None and staging is not None:
-                store.publish(staging)
-            raise
-        if store is not None and staging is not None:
-            store.publish(staging, result.run_id)
-            where = functools.partial(store.locate, staging=staging)
-            for r in result.runs:
-                r.receipt_path = where(r.receipt_path) if r.receipt_path else None  # type: ignore[assignment]
-            result.out_dir = store.url  # type: ignore[assignment]
-    from hermes_nb.core.redaction import Redactor
-    from hermes_nb.nbrun.ci_report import ci_report, write_ci_outputs
-
-    redactor = Redactor(result.target.secrets)
-    report = ci_report(result, blocked_exit=args.blocked_exit, redactor=redactor)
-    written = write_ci_outputs(report, redactor=redactor, junit_xml=args.junit_xml, summary_md=args.summary_md,
-                               step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
-    for r in result.runs:
-        out.line(f"[{r.verdict.upper()}] {r.name}: {r.reason}" + (f"  {r.receipt_path}" if r.receipt_path else ""))
-        details = (r.summary or {}).get("details") or {}
-        out_lines = [f"  drift: {line}" for line in details.get("drift") or []]
-        if details.get("upstream_differences"):
-            out_lines.append(f"  upstream differences (information): {len(details['upstream_differences'])}")
-        if details.get("not_judged") and r.reason != "unreachable":  # unreachable: the action says it all
-            out_lines.append(f"  not judged (the upstream's trouble, not drift): {len(details['not_judged'])}, "
-                             f"e.g. {details['not_judged'][0]}")
-        for line in out_lines:
-            out.line(line)
-    for action in dict.fromkeys(n["operator_action"] for n in report["notebooks"] if n.get("operator_action")):
-        out.line(f"action: {action}")  # one line per distinct action (an unreachable proxy: one)
-    provider = f"; provider {report['provider']}" if report.get("provider") else ""
-    out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s{provider}; receipts in {result.out_dir} "
-             f"(run {result.run_id})")
-    out.emit({**result.to_dict(), "exit_code": report["exit_code"], "blocked_exit": args.blocked_exit, **written})
-    return int(report["exit_code"])
+    for warning in outcome.warnings:
+        out.info(f"warning: {warning}")
+    result = outcome.result
+    if result is None:
+        out.line(f"[{outcome.verdict.upper()}] {outcome.report.get('target_kind')}: {outcome.error}")
+    else:
+        for r in result.runs:
+            out.line(f"[{r.verdict.upper()}] {r.name}: {r.reason}" + (f"  {r.receipt_path}" if r.receipt_path else ""))
+            details = (r.summary or {}).get("details") or {}
+            for line in details.get("drift") or []:
+                out.line(f"  drift: {line}")
+            if details.get("upstream_differences"):
+                out.line(f"  upstream differences (information): {len(details['upstream_differences'])}")
+            if details.get("not_judged") and r.reason != "unreachable":  # unreachable: the action says it all
+                out.line(f"  not judged (the upstream's trouble, not drift): {len(details['not_judged'])}, "
+                         f"e.g. {details['not_judged'][0]}")
+        for action in dict.fromkeys(n["operator_action"] for n in outcome.report.get("notebooks", [])
+                                    if n.get("operator_action")):
+            out.line(f"action: {action}")  # one line per distinct action (an unreachable proxy: one)
+        provider = f"; provider {outcome.report['provider']}" if outcome.report.get("provider") else ""
+        out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s{provider}; receipts in {result.out_dir} "
+                 f"(run {result.run_id})")
+    out.emit(outcome.to_dict())
+    return outcome.exit_code

@@ -1,0 +1,113 @@
+"""Prompt input is bounded and stored once (issue 20).
+
+``--prompt-file`` and ``--prompt -`` read at most ``--max-prompt-bytes`` (default just above the proxy's 10 MB
+body cap): ``/dev/zero`` is refused at once, even under a 4 GB address-space cap. A run keeps the prompt in one
+file, ``prompt.md``; every other record refers to it by digest and size, and ``--dry-run --json`` prints those,
+not the text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes_nb.core.facts import MAX_PROMPT_BYTES, PROXY_MAX_REQUEST_BYTES
+
+GB = 1024**3
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "NOUS_"))}
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_dev_zero_is_refused_quickly_under_a_4_gb_address_space_cap(tmp_path: Path) -> None:
+    code = ("import resource, sys\n"
+            f"resource.setrlimit(resource.RLIMIT_AS, ({4 * GB}, {4 * GB}))\n"
+            "from hermes_nb.cli.app import main\n"
+            f"sys.exit(main(['run', '--prompt-file', '/dev/zero', '--root', {str(tmp_path)!r}, '--json']))\n")
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
+    took = time.monotonic() - started
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc["error"] == f"--prompt-file /dev/zero: prompt file is larger than {MAX_PROMPT_BYTES} bytes " \
+                           "(the limit; raise it if you mean it)"
+    assert "Traceback" not in proc.stderr and not (tmp_path / ".harness").exists()
+    assert took < 20, took  # generous for a loaded machine; the read itself is ~10 MB (it used to read 24 GB)
+
+
+def test_the_limit_is_just_above_the_proxy_body_cap_and_can_be_changed(tmp_path: Path) -> None:
+    assert PROXY_MAX_REQUEST_BYTES < MAX_PROMPT_BYTES < 1.1 * PROXY_MAX_REQUEST_BYTES
+    prompt = tmp_path / "p.txt"
+    prompt.write_text("x" * 2000)
+    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "run", "--prompt-file", str(prompt),
+                           "--max-prompt-bytes", "1000", "--root", str(tmp_path), "--json"],
+                          capture_output=True, text=True, timeout=60, env=_env())
+    assert proc.returncode == 2 and "larger than 1000 bytes" in json.loads(proc.stdout)["error"]
+    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "run", "--prompt", "-", "--max-prompt-bytes", "1000",
+                           "--root", str(tmp_path), "--json"], input=b"y" * 1001, capture_output=True, timeout=60,
+                          env=_env())
+    assert proc.returncode == 2 and b"larger than 1000 bytes" in proc.stdout
+
+
+def _records(run_dir: Path) -> dict[str, bytes]:
+    return {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+
+
+def test_a_2_mb_prompt_is_held_whole_by_one_file_and_dry_run_json_is_small(tmp_path: Path) -> None:
+    from hermes_nb.emulator import serve
+
+    marker = "the end of a two megabyte prompt"
+    prompt = tmp_path / "big.txt"
+    prompt.write_text(("lorem ipsum dolor sit amet " * 80_000)[:2_000_000] + marker)
+    base = [sys.executable, "-m", "hermes_nb.cli", "run", "--prompt-file", str(prompt), "--root", str(tmp_path),
+            "--no-sandbox", "--model", "m", "--json"]
+    with serve() as emu:
+        dry = subprocess.run([*base, "--endpoint", emu.endpoint, "--dry-run"], capture_output=True, timeout=120,
+                             env=_env())
+        real = subprocess.run([*base, "--endpoint", emu.endpoint], capture_output=True, timeout=120, env=_env())
+        sent = emu.requests[-1].json["messages"][-1]["content"]
+    assert dry.returncode == 0 and real.returncode == 0, (dry.stderr[-2000:], real.stderr[-2000:])
+    assert len(dry.stdout) < 20_000  # it used to print the prompt four times over
+    planned = json.loads(dry.stdout)
+    for doc, run_dir in ((planned, Path(planned["run_dir"])), (json.loads(real.stdout), Path(json.loads(real.stdout)["run_dir"]))):
+        records = _records(run_dir)
+        holding = [name for name, data in records.items() if marker.encode() in data]
+        assert holding == ["prompt.md"], holding
+        stored = records["prompt.md"]
+        reference = f"<prompt.md: {len(stored)} bytes, sha256:{hashlib.sha256(stored).hexdigest()}>".encode()
+        assert reference in records["request.json"] and reference in records["runtime-session.yaml"]
+    assert planned["plan"]["prompt"] == {"file": "prompt.md", "bytes": len(stored),
+                                         "sha256": hashlib.sha256(stored).hexdigest()}
+    assert marker in sent and len(sent) > 2_000_000  # the proxy got the whole prompt
+
+
+@pytest.mark.parametrize("obj", [
+    {"model": "m", "messages": [{"role": "user", "content": "é\u2028\x1f\"\\ x" * 200_000}], "t": 0.1,
+     "n": [1, None, True, 2**70]},
+    {"messages": [{"role": "user", "content": "a" * (2 << 20)}, {"role": "user", "content": "b"}], "x": [[], {}]},
+])
+def test_a_big_body_is_sent_in_pieces_that_are_exactly_json_dumps(obj: dict) -> None:
+    from hermes_nb.wire.bodies import JsonPieces, dumps_body
+
+    expected = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    pieces = dumps_body(obj)
+    assert isinstance(pieces, JsonPieces) and len(pieces) == len(expected)
+    assert max(len(p) for p in pieces) < 5 << 20 and b"".join(pieces) == expected == b"".join(pieces)
+
+
+def test_a_small_body_is_bytes_and_nan_is_refused_as_httpx_json_does() -> None:
+    from hermes_nb.wire.bodies import dumps_body
+
+    assert dumps_body({"a": "é", "b": [1.5, 2**70]}) == json.dumps(
+        {"a": "é", "b": [1.5, 2**70]}, ensure_ascii=False, separators=(",", ":")).encode()
+    with pytest.raises(ValueError):
+        dumps_body({"temperature": float("nan")})
