@@ -541,7 +541,7 @@ def test_sigterm_mid_smoke_leaves_junit_summary_receipts_and_nothing_behind(tmp_
         try:
             deadline = time.monotonic() + 90
             while not (any(r.path.endswith("/chat/completions") for r in emu.requests)
-                       and list(out.glob("*/*/adapter_check.ipynb"))):  # mid-run: a chat stalls, one receipt written
+                       and list(out.glob("*/*/wire_format_spike.ipynb"))):  # mid-run: a chat stalls, one receipt
                 assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-3000:]
                 time.sleep(0.05)  # polling the emulator's log and the receipts dir, bounded by a deadline
             kernels = _descendants(proc.pid)
@@ -554,19 +554,20 @@ def test_sigterm_mid_smoke_leaves_junit_summary_receipts_and_nothing_behind(tmp_
     assert proc.returncode == 143, err[-3000:]
     assert "Traceback" not in err
     verdicts = {e["notebook"]: e["verdict"] for e in load_index(out)["receipts"]}
-    # adapter_check finished first (the stalled /models hits the check's 5 s cap): its receipt is kept as it was
-    assert verdicts == {"adapter_check": "failed", "wire_format_spike": "cancelled", "e2e_smoke": "cancelled"}
+    # the spike finished first (a stalled upstream is not judged: it stops sending after the first forwarded
+    # request the upstream did not finish in 5 s): its receipt is kept as it was; the check waits up to 30 s
+    assert verdicts == {"wire_format_spike": "passed", "adapter_check": "cancelled", "e2e_smoke": "cancelled"}
     assert verify_receipts(out).ok
     from junitparser import Error, JUnitXml
 
     [suite] = list(JUnitXml.fromfile(str(junit)))
     cases = {c.name: c for c in suite}
-    assert (suite.errors, suite.failures) == (2, 1)
-    for name in ("wire_format_spike", "e2e_smoke"):
+    assert (suite.errors, suite.failures) == (2, 0)
+    for name in ("adapter_check", "e2e_smoke"):
         [error] = cases[name].result
         assert isinstance(error, Error) and error.type == "cancelled" and "SIGTERM" in error.message
     text = summary.read_text()
-    assert "cancelled (exit 143)" in text and "**wire_format_spike**: cancelled by SIGTERM" in text
+    assert "cancelled (exit 143)" in text and "**adapter_check**: cancelled by SIGTERM" in text
     assert "**e2e_smoke**: cancelled by SIGTERM" in text
     assert list(tmp.iterdir()) == []
     assert [pid for pid in kernels if _alive(pid)] == []

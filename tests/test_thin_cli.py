@@ -31,7 +31,8 @@ def test_the_smoke_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, 
                  "--blocked-exit", "0", "--json"])
     assert code == 0
     [kwargs] = seen
-    assert kwargs == {"endpoint": None, "rig": "stale", "hermes_version": "0.19.0", "upstream": None, "model": None,
+    assert kwargs == {"endpoint": None, "rig": "stale", "provider": None, "hermes_version": "0.19.0", "upstream": None,
+                      "model": None,
                       "out": str(tmp_path), "only": ["adapter_check"], "timeout_s": 9.0, "html": False,
                       "junit_xml": "j.xml", "summary_md": "s.md", "blocked_exit": 0, "progress": None}
     doc = json.loads(capsys.readouterr().out)

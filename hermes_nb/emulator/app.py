@@ -20,8 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
-import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,21 +32,19 @@ from hermes_nb.core.redaction import Redactor, redact_headers
 
 from . import content as c
 from .responses import RESPONSES_ROUTE, method_not_allowed, responses_reply
-from .trouble import first_byte_delay, stretch
 from .scenarios import (
     ALL_SCENARIOS,
     PROFILES,
     PROXY_SCENARIOS,
-    RESET,
     SCENARIO_HEADER,
-    STALL,
     UPSTREAM_ROUTES,
-    Pause,
     Reply,
     Settings,
     json_reply,
     upstream_reply,
 )
+from .trouble import stretch
+from .writer import CLOSING_KEY, answer
 
 __all__ = [
     "PROFILES",
@@ -74,15 +70,9 @@ AUTH_STALE_MESSAGES = {
 #: what aiohttp says when the upstream refuses the connection (the real proxy prefixes it)
 UNREACHABLE_MESSAGE = ("upstream connection failed: Cannot connect to host inference-api.nousresearch.com:443 "
                        "ssl:default [Connect call failed ('127.0.0.1', 443)]")
-#: what the real proxy strips from the upstream's response headers
-_HOP_BY_HOP = frozenset({
-    "host", "content-length", "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-    "trailers", "transfer-encoding", "upgrade", "authorization", "content-encoding",
-})
 
 SETTINGS_KEY = web.AppKey("hermes_nb_settings", Settings)
 REQUESTS_KEY = web.AppKey("hermes_nb_requests", list)
-CLOSING_KEY = web.AppKey("hermes_nb_closing", asyncio.Event)
 SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
 #: ``concurrency-limited``: the chat requests in flight (one counter per app)
 IN_FLIGHT_KEY = web.AppKey("hermes_nb_in_flight", list)
@@ -214,75 +204,6 @@ async def _minimal_scenario(request: web.Request, handler: Callable[[web.Request
     return await handler(request)
 
 
-def _reset(request: web.Request) -> None:
-    """Abort the connection with a TCP RST (SO_LINGER on, timeout 0)."""
-    transport = request.transport
-    if transport is None:
-        return
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    transport.abort()
-
-
-async def _stall(request: web.Request) -> None:
-    """Send nothing more until the client goes away or the emulator shuts down."""
-    closing = request.app[CLOSING_KEY]
-    while not closing.is_set():
-        transport = request.transport
-        if transport is None or transport.is_closing():
-            return
-        try:
-            await asyncio.wait_for(closing.wait(), 0.2)
-        except TimeoutError:
-            continue
-
-
-async def _pause(request: web.Request, seconds: float) -> bool:
-    """Sleep ``seconds``; True (at once) when the emulator shuts down meanwhile."""
-    try:
-        await asyncio.wait_for(request.app[CLOSING_KEY].wait(), seconds)
-    except TimeoutError:
-        return False
-    return True
-
-
-async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.StreamResponse:
-    """Execute a reply plan. ``proxied``: the real proxy's pass-through (chunked; upstream breaks end cleanly)."""
-    headers = {"Content-Type": reply.content_type, **reply.headers}
-    if proxied:
-        headers = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
-    elif not reply.streamed:
-        for part in reply.parts:
-            if isinstance(part, Pause):
-                await asyncio.sleep(part.seconds)
-        return web.Response(status=reply.status, body=reply.body, headers=headers)
-    response = web.StreamResponse(status=reply.status, headers=headers)
-    await response.prepare(request)
-    try:
-        for part in reply.parts:
-            if isinstance(part, bytes):
-                if part:
-                    await response.write(part)
-            elif isinstance(part, Pause):
-                if await _pause(request, part.seconds):
-                    return response  # the emulator is shutting down
-            elif part == STALL:
-                await _stall(request)
-                if request.transport is not None:
-                    request.transport.close()
-                return response
-            elif part == RESET:
-                if proxied:
-                    break  # the real proxy logs the broken upstream and ends the body cleanly
-                _reset(request)
-                return response
-        await response.write_eof()
-    except ConnectionError:
-        logger.debug("client went away during %s %s", request.method, request.path)
-    return response
-
-
 def _upstream_answer(settings: Settings, scenario: str, rel: str, method: str, raw: bytes) -> Reply:
     """The upstream's answer: the OpenAI routes (:func:`upstream_reply`) and the Responses API (:mod:`.responses`),
     stretched over time by the ``slow-answer`` scenario (:mod:`.trouble`)."""
@@ -291,16 +212,6 @@ def _upstream_answer(settings: Settings, scenario: str, rel: str, method: str, r
     else:
         reply = upstream_reply(settings, scenario, rel, method, raw)
     return stretch(reply, scenario, rel, settings.answer_s)
-
-
-async def _answer(request: web.Request, settings: Settings, scenario: str, reply: Reply, *,
-                  proxied: bool) -> web.StreamResponse:
-    """Write ``reply``; ``slow-first-byte``: the upstream thinks first (a client that left meanwhile gets nothing)."""
-    wait = first_byte_delay(scenario, settings.first_byte_s)
-    if wait:
-        if await _pause(request, wait) or request.transport is None or request.transport.is_closing():
-            return web.Response(status=499)  # never written: aiohttp drops it quietly
-    return await _write(request, reply, proxied=proxied)
 
 
 def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]:
@@ -324,7 +235,7 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
         if fault is not None:
             return fault
         reply = _unknown_scenario(request) or _upstream_answer(settings, scenario, rel, request.method, raw)
-        return await _answer(request, settings, scenario, reply, proxied=proxied)
+        return await answer(request, settings, scenario, reply, proxied=proxied)
 
     async def hermes_agent(request: web.Request) -> web.StreamResponse:
         rel = "/" + request.match_info.get("tail", "").lstrip("/")
@@ -360,7 +271,7 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
             raw = await _read_body(request)
         reply = _unknown_scenario(request) or _upstream_answer(settings, _scenario_of(request), rel,
                                                                request.method, raw)
-        return await _answer(request, settings, _scenario_of(request), reply, proxied=False)
+        return await answer(request, settings, _scenario_of(request), reply, proxied=False)
 
     return {"health": health, "hermes-agent": hermes_agent, "seed": seed, "upstream": upstream}
 

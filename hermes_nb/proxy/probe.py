@@ -66,11 +66,6 @@ class RouteSpec:
     variant: str = ""
 
     @property
-    def generates(self) -> bool:
-        """A request that makes the upstream generate text (chat, completions, responses)."""
-        return bool(self.body) and self.body != "embeddings"
-
-    @property
     def display_path(self) -> str:
         return self.path if self.root else "/v1" + self.path
 
@@ -130,10 +125,10 @@ def _result(spec: RouteSpec, ex: Exchange, elapsed: float, redactor: Redactor) -
     )
 
 
-def _upstream_silent(ex: Exchange) -> bool:
-    """A forwarded request the proxy took but nothing answered in time: its upstream is slow (or hangs)."""
+def _upstream_slow(ex: Exchange) -> bool:
+    """A forwarded request the upstream did not answer, or did not finish answering, within the probe's deadline."""
     failure = ex.transport_error
-    return ex.status is None and failure is not None and failure.kind in ("read_timeout", "deadline")
+    return failure is not None and failure.kind in ("read_timeout", "deadline")
 
 
 # --------------------------------------------------------------------------- probing
@@ -201,7 +196,8 @@ def probe(
     The config sent with is :func:`probe_config`'s. ``deadline_s`` bounds the whole probe; each request
     gets at most ``request_deadline_s``. Requests the budget cannot afford are marked ``skipped``. The
     proxy's own routes go first; once a forwarded request gets no answer within ``request_deadline_s``
-    (the upstream is slow), the remaining forwarded requests are not sent (``skipped``, ``upstream_slow``).
+    (the upstream is slow) or does not finish in it, the remaining forwarded requests are not sent
+    (``skipped``, ``upstream_slow``).
     ``provider``: the one expected (default: the config's); the report names the one the proxy says it
     fronts, and a mismatch warns.
     Raises :class:`~hermes_nb.core.errors.ConfigError` only for an invalid endpoint URL and
@@ -238,12 +234,11 @@ def probe(
 
         timelines: dict[str, dict[str, Any]] = {}
         exchanges: dict[str, Exchange] = {}
-        slow: str | None = None  # the forwarded route that got no answer in time
+        slow: str | None = None  # the forwarded route the upstream did not answer, or finish, in time
         allowed: list[str] | None = None  # what the proxy says it forwards (its first path_not_allowed)
-        slow_answers = False  # a generated answer the per-request deadline cut: spare the other generations
         for spec in ROUTES:
             forwarded = spec.name not in LOCAL_ROUTES and (allowed is None or spec.path in allowed)
-            spare = forwarded and (slow or (slow_answers and spec.generates))
+            spare = forwarded and slow is not None
             ex, took = (None, 0.0) if spare else call(spec)
             if ex is None:
                 results.append(RouteResult(name=spec.name, method=spec.method, path=spec.display_path,
@@ -255,10 +250,8 @@ def probe(
                 allowed = allowed_paths_of(results[-1].error_message)
             if ex.streamed and ex.events:
                 timelines[spec.name] = StreamTimeline.from_exchange(ex).to_dict()
-            if forwarded and _upstream_silent(ex) and any(r.status is not None for r in results):
-                slow = spec.name  # the proxy answers, its upstream does not: spare the rest of the budget
-            elif forwarded and spec.generates and results[-1].ended in ("deadline", "read_timeout"):
-                slow_answers = True  # it answers, but generating takes longer than a probe waits
+            if forwarded and _upstream_slow(ex) and any(r.status is not None for r in results):
+                slow = spec.name  # the proxy answers, its upstream not in time: spare the rest of the budget
         models = next(s for s in ROUTES if s.name == "models")
         for case, auth in AUTH_CASES:
             ex, _ = (None, 0.0) if slow else call(models, auth)
