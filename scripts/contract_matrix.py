@@ -97,7 +97,7 @@ def observe(version: str, hermes: Path, provider: str = "nous") -> dict[str, Any
     if egress:
         hosts = sorted({line.split()[1] for line in egress if len(line.split()) > 1})
         notes.append(f"off-machine attempts, each ended at the rig's loopback egress sink: {', '.join(hosts)}")
-    doc = contract_document(reports, target=f"hermes-agent {version} --provider {provider}", notes=notes,
+    doc = contract_document(reports, target=f"hermes-agent {version}", notes=notes,
                             provider=provider)
     if "live" in reports:  # the rule's proof: another upstream behind the same proxy shows no proxy drift
         with real_proxy("live", provider=provider, hermes_bin=hermes, upstream="minimal") as rig:

@@ -6,6 +6,7 @@ Against the embedded emulator over loopback. Synchronisation uses events set by 
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -198,5 +199,177 @@ def test_body_editor_messages_and_route_pickers() -> None:
         assert console.method.disabled and console.method.value == "GET"
         assert "GET sends no body" in console.body_message.value
         assert console.send() is None and "GET sends no body" in console.output.value
+    finally:
+        console.close()
+
+
+# --------------------------------------------------------------------------- issue 19: no stuck states
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_ten_failing_sends_in_a_row_leave_no_sending_and_stop_disabled() -> None:
+    """A request that fails at once ends before ``send()`` returns: its end must still be what shows."""
+    console = ProbeConsole(endpoint=f"http://127.0.0.1:{_closed_port()}/v1", route="chat")
+    try:
+        for n in range(1, 11):
+            assert console.send() is not None and console.wait(10)
+            view = console.state.snapshot()
+            assert view.status == "blocked: unreachable" and "sending" not in console.stream_view.value
+            assert ">done" not in console.stream_view.value
+            assert console.stop_button.disabled and not console.send_button.disabled
+            assert len(console.history.options) == n and console.history.value == n - 1
+            assert "unreachable" in console.output.value  # the response panel: the verdict and its hint
+    finally:
+        console.close()
+
+
+def test_a_new_request_clears_the_old_answer_and_a_failure_never_says_done() -> None:
+    console = ProbeConsole(route="chat")
+    try:
+        assert console.send() is not None and console.wait(10)
+        first = console.session.history[0]
+        assert first.exchange.text and "done: passed (ok)" in console.stream_view.value
+        assert first.exchange.text[:30].replace('"', "&quot;") in console.stream_view.value  # non-streamed: shown
+        console.scenario.value = "auth-stale"
+        assert console.send() is not None and console.wait(10)
+        shown = console.stream_view.value
+        assert "blocked: auth" in shown and "done" not in shown
+        assert first.exchange.text[:30].replace('"', "&quot;") not in shown  # the old answer is gone
+        assert "hermes auth status" in console.output.value
+        console.history.value = 0  # the first entry: its own answer, usage and table
+        assert "done: passed (ok)" in console.stream_view.value and "response #1" in console.output.value
+        assert first.exchange.text[:30].replace('"', "&quot;") in console.stream_view.value
+    finally:
+        console.close()
+
+
+def test_the_answer_is_markdown_by_default_raw_on_request_and_nothing_in_it_runs() -> None:
+    hostile = '**bold** <img src=x onerror="alert(1)">'
+    console = ProbeConsole(prompt=hostile)
+    try:
+        assert console.send() is not None and console.wait(10)
+        rendered = console.stream_view.value
+        assert "<strong>bold</strong>" in rendered and "<img" not in rendered and "&lt;img" in rendered
+        assert re.search(r"\d+ prompt \+ \d+ completion = \d+ tokens", rendered)  # usage with the answer
+        console.view.value = "raw"
+        raw = console.stream_view.value
+        assert "**bold**" in raw and "<strong>" not in raw and "<img" not in raw
+        assert 'data-hermes-copy="answer"' in raw and 'data-hermes-source="answer"' in raw
+    finally:
+        console.close()
+
+
+@pytest.mark.parametrize("route", ["chat", "chat (streamed)"])
+def test_copy_as_code_carries_an_environment_lookup_never_the_token_and_runs(route: str) -> None:
+    """The httpx and openai snippets of an exchange, run as they are against the emulator (curl too)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from hermes_nb.kit.snippets import snippets
+
+    console = ProbeConsole(route=route, environ={"HERMES_NB_AUTH_TOKEN": CANARY})
+    try:
+        assert console.send() is not None and console.wait(10)
+        html = console.snippets.value
+        code = snippets(console.session.history[0].exchange.request, console.session.redactor)
+        assert CANARY not in html and all(CANARY not in c for c in code.values())
+        assert '"Authorization: Bearer $HERMES_NB_AUTH_TOKEN"' in code["curl"]
+        assert 'os.environ["HERMES_NB_AUTH_TOKEN"]' in code["httpx"]
+        assert 'os.environ.get("HERMES_NB_AUTH_TOKEN", "not-needed")' in code["openai"]
+        env = {"PATH": "/usr/bin:/bin", "HERMES_NB_AUTH_TOKEN": "a-token-from-the-environment"}
+        for kind in ("httpx", "openai"):
+            proc = subprocess.run([sys.executable, "-c", code[kind]], capture_output=True, text=True, timeout=60,
+                                  env=env)
+            assert proc.returncode == 0, (kind, proc.stderr[-2000:])
+            assert "Emulat" in proc.stdout or "emulator" in proc.stdout, (kind, proc.stdout)
+        if shutil.which("curl"):
+            proc = subprocess.run(["bash", "-c", code["curl"]], capture_output=True, text=True, timeout=60, env=env)
+            assert proc.returncode == 0 and '"chat.completion' in proc.stdout, proc.stderr
+    finally:
+        console.close()
+
+
+def test_the_model_picker_offers_the_listed_models_and_flags_an_unlisted_one(monkeypatch) -> None:
+    from hermes_nb.wire.client import HermesClient
+
+    calls: list[str] = []
+    real = HermesClient.models
+
+    def counting(self, **kw):  # type: ignore[no-untyped-def]
+        calls.append(self.config.endpoint)
+        return real(self, **kw)
+
+    monkeypatch.setattr(HermesClient, "models", counting)
+    console = ProbeConsole()
+    try:
+        models = console.refresh_models()
+        assert models and tuple(models) == console.model.options
+        assert "listed by the proxy" in console.model_flag.value
+        console.model.value = "no-such-model"
+        assert "not listed by the proxy" in console.model_flag.value and "no-such-model" in console.model_flag.value
+        console.model.value = models[0]
+        assert "⚠" not in console.model_flag.value
+        console.refresh_models()
+        assert console.send() is not None and console.wait(10)
+        assert len(calls) == 1  # one GET /models for the session's endpoint
+    finally:
+        console.close()
+
+
+def test_history_file_keeps_the_exchanges_masked_and_a_new_console_reloads_them(tmp_path) -> None:
+    path = tmp_path / "history.jsonl"
+    console = ProbeConsole(route="chat", history=path)
+    try:
+        console.token.value = CANARY
+        assert console.send() is not None and console.wait(10)
+        console.route.value = "models"
+        assert console.send() is not None and console.wait(10)
+    finally:
+        console.close()
+    text = path.read_text()
+    assert CANARY not in text and len(text.splitlines()) == 2
+    again = ProbeConsole(history=path)  # e.g. after a kernel restart
+    try:
+        assert [label for label, _ in again.history.options][0].startswith("#2 GET models")
+        again.history.value = 0  # the oldest entry
+        assert "response #1" in again.output.value
+        assert again.send() is not None and again.wait(10)
+        assert again.session.history[-1].number == 3 and len(path.read_text().splitlines()) == 3
+    finally:
+        again.close()
+    path.write_text("not json\n")
+    with pytest.raises(ConfigError, match="line 1"):
+        ProbeConsole(history=path)
+
+
+def test_the_display_bundle_is_the_widget_plus_a_static_picture_and_the_page_script() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from hermes_nb.kit.console_view import CONSOLE_JS, KEYS_HINT, RESTART_NOTICE
+
+    console = ProbeConsole()
+    try:
+        bundle = console._repr_mimebundle_()
+        assert set(bundle) == {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"}
+        assert "VBox" not in bundle["text/plain"] and "run this cell" in bundle["text/plain"]
+        assert "static picture of the probe console" in bundle["text/html"]
+        InteractiveShell.instance()  # a shell for display() to publish through
+        with capture_output() as cap:
+            console._ipython_display_()
+        kinds = [sorted(o.data) for o in cap.outputs]
+        assert kinds == [["application/vnd.jupyter.widget-view+json", "text/html", "text/plain"],
+                         ["application/javascript"]]
+        assert cap.outputs[1].data["application/javascript"] == CONSOLE_JS
+        hint = console.keys_hint.value
+        assert KEYS_HINT in hint and "jupyter-widgets-disconnected" in hint and RESTART_NOTICE in hint
+        assert "run this cell again" in RESTART_NOTICE
     finally:
         console.close()

@@ -18,10 +18,10 @@ ALLOWED = {
     "formatter_class": "argparse reads it from the parser (cli/app.py)",
     "pgid": "jupyter_client's LocalProvisioner reads it to signal the kernel's process group",
     "_private_specs": "jupyter_client's KernelSpecManager hook (nbrun/kernels.py)",
-    "_quick_client": "jupyter_client's KernelManager hook (nbrun/kernels.py)",
+    "_ready_client": "jupyter_client's KernelManager hook (nbrun/kernels.py)",
     "_encrypt": "jupyter_client's KernelManager hook (nbrun/kernels.py)",
-    "pretty_path": "papermill's I/O handler interface (nbrun/papermill_plugins.py)",
-    "preloaded": "set for the fork server's own status reply (nbrun/zygote.py)",
+    "SAFE_PROTOCOLS": "mistune's HTMLRenderer reads it when it sanitises a link (core/htmlkit.py)",
+    "image": "mistune's HTMLRenderer calls it for each image (core/htmlkit.py)",
 }
 #: decorators whose functions a framework calls (pydantic validators, IPython magics)
 DECORATORS = ["@field_validator", "@model_validator", "@field_serializer", "@magic_arguments", "@line_magic",

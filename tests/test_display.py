@@ -35,10 +35,12 @@ def test_kv_table_keys_select_and_order() -> None:
     assert html.index(">c<") < html.index(">a<") and ">b<" not in html and "missing" not in html
 
 
-def test_status_values_get_a_badge() -> None:
-    assert 'color:#1a7f37">passed</b>' in display.kv_table({"status": "passed"})
-    assert 'color:#9a6700">blocked</b>' in display.kv_table({"verdict": "blocked"})
-    assert 'color:#cf222e">failed</b>' in display.rows_table([{"status": "failed"}])
+def test_status_values_get_a_badge_in_the_one_colour_map() -> None:
+    from hermes_nb.core.htmlkit import VERDICT_COLOURS
+
+    assert f'color:{VERDICT_COLOURS["passed"]}">passed</b>' in display.kv_table({"status": "passed"})
+    assert f'color:{VERDICT_COLOURS["blocked"]}">blocked</b>' in display.kv_table({"verdict": "blocked"})
+    assert f'color:{VERDICT_COLOURS["failed"]}">failed</b>' in display.rows_table([{"status": "failed"}])
 
 
 def test_rows_table_unions_columns_in_order_and_shows_empty() -> None:

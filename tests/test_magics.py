@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
@@ -54,7 +56,7 @@ def test_check_and_probe_return_their_results(ip) -> None:
     assert isinstance(report, WireReport) and report.reachable and list(report.drift) == []
     assert "chat_stream" in report.timelines and "hermes-timeline" in report._repr_html_()
     drifted = ip.run_line_magic("hermes_probe", "--compare seed")
-    assert drifted.drift and "drift from the wire contract" in drifted._repr_html_()
+    assert drifted.drift and f"drift: {len(drifted.drift)} proxy-owned lines vs seed" in drifted._repr_html_()
     with pytest.raises(UsageError, match="no-such-contract"):
         ip.run_line_magic("hermes_probe", "--compare no-such-contract")
 
@@ -97,3 +99,66 @@ def test_magics_in_a_kernel_executed_by_nbclient(tmp_path) -> None:
     assert ">passed<" in verdict.data["text/html"]
     assert nb.cells[2].outputs[0].text.strip() == "passed True"  # the result is there for the next cell
     assert ">ready<" in nb.cells[3].outputs[0].data["text/html"]
+
+
+# --------------------------------------------------------------------------- issue 19: formats, status, usage, models
+
+def _final_html(cap) -> str:
+    return next(o for o in reversed(cap.outputs) if o.update or "hermes-chat" in o.data.get("text/html", "")
+                ).data["text/html"]
+
+
+@pytest.mark.parametrize(("fmt", "present", "absent"), [
+    ("markdown", "<strong>hello</strong>", "**hello**"),
+    ("text", "**hello**", "<strong>"),
+    ("code", "**hello**", "<strong>"),
+    ("json", "not JSON", "<strong>"),
+])
+def test_chat_formats_the_answer_and_never_runs_markup_from_it(ip, fmt: str, present: str, absent: str) -> None:
+    with capture_output() as cap:
+        result = ip.run_cell_magic("hermes_chat", f"--format {fmt}", 'Say **hello** <img src=x onerror="alert(1)">')
+    final = _final_html(cap)
+    assert present in final and absent not in final and "<img" not in final
+    assert result.verdict == "passed" and final.count("done: passed (ok)") == 1
+    assert re.search(r"usage: \d+ prompt \+ \d+ completion = \d+ tokens", final)  # usage under the answer
+
+
+def test_json_format_pretty_prints_a_json_answer() -> None:
+    from hermes_nb.kit.magics import answer_html
+
+    html = answer_html('```json\n{"b": 1, "a": [1, 2]}\n```', "done: passed (ok)", "json", final=True)
+    assert '{\n  &quot;b&quot;: 1,\n  &quot;a&quot;: [\n    1,' in html and "not JSON" not in html
+
+
+def test_a_failed_chat_never_says_done_and_its_result_carries_usage(ip) -> None:
+    with capture_output() as cap:
+        result = ip.run_cell_magic("hermes_chat", "--scenario auth-stale", "hi")
+    final = _final_html(cap)
+    assert "blocked: auth" in final and "done" not in final
+    assert result.status == "blocked: auth"
+    with capture_output():
+        ok = ip.run_cell_magic("hermes_chat", "", "hi")
+    assert re.search(r"<td[^>]*>\d+ prompt \+ \d+ completion = \d+ tokens", ok._repr_html_())
+    assert ok.usage.reported and ok.usage.completion_tokens > 0
+
+
+def test_an_unlisted_model_is_warned_about_with_one_models_call_per_endpoint(ip, monkeypatch) -> None:
+    from hermes_nb.wire.client import HermesClient
+
+    calls: list[str] = []
+    real = HermesClient.models
+
+    def counting(self, **kw):  # type: ignore[no-untyped-def]
+        calls.append(self.config.endpoint)
+        return real(self, **kw)
+
+    monkeypatch.setattr(HermesClient, "models", counting)
+    with serve(scenario="ok") as emu:
+        with capture_output() as cap:
+            result = ip.run_cell_magic("hermes_chat", f"--endpoint {emu.endpoint} --model no-such-model", "hi")
+        assert cap.outputs[0].data["text/plain"].startswith("warning: model 'no-such-model' is not listed")
+        assert result.warnings and "no-such-model" in result._repr_html_()
+        with capture_output() as cap:
+            listed = ip.run_cell_magic("hermes_chat", f"--endpoint {emu.endpoint}", "hi")
+        assert not listed.warnings and not any("warning" in o.data["text/plain"] for o in cap.outputs)
+    assert calls == [emu.endpoint]  # one GET /models for the endpoint, then the session's cache

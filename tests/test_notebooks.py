@@ -13,13 +13,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hermes_nb.core.facts import LOAD_NOTEBOOK, NOTEBOOKS, SHIPPED_NOTEBOOKS
+from hermes_nb.core.facts import LOAD_NOTEBOOK, NOTEBOOKS, SHIPPED_NOTEBOOKS, TEMPLATED_NOTEBOOKS
 from hermes_nb.core.resources import notebooks_dir, sanitize_file
 from hermes_nb.nbrun.templates import build
 from hermes_nb.receipts.verdict import VERDICT_MIME, find_verdict
 
-#: the smoke's three and the load receipt's notebook
-NAMES = SHIPPED_NOTEBOOKS
+#: the smoke's three and the load receipt's notebook (built from templates; the guide is checked on its own)
+NAMES = TEMPLATED_NOTEBOOKS
 #: the committed notebooks people open and nbval checks
 NB_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 PARAM_RE = re.compile(r"^(?P<name>[a-z_][a-z0-9_]*): (?P<type>[\w\[\]\"]+) = (?P<default>[^#]+?)  # (?P<help>.+)$")
@@ -117,7 +117,7 @@ def test_sanitize_file_only_normalises_what_varies() -> None:
     parser = configparser.ConfigParser()
     parser.read(NB_DIR / "nbval-sanitize.cfg")
     assert parser.sections() == ["stream timelines", "digests", "ports", "run ids", "timestamps", "durations",
-                                 "kernel temp paths"]
+                                 "token rates", "kernel temp paths"]
 
 
 def test_sanitize_rules_hide_timeline_pictures_and_digests_only() -> None:
@@ -220,9 +220,11 @@ def _outputs(nb) -> list:
     return [[(o.output_type, sorted(o.get("data", {}))) for o in c.outputs] for c in nb.cells if c.cell_type == "code"]
 
 
-def test_the_guided_notebook_is_generated_not_shipped_and_only_calls_the_package(tmp_path: Path) -> None:
-    from hermes_nb.nbrun.guides import write_guides
+def test_the_guided_notebook_is_generated_shipped_and_only_calls_the_package(tmp_path: Path) -> None:
+    from hermes_nb.core.facts import GUIDES as GUIDE_NAMES
+    from hermes_nb.nbrun.guides import GUIDES, write_guides
 
+    assert tuple(GUIDES) == GUIDE_NAMES == ("probe_console",)
     (written,) = write_guides(tmp_path)
     committed = nbformat.read(str(NB_DIR / "probe_console.ipynb"), as_version=4)
     nb = nbformat.read(str(written), as_version=4)
@@ -231,18 +233,23 @@ def test_the_guided_notebook_is_generated_not_shipped_and_only_calls_the_package
     assert all(c.metadata["tags"] == ["nbval-ignore-output"] and not c.outputs for c in code)
     sources = "\n".join(c.source for c in code)
     for needle in ("ProbeConsole(", "%load_ext hermes_nb", "%hermes_check", "%hermes_probe --compare",
-                   "%%hermes_chat", "%unload_ext hermes_nb"):
+                   "%%hermes_chat"):
         assert needle in sources
+    # Run All leaves a working console: nothing closes it, and the last cell shows it again
+    assert "close()" not in sources and "%unload_ext" not in sources and code[-1].source == "console"
     # stored executed: every code cell has its count and what it showed (nbval runs it, compares nothing)
     stored = [c for c in committed.cells if c.cell_type == "code"]
     assert [c.execution_count for c in stored] == list(range(1, len(stored) + 1))
-    assert sum(bool(c.outputs) for c in stored) >= len(stored) - 3  # load_ext, unload_ext, … print nothing
-    assert not (notebooks_dir() / "probe_console.ipynb").exists()  # not shipped: the smoke never runs it
+    assert sum(bool(c.outputs) for c in stored) >= len(stored) - 2  # load_ext prints nothing
+    # shipped (the same bytes as the repository's), and never run by the smoke
+    assert (notebooks_dir() / "probe_console.ipynb").read_bytes() == (NB_DIR / "probe_console.ipynb").read_bytes()
+    assert "probe_console" not in NOTEBOOKS and SHIPPED_NOTEBOOKS == (*NAMES, "probe_console")
 
 
-def test_the_executed_guide_stores_normalised_outputs(tmp_path: Path) -> None:
+def test_the_executed_guide_stores_normalised_outputs_that_read_well_unrun(tmp_path: Path) -> None:
     """What ``make notebooks`` stores: the same cells and kinds of output as committed; no port, model id or
-    widget state of the session that ran it."""
+    widget state of the session that ran it; the console as a static picture (no widget view, no page
+    script); the sanitize placeholders visible in HTML (issue 19: it showed "VBox(children=…" and "s / s / s")."""
     from hermes_nb.nbrun.guides import write_guides
 
     (written,) = write_guides(tmp_path, execute=True)
@@ -250,6 +257,31 @@ def test_the_executed_guide_stores_normalised_outputs(tmp_path: Path) -> None:
     committed = nbformat.read(str(NB_DIR / "probe_console.ipynb"), as_version=4)
     assert _shape(nb) == _shape(committed) and _outputs(nb) == _outputs(committed)
     outputs = json.dumps([c.outputs for c in nb.cells if c.cell_type == "code"])
-    assert "widgets" not in nb.metadata and '"model_id": "<model-id>"' in outputs
-    assert not re.search(r"127\.0\.0\.1:\d", outputs) and "127.0.0.1:<port>" in outputs
-    assert "hermes-timeline" in outputs and not re.search(r"\d\.\d{3} s\b", outputs)
+    assert "widgets" not in nb.metadata and "widget-view" not in outputs and "application/javascript" not in outputs
+    assert "VBox(children" not in outputs
+    console = nb.cells[[c.source for c in nb.cells].index(_console_cell(nb))].outputs
+    assert [sorted(o.data) for o in console] == [["text/html", "text/plain"]]
+    assert "static picture of the probe console" in console[0].data["text/html"]
+    assert not re.search(r"127\.0\.0\.1:\d", outputs) and "127.0.0.1:&lt;port&gt;" in outputs
+    html = [o.data["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.outputs if "text/html" in o.get("data", {})]
+    assert not any(re.search(r"<(port|n\.nnn|n\.n|sha256|run-id|timestamp|tmp-path)>", h) for h in html)
+    assert "&lt;n.nnn&gt; s" in outputs and "hermes-timeline" in outputs and not re.search(r"\d\.\d{3} s\b", outputs)
+
+
+def _console_cell(nb) -> str:
+    return next(c.source for c in nb.cells if c.cell_type == "code" and "ProbeConsole(" in c.source)
+
+
+def test_notebooks_list_and_export_carry_the_guide_and_the_smoke_never_runs_it(tmp_path: Path, capsys) -> None:
+    from hermes_nb.cli import main
+
+    assert main(["notebooks", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["notebooks"]
+    assert [(n["name"], n["kind"]) for n in listed] == (
+        [(n, "smoke") for n in NOTEBOOKS] + [(LOAD_NOTEBOOK, "load"), ("probe_console", "guide")])
+    assert main(["notebooks", "export", str(tmp_path), "--json"]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"{n}.ipynb" for n in NAMES] + ["probe_console.ipynb", "nbval-sanitize.cfg"])
+    assert (tmp_path / "probe_console.ipynb").read_bytes() == (NB_DIR / "probe_console.ipynb").read_bytes()
+    assert main(["smoke", "--only", "probe_console", "--json"]) == 2  # not a smoke job

@@ -9,6 +9,7 @@ import nbformat
 import pytest
 
 from hermes_nb.core.errors import SecretLeak
+from hermes_nb.core.htmlkit import badge
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.receipts.index import append_index, index_entry, load_index
@@ -65,7 +66,7 @@ def test_index_html_groups_each_run_newest_first_with_verdicts_durations_and_lin
     runs = re.findall(r'<section class="run" id="([^"]+)"', page)
     assert runs == ["20260101T000100Z-bbbbbb", "20260101T000000Z-aaaaaa"]  # newest run first
     newest = page.split('<section class="run"')[1]
-    assert re.search(r'color:#cf222e">failed</span> · run 20260101T000100Z-bbbbbb', newest)  # the worst verdict
+    assert f'<span class="v">{badge("failed")}</span> · run 20260101T000100Z-bbbbbb' in newest  # the worst verdict
     assert newest.count('<tr class="receipt">') == 3 and "3.500 s" in newest and "longest 3.500 s" in newest
     for link in re.findall(r'href="([^"]+)"', page):
         assert (tmp_path / link).is_file(), link  # every link resolves to a file of the receipt
@@ -98,3 +99,18 @@ def test_a_smoke_run_writes_receipts_with_timelines_and_the_index_page(tmp_path:
     index_page = (tmp_path / "index.html").read_text()
     assert index_page.count('<tr class="receipt">') == len(e2e) == 3
     assert f'id="{result.run_id}"' in index_page and verify_receipts(tmp_path).ok
+
+
+def test_index_html_carries_lab_s_xsrf_query_over_to_its_links_and_says_what_they_need_untrusted() -> None:
+    """Issue 19 §12: in JupyterLab's HTML viewer the links answered 403 "Blocking request from unknown origin".
+
+    The page's base there is ``/files/<dir>/index.html?_xsrf=…`` (Lab's download URL) and the frame sends no
+    Referer; the script moves the ``_xsrf`` query onto each relative link. On file:// or S3 there is none and
+    the links stay as written (the browser test follows them in Lab, from file:// and in dark mode)."""
+    page = render_index_html({"receipts": [{"run_id": "r", "notebook": "adapter_check", "verdict": "passed",
+                                            "path": "d/r/adapter_check.ipynb", "sidecar": "d/r/a.receipt.json"}]})
+    script = page.split("<script>")[1].split("</script>")[0]
+    assert "searchParams.get('_xsrf')" in script and "if(!x)return;" in script  # nothing to do outside Lab
+    assert "u.origin!==b.origin" in script  # only links to the same server get it
+    assert '<a href="d/r/adapter_check.html">receipt</a>' in page  # as written, for file:// and S3
+    assert "<noscript>" in page and "Trust HTML" in page.split("<noscript>")[1]

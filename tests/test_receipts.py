@@ -10,6 +10,7 @@ import pytest
 
 from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError
+from hermes_nb.core.htmlkit import badge
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import append_index, index_entry, load_index, render_readme
 from hermes_nb.receipts.verify import verify_receipt, verify_receipts
@@ -58,7 +59,7 @@ def test_redact_notebook_redacts_every_string_and_keeps_sources_intact() -> None
 def test_write_receipt_writes_notebook_html_sidecar_with_digests(tmp_path: Path) -> None:
     files = _write(tmp_path)
     assert files.notebook.name == "e2e_smoke.ipynb" and files.html and files.html.read_text().startswith("<!DOCTYPE")
-    assert "hello" in files.html.read_text() and "<th>verdict</th><td><b style=\"color:#1a7f37\">passed</b></td>" in files.html.read_text()
+    assert "hello" in files.html.read_text() and f"<th>verdict</th><td>{badge('passed')}</td>" in files.html.read_text()
     nb = nbformat.read(str(files.notebook), as_version=4)
     assert nb.metadata.receipt["verdict"] == "passed"
     sidecar = json.loads(files.sidecar.read_text())

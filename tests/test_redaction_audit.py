@@ -126,5 +126,5 @@ def test_the_committed_notebooks_hold_no_secret_shapes() -> None:
     repo = Path(__file__).resolve().parent.parent / "notebooks"
     notebooks = sorted(repo.glob("*.ipynb")) + sorted(data_dir().joinpath("notebooks").glob("*.ipynb"))
     shipped = {p.stem for p in notebooks if p.parent != repo}
-    assert shipped == set(SHIPPED_NOTEBOOKS) and len(notebooks) > len(shipped)  # the shipped ones, plus the guides
+    assert shipped == set(SHIPPED_NOTEBOOKS) and len(notebooks) == 2 * len(shipped)  # the repo's copies and the wheel's
     assert {str(p): find_secrets(p.read_text(encoding="utf-8")) for p in notebooks} == {str(p): [] for p in notebooks}

@@ -11,11 +11,12 @@ from IPython.core.interactiveshell import InteractiveShell
 from hermes_nb.core.config import validate_config
 from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.facts import DEFAULT_MODEL
-from hermes_nb.core.reprs import VERDICT_COLOURS
+from hermes_nb.core.reprs import VERDICT_COLOURS, badge
 from hermes_nb.core.timeline import StreamTimeline, idle_gaps, timeline_svg
 from hermes_nb.emulator import serve
 from hermes_nb.proxy.check import adapter_check
 from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract
+from hermes_nb.proxy.drift import Drift
 from hermes_nb.proxy.probe import probe
 from hermes_nb.wire.client import HermesClient
 
@@ -42,7 +43,7 @@ def test_exchange_shows_status_timings_text_and_timeline_never_the_token(emu) ->
     html, text = data["text/html"], data["text/plain"]
     assert text.startswith("Exchange(POST http://127.0.0.1:") and "→ 200 OK, streamed" in text
     assert re.search(r"\d\.\d{3} s", text) and len(text) < 200  # compact
-    assert '<b style="color:#1a7f37">ok</b>' in html and 'class="hermes-timeline"' in html
+    assert badge("ok") in html and 'class="hermes-timeline"' in html
     assert html.count('class="delta"') == len([e for e in ex.events if '"content":"' in e.data
                                                and '"content":""' not in e.data])
     assert CANARY not in html and CANARY not in text
@@ -66,11 +67,32 @@ def test_wire_report_and_drift_display_themselves(emu) -> None:
     assert "chat_stream" in report.timelines and "timelines" not in report.summary()  # not part of --json
     assert _formats(report)["text/plain"].startswith(f"WireReport({emu.endpoint}: ")
     none = compare(report, load_contract(resolve_contract("hermes-agent-0.19.0")))
-    assert none == [] and "none: the proxy matches" in _formats(none)["text/html"]
+    assert none == [] and badge("passed", "no drift vs hermes-agent 0.19.0") in _formats(none)["text/html"]
     some = compare(report, load_contract(resolve_contract("seed")))
     assert some and isinstance(some, list)
-    assert f"drift from the wire contract ({len(some)})" in some._repr_html_()
-    assert _formats(some)["text/plain"].startswith(f"{len(some)} drift line(s):")
+    assert badge("failed", f"drift: {len(some)} proxy-owned lines vs {some.contract}") in some._repr_html_()
+    assert _formats(some)["text/plain"].startswith(f"drift: {len(some)} proxy-owned lines vs seed")
+
+
+def test_the_probe_headline_agrees_with_its_drift_and_names_the_contract(emu) -> None:
+    """Issue 19 §11: the headline said "passed" in green while the drift section said "(19) · failed"."""
+    from hermes_nb.proxy.contracts import apply_contract
+
+    report = probe(emu.endpoint, deadline_s=20)
+    assert report.headline == "live (not compared with a contract)" and report.verdict == "passed"
+    drifted = apply_contract(report.model_copy(deep=True), load_contract(resolve_contract("seed")))
+    html = drifted._repr_html_()
+    assert drifted.verdict == "failed" and drifted.drift and drifted.contract.startswith("seed")
+    head = html.split("</div>", 1)[0]  # the box's title line
+    assert badge("failed", f"drift: {len(drifted.drift)} proxy-owned lines vs {drifted.contract}") in head
+    assert "passed" not in head
+    drifted.upstream_differences = [Drift(field="routes[chat].json_keys", expected=["a"], observed=["b"],
+                                          owner="upstream")]
+    assert "<details><summary>upstream differences: 1 (information" in drifted._repr_html_()  # collapsed
+    clean = apply_contract(report.model_copy(deep=True), load_contract(resolve_contract("hermes-agent-0.19.0")))
+    assert clean.verdict == "passed"
+    assert badge("passed", "no drift vs hermes-agent 0.19.0") in clean._repr_html_().split("</div>", 1)[0]
+    assert clean.summary()["contract"] == "hermes-agent 0.19.0"
 
 
 def test_run_result_shows_the_artifact_digests(emu, tmp_path: Path) -> None:
@@ -81,7 +103,7 @@ def test_run_result_shows_the_artifact_digests(emu, tmp_path: Path) -> None:
     result = run(Mission.adhoc("Say hi"), config, root=tmp_path, handle_signals=False)
     data = _formats(result)
     html = data["text/html"]
-    assert "runtime result" in html and '<b style="color:#1a7f37">passed</b>' in html
+    assert "runtime result" in html and badge("passed") in html
     for name in ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt"):
         assert sha256_file(Path(result.run_dir) / name) in html  # the digest itself, not a pointer to it
     assert "recorded in the receipt" not in html and 'class="hermes-timeline"' in html
@@ -102,7 +124,7 @@ def test_smoke_summary_displays_each_notebook_verdict(tmp_path: Path) -> None:
                         duration_s=2.5)]
     result = SmokeResult("blocked", "20260101T000000Z-abcdef", tmp_path, runs, 3.0)
     data = _formats(result)
-    assert '<b style="color:#9a6700">blocked</b>' in data["text/html"] and "1.250 s" in data["text/html"]
+    assert badge("blocked") in data["text/html"] and "1.250 s" in data["text/html"]
     assert data["text/plain"] == ("SmokeResult(blocked, run 20260101T000000Z-abcdef, target emulator None, 3.000 s: "
                                   "adapter_check passed, e2e_smoke blocked)")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.core.facts import LOAD_NOTEBOOK, NOTEBOOKS, SHIPPED_NOTEBOOKS
+from hermes_nb.core.facts import LOAD_NOTEBOOK, NOTEBOOKS, SHIPPED_NOTEBOOKS, TEMPLATED_NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(600)
@@ -86,7 +86,9 @@ def test_the_wheel_ships_the_notebooks_contracts_and_sanitize_rules(installed: I
             "hermes_nb/data/pins/hermes-agent-0.19.0.txt"} <= names  # hermes-nb matrix installs 0.19.0 from it
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(installed.wheel).read(entry_points).decode()
-    assert "[papermill.engine]" in text and "[papermill.io]" in text and "hermes-nb = hermes_nb.cli:main" in text
+    assert "hermes-nb = hermes_nb.cli:main" in text
+    # the opt-in kernel fork server's provisioner (jupyter_client's seam); no papermill plug-in of ours
+    assert "[jupyter_client.kernel_provisioners]" in text and "papermill" not in text
 
 
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed: Installed) -> None:
@@ -104,6 +106,18 @@ def test_smoke_from_an_empty_directory(installed: Installed) -> None:
     assert installed.json("receipts", "verify", "receipts")["ok"] is True
     receipt = json.loads(next((installed.cwd / "receipts").rglob("e2e_smoke.receipt.json")).read_text())
     assert receipt["receipt"]["template"]["path"] == "hermes_nb/data/notebooks/e2e_smoke.ipynb"
+    assert receipt["receipt"]["kernel"]["launch"] == "process"  # the standard launch unless asked otherwise
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel fork server is Linux-only")
+def test_the_opt_in_fork_server_works_from_the_wheel(installed: Installed) -> None:
+    """Its provisioner is found through the installed wheel's entry point, not through the checkout."""
+    env = {**installed.env, "HERMES_NB_KERNEL_FORK": "1"}
+    proc = subprocess.run([str(installed.bin / "hermes-nb"), "smoke", "--only", "adapter_check", "--out", "forked",
+                           "--json"], cwd=installed.cwd, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    receipt = json.loads(next((installed.cwd / "forked").rglob("adapter_check.receipt.json")).read_text())
+    assert receipt["receipt"]["kernel"]["launch"] == "fork-server"
 
 
 def test_probe_compares_with_the_shipped_contracts_against_the_emulator(installed: Installed) -> None:
@@ -124,6 +138,9 @@ def test_probe_compares_with_the_shipped_contracts_against_the_emulator(installe
 
 def test_notebooks_list_export_and_refresh(installed: Installed) -> None:
     listed = installed.json("notebooks", "list")["notebooks"]
+    # the three the smoke runs, the load receipt's, and the guide (issue 19: it was missing from the wheel and the export)
+    assert [(n["name"], n["kind"]) for n in listed] == (
+        [(n, "smoke") for n in NOTEBOOKS] + [("load", "load"), ("probe_console", "guide")])
     assert [n["name"] for n in listed] == list(SHIPPED_NOTEBOOKS)
     assert all(installed.bin.parent in Path(n["path"]).parents for n in listed)
     installed.run("notebooks", "export", "exported")
@@ -131,7 +148,7 @@ def test_notebooks_list_export_and_refresh(installed: Installed) -> None:
         [f"{n}.ipynb" for n in SHIPPED_NOTEBOOKS] + ["nbval-sanitize.cfg"])
     assert installed.run("notebooks", "export", "exported", check=False).returncode == 2
     refreshed = installed.json("notebooks", "refresh", "--dir", "fresh")
-    assert refreshed["verdict"] == "passed" and len(refreshed["refreshed"]) == len(SHIPPED_NOTEBOOKS)
+    assert refreshed["verdict"] == "passed" and len(refreshed["refreshed"]) == len(TEMPLATED_NOTEBOOKS)
     for name in NOTEBOOKS:  # the refresh of the installed package reproduces what it ships, byte for byte
         shipped = next(n for n in listed if n["name"] == name)["path"]
         assert (installed.cwd / "fresh" / f"{name}.ipynb").read_bytes() == Path(shipped).read_bytes(), name

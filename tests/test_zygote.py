@@ -1,4 +1,5 @@
-"""The kernel fork server (hermes_nb.nbrun.zygote + fork_provisioner): forked kernels are fresh, isolated kernels."""
+"""The opt-in kernel fork server (hermes_nb.nbrun.zygote + fork_provisioner): forked kernels are fresh, isolated kernels,
+plugged through jupyter_client's provisioner entry point and a kernelspec only."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from hermes_nb.nbrun import zygote as zygote_mod
-from hermes_nb.nbrun.kernel_client import QuickReadyClient
+from hermes_nb.nbrun.fork_provisioner import PROVISIONER_NAME, ForkProvisioner
 from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
 
 pytestmark = pytest.mark.skipif(not zygote_mod.fork_supported(), reason="the kernel fork server needs Linux (os.fork)")
@@ -24,7 +25,7 @@ async def _start(pool: KernelPool, cwd: Path) -> tuple[Any, Any]:
     await km.start_kernel(cwd=str(cwd))
     kc = km.client()
     kc.start_channels()
-    await kc.wait_for_ready(timeout=60)
+    await kc.wait_for_ready(timeout=60)  # jupyter_client's own handshake
     return km, kc
 
 
@@ -48,7 +49,8 @@ async def _stop(km: Any, kc: Any) -> None:
 PROBE = ("import json, os, sys\n"
          "print(json.dumps({'cwd': os.getcwd(), 'ipythondir': os.environ.get('IPYTHONDIR'), "
          "'quiet': os.environ.get('JUPYTER_PLATFORM_DIRS'), 'pid': os.getpid(), 'sid': os.getsid(0), "
-         "'ppid': os.getppid(), 'preloaded': 'hermes_nb.kit' in sys.modules, 'canary': os.environ.get('P4_CANARY')}))")
+         "'ppid': os.getppid(), 'preloaded': 'hermes_nb.proxy.probe' in sys.modules, "
+         "'canary': os.environ.get('P4_CANARY')}))")
 
 
 def test_a_forked_kernel_runs_cells_in_its_own_session_cwd_and_the_specs_env(tmp_path: Path, monkeypatch) -> None:
@@ -56,15 +58,15 @@ def test_a_forked_kernel_runs_cells_in_its_own_session_cwd_and_the_specs_env(tmp
 
     async def main() -> dict[str, Any]:
         with KernelPool(fork=True) as pool:
-            assert pool.zygote is not None
+            assert pool.fork_server is not None
             km, kc = await _start(pool, tmp_path)
             try:
+                assert isinstance(km.provisioner, ForkProvisioner)  # named by the kernelspec, found by entry point
                 assert km.provisioner.forked and km.provisioner.pid == km.provisioner.process.pid
-                assert isinstance(kc, QuickReadyClient)  # ready without the 0.2 s IOPub wait; outputs still exact
                 reply, out = await _run(kc, PROBE)
                 assert reply["status"] == "ok", reply
                 seen = json.loads(out)
-                seen["zygote"] = pool.zygote.proc.pid
+                seen["zygote"] = pool.fork_server.proc.pid
                 seen["spec_ipythondir"] = str(pool._dir / "ipython")
                 return seen
             finally:
@@ -74,7 +76,7 @@ def test_a_forked_kernel_runs_cells_in_its_own_session_cwd_and_the_specs_env(tmp
     seen = asyncio.run(main())
     assert seen["cwd"] == str(tmp_path) and seen["ipythondir"] == seen["spec_ipythondir"] and seen["quiet"] == "1"
     assert seen["sid"] == seen["pid"]  # its own session and process group (interrupts reach the group)
-    assert seen["ppid"] == seen["zygote"] and seen["preloaded"] is True  # forked from the zygote, imports done
+    assert seen["ppid"] == seen["zygote"] and seen["preloaded"] is True  # forked from the server, imports done
     assert seen["canary"] == "the-kernels-env"
 
 
@@ -168,38 +170,76 @@ def test_without_fork_support_or_with_the_zygote_gone_kernels_launch_the_normal_
             await _stop(km, kc)
 
     with KernelPool(fork=True) as pool:
-        pool.zygote.close()  # gone (crashed, killed): the provisioner falls back to Popen
+        pool.fork_server.close()  # gone (crashed, killed): the provisioner falls back to Popen
         forked, process, out = asyncio.run(one(pool))
     assert not forked and isinstance(process, subprocess.Popen) and out == "ok\n"
 
     monkeypatch.setattr(zygote_mod, "fork_supported", lambda: False)
     with KernelPool(fork=True) as pool:
-        assert pool.zygote is None
+        assert pool.fork_server is None
         forked, process, out = asyncio.run(one(pool))
     assert not forked and out == "ok\n"
 
 
-def test_the_opt_out_and_the_fork_servers_exit_with_its_runner(monkeypatch) -> None:
-    monkeypatch.setenv(zygote_mod.FORK_ENV, "0")
-    assert zygote_mod.fork_wanted() is False
-    monkeypatch.setenv(zygote_mod.FORK_ENV, "1")
-    assert zygote_mod.fork_wanted() is True
-    z = zygote_mod.Zygote(preload=("json",), env={**os.environ})
-    z.close()  # closing the channel is the runner going away: the zygote exits by itself
-    assert z.proc.returncode == 0
-    with pytest.raises(zygote_mod.ZygoteError):
-        z.spawn([], {}, "/")
+@pytest.mark.parametrize("setting, wanted", [(None, False), ("", False), ("0", False), ("off", False),
+                                             ("1", True), ("yes", True), ("on", True)])
+def test_the_fork_server_is_opt_in(monkeypatch, setting: str | None, wanted: bool) -> None:
+    if setting is None:
+        monkeypatch.delenv(zygote_mod.FORK_ENV, raising=False)
+    else:
+        monkeypatch.setenv(zygote_mod.FORK_ENV, setting)
+    assert zygote_mod.fork_wanted() is wanted
 
 
-@pytest.mark.parametrize("setting, launch", [("1", "fork-server"), ("0", "process")])
-def test_the_smoke_forks_its_kernels_unless_opted_out_and_each_receipt_says_how(tmp_path: Path, monkeypatch,
-                                                                               setting: str, launch: str) -> None:
+def test_the_fork_server_exits_with_its_runner_and_then_refuses(tmp_path: Path) -> None:
+    server = zygote_mod.ForkServer(env={**os.environ})
+    address = server.address
+    server.close()  # its stdin closed is the runner going away: the server exits by itself
+    assert server.proc.returncode == 0 and server.lost and not Path(address).exists()
+    with pytest.raises(OSError):
+        zygote_mod.fork_kernel(address, [], {}, str(tmp_path))
+
+
+def test_the_kernelspec_names_the_registered_provisioner_only_when_forking() -> None:
+    """jupyter_client's documented seam: the entry point, and the spec's metadata.kernel_provisioner."""
+    from importlib.metadata import entry_points
+
+    (ep,) = entry_points(group="jupyter_client.kernel_provisioners", name=PROVISIONER_NAME)
+    assert ep.load() is ForkProvisioner
+    with KernelPool(fork=True) as pool:
+        spec = json.loads((Path(pool.spec_dirs[0]) / KERNEL_NAME / "kernel.json").read_text())
+        assert spec["metadata"]["kernel_provisioner"] == {
+            "provisioner_name": PROVISIONER_NAME, "config": {"server": pool.fork_server.address, "python": pool.python}}
+    with KernelPool() as pool:
+        spec = json.loads((Path(pool.spec_dirs[0]) / KERNEL_NAME / "kernel.json").read_text())
+        assert "kernel_provisioner" not in spec["metadata"] and pool.fork_server is None
+
+
+def test_no_private_jupyter_client_or_cpython_call_in_the_package() -> None:
+    """Extended through documented seams only: nothing overrides or calls jupyter_client's or CPython's privates."""
+    import re
+
+    import hermes_nb
+
+    private = re.compile(r"def _async_[a-z_]+\(|\._(handle|async)_[a-z_]+\(|atexit\._")
+    root = Path(hermes_nb.__file__).parent
+    hits = [f"{path.relative_to(root)}:{n}" for path in root.rglob("*.py")
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if private.search(line)]
+    assert hits == []
+
+
+@pytest.mark.parametrize("setting, launch", [("1", "fork-server"), (None, "process")])
+def test_the_smoke_forks_its_kernels_only_when_asked_and_each_receipt_says_how(tmp_path: Path, monkeypatch,
+                                                                             setting: str | None, launch: str) -> None:
     import nbformat
 
     from hermes_nb.nbrun.smoke import run_smoke
     from hermes_nb.nbrun.smoke_target import SmokeTarget
 
-    monkeypatch.setenv(zygote_mod.FORK_ENV, setting)
+    if setting is None:
+        monkeypatch.delenv(zygote_mod.FORK_ENV, raising=False)
+    else:
+        monkeypatch.setenv(zygote_mod.FORK_ENV, setting)
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell('endpoint: "Optional[str]" = None\nmodel: str = "m"')
     params.metadata["tags"] = ["parameters"]
@@ -222,8 +262,8 @@ def test_a_kernel_whose_fork_server_died_stops_and_is_seen_gone(tmp_path: Path) 
         with KernelPool(fork=True) as pool:
             km, kc = await _start(pool, tmp_path)
             try:
-                pool.zygote.proc.kill()
-                pool.zygote.proc.wait()
+                pool.fork_server.proc.kill()
+                pool.fork_server.proc.wait()
                 process = km.provisioner.process
                 await asyncio.wait_for(km.provisioner.wait(), timeout=60)
                 return await km.is_alive(), process.returncode
@@ -233,3 +273,48 @@ def test_a_kernel_whose_fork_server_died_stops_and_is_seen_gone(tmp_path: Path) 
 
     alive, returncode = asyncio.run(main())
     assert alive is False and returncode is not None
+
+
+def test_the_exit_report_is_read_on_any_descriptor_number() -> None:
+    """A long-lived runner may hold > 1024 descriptors: the handle polls, never select()s (FD_SETSIZE)."""
+    import resource
+    import socket
+
+    ours, server = socket.socketpair()
+    high = 1500 if resource.getrlimit(resource.RLIMIT_NOFILE)[1] > 1500 else ours.fileno()
+    conn = socket.socket(fileno=os.dup2(ours.fileno(), high)) if high != ours.fileno() else ours
+    proc = zygote_mod.ForkedProcess(os.getpid(), conn, None)
+    assert proc.poll() is None
+    server.sendall(b'{"exit": -9}\n')
+    assert proc.wait(timeout=10) == -9 and proc.returncode == -9
+    server.close()
+    ours.close()
+
+
+def test_the_fork_server_serves_when_its_runner_holds_over_1024_descriptors(tmp_path: Path) -> None:
+    """The runner passes its listener's own number (> 1024 in a long test run): the server's select() must cope."""
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1300:
+        pytest.skip("needs a descriptor limit above 1300")
+    held: list[int] = []
+    while not held or held[-1] < 1100:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+
+    async def main() -> str:
+        with KernelPool(fork=True) as pool:
+            assert pool.fork_server is not None
+            km, kc = await _start(pool, tmp_path)
+            try:
+                assert km.provisioner.forked  # not the normal launch it falls back to
+                reply, out = await _run(kc, "print('forked')")
+                assert reply["status"] == "ok", reply
+                return out
+            finally:
+                await _stop(km, kc)
+
+    try:
+        assert asyncio.run(main()).strip() == "forked"
+    finally:
+        for fd in held:
+            os.close(fd)

@@ -25,7 +25,8 @@ __all__ = [
     "exit_code_for", "exit_code_for_signal", "worst_verdict", "VERDICTS", "OUTCOMES", "RUNTIME", "ERROR_PREFIX",
     "DEFAULT_ENDPOINT", "DEFAULT_MODEL", "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "CONNECT_TIMEOUT_S",
     "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN", "ENV_PROVIDER", "ENV_HERMES_BIN", "ENV_CONFIG",
-    "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "LOAD_NOTEBOOK", "SHIPPED_NOTEBOOKS",
+    "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "LOAD_NOTEBOOK", "GUIDES",
+    "TEMPLATED_NOTEBOOKS", "SHIPPED_NOTEBOOKS",
     "HARNESS_DIR", "MISSIONS_RELPATH",
     "WORKFLOWS_RELPATH", "AUDIT_RELPATH", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
     "RECEIPTS_RELPATH", "manifest_path", "SENTINEL_TAG", "RUN_ARTIFACTS",
@@ -129,8 +130,12 @@ NOTEBOOKS = ("wire_format_spike", "adapter_check", "e2e_smoke")
 WIRE_SPIKE, ADAPTER_CHECK, E2E_SMOKE = NOTEBOOKS
 #: the load receipt's notebook (``hermes-nb load --out``); never part of the smoke
 LOAD_NOTEBOOK = "load"
-#: every notebook the package ships (and ``make notebooks`` refreshes): the smoke's three and the load receipt's
-SHIPPED_NOTEBOOKS = NOTEBOOKS + (LOAD_NOTEBOOK,)
+#: the notebooks built from templates (``make notebooks`` refreshes them): the smoke's three and the load receipt's
+TEMPLATED_NOTEBOOKS = NOTEBOOKS + (LOAD_NOTEBOOK,)
+#: the guided notebooks (nbrun/guides.py): shipped and exported with the others, never run by the smoke
+GUIDES = ("probe_console",)
+#: every notebook the package ships (``hermes-nb notebooks list|export``)
+SHIPPED_NOTEBOOKS = TEMPLATED_NOTEBOOKS + GUIDES
 #: UH's directory in a project root, and what hermes_nb reads and writes in it (relative to the root)
 HARNESS_DIR = ".harness"
 MISSIONS_RELPATH = Path(HARNESS_DIR) / "missions"

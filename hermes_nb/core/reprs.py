@@ -9,18 +9,30 @@ shapes) and :func:`html.escape`; raw request headers, tokens and settings
 never appear. Tables wrap long values and scroll inside their box instead of
 overflowing the page.
 
-This module is in ``core`` so that records of every layer can use it without
-importing upward.
+The building blocks (colours from JupyterLab's theme variables, the one table style) are
+:mod:`hermes_nb.core.htmlkit`'s, re-exported here. This module is in ``core`` so that records of every
+layer can use it without importing upward.
 """
 
 from __future__ import annotations
 
-import html
-import json
-from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from hermes_nb.core.htmlkit import (
+    VERDICT_COLOURS,
+    badge,
+    box,
+    colour_of,
+    details,
+    esc,
+    kv_html,
+    pre,
+    raw,
+    seconds,
+    table_html,
+)
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.usage import Usage
 
 __all__ = [
     "VERDICT_COLOURS",
@@ -31,105 +43,14 @@ __all__ = [
     "kv_html",
     "table_html",
     "box",
+    "details",
     "raw",
     "pretty_text",
     "exchange_html",
     "exchange_text",
 ]
 
-VERDICT_COLOURS = {
-    "passed": "#1a7f37", "ready": "#1a7f37", "ok": "#1a7f37", "live": "#1a7f37", "forwarded": "#1a7f37",
-    "failed": "#cf222e", "error": "#cf222e", "misconfigured": "#cf222e", "drift": "#cf222e",
-    "blocked": "#9a6700", "locked": "#9a6700", "unreachable": "#9a6700", "stale": "#9a6700",
-    "stopped": "#57606a", "cancelled": "#57606a",
-}
-_CELL = 'style="border:1px solid #d0d7de;padding:2px 8px;vertical-align:top;overflow-wrap:anywhere"'
-_TABLE = ('<table class="hermes-nb" style="border-collapse:collapse;text-align:left;max-width:100%">')
-_WRAP = '<div class="hermes-nb-box" style="max-width:100%;overflow-x:auto">'
 _SHAPES = Redactor()
-
-
-def colour_of(word: Any) -> str | None:
-    return VERDICT_COLOURS.get(str(word))
-
-
-def esc(value: Any, redactor: Redactor | None = None) -> str:
-    """One value as escaped, redacted text (``—`` for None, JSON for structures)."""
-    if value is None:
-        text = "—"
-    elif isinstance(value, bool):
-        text = "yes" if value else "no"
-    elif isinstance(value, (dict, list, tuple)):
-        text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    else:
-        text = str(value)
-    return html.escape((redactor or _SHAPES).text(text))
-
-
-def seconds(value: float | None) -> str | None:
-    return None if value is None else f"{value:.3f} s"
-
-
-def badge(word: Any) -> str:
-    """A verdict word in its colour (bold)."""
-    colour = colour_of(word)
-    text = esc(word)
-    return f'<b style="color:{colour}">{text}</b>' if colour else text
-
-
-def kv_html(pairs: Iterable[tuple[str, Any]], *, badges: Iterable[str] = ("verdict", "status", "state"),
-            redactor: Redactor | None = None) -> str:
-    """Key/value rows; the values of ``badges`` keys in their verdict colour; raw HTML values kept."""
-    marked = set(badges)
-    rows = []
-    for key, value in pairs:
-        if isinstance(value, _Raw):
-            shown = value.html
-        elif key in marked and value is not None:
-            shown = badge(value)
-        else:
-            shown = esc(value, redactor)
-        rows.append(f"<tr><th {_CELL}>{html.escape(key)}</th><td {_CELL}>{shown}</td></tr>")
-    return f"{_WRAP}{_TABLE}{''.join(rows)}</table></div>"
-
-
-def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
-               badges: Iterable[str] = ("verdict", "status", "outcome"), redactor: Redactor | None = None) -> str:
-    """One row per mapping; wraps and scrolls inside its box."""
-    marked = set(badges)
-    head = "".join(f"<th {_CELL}>{html.escape(c)}</th>" for c in columns)
-    body = []
-    for row in rows:
-        cells = []
-        for c in columns:
-            value = row.get(c)
-            cells.append(value.html if isinstance(value, _Raw)
-                         else badge(value) if c in marked and value is not None else esc(value, redactor))
-        body.append("<tr>" + "".join(f"<td {_CELL}>{v}</td>" for v in cells) + "</tr>")
-    if not rows:
-        body.append(f'<tr><td {_CELL} colspan="{max(len(columns), 1)}">(none)</td></tr>')
-    return f"{_WRAP}{_TABLE}<tr>{head}</tr>{''.join(body)}</table></div>"
-
-
-class _Raw:
-    """Already-built HTML (a badge, an SVG) placed in a table cell as is."""
-
-    __slots__ = ("html",)
-
-    def __init__(self, markup: str) -> None:
-        self.html = markup
-
-
-def raw(markup: str) -> _Raw:
-    return _Raw(markup)
-
-
-def box(title: str, verdict: Any, *parts: str) -> str:
-    """A bordered block: a title line with the verdict in its colour, then the parts."""
-    colour = colour_of(verdict) or "#d0d7de"
-    head = f"<b>{html.escape(title)}</b>" + (f" · {badge(verdict)}" if verdict is not None else "")
-    return (f'<div class="hermes-nb-repr" style="border-left:4px solid {colour};padding:2px 8px;margin:4px 0">'
-            f"<div>{head}</div>{''.join(parts)}</div>")
 
 
 def pretty_text(obj: Any, p: Any, cycle: bool) -> None:
@@ -185,11 +106,13 @@ def exchange_html(ex: Any, *, timeline: bool = True) -> str:
                                    f"{ex.transport_error.message}"))
     if ex.retry_after_s is not None:
         pairs.append(("retry after", seconds(ex.retry_after_s)))
+    if ex.text or ex.usage or ex.streamed:
+        pairs.append(("usage", Usage.from_exchange(ex).line()))
     body = [kv_html(pairs, badges=())]
     if ex.text:
-        body.append(f'<pre style="white-space:pre-wrap;margin:4px 0">{esc(_excerpt(ex.text))}</pre>')
+        body.append(pre(_excerpt(ex.text)))
     elif ex.body_text and not ex.ok_status:
-        body.append(f'<pre style="white-space:pre-wrap;margin:4px 0">{esc(_excerpt(ex.body_text, 300))}</pre>')
+        body.append(pre(_excerpt(ex.body_text, 300)))
     if timeline and ex.streamed:
         body.append(timeline_svg(StreamTimeline.from_exchange(ex)))
     return box("exchange", verdict, *body)

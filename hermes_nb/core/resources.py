@@ -1,7 +1,7 @@
 """The package data the commands need at run time, found with :mod:`importlib.resources`.
 
-The notebooks the smoke executes, the recorded wire contracts and the nbval
-sanitize rules ship inside the wheel under ``hermes_nb/data/``; nothing is
+The notebooks the smoke executes (and the guide, which it does not), the recorded wire contracts and the
+nbval sanitize rules ship inside the wheel under ``hermes_nb/data/``; nothing is
 looked up through a repository checkout. (The top-level ``notebooks/`` of the
 repository holds the same notebooks for people and nbval; a test keeps them
 byte-identical.)
@@ -28,7 +28,7 @@ def data_dir() -> Path:
 
 
 def notebooks_dir() -> Path:
-    """The shipped notebooks (what ``hermes-nb smoke`` and ``hermes-nb load --out`` execute)."""
+    """The shipped notebooks (what ``hermes-nb smoke`` and ``hermes-nb load --out`` execute, and the guide)."""
     return data_dir() / "notebooks"
 
 

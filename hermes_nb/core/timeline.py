@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["StreamTimeline", "timeline_svg", "idle_gaps"]
+__all__ = ["StreamTimeline", "timeline_svg", "idle_gaps", "place_labels"]
 
 #: a gap at least this long (seconds), and at least :data:`GAP_SHARE` of the total, is shaded as idle
 MIN_GAP_S = 0.2
@@ -94,11 +94,51 @@ def idle_gaps(tl: StreamTimeline) -> list[tuple[float, float]]:
     return [(a, b) for a, b in zip(marks, marks[1:]) if b - a >= threshold]
 
 
+#: label layout: an upper bound of the width of one character of the 11 px label font, and the row pitch (more
+#: than the height of an 11 px text box, descenders included)
+CHAR_W = 6.6
+ROW_H = 15
+#: idle-gap labels take at most this many rows; the ones that do not fit keep only their tooltip
+GAP_LABEL_ROWS = 3
+
+
+def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = None, pad: float = 4.0) -> list[int | None]:
+    """A row for each label span ``(x0, x1)`` so that no two labels of a row overlap (None: no room left).
+
+    Greedy, left to right: each label goes into the first row whose last label ends before it starts.
+    """
+    order = sorted(range(len(spans)), key=lambda i: spans[i][0])
+    ends: list[float] = []
+    rows: list[int | None] = [None] * len(spans)
+    for i in order:
+        x0, x1 = spans[i]
+        for row, end in enumerate(ends):
+            if x0 >= end + pad:
+                ends[row] = x1
+                rows[i] = row
+                break
+        else:
+            if max_rows is None or len(ends) < max_rows:
+                ends.append(x1)
+                rows[i] = len(ends) - 1
+    return rows
+
+
+def _span(x: float, text: str, width: float, right: float) -> tuple[str, tuple[float, float]]:
+    """Anchor and horizontal extent of a label at ``x``: to the right of the mark unless it would run off."""
+    w = len(text) * CHAR_W
+    if x + 3 + w <= width - right:
+        return "start", (x + 3, x + 3 + w)
+    return "end", (x - 3 - w, x - 3)
+
+
 def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, title: str = "stream timeline") -> str:
-    """The timeline as one inline ``<svg>`` (deterministic for the same marks)."""
+    """The timeline as one inline ``<svg>`` (deterministic for the same marks); no two labels overlap."""
+    from hermes_nb.core.htmlkit import edge_colour, text_colour
+
     if isinstance(tl, Mapping):
         tl = StreamTimeline.from_dict(tl)
-    height, left, right, axis_y = 88, 10, 10, 54
+    left, right = 10, 10
     marks = [m for m in (tl.headers_s, tl.first_delta_s, tl.last_byte_s, *tl.deltas) if m is not None]
     span = max([tl.total_s, *marks, 1e-3])
     scale = (width - left - right) / span
@@ -106,38 +146,54 @@ def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, ti
     def x(t: float) -> float:
         return round(left + t * scale, 1)
 
+    # the marks' labels above the axis, each row holding labels that do not overlap
+    named = [(t, label, tone) for t, label, tone in (
+        (0.0, "sent", "muted"), (tl.headers_s, "headers", "info"), (tl.first_delta_s, "first delta", "accent"),
+        (tl.last_byte_s, "stopped" if tl.stopped else "last byte", "bad" if tl.stopped else "good"),
+    ) if t is not None]
+    texts = [f"{label} {t:.3f} s" for t, label, _ in named]
+    placed = [_span(x(t), text, width, right) for (t, _, _), text in zip(named, texts)]
+    rows = place_labels([extent for _, extent in placed])
+    top_rows = max((r for r in rows if r is not None), default=0) + 1
+    axis_y = 14 + ROW_H * top_rows + 4
+    gaps = idle_gaps(tl)
+    gap_texts = [f"idle {b - a:.2f} s" for a, b in gaps]
+    gap_spans = [((x(a) + x(b)) / 2 - len(t) * CHAR_W / 2, (x(a) + x(b)) / 2 + len(t) * CHAR_W / 2)
+                 for (a, b), t in zip(gaps, gap_texts)]
+    gap_rows = place_labels(gap_spans, max_rows=GAP_LABEL_ROWS)
+    below = max((r for r in gap_rows if r is not None), default=-1) + 1
+    footer_y = axis_y + 14 + ROW_H * below + 12
+    height = footer_y + 4
+    muted, warn = text_colour("muted"), text_colour("warn")
+
     parts = [f'<svg class="hermes-timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="{html.escape(title)}" '
              'style="font:11px system-ui,sans-serif;max-width:100%">',
              f"<title>{html.escape(title)}</title>"]
-    for a, b in idle_gaps(tl):
+    for (a, b), text, row in zip(gaps, gap_texts, gap_rows):
         parts.append(f'<rect class="gap" x="{x(a)}" y="{axis_y - 14}" width="{round(x(b) - x(a), 1)}" height="28" '
-                     f'fill="#fff8c5" stroke="#d4a72c" stroke-dasharray="3,2"><title>idle {b - a:.3f} s</title></rect>')
-        parts.append(f'<text x="{round((x(a) + x(b)) / 2, 1)}" y="{axis_y + 26}" text-anchor="middle" '
-                     f'fill="#9a6700">idle {b - a:.2f} s</text>')
-    parts.append(f'<line x1="{x(0)}" y1="{axis_y}" x2="{x(span)}" y2="{axis_y}" stroke="#57606a" stroke-width="1.5"/>')
+                     f'style="fill:color-mix(in srgb,{edge_colour("warn")} 18%,transparent);stroke:{edge_colour("warn")}"'
+                     f' stroke-dasharray="3,2"><title>idle {b - a:.3f} s</title></rect>')
+        if row is not None:
+            parts.append(f'<text class="label" x="{round((x(a) + x(b)) / 2, 1)}" y="{axis_y + 14 + ROW_H * row + 11}" '
+                         f'text-anchor="middle" style="fill:{warn}">{text}</text>')
+    parts.append(f'<line x1="{x(0)}" y1="{axis_y}" x2="{x(span)}" y2="{axis_y}" style="stroke:{muted}" '
+                 'stroke-width="1.5"/>')
     for t in tl.deltas:
         parts.append(f'<line class="delta" x1="{x(t)}" y1="{axis_y - 7}" x2="{x(t)}" y2="{axis_y + 7}" '
-                     f'stroke="#0969da" stroke-width="2"><title>delta at {t:.3f} s</title></line>')
-
-    def mark(t: float | None, label: str, colour: str, row: int) -> None:
-        if t is None:
-            return
-        y = 10 + 10 * row
-        anchor = "start" if x(t) < width * 0.75 else "end"
-        parts.append(f'<line class="mark" x1="{x(t)}" y1="{y + 2}" x2="{x(t)}" y2="{axis_y + 10}" stroke="{colour}" '
-                     f'stroke-width="1.5"><title>{html.escape(label)} at {t:.3f} s</title></line>')
-        parts.append(f'<text x="{x(t) + (3 if anchor == "start" else -3)}" y="{y}" text-anchor="{anchor}" '
-                     f'fill="{colour}">{html.escape(label)} {t:.3f} s</text>')
-
-    # one label row each, so marks close in time never print over each other
-    mark(0.0, "sent", "#57606a", 0)
-    mark(tl.headers_s, "headers", "#8250df", 1)
-    mark(tl.first_delta_s, "first delta", "#0969da", 2)
-    end = tl.last_byte_s
-    mark(end, "stopped" if tl.stopped else "last byte", "#cf222e" if tl.stopped else "#1a7f37", 3)
-    parts.append(f'<text x="{width - right}" y="{height - 2}" text-anchor="end" fill="#57606a">'
-                 f'{len(tl.deltas)} deltas · total {tl.total_s:.3f} s</text>')
+                     f'style="stroke:{edge_colour("accent")}" stroke-width="2"><title>delta at {t:.3f} s</title></line>')
+    for (t, label, tone), text, (anchor, (x0, x1)), row in zip(named, texts, placed, rows):
+        y = 14 + ROW_H * (row or 0)
+        colour = text_colour(tone)
+        parts.append(f'<line class="mark" x1="{x(t)}" y1="{y + 2}" x2="{x(t)}" y2="{axis_y + 10}" '
+                     f'style="stroke:{colour}" stroke-width="1.5"><title>{html.escape(label)} at {t:.3f} s</title></line>')
+        parts.append(f'<text class="label" x="{round(x0 if anchor == "start" else x1, 1)}" y="{y}" '
+                     f'text-anchor="{anchor}" style="fill:{colour}">{html.escape(text)}</text>')
+    unlabelled = sum(row is None for row in gap_rows)
+    footer = f"{len(tl.deltas)} deltas · total {tl.total_s:.3f} s"
+    if unlabelled:
+        footer += f" · {len(gaps)} idle gaps (hover for each)"
+    parts.append(f'<text class="label" x="{width - right}" y="{footer_y}" text-anchor="end" style="fill:{muted}">'
+                 f"{footer}</text>")
     parts.append("</svg>")
     return "".join(parts)
-

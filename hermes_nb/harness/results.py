@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.facts import RUN_ARTIFACTS
 from hermes_nb.core.records import Exchange, Outcome
-from hermes_nb.harness.plan import RunPlan
+
+if TYPE_CHECKING:  # an annotation only: the kit's verdict cells import this module without the harness's models
+    from hermes_nb.harness.plan import RunPlan
 
 __all__ = ["RunResult", "DryRunResult", "RUN_ARTIFACTS", "artifact_digests"]
 
@@ -58,8 +60,9 @@ class RunResult:
         p.text("RunResult(...)" if cycle else self._repr_text_())
 
     def _repr_html_(self) -> str:
-        from hermes_nb.core.reprs import box, esc, kv_html, seconds, table_html
+        from hermes_nb.core.reprs import box, kv_html, seconds, table_html
         from hermes_nb.core.timeline import StreamTimeline, timeline_svg
+        from hermes_nb.core.usage import Usage
 
         doc, out = self.result, self.outcome
         t = self.exchange.timings if self.exchange is not None else None
@@ -70,6 +73,7 @@ class RunResult:
             ("hint", out.hint if out else None),
             ("headers / first delta / total", " / ".join(seconds(v) or "—" for v in (
                 t.headers_s, t.first_delta_s, t.total_s)) if t else None),
+            ("usage", Usage.from_exchange(self.exchange).line() if self.exchange is not None else None),
             ("final message", out.final_message if out else None),
         ]
         pairs += [("error", e) for e in doc.get("errors") or []]
@@ -78,8 +82,9 @@ class RunResult:
         if self.exchange is not None and self.exchange.streamed:
             parts.append(timeline_svg(StreamTimeline.from_exchange(self.exchange), title="answer stream"))
         if self.text:
-            parts.append("<div><b>assistant text (stdout)</b></div>"
-                         f'<pre style="white-space:pre-wrap;margin:2px 0">{esc(self.text)}</pre>')
+            from hermes_nb.core.htmlkit import pre
+
+            parts.append("<div><b>assistant text (stdout)</b></div>" + pre(self.text))
         digests = artifact_digests(self.run_dir)
         if digests:
             parts.append("<div><b>run artifacts</b></div>" + table_html(

@@ -1,7 +1,8 @@
 """Rich HTML tables for results: pure functions returning HTML strings.
 
 Used by the notebooks' setup cells (``HTML(show.kv_table(...))``) and the verdict cell; the results
-themselves display through their own ``_repr_html_`` (:mod:`hermes_nb.core.reprs`). Every string goes
+themselves display through their own ``_repr_html_`` (:mod:`hermes_nb.core.reprs`). The markup, colours
+and table style are :mod:`hermes_nb.core.htmlkit`'s (one toolkit for every face). Every string goes
 through a :class:`Redactor` (shapes at least) and :func:`html.escape`. Durations are always written
 ``<n.nnn> s`` so the nbval sanitize file can normalise them.
 """
@@ -14,6 +15,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from hermes_nb.core.htmlkit import badge, details, kv_html, raw, table_html
 from hermes_nb.core.redaction import Redactor
 
 __all__ = [
@@ -30,15 +32,6 @@ __all__ = [
     "run_html",
     "verdict_html",
 ]
-
-_STATUS_COLOURS = {
-    "passed": "#1a7f37", "ready": "#1a7f37", "ok": "#1a7f37", "True": "#1a7f37",
-    "failed": "#cf222e", "error": "#cf222e", "misconfigured": "#cf222e", "False": "#cf222e",
-    "blocked": "#9a6700", "locked": "#9a6700", "unreachable": "#9a6700",
-}
-_TABLE = '<table class="hermes-nb" style="border-collapse:collapse;text-align:left">'
-_CELL = 'style="border:1px solid #d0d7de;padding:2px 8px;vertical-align:top"'
-
 
 def to_data(obj: Any) -> Any:
     """pydantic model / dataclass / mapping / sequence → JSON-like data."""
@@ -78,13 +71,6 @@ def fmt(value: Any, *, key: str = "", redactor: Redactor | None = None) -> str:
     return html.escape(red.text(text))
 
 
-def _badge(value: Any) -> str:
-    text = str(value)
-    colour = _STATUS_COLOURS.get(text)
-    esc = html.escape(text)
-    return f'<b style="color:{colour}">{esc}</b>' if colour else esc
-
-
 def kv_table(data: Mapping[str, Any] | Any, *, title: str | None = None, keys: Sequence[str] | None = None,
              redactor: Redactor | None = None, badges: Iterable[str] = ("status", "state", "verdict")) -> str:
     """A two-column key/value table."""
@@ -92,20 +78,14 @@ def kv_table(data: Mapping[str, Any] | Any, *, title: str | None = None, keys: S
     if not isinstance(mapping, Mapping):
         mapping = {"value": mapping}
     badge_keys = set(badges)
-    rows = []
-    for key in keys if keys is not None else list(mapping):
-        if key not in mapping:
-            continue
-        value = mapping[key]
-        shown = _badge(value) if key in badge_keys and value is not None else fmt(value, key=key, redactor=redactor)
-        rows.append(f"<tr><th {_CELL}>{html.escape(key)}</th><td {_CELL}>{shown}</td></tr>")
-    caption = f"<caption><b>{html.escape(title)}</b></caption>" if title else ""
-    return f"{_TABLE}{caption}{''.join(rows)}</table>"
+    pairs = [(key, raw(_value(mapping[key], key, key in badge_keys, redactor)))
+             for key in (keys if keys is not None else list(mapping)) if key in mapping]
+    return kv_html(pairs, badges=(), title=title)
 
 
-def _cell(value: Any, key: str, redactor: Redactor | None) -> str:
-    if key in ("status", "verdict") and value is not None:
-        return _badge(value)
+def _value(value: Any, key: str, marked: bool, redactor: Redactor | None) -> str:
+    if marked and value is not None:
+        return badge(str(value))
     return fmt(value, key=key, redactor=redactor)
 
 
@@ -119,14 +99,8 @@ def rows_table(rows: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | No
             for key in item:
                 if key not in cols:
                     cols.append(key)
-    head = "".join(f"<th {_CELL}>{html.escape(c)}</th>" for c in cols)
-    body = []
-    for item in items:
-        cells = "".join(f"<td {_CELL}>{_cell(item.get(c), c, redactor)}</td>" for c in cols)
-        body.append(f"<tr>{cells}</tr>")
-    caption = f"<caption><b>{html.escape(title)}</b></caption>" if title else ""
-    empty = f'<tr><td {_CELL} colspan="{max(len(cols), 1)}">(none)</td></tr>' if not items else ""
-    return f"{_TABLE}{caption}<tr>{head}</tr>{''.join(body)}{empty}</table>"
+    shown = [{c: raw(_value(item.get(c), c, c in ("status", "verdict"), redactor)) for c in cols} for item in items]
+    return table_html(shown, cols, badges=(), title=title)
 
 
 def list_block(title: str, items: Sequence[Any], *, redactor: Redactor | None = None) -> str:
@@ -164,8 +138,8 @@ def upstream_differences_html(diffs: Sequence[Any], *, redactor: Redactor | None
     if not items:
         return "<p><b>upstream differences</b>: none.</p>"
     rows = [d if isinstance(d, Mapping) else {"difference": d} for d in items]
-    return rows_table(rows, title="upstream differences (information: the upstream owns these fields)",
-                      redactor=redactor)
+    return details(f"upstream differences: {len(items)} (information: the upstream owns these fields, never drift)",
+                   rows_table(rows, redactor=redactor))
 
 
 def wire_report_html(report: Any, *, redactor: Redactor | None = None) -> str:

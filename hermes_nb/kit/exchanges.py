@@ -2,18 +2,23 @@
 
 :class:`StreamJob` sends one request **off the kernel's main thread** and hands each delta to a callback as it
 arrives; :meth:`StreamJob.stop` shuts the socket down, so the read ends at once and the partial text is kept.
-:class:`History` keeps the session's exchanges, each exportable as JSON with secrets masked.
+:class:`History` keeps the session's exchanges, each exportable as JSON with secrets masked; given a file
+(``ProbeConsole(history=path)``) it appends each entry there as one JSON line, secrets masked, and reads the
+file back when a console starts, so the history survives a kernel restart.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.redaction import Redactor
 
 if TYPE_CHECKING:
@@ -44,6 +49,8 @@ class StreamJob:
         self.exchange: Exchange | None = None
         self.error: BaseException | None = None
         self.stopped = threading.Event()
+        #: set when the request has ended, before ``on_done`` runs: a new request may start from then on
+        self.ended = threading.Event()
         self.done = threading.Event()
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
@@ -57,7 +64,8 @@ class StreamJob:
 
     @property
     def running(self) -> bool:
-        return self._thread.is_alive()
+        """Started and not ended (False again as soon as the request ended, even while ``on_done`` runs)."""
+        return self._thread.is_alive() and not self.ended.is_set()
 
     def start(self) -> StreamJob:
         self._thread.start()
@@ -94,6 +102,7 @@ class StreamJob:
             self.error = exc
         finally:
             self.client.close()
+            self.ended.set()
             try:
                 if self.on_done is not None:
                     self.on_done(self)
@@ -136,6 +145,30 @@ class HistoryEntry:
         status = ex.status if ex.status is not None else "—"
         return f"#{self.number} {ex.request.method} {self.route} → {status} {self.verdict} ({self.reason})"
 
+    @property
+    def answer(self) -> str:
+        """What the exchange answered: the assistant text, else the body (JSON pretty-printed)."""
+        ex = self.exchange
+        if ex.text:
+            return ex.text
+        if ex.json_body is not None:
+            return json.dumps(ex.json_body, indent=2, ensure_ascii=False)
+        return ex.body_text or ""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HistoryEntry:
+        """An entry back from :meth:`to_dict` (a history file line)."""
+        from hermes_nb.core.records import Exchange, Outcome
+
+        if data.get("schema") != EXPORT_SCHEMA:
+            raise ValueError(f"not a {EXPORT_SCHEMA} record")
+        outcome = data.get("outcome")
+        return cls(number=int(data["number"]), route=str(data["route"]),
+                   exchange=Exchange.model_validate(data["exchange"]), verdict=str(data["verdict"]),
+                   reason=str(data["reason"]), hint=data.get("hint"), errors=list(data.get("errors") or []),
+                   stopped=bool(data.get("stopped")),
+                   outcome=Outcome.model_validate(outcome) if outcome is not None else None)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": EXPORT_SCHEMA,
@@ -153,11 +186,32 @@ class HistoryEntry:
 
 
 class History:
-    """The session's exchanges, oldest first; thread-safe appends (entries come from stream threads)."""
+    """The session's exchanges, oldest first; thread-safe appends (entries come from stream threads).
 
-    def __init__(self) -> None:
+    ``path``: a JSON-lines file; the entries already in it are loaded, and each new one is appended to it
+    (every string through ``redactor``, so secrets never reach the file).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, redactor: Redactor | None = None) -> None:
         self.entries: list[HistoryEntry] = []
         self._lock = threading.Lock()
+        self.path = Path(path) if path is not None else None
+        self._redactor = redactor or Redactor()
+        if self.path is not None and self.path.is_file():
+            self.entries = self.load(self.path)
+
+    @staticmethod
+    def load(path: str | os.PathLike[str]) -> list[HistoryEntry]:
+        """The entries of a history file (a ConfigError naming the line that is not one)."""
+        entries = []
+        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                entries.append(HistoryEntry.from_dict(json.loads(line)))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(f"history file {path}, line {n}: not a console exchange ({exc})") from None
+        return entries
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -167,8 +221,14 @@ class History:
 
     def add(self, **fields: Any) -> HistoryEntry:
         with self._lock:
-            entry = HistoryEntry(number=len(self.entries) + 1, **fields)
+            number = self.entries[-1].number + 1 if self.entries else 1
+            entry = HistoryEntry(number=number, **fields)
             self.entries.append(entry)
+            if self.path is not None:
+                line = json.dumps(self._redactor.data(entry.to_dict()), ensure_ascii=False, sort_keys=True)
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8") as fh:
+                    fh.write(line + "\n")
         return entry
 
     def labels(self) -> list[tuple[str, int]]:

@@ -9,9 +9,11 @@
     the load probe (the flags of ``hermes-nb load``; no endpoint = the session's emulator in the ``paced``
     scenario); returns the :class:`~hermes_nb.proxy.load.report.LoadReport` ``hermes-nb load`` reports. A kernel
     interrupt stops it and returns what was measured.
-``%%hermes_chat [--endpoint URL] [--model M] [--manifest PATH] [--scenario S]``
+``%%hermes_chat [--endpoint URL] [--model M] [--manifest PATH] [--scenario S] [--format markdown|text|code|json]``
     the cell body is the prompt; the answer streams into the output as it arrives (one display updated in
-    place), then the verdict; returns a :class:`ChatResult` (``_.exchange``, ``_.outcome``, ``_.text``).
+    place; rendered as Markdown by default, raw HTML in it escaped, nothing in it run), then the verdict and
+    the token usage; returns a :class:`ChatResult` (``_.exchange``, ``_.outcome``, ``_.text``, ``_.usage``).
+    A model the proxy does not list is warned about first (one ``GET /models`` per endpoint for the session).
     A kernel interrupt stops the stream and keeps the partial text.
 
 Every result is the cell's value, so the next cell has it as ``_`` (or ``Out[n]``). The config is resolved
@@ -22,9 +24,9 @@ stopped by ``%unload_ext hermes_nb``). The token comes from ``HERMES_NB_AUTH_TOK
 
 from __future__ import annotations
 
-import html
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError as IPythonUsageError
@@ -32,8 +34,11 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from hermes_nb.core.errors import HermesError
+from hermes_nb.core.htmlkit import MUTED, badge, esc, markdown_html, pre, tone_of
 from hermes_nb.core.providers import PROXY_PROVIDERS
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.usage import Usage
+from hermes_nb.kit.models import ModelCatalog
 from hermes_nb.kit.target import Target, runtime_config, start_target
 
 if TYPE_CHECKING:
@@ -44,6 +49,8 @@ __all__ = ["HermesMagics", "ChatResult", "load_ipython_extension", "unload_ipyth
 
 #: stream display updates at most this often (the final text always goes out)
 UPDATE_EVERY_S = 0.05
+#: how ``%%hermes_chat --format`` shows the answer
+FORMATS = ("markdown", "text", "code", "json")
 
 
 @dataclass
@@ -54,10 +61,25 @@ class ChatResult:
     outcome: Outcome | None
     text: str
     stopped: bool = False
+    #: e.g. the model is not one the proxy lists
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
         return "stopped" if self.stopped else (self.outcome.status if self.outcome else "failed")
+
+    @property
+    def usage(self) -> Usage:
+        return Usage.from_exchange(self.exchange)
+
+    @property
+    def status(self) -> str:
+        """``done: passed (ok)``, ``failed: …``, ``blocked: …``, ``interrupted: partial text kept`` (never "done"
+        for a failure)."""
+        if self.stopped:
+            return "interrupted: partial text kept"
+        reason = self.outcome.reason if self.outcome else "no exchange"
+        return f"done: passed ({reason})" if self.verdict == "passed" else f"{self.verdict}: {reason}"
 
     def _repr_text_(self) -> str:
         reason = "interrupted" if self.stopped else (self.outcome.reason if self.outcome else "no exchange")
@@ -78,34 +100,71 @@ class ChatResult:
         if ex is not None:
             t = ex.timings
             pairs += [("status", ex.status), ("time to headers", seconds(t.headers_s)),
-                      ("time to first delta", seconds(t.first_delta_s)), ("total", seconds(t.total_s))]
+                      ("time to first delta", seconds(t.first_delta_s)), ("total", seconds(t.total_s)),
+                      ("usage", self.usage.line())]
         pairs += [("error", e) for e in (out.errors if out else [])]
-        pairs += [("warning", w) for w in (out.warnings if out else [])]
+        pairs += [("warning", w) for w in [*self.warnings, *(out.warnings if out else [])]]
         parts = [kv_html(pairs, badges=("verdict",))]
         if ex is not None and ex.streamed:
             parts.append(timeline_svg(StreamTimeline.from_exchange(ex, stopped=self.stopped), title="answer stream"))
         return box("hermes chat", self.verdict, *parts)
 
 
-def _answer_html(text: str, state: str) -> str:
-    return (f'<div class="hermes-chat"><small style="color:#57606a">{html.escape(state)}</small>'
-            f'<pre class="hermes-chat-text" style="white-space:pre-wrap;margin:0">{html.escape(text)}</pre></div>')
+def _json_of(text: str) -> Any:
+    """The answer as JSON (a surrounding code fence allowed); raises ValueError when it is not."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        body = body.rsplit("```", 1)[0]
+    return json.loads(body)
+
+
+def answer_html(text: str, state: str, fmt: str = "markdown", *, final: bool = False) -> str:
+    """The streamed answer as ``fmt`` under its status line (the status in its verdict's colour)."""
+    word = state.split(":", 1)[0]
+    head = (f'<small class="hermes-chat-state">{badge(tone_word(word), state)}</small>' if tone_word(word)
+            else f'<small class="hermes-chat-state" style="color:{MUTED}">{esc(state)}</small>')
+    if fmt == "markdown":
+        body = f'<div class="hermes-chat-text">{markdown_html(text)}</div>'
+    elif fmt == "json" and final:
+        try:
+            body = pre(json.dumps(_json_of(text), indent=2, ensure_ascii=False), cls="hermes-chat-text")
+        except ValueError as exc:
+            body = (f'<small style="color:{MUTED}">not JSON ({esc(str(exc))}): shown as text</small>'
+                    + pre(text, cls="hermes-chat-text"))
+    else:  # text, code, and json while it streams
+        body = pre(text, cls="hermes-chat-text")
+    return f'<div class="hermes-chat">{head}{body}</div>'
+
+
+def tone_word(word: str) -> str | None:
+    """The verdict word a status starts with, when it has a colour (``done`` → passed)."""
+    verdict = {"done": "passed", "interrupted": "stopped"}.get(word, word)
+    return verdict if tone_of(verdict) else None
 
 
 class _Answer:
     """The streamed answer's display: ``text/plain`` + ``text/html``, updated in place (throttled)."""
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactor: Redactor, fmt: str = "markdown") -> None:
         from IPython.display import display
 
         self.pieces: list[str] = []
         self.redactor = redactor
+        self.fmt = fmt
         self._last = 0.0
         self.handle = display(self._bundle("waiting for the first delta…"), raw=True, display_id=True)
 
-    def _bundle(self, state: str) -> dict[str, str]:
+    def _bundle(self, state: str, *, final: bool = False, usage: str | None = None) -> dict[str, Any]:
         text = self.redactor.text("".join(self.pieces))
-        return {"text/plain": text, "text/html": _answer_html(text, state)}
+        shown = answer_html(text, state + (f" · usage: {usage}" if usage else ""), self.fmt, final=final)
+        bundle: dict[str, Any] = {"text/plain": text, "text/html": shown}
+        if self.fmt == "json" and final:
+            try:
+                bundle["application/json"] = _json_of(text)
+            except ValueError:
+                pass
+        return bundle
 
     def delta(self, piece: str) -> None:
         self.pieces.append(piece)
@@ -114,8 +173,8 @@ class _Answer:
             self._last = now
             self.handle.update(self._bundle("streaming…"), raw=True)
 
-    def finish(self, state: str) -> None:
-        self.handle.update(self._bundle(state), raw=True)
+    def finish(self, state: str, usage: str | None = None) -> None:
+        self.handle.update(self._bundle(state, final=True, usage=usage), raw=True)
 
 
 @magics_class
@@ -125,6 +184,8 @@ class HermesMagics(Magics):
     def __init__(self, shell: Any = None) -> None:
         super().__init__(shell)
         self._emulators: dict[str, Target] = {}
+        #: the models each endpoint lists: one ``GET /models`` per endpoint for the session
+        self.catalog = ModelCatalog()
 
     # ---- targets
     def _aim(self, args: Any, provider: str = "nous") -> tuple[Target, HermesProxyRuntimeConfig]:
@@ -182,7 +243,7 @@ class HermesMagics(Magics):
     def hermes_probe(self, line: str) -> Any:
         """Probe every route; with ``--compare``, the report carries its drift from the contract of the provider
         it detected, and what it could not judge."""
-        from hermes_nb.proxy.contracts import compare, load_contract, not_judged, resolve_contract
+        from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
         from hermes_nb.proxy.probe import probe
 
         args = parse_argstring(self.hermes_probe, line)
@@ -196,8 +257,7 @@ class HermesMagics(Magics):
         except HermesError as exc:
             self._fail(exc)
         if contract is not None:
-            report.drift = compare(report, contract)
-            report.not_judged = not_judged(report, contract)
+            apply_contract(report, contract)
         return report
 
     # ---- %hermes_load
@@ -241,6 +301,8 @@ class HermesMagics(Magics):
     @argument("--provider", default=None, choices=PROXY_PROVIDERS,
               help="what the embedded emulator fronts (only without an endpoint; default nous, xai with --route "
                    "responses)")
+    @argument("--format", "-f", default="markdown", choices=FORMATS,
+              help="how the answer shows: markdown (default, nothing in it runs), text, code, json")
     @cell_magic
     def hermes_chat(self, line: str, cell: str) -> ChatResult:
         """The cell is the prompt; the answer streams in, then the verdict; returns a :class:`ChatResult`."""
@@ -257,7 +319,17 @@ class HermesMagics(Magics):
             _, config = self._aim(args, provider=provider)
         except HermesError as exc:
             self._fail(exc)
-        answer = _Answer(Redactor(config.secrets()))
+        warnings = []
+        models = self.catalog.lookup(config)
+        if models is not None and config.model not in models:
+            from IPython.display import display
+
+            from hermes_nb.kit.models import unlisted_note
+
+            warnings.append(unlisted_note(config.model, models, config.endpoint))
+            display({"text/plain": f"warning: {warnings[0]}",
+                     "text/html": badge("warning", f"⚠ warning: {warnings[0]}")}, raw=True)
+        answer = _Answer(Redactor(config.secrets()), args.format)
         exchange = outcome = None
         stopped = False
         with HermesClient(config) as client:
@@ -273,9 +345,10 @@ class HermesMagics(Magics):
                 stopped = True
         if exchange is not None:
             outcome = classify(exchange, config)
-        answer.finish("interrupted: partial text kept" if stopped else "done")
         text = exchange.text if exchange is not None else answer.redactor.text("".join(answer.pieces))
-        return ChatResult(exchange=exchange, outcome=outcome, text=text, stopped=stopped)
+        result = ChatResult(exchange=exchange, outcome=outcome, text=text, stopped=stopped, warnings=warnings)
+        answer.finish(result.status, usage=result.usage.line() if exchange is not None else None)
+        return result
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -4,8 +4,9 @@
 * :class:`ConsoleActions` — the target's life cycle (an embedded emulator restarted when the scenario changes)
   and the library calls behind the buttons (adapter check, probe all routes, run a prompt as a mission);
 * :class:`ConsoleSession` — inputs in, a :class:`~hermes_nb.kit.exchanges.StreamJob` out, a history entry
-  when it ends; the bearer from ``HERMES_NB_AUTH_TOKEN`` or the password field, known to its redactor;
-* :func:`response_html` — the response panel.
+  when it ends (kept in a file too with ``history=PATH``); the bearer from ``HERMES_NB_AUTH_TOKEN`` or the
+  password field, known to its redactor; the models the proxy lists (:class:`~hermes_nb.kit.models.ModelCatalog`);
+* :func:`response_html` — the response panel (the answer itself is the answer box's: :mod:`hermes_nb.kit.console_view`).
 
 Tested without a browser (tests/test_console.py); :mod:`hermes_nb.kit.console` wires ipywidgets to it.
 """
@@ -13,6 +14,7 @@ Tested without a browser (tests/test_console.py); :mod:`hermes_nb.kit.console` w
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from hermes_nb.core.errors import ConfigError, HermesError
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.kit import display
 from hermes_nb.kit.exchanges import History, HistoryEntry, StreamJob
+from hermes_nb.kit.models import ModelCatalog, models_of
 from hermes_nb.kit.target import Target, runtime_config, start_target
 
 if TYPE_CHECKING:
@@ -214,10 +217,12 @@ def _judge(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig,
     return "passed", route_outcome(ex, root=route.root), None, [], None
 
 
-def response_html(entry: HistoryEntry, redactor: Redactor | None = None) -> str:
-    """The response panel: verdict and hint, status, headers, error envelope, timings, timeline."""
-    from hermes_nb.core.reprs import box, esc, kv_html, seconds
+def response_html(entry: HistoryEntry, redactor: Redactor | None = None, *, headers: bool = True) -> str:
+    """The response panel: verdict and hint, status, timings, usage, error envelope, timeline, headers (not in
+    the console's static picture: ``date`` and the like are session noise there)."""
+    from hermes_nb.core.reprs import box, kv_html, seconds
     from hermes_nb.core.timeline import StreamTimeline, timeline_svg
+    from hermes_nb.core.usage import Usage
 
     red = redactor or Redactor()
     ex = entry.exchange
@@ -229,6 +234,8 @@ def response_html(entry: HistoryEntry, redactor: Redactor | None = None) -> str:
         ("time to headers", seconds(t.headers_s)), ("time to first delta", seconds(t.first_delta_s)),
         ("total", seconds(t.total_s)),
     ]
+    if ex.text or ex.usage or ex.streamed:
+        pairs.append(("usage", Usage.from_exchange(ex).line()))
     if entry.errors:
         pairs.append(("errors", entry.errors))
     if ex.envelope is not None:
@@ -236,13 +243,9 @@ def response_html(entry: HistoryEntry, redactor: Redactor | None = None) -> str:
     parts = [kv_html(pairs, badges=("verdict",), redactor=red)]
     if ex.streamed:
         parts.append(timeline_svg(StreamTimeline.from_exchange(ex, stopped=entry.stopped)))
-    if ex.headers:
+    if ex.headers and headers:
         parts.append("<details><summary>response headers</summary>"
                      + kv_html(sorted(ex.headers.items()), badges=(), redactor=red) + "</details>")
-    if ex.body_text and not ex.streamed:
-        body = ex.body_text if len(ex.body_text) <= 4000 else ex.body_text[:4000] + "…"
-        parts.append(f'<details><summary>body</summary><pre style="white-space:pre-wrap">{esc(body, red)}</pre>'
-                     "</details>")
     return box(f"response #{entry.number}", entry.verdict, *parts)
 
 
@@ -252,13 +255,18 @@ class ConsoleSession:
     """Inputs in, a :class:`StreamJob` out, a :class:`HistoryEntry` when it ends. No widgets."""
 
     def __init__(self, *, profile: str = "hermes-agent", delay_s: float | None = None,
-                 environ: Mapping[str, str] | None = None, provider: str = "nous") -> None:
+                 environ: Mapping[str, str] | None = None,
+                 history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
         self.actions = ConsoleActions(profile=profile, delay_s=delay_s, provider=provider)
-        self.history = History()
+        self._redactor = Redactor()
+        self.history = History(history, self._redactor)
         self.environ = environ
         self.job: StreamJob | None = None
         self._token: str | None = None
-        self._redactor = Redactor()
+        #: the models each endpoint lists, asked once per endpoint for the session
+        self.catalog = ModelCatalog()
+        #: the endpoint the last request (or models lookup) went to
+        self.endpoint_in_use: str | None = None
         self._providers: dict[str, str | None] = {}
 
     # ---- auth
@@ -276,6 +284,7 @@ class ConsoleSession:
     def config(self, endpoint: str, model: str, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
         target, config = self.actions.aim(endpoint, model, scenario, environ=self.environ, auth_token=self._token)
         self._redactor.add(*config.secrets())
+        self.endpoint_in_use = config.endpoint
         return target, config
 
     @property
@@ -305,16 +314,14 @@ class ConsoleSession:
             return responses_request_body(config, prompt, stream=route.sse)
         return chat_request_body(config, [{"role": "user", "content": prompt}], stream=route.sse)
 
-    def send(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, *, prompt: str = "",
-             body: str = "", method: str = "POST", path: str = "",
-             on_delta: Callable[[str], None] | None = None,
-             on_done: Callable[[StreamJob, HistoryEntry | None], None] | None = None) -> StreamJob:
-        """Start one request on its own thread. Raises :class:`ConfigError` for bad inputs (nothing sent)."""
+    def prepare(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, *, prompt: str = "",
+                body: str = "", method: str = "POST", path: str = "",
+                on_delta: Callable[[str], None] | None = None,
+                on_done: Callable[[StreamJob, HistoryEntry | None], None] | None = None) -> StreamJob:
+        """One request, built and not started. Raises :class:`ConfigError` for bad inputs (nothing sent)."""
         from hermes_nb.wire.client import HermesClient
 
         choice = ROUTES[route] if isinstance(route, str) else route
-        if self.job is not None and self.job.running:
-            raise ConfigError("a request is still running: stop it first")
         req_method = (choice.method or method or "GET").upper()
         req_path = choice.path or path.strip()
         if not req_path:
@@ -328,6 +335,7 @@ class ConsoleSession:
             value = {"model": config.model, **value}
             if choice.sse:
                 value["stream"] = True
+                value.setdefault("stream_options", {"include_usage": True})  # usage in the stream's last chunk
         client = HermesClient(config)
         request = client.build_request(req_method, req_path, json=value, root=choice.root, sse=choice.sse)
 
@@ -340,11 +348,39 @@ class ConsoleSession:
                 entry = self.history.add(route=choice.label if choice.path else req_path, exchange=job.exchange,
                                          verdict=verdict, reason=reason, hint=hint, errors=errors,
                                          stopped=job.stopped.is_set(), outcome=outcome, provider=provider)
+                if choice.path == "/models":
+                    self.catalog.feed(config.endpoint, models_of(job.exchange))
             if on_done is not None:
                 on_done(job, entry)
 
-        self.job = StreamJob(client, request, sse=choice.sse, on_delta=on_delta, on_done=done)
-        return self.job.start()
+        return StreamJob(client, request, sse=choice.sse, on_delta=on_delta, on_done=done)
+
+    def start(self, job: StreamJob) -> StreamJob:
+        """Start a prepared request (refused while another runs)."""
+        if self.job is not None and self.job.running:
+            raise ConfigError("a request is still running: stop it first")
+        self.job = job
+        return job.start()
+
+    def send(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, *, prompt: str = "",
+             body: str = "", method: str = "POST", path: str = "",
+             on_delta: Callable[[str], None] | None = None,
+             on_done: Callable[[StreamJob, HistoryEntry | None], None] | None = None) -> StreamJob:
+        """Start one request on its own thread. Raises :class:`ConfigError` for bad inputs (nothing sent)."""
+        if self.job is not None and self.job.running:
+            raise ConfigError("a request is still running: stop it first")
+        return self.start(self.prepare(endpoint, model, scenario, route, prompt=prompt, body=body, method=method,
+                                       path=path, on_delta=on_delta, on_done=on_done))
+
+    def models(self, endpoint: str, model: str, scenario: str) -> list[str] | None:
+        """The models the target lists (one ``GET /models`` per endpoint for the session; None: no list)."""
+        _, config = self.config(endpoint, model, scenario)
+        return self.catalog.lookup(config)
+
+    def model_flag(self, model: str) -> str | None:
+        """Why ``model`` looks wrong for the endpoint in use (None: listed, or nothing known yet)."""
+        endpoint = self.endpoint_in_use
+        return self.catalog.flag(endpoint, model.strip()) if endpoint is not None else None
 
     def stop(self) -> None:
         if self.job is not None:

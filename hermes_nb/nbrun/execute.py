@@ -8,22 +8,20 @@ the summary the notebook's verdict cell displayed
 (:data:`hermes_nb.receipts.verdict.VERDICT_MIME`). A notebook that never reached its
 verdict cell has failed.
 
-Papermill writes the executed notebook through an in-memory I/O handler
-(``hermes-nb-mem://``, :mod:`hermes_nb.nbrun.papermill_plugins`), so nothing unredacted touches the disk; the caller
-redacts and scans it before anything is written (:mod:`hermes_nb.receipts`).
-It writes it once, at the end (or before raising a cell error), not after
-every cell: each save serialises and schema-validates the whole notebook
-(~7 ms, 20+ times per notebook, under the GIL the three runner threads
-share). After a timeout or a dead kernel papermill writes nothing; our engine
-(:class:`~hermes_nb.nbrun.papermill_plugins.KeepingEngine`, papermill's nbclient engine) keeps the notebook it
-executes reachable from the thread, so the receipt still shows every output
-up to the failure. Both are registered through papermill's documented entry
-points (``papermill.io``, ``papermill.engine`` in ``pyproject.toml``).
+Papermill is used as papermill: ``papermill.execute_notebook(template, None, ...)``
+parameterises and executes the notebook and writes nothing (``output_path=None``),
+so nothing unredacted touches the disk; the caller redacts and scans the executed
+notebook before anything is written (:mod:`hermes_nb.receipts`). A notebook that
+stops mid-way still yields what it had: papermill hands our ``on_notebook_start``
+hook (an nbclient hook it passes through to its engine) the notebook it executes,
+and that object is the one papermill fills cell by cell — and, after a cell error,
+marks with its error cells — so after a timeout or a dead kernel (where papermill
+returns nothing) the receipt still shows every output up to the failure.
 """
 
 from __future__ import annotations
 
-import secrets as _secrets
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,11 +29,21 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.clock import iso_now
-from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
-from hermes_nb.nbrun.papermill_plugins import ENGINE_NAME, EXECUTING, MEM_SCHEME, MemoryHandler
+from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool, StartedKernel
 from hermes_nb.receipts.verdict import find_verdict
 
 __all__ = ["NotebookRun", "decide_verdict", "execute_notebook"]
+
+_schema_lock = threading.Lock()
+
+
+def _notebook_schema_ready() -> None:
+    """nbformat compiles its notebook schema into a validator on first use (~0.1 s of CPU) and caches it; the
+    notebooks' threads, reading their templates at the same moment, would each compile it: compile it once."""
+    import nbformat
+
+    with _schema_lock:
+        nbformat.validate(nbformat.v4.new_notebook())
 
 
 @dataclass
@@ -79,37 +87,56 @@ def decide_verdict(status: str, summary: Mapping[str, Any] | None, error: str | 
 
 
 def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path) -> NotebookRun:
-    """Run one notebook on a fresh kernel; record status, the executed notebook and our verdict."""
-    import nbformat
+    """Run one notebook on a fresh kernel; record status, the executed notebook and our verdict.
 
+    A kernel that dies before it is ready because a port picked for it was taken meanwhile ("Address already
+    in use") is started once more, with fresh ports; no cell has run then.
+    """
     run.started_at = iso_now()
     t0 = time.perf_counter()
-    mem_path = f"{MEM_SCHEME}{run.name}-{_secrets.token_hex(4)}.ipynb"
     error: str | None = None
-    km: Any = None
-    EXECUTING.nb = None
+    executing: list[Any] = []  # the notebook papermill executes, as it fills it (on_notebook_start)
+    for attempt in (1, 2):
+        error, retry = _attempt(run, pool, timeout_s=timeout_s, cwd=cwd, executing=executing, last=attempt == 2)
+        if not retry:
+            break
+    if pool.cancelled.is_set() and run.status not in ("completed", "interrupted"):
+        run.status, error = "interrupted", f"stopped while running (then: {error})"
+    run.nb = executing[0] if executing else None
+    run.summary = find_verdict(run.nb) if run.nb is not None else None
+    run.verdict, run.reason = decide_verdict(run.status, run.summary, error)
+    run.errors = list((run.summary or {}).get("errors") or [])
+    if error and error not in run.errors:
+        run.errors.append(error)
+    run.finished_at = iso_now()
+    run.duration_s = time.perf_counter() - t0
+    return run
+
+
+def _attempt(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path, executing: list[Any],
+             last: bool) -> tuple[str | None, bool]:
+    """One kernel start and, once it is ready, the notebook; (error, whether to start again with fresh ports)."""
+    error: str | None = None
+    kernel: StartedKernel | None = None
     try:
-        # start the kernel first: it boots while this thread imports papermill and parameterises
-        from jupyter_core.utils import run_sync
-
-        if pool.zygote is not None:  # forked kernels wait for the zygote's imports: do the runner's own meanwhile
+        if pool.fork_server is not None:  # forked kernels wait for the fork server's imports: do the runner's meanwhile
             import papermill  # noqa: F401
-
-        km = pool.manager_class()(kernel_name=KERNEL_NAME)
         if pool.cancelled.is_set():
             raise KeyboardInterrupt
-        run_sync(km.start_kernel)(cwd=str(cwd))
-        run.kernel_launch = "fork-server" if getattr(km.provisioner, "forked", False) else "process"
-        pool.track(km)
+        # start the kernel first: it boots while this thread imports papermill and parameterises
+        kernel = pool.start(cwd)
+        run.kernel_launch = kernel.launch
         import papermill as pm
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
         from papermill.exceptions import PapermillExecutionError
 
+        _notebook_schema_ready()
+
         try:
             pm.execute_notebook(
-                str(run.template), mem_path, parameters=run.parameters, kernel_name=KERNEL_NAME, km=km,
-                engine_name=ENGINE_NAME, language="python", progress_bar=False, log_output=False,
-                execution_timeout=timeout_s, start_timeout=60, request_save_on_cell_execute=False,
+                str(run.template), None, parameters=run.parameters, kernel_name=KERNEL_NAME, km=kernel.manager,
+                language="python", progress_bar=False, log_output=False, execution_timeout=timeout_s,
+                start_timeout=60, on_notebook_start=lambda notebook: executing.append(notebook),
             )
             run.status = "completed"
         except PapermillExecutionError as exc:
@@ -123,22 +150,15 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         run.status, error = "interrupted", "stopped before its kernel started"
     except (RuntimeError, TimeoutError, OSError) as exc:
         run.status, error = "kernel_error", f"{type(exc).__name__}: {exc}"
+        if kernel is not None and not executing:  # it died before it was ready: its stderr says why
+            if not last and kernel.port_collision():
+                kernel.stop()
+                return error, True
+            if kernel.last_words():
+                error += f" (kernel stderr: {kernel.last_words()})"
     except Exception as exc:  # noqa: BLE001 — worker-thread edge: every notebook must end with a verdict
         run.status, error = "runner_error", f"{type(exc).__name__}: {exc}"
     finally:
-        text = MemoryHandler.pop(mem_path)
-        if km is not None and km.has_kernel:
-            run_sync(km.shutdown_kernel)(now=True)
-    if pool.cancelled.is_set() and run.status not in ("completed", "interrupted"):
-        run.status, error = "interrupted", f"stopped while running (then: {error})"
-    # written by papermill (completed, cell error), else the notebook as far as it got (timeout, dead kernel)
-    run.nb = nbformat.reads(text, as_version=4) if text else getattr(EXECUTING, "nb", None)
-    EXECUTING.nb = None
-    run.summary = find_verdict(run.nb) if run.nb is not None else None
-    run.verdict, run.reason = decide_verdict(run.status, run.summary, error)
-    run.errors = list((run.summary or {}).get("errors") or [])
-    if error and error not in run.errors:
-        run.errors.append(error)
-    run.finished_at = iso_now()
-    run.duration_s = time.perf_counter() - t0
-    return run
+        if kernel is not None:
+            kernel.stop()
+    return error, False

@@ -171,6 +171,10 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str 
     env = os.environ if environ is None else environ
     _check(timeout_s=timeout_s, rig=rig, hermes_version=hermes_version, upstream=upstream, model=model,
            blocked_exit=blocked_exit, provider=provider)
+    from hermes_nb.nbrun.kernels import zygote_env
+    from hermes_nb.nbrun.zygote import prestart
+
+    prestart(zygote_env())  # opt-in (HERMES_NB_KERNEL_FORK=1): the fork server imports while config and target resolve
     from hermes_nb.core.resolve import resolve_runtime_config
     from hermes_nb.receipts.store import is_url, open_store
 
@@ -199,10 +203,6 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str 
         target: SmokeTarget | None = None
         try:
             guard.arm()  # a signal while the target starts stops it here (the rig's context cleans up)
-            from hermes_nb.nbrun.kernels import zygote_env
-            from hermes_nb.nbrun.zygote import prestart
-
-            prestart(zygote_env())  # the kernel fork server imports while the target starts
             handle = None
             if rig:
                 handle = _start_rig(stack, rig, hermes_version=hermes_version, upstream=upstream, say=say,

@@ -49,7 +49,7 @@ _digest_lock = threading.Lock()
 def environment_digest() -> dict[str, Any]:
     """The installed distributions as ``name==version`` lines: how many, and the sha256 of the sorted list.
 
-    Reading every distribution's metadata takes ~0.15 s: computed once per process (the smoke starts it in the
+    Reading every distribution's metadata takes ~0.04 s: computed once per process (the smoke starts it in the
     background while the kernels boot, :func:`prefetch_environment_digest`); concurrent callers wait for it.
     """
     with _digest_lock:
@@ -62,8 +62,12 @@ def prefetch_environment_digest() -> None:
 
 @functools.lru_cache(maxsize=1)
 def _environment_digest() -> dict[str, Any]:
-    pins = sorted({f"{d.metadata['Name'].lower()}=={d.version}" for d in importlib.metadata.distributions()
-                   if d.metadata["Name"]})
+    found: set[str] = set()
+    for dist in importlib.metadata.distributions():
+        meta = dist.metadata  # parsed anew on every access: once per distribution (name and version)
+        if meta["Name"]:
+            found.add(f"{meta['Name'].lower()}=={meta['Version']}")
+    pins = sorted(found)
     return {"packages": len(pins), "sha256": json_digest(pins)}
 
 

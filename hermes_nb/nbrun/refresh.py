@@ -26,7 +26,7 @@ from typing import Any
 import nbformat
 
 from hermes_nb.core.errors import ConfigError, NotebookFailed, UsageError
-from hermes_nb.core.facts import SHIPPED_NOTEBOOKS
+from hermes_nb.core.facts import TEMPLATED_NOTEBOOKS
 from hermes_nb.core.resources import sanitize_file
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.kernels import KernelPool
@@ -108,7 +108,7 @@ def refresh_notebooks(directory: Path, *, names: Sequence[str] | None = None, ti
     directory.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda _msg: None)
     runs = []
-    for name in names or SHIPPED_NOTEBOOKS:
+    for name in names or TEMPLATED_NOTEBOOKS:
         template = build(name)
         tmp = directory / f".{name}.template.ipynb"
         nbformat.write(template, str(tmp))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from hermes_nb.core.facts import ADAPTER_CHECK, DEFAULT_MODEL, E2E_SMOKE, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS, WIRE_SPIKE
+from hermes_nb.core.facts import ADAPTER_CHECK, DEFAULT_MODEL, E2E_SMOKE, LOAD_NOTEBOOK, TEMPLATED_NOTEBOOKS, WIRE_SPIKE
 
 __all__ = ["KERNELSPEC", "Param", "build", "build_all"]
 
@@ -281,9 +281,9 @@ def build(name: str) -> nbformat.NotebookNode:
     try:
         return _BUILDERS[name]()
     except KeyError:
-        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(SHIPPED_NOTEBOOKS)}") from None
+        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(TEMPLATED_NOTEBOOKS)}") from None
 
 
 def build_all() -> dict[str, nbformat.NotebookNode]:
-    return {name: build(name) for name in SHIPPED_NOTEBOOKS}
+    return {name: build(name) for name in TEMPLATED_NOTEBOOKS}
 

@@ -33,24 +33,10 @@ from hermes_nb.proxy.probe import ROUTES
 from hermes_nb.proxy.report import Drift, DriftList, WireReport
 
 __all__ = [
-    "FORMAT",
-    "ROUTE_FIELDS",
-    "message_template",
-    "contract_section",
-    "contract_document",
-    "load_contract",
-    "resolve_contract",
-    "compare",
-    "judge",
-    "not_judged",
-    "upstream_differences",
-    "contract_file_name",
-    "owners",
-    "upgrade_document",
-    "section_diff",
-    "section_drift",
-    "contract_drift",
-    "dumps_contract",
+    "FORMAT", "ROUTE_FIELDS", "message_template", "contract_section", "contract_document", "load_contract",
+    "resolve_contract", "compare", "contract_label", "apply_contract", "judge", "not_judged",
+    "upstream_differences", "contract_file_name", "owners", "upgrade_document", "section_diff",
+    "section_drift", "contract_drift", "dumps_contract",
 ]
 
 FORMAT = "hermes-nb.wire-contract/2"
@@ -301,9 +287,29 @@ def not_judged(report: WireReport, contract: Mapping[str, Any], *, state: str | 
     return section_not_judged(section, contract_section(report), report)
 
 
+def contract_label(contract: Mapping[str, Any]) -> str:
+    """How a display names a contract: its ``target`` (``hermes-agent 0.19.0``), with the provider when it is
+    not the default one (``hermes-agent 0.19.0 (xai)``)."""
+    label = str(contract.get("target") or "the recorded contract")
+    provider = contract.get("provider")
+    return f"{label} ({provider})" if provider and provider != DEFAULT_PROVIDER else label
+
+
 def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> DriftList:
     """The drift: differences on proxy-owned fields only (see :func:`judge`). Each prints as ``field: a → b``."""
-    return DriftList(d for d in judge(report, contract, state=state) if d.owner == "proxy")
+    return DriftList((d for d in judge(report, contract, state=state) if d.owner == "proxy"),
+                     contract=contract_label(contract))
+
+
+def apply_contract(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> WireReport:
+    """Judge ``report`` against ``contract`` in place: its drift, its upstream differences, what it could not
+    judge (:func:`not_judged`), the contract's name."""
+    judged = judge(report, contract, state=state)
+    report.drift = [d for d in judged if d.owner == "proxy"]
+    report.upstream_differences = [d for d in judged if d.owner == "upstream"]
+    report.not_judged = not_judged(report, contract, state=state)
+    report.contract = contract_label(contract)
+    return report
 
 
 def upstream_differences(report: WireReport, contract: Mapping[str, Any], *,

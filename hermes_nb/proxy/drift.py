@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from hermes_nb.core.model import StrictModel
 
-__all__ = ["Owner", "Drift", "DriftList", "NotJudged", "NotJudgedReason"]
+__all__ = ["Owner", "Drift", "DriftList", "drift_table", "NotJudged", "NotJudgedReason"]
 
 #: who a contract field describes: the proxy's own behaviour, or whatever upstream answers behind it
 Owner = Literal["proxy", "upstream"]
@@ -53,12 +53,27 @@ class NotJudged(StrictModel):
 
 
 class DriftList(list):  # type: ignore[type-arg]
-    """The drift of a report from a contract: a plain list of :class:`Drift` that also displays itself."""
+    """The drift of a report from a contract: a plain list of :class:`Drift` that also displays itself.
+
+    ``contract``: the contract compared with (its ``target``), named by the display.
+    """
+
+    def __init__(self, items: Any = (), contract: str | None = None) -> None:
+        super().__init__(items)
+        self.contract = contract
+
+    @property
+    def headline(self) -> str:
+        """``no drift vs <contract>`` or ``drift: N proxy-owned lines vs <contract>``."""
+        against = f" vs {self.contract}" if self.contract else ""
+        if not self:
+            return f"no drift{against}"
+        return f"drift: {len(self)} proxy-owned line{'s' if len(self) != 1 else ''}{against}"
 
     def _repr_text_(self) -> str:
         if not self:
-            return "no drift: the proxy matches the recorded wire contract"
-        return f"{len(self)} drift line(s):\n" + "\n".join(f"  {d}" for d in self)
+            return f"{self.headline}: the proxy matches the recorded wire contract"
+        return f"{self.headline}:\n" + "\n".join(f"  {d}" for d in self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text("DriftList(...)" if cycle else self._repr_text_())
@@ -67,10 +82,17 @@ class DriftList(list):  # type: ignore[type-arg]
         from hermes_nb.core.reprs import box, table_html
 
         if not self:
-            return box("drift", "passed", "<div>none: the proxy matches the recorded wire contract.</div>")
-        rows = [{"field": d.field, "expected": _fmt(d.expected), "observed": _fmt(d.observed)} for d in self]
-        return box(f"drift from the wire contract ({len(self)})", "failed",
-                   table_html(rows, ("field", "expected", "observed")))
+            return box("wire contract", "passed", "<div>the proxy matches the recorded wire contract.</div>",
+                       headline=self.headline)
+        return box("wire contract", "failed", drift_table(self), headline=self.headline)
+
+
+def drift_table(drifts: Any) -> str:
+    """One row per difference: field, expected, observed."""
+    from hermes_nb.core.reprs import table_html
+
+    rows = [{"field": d.field, "expected": _fmt(d.expected), "observed": _fmt(d.observed)} for d in drifts]
+    return table_html(rows, ("field", "expected", "observed"))
 
 
 def _fmt(value: Any) -> str:

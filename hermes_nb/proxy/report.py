@@ -149,6 +149,8 @@ class WireReport(StrictModel):
     upstream: str | None = None
     #: the paths the proxy says it forwards (from a ``path_not_allowed`` envelope)
     allowed_paths: list[str] | None = None
+    #: the contract drift and upstream differences were judged against (its ``target``; None: not compared)
+    contract: str | None = None
     elapsed_s: float = 0.0
 
     #: stream timelines of the streamed routes (:class:`~hermes_nb.core.timeline.StreamTimeline` dicts), not dumped
@@ -174,22 +176,52 @@ class WireReport(StrictModel):
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text("WireReport(...)" if cycle else self._repr_text_())
 
+    @property
+    def verdict(self) -> str:
+        """passed (live and, when compared, no drift; or what it could not judge was only a slow upstream),
+        failed (drift), blocked (stale, unreachable, an upstream rate-limited or reported down)."""
+        reasons = {n.reason for n in self.not_judged}
+        if self.reachable and reasons & {"rate_limited", "upstream_down"} and not self.drift:
+            return "blocked"
+        slow = self.state == "unknown" and reasons and reasons <= {"upstream_slow", "probe_deadline"}
+        base = {"live": "passed", "stale": "blocked", "unreachable": "blocked"}.get(self.state,
+                                                                                     "passed" if slow else "failed")
+        return "failed" if self.drift and base == "passed" else base
+
+    @property
+    def headline(self) -> str:
+        """One line that agrees with the drift: ``no drift vs <contract>`` / ``drift: N proxy-owned lines vs …``."""
+        if self.contract is None:
+            return f"{self.state} (not compared with a contract)"
+        line = DriftList(self.drift, contract=self.contract).headline if self.verdict != "blocked" else (
+            f"{self.state}: {DriftList(self.drift, contract=self.contract).headline}")
+        reasons = ", ".join(dict.fromkeys(n.reason for n in self.not_judged))
+        return line + (f"; {len(self.not_judged)} not judged ({reasons})" if self.not_judged else "")
+
     def _repr_html_(self) -> str:
-        from hermes_nb.core.reprs import box, kv_html, seconds, table_html
+        from hermes_nb.core.reprs import box, details, kv_html, seconds, table_html
         from hermes_nb.core.timeline import timeline_svg
+        from hermes_nb.proxy.drift import drift_table
 
         provider = (f"{self.provider} ({self.upstream})" if self.provider and self.upstream
                     else self.provider or self.upstream)
         head = kv_html([("endpoint", self.endpoint), ("provider", provider), ("state", self.state),
                         ("reachable", self.reachable),
                         ("bearer required", self.bearer_required), ("stream failure shape", self.stream_failure_shape),
-                        ("server", self.server_product), ("elapsed", seconds(self.elapsed_s))], badges=("state",))
+                        ("server", self.server_product), ("contract", self.contract),
+                        ("elapsed", seconds(self.elapsed_s))], badges=("state",))
+        parts = [head]
+        if self.drift:
+            parts += [f"<div><b>{_esc(self.headline)}</b></div>", drift_table(self.drift)]
+        if self.upstream_differences:
+            parts.append(details(f"upstream differences: {len(self.upstream_differences)} (information: the "
+                                 "upstream owns these fields, never drift)", drift_table(self.upstream_differences)))
         rows = [{"route": r.name, "method": r.method, "path": r.path, "status": r.status, "outcome": r.outcome,
                  "body": r.body_kind, "error type": r.error_type or r.transport_error,
                  "elapsed": seconds(r.elapsed_s)} for r in self.routes]
-        parts = [head, "<div><b>routes</b></div>",
-                 table_html(rows, ("route", "method", "path", "status", "outcome", "body", "error type", "elapsed"),
-                            badges=())]
+        parts += ["<div><b>routes</b></div>",
+                  table_html(rows, ("route", "method", "path", "status", "outcome", "body", "error type", "elapsed"),
+                             badges=())]
         if self.auth:
             parts += ["<div><b>auth handoff</b> (GET /v1/models)</div>",
                       table_html([a.model_dump() for a in self.auth], ("case", "header", "status", "error_type",
@@ -198,13 +230,10 @@ class WireReport(StrictModel):
             parts.append(f"<div><b>stream timeline</b> ({name})</div>" + timeline_svg(marks, title=f"{name} stream"))
         if self.warnings:
             parts.append("<ul>" + "".join(f"<li>{_esc(w)}</li>" for w in self.warnings) + "</ul>")
-        if self.drift:
-            parts.append(DriftList(self.drift)._repr_html_())
         if self.not_judged:
             parts.append("<div><b>not judged</b> (the upstream's trouble, not the proxy's)</div><ul>"
                          + "".join(f"<li>{_esc(n)}</li>" for n in self.not_judged) + "</ul>")
-        verdict = {"live": "passed", "stale": "blocked", "unreachable": "blocked"}.get(self.state, self.state)
-        return box("wire-format report", verdict, *parts)
+        return box("wire-format report", self.verdict, *parts, headline=self.headline)
 
     def summary(self) -> dict[str, Any]:
         """The ``--json`` object: routes, bearer_required, stream_failure_shape, server, drift, …"""

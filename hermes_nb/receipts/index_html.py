@@ -16,20 +16,30 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.facts import worst_verdict
+from hermes_nb.core.htmlkit import BORDER, badge, edge_colour, page_css, tone_of
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.reprs import VERDICT_COLOURS
 from hermes_nb.receipts.index import load_index
 from hermes_nb.receipts.write import check_clean, write_text_atomic
 
 __all__ = ["render_index_html", "write_index_html", "target_label"]
 
-_STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
-section{border-left:4px solid var(--c);padding:.2em .8em;margin:1.2em 0}
-table{border-collapse:collapse;display:block;overflow-x:auto;max-width:100%}
-td,th{border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
-.v{font-weight:bold}small{color:#57606a}
-""".strip()
+#: in JupyterLab's HTML viewer the page sits in a blob: frame whose <base> is the file's own /files/ URL with
+#: ``?_xsrf=…``; relative links lose that query and the frame sends no Referer, so jupyter_server answers 403
+#: "Blocking request from unknown origin". This carries the query over to each relative link (it runs once
+#: the viewer trusts the page); on file:// or S3 the base has no _xsrf and nothing changes.
+_LINKS_SCRIPT = """(function(){var b=new URL(document.baseURI),x=b.searchParams.get('_xsrf');if(!x)return;
+document.querySelectorAll('a[href]').forEach(function(a){var h=a.getAttribute('href');
+if(/^([a-z][a-z0-9+.-]*:|\\/\\/|#)/i.test(h))return;var u=new URL(h,b);
+if(u.origin!==b.origin)return;u.searchParams.set('_xsrf',x);a.href=u.href;});})();"""
+_NOSCRIPT = ("<noscript><p class=\"note\">Opened in JupyterLab? Its HTML viewer runs no script until you press "
+             "<b>Trust HTML</b> in its toolbar; the receipt links need it there (or use <i>Open in New Browser "
+             "Tab</i>).</p></noscript>")
+
+
+def _style() -> str:
+    return (f"{page_css()}\nsection{{border-left:4px solid var(--c);padding:.2em .8em;margin:1.2em 0}}"
+            "\ntable{display:block;overflow-x:auto;max-width:100%}"
+            f"\n.note{{border:1px solid {BORDER};padding:.3em .6em}}")
 
 
 def _e(value: Any) -> str:
@@ -37,8 +47,7 @@ def _e(value: Any) -> str:
 
 
 def _verdict(word: Any) -> str:
-    colour = VERDICT_COLOURS.get(str(word), "#57606a")
-    return f'<span class="v" style="color:{colour}">{_e(word)}</span>'
+    return f'<span class="v">{badge("—" if word is None else str(word))}</span>'
 
 
 def _runs(entries: list[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
@@ -76,7 +85,7 @@ def render_index_html(index: Mapping[str, Any], *, chain: str = "index.json") ->
     one index object per run)."""
     entries = [e for e in index.get("receipts", []) if isinstance(e, Mapping)]
     parts = ['<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Smoke receipts</title>'
-             f"<style>{_STYLE}</style></head><body><h1>Smoke receipts</h1>"
+             f"<style>{_style()}</style></head><body><h1>Smoke receipts</h1>{_NOSCRIPT}"
              f'<p><small>{len(entries)} receipts; the chain is in <a href="{_e(chain)}">{_e(chain)}</a>; '
              "check it with <code>hermes-nb receipts verify &lt;this dir&gt;</code>.</small></p>"]
     for run_id, runs in _runs(entries):
@@ -84,8 +93,9 @@ def render_index_html(index: Mapping[str, Any], *, chain: str = "index.json") ->
         first = runs[0]
         total = sum(float(e.get("duration_s") or 0.0) for e in runs)
         longest = max(float(e.get("duration_s") or 0.0) for e in runs)
+        edge = edge_colour(tone_of(overall) or "muted")
         parts.append(
-            f'<section class="run" id="{_e(run_id)}" style="--c:{VERDICT_COLOURS.get(overall, "#57606a")}">'
+            f'<section class="run" id="{_e(run_id)}" style="--c:{edge}">'
             f"<h2>{_verdict(overall)} · run {_e(run_id)}</h2>"
             f"<p><small>started {_e(first.get('started_at'))} · target {_e(target_label(runs))} "
             f"{_e(first.get('endpoint'))} · provider {_e(next((e.get('provider') for e in runs if e.get('provider')), '—'))}"
@@ -102,7 +112,7 @@ def render_index_html(index: Mapping[str, Any], *, chain: str = "index.json") ->
             parts.append(f'<tr class="receipt"><td>{_e(e.get("notebook"))}</td><td>{_verdict(e.get("verdict"))}</td>'
                          f'<td class="why">{why}</td><td>{shown}</td><td>{_links(e)}</td></tr>')
         parts.append("</table></section>")
-    parts.append("</body></html>\n")
+    parts.append(f"<script>{_LINKS_SCRIPT}</script></body></html>\n")
     return "".join(parts)
 
 

@@ -21,18 +21,23 @@ __all__ = ["render_html"]
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: header rows shown only when the receipt has a value (a passed receipt has no operator action)
 OPTIONAL_ROWS = ("operator_action", "proxy_state")
-_STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
-pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
-.out table,table.receipt{display:block;overflow-x:auto;max-width:100%}
-.out td,.out th,table.receipt td,table.receipt th{overflow-wrap:anywhere}
-.timeline{margin:.6em 0}.timeline svg{max-width:100%;height:auto}
-code.digest{font-size:.85em;overflow-wrap:anywhere}
-.cell{margin:1em 0}.src{border-left:3px solid #0969da}.out{border-left:3px solid #d0d7de;padding-left:.6em}
-.err pre{background:#ffebe9}.stderr pre{background:#fff8c5}
-table.receipt td,table.receipt th{border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top}
-table.receipt{border-collapse:collapse}
-""".strip()
+
+
+def _style() -> str:
+    """The toolkit's page stylesheet (theme variables, light and dark) plus the receipt's own parts."""
+    from hermes_nb.core.htmlkit import BORDER, edge_colour, page_css
+
+    return "\n".join((
+        page_css(),
+        ".out table,table.receipt{display:block;overflow-x:auto;max-width:100%}",
+        ".out td,table.receipt td{overflow-wrap:anywhere}",
+        ".timeline{margin:.6em 0}.timeline svg{max-width:100%;height:auto}",
+        "code.digest{font-size:.85em;overflow-wrap:anywhere}",
+        f".cell{{margin:1em 0}}.src{{border-left:3px solid {edge_colour('accent')}}}"
+        f".out{{border-left:3px solid {BORDER};padding-left:.6em}}",
+        f".err pre{{background:color-mix(in srgb,{edge_colour('bad')} 15%,transparent)}}"
+        f".stderr pre{{background:color-mix(in srgb,{edge_colour('warn')} 15%,transparent)}}",
+    ))
 
 
 def _text(value: Any) -> str:
@@ -72,14 +77,34 @@ def _output(out: Any) -> str:
 
 
 def _value(key: str, value: Any) -> str:
-    from hermes_nb.core.reprs import VERDICT_COLOURS
+    from hermes_nb.core.htmlkit import badge
 
-    text = html.escape(str(value))
-    colour = VERDICT_COLOURS.get(str(value)) if key == "verdict" else None
-    return f'<b style="color:{colour}">{text}</b>' if colour else text
+    return badge(value) if key == "verdict" else html.escape(str(value))
 
 
-def _receipt_table(receipt: dict[str, Any]) -> str:
+def _usage(summary: dict[str, Any] | None) -> str | None:
+    """The run's token usage line (e2e receipts: the runtime result's usage and the stream's timing)."""
+    from hermes_nb.core.usage import Usage
+
+    details = (summary or {}).get("details") or {}
+    if not isinstance(details, dict) or "usage" not in details:
+        return None
+    doc = details.get("usage")
+    marks = details.get("timeline") if isinstance(details.get("timeline"), dict) else {}
+    nums = [v if isinstance(v, (int, float)) else None for v in (marks.get(k) for k in
+                                                                  ("first_delta_s", "last_byte_s", "total_s"))]
+    output_s = Usage.output_seconds(*nums)
+    return Usage.from_mapping(doc, source=(doc or {}).get("source") if isinstance(doc, dict) else None,
+                              output_s=output_s).line()
+
+
+def _summary(nb: Any, receipt: dict[str, Any]) -> dict[str, Any] | None:
+    from hermes_nb.receipts.verdict import find_verdict
+
+    return receipt.get("summary") if isinstance(receipt.get("summary"), dict) else find_verdict(nb)
+
+
+def _receipt_table(receipt: dict[str, Any], summary: dict[str, Any] | None = None) -> str:
     keys = ("notebook", "verdict", "status", "reason", "operator_action", "target_kind", "proxy_state", "endpoint",
             "model", "run_id", "started_at",
             "duration_s", "hermes_nb_version", "hermes_agent_version", "papermill_version", "nbclient_version")
@@ -89,6 +114,9 @@ def _receipt_table(receipt: dict[str, Any]) -> str:
                                          else "unknown")
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(k, shown.get(k))}</td></tr>"
                    for k in keys if k in shown and (shown.get(k) is not None or k not in OPTIONAL_ROWS))
+    usage = _usage(summary)
+    if usage is not None:
+        rows += f"<tr><th>usage</th><td>{html.escape(usage)}</td></tr>"
     extra = {k: receipt[k] for k in ("errors", "template", "parameters", "parameters_sha256", "environment", "artifacts")
              if k in receipt}
     dump = html.escape(json.dumps(extra, indent=2, sort_keys=True, ensure_ascii=False))
@@ -111,12 +139,10 @@ def _digests(receipt: dict[str, Any]) -> str:
     return f'<h3>Digests (sha256)</h3><table class="receipt digests">{body}</table>'
 
 
-def _timeline(nb: Any, receipt: dict[str, Any]) -> str:
+def _timeline(summary: dict[str, Any] | None) -> str:
     """The stream timeline picture from the verdict's summary (run and probe receipts), else nothing."""
     from hermes_nb.core.timeline import timeline_svg
-    from hermes_nb.receipts.verdict import find_verdict
 
-    summary = receipt.get("summary") if isinstance(receipt.get("summary"), dict) else find_verdict(nb)
     details = (summary or {}).get("details") or {}
     marks = details.get("timeline") if isinstance(details, dict) else None
     if not isinstance(marks, dict):
@@ -131,10 +157,11 @@ def render_html(nb: Any) -> str:
     receipt = dict(nb.get("metadata", {}).get("receipt") or {})
     title = html.escape(str(receipt.get("notebook", "notebook")))
     parts = [f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title} receipt</title>"
-             f"<style>{_STYLE}</style></head><body>"]
+             f"<style>{_style()}</style></head><body>"]
     if receipt:
-        parts.append(_receipt_table(receipt))
-        parts.append(_timeline(nb, receipt))
+        summary = _summary(nb, receipt)
+        parts.append(_receipt_table(receipt, summary))
+        parts.append(_timeline(summary))
     for cell in nb.get("cells", []):
         source = _text(cell.get("source", ""))
         if cell.get("cell_type") == "markdown":

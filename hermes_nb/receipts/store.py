@@ -80,7 +80,7 @@ class RemoteStore:
             except ImportError:
                 raise UsageError(f"{url}: s3:// needs boto3: pip install 'hermes-nb[s3]'") from None
         handler = _io().get_handler(self.url + "/")
-        if isinstance(handler, LocalHandler) or self.scheme.startswith("hermes-nb-mem"):
+        if isinstance(handler, LocalHandler):
             raise UsageError(f"{url}: no papermill I/O handler for {self.scheme}:// "
                              "(s3, gs, abs, adl, hdfs, or one a package registers under `papermill.io`)")
         self.handler = handler

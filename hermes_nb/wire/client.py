@@ -37,6 +37,7 @@ from hermes_nb.wire.payloads import (
     parse_retry_after,
 )
 from hermes_nb.wire.sse import SSEDecoder
+from hermes_nb.wire.tls import tls_context
 from hermes_nb.wire.watchdog import Deadlines as _Deadlines
 
 __all__ = ["HermesClient", "MAX_BODY_BYTES"]
@@ -72,7 +73,7 @@ class HermesClient:
         self.keep_events = True  # False: no SSE event records in the Exchange (a run logs them itself: P5)
         # no keep-alive: every request connects afresh, so the deadline watchdog is armed from the connect on
         self._http = httpx.Client(transport=transport, trust_env=False, follow_redirects=False, timeout=None,
-                                  limits=httpx.Limits(max_keepalive_connections=0))
+                                  limits=httpx.Limits(max_keepalive_connections=0), verify=tls_context(self.endpoint))
 
     def __repr__(self) -> str:
         model = f", model={self.config.model!r}" if self.config is not None else ""

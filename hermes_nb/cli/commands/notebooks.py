@@ -1,8 +1,8 @@
 """``hermes-nb notebooks list|export|refresh``: the notebooks shipped with hermes_nb, and their stored outputs.
 
-``list`` names the shipped notebooks (what ``hermes-nb smoke`` executes);
-``export DIR`` copies them and the nbval sanitize rules into ``DIR`` to open in
-Jupyter or check with nbval; ``refresh`` (``make notebooks``) regenerates them
+``list`` names the shipped notebooks: the three ``hermes-nb smoke`` executes, and the guide
+(``probe_console``: the console and the magics; never run by the smoke); ``export DIR`` copies them and
+the nbval sanitize rules into ``DIR`` to open in Jupyter or check with nbval; ``refresh`` (``make notebooks``) regenerates them
 from the templates, executes them against the emulator and stores the outputs
 nbval compares.
 """
@@ -22,7 +22,8 @@ DEFAULT_DIR = "notebooks"
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser("notebooks", parents=[parent], help="the shipped notebooks: list, export, refresh")
     action = p.add_subparsers(dest="action", metavar="ACTION")
-    ls = action.add_parser("list", parents=[parent], help="the notebooks shipped with hermes_nb (what smoke runs)")
+    ls = action.add_parser("list", parents=[parent],
+                           help="the notebooks shipped with hermes_nb (the three smoke runs, and the guide)")
     ls.set_defaults(handler=handle_list)
     ex = action.add_parser("export", parents=[parent],
                            help="copy the shipped notebooks and nbval-sanitize.cfg into DIR")
@@ -44,13 +45,16 @@ def _usage(args: argparse.Namespace, out: Any) -> int:
 
 def handle_list(args: argparse.Namespace, out: Any) -> int:
     from hermes_nb.core.digests import sha256_file
-    from hermes_nb.core.facts import SHIPPED_NOTEBOOKS
+    from hermes_nb.core.facts import GUIDES, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS
     from hermes_nb.core.resources import notebook_path
 
-    rows = [{"name": name, "path": str(notebook_path(name)), "sha256": sha256_file(notebook_path(name))}
-            for name in SHIPPED_NOTEBOOKS]
+    def kind(name: str) -> str:
+        return "guide" if name in GUIDES else "load" if name == LOAD_NOTEBOOK else "smoke"
+
+    rows = [{"name": name, "kind": kind(name), "path": str(notebook_path(name)),
+             "sha256": sha256_file(notebook_path(name))} for name in SHIPPED_NOTEBOOKS]
     for row in rows:
-        out.line(f"{row['name']:18} {row['path']}")
+        out.line(f"{row['name']:18} {row['kind']:6} {row['path']}")
     out.emit({"notebooks": rows})
     return 0
 

@@ -24,11 +24,10 @@ from hermes_nb.cli.options import add_config_flags, config_from_args
 from hermes_nb.core.errors import ArtifactError, UsageError
 from hermes_nb.core.providers import PROXY_PROVIDERS, start_hint
 from hermes_nb.proxy.contracts import (
+    apply_contract,
     contract_document,
     dumps_contract,
-    judge,
     load_contract,
-    not_judged,
     resolve_contract,
 )
 from hermes_nb.proxy.probe import ROUTES, probe
@@ -67,13 +66,9 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     compared = None
     if args.compare:
         path = resolve_contract(args.compare, provider=report.provider)
-        contract = load_contract(path)
         compared = args.compare if path.stem == args.compare or path.name == args.compare else \
             f"{args.compare} ({path.stem}, provider {report.provider})"
-        judged = judge(report, contract, state=args.state)
-        report.drift = [d for d in judged if d.owner == "proxy"]
-        report.upstream_differences = [d for d in judged if d.owner == "upstream"]
-        report.not_judged = not_judged(report, contract, state=args.state)
+        apply_contract(report, load_contract(path), state=args.state)
     if args.out:
         _write(args.out, report.model_dump_json(indent=2) + "\n")
     if args.write_contract:

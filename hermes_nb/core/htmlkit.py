@@ -1,0 +1,297 @@
+"""The one HTML toolkit of every face: reprs, the console, the magics, receipts and the receipts index.
+
+**Colours.** Every colour is one of JupyterLab's theme variables (``--jp-*``) with a fallback for pages
+outside Lab, so a display follows the light, dark and high-contrast themes. A verdict's *text* colour is
+its theme tone mixed with the theme's strongest font colour (``--jp-content-font-color0``: black in light
+themes, white in dark ones): darker on light backgrounds, lighter on dark ones, which keeps every text at
+a contrast of 4.5:1 or more (WCAG AA) in both of JupyterLab's themes (measured in tests/test_browser.py).
+Borders and marks use the tone itself. Nothing sets a background except through a theme variable, so no
+light box is ever left behind in a dark theme.
+
+**Tables.** One style: bordered cells, headers that wrap at word boundaries only, values that wrap
+anywhere, the whole table scrolling inside its own box instead of widening the page.
+
+**Pages.** :func:`page_css` is the stylesheet of the standalone pages (receipts, ``index.html``): it
+defines the same ``--jp-*`` variables, light by default and dark under ``prefers-color-scheme: dark``.
+
+**Markdown.** :func:`markdown_html` renders an answer with mistune (a dependency of nbconvert): raw HTML
+is escaped, links keep only safe schemes, images become links (nothing is fetched), so nothing in an
+answer can run.
+
+Every value goes through a :class:`Redactor` (secret shapes) and :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from hermes_nb.core.redaction import Redactor
+
+__all__ = [
+    "TONES", "VERDICT_TONES", "VERDICT_COLOURS", "tone_of", "text_colour", "edge_colour", "colour_of",
+    "MUTED", "BORDER", "CODE_BACKGROUND", "muted", "esc", "seconds", "badge", "raw", "kv_html", "table_html",
+    "box", "details", "pre", "markdown_html", "page_css", "contrast_ratio", "parse_colour", "TH_STYLE",
+    "TD_STYLE",
+]
+
+#: tone → (JupyterLab variable, fallback outside Lab)
+TONES: dict[str, tuple[str, str]] = {
+    "good": ("--jp-success-color1", "#388e3c"),
+    "bad": ("--jp-error-color1", "#d32f2f"),
+    "warn": ("--jp-warn-color1", "#f57c00"),
+    "accent": ("--jp-brand-color1", "#1976d2"),
+    "info": ("--jp-info-color1", "#0097a7"),
+    "muted": ("--jp-content-font-color2", "rgba(0,0,0,.54)"),
+}
+#: how much of the tone a text colour keeps; the rest is the theme's strongest font colour
+_TONE_SHARE = 65
+_FONT0 = "var(--jp-content-font-color0,#000)"
+
+#: each verdict or state word → its tone
+VERDICT_TONES: dict[str, str] = {
+    **dict.fromkeys(("passed", "ready", "ok", "live", "forwarded", "done", "True"), "good"),
+    **dict.fromkeys(("failed", "error", "misconfigured", "drift", "False"), "bad"),
+    **dict.fromkeys(("blocked", "locked", "unreachable", "stale", "warning"), "warn"),
+    **dict.fromkeys(("stopped", "cancelled", "sending", "streaming", "idle"), "muted"),
+}
+
+
+def text_colour(tone: str) -> str:
+    """A text colour for ``tone`` that reads at ≥ 4.5:1 in JupyterLab's light and dark themes."""
+    var, fallback = TONES[tone]
+    return f"color-mix(in srgb,var({var},{fallback}) {_TONE_SHARE}%,{_FONT0})"
+
+
+def edge_colour(tone: str) -> str:
+    """The tone itself, for borders and marks (never for text)."""
+    var, fallback = TONES[tone]
+    return f"var({var},{fallback})"
+
+
+def tone_of(word: Any) -> str | None:
+    return VERDICT_TONES.get(str(word))
+
+
+#: verdict word → its text colour (one map for every face)
+VERDICT_COLOURS: dict[str, str] = {word: text_colour(t) for word, t in VERDICT_TONES.items()}
+MUTED = text_colour("muted")
+BORDER = "var(--jp-border-color2,#d0d7de)"
+CODE_BACKGROUND = "var(--jp-cell-editor-background,transparent)"
+
+_CELL = f"border:1px solid {BORDER};padding:2px 8px;vertical-align:top;text-align:left"
+#: values wrap anywhere (long URLs, digests); headers only at word boundaries
+TD_STYLE = f"{_CELL};overflow-wrap:anywhere"
+TH_STYLE = f"{_CELL};overflow-wrap:normal;word-break:normal;hyphens:manual"
+_TABLE = '<table class="hermes-nb" style="border-collapse:collapse;text-align:left;max-width:100%">'
+_WRAP = '<div class="hermes-nb-box" style="max-width:100%;overflow-x:auto">'
+_SHAPES = Redactor()
+
+
+def colour_of(word: Any) -> str | None:
+    """The text colour of a verdict word (None: not a verdict word)."""
+    return VERDICT_COLOURS.get(str(word))
+
+
+def esc(value: Any, redactor: Redactor | None = None) -> str:
+    """One value as escaped, redacted text (``—`` for None, JSON for structures)."""
+    if value is None:
+        text = "—"
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, (dict, list, tuple)):
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    else:
+        text = str(value)
+    return html.escape((redactor or _SHAPES).text(text))
+
+
+def seconds(value: float | None) -> str | None:
+    return None if value is None else f"{value:.3f} s"
+
+
+def muted(text: str, *, tag: str = "small", cls: str = "") -> str:
+    """Escaped text in the muted tone (notes, hints)."""
+    klass = f' class="{cls}"' if cls else ""
+    return f'<{tag}{klass} style="color:{MUTED}">{html.escape(text)}</{tag}>'
+
+
+def badge(word: Any, text: str | None = None) -> str:
+    """A verdict word (or ``text`` in the word's colour), bold."""
+    colour = colour_of(word)
+    shown = esc(word if text is None else text)
+    return f'<b style="color:{colour}">{shown}</b>' if colour else shown
+
+
+class _Raw:
+    """Already-built HTML (a badge, an SVG) placed in a table cell as is."""
+
+    __slots__ = ("html",)
+
+    def __init__(self, markup: str) -> None:
+        self.html = markup
+
+
+def raw(markup: str) -> _Raw:
+    return _Raw(markup)
+
+
+def _cell(value: Any, marked: bool, redactor: Redactor | None) -> str:
+    if isinstance(value, _Raw):
+        return value.html
+    if marked and value is not None:
+        return badge(value)
+    return esc(value, redactor)
+
+
+def _caption(title: str | None) -> str:
+    return f'<caption style="text-align:left"><b>{html.escape(title)}</b></caption>' if title else ""
+
+
+def kv_html(pairs: Iterable[tuple[str, Any]], *, badges: Iterable[str] = ("verdict", "status", "state"),
+            redactor: Redactor | None = None, title: str | None = None) -> str:
+    """Key/value rows; the values of ``badges`` keys in their verdict colour; raw HTML values kept."""
+    marked = set(badges)
+    rows = "".join(f'<tr><th style="{TH_STYLE}">{html.escape(key)}</th>'
+                   f'<td style="{TD_STYLE}">{_cell(value, key in marked, redactor)}</td></tr>' for key, value in pairs)
+    return f"{_WRAP}{_TABLE}{_caption(title)}{rows}</table></div>"
+
+
+def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
+               badges: Iterable[str] = ("verdict", "status", "outcome"), redactor: Redactor | None = None,
+               title: str | None = None) -> str:
+    """One row per mapping; wraps and scrolls inside its box."""
+    marked = set(badges)
+    head = "".join(f'<th style="{TH_STYLE}">{html.escape(c)}</th>' for c in columns)
+    body = ["<tr>" + "".join(f'<td style="{TD_STYLE}">{_cell(row.get(c), c in marked, redactor)}</td>'
+                             for c in columns) + "</tr>" for row in rows]
+    if not rows:
+        body.append(f'<tr><td style="{TD_STYLE}" colspan="{max(len(columns), 1)}">(none)</td></tr>')
+    return f"{_WRAP}{_TABLE}{_caption(title)}<tr>{head}</tr>{''.join(body)}</table></div>"
+
+
+def box(title: str, verdict: Any, *parts: str, headline: str | None = None) -> str:
+    """A block with a coloured left edge: the title, the verdict (or ``headline`` in its colour), the parts."""
+    tone = tone_of(verdict)
+    edge = edge_colour(tone) if tone else BORDER
+    shown = badge(verdict, headline) if verdict is not None else (esc(headline) if headline else "")
+    head = f"<b>{html.escape(title)}</b>" + (f" · {shown}" if shown else "")
+    return (f'<div class="hermes-nb-repr" style="border-left:4px solid {edge};padding:2px 8px;margin:4px 0">'
+            f"<div>{head}</div>{''.join(parts)}</div>")
+
+
+def details(summary: str, body: str, *, open_: bool = False) -> str:
+    """A collapsed section (``summary`` is escaped, ``body`` is HTML)."""
+    return f"<details{' open' if open_ else ''}><summary>{html.escape(summary)}</summary>{body}</details>"
+
+
+def pre(text: str, redactor: Redactor | None = None, *, cls: str = "") -> str:
+    """Preformatted, wrapped, escaped and redacted text on the theme's code background."""
+    klass = f' class="{cls}"' if cls else ""
+    return (f'<pre{klass} style="white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0;padding:4px 6px;'
+            f'background:{CODE_BACKGROUND}">{esc(text, redactor)}</pre>')
+
+
+# --------------------------------------------------------------------------- markdown
+
+_MARKDOWN: Any = None
+
+
+def _markdown() -> Any:
+    global _MARKDOWN
+    if _MARKDOWN is None:
+        import mistune
+        from mistune.renderers.html import HTMLRenderer
+
+        class _Renderer(HTMLRenderer):
+            """Raw HTML escaped (``escape=True``), only safe link schemes, images shown as links."""
+
+            SAFE_PROTOCOLS = ("http:", "https:", "mailto:")
+
+            def image(self, text: str, url: str, title: str | None = None) -> str:
+                return self.link(f"image: {text or url}", url, title)
+
+            def link(self, text: str, url: str, title: str | None = None) -> str:
+                return super().link(text, url, title).replace("<a ", '<a rel="noopener noreferrer" ', 1)
+
+        _MARKDOWN = mistune.create_markdown(renderer=_Renderer(escape=True),
+                                            plugins=["strikethrough", "table"])
+    return _MARKDOWN
+
+
+def markdown_html(text: str, redactor: Redactor | None = None) -> str:
+    """``text`` (redacted) rendered as Markdown; nothing in it can run (see the module docs)."""
+    return str(_markdown()((redactor or _SHAPES).text(text)))
+
+
+# --------------------------------------------------------------------------- standalone pages
+
+#: JupyterLab's own theme values, so a standalone page looks like Lab (light, and dark on request)
+_LIGHT = {
+    "content-font-color0": "#000", "content-font-color1": "rgba(0,0,0,.87)", "content-font-color2": "rgba(0,0,0,.54)",
+    "layout-color0": "#fff", "border-color2": "#e0e0e0", "cell-editor-background": "#f5f5f5",
+    "success-color1": "#388e3c", "error-color1": "#d32f2f", "warn-color1": "#f57c00", "brand-color1": "#1976d2",
+    "info-color1": "#0097a7",
+}
+_DARK = {
+    "content-font-color0": "#fff", "content-font-color1": "#fff", "content-font-color2": "rgba(255,255,255,.7)",
+    "layout-color0": "#111", "border-color2": "#424242", "cell-editor-background": "#212121",
+    "success-color1": "#4caf50", "error-color1": "#f44336", "warn-color1": "#ff9800", "brand-color1": "#2196f3",
+    "info-color1": "#00bcd4",
+}
+
+
+def _vars(values: Mapping[str, str]) -> str:
+    return ";".join(f"--jp-{k}:{v}" for k, v in values.items())
+
+
+def page_css() -> str:
+    """The stylesheet of a standalone page: the theme variables (light; dark when the reader prefers it),
+    body, links, code, and the one table style for plain ``<table>`` markup."""
+    accent = text_colour("accent")
+    return "\n".join((
+        f":root{{color-scheme:light dark;{_vars(_LIGHT)}}}",
+        f"@media (prefers-color-scheme: dark){{:root{{{_vars(_DARK)}}}}}",
+        "body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
+        "background:var(--jp-layout-color0);color:var(--jp-content-font-color1)}",
+        f"a{{color:{accent}}}small,.muted{{color:{MUTED}}}",
+        f"pre{{background:{CODE_BACKGROUND};padding:.6em;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}}",
+        f"table{{border-collapse:collapse}}td{{{TD_STYLE}}}th{{{TH_STYLE}}}",
+    ))
+
+
+# --------------------------------------------------------------------------- contrast (WCAG 2)
+
+def parse_colour(text: str) -> tuple[float, float, float, float]:
+    """``#rgb``, ``#rrggbb``, ``rgb()``/``rgba()`` → (r, g, b, alpha) with channels 0-255."""
+    value = text.strip().lower()
+    if value.startswith("#"):
+        digits = value[1:]
+        if len(digits) == 3:
+            digits = "".join(c * 2 for c in digits)
+        return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16), 1.0
+    if value.startswith("rgb"):
+        parts = [p.strip() for p in value[value.index("(") + 1:value.rindex(")")].replace("/", ",").split(",")]
+        r, g, b = (float(p) for p in parts[:3])
+        return r, g, b, float(parts[3]) if len(parts) > 3 else 1.0
+    raise ValueError(f"not a colour: {text!r}")
+
+
+def _luminance(rgb: Sequence[float]) -> float:
+    def channel(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(c) for c in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_ratio(fg: str, bg: str) -> float:
+    """WCAG contrast of ``fg`` over the opaque ``bg`` (a translucent ``fg`` is composited over ``bg`` first)."""
+    r, g, b, a = parse_colour(fg)
+    br, bgg, bb, _ = parse_colour(bg)
+    over = (r * a + br * (1 - a), g * a + bgg * (1 - a), b * a + bb * (1 - a))
+    hi, lo = sorted((_luminance(over), _luminance((br, bgg, bb))), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)

@@ -1,0 +1,114 @@
+"""Kernel start (hermes_nb.nbrun.kernels + execute): a port taken before the kernel binds it costs one retry, not a run."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from hermes_nb.nbrun import zygote as zygote_mod
+from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
+from hermes_nb.nbrun.kernels import PORT_TAKEN, KernelPool
+
+FORKS = [False, pytest.param(True, marks=pytest.mark.skipif(not zygote_mod.fork_supported(), reason="needs os.fork"))]
+
+
+def _notebook(path: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("x = 1")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell("print(x * 2)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(path))
+    return path
+
+
+def _colliding(pool: KernelPool, port: int, times: int) -> list[Any]:
+    """The pool's first ``times`` kernel managers get ``port`` as their shell port (jupyter_client's own config
+    traits: ``cache_ports=False`` keeps a given port), a port another socket holds: the kernel cannot bind it."""
+    made: list[Any] = []
+    base = pool.manager_class()
+
+    class FirstCollide(base):  # type: ignore[misc, valid-type]
+        def __init__(self, **kw: Any) -> None:
+            if len(made) < times:
+                kw.update(cache_ports=False, shell_port=port)
+            super().__init__(**kw)
+            made.append(self)
+
+    pool.manager_class = lambda: FirstCollide  # type: ignore[method-assign]
+    return made
+
+
+@pytest.fixture
+def held_port():
+    with socket.socket() as sock:  # taken, as by another process between jupyter_client's pick and the kernel's bind
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("fork", FORKS, ids=["popen", "fork-server"])
+def test_a_port_taken_before_the_kernel_binds_it_is_retried_once_with_fresh_ports(
+        tmp_path: Path, held_port: int, capfd, fork: bool) -> None:
+    run = NotebookRun(name="t", template=_notebook(tmp_path / "t.ipynb"), parameters={"x": 21})
+    with KernelPool(fork=fork) as pool:
+        made = _colliding(pool, held_port, times=1)
+        execute_notebook(run, pool, timeout_s=60, cwd=tmp_path)
+    assert run.status == "completed", run.errors
+    assert [o.get("text") for o in run.nb.cells[-1].outputs] == ["42\n"]
+    assert len(made) == 2 and made[0].shell_port == held_port and made[1].shell_port != held_port
+    assert run.kernel_launch == ("fork-server" if fork else "process")
+    # the first kernel's own words are not lost: its stderr is copied to ours once it is gone
+    assert PORT_TAKEN in capfd.readouterr().err
+
+
+def test_a_second_collision_is_a_kernel_error_that_says_why(tmp_path: Path, held_port: int) -> None:
+    run = NotebookRun(name="t", template=_notebook(tmp_path / "t.ipynb"), parameters={})
+    with KernelPool() as pool:
+        made = _colliding(pool, held_port, times=2)
+        execute_notebook(run, pool, timeout_s=60, cwd=tmp_path)
+    assert len(made) == 2  # once more, not forever
+    assert (run.status, run.verdict) == ("kernel_error", "failed") and run.nb is None
+    assert PORT_TAKEN in run.reason and "kernel stderr" in run.reason
+
+
+def test_a_kernel_that_dies_for_another_reason_is_not_retried(tmp_path: Path) -> None:
+    run = NotebookRun(name="t", template=_notebook(tmp_path / "t.ipynb"), parameters={})
+    with KernelPool() as pool:
+        made = _colliding(pool, 0, times=0)
+        bad = tmp_path / "gone"
+        execute_notebook(run, pool, timeout_s=60, cwd=bad)  # no such working directory: Popen fails
+    assert len(made) == 1 and run.status == "kernel_error" and "FileNotFoundError" in run.reason
+
+
+def test_papermill_as_papermill_a_cell_error_keeps_its_executed_notebook_with_papermills_marks(tmp_path: Path) -> None:
+    """output_path=None writes nothing; the notebook papermill executes (handed to nbclient's on_notebook_start
+    hook) is the one it fills and, on a cell error, marks: the receipt shows both."""
+    nb = nbformat.read(str(_notebook(tmp_path / "t.ipynb")), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("raise ValueError('boom')"))
+    nb.cells.append(nbformat.v4.new_code_cell("print('never')"))
+    nbformat.write(nb, str(tmp_path / "t.ipynb"))
+    run = NotebookRun(name="t", template=tmp_path / "t.ipynb", parameters={"x": 2})
+    with KernelPool() as pool:
+        execute_notebook(run, pool, timeout_s=60, cwd=tmp_path)
+    assert run.status == "cell_error" and "ValueError: boom" in run.errors
+    assert [c.metadata.get("tags") for c in run.nb.cells if c.cell_type == "markdown"] == [
+        ["papermill-error-cell-tag"], ["papermill-error-cell-tag"]]
+    injected = next(c for c in run.nb.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert "x = 2" in injected.source and run.nb.metadata.papermill["parameters"] == {"x": 2}
+    printed = next(c for c in run.nb.cells if c.source == "print(x * 2)")
+    assert [o.get("text") for o in printed.outputs] == ["4\n"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.ipynb"]  # nothing written next to it
+
+
+def test_the_pools_managers_make_ready_clients(tmp_path: Path) -> None:
+    """nbclient makes its client from the manager: ours, whose handshake uses the public client API only."""
+    from hermes_nb.nbrun.kernel_client import ReadyClient
+
+    with KernelPool() as pool:
+        km = pool.manager_class()(kernel_name="hermes-nb-python")
+        assert km.client_factory is ReadyClient and isinstance(km.client(), ReadyClient)
