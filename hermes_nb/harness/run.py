@@ -14,9 +14,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig

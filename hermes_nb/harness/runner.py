@@ -20,14 +20,15 @@ started run ends with its result document and a terminal ``latest.json``/index.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.providers import provider_in_text
 from hermes_nb.core.errors import HermesError
 from hermes_nb.core.facts import ERROR_PREFIX, PROMPT_FILE, exit_code_for
+from hermes_nb.core.providers import provider_in_text
 from hermes_nb.core.records import Exchange, Outcome, SSEEventRecord
 from hermes_nb.harness import diffcap, documents
 from hermes_nb.harness.artifacts import MissionArtifacts

@@ -30,8 +30,8 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.verdict import operator_action, proxy_state
 
 __all__ = ["BLOCKED_EXIT_CHOICES", "CI_REPORT_SCHEMA", "STATUS_WORDS", "CiContext", "ci_context", "ci_report",
-           "smoke_exit_code", "operator_action", "result_provider", "write_ci_outputs", "not_started_report", "check_output_paths",
-           "step_summary_path", "unwritable_reason"]
+           "smoke_exit_code", "operator_action", "result_provider", "write_ci_outputs", "not_started_report",
+           "check_output_paths", "step_summary_path", "unwritable_reason"]
 
 CI_REPORT_SCHEMA = "hermes-nb.smoke-ci.v1"
 #: what ``--blocked-exit`` may map a blocked smoke to: 3 (default: its own code), 0 (pass), 1 (fail)

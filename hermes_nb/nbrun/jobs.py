@@ -34,8 +34,14 @@ from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.facts import EXIT_BLOCKED, RECEIPTS_RELPATH
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
-from hermes_nb.nbrun.ci_report import (BLOCKED_EXIT_CHOICES, check_output_paths, ci_report, not_started_report,
-                                       step_summary_path, write_ci_outputs)
+from hermes_nb.nbrun.ci_report import (
+    BLOCKED_EXIT_CHOICES,
+    check_output_paths,
+    ci_report,
+    not_started_report,
+    step_summary_path,
+    write_ci_outputs,
+)
 from hermes_nb.nbrun.smoke import SmokeResult
 from hermes_nb.nbrun.smoke_target import SmokeTarget
 

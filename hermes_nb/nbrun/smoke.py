@@ -25,16 +25,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.errors import SecretLeak, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, worst_verdict
-from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resources import notebooks_dir
+from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
@@ -127,7 +127,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
     target = confirm_target(target) if confirm else target
     if target.evidence:
         say(f"target kind: emulator ({target.evidence})")
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     run_id = run_id or new_run_id(started)
     out_dir = writable_dir(Path(out_dir).resolve())
     receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id

@@ -112,7 +112,7 @@ def contract_section(report: WireReport) -> dict[str, Any]:
     routes = []
     for spec in ROUTES:
         found = report.route(spec.name)
-        entry = {"name": spec.name, "method": spec.method, "path": spec.display_path}
+        entry: dict[str, Any] = {"name": spec.name, "method": spec.method, "path": spec.display_path}
         entry |= _route_fields(found) if found else {f: None for f in ROUTE_FIELDS}
         entry["owners"] = owners(ROUTE_FIELDS, RELAYED_FIELDS, entry["answered_by"])
         routes.append(entry)

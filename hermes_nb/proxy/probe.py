@@ -218,7 +218,8 @@ def probe(
     results: list[RouteResult] = []
     cases: list[AuthCase] = []
     seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}
-    with HermesClient(config, transport=transport, connect_timeout_s=min(CONNECT_TIMEOUT_S, request_deadline_s)) as client:
+    connect_s = min(CONNECT_TIMEOUT_S, request_deadline_s)
+    with HermesClient(config, transport=transport, connect_timeout_s=connect_s) as client:
 
         def call(spec: RouteSpec, auth: bool | str = True) -> tuple[Exchange | None, float]:
             allowed = budget.next()
@@ -255,7 +256,8 @@ def probe(
         models = next(s for s in ROUTES if s.name == "models")
         for case, auth in AUTH_CASES:
             ex, _ = (None, 0.0) if slow else call(models, auth)
-            shown = "(none)" if auth is False else ("Bearer " + auth_token if auth is True else auth.split(" ")[0] + " <redacted>")
+            shown = ("(none)" if auth is False
+                     else "Bearer " + auth_token if auth is True else auth.split(" ")[0] + " <redacted>")
             if ex is None:
                 cases.append(AuthCase(case=case, header=redactor.text(shown),  # type: ignore[arg-type]
                                       transport_error="upstream_slow" if slow else "deadline"))

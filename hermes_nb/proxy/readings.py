@@ -90,8 +90,8 @@ def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Rout
         return "auth_failed"
     if etype in PROXY_ERROR_TYPES:
         return "error"
-    kind = body_kind(ex)
-    if ex.status == 404 and kind != "json-envelope":
+    shape = body_kind(ex)
+    if ex.status == 404 and shape != "json-envelope":
         return "not_found"
     if ex.status == 413:
         return "rejected"
@@ -101,7 +101,7 @@ def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Rout
         if root:
             return "local"
         wanted = ("sse",) if expect_sse else ("json",)
-        return "forwarded" if kind in wanted or (expect_sse and kind == "json") else "bad_response"
+        return "forwarded" if shape in wanted or (expect_sse and shape == "json") else "bad_response"
     return "error" if root else "forwarded"
 
 

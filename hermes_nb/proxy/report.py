@@ -11,7 +11,6 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr
 
 from hermes_nb.core.model import StrictModel
-
 from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, Owner
 from hermes_nb.proxy.readings import (
     OPENAI_FLOOR,

@@ -26,6 +26,7 @@ from pydantic import Field
 
 from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import start_hint
+from hermes_nb.core.records import Status
 
 __all__ = [
     "LOAD_SCHEMA",
@@ -64,7 +65,7 @@ class Sample:
     ttft_s: float | None = None
     output_tokens: int = 0
     #: where ``output_tokens`` came from: ``usage`` (the stream's usage chunk) or ``deltas`` (content chunks)
-    token_source: str = "deltas"
+    token_source: Literal["usage", "deltas"] = "deltas"
     status: int | None = None
     error: ErrorClass | None = None
     retry_after_s: float | None = None
@@ -205,7 +206,8 @@ def level_result(samples: Sequence[Sample], *, concurrency: int, rate: float | N
     itl = [(s.e2e_s - s.ttft_s) / (s.output_tokens - 1) for s in ok if s.ttft_s is not None and s.output_tokens > 1]
     tokens = sum(s.output_tokens for s in ok)
     sources = {s.token_source for s in ok if s.output_tokens}
-    source = "none" if not sources else sources.pop() if len(sources) == 1 else "mixed"
+    source: Literal["usage", "deltas", "mixed", "none"] = (
+        "none" if not sources else sources.pop() if len(sources) == 1 else "mixed")
     return LevelResult(
         target=target, concurrency=concurrency, rate=rate, sent=len(samples), succeeded=len(ok),
         errors=_errors(samples), cancelled=cancelled, duration_s=_r(duration),
@@ -256,7 +258,7 @@ class LoadReport(StrictModel):
     direct_levels: list[LevelResult] = Field(default_factory=list)
     #: the proxy's added latency per level (with ``--direct``)
     added: list[AddedLatency] = Field(default_factory=list)
-    verdict: Literal["passed", "failed", "blocked"] = "passed"
+    verdict: Status = "passed"
     reason: str = "measured"
     errors: list[str] = Field(default_factory=list)
     #: about the target (a non-loopback endpoint, plain http); each level's generator warning is in its overhead
@@ -327,6 +329,7 @@ def judge(report: LoadReport) -> LoadReport:
         after = ", ".join(f"{v:g} s" for v in limited.errors.retry_after_s) or "none given"
         errors.append(f"concurrency {limited.concurrency}: {limited.errors.rate_limited} answered 429 "
                       f"(Retry-After: {after}); the ramp stopped there")
+    verdict: Status
     if report.interrupted:
         verdict, reason = "failed", "interrupted"
         errors.insert(0, f"interrupted (Ctrl-C) during concurrency {levels[-1].concurrency if levels else '-'}: "

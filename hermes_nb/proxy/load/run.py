@@ -81,7 +81,8 @@ def level_line(level: LevelResult) -> str:
     return (f"{level.target} concurrency {level.concurrency}: {level.succeeded}/{level.sent} ok, TTFT p50 "
             f"{p50(level.ttft_ms)}, ITL p50 {p50(level.itl_ms)}, E2E p50 {p50(level.e2e_ms)}, "
             f"{level.request_throughput:g} req/s, {level.output_token_throughput:g} tok/s"
-            + (f"; errors: {errors}" if errors else "") + (f"; stopped: {level.stopped_by}" if level.stopped_by else ""))
+            + (f"; errors: {errors}" if errors else "")
+            + (f"; stopped: {level.stopped_by}" if level.stopped_by else ""))
 
 
 class _LoadThread(threading.Thread):
