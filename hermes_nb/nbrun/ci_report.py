@@ -95,8 +95,9 @@ def ci_context(environ: Mapping[str, str] | None = None) -> CiContext:
     if env.get("GITLAB_CI") or env.get("CI_JOB_URL"):
         job = env.get("CI_JOB_URL") or None
         return CiContext(Path(env.get("CI_PROJECT_DIR") or Path.cwd()), job, f"{job}/artifacts/file" if job else None)
-    parts = [env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
-    run_url = f"{parts[0].rstrip('/')}/{parts[1]}/actions/runs/{parts[2]}" if all(parts) else None  # type: ignore[union-attr]
+    server, repository, run_id = (env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    run_url = (f"{server.rstrip('/')}/{repository}/actions/runs/{run_id}"
+               if server and repository and run_id else None)
     return CiContext(Path(env.get("GITHUB_WORKSPACE") or Path.cwd()), run_url)
 
 

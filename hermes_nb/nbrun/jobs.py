@@ -246,8 +246,8 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str 
             store.publish(staging, result.run_id, redactor=Redactor(result.target.secrets))
             locate = functools.partial(store.locate, staging=staging)
             for r in result.runs:
-                r.receipt_path = locate(r.receipt_path) if r.receipt_path else None  # type: ignore[assignment]
-            result.out_dir = store.url  # type: ignore[assignment]
+                r.receipt_path = locate(r.receipt_path) if r.receipt_path else None
+            result.out_dir = store.url
         redactor = Redactor(result.target.secrets)
         report = ci_report(result, blocked_exit=blocked_exit, redactor=redactor, environ=env)
         return finish(report, result, None)

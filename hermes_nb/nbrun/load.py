@@ -75,6 +75,6 @@ def load_with_receipt(target: HermesProxyRuntimeConfig | str | None = None, *, o
         if store is not None:
             store.publish(staging, result.run_id)
             for r in result.runs:
-                r.receipt_path = store.locate(r.receipt_path, staging=staging) if r.receipt_path else None  # type: ignore[assignment]
-            result.out_dir = store.url  # type: ignore[assignment]
+                r.receipt_path = store.locate(r.receipt_path, staging=staging) if r.receipt_path else None
+            result.out_dir = store.url
     return LoadRun(report, result)

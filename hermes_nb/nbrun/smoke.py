@@ -51,7 +51,8 @@ __all__ = ["SmokeResult", "run_smoke", "writable_dir"]
 class SmokeResult:
     verdict: str
     run_id: str
-    out_dir: Path
+    #: the receipts directory, or the storage URL the receipts were published to
+    out_dir: Path | str
     runs: list[NotebookRun]
     duration_s: float
     #: the target the receipts name (a ``live`` target found to be an emulator is ``emulator`` here)

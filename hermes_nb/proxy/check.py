@@ -238,7 +238,7 @@ def _classify(ex: Exchange, config: HermesProxyRuntimeConfig, provider: str | No
 
 
 def adapter_check(config_or_manifest: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any], *,
-                  transport: Any = None, deadline_s: float = 5.0,
+                  transport: httpx.BaseTransport | None = None, deadline_s: float = 5.0,
                   hermes_bin: str | os.PathLike[str] | Literal[False] | None = None) -> CheckResult:
     """Check the adapter (never raises for bad config or network: it is in the result).
 

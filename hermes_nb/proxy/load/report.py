@@ -54,6 +54,8 @@ ERROR_CLASSES = ("rate_limited", "client_error", "server_error", "timeout", "tra
 ErrorClass = Literal["rate_limited", "client_error", "server_error", "timeout", "transport", "stream_error"]
 #: what ended a level before its budget: a 429, Ctrl-C, the whole run's time cap
 StopReason = Literal["rate_limited", "interrupted", "time_cap"]
+#: what a level measured: through the proxy, or (``--direct``) the upstream without it
+LoadTarget = Literal["proxy", "direct"]
 
 
 @dataclass(slots=True)
@@ -138,7 +140,7 @@ class Overhead(StrictModel):
 class LevelResult(StrictModel):
     """The figures of one concurrency level against one target (``proxy`` or ``direct``)."""
 
-    target: Literal["proxy", "direct"] = "proxy"
+    target: LoadTarget = "proxy"
     concurrency: int
     rate: float | None = None
     sent: int = 0
@@ -198,7 +200,7 @@ def _errors(samples: Sequence[Sample]) -> ErrorCounts:
 
 
 def level_result(samples: Sequence[Sample], *, concurrency: int, rate: float | None = None,
-                 target: Literal["proxy", "direct"] = "proxy", overhead: Overhead | None = None,
+                 target: LoadTarget = "proxy", overhead: Overhead | None = None,
                  stopped_by: StopReason | None = None, cancelled: int = 0) -> LevelResult:
     """A level's figures from its samples (see the module docstring for the definitions)."""
     ok = [s for s in samples if s.error is None]
@@ -292,8 +294,8 @@ class LoadReport(StrictModel):
 
         return report_text(self)
 
-    def _repr_pretty_(self, p: object, cycle: bool) -> None:
-        p.text("LoadReport(...)" if cycle else self._repr_text_())  # type: ignore[attr-defined]
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("LoadReport(...)" if cycle else self._repr_text_())
 
     def html(self, *, plots: bool = True) -> str:
         """The HTML view; ``plots=False`` leaves the pictures out (a notebook shows them as images, one a cell)."""
