@@ -55,7 +55,7 @@ def model_preflight(config: HermesProxyRuntimeConfig, *, deadline_s: float | Non
 
     ``deadline_s``: the check's deadline (default: the run's own wait, ``request_timeout_ms``, at most 30 s).
     """
-    from hermes_nb.core.config import PROVIDERS
+    from hermes_nb.core.config import is_provider
     from hermes_nb.proxy.check import adapter_check
 
     wait = deadline_s if deadline_s is not None else min(30.0, config.request_timeout_ms / 1000.0)
@@ -63,6 +63,6 @@ def model_preflight(config: HermesProxyRuntimeConfig, *, deadline_s: float | Non
     resolved = config.model_copy()
     if check.model and check.model != config.model:
         resolved.model = check.model
-    if check.provider and check.provider != config.provider and check.provider in PROVIDERS:
-        resolved.provider = check.provider  # type: ignore[assignment]  # what the proxy fronts: its hints, its record
+    if is_provider(check.provider) and check.provider != config.provider:
+        resolved.provider = check.provider  # what the proxy fronts: its hints, its record
     return ModelPreflight(check=check, config=resolved)
