@@ -80,7 +80,7 @@ screenshots: install browser-venv
 schema: install
 	$(BIN)/hermes-nb schema --write docs/schema
 
-# P1-P7 of docs/performance.md; each benchmark prints its ratio against its baseline, measured in the same run
+# P1-P8 of docs/performance.md; each benchmark prints its ratio against its baseline, measured in the same run
 bench: install
 	$(BIN)/python benchmarks/sse_decode.py
 	$(BIN)/python benchmarks/client_roundtrip.py
