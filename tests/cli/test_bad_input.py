@@ -18,6 +18,7 @@ import pytest
 from hermes_nb.cli import main
 from hermes_nb.core.config import validate_config
 from hermes_nb.core.errors import ConfigError
+from tests.helpers import ROOT
 
 
 
@@ -91,7 +92,7 @@ def test_headers_the_client_frames_or_the_bearers_own_key_are_rejected_by_the_sc
         validate_config({"model": "m", "extra_headers": {header: "1"}})
     from jsonschema import Draft202012Validator
 
-    schema = json.loads((Path(__file__).resolve().parents[1] / "docs" / "schema"
+    schema = json.loads((ROOT / "docs" / "schema"
                          / "hermes-proxy-runtime-config.schema.json").read_text())
     assert list(Draft202012Validator(schema).iter_errors({"model": "m", "extra_headers": {header: "1"}}))
     assert not list(Draft202012Validator(schema).iter_errors({"model": "m", "extra_headers": {"x-trace": "1"}}))

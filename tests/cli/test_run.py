@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,9 +19,9 @@ from hermes_nb.cli import main
 from hermes_nb.emulator import serve
 from hermes_nb.harness.documents import LatestRun, RunsIndex, RuntimeSession, validate_result
 from hermes_nb.proxy.executable import stop_process
+from tests.helpers import ROOT, free_port, no_dns
 
-REPO = Path(__file__).resolve().parents[1]
-CLI = REPO / ".venv" / "bin" / "hermes-nb"
+CLI = ROOT / ".venv" / "bin" / "hermes-nb"
 
 
 @pytest.fixture(scope="module")
@@ -132,12 +131,6 @@ def test_reset_mid_stream_from_a_raw_upstream(capsys: pytest.CaptureFixture[str]
     assert (Path(doc["run_dir"]) / "runtime.stdout.log").read_text()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_connection_refused_is_blocked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     endpoint = f"http://127.0.0.1:{free_port()}/v1"
     code, doc, _ = run_json(capsys, "--prompt", "hi", "--root", str(tmp_path), "--endpoint", endpoint)
@@ -148,8 +141,6 @@ def test_connection_refused_is_blocked(capsys: pytest.CaptureFixture[str], tmp_p
 
 def test_dns_failure_is_failed_without_start_hint(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from test_check import no_dns
-
     no_dns(monkeypatch)
     code, doc, _ = run_json(capsys, "--prompt", "hi", "--root", str(tmp_path),
                             "--endpoint", "http://no-such-host.invalid:8645/v1")

@@ -12,8 +12,8 @@ from hermes_nb.core.config import (
 from hermes_nb.core.errors import ConfigError, UnknownKeyError
 from hermes_nb.core.manifest import AdapterManifest, load_manifest, manifest_template, save_manifest
 from hermes_nb.core.schema import schema_documents
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CANARY = "sk-canary-7f3a9c1e55d0"
 
 

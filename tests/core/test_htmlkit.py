@@ -1,7 +1,7 @@
 """The one HTML toolkit (core/htmlkit.py): theme colours and their contrast, one colour map, one table style,
 sanitised Markdown, the standalone page stylesheet, and timeline labels that never overlap.
 
-The browser test measures the contrast of what JupyterLab really draws (tests/test_browser.py); here the
+The browser test measures the contrast of what JupyterLab really draws (tests/product/test_browser.py); here the
 colour arithmetic is checked against JupyterLab's own theme values, and the rules that keep it so.
 """
 

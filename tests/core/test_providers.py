@@ -1,7 +1,7 @@
 """Every provider the proxy ships (issue 18): one table of operator actions, detection, model defaults.
 
 Against the emulator fronting ``nous`` or ``xai`` (its ``/health`` name, forwarded paths and texts follow
-the provider, as the real proxy's do); the real proxy's xai states are in tests/test_rig.py.
+the provider, as the real proxy's do); the real proxy's xai states are in tests/proxy/test_rig.py.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from hermes_nb.emulator import serve
 from hermes_nb.emulator.content import DEFAULT_MODELS
 from hermes_nb.proxy.check import adapter_check
 from hermes_nb.proxy.detect import allowed_paths_of, detect_provider, resolve_model
+from tests.helpers import ROOT
 
-REPO = Path(__file__).resolve().parent.parent
 XAI_STALE = ("No available xAI OAuth credentials found. Run `hermes auth reset xai-oauth` or re-authenticate with "
              "`hermes auth add xai-oauth --type oauth`.")
 
@@ -55,12 +55,12 @@ def nous() -> Iterator[Any]:
 
 def test_the_table_matches_the_proxy_adapters_of_the_installed_hermes() -> None:
     """The rows are hermes-agent's own facts: names, display names, forwarded paths (hermes_cli/proxy/adapters)."""
-    sites = sorted((REPO / ".venv-hermes").glob("lib/python*/site-packages"))
+    sites = sorted((ROOT / ".venv-hermes").glob("lib/python*/site-packages"))
     if not sites:
         pytest.skip("no .venv-hermes: make rig-venv")
     code = ("import json; from hermes_cli.proxy.adapters import ADAPTERS\n"
             "print(json.dumps({n: [a().display_name, sorted(a().allowed_paths)] for n, a in ADAPTERS.items()}))")
-    done = subprocess.run([str(REPO / ".venv-hermes" / "bin" / "python"), "-c", code], capture_output=True,
+    done = subprocess.run([str(ROOT / ".venv-hermes" / "bin" / "python"), "-c", code], capture_output=True,
                           text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}, check=True)
     import json
 
@@ -73,7 +73,7 @@ def test_the_table_matches_the_proxy_adapters_of_the_installed_hermes() -> None:
 def test_nous_actions_are_written_once_in_the_package() -> None:
     """The before-stop check of the brief: `auth status nous|auth add nous` at most twice in hermes_nb/."""
     found = subprocess.run(["git", "grep", "-cE", "auth status nous|auth add nous", "--", "hermes_nb/*.py"],
-                           cwd=REPO, capture_output=True, text=True, check=False).stdout
+                           cwd=ROOT, capture_output=True, text=True, check=False).stdout
     assert sum(int(line.rsplit(":", 1)[1]) for line in found.splitlines()) <= 2, found
 
 

@@ -19,9 +19,9 @@ import pytest
 from hermes_nb.cli import main
 from hermes_nb.emulator import SCENARIO_HEADER, serve
 from hermes_nb.emulator.server import EmulatorHandle
+from tests.helpers import ROOT
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_handle_interface_and_clean_close() -> None:
@@ -105,7 +105,7 @@ def test_testing_module_imports_without_aiohttp() -> None:
 
 def _start_cli(*args: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-m", "hermes_nb.cli", "emulator", "--port", "0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
 
@@ -136,7 +136,7 @@ def test_cli_prints_endpoint_first_logs_requests_and_stops_cleanly(sig: signal.S
 def test_cli_json_prints_one_object() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "hermes_nb.cli", "emulator", "--port", "0", "--json",
                              "--profile", "upstream"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO)
+                            cwd=ROOT)
     try:
         assert proc.stdout is not None
         lines = []
@@ -206,7 +206,7 @@ def test_serve_inside_a_running_kernel(tmp_path: Path) -> None:
 
 def test_python_dash_m_runs_the_same_command() -> None:
     out = subprocess.run([sys.executable, "-m", "hermes_nb.emulator", "--host", "10.0.0.1"], capture_output=True,
-                         text=True, cwd=REPO, timeout=60)
+                         text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 2 and "loopback only" in out.stderr
 
 

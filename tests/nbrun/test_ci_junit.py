@@ -18,8 +18,8 @@ from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.nbrun.smoke_target import SmokeTarget
 from hermes_nb.receipts.junit import junit_text, xml_safe
 from hermes_nb.receipts.summary import summary_markdown
+from tests.helpers import JUNIT_XSD
 
-XSD = Path(__file__).parent / "data" / "junit-10.xsd"
 CANARY = "sk-canary-ci-0123456789abcdef0123"
 PARAMS = 'endpoint: "Optional[str]" = None  # where\nmodel: str = "m"  # model'
 
@@ -67,7 +67,7 @@ def test_junit_is_valid_against_the_jenkins_schema_and_junitparser_reads_it(fixt
     redactor = Redactor([CANARY])
     written = write_ci_outputs(report, redactor=redactor, junit_xml=str(tmp_path / "junit.xml"))
     path = Path(written["junit_xml"])
-    xmlschema.XMLSchema(str(XSD)).validate(str(path))  # raises on any violation
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(path))  # raises on any violation
     xml = JUnitXml.fromfile(str(path))
     suites = list(xml)
     assert len(suites) == 1
@@ -132,7 +132,7 @@ def test_xml_safe_strips_ansi_and_forbidden_characters() -> None:
     assert xml_safe("\x1b[31mred\x1b[0m\x07 ok\n") == "red ok\n"
     text = junit_text({"target_kind": "rig", "notebooks": [
         {"name": "n", "verdict": "failed", "reason": "\x1b[1mbad\x1b[0m", "errors": ["\x00nul"]}]})
-    xmlschema.XMLSchema(str(XSD)).validate(text)
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(text)
 
 
 @pytest.mark.parametrize(("verdict", "blocked_exit", "code"), [
@@ -156,7 +156,7 @@ def test_cli_blocked_exit_0_junit_and_github_step_summary(tmp_path: Path, capsys
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["verdict"] == "blocked" and out["exit_code"] == 0 and out["blocked_exit"] == 0
     assert out["junit_xml"] == str(tmp_path / "j.xml") and out["step_summary"] == str(step)
-    xmlschema.XMLSchema(str(XSD)).validate(str(tmp_path / "j.xml"))
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(tmp_path / "j.xml"))
     [case] = list(next(iter(JUnitXml.fromfile(str(tmp_path / "j.xml")))))
     assert case.classname == "live" and isinstance(case.result[0], Skipped)
     assert "hermes proxy start" in case.result[0].message  # the operator action
@@ -180,7 +180,7 @@ def test_a_rig_that_cannot_start_still_gives_ci_a_blocked_report(tmp_path: Path,
     assert main(["smoke", "--rig", "stale", "--junit-xml", str(tmp_path / "j.xml"), "--json"]) == 3
     out = json.loads(capsys.readouterr().out)
     assert out["verdict"] == "blocked" and "not an executable file" in out["error"]
-    xmlschema.XMLSchema(str(XSD)).validate(str(tmp_path / "j.xml"))
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(tmp_path / "j.xml"))
     [case] = list(next(iter(JUnitXml.fromfile(str(tmp_path / "j.xml")))))
     assert case.name == "rig" and isinstance(case.result[0], Skipped) and "not an executable file" in case.result[0].message
     text = (tmp_path / "j.xml").read_text()  # a rig that never started: still a host, a start time and an id

@@ -24,8 +24,8 @@ from hermes_nb.proxy.executable import find_hermes_bin
 from hermes_nb.proxy.venvs import (cache_dir, ensure_hermes, pins_for, support_table, unsupported_reason,
                                    venv_dir)
 from hermes_nb.receipts.verify import verify_receipts
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 HERMES_BIN = find_hermes_bin()  # read at collection, before the autouse fixture clears HERMES_*
 VERSIONS = ["0.19.0", "0.16.0", "0.18.1", "0.17.0", "0.18.0"]  # given unsorted on purpose
 BIG_BODY = "routes[POST /v1/chat/completions (1.5 MB body)].status: 200 → 413"

@@ -15,46 +15,7 @@ import pytest
 from hermes_nb.cli import main
 from hermes_nb.receipts.store import RemoteStore, index_documents
 from hermes_nb.receipts.verify import verify_receipts
-
-BUCKET = "receipts"
-
-
-@pytest.fixture(scope="module")
-def moto_url():
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def s3_env(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
-    """Dummy credentials; every S3 call to the loopback server; anything else would hit a dead proxy."""
-    import boto3
-    from papermill.s3 import S3
-
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL_S3": moto_url, "BOTO3_ENDPOINT_URL": moto_url,
-        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-creds"),
-        "AWS_EC2_METADATA_DISABLED": "true", "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1",
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(S3, "s3_session", (None, None, None))  # papermill caches its boto3 session per class
-    s3 = boto3.client("s3", endpoint_url=moto_url)
-    for obj in s3.list_objects_v2(Bucket=BUCKET).get("Contents", []) if BUCKET in [
-            b["Name"] for b in s3.list_buckets()["Buckets"]] else []:
-        s3.delete_object(Bucket=BUCKET, Key=obj["Key"])
-    if BUCKET not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
-        s3.create_bucket(Bucket=BUCKET)
-    return env
+from tests.helpers import S3_BUCKET
 
 
 def _smoke(out: str, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -73,21 +34,21 @@ def _finish(proc: subprocess.Popen[str]) -> dict:
 def test_two_runners_publish_to_one_s3_prefix_and_it_verifies(s3_env: dict[str, str], capsys) -> None:
     import boto3
 
-    url = f"s3://{BUCKET}/team/hermes"
+    url = f"s3://{S3_BUCKET}/team/hermes"
     first, second = _smoke(url, s3_env), _smoke(url, s3_env)  # at once, like two CI runners
     runs = [_finish(first), _finish(second)]
     assert runs[0]["run_id"] != runs[1]["run_id"]
     for run in runs:
         assert run["out_dir"] == url and run["receipts"][0]["path"].startswith(url + "/")
     s3 = boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL_S3"])
-    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="team/hermes/")["Contents"])
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=S3_BUCKET, Prefix="team/hermes/")["Contents"])
     assert sorted(k for k in keys if k.startswith("team/hermes/index.d/")) == sorted(
         f"team/hermes/index.d/{r['run_id']}.json" for r in runs)
     assert not any(k.endswith(("/index.json", "README.md")) for k in keys)  # no shared object to race on
     # index.html: rebuilt from every run's index object (not just the last run's), every link an object there
     third = _finish(_smoke(url, s3_env))  # after both: its page has all three runs whatever the two raced to
-    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="team/hermes/")["Contents"])
-    page = s3.get_object(Bucket=BUCKET, Key="team/hermes/index.html")["Body"].read().decode()
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=S3_BUCKET, Prefix="team/hermes/")["Contents"])
+    page = s3.get_object(Bucket=S3_BUCKET, Key="team/hermes/index.html")["Body"].read().decode()
     assert all(f'id="{r["run_id"]}"' in page for r in [*runs, third])
     hrefs = set(re.findall(r'href="([^"]+)"', page))
     assert "index.d/" in hrefs and "index.json" not in hrefs  # the chain is the per-run index objects
@@ -104,15 +65,15 @@ def test_two_runners_publish_to_one_s3_prefix_and_it_verifies(s3_env: dict[str, 
 
     # tamper with one published receipt: verify names its URL and exits 1
     key = next(k for k in keys if k.endswith("adapter_check.ipynb"))
-    body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read().decode().replace('"passed"', '"failed"', 1)
-    s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
+    body = s3.get_object(Bucket=S3_BUCKET, Key=key)["Body"].read().decode().replace('"passed"', '"failed"', 1)
+    s3.put_object(Bucket=S3_BUCKET, Key=key, Body=body.encode())
     assert main(["receipts", "verify", url, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert any(f"s3://{BUCKET}/{key}" in p for p in report["problems"]), report["problems"]
+    assert any(f"s3://{S3_BUCKET}/{key}" in p for p in report["problems"]), report["problems"]
 
 
 def test_remote_store_round_trips_bytes_exactly(s3_env: dict[str, str]) -> None:
-    store = RemoteStore(f"s3://{BUCKET}/exact")
+    store = RemoteStore(f"s3://{S3_BUCKET}/exact")
     store.write_text("a/b.json", "{}\n\n")
     store.write_text("c.txt", "no newline")
     assert store.list_files() == ["a/b.json", "c.txt"]
@@ -142,12 +103,12 @@ def test_an_interrupted_run_is_published_under_the_run_id_its_staged_index_names
     from hermes_nb.nbrun.smoke_target import SmokeTarget
 
     result = run_smoke(SmokeTarget(), out_dir=tmp_path, only=["adapter_check"], html=False)
-    store = RemoteStore(f"s3://{BUCKET}/interrupted")
+    store = RemoteStore(f"s3://{S3_BUCKET}/interrupted")
     assert store.publish(tmp_path / "empty-staging") == []  # nothing staged: nothing published
     uploaded = store.publish(tmp_path)  # no run id given
-    assert uploaded[-2:] == [f"s3://{BUCKET}/interrupted/index.d/{result.run_id}.json",
-                             f"s3://{BUCKET}/interrupted/index.html"]
-    assert main(["receipts", "verify", f"s3://{BUCKET}/interrupted", "--json"]) == 0
+    assert uploaded[-2:] == [f"s3://{S3_BUCKET}/interrupted/index.d/{result.run_id}.json",
+                             f"s3://{S3_BUCKET}/interrupted/index.html"]
+    assert main(["receipts", "verify", f"s3://{S3_BUCKET}/interrupted", "--json"]) == 0
 
 
 @pytest.mark.parametrize("command", [["receipts", "list"], ["receipts", "verify"], ["smoke", "--out"]])
@@ -164,6 +125,6 @@ def test_aws_endpoint_url_alone_reaches_the_s3_compatible_server(s3_env, monkeyp
     monkeypatch.delenv("BOTO3_ENDPOINT_URL")
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3_env["AWS_ENDPOINT_URL_S3"])
     env = {k: v for k, v in s3_env.items() if k not in ("AWS_ENDPOINT_URL_S3", "BOTO3_ENDPOINT_URL")}
-    doc = _finish(_smoke(f"s3://{BUCKET}/one-variable", env | {"AWS_ENDPOINT_URL": s3_env["AWS_ENDPOINT_URL_S3"]}))
-    assert doc["verdict"] == "passed" and doc["receipts"][0]["path"].startswith(f"s3://{BUCKET}/one-variable/")
-    assert main(["receipts", "verify", f"s3://{BUCKET}/one-variable", "--json"]) == 0
+    doc = _finish(_smoke(f"s3://{S3_BUCKET}/one-variable", env | {"AWS_ENDPOINT_URL": s3_env["AWS_ENDPOINT_URL_S3"]}))
+    assert doc["verdict"] == "passed" and doc["receipts"][0]["path"].startswith(f"s3://{S3_BUCKET}/one-variable/")
+    assert main(["receipts", "verify", f"s3://{S3_BUCKET}/one-variable", "--json"]) == 0

@@ -24,7 +24,7 @@ from hermes_nb.proxy.load.report import REPORT_FILE, LoadReport
 from hermes_nb.proxy.load.run import run_load
 from hermes_nb.receipts.verdict import find_verdict
 from hermes_nb.receipts.verify import verify_receipts
-from test_ci_storage import moto_url, s3_env  # noqa: F401 - the S3 fixtures (moto on loopback)
+from tests.helpers import S3_BUCKET, drive, needs_browser
 
 HERMES_BIN = rig.find_hermes_bin()  # read at collection, before the autouse fixture clears HERMES_*
 needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=rig.INSTALL_HINT)
@@ -78,7 +78,7 @@ def test_a_rate_limited_load_writes_a_blocked_receipt(hermes_emulator_factory, t
 
 def test_the_receipt_can_go_to_shared_storage(hermes_emulator_factory, s3_env, capsys) -> None:
     emu = hermes_emulator_factory(scenario="paced", **FAST)
-    url = "s3://receipts/load"
+    url = f"s3://{S3_BUCKET}/load"
     assert main(["load", "--endpoint", emu.endpoint, "--concurrency", "1", "--requests", "2", "--out", url,
                  "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -101,19 +101,14 @@ def test_the_load_notebook_measures_by_itself_without_a_report(tmp_path: Path) -
     assert summary["details"]["load"]["levels"][0]["sent"] == 2 and summary["artifacts"] == {}
 
 
-@pytest.mark.browser
-@pytest.mark.skipif(not Path("/usr/bin/chromium").is_file(), reason="no /usr/bin/chromium: browser tests skipped")
-@pytest.mark.skipif(not (Path(__file__).resolve().parent.parent / ".venv-browser" / "bin" / "python").is_file(),
-                    reason="no .venv-browser (make browser-venv): browser tests skipped")
+@needs_browser
 def test_the_receipt_html_shows_the_plots_in_a_browser(hermes_emulator_factory, tmp_path: Path) -> None:
-    from test_browser import _drive
-
     emu = hermes_emulator_factory(scenario="concurrency-limited", max_concurrent=2, first_delta_s=0.1,
                                   token_interval_s=0.001)
     run = load_with_receipt(emu.endpoint, out=tmp_path / "receipts", concurrency="1,2,8", requests=4)
     assert run.report.rate_limited is not None
     html = Path(run.to_dict()["receipt"]["path"]).with_suffix(".html")
-    seen = _drive({"mode": "load_receipt", "receipt": str(html), "screenshot": str(tmp_path / "load.png")}, tmp_path)
+    seen = drive({"mode": "load_receipt", "receipt": str(html), "screenshot": str(tmp_path / "load.png")}, tmp_path)
     assert len(seen["images"]) == 3
     for complete, width, height, alt in seen["images"]:
         assert complete and width >= 600 and height >= 200, (width, height, alt)  # decoded, at their own size

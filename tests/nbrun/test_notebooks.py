@@ -17,11 +17,12 @@ from hermes_nb.core.facts import LOAD_NOTEBOOK, NOTEBOOKS, SHIPPED_NOTEBOOKS, TE
 from hermes_nb.core.resources import notebooks_dir, sanitize_file
 from hermes_nb.nbrun.templates import build
 from hermes_nb.receipts.verdict import VERDICT_MIME, find_verdict
+from tests.helpers import ROOT
 
 #: the smoke's three and the load receipt's notebook (built from templates; the guide is checked on its own)
 NAMES = TEMPLATED_NOTEBOOKS
 #: the committed notebooks people open and nbval checks
-NB_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NB_DIR = ROOT / "notebooks"
 PARAM_RE = re.compile(r"^(?P<name>[a-z_][a-z0-9_]*): (?P<type>[\w\[\]\"]+) = (?P<default>[^#]+?)  # (?P<help>.+)$")
 SECRETISH = re.compile(r"(?i)token|secret|password|key|auth")
 

@@ -3,7 +3,7 @@
 Marker ``browser``; ``make test`` runs them when Debian's chromium (``/usr/bin/chromium``) is there, after
 installing JupyterLab and Playwright for Python from ``requirements-browser.lock`` into ``.venv-browser`` (never a
 browser download: Playwright launches the system chromium through ``executable_path``). The Playwright side
-is ``tests/browser/drive.py``, run with ``.venv-browser``'s Python; it prints its observations as JSON.
+is ``tests/browser/drive.py`` (through ``tests.helpers.drive``), run with ``.venv-browser``'s Python; it prints its observations as JSON.
 
 One JupyterLab per module, on loopback with a random token, in throwaway Jupyter/JupyterLab/IPython
 directories, with a private kernelspec (also under the name ``python3``, the shipped notebooks' kernel) bound
@@ -20,7 +20,6 @@ import queue
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -30,10 +29,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path(os.environ.get("HERMES_NB_CHROMIUM", "/usr/bin/chromium"))
-BVENV = ROOT / ".venv-browser"
-DRIVER = Path(__file__).resolve().parent / "browser" / "drive.py"
+from tests.helpers import BROWSER_MARKS, BVENV, ROOT, drive, free_port
+
 #: read at import: the suite's autouse fixture clears HERMES_* variables before each test
 UPDATE_SCREENSHOTS = os.environ.get("HERMES_NB_UPDATE_SCREENSHOTS") == "1"
 KERNEL = "hermes-nb-browser"
@@ -42,21 +39,7 @@ PROMPT = "Explain in a few words why a streamed answer needs a Stop button."
 AA = 4.5
 CANARY = "sk-canary-browser-0123456789abcdef"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"no {CHROMIUM} (Debian's chromium): browser tests skipped"),
-    pytest.mark.skipif(not (BVENV / "bin" / "python").is_file(),
-                       reason="no .venv-browser (make browser-venv): browser tests skipped"),
-]
-
-
-def _drive(config: dict, tmp_path: Path, timeout: float = 240) -> dict:
-    path = tmp_path / "drive.json"
-    path.write_text(json.dumps({"chromium": str(CHROMIUM), **config}))
-    proc = subprocess.run([str(BVENV / "bin" / "python"), str(DRIVER), str(path)], capture_output=True, text=True,
-                          timeout=timeout)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout)
+pytestmark = BROWSER_MARKS
 
 
 def _keep(shot: Path, name: str | None) -> None:
@@ -66,15 +49,8 @@ def _keep(shot: Path, name: str | None) -> None:
         shutil.copyfile(shot, ROOT / "docs" / "img" / name)
 
 
-def _free_port() -> int:
-    """jupyter server does not take port 0: bind one on loopback, free it, hand it over."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _closed_port() -> int:
-    return _free_port()  # freed at once: nothing listens there
+    return free_port()  # freed at once: nothing listens there
 
 
 def _notebook(lab: dict, name: str, *sources: str) -> str:
@@ -115,7 +91,7 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
     root = home / "root"
     root.mkdir()
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)  # jupyter server does not take port 0
     proc = subprocess.Popen(
         [str(BVENV / "bin" / "jupyter-lab"), "--no-browser", "--ip=127.0.0.1", f"--ServerApp.port={port}",
          "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
@@ -165,7 +141,7 @@ def test_console_streams_stops_and_records_history_in_jupyterlab(jupyterlab: dic
     nb = _notebook(jupyterlab, "console.ipynb", "from hermes_nb import ProbeConsole\n"
                    f"console = ProbeConsole(scenario=\"slow\", delay_s=0.5, prompt={PROMPT!r})\nconsole")
     shot = tmp_path / "probe-console.png"
-    seen = _drive(_lab(jupyterlab, "console", nb, screenshots={"console": str(shot)}), tmp_path)
+    seen = drive(_lab(jupyterlab, "console", nb, screenshots={"console": str(shot)}), tmp_path)
     first, later = seen["lengths"]
     assert 0 < first < later, seen  # the text grew in the page while the stream ran
     assert seen["state_while_growing"] == "streaming…"
@@ -201,7 +177,7 @@ def test_every_text_reads_at_4_5_to_1_in_the_light_and_dark_themes(jupyterlab: d
     nb = _notebook(jupyterlab, "themes.ipynb", *THEMED)
     shots = {"JupyterLab Light": str(tmp_path / "probe-console.png"),
              "JupyterLab Dark": str(tmp_path / "probe-console-dark.png")}
-    seen = _drive(_lab(jupyterlab, "themes", nb, screenshots=shots), tmp_path)
+    seen = drive(_lab(jupyterlab, "themes", nb, screenshots=shots), tmp_path)
     for theme in shots:
         measured = seen[theme]
         assert measured["texts"] > 50, measured  # the console, the chat answers, the reprs: all measured
@@ -225,7 +201,7 @@ def test_keyboard_sends_and_stops_usage_and_markdown_show_and_copy_never_carries
                    "import os\nos.environ['HERMES_NB_AUTH_TOKEN'] = " + repr(CANARY) + "\n"
                    "from hermes_nb import ProbeConsole\n"
                    f"console = ProbeConsole(scenario=\"slow\", delay_s=0.3, prompt={hostile!r})\nconsole")
-    seen = _drive(_lab(jupyterlab, "keyboard", nb), tmp_path)
+    seen = drive(_lab(jupyterlab, "keyboard", nb), tmp_path)
     assert seen["enter_kept_newline"] and seen["state_after_enter"] == "idle", seen  # Enter: a newline, no send
     assert seen["ctrl_enter_state"] in ("sending…", "streaming…"), seen
     assert seen["escape_state"] == "stopped: partial text kept", seen
@@ -250,7 +226,7 @@ def test_ten_failing_sends_in_a_row_leave_no_sending_and_stop_disabled(jupyterla
     """Issue 19 §2: a request that fails at once sometimes left "sending…" (2 of 10 against a closed port)."""
     nb = _notebook(jupyterlab, "failures.ipynb", "from hermes_nb import ProbeConsole\n"
                    f"console = ProbeConsole(endpoint='http://127.0.0.1:{_closed_port()}/v1', route='chat')\nconsole")
-    seen = _drive(_lab(jupyterlab, "failures", nb, rounds=10), tmp_path)
+    seen = drive(_lab(jupyterlab, "failures", nb, rounds=10), tmp_path)
     # a closed port is "unreachable": blocked (the operator starts the proxy), and the status says so each time
     assert seen["states"] == ["blocked: unreachable"] * 10, seen
     assert seen["stop_disabled"] is True and seen["send_disabled"] is False
@@ -262,7 +238,7 @@ def test_ten_failing_sends_in_a_row_leave_no_sending_and_stop_disabled(jupyterla
 def test_nothing_is_clipped_or_truncated_at_800_px(jupyterlab: dict, tmp_path: Path) -> None:
     nb = _notebook(jupyterlab, "narrow.ipynb", "from hermes_nb import ProbeConsole\n"
                    "console = ProbeConsole()\nconsole")
-    seen = _drive(_lab(jupyterlab, "narrow", nb, width=800, screenshot=str(tmp_path / "narrow.png")), tmp_path)
+    seen = drive(_lab(jupyterlab, "narrow", nb, width=800, screenshot=str(tmp_path / "narrow.png")), tmp_path)
     assert seen["controls"] > 15, seen
     assert seen["clipped"] == [] and seen["truncated"] == [], seen
     assert seen["split_headers"] == [] and seen["label_overlaps"] == [], seen  # narrow: words stay whole
@@ -273,7 +249,7 @@ def test_nothing_is_clipped_or_truncated_at_800_px(jupyterlab: dict, tmp_path: P
 def test_after_a_kernel_restart_the_console_says_to_run_the_cell_again(jupyterlab: dict, tmp_path: Path) -> None:
     nb = _notebook(jupyterlab, "restart.ipynb", "from hermes_nb import ProbeConsole\n"
                    "console = ProbeConsole()\nconsole")
-    seen = _drive(_lab(jupyterlab, "restart", nb), tmp_path)
+    seen = drive(_lab(jupyterlab, "restart", nb), tmp_path)
     assert "run this cell again" in seen["hint"], seen
 
 
@@ -284,7 +260,7 @@ def test_the_exported_guide_reads_well_unrun_and_run_all_leaves_a_working_consol
     from hermes_nb.cli import main
 
     assert main(["notebooks", "export", str(jupyterlab["root"] / "guide")]) == 0
-    seen = _drive(_lab(jupyterlab, "guide", "guide/probe_console.ipynb"), tmp_path, timeout=300)
+    seen = drive(_lab(jupyterlab, "guide", "guide/probe_console.ipynb"), tmp_path, timeout=300)
     unrun = seen["unrun_first_output"]
     assert "VBox(children" not in unrun and "ProbeConsole" in unrun, unrun
     assert " s / s / s" not in seen["unrun_text"] and "<n.nnn> s" in seen["unrun_text"]
@@ -312,7 +288,7 @@ def test_receipt_and_run_index_in_the_browser(tmp_path: Path) -> None:
     shots = {"receipt": str(tmp_path / "receipt.png"), "index": str(tmp_path / "receipt-index.png"),
              "receipt_dark": str(tmp_path / "receipt-dark.png")}
     others = [str(r.receipt_path.with_suffix(".html")) for r in result.runs if r.name != "e2e_smoke"]
-    seen = _drive({"mode": "receipt", "receipt": str(e2e.receipt_path.with_suffix(".html")), "others": others,
+    seen = drive({"mode": "receipt", "receipt": str(e2e.receipt_path.with_suffix(".html")), "others": others,
                    "index": str(tmp_path / "receipts" / "index.html"), "screenshots": shots}, tmp_path)
     assert seen["timelines"] >= 2 and seen["deltas"] >= 3  # header picture + the run cell's, with its deltas
     assert len(seen["digests"]) >= 3 and all(len(d) == 64 for d in seen["digests"])
@@ -338,7 +314,7 @@ def test_index_html_links_work_from_jupyterlabs_file_browser(jupyterlab: dict, t
 
     result = run_smoke(SmokeTarget(), out_dir=jupyterlab["root"] / "receipts", only=["adapter_check"])
     assert result.verdict == "passed"
-    seen = _drive(_lab(jupyterlab, "index_in_lab", "receipts/index.html"), tmp_path)
+    seen = drive(_lab(jupyterlab, "index_in_lab", "receipts/index.html"), tmp_path)
     assert "403" not in seen["followed_text"] and "Blocking request" not in seen["followed_text"], seen
     assert seen["followed_title"].endswith("receipt"), seen
     assert "Trust HTML" in seen["untrusted_note"], seen  # before trusting, the page says what the links need

@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 import xmlschema
 import yaml
+from tests.helpers import JUNIT_XSD, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-XSD = Path(__file__).parent / "data" / "junit-10.xsd"
 GITHUB = ROOT / "docs" / "ci" / "github-actions.yml"
 GITLAB = ROOT / "docs" / "ci" / "gitlab-ci.yml"
 GITLAB_RESERVED = {"stages", "default", "variables", "cache", "workflow", "include", "image", "services",
@@ -78,7 +77,7 @@ def _run(cmd: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProces
 
 def _junit_ok(path: Path) -> None:
     assert path.is_file(), f"JUnit report {path.name} not written"
-    xmlschema.XMLSchema(str(XSD)).validate(str(path))
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(path))
 
 
 def _github_jobs() -> dict:

@@ -9,10 +9,10 @@ import inspect
 from pathlib import Path
 
 import pytest
+from tests.helpers import ROOT
 
 vulture = pytest.importorskip("vulture")
 
-ROOT = Path(__file__).resolve().parent.parent
 #: names only a framework calls, each with the framework
 ALLOWED = {
     "formatter_class": "argparse reads it from the parser (cli/app.py)",

@@ -1,4 +1,4 @@
-"""The layering is checked, not just drawn: the import-linter contracts hold, and they can fail."""
+"""The layering is checked, not just drawn: the import-linter contracts hold, and they can fail; module size is reported."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -56,7 +56,16 @@ def test_the_layers_doc_and_the_contract_name_the_same_layers_in_the_same_order(
     assert documented == contract
 
 
-def test_no_module_is_over_400_lines() -> None:
-    long = {p.relative_to(ROOT).as_posix(): n for p in (ROOT / "hermes_nb").rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > 400}
-    assert not long, f"split by job: {long}"
+def test_the_size_report_lists_modules_over_the_flag_and_never_fails(tmp_path: Path) -> None:
+    """Module size is a review flag (scripts/module_sizes.py, ``make sizes``), not a rule a test enforces."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "sub" / "long.py").write_text("x = 1\n" * 401)
+    (package / "at_the_mark.py").write_text("x = 1\n" * 400)
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "cached.py").write_text("x = 1\n" * 900)
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "module_sizes.py"), "--package", str(package)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "1 of 2 modules over 400 lines (a review flag: one job each? never inline to fit)", "   401  pkg/sub/long.py"]

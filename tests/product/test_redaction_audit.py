@@ -21,6 +21,7 @@ from hermes_nb.cli.app import main
 from hermes_nb.core.facts import SHIPPED_NOTEBOOKS
 from hermes_nb.core.redaction import find_secrets
 from hermes_nb.emulator import serve
+from tests.helpers import ROOT
 
 MANIFEST_TOKEN = "sk-canary-audit-manifest-0123456789abcdef"
 ENV_TOKEN = "canary-audit-env-Tok3n-0123456789abcdef"
@@ -123,7 +124,7 @@ def test_the_committed_notebooks_hold_no_secret_shapes() -> None:
     """The notebooks in the repository and in the wheel (stored outputs included): no JWT, bearer or key."""
     from hermes_nb.core.resources import data_dir
 
-    repo = Path(__file__).resolve().parent.parent / "notebooks"
+    repo = ROOT / "notebooks"
     notebooks = sorted(repo.glob("*.ipynb")) + sorted(data_dir().joinpath("notebooks").glob("*.ipynb"))
     shipped = {p.stem for p in notebooks if p.parent != repo}
     assert shipped == set(SHIPPED_NOTEBOOKS) and len(notebooks) == 2 * len(shipped)  # the repo's copies and the wheel's

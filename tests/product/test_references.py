@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DOTTED = re.compile(r"\bhermes_nb(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 

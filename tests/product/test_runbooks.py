@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from hermes_nb.cli.app import build_parser
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = ["runbooks/hermes-proxy-setup.md", "runbooks/hermes-proxy-smoke.md", "docs/architecture/adapter-hermes-proxy.md"]
 
 

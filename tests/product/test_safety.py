@@ -2,7 +2,7 @@
 
 The non-loopback endpoints here are ``.invalid`` names (RFC 6761: they never resolve; ``getaddrinfo`` is
 answered for them here without asking a resolver), so the warning logic is exercised while nothing is sent
-anywhere. Redirects to another host are never followed: tests/test_faults.py (the redirect row) proves that
+anywhere. Redirects to another host are never followed: tests/product/test_faults.py (the redirect row) proves that
 with a second listener that sees no connection.
 """
 

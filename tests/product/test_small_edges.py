@@ -14,8 +14,8 @@ import pytest
 
 from hermes_nb.cli import main
 from hermes_nb.core.endpoint_safety import is_loopback_host, plain_http_warning
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.1", "2130706433", "0x7f.1", "0177.0.0.1", "127.255.0.9",

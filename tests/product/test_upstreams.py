@@ -20,10 +20,10 @@ from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.emulator.minimal import MINIMAL_MODELS
 from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
 from hermes_nb.proxy.rig import RigHandle, real_proxy, upstream_command
+from tests.helpers import ROOT
 
 HERMES_BIN = find_hermes_bin()
-REPO = Path(__file__).resolve().parent.parent
-LLMOCK = REPO / ".venv-upstream" / "bin" / "llmock"
+LLMOCK = ROOT / ".venv-upstream" / "bin" / "llmock"
 LLMOCK_COMMAND = f"{LLMOCK} serve --host 127.0.0.1 --port {{port}} --latency-ms 0"
 needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)
 #: upstream -> (rig argument, a model it lists)

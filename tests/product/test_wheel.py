@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from hermes_nb.core.facts import LOAD_NOTEBOOK, NOTEBOOKS, SHIPPED_NOTEBOOKS, TEMPLATED_NOTEBOOKS
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(600)
 
 

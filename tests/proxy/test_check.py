@@ -18,6 +18,7 @@ from hermes_nb.core.manifest import manifest_template
 from hermes_nb.emulator import serve
 from hermes_nb.proxy.check import CheckResult, adapter_check
 from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, version_tuple
+from tests.helpers import free_port, no_dns
 
 CANARY = "sk-canary-check-0123456789abcdef"
 
@@ -136,22 +137,6 @@ def test_403_is_locked(canned: Any) -> None:
     canned.RequestHandlerClass.reply = (403, "application/json", b'{"error": {"message": "forbidden"}}')
     result = check(cfg(f"http://127.0.0.1:{canned.server_address[1]}/v1"))
     assert result.state == "locked" and "HTTP 403" in result.errors[0]
-
-
-def no_dns(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Resolve nothing (no query leaves the machine: tests use loopback only)."""
-    import socket
-
-    def fail(*args: Any, **kwargs: Any) -> Any:
-        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-
-    monkeypatch.setattr(socket, "getaddrinfo", fail)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_refused_is_unreachable_with_start_hint() -> None:

@@ -25,9 +25,10 @@ from hermes_nb.proxy.check import adapter_check
 from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
 from hermes_nb.proxy.identity import hermes_agent_version
 from hermes_nb.proxy.rig import real_proxy
+from tests.helpers import ROOT
 
 HERMES_BIN = find_hermes_bin()
-LLMOCK = Path(__file__).resolve().parent.parent / ".venv-upstream" / "bin" / "llmock"
+LLMOCK = ROOT / ".venv-upstream" / "bin" / "llmock"
 needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)
 
 

@@ -19,7 +19,6 @@ from hermes_nb.proxy.probe import ROUTES, probe
 from hermes_nb.proxy.report import Drift, WireReport, server_product
 
 CONTRACT_DIR = contracts_dir()
-REPO = Path(__file__).resolve().parent.parent
 from hermes_nb.proxy.contracts import (
     compare,
     contract_document,
@@ -32,6 +31,7 @@ from hermes_nb.proxy.contracts import (
     upstream_differences,
 )
 from hermes_nb.proxy.contracts import RELAYED_FIELDS, ROUTE_FIELDS
+from tests.helpers import ROOT
 
 SEED = load_contract(resolve_contract("seed"))
 REAL = load_contract(resolve_contract("hermes-agent-0.19.0"))
@@ -528,11 +528,11 @@ def test_contract_drift_names_a_state_present_on_one_side_only() -> None:
 def test_doc_block_is_generated_from_the_committed_contracts() -> None:
     import importlib.util
 
-    script = REPO / "scripts" / "contract_matrix.py"
+    script = ROOT / "scripts" / "contract_matrix.py"
     spec = importlib.util.spec_from_file_location("contract_matrix", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    doc = (REPO / "docs" / "wire-contract.md").read_text("utf-8")
+    doc = (ROOT / "docs" / "wire-contract.md").read_text("utf-8")
     assert module.render_doc_block(CONTRACT_DIR) in doc, "run: .venv/bin/python scripts/contract_matrix.py --doc-only"
 
 

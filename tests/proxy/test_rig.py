@@ -22,7 +22,6 @@ from hermes_nb.proxy import rig
 #: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
 HERMES_BIN = rig.find_hermes_bin()
 needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=rig.INSTALL_HINT)
-REPO = Path(__file__).resolve().parent.parent
 
 
 def _exe(path: Path, text: str = "#!/bin/sh\nexit 0\n") -> Path:

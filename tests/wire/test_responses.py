@@ -3,7 +3,7 @@
 The emulator's upstream profile serves it (streamed: ``response.created`` … ``response.output_text.delta`` …
 ``response.completed``, no ``[DONE]``; and not streamed); the client reads it, classification knows its
 in-band errors, the probe checks it on every proxy and the contract records the stream's shape; the console
-and ``%%hermes_chat`` can send it. The real proxy relaying it: tests/test_rig.py.
+and ``%%hermes_chat`` can send it. The real proxy relaying it: tests/proxy/test_rig.py.
 """
 
 from __future__ import annotations
