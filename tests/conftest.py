@@ -1,8 +1,9 @@
-"""Hermetic tests: no proxy env, no Hermes env, no user ~/.hermes."""
+"""Hermetic tests: no proxy env, no Hermes env, no user ~/.hermes; and the fixtures several folders share."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import settings

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from hermes_nb import ConfigError
 from hermes_nb.cli import main
 from hermes_nb.core.config import validate_config
-from hermes_nb.core.errors import ConfigError
 from tests.helpers import ROOT
-
 
 
 def _cli(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.emulator import serve
-from hermes_nb.emulator.server import EmulatorHandle
+from hermes_nb.emulator import EmulatorHandle, serve
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 STALL = json.dumps({"extra_headers": {"x-hermes-emulator-scenario": "stall"}, "request_timeout_ms": 60_000})

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import hermes_nb
+from hermes_nb import SmokeOutcome
 from hermes_nb.cli import main
 from hermes_nb.nbrun import jobs
-from hermes_nb.nbrun.jobs import SmokeOutcome
 
 
 def test_the_smoke_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path) -> None:
@@ -87,7 +87,7 @@ def test_a_script_gets_the_same_smoke(tmp_path: Path) -> None:
 
 
 def test_library_errors_are_not_worded_as_flags(tmp_path: Path) -> None:
-    from hermes_nb.core.errors import UsageError
+    from hermes_nb import UsageError
 
     with pytest.raises(UsageError) as info:
         hermes_nb.smoke(hermes_version="0.19.0", environ={}, handle_signals=False)

@@ -13,16 +13,16 @@ import httpx
 import pytest
 
 import hermes_nb
-from hermes_nb.core import errors
-from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.errors import (
+from hermes_nb import (
+    HermesClient,
     HermesError,
+    HermesProxyRuntimeConfig,
     ProtocolViolation,
     ProxyStatusError,
     ProxyTimeout,
     ProxyUnreachable,
 )
-from hermes_nb.wire.client import HermesClient
+from hermes_nb.core import errors
 
 PACKAGE = Path(hermes_nb.__file__).parent
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from hermes_nb import ConfigError, HermesProxyRuntimeConfig, adapter_check, resolve_runtime_config
 from hermes_nb.cli import main
-from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
-from hermes_nb.core.errors import ConfigError
+from hermes_nb.core.config import validate_config
 from hermes_nb.core.providers import (
     PROVIDER_TABLE,
     PROXY_PROVIDERS,
@@ -27,10 +27,8 @@ from hermes_nb.core.providers import (
     reauth_hint,
     start_hint,
 )
-from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.emulator import serve
 from hermes_nb.emulator.content import DEFAULT_MODELS
-from hermes_nb.proxy.check import adapter_check
 from hermes_nb.proxy.detect import allowed_paths_of, detect_provider, resolve_model
 from tests.helpers import ROOT
 
@@ -215,8 +213,7 @@ def test_check_without_a_model_names_the_listed_models_and_suggests_one() -> Non
 
 def test_e2e_and_adapter_check_agree_on_the_resolved_model(tmp_path: Path) -> None:
     """Before: the e2e notebook passed with nous' default on an xai proxy while adapter_check refused it."""
-    from hermes_nb.nbrun.smoke import run_smoke
-    from hermes_nb.nbrun.smoke_target import SmokeTarget
+    from hermes_nb import SmokeTarget, run_smoke
 
     with serve(provider="xai", models=list(DEFAULT_MODELS)) as xai:
         result = run_smoke(SmokeTarget("live", xai.endpoint, None), out_dir=tmp_path, html=False,
@@ -236,7 +233,7 @@ def test_e2e_and_adapter_check_agree_on_the_resolved_model(tmp_path: Path) -> No
 
 def test_a_configured_model_is_sent_as_configured_even_unlisted() -> None:
     """As `hermes-nb run` sends it (a provider may serve models its /models omits); only a default is held back."""
-    from hermes_nb.kit.preflight import model_preflight
+    from hermes_nb.kit import model_preflight
 
     with serve(provider="xai") as xai:
         chosen = model_preflight(resolve_runtime_config(environ={}, endpoint=xai.endpoint, model="grok-4.5"))

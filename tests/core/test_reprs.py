@@ -8,17 +8,16 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
+from hermes_nb import HermesClient, adapter_check, load_contract
 from hermes_nb.core.config import validate_config
 from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.facts import DEFAULT_MODEL
 from hermes_nb.core.reprs import VERDICT_COLOURS, badge
 from hermes_nb.core.timeline import StreamTimeline, idle_gaps, timeline_svg
 from hermes_nb.emulator import serve
-from hermes_nb.proxy.check import adapter_check
-from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract
+from hermes_nb.proxy.contracts import compare, resolve_contract
 from hermes_nb.proxy.drift import Drift
 from hermes_nb.proxy.probe import probe
-from hermes_nb.wire.client import HermesClient
 
 CANARY = "sk-canary-reprs-0123456789abcdef"
 
@@ -96,7 +95,7 @@ def test_the_probe_headline_agrees_with_its_drift_and_names_the_contract(emu) ->
 
 
 def test_run_result_shows_the_artifact_digests(emu, tmp_path: Path) -> None:
-    from hermes_nb.harness.mission import Mission
+    from hermes_nb import Mission
     from hermes_nb.harness.run import run
 
     config = validate_config({"endpoint": emu.endpoint, "model": "m", "auth_token": CANARY})

@@ -7,12 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import kit
+from hermes_nb import ConfigError, UnknownKeyError, kit, manifest_template, resolve_runtime_config, save_manifest
 from hermes_nb.cli import main
-from hermes_nb.core.errors import ConfigError, UnknownKeyError
 from hermes_nb.core.facts import DEFAULT_MODEL, ENV_ENDPOINT, manifest_path
-from hermes_nb.core.manifest import manifest_template, save_manifest
-from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.emulator import serve
 
 CANARY = "sk-canary-resolve-0123456789"

@@ -13,8 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hermes_nb.emulator import SCENARIO_HEADER, SCENARIOS, serve
-from hermes_nb.emulator.server import EmulatorHandle
+from hermes_nb.emulator import SCENARIO_HEADER, SCENARIOS, EmulatorHandle, serve
 from hermes_nb.proxy import rig
 
 HERMES_BIN = rig.find_hermes_bin()

@@ -5,10 +5,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb import HermesClient, HermesProxyRuntimeConfig
 from hermes_nb.emulator import serve
 from hermes_nb.emulator.minimal import MINIMAL_MAX_BYTES, MINIMAL_MODELS
-from hermes_nb.wire.client import HermesClient
 
 
 @pytest.fixture(scope="module")

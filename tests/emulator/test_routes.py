@@ -11,8 +11,7 @@ import aiohttp
 import httpx
 import pytest
 
-from hermes_nb.emulator import SCENARIO_HEADER, content, create_app, serve
-from hermes_nb.emulator.server import EmulatorHandle
+from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, content, create_app, serve
 
 SERVER = f"Python/{sys.version_info.major}.{sys.version_info.minor} aiohttp/{aiohttp.__version__}"
 JSON_CT = "application/json; charset=utf-8"

@@ -8,13 +8,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.emulator import SCENARIO_HEADER, SCENARIOS, serve
-from hermes_nb.emulator.server import EmulatorHandle
-from hermes_nb.wire.classify import classify
-from hermes_nb.wire.client import HermesClient
-from hermes_nb.wire.sentinel import extract_final_message
-from hermes_nb.wire.sse import SSEDecoder
+from hermes_nb import HermesClient, HermesProxyRuntimeConfig, SSEDecoder, classify, extract_final_message
+from hermes_nb.emulator import SCENARIO_HEADER, SCENARIOS, EmulatorHandle, serve
 
 CHAT = {"model": "hermes-4-405b", "messages": [{"role": "user", "content": "Do the mission."}], "stream": True}
 #: idle read timeout for the stall scenario: the client gives up, the emulator never sends again

@@ -8,8 +8,8 @@ import openai
 import pytest
 from openai import OpenAI
 
+from hermes_nb import extract_final_message
 from hermes_nb.emulator import SCENARIO_HEADER, serve
-from hermes_nb.wire.sentinel import extract_final_message
 
 MESSAGES = [{"role": "user", "content": "Do the mission."}]
 

@@ -17,8 +17,7 @@ import httpx
 import pytest
 
 from hermes_nb.cli import main
-from hermes_nb.emulator import SCENARIO_HEADER, serve
-from hermes_nb.emulator.server import EmulatorHandle
+from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, serve
 from tests.helpers import ROOT
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}

@@ -18,7 +18,7 @@ from hermes_nb import kit, run_mission
 from hermes_nb.cli import main
 from hermes_nb.core.resources import notebook_path
 from hermes_nb.emulator import serve
-from hermes_nb.kit.session import ConsoleActions
+from hermes_nb.kit import ConsoleActions
 
 MISSION = """schema_version: uh.mission.v0
 id: faces-1
@@ -117,7 +117,7 @@ def test_hermes_nb_model_reaches_the_probe(capsys: pytest.CaptureFixture[str], m
 
 def test_the_mission_layer_sits_under_the_environment_and_the_flags(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_nb.harness.prepare import prepare_mission
+    from hermes_nb import prepare_mission
 
     mission = tmp_path / "mission.yaml"
     mission.write_text(MISSION)

@@ -14,13 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
-from hermes_nb.core.errors import ArtifactError
+from hermes_nb import ArtifactError, HermesProxyRuntimeConfig, Mission, dry_run, load_mission, plan_run
+from hermes_nb.core.config import validate_config
 from hermes_nb.emulator import serve
 from hermes_nb.harness.documents import LatestRun, RunsIndex, RuntimeSession, validate_result
-from hermes_nb.harness.mission import Mission, load_mission
-from hermes_nb.harness.plan import plan_run
-from hermes_nb.harness.run import dry_run, run
+from hermes_nb.harness.run import run
 
 CANARY = "sk-canary-run-0123456789abcdef"
 

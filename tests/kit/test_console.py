@@ -11,9 +11,9 @@ import threading
 
 import pytest
 
-from hermes_nb.core.errors import ConfigError
-from hermes_nb.kit.console import ProbeConsole
-from hermes_nb.kit.session import ROUTES, ConsoleSession, check_body
+from hermes_nb import ConfigError, ProbeConsole
+from hermes_nb.kit import ConsoleSession
+from hermes_nb.kit.session import ROUTES, check_body
 
 pytest.importorskip("ipywidgets")
 
@@ -297,7 +297,7 @@ def test_copy_as_code_carries_an_environment_lookup_never_the_token_and_runs(rou
 
 
 def test_the_model_picker_offers_the_listed_models_and_flags_an_unlisted_one(monkeypatch) -> None:
-    from hermes_nb.wire.client import HermesClient
+    from hermes_nb import HermesClient
 
     calls: list[str] = []
     real = HermesClient.models

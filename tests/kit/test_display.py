@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_nb.core.records import Outcome
-from hermes_nb.core.redaction import Redactor
+from hermes_nb import CheckResult, Outcome, Redactor, WireReport
 from hermes_nb.kit import display
-from hermes_nb.proxy.check import CheckResult
-from hermes_nb.proxy.report import Drift, RouteResult, WireReport
+from hermes_nb.proxy.report import Drift, RouteResult
 
 CANARY = "sk-canary-display-0123456789"
 

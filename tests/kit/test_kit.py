@@ -7,11 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import kit
-from hermes_nb.core.errors import ConfigError, NotebookFailed
-from hermes_nb.core.manifest import manifest_template, save_manifest
-from hermes_nb.proxy.check import CheckResult
-from hermes_nb.proxy.report import Drift, WireReport
+from hermes_nb import CheckResult, ConfigError, NotebookFailed, WireReport, kit, manifest_template, save_manifest
+from hermes_nb.proxy.report import Drift
 from hermes_nb.receipts import verdict
 
 CANARY = "sk-canary-nbkit-0123456789"

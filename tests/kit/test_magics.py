@@ -8,9 +8,8 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
+from hermes_nb import CheckResult, WireReport
 from hermes_nb.emulator import serve
-from hermes_nb.proxy.check import CheckResult
-from hermes_nb.proxy.report import WireReport
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +142,7 @@ def test_a_failed_chat_never_says_done_and_its_result_carries_usage(ip) -> None:
 
 
 def test_an_unlisted_model_is_warned_about_with_one_models_call_per_endpoint(ip, monkeypatch) -> None:
-    from hermes_nb.wire.client import HermesClient
+    from hermes_nb import HermesClient
 
     calls: list[str] = []
     real = HermesClient.models

@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from hermes_nb.core.errors import ConfigError
-from hermes_nb.core.records import Exchange, RequestRecord, Timings
+from hermes_nb import ConfigError, Exchange
+from hermes_nb.core.records import RequestRecord, Timings
 from hermes_nb.kit.exchanges import HistoryEntry
 from hermes_nb.kit.request_state import (
     BLOCKED,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_nb.kit.console import ProbeConsole
-from hermes_nb.kit.session import ConsoleActions
+from hermes_nb import ProbeConsole
+from hermes_nb.kit import ConsoleActions
 
 pytest.importorskip("ipywidgets")
 

@@ -16,14 +16,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from hermes_nb import LoadReport, run_load, verify_receipts
 from hermes_nb.cli import main
 from hermes_nb.core.facts import LOAD_NOTEBOOK
 from hermes_nb.nbrun.load import load_with_receipt
 from hermes_nb.proxy import rig
-from hermes_nb.proxy.load.report import REPORT_FILE, LoadReport
-from hermes_nb.proxy.load.run import run_load
+from hermes_nb.proxy.load.report import REPORT_FILE
 from hermes_nb.receipts.verdict import find_verdict
-from hermes_nb.receipts.verify import verify_receipts
 from tests.helpers import S3_BUCKET, drive, needs_browser
 
 HERMES_BIN = rig.find_hermes_bin()  # read at collection, before the autouse fixture clears HERMES_*

@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from hermes_nb import SmokeTarget, run_smoke, verify_receipts
 from hermes_nb.cli import main
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.facts import NOTEBOOKS
@@ -19,10 +20,7 @@ from hermes_nb.core.facts import worst_verdict as overall_verdict
 from hermes_nb.nbrun.execute import decide_verdict
 from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
 from hermes_nb.nbrun.zygote import fork_wanted
-from hermes_nb.nbrun.smoke import run_smoke
-from hermes_nb.nbrun.smoke_target import SmokeTarget
 from hermes_nb.receipts.index import load_index
-from hermes_nb.receipts.verify import verify_receipts
 
 CANARY = "sk-canary-smoke-0123456789abcdef"
 PARAMS = ('endpoint: "Optional[str]" = None  # where\nmodel: str = "m"  # model', ["parameters"])
@@ -187,7 +185,7 @@ def test_receipts_verify_index_and_no_canary_anywhere(fixture_run) -> None:
 
 
 def test_unknown_notebook_and_bad_timeout_are_usage_errors(tmp_path: Path) -> None:
-    from hermes_nb.core.errors import UsageError
+    from hermes_nb import UsageError
 
     with pytest.raises(UsageError):
         run_smoke(SmokeTarget(), out_dir=tmp_path, only=["nope"])
@@ -355,7 +353,7 @@ def test_confirm_target_relabels_only_live_targets() -> None:
 
 
 def test_cli_endpoint_at_an_emulator_gives_emulator_receipts_the_gate_refuses(tmp_path: Path, capsys) -> None:
-    from hermes_nb.core.manifest import manifest_template, save_manifest
+    from hermes_nb import manifest_template, save_manifest
     from hermes_nb.emulator import serve
     from hermes_nb.receipts.promote import PromotionRefused, promote
 
@@ -424,8 +422,8 @@ def test_importing_the_runner_is_light_so_kernels_start_first() -> None:
 @pytest.mark.skipif(HERMES_BIN is None, reason="no hermes: run `make rig-venv`")
 def test_detect_emulator_through_the_real_proxy(monkeypatch) -> None:
     """The real proxy forwards the scenario header to its upstream: a rig behind --endpoint is no live proxy."""
+    from hermes_nb import real_proxy
     from hermes_nb.proxy.identity import detect_emulator
-    from hermes_nb.proxy.rig import real_proxy
 
     monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))
     with real_proxy("live") as rig:

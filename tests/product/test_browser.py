@@ -136,7 +136,7 @@ def _lab(lab: dict, mode: str, notebook: str, **extra: object) -> dict:
 # --------------------------------------------------------------------------- the console: stream, Stop, history
 
 def test_console_streams_stops_and_records_history_in_jupyterlab(jupyterlab: dict, tmp_path: Path) -> None:
-    from hermes_nb.kit.session import ConsoleSession
+    from hermes_nb.kit import ConsoleSession
 
     nb = _notebook(jupyterlab, "console.ipynb", "from hermes_nb import ProbeConsole\n"
                    f"console = ProbeConsole(scenario=\"slow\", delay_s=0.5, prompt={PROMPT!r})\nconsole")
@@ -279,8 +279,7 @@ def _measured_pages(seen: dict) -> None:
 
 
 def test_receipt_and_run_index_in_the_browser(tmp_path: Path) -> None:
-    from hermes_nb.nbrun.smoke import run_smoke
-    from hermes_nb.nbrun.smoke_target import SmokeTarget
+    from hermes_nb import SmokeTarget, run_smoke
 
     result = run_smoke(SmokeTarget(), out_dir=tmp_path / "receipts")
     assert result.verdict == "passed"
@@ -309,8 +308,7 @@ def test_receipt_and_run_index_in_the_browser(tmp_path: Path) -> None:
 
 def test_index_html_links_work_from_jupyterlabs_file_browser(jupyterlab: dict, tmp_path: Path) -> None:
     """Issue 19 §13: opened inside JupyterLab, index.html's links gave 403 "Blocking request from unknown origin"."""
-    from hermes_nb.nbrun.smoke import run_smoke
-    from hermes_nb.nbrun.smoke_target import SmokeTarget
+    from hermes_nb import SmokeTarget, run_smoke
 
     result = run_smoke(SmokeTarget(), out_dir=jupyterlab["root"] / "receipts", only=["adapter_check"])
     assert result.verdict == "passed"

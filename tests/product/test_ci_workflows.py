@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 import yaml
+
 from tests.helpers import JUNIT_XSD, ROOT
 
 GITHUB = ROOT / "docs" / "ci" / "github-actions.yml"

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import yaml
 
+from hermes_nb import Mission
 from hermes_nb.core.config import validate_config
 from hermes_nb.emulator import serve
 from hermes_nb.harness.documents import LatestRun, RunsIndex, validate_result
-from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.run import run
 
 SOAK = bool(os.environ.get("HERMES_NB_SOAK"))  # read at import: the suite's fixtures clear HERMES_* later
@@ -114,7 +114,7 @@ def test_a_taken_generated_run_id_is_drawn_again(tmp_path: Path, emu: Any, monke
 def test_claiming_a_run_directory_is_exclusive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The race preflight cannot see: the directory appeared after it looked."""
     import hermes_nb.harness.artifacts as artifacts_mod
-    from hermes_nb.core.errors import ArtifactError
+    from hermes_nb import ArtifactError
 
     arts = artifacts_mod.MissionArtifacts(tmp_path, "adhoc")
     taken = "20260101T000000Z-cccccc"
@@ -149,8 +149,8 @@ for i in range(count):
 
 def test_concurrent_receipt_writers_keep_one_verifiable_chain(tmp_path: Path) -> None:
     """What two smokes into one receipts directory do (``make soak`` runs real smokes): the chain holds."""
+    from hermes_nb import verify_receipts
     from hermes_nb.receipts.index import load_index
-    from hermes_nb.receipts.verify import verify_receipts
 
     workers, each = (6, 5) if SOAK else (4, 3)
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), str(w), str(each)],
@@ -165,7 +165,7 @@ def test_concurrent_receipt_writers_keep_one_verifiable_chain(tmp_path: Path) ->
 
 @pytest.mark.skipif(not SOAK, reason="two whole smokes at once: make soak")
 def test_two_smokes_into_one_receipts_directory(tmp_path: Path) -> None:
-    from hermes_nb.receipts.verify import verify_receipts
+    from hermes_nb import verify_receipts
 
     procs = [subprocess.Popen([sys.executable, "-m", "hermes_nb.cli", "smoke", "--json", "--no-html", "--out",
                                str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]

@@ -9,6 +9,7 @@ import inspect
 from pathlib import Path
 
 import pytest
+
 from tests.helpers import ROOT
 
 vulture = pytest.importorskip("vulture")

@@ -31,11 +31,10 @@ from typing import Any
 import pytest
 import yaml
 
+from hermes_nb import Mission, adapter_check
 from hermes_nb.core.config import validate_config
 from hermes_nb.harness.documents import LatestRun, RunsIndex, validate_result
-from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.run import run
-from hermes_nb.proxy.check import adapter_check
 from hermes_nb.proxy.probe import probe
 
 MODEL = "nousresearch/hermes-4-405b"

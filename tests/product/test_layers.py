@@ -10,6 +10,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
 from tests.helpers import ROOT
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")

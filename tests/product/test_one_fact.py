@@ -12,10 +12,9 @@ import pydantic
 import pytest
 
 import hermes_nb
-from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb import ErrorEnvelope, HermesProxyRuntimeConfig
 from hermes_nb.core.facts import CONNECT_TIMEOUT_S, HARNESS_DIR
 from hermes_nb.core.model import StrictModel
-from hermes_nb.core.records import ErrorEnvelope
 
 PACKAGE = Path(hermes_nb.__file__).parent
 
@@ -27,9 +26,7 @@ def _sources() -> dict[Path, str]:
 @pytest.mark.parametrize("code", ["upstream_auth_failed", " Upstream_Auth_Failed ", "UPSTREAM_AUTH_FAILED\n"])
 def test_the_classifier_and_the_check_read_an_error_code_the_same_way(code: str) -> None:
     """Both used to normalise codes apart (one stripped whitespace, one did not)."""
-    from hermes_nb.proxy.check import adapter_check
-    from hermes_nb.wire.classify import classify
-    from hermes_nb.wire.client import HermesClient
+    from hermes_nb import HermesClient, adapter_check, classify
 
     assert ErrorEnvelope(type=code, code="  ").codes == {"upstream_auth_failed"}
 
@@ -56,9 +53,7 @@ def test_sensitive_header_names_are_listed_once() -> None:
 
 
 def test_the_connect_timeout_is_one_fact() -> None:
-    from hermes_nb.harness.plan import plan_run
-    from hermes_nb.harness.mission import Mission
-    from hermes_nb.wire.client import HermesClient
+    from hermes_nb import HermesClient, Mission, plan_run
 
     assert HermesClient("http://127.0.0.1:9/v1").connect_timeout_s == CONNECT_TIMEOUT_S
     plan = plan_run(Mission.adhoc("hi"), HermesProxyRuntimeConfig(model="m"))

@@ -68,7 +68,7 @@ def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         receipts = root / "runbooks" / "receipts" / "audit"
         assert job("smoke", "--out", str(receipts)) == 0
 
-        from hermes_nb.kit.console import ConsoleActions
+        from hermes_nb.kit import ConsoleActions
 
         actions = ConsoleActions()
         try:

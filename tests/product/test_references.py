@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from tests.helpers import ROOT
 
 DOTTED = re.compile(r"\bhermes_nb(?:\.[A-Za-z_][A-Za-z0-9_]*)+")

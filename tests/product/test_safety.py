@@ -55,8 +55,8 @@ def test_plain_http_to_a_host_that_is_not_loopback_is_warned(endpoint: str | Non
 
 
 def test_check_warns(capsys: pytest.CaptureFixture[str]) -> None:
+    from hermes_nb import adapter_check
     from hermes_nb.cli.app import main
-    from hermes_nb.proxy.check import adapter_check
 
     result = adapter_check({"endpoint": REMOTE, "model": "m"}, hermes_bin=False, deadline_s=1)
     assert any("not loopback" in w for w in result.warnings)
@@ -65,9 +65,9 @@ def test_check_warns(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_run_and_dry_run_warn_in_their_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hermes_nb import Mission, dry_run
     from hermes_nb.cli.app import main
-    from hermes_nb.harness.mission import Mission
-    from hermes_nb.harness.run import dry_run, run
+    from hermes_nb.harness.run import run
 
     config = validate_config({"endpoint": REMOTE, "model": "m", "request_timeout_ms": 1000})
     planned = dry_run(Mission.adhoc("hi"), config, root=tmp_path)
@@ -84,12 +84,11 @@ def test_the_smoke_receipt_and_output_warn(tmp_path: Path, monkeypatch: pytest.M
                                            capsys: pytest.CaptureFixture[str]) -> None:
     import hermes_nb.nbrun.smoke as smoke_mod
     import hermes_nb.nbrun.smoke_target as target_mod
+    from hermes_nb import Redactor, SmokeTarget
     from hermes_nb.cli.app import main
     from hermes_nb.nbrun.execute import NotebookRun
     from hermes_nb.nbrun.kernels import KernelPool
     from hermes_nb.nbrun.receipt_meta import receipt_metadata
-    from hermes_nb.nbrun.smoke_target import SmokeTarget
-    from hermes_nb.core.redaction import Redactor
 
     target = SmokeTarget("live", REMOTE, "m")
     with KernelPool() as pool:
@@ -116,7 +115,7 @@ def test_the_smoke_receipt_and_output_warn(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_the_client_never_follows_redirects() -> None:
-    from hermes_nb.wire.client import HermesClient
+    from hermes_nb import HermesClient
 
     with HermesClient(validate_config({"endpoint": "http://127.0.0.1:1/v1", "model": "m"})) as client:
         assert client._http.follow_redirects is False

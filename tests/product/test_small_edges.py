@@ -17,7 +17,6 @@ from hermes_nb.core.endpoint_safety import is_loopback_host, plain_http_warning
 from tests.helpers import ROOT
 
 
-
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.1", "2130706433", "0x7f.1", "0177.0.0.1", "127.255.0.9",
                                   "[::1]", "[::ffff:127.0.0.1]", "::ffff:7f00:1", "localhost", "a.localhost."])
 def test_loopback_however_it_is_written(host: str) -> None:
@@ -62,9 +61,8 @@ def test_https_to_a_plain_http_port_says_use_http(plain_http_port: int, capsys: 
     doc = json.loads(capsys.readouterr().out)
     assert doc["state"] == "misconfigured"
     assert doc["hint"].endswith(f"use http://127.0.0.1:{plain_http_port}/v1"), doc
+    from hermes_nb import HermesClient, classify
     from hermes_nb.core.config import validate_config
-    from hermes_nb.wire.classify import classify
-    from hermes_nb.wire.client import HermesClient
 
     config = validate_config({"endpoint": endpoint, "model": "m", "request_timeout_ms": 10_000})
     with HermesClient(config) as client:

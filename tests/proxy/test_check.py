@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
+from hermes_nb import CheckResult, adapter_check, manifest_template
 from hermes_nb.cli import main
 from hermes_nb.core.config import validate_config
-from hermes_nb.core.manifest import manifest_template
 from hermes_nb.emulator import serve
-from hermes_nb.proxy.check import CheckResult, adapter_check
 from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, version_tuple
 from tests.helpers import free_port, no_dns
 

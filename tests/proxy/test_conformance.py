@@ -13,16 +13,21 @@ from typing import Any
 
 import pytest
 
+from hermes_nb import (
+    HermesClient,
+    HermesProxyRuntimeConfig,
+    WireReport,
+    classify,
+    find_hermes_bin,
+    load_contract,
+    real_proxy,
+)
 from hermes_nb.cli import main
-from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.emulator import serve
-from hermes_nb.proxy.contracts import compare, contract_document, contract_section, load_contract, resolve_contract
-from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin, hermes_version
+from hermes_nb.proxy.contracts import compare, contract_document, contract_section, resolve_contract
+from hermes_nb.proxy.executable import INSTALL_HINT, hermes_version
 from hermes_nb.proxy.probe import probe
-from hermes_nb.proxy.report import WireReport
-from hermes_nb.proxy.rig import RigHandle, real_proxy
-from hermes_nb.wire.classify import classify
-from hermes_nb.wire.client import HermesClient
+from hermes_nb.proxy.rig import RigHandle
 
 #: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
 HERMES_BIN = find_hermes_bin()

@@ -19,22 +19,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hermes_nb import LoadReport, UsageError, run_load
 from hermes_nb.cli import main
-from hermes_nb.core.errors import UsageError
 from hermes_nb.proxy.load import plan as plan_mod
 from hermes_nb.proxy.load.plan import CAPS, parse_levels, plan_load
 from hermes_nb.proxy.load.plots import PLOTS, plot
-from hermes_nb.proxy.load.report import (
-    LevelResult,
-    LoadReport,
-    Percentiles,
-    Sample,
-    added_latency,
-    judge,
-    level_result,
-    percentile,
-)
-from hermes_nb.proxy.load.run import run_load
+from hermes_nb.proxy.load.report import LevelResult, Percentiles, Sample, added_latency, judge, level_result, percentile
 
 #: fast pacing for tests: the first delta after 20 ms, then one token a millisecond
 FAST = {"first_delta_s": 0.02, "token_interval_s": 0.001}

@@ -15,16 +15,13 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from hermes_nb import HermesProxyRuntimeConfig, RigError, adapter_check, find_hermes_bin, real_proxy
 from hermes_nb.cli import main
-from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.errors import RigError
 from hermes_nb.emulator import serve
 from hermes_nb.emulator.server import _ServerThread
 from hermes_nb.proxy import executable
-from hermes_nb.proxy.check import adapter_check
-from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
+from hermes_nb.proxy.executable import INSTALL_HINT
 from hermes_nb.proxy.identity import hermes_agent_version
-from hermes_nb.proxy.rig import real_proxy
 from tests.helpers import ROOT
 
 HERMES_BIN = find_hermes_bin()

@@ -11,26 +11,26 @@ from pathlib import Path
 
 import pytest
 
+from hermes_nb import ConfigError, UsageError, WireReport, load_contract
 from hermes_nb.cli import main
-from hermes_nb.core.errors import ConfigError, UsageError
 from hermes_nb.core.resources import contracts_dir
 from hermes_nb.emulator import serve
 from hermes_nb.proxy.probe import ROUTES, probe
-from hermes_nb.proxy.report import Drift, WireReport, server_product
+from hermes_nb.proxy.report import Drift, server_product
 
 CONTRACT_DIR = contracts_dir()
 from hermes_nb.proxy.contracts import (
+    RELAYED_FIELDS,
+    ROUTE_FIELDS,
     compare,
     contract_document,
     contract_drift,
     contract_section,
     dumps_contract,
-    load_contract,
     message_template,
     resolve_contract,
     upstream_differences,
 )
-from hermes_nb.proxy.contracts import RELAYED_FIELDS, ROUTE_FIELDS
 from tests.helpers import ROOT
 
 SEED = load_contract(resolve_contract("seed"))
@@ -426,7 +426,8 @@ def _exchange(status: int | None, content_type: str | None = None, body: str | N
               headers: dict | None = None, streamed: bool = False):
     from datetime import datetime, timezone
 
-    from hermes_nb.core.records import ErrorEnvelope, Exchange, RequestRecord, Timings, TransportFailure
+    from hermes_nb import ErrorEnvelope, Exchange
+    from hermes_nb.core.records import RequestRecord, Timings, TransportFailure
 
     return Exchange(
         request=RequestRecord(method="POST", url="http://127.0.0.1:1/v1/chat/completions"),

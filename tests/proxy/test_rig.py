@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hermes_nb.core.errors import RigError
+from hermes_nb import RigError
 from hermes_nb.core.redaction import auth_store_secrets
 from hermes_nb.proxy import executable as hermes_bin
 from hermes_nb.proxy import rig
@@ -168,7 +168,7 @@ def test_stale_rig_answers_upstream_auth_failed_and_cleans_up() -> None:
     with rig.real_proxy("stale", hermes_bin=HERMES_BIN) as handle:
         assert handle.endpoint == f"http://127.0.0.1:{handle.port}/v1" and handle == handle.endpoint
         # `with real_proxy(...) as endpoint:` — the handle is the endpoint string
-        from hermes_nb.core.config import HermesProxyRuntimeConfig
+        from hermes_nb import HermesProxyRuntimeConfig
 
         assert HermesProxyRuntimeConfig(endpoint=handle, model="m").endpoint == handle.endpoint
         root = handle.log_path.parent
@@ -229,8 +229,7 @@ def test_live_rig_forwards_to_the_upstream_with_its_own_credential() -> None:
 @pytest.mark.real_proxy
 @needs_hermes
 def test_client_canary_never_reaches_rig_log_upstream_record_or_exchange() -> None:
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
-    from hermes_nb.wire.client import HermesClient
+    from hermes_nb import HermesClient, HermesProxyRuntimeConfig
 
     token, extra = "sk-canary-rig-token-0a1b2c3d", "sk-canary-rig-extra-4e5f6a7b"
     with rig.real_proxy("live", hermes_bin=HERMES_BIN) as handle:
@@ -285,7 +284,7 @@ def test_cli_rig_logged_out_exits_3_with_the_message() -> None:
 
 
 def test_bad_upstream_scenario_and_deadline_are_usage_errors_before_anything_starts(tmp_path: Path) -> None:
-    from hermes_nb.core.errors import UsageError
+    from hermes_nb import UsageError
 
     missing = tmp_path / "no-hermes-here"  # would be a RigError if the lookup ran first
     with pytest.raises(UsageError, match="unknown upstream scenario 'bogus'"):

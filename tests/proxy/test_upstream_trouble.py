@@ -20,12 +20,11 @@ from typing import Any
 
 import pytest
 
+from hermes_nb import HermesProxyRuntimeConfig, adapter_check, find_hermes_bin, load_contract
 from hermes_nb.cli import main
-from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.emulator import serve
-from hermes_nb.proxy.check import adapter_check
-from hermes_nb.proxy.contracts import compare, load_contract, not_judged, resolve_contract
-from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
+from hermes_nb.proxy.contracts import compare, not_judged, resolve_contract
+from hermes_nb.proxy.executable import INSTALL_HINT
 from hermes_nb.proxy.probe import probe
 
 HERMES_BIN = find_hermes_bin()
@@ -180,7 +179,7 @@ def test_unreachable_smoke_prints_the_action_once_and_no_drift(capsys: pytest.Ca
 @pytest.mark.real_proxy
 @needs_hermes
 def test_slow_upstream_behind_the_real_proxy_smoke_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from hermes_nb.proxy.rig import real_proxy
+    from hermes_nb import real_proxy
 
     with real_proxy("live", hermes_bin=HERMES_BIN, upstream_scenario="slow-first-byte") as rig:
         code, out, err = _smoke(capsys, "--endpoint", rig.endpoint, "--out", str(tmp_path), "--no-html", "--json")
@@ -194,7 +193,7 @@ def test_slow_upstream_behind_the_real_proxy_smoke_passes(capsys: pytest.Capture
 def test_dead_upstream_behind_the_real_proxy(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                              provider: str) -> None:
     """The real proxy answers 502 upstream_unreachable itself: no drift, the e2e fails, the upstream is named."""
-    from hermes_nb.proxy.rig import real_proxy
+    from hermes_nb import real_proxy
 
     with real_proxy("live", provider=provider, hermes_bin=HERMES_BIN) as rig:
         rig.upstream.close()  # the upstream dies; the proxy stays

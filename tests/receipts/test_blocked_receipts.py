@@ -9,18 +9,17 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hermes_nb.core.errors import NotebookFailed
+from hermes_nb import NotebookFailed, verify_receipts
 from hermes_nb.receipts.index import load_index
 from hermes_nb.receipts.index_html import target_label
-from hermes_nb.receipts.verify import verify_receipts
 
 
 @pytest.fixture(scope="module")
 def stale_smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """The e2e smoke and the adapter check against a proxy whose credentials are refused (the emulator's
     auth-stale scenario: the real proxy's 401 after a failed token refresh)."""
+    from hermes_nb import smoke
     from hermes_nb.emulator import serve
-    from hermes_nb.nbrun.jobs import smoke
 
     out = tmp_path_factory.mktemp("receipts")
     with serve(scenario="auth-stale") as emu:

@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.records import ErrorEnvelope, Exchange, RequestRecord, Timings, TransportFailure
-from hermes_nb.wire.classify import classify
-from hermes_nb.wire.sentinel import wrap_final_message
+from hermes_nb import ErrorEnvelope, Exchange, HermesProxyRuntimeConfig, classify, wrap_final_message
+from hermes_nb.core.records import RequestRecord, Timings, TransportFailure
 
 CONFIG = HermesProxyRuntimeConfig(model="hermes-4-405b", provider="claude", request_timeout_ms=1500)
 GOOD = "Did the thing.\n" + wrap_final_message("All done.")

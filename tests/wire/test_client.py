@@ -16,11 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.records import Exchange, SSEEventRecord
-from hermes_nb.wire.classify import classify
-from hermes_nb.wire.client import HermesClient
-from hermes_nb.wire.sentinel import wrap_final_message
+from hermes_nb import Exchange, HermesClient, HermesProxyRuntimeConfig, classify, wrap_final_message
+from hermes_nb.core.records import SSEEventRecord
 
 MSGS = [{"role": "user", "content": "hi"}]
 
@@ -726,8 +723,8 @@ def test_deeply_nested_json_body_does_not_crash_the_client() -> None:
                                 {"extra_headers": {"x-api-key": "sk-canary-café-1234"}}],
                          ids=["non-ascii-token", "line-break-token", "non-ascii-header"])
 def test_unsendable_credentials_are_config_errors_not_a_crash_at_send(kw: dict[str, Any]) -> None:
+    from hermes_nb import ConfigError
     from hermes_nb.core.config import validate_config
-    from hermes_nb.core.errors import ConfigError
 
     with pytest.raises(ConfigError) as info:
         validate_config({"model": "m", **kw})
@@ -738,8 +735,8 @@ def test_unsendable_credentials_are_config_errors_not_a_crash_at_send(kw: dict[s
 
 
 def test_an_endpoint_with_a_key_in_its_query_is_rejected_without_echoing_it() -> None:
+    from hermes_nb import ConfigError
     from hermes_nb.core.config import validate_config
-    from hermes_nb.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="query or fragment") as info:
         validate_config({"model": "m", "endpoint": "http://127.0.0.1:9/v1?key=sk-canary-query-1234567"})
@@ -749,7 +746,7 @@ def test_an_endpoint_with_a_key_in_its_query_is_rejected_without_echoing_it() ->
 # --------------------------------------------------------------------------- an endpoint alone
 
 def test_an_endpoint_alone_makes_non_chat_calls_and_refuses_chat() -> None:
-    from hermes_nb.core.errors import ConfigError, UsageError
+    from hermes_nb import ConfigError, UsageError
 
     seen: list[httpx.Request] = []
 

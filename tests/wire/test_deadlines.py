@@ -12,11 +12,8 @@ from typing import Any
 
 import pytest
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.emulator import SCENARIO_HEADER, serve
-from hermes_nb.emulator.server import EmulatorHandle
-from hermes_nb.wire.classify import classify
-from hermes_nb.wire.client import HermesClient
+from hermes_nb import HermesClient, HermesProxyRuntimeConfig, classify
+from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, serve
 
 #: the slow scenario's gap between deltas; its ~10 gaps add up to several times REQUEST_TIMEOUT_MS
 DELAY_S = 0.1
@@ -69,8 +66,8 @@ def test_max_duration_ms_is_left_out_of_the_uh_strict_export() -> None:
 
 
 def test_max_duration_ms_must_be_positive() -> None:
+    from hermes_nb import ConfigError
     from hermes_nb.core.config import validate_config
-    from hermes_nb.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="max_duration_ms"):
         validate_config({"model": "m", "max_duration_ms": 0})

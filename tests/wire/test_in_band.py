@@ -11,14 +11,10 @@ from typing import Any
 
 import pytest
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.emulator import SCENARIO_HEADER, serve
+from hermes_nb import HermesClient, HermesProxyRuntimeConfig, SSEDecoder, classify
+from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, serve
 from hermes_nb.emulator.scenarios import IN_BAND_SCENARIOS
-from hermes_nb.emulator.server import EmulatorHandle
-from hermes_nb.wire.classify import classify
-from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import ChatStream, in_band_error_of
-from hermes_nb.wire.sse import SSEDecoder
 
 
 def delta(text: str) -> dict[str, Any]:
@@ -87,7 +83,8 @@ CONFIG = HermesProxyRuntimeConfig(model="m", provider="nous")
 def outcome_of(frames: list[bytes], **fields: Any):  # type: ignore[no-untyped-def]
     from datetime import datetime, timezone
 
-    from hermes_nb.core.records import Exchange, RequestRecord, Timings
+    from hermes_nb import Exchange
+    from hermes_nb.core.records import RequestRecord, Timings
 
     chat = run(frames)
     ex = Exchange(request=RequestRecord(method="POST", url="http://127.0.0.1:1/v1/chat/completions"), status=200,

@@ -15,13 +15,12 @@ from typing import Any
 import httpx
 import pytest
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb import HermesClient, HermesProxyRuntimeConfig, classify
 from hermes_nb.core.resources import contracts_dir
 from hermes_nb.emulator import serve
-from hermes_nb.kit.session import ROUTES, ConsoleSession, check_body
+from hermes_nb.kit import ConsoleSession
+from hermes_nb.kit.session import ROUTES, check_body
 from hermes_nb.proxy.probe import probe
-from hermes_nb.wire.classify import classify
-from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import responses_request_body
 
 STREAM_SHAPE = ["response.created", "response.in_progress", "response.output_item.added",
