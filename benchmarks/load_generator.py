@@ -32,7 +32,6 @@ import httpx
 
 from _child import EMULATOR, endpoint_child
 from emulator_load import cpu_seconds
-
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.proxy.load.generator import LevelRun, Prepared, run_level
 from hermes_nb.proxy.load.report import Percentiles, Sample, level_result
@@ -76,7 +75,10 @@ async def _httpx_level(build: Callable[[], Prepared], concurrency: int, total: i
                             if chat.feed(event) and sample.ttft_s is None:
                                 sample.ttft_s = now - start
                 usage = (chat.usage or {}).get("completion_tokens")
-                sample.output_tokens, sample.token_source = (usage, "usage") if isinstance(usage, int) else (0, "deltas")
+                if isinstance(usage, int):
+                    sample.output_tokens, sample.token_source = usage, "usage"
+                else:
+                    sample.output_tokens, sample.token_source = 0, "deltas"
                 if r.status_code != 200 or not chat.done:
                     sample.error = "transport"
             except httpx.HTTPError as exc:
@@ -163,8 +165,10 @@ def main() -> int:
             ours = p7a(endpoint, proc.pid, "aiohttp")
             if not args.skip_httpx:
                 base = p7a(endpoint, proc.pid, "httpx")
-                print(f"P7a ratio httpx/aiohttp: CPU per request {base['cpu_ms_per_request'] / ours['cpu_ms_per_request']:.1f}x, "
-                      f"TTFT p50 {base['ttft_p50'] / ours['ttft_p50']:.1f}x, wall {base['wall_s'] / ours['wall_s']:.1f}x",
+                cpu = base["cpu_ms_per_request"] / ours["cpu_ms_per_request"]
+                print(f"P7a ratio httpx/aiohttp: CPU per request {cpu:.1f}x, "
+                      f"TTFT p50 {base['ttft_p50'] / ours['ttft_p50']:.1f}x, "
+                      f"wall {base['wall_s'] / ours['wall_s']:.1f}x",
                       flush=True)
         report = run_load(endpoint, concurrency="1,16", requests=48)
         _accuracy("run_load, emulator in its own process", [lv.model_dump() for lv in report.levels])

@@ -38,7 +38,8 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "serve_emulator": ("emulator", "serve"), "EmulatorHandle": "emulator",
     # proxy: check, probe, contracts, real-proxy rig, the load probe
     "adapter_check": "proxy.check", "CheckResult": "proxy.check", "probe_endpoint": ("proxy.probe", "probe"),
-    "WireReport": "proxy.report", "compare_contract": ("proxy.contracts", "compare"), "load_contract": "proxy.contracts",
+    "WireReport": "proxy.report", "compare_contract": ("proxy.contracts", "compare"),
+    "load_contract": "proxy.contracts",
     "real_proxy": "proxy.rig", "find_hermes_bin": "proxy.executable",
     "run_load": "proxy.load.run", "LoadReport": "proxy.load.report",
     # harness: missions and runs

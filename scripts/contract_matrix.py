@@ -10,7 +10,8 @@ Then the drift between consecutive versions (and against the seed), and between 
 release, is written into ``docs/wire-contract.md`` between the ``contract-matrix`` markers.
 
     .venv/bin/python scripts/contract_matrix.py                       # 0.16.0 … 0.19.0, nous and xai
-    .venv/bin/python scripts/contract_matrix.py --versions 0.19.0 --providers xai --hermes-bin 0.19.0=.venv-hermes/bin/hermes
+    .venv/bin/python scripts/contract_matrix.py --versions 0.19.0 --providers xai \
+        --hermes-bin 0.19.0=.venv-hermes/bin/hermes
     .venv/bin/python scripts/contract_matrix.py --doc-only            # regenerate the doc from the files
 
 Only loopback traffic while probing (the rig's egress sink ends any other attempt locally); installing
@@ -23,6 +24,7 @@ import argparse
 import re
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +61,8 @@ def ships_provider(hermes: Path, provider: str) -> bool:
     for site in site_packages(hermes):
         registry = site / "hermes_cli" / "proxy" / "adapters" / "__init__.py"
         if registry.is_file():
-            return re.search(rf"[\"']{re.escape(provider)}[\"']\s*:", registry.read_text("utf-8", "replace")) is not None
+            text = registry.read_text("utf-8", "replace")
+            return re.search(rf"[\"']{re.escape(provider)}[\"']\s*:", text) is not None
     return False
 
 
@@ -90,7 +93,8 @@ def observe(version: str, hermes: Path, provider: str = "nous") -> dict[str, Any
     except RigError as exc:
         found = re.search(r"exited (-?\d+) before it was ready: (.*?)(; the proxy needs|$)", str(exc))
         logged_out = f"exit {found.group(1)}: {found.group(2)}" if found else str(exc)
-    notes.append("Observed by scripts/contract_matrix.py through hermes_nb.proxy.rig + hermes_nb.proxy.probe; do not edit.")
+    notes.append("Observed by scripts/contract_matrix.py through hermes_nb.proxy.rig + hermes_nb.proxy.probe; "
+                 "do not edit.")
     notes.append(_HOW[provider])
     notes.append("owners: fields of answers the proxy relayed (answered_by: upstream) describe the upstream and "
                  "are information only; everything else is the proxy's and drifts (docs/wire-contract.md).")
@@ -144,7 +148,7 @@ def render_doc_block(out_dir: Path, providers: tuple[str, ...] = PROXY_PROVIDERS
         latest_version, latest = nous[-1]
         lines += ["", f"### seed → hermes-agent {latest_version} (nous)", ""] + _drift_lines(seed, latest)
     for provider, docs in per.items():
-        for (va, a), (vb, b) in zip(docs, docs[1:]):
+        for (va, a), (vb, b) in pairwise(docs):
             lines += ["", f"### {va} → {vb} ({provider})", ""] + _drift_lines(a, b)
     by_version = {v: d for v, d in nous}
     for provider in providers[1:]:  # the providers of one release differ by design: documented, never drift

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, TypeGuard, get_args
 
 import httpx
 from pydantic import (
@@ -44,8 +44,15 @@ __all__ = [
 
 #: the proxy's provider names (``hermes proxy providers``: :data:`~hermes_nb.core.providers.PROXY_PROVIDERS`)
 #: plus the ones UH's schema names for providers hermes-agent has not shipped (no table row: generic hints)
-PROVIDERS = ("nous", "xai", "claude", "chatgpt", "supergrok")
 Provider = Literal["nous", "xai", "claude", "chatgpt", "supergrok"]
+PROVIDERS: tuple[Provider, ...] = get_args(Provider)
+
+
+def is_provider(name: str | None) -> TypeGuard[Provider]:
+    """True for a provider name runtime_config accepts (:data:`PROVIDERS`)."""
+    return name in PROVIDERS
+
+
 #: The keys UH's own strict hermes-proxy runtime_config schema accepts.
 UH_STRICT_KEYS = ("endpoint", "model", "provider", "request_timeout_ms", "extra_headers")
 #: headers ``extra_headers`` may not set: the client frames the request itself (length, host, transfer coding),
@@ -188,7 +195,7 @@ class HermesProxyRuntimeConfig(StrictModel):
     def _dump_headers(self, value: dict[str, str]) -> dict[str, str]:
         return redact_headers(value)
 
-    def __repr_args__(self):  # type: ignore[override]
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         for key, value in super().__repr_args__():
             yield key, (redact_headers(value) if key == "extra_headers" else value)
 

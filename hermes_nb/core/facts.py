@@ -8,6 +8,7 @@ imports anything beyond the standard library.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -151,6 +152,6 @@ SMOKE_RUNBOOK_RELPATH = Path("runbooks") / "hermes-proxy-smoke.md"
 RECEIPTS_RELPATH = Path("runbooks") / "receipts"
 
 
-def manifest_path(root: str | Path) -> Path:
+def manifest_path(root: str | os.PathLike[str]) -> Path:
     """``<root>/.harness/adapters/hermes-proxy.yaml``."""
     return Path(root) / MANIFEST_RELPATH

@@ -24,8 +24,8 @@ Pure: no IO.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 __all__ = [
     "ProviderInfo",
@@ -181,7 +181,8 @@ def logged_out_hint(provider: str | None = None) -> str:
     """What a proxy that refuses to start for want of credentials needs."""
     info = provider_info(provider)
     if info is None:
-        return "log in with `hermes auth add <provider>` (see `hermes auth`) before `hermes proxy start --provider <provider>`"
+        return ("log in with `hermes auth add <provider>` (see `hermes auth`) "
+                "before `hermes proxy start --provider <provider>`")
     return f"run `{info.login_command}` (see `hermes auth`) before `hermes proxy start --provider {info.id}`"
 
 

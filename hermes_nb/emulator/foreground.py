@@ -116,9 +116,10 @@ async def _serve(args: argparse.Namespace, models: list[str] | None, line: Calla
         endpoint = f"{base_url}/v1"
         line(endpoint)
         emit({"endpoint": endpoint, "base_url": base_url, "port": port, "profile": args.profile,
-                  "provider": args.provider, "scenario": args.scenario, "seed": args.seed, "models": list(models or MODELS_BY_PROVIDER[args.provider])})
-        info(f"hermes-nb emulator: {args.profile} profile ({args.provider}), scenario {args.scenario}, seed {args.seed}; "
-                 "Ctrl-C to stop")
+              "provider": args.provider, "scenario": args.scenario, "seed": args.seed,
+              "models": list(models or MODELS_BY_PROVIDER[args.provider])})
+        info(f"hermes-nb emulator: {args.profile} profile ({args.provider}), scenario {args.scenario}, "
+             f"seed {args.seed}; Ctrl-C to stop")
         await stop.wait()
         info("hermes-nb emulator: stopping")
     finally:

@@ -9,8 +9,9 @@ body like the real proxy does and ends the body cleanly when the upstream breaks
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any
 
 from . import content as c
 
@@ -108,7 +109,7 @@ class Action:
 
 STALL = Action("stall")
 RESET = Action("reset")
-Part = Union[bytes, Pause, Action]
+Part = bytes | Pause | Action
 
 
 @dataclass(slots=True)

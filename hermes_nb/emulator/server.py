@@ -12,7 +12,6 @@ import asyncio
 import atexit
 import threading
 import time
-from typing import Any
 
 from aiohttp import web
 
@@ -94,34 +93,35 @@ class EmulatorHandle(EndpointHandle):
     seed: int
     #: what the proxy profiles front (``nous``, ``xai``)
     provider: str
+    _log: list[RecordedRequest]
+    _thread: _ServerThread
 
     def __repr__(self) -> str:
         return f"EmulatorHandle({self.endpoint!r}, profile={self.profile!r}, scenario={self.scenario!r})"
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        return list(self._log)  # type: ignore[attr-defined]
+        return list(self._log)
 
     def clear(self) -> None:
-        self._log.clear()  # type: ignore[attr-defined]
+        self._log.clear()
 
     def wait_for_requests(self, count: int, *, timeout: float = 5.0) -> list[RecordedRequest]:
         """Poll (with a deadline) until ``count`` requests have finished; return them."""
         deadline = time.monotonic() + timeout
         while True:
-            done = [r for r in self._log if r.status is not None]  # type: ignore[attr-defined]
+            done = [r for r in self._log if r.status is not None]
             if len(done) >= count or time.monotonic() >= deadline:
                 return done
             time.sleep(0.01)
 
     @property
     def running(self) -> bool:
-        return self._thread.is_alive()  # type: ignore[attr-defined]
+        return self._thread.is_alive()
 
     def close(self) -> None:
         """Stop the server (idempotent); stalled streams are ended."""
-        thread: _ServerThread = self._thread  # type: ignore[attr-defined]
-        thread.shutdown()
+        self._thread.shutdown()
         atexit.unregister(self.close)
 
     def __enter__(self) -> EmulatorHandle:

@@ -17,7 +17,7 @@ pass-through): these take seconds by design.
 
 from __future__ import annotations
 
-from .scenarios import TROUBLE_SCENARIOS, Pause, Reply
+from .scenarios import TROUBLE_SCENARIOS, Part, Pause, Reply
 
 __all__ = ["TROUBLE_SCENARIOS", "first_byte_delay", "stretch"]
 
@@ -38,7 +38,7 @@ def stretch(reply: Reply, scenario: str, route: str, answer_s: float) -> Reply:
         return Reply(reply.status, reply.content_type, [Pause(answer_s), *reply.parts], dict(reply.headers),
                      streamed=True)
     gap = answer_s / (len(pieces) - 1)
-    parts: list[bytes | Pause] = [pieces[0]]
+    parts: list[Part] = [pieces[0]]
     for piece in pieces[1:]:
         parts += [Pause(gap), piece]
-    return Reply(reply.status, reply.content_type, parts, dict(reply.headers), streamed=True)  # type: ignore[arg-type]
+    return Reply(reply.status, reply.content_type, parts, dict(reply.headers), streamed=True)

@@ -105,7 +105,6 @@ async def answer(request: web.Request, settings: Settings, scenario: str, reply:
                   proxied: bool) -> web.StreamResponse:
     """Write ``reply``; ``slow-first-byte``: the upstream thinks first (a client that left meanwhile gets nothing)."""
     wait = first_byte_delay(scenario, settings.first_byte_s)
-    if wait:
-        if await _pause(request, wait) or request.transport is None or request.transport.is_closing():
-            return web.Response(status=499)  # never written: aiohttp drops it quietly
+    if wait and (await _pause(request, wait) or request.transport is None or request.transport.is_closing()):
+        return web.Response(status=499)  # never written: aiohttp drops it quietly
     return await write(request, reply, proxied=proxied)

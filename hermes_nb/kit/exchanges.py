@@ -73,7 +73,7 @@ class StreamJob:
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
         if event == "connection.connect_tcp.complete":
-            stream = info.get("return_value")
+            stream: Any = info.get("return_value")  # httpcore's network stream (its backend's own class)
             sock = stream.get_extra_info("socket") if hasattr(stream, "get_extra_info") else None
             with self._lock:
                 self._sock = sock if isinstance(sock, socket.socket) else None

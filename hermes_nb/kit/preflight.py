@@ -5,9 +5,11 @@ The run then also knows the provider the proxy fronts (``config.provider``: its 
 With no model configured the model is the provider's default (:func:`hermes_nb.proxy.detect.resolve_model`:
 the proxy's ``/health`` says which provider it fronts). The e2e notebook asks :func:`adapter_check` —
 the same call the adapter-check notebook makes — and runs with the model it resolved; when nobody chose
-the model and the check finds the provider's default absent from the proxy's list, the e2e run is not sent
-and its verdict is the check's (failed, the listed models and a suggestion named), so the two notebooks
-never disagree about the default. A configured model is sent as configured, as ``hermes-nb run`` sends it.
+the model, the provider's default is resolved; when the check finds the model absent from the proxy's list —
+the default or a configured one — the e2e run is not sent and its verdict is the check's (failed, the
+listed models and a suggestion named), so the two notebooks never disagree about a model. ``hermes-nb run``
+still sends a configured model as configured (a provider may serve models its ``/models`` omits); the
+smoke's two notebooks judge it as one.
 """
 
 from __future__ import annotations
@@ -36,10 +38,9 @@ class ModelPreflight:
 
     @property
     def runnable(self) -> bool:
-        """False when nobody chose the model and the provider's default is not listed: the check's
-        ``misconfigured`` is the run's verdict too. A configured model is sent as configured (a provider may
-        serve models its ``/models`` omits), as ``hermes-nb run`` sends it."""
-        return self.model_listed or self.check.model_origin == "configured"
+        """False when the proxy lists models and the resolved one (default or configured) is not among
+        them: the check's ``misconfigured`` is the run's verdict too, so adapter_check and e2e agree."""
+        return self.model_listed
 
     def _repr_html_(self) -> str:
         return self.check._repr_html_()
@@ -54,7 +55,7 @@ def model_preflight(config: HermesProxyRuntimeConfig, *, deadline_s: float | Non
 
     ``deadline_s``: the check's deadline (default: the run's own wait, ``request_timeout_ms``, at most 30 s).
     """
-    from hermes_nb.core.config import PROVIDERS
+    from hermes_nb.core.config import is_provider
     from hermes_nb.proxy.check import adapter_check
 
     wait = deadline_s if deadline_s is not None else min(30.0, config.request_timeout_ms / 1000.0)
@@ -62,6 +63,6 @@ def model_preflight(config: HermesProxyRuntimeConfig, *, deadline_s: float | Non
     resolved = config.model_copy()
     if check.model and check.model != config.model:
         resolved.model = check.model
-    if check.provider and check.provider != config.provider and check.provider in PROVIDERS:
-        resolved.provider = check.provider  # type: ignore[assignment]  # what the proxy fronts: its hints, its record
+    if is_provider(check.provider) and check.provider != config.provider:
+        resolved.provider = check.provider  # what the proxy fronts: its hints, its record
     return ModelPreflight(check=check, config=resolved)

@@ -60,7 +60,7 @@ class Target:
     def close(self) -> None:
         self._stack.close()
 
-    def __enter__(self) -> "Target":
+    def __enter__(self) -> Target:
         return self
 
     def __exit__(self, *exc: object) -> None:

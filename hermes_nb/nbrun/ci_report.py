@@ -30,8 +30,8 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.verdict import operator_action, proxy_state
 
 __all__ = ["BLOCKED_EXIT_CHOICES", "CI_REPORT_SCHEMA", "STATUS_WORDS", "CiContext", "ci_context", "ci_report",
-           "smoke_exit_code", "operator_action", "result_provider", "write_ci_outputs", "not_started_report", "check_output_paths",
-           "step_summary_path", "unwritable_reason"]
+           "smoke_exit_code", "operator_action", "result_provider", "write_ci_outputs", "not_started_report",
+           "check_output_paths", "step_summary_path", "unwritable_reason"]
 
 CI_REPORT_SCHEMA = "hermes-nb.smoke-ci.v1"
 #: what ``--blocked-exit`` may map a blocked smoke to: 3 (default: its own code), 0 (pass), 1 (fail)
@@ -95,8 +95,9 @@ def ci_context(environ: Mapping[str, str] | None = None) -> CiContext:
     if env.get("GITLAB_CI") or env.get("CI_JOB_URL"):
         job = env.get("CI_JOB_URL") or None
         return CiContext(Path(env.get("CI_PROJECT_DIR") or Path.cwd()), job, f"{job}/artifacts/file" if job else None)
-    parts = [env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
-    run_url = f"{parts[0].rstrip('/')}/{parts[1]}/actions/runs/{parts[2]}" if all(parts) else None  # type: ignore[union-attr]
+    server, repository, run_id = (env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    run_url = (f"{server.rstrip('/')}/{repository}/actions/runs/{run_id}"
+               if server and repository and run_id else None)
     return CiContext(Path(env.get("GITHUB_WORKSPACE") or Path.cwd()), run_url)
 
 

@@ -34,8 +34,14 @@ from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.facts import EXIT_BLOCKED, RECEIPTS_RELPATH
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
-from hermes_nb.nbrun.ci_report import (BLOCKED_EXIT_CHOICES, check_output_paths, ci_report, not_started_report,
-                                       step_summary_path, write_ci_outputs)
+from hermes_nb.nbrun.ci_report import (
+    BLOCKED_EXIT_CHOICES,
+    check_output_paths,
+    ci_report,
+    not_started_report,
+    step_summary_path,
+    write_ci_outputs,
+)
 from hermes_nb.nbrun.smoke import SmokeResult
 from hermes_nb.nbrun.smoke_target import SmokeTarget
 
@@ -240,8 +246,8 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str 
             store.publish(staging, result.run_id, redactor=Redactor(result.target.secrets))
             locate = functools.partial(store.locate, staging=staging)
             for r in result.runs:
-                r.receipt_path = locate(r.receipt_path) if r.receipt_path else None  # type: ignore[assignment]
-            result.out_dir = store.url  # type: ignore[assignment]
+                r.receipt_path = locate(r.receipt_path) if r.receipt_path else None
+            result.out_dir = store.url
         redactor = Redactor(result.target.secrets)
         report = ci_report(result, blocked_exit=blocked_exit, redactor=redactor, environ=env)
         return finish(report, result, None)

@@ -27,9 +27,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import ExitStack
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,7 @@ class MatrixResult:
     @staticmethod
     def _changes(ran: list[VersionRun]) -> list[dict[str, Any]]:
         out = []
-        for before, after in zip(ran, ran[1:]):
+        for before, after in pairwise(ran):
             a, b = before.notebooks(), after.notebooks()
             verdicts = {n: [a.get(n), b.get(n)] for n in dict.fromkeys([*a, *b]) if a.get(n) != b.get(n)}
             da, db = before.drift(), after.drift()
@@ -319,8 +320,7 @@ def matrix(versions: Sequence[str] = DEFAULT_VERSIONS, *, state: str = "live", o
     :meth:`MatrixResult.to_dict` plus the CI outputs written and any warnings). Bad arguments and unwritable
     outputs raise :class:`~hermes_nb.core.errors.UsageError` before anything runs."""
     from hermes_nb.core.errors import UsageError
-    from hermes_nb.nbrun.ci_report import (BLOCKED_EXIT_CHOICES, check_output_paths, step_summary_path,
-                                           write_ci_outputs)
+    from hermes_nb.nbrun.ci_report import BLOCKED_EXIT_CHOICES, check_output_paths, step_summary_path, write_ci_outputs
     from hermes_nb.nbrun.jobs import quiet_notebook_loggers
     from hermes_nb.nbrun.smoke import writable_dir
     from hermes_nb.proxy.venvs import _check_version

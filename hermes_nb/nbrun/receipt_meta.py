@@ -120,7 +120,9 @@ def artifact_sources(run: NotebookRun) -> dict[str, Path]:
     summary = run.summary or {}
     run_dir = summary.get("run_dir")
     sources: dict[str, Path] = {}
-    for name, digest in (summary.get("artifacts") or {}).items() if run_dir else ():
+    if not run_dir:
+        return sources
+    for name, digest in (summary.get("artifacts") or {}).items():
         path = Path(run_dir) / name
         if not path.is_file() or sha256_file(path) != digest:
             run.verdict, run.reason = "failed", f"artifact {name} changed or vanished after the run"

@@ -25,16 +25,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.errors import SecretLeak, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, worst_verdict
-from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resources import notebooks_dir
+from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
@@ -51,7 +51,8 @@ __all__ = ["SmokeResult", "run_smoke", "writable_dir"]
 class SmokeResult:
     verdict: str
     run_id: str
-    out_dir: Path
+    #: the receipts directory, or the storage URL the receipts were published to
+    out_dir: Path | str
     runs: list[NotebookRun]
     duration_s: float
     #: the target the receipts name (a ``live`` target found to be an emulator is ``emulator`` here)
@@ -127,7 +128,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
     target = confirm_target(target) if confirm else target
     if target.evidence:
         say(f"target kind: emulator ({target.evidence})")
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     run_id = run_id or new_run_id(started)
     out_dir = writable_dir(Path(out_dir).resolve())
     receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id

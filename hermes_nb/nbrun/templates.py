@@ -16,7 +16,6 @@ compares. Conventions (tested in tests/nbrun/test_notebooks.py):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import nbformat
 
@@ -128,7 +127,8 @@ Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8
               "drift"),
         _md("## Verdict\n\nStops the embedded emulator, records the summary for the receipt, raises unless passed."),
         _code("target.close()\n"
-              "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=contract,\n"
+              "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, "
+              "contract=contract,\n"
               "                                   upstream=upstream, not_judged=skipped))"),
     ], WIRE_SPIKE)
 
@@ -164,7 +164,8 @@ Runbook: `hermes-nb smoke --only adapter_check --endpoint http://127.0.0.1:8645/
 def e2e_smoke() -> nbformat.NotebookNode:
     params = _TARGET_PARAMS + [
         ("mission", '"Optional[str]"', "None", "path to a mission.yaml (None: use the ad-hoc prompt below)"),
-        ("prompt", "str", '"Summarise in one sentence what a smoke test proves."', "ad-hoc prompt (when mission is None)"),
+        ("prompt", "str", '"Summarise in one sentence what a smoke test proves."',
+         "ad-hoc prompt (when mission is None)"),
         ("root", '"Optional[str]"', "None",
          "run root (artifacts under <root>/.harness) (None: the mission's harness root, else a temp dir)"),
         _MANIFEST_PARAM,

@@ -28,12 +28,12 @@ def preload() -> None:
     context at import, and the server checks it is still single-threaded before each fork.
     """
     import httpcore  # noqa: F401  (httpx imports it with its first client)
-    import IPython.display  # noqa: F401
     import ipykernel.comm  # noqa: F401
     import ipykernel.debugger  # noqa: F401  (the kernel imports it when it starts)
     import ipykernel.ipkernel  # noqa: F401
     import ipykernel.kernelapp  # noqa: F401
     import ipykernel.zmqshell  # noqa: F401
+    import IPython.display  # noqa: F401
     import jupyter_client.session  # noqa: F401
 
     import hermes_nb.core.resolve  # noqa: F401
@@ -184,7 +184,7 @@ def _child(req: _Request, conn: socket.socket, inherited: list[socket.socket], f
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
-        for name, fd in zip(spec.get("fds", []), req.fds):
+        for name, fd in zip(spec.get("fds", []), req.fds, strict=False):
             os.dup2(fd, {"stdout": 1, "stderr": 2}[name])
             os.close(fd)
         parent = os.getppid()

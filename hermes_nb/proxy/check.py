@@ -33,7 +33,8 @@ its version is reported, with a warning below :data:`MINIMUM_HERMES_PROXY_VERSIO
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, Field
@@ -126,7 +127,7 @@ class CheckResult(BaseModel):
         return box("adapter check", self.state, kv_html(pairs, badges=("state", "verdict")))
 
     @classmethod
-    def misconfigured(cls, exc: ConfigError, **fields: Any) -> "CheckResult":
+    def misconfigured(cls, exc: ConfigError, **fields: Any) -> CheckResult:
         """The verdict for a config that does not validate (no request is sent)."""
         return cls(available=False, state="misconfigured", errors=[ERROR_PREFIX + p for p in exc.problems],
                    hint=CONFIG_HINT, **fields)
@@ -213,9 +214,9 @@ def _classify(ex: Exchange, config: HermesProxyRuntimeConfig, provider: str | No
         if isinstance(body, dict) and isinstance(body.get("data"), list):
             return dict(state="ready", models=[str(m.get("id")) for m in body["data"]
                                                if isinstance(m, dict) and m.get("id") is not None])
-        kind = ex.content_type or "no content-type"
+        ctype = ex.content_type or "no content-type"
         return dict(state="error",
-                    error=f"HTTP {status} from {endpoint}/models is not a model list ({kind}): {_excerpt(ex)}",
+                    error=f"HTTP {status} from {endpoint}/models is not a model list ({ctype}): {_excerpt(ex)}",
                     hint="is something else listening on this port? the proxy answers JSON with a `data` list")
     if status == 404 and "path_not_allowed" in codes and not _ends_at_v1(endpoint):
         base = _base_of(endpoint)
@@ -237,7 +238,7 @@ def _classify(ex: Exchange, config: HermesProxyRuntimeConfig, provider: str | No
 
 
 def adapter_check(config_or_manifest: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any], *,
-                  transport: Any = None, deadline_s: float = 5.0,
+                  transport: httpx.BaseTransport | None = None, deadline_s: float = 5.0,
                   hermes_bin: str | os.PathLike[str] | Literal[False] | None = None) -> CheckResult:
     """Check the adapter (never raises for bad config or network: it is in the result).
 

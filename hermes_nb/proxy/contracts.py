@@ -27,7 +27,7 @@ from typing import Any
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS
 from hermes_nb.core.resources import contract_names, contracts_dir
-from hermes_nb.proxy.drift import NotJudged
+from hermes_nb.proxy.drift import NotJudged, Owner
 from hermes_nb.proxy.not_judged import section_not_judged
 from hermes_nb.proxy.probe import ROUTES
 from hermes_nb.proxy.report import Drift, DriftList, WireReport
@@ -51,7 +51,7 @@ RELAYED_FIELDS = ("status", "content_type", "error_type", "error_code", "error_m
 AUTH_FIELDS = ("status", "error_type", "outcome", "answered_by")
 AUTH_RELAYED_FIELDS = ("status", "error_type", "outcome")
 #: section-level fields and their owners
-TOP_OWNERS: dict[str, str] = {
+TOP_OWNERS: dict[str, Owner] = {
     "provider": "proxy",
     "bearer_required": "proxy", "stream_failure_shape": "proxy", "server_product": "proxy",
     "cors_headers": "proxy", "rate_limit_headers": "proxy",
@@ -71,10 +71,10 @@ def owners(fields: tuple[str, ...], relayed_fields: tuple[str, ...], answered: A
 
 
 def _owner_map(entry: Mapping[str, Any], fields: tuple[str, ...], relayed: tuple[str, ...], *,
-               observed: Mapping[str, Any] | None = None) -> dict[str, str]:
+               observed: Mapping[str, Any] | None = None) -> dict[str, Owner]:
     """Each field's owner: the expected entry's tags, except that an answer the proxy now gives
     itself (observed ``answered_by: proxy``) is the proxy's in every field."""
-    out = {f: "proxy" for f in fields}
+    out: dict[str, Owner] = {f: "proxy" for f in fields}
     if observed is not None and observed.get("answered_by") == "proxy":
         return out
     tags = entry.get("owners") or owners(fields, relayed, entry.get("answered_by"))
@@ -112,7 +112,7 @@ def contract_section(report: WireReport) -> dict[str, Any]:
     routes = []
     for spec in ROUTES:
         found = report.route(spec.name)
-        entry = {"name": spec.name, "method": spec.method, "path": spec.display_path}
+        entry: dict[str, Any] = {"name": spec.name, "method": spec.method, "path": spec.display_path}
         entry |= _route_fields(found) if found else {f: None for f in ROUTE_FIELDS}
         entry["owners"] = owners(ROUTE_FIELDS, RELAYED_FIELDS, entry["answered_by"])
         routes.append(entry)
@@ -340,7 +340,7 @@ def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, pr
         for f in ROUTE_FIELDS:
             if _differs(f, exp.get(f), got.get(f)):
                 drift.append(Drift(field=f"{label}.{f}", expected=exp.get(f), observed=got.get(f),
-                                   owner=owned[f]))  # type: ignore[arg-type]
+                                   owner=owned[f]))
     for case, exp in (expected.get("auth") or {}).items():
         if f"auth[{case}]" in skip:
             continue
@@ -349,8 +349,8 @@ def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, pr
         for f in AUTH_FIELDS:
             if _differs(f, exp.get(f), got.get(f)):
                 drift.append(Drift(field=f"{prefix}auth[{case}].{f}", expected=exp.get(f), observed=got.get(f),
-                                   owner=owned[f]))  # type: ignore[arg-type]
-    top = dict(TOP_OWNERS)
+                                   owner=owned[f]))
+    top: dict[str, Owner] = dict(TOP_OWNERS)
     for side, names in (expected.get("owners") or {}).items():
         top.update({n: side for n in names})
     for f in TOP_FIELDS:
@@ -358,7 +358,7 @@ def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, pr
             continue
         if _differs(f, expected.get(f), observed.get(f)):
             drift.append(Drift(field=f"{prefix}{f}", expected=expected.get(f), observed=observed.get(f),
-                               owner=top[f]))  # type: ignore[arg-type]
+                               owner=top[f]))
     return drift
 
 

@@ -35,13 +35,17 @@ __all__ = ["ProviderFacts", "ModelChoice", "allowed_paths_of", "detect_provider"
 _ALLOWED = re.compile(r"Allowed:\s*(.+?)\s*$")
 
 
+#: where a provider name came from: ``/health``, ``path_not_allowed`` (the allowed-path list), ``config``
+ProviderSource = Literal["/health", "path_not_allowed", "config"]
+
+
 class ProviderFacts(StrictModel):
     """What the proxy says about its provider."""
 
     #: the proxy's provider name (``nous``, ``xai``); None when nothing told it
     provider: str | None = None
     #: where it came from: ``/health``, ``path_not_allowed`` (the allowed-path list), ``config``
-    source: Literal["/health", "path_not_allowed", "config"] | None = None
+    source: ProviderSource | None = None
     #: ``/health``'s ``upstream`` verbatim (a name no row knows stays here, provider None)
     upstream: str | None = None
     #: ``/health``'s ``authenticated``
@@ -77,10 +81,12 @@ def detect_provider(*, health: Any = None, allowed_message: str | None = None,
     upstream = health.get("upstream") if isinstance(health, Mapping) else None
     upstream = upstream if isinstance(upstream, str) and upstream.strip() else None
     auth = health.get("authenticated") if isinstance(health, Mapping) else None
-    detected, source = provider_by_display_name(upstream), "/health"
+    detected = provider_by_display_name(upstream)
+    source: ProviderSource = "/health"
     if detected is None:
         paths = allowed_paths_of(allowed_message)
-        detected, source = (provider_by_allowed_paths(paths) if paths else None), "path_not_allowed"
+        detected = provider_by_allowed_paths(paths) if paths else None
+        source = "path_not_allowed"
     warnings: list[str] = []
     if upstream is not None and provider_by_display_name(upstream) is None:
         warnings.append(f"GET /health names an upstream no hermes_nb row knows: {upstream!r} "

@@ -52,7 +52,7 @@ class NotJudged(StrictModel):
         return f"{self.field}: not judged ({self.reason}{': ' + self.detail if self.detail else ''})"
 
 
-class DriftList(list):  # type: ignore[type-arg]
+class DriftList(list["Drift"]):
     """The drift of a report from a contract: a plain list of :class:`Drift` that also displays itself.
 
     ``contract``: the contract compared with (its ``target``), named by the display.
@@ -79,7 +79,7 @@ class DriftList(list):  # type: ignore[type-arg]
         p.text("DriftList(...)" if cycle else self._repr_text_())
 
     def _repr_html_(self) -> str:
-        from hermes_nb.core.reprs import box, table_html
+        from hermes_nb.core.reprs import box
 
         if not self:
             return box("wire contract", "passed", "<div>the proxy matches the recorded wire contract.</div>",

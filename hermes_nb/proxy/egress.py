@@ -46,7 +46,7 @@ class EgressSink:
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hermes_nb.core.records import ErrorEnvelope
-from hermes_nb.proxy.drift import NotJudged
+from hermes_nb.proxy.drift import NotJudged, NotJudgedReason
 from hermes_nb.proxy.probe import ROUTES
 from hermes_nb.proxy.report import WireReport
 from hermes_nb.wire.classify import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
@@ -22,7 +22,8 @@ from hermes_nb.wire.classify import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
 __all__ = ["section_not_judged"]
 
 
-def _why_not(exp: Mapping[str, Any], got: Mapping[str, Any], retry: float | None) -> tuple[str, str] | None:
+def _why_not(exp: Mapping[str, Any], got: Mapping[str, Any],
+             retry: float | None) -> tuple[NotJudgedReason, str] | None:
     """``(reason, detail)`` when an observed answer cannot judge the expected one."""
     if got.get("outcome") == "skipped" and got.get("transport_error") != "upstream_slow":
         return "probe_deadline", "not sent: the probe's overall deadline ran out"
@@ -59,8 +60,9 @@ def section_not_judged(section: Mapping[str, Any], observed: Mapping[str, Any],
         got = {**got, "transport_error": result.transport_error}
         why = _why_not(exp, got, result.retry_after_s)
         if why is not None:
-            out.append(NotJudged(field=f"routes[{labels.get(exp['name'], exp['name'])}]", reason=why[0],  # type: ignore[arg-type]
-                                 detail=why[1], retry_after_s=result.retry_after_s if why[0] == "rate_limited" else None))
+            retry_after_s = result.retry_after_s if why[0] == "rate_limited" else None
+            out.append(NotJudged(field=f"routes[{labels.get(exp['name'], exp['name'])}]", reason=why[0],
+                                 detail=why[1], retry_after_s=retry_after_s))
     cases = {c.case: c for c in report.auth}
     for case, exp in (section.get("auth") or {}).items():
         seen = cases.get(case)
@@ -70,7 +72,7 @@ def section_not_judged(section: Mapping[str, Any], observed: Mapping[str, Any],
                "answered_by": seen.answered_by, "transport_error": seen.transport_error}
         why = _why_not(exp, got, seen.retry_after_s)
         if why is not None:
-            out.append(NotJudged(field=f"auth[{case}]", reason=why[0], detail=why[1],  # type: ignore[arg-type]
+            out.append(NotJudged(field=f"auth[{case}]", reason=why[0], detail=why[1],
                                  retry_after_s=seen.retry_after_s if why[0] == "rate_limited" else None))
     if report.bearer_required is None and any(n.field.startswith("auth[") for n in out):
         out.append(NotJudged(field="bearer_required", reason=next(n.reason for n in out if n.field.startswith("auth[")),

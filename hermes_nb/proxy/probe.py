@@ -29,6 +29,7 @@ from hermes_nb.proxy.detect import allowed_paths_of, detect_provider
 from hermes_nb.proxy.report import (
     RATE_LIMIT_HEADER_RE,
     AuthCase,
+    AuthCaseName,
     RouteResult,
     WireReport,
     answered_by,
@@ -96,7 +97,7 @@ ROUTES: tuple[RouteSpec, ...] = (
 #: the routes the proxy answers itself, never its upstream
 LOCAL_ROUTES = frozenset({"health", "root", "v1_health", "unknown_v1"})
 #: auth handoff cases on ``GET /v1/models``: header value sent (False = no header)
-AUTH_CASES: tuple[tuple[str, bool | str], ...] = (
+AUTH_CASES: tuple[tuple[AuthCaseName, bool | str], ...] = (
     ("none", False),
     ("malformed", "Basic cHJvYmU6cHJvYmU="),
     ("bearer", True),
@@ -218,7 +219,8 @@ def probe(
     results: list[RouteResult] = []
     cases: list[AuthCase] = []
     seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}
-    with HermesClient(config, transport=transport, connect_timeout_s=min(CONNECT_TIMEOUT_S, request_deadline_s)) as client:
+    connect_s = min(CONNECT_TIMEOUT_S, request_deadline_s)
+    with HermesClient(config, transport=transport, connect_timeout_s=connect_s) as client:
 
         def call(spec: RouteSpec, auth: bool | str = True) -> tuple[Exchange | None, float]:
             allowed = budget.next()
@@ -255,13 +257,14 @@ def probe(
         models = next(s for s in ROUTES if s.name == "models")
         for case, auth in AUTH_CASES:
             ex, _ = (None, 0.0) if slow else call(models, auth)
-            shown = "(none)" if auth is False else ("Bearer " + auth_token if auth is True else auth.split(" ")[0] + " <redacted>")
+            shown = ("(none)" if auth is False
+                     else "Bearer " + auth_token if auth is True else auth.split(" ")[0] + " <redacted>")
             if ex is None:
-                cases.append(AuthCase(case=case, header=redactor.text(shown),  # type: ignore[arg-type]
+                cases.append(AuthCase(case=case, header=redactor.text(shown),
                                       transport_error="upstream_slow" if slow else "deadline"))
                 continue
             env = ex.envelope
-            cases.append(AuthCase(case=case, header=redactor.text(shown), status=ex.status,  # type: ignore[arg-type]
+            cases.append(AuthCase(case=case, header=redactor.text(shown), status=ex.status,
                                   error_type=(env.type or env.code_str) if env else None,
                                   outcome=route_outcome(ex, root=False), answered_by=answered_by(ex, root=False),
                                   transport_error=ex.transport_error.kind if ex.transport_error else None,
@@ -283,7 +286,7 @@ def probe(
         allowed_paths=allowed_paths_of(refused),
     )
     report.timelines.update(timelines)
-    report.state = report_state(results)  # type: ignore[assignment]
+    report.state = report_state(results)
     report.warnings = report_warnings(report) + facts.warnings
     return report
 

@@ -31,6 +31,13 @@ RouteOutcome = Literal[
     "bad_response", "unreachable", "timeout", "transport_error", "skipped",
 ]
 StreamShape = Literal["json", "sse", "text", "none"]
+#: what a probe saw of the proxy as a whole (:func:`report_state`)
+ProxyState = Literal["stale", "live", "unreachable", "unknown"]
+#: the authorization a probe sends to ``/v1/models``: none, a malformed one, the configured bearer
+AuthCaseName = Literal["none", "malformed", "bearer"]
+#: the failure shape a proxy's own answer to a streaming request has, by its body kind
+_FAILURE_SHAPES: dict[str, StreamShape] = {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text",
+                                           "html": "text"}
 #: the proxy's own error types (anything else under /v1 came from the upstream)
 PROXY_ERROR_TYPES = frozenset({"upstream_unreachable", "upstream_timeout", "proxy_error"})
 #: every error type the proxy answers itself (an envelope of another type under /v1 was relayed)
@@ -90,8 +97,8 @@ def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Rout
         return "auth_failed"
     if etype in PROXY_ERROR_TYPES:
         return "error"
-    kind = body_kind(ex)
-    if ex.status == 404 and kind != "json-envelope":
+    shape = body_kind(ex)
+    if ex.status == 404 and shape != "json-envelope":
         return "not_found"
     if ex.status == 413:
         return "rejected"
@@ -101,7 +108,7 @@ def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Rout
         if root:
             return "local"
         wanted = ("sse",) if expect_sse else ("json",)
-        return "forwarded" if kind in wanted or (expect_sse and kind == "json") else "bad_response"
+        return "forwarded" if shape in wanted or (expect_sse and shape == "json") else "bad_response"
     return "error" if root else "forwarded"
 
 
@@ -178,8 +185,7 @@ def stream_failure_shape(results: list[RouteResult]) -> StreamShape:
         r = next((x for x in results if x.name == name), None)
         if r is None or r.status is None or 200 <= r.status < 300 or r.answered_by == "upstream":
             continue
-        return {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text", "html": "text"}.get(
-            r.body_kind, "none")  # type: ignore[return-value]
+        return _FAILURE_SHAPES.get(r.body_kind, "none")
     return "none"
 
 
@@ -197,7 +203,7 @@ def bearer_required(cases: list[AuthCase]) -> bool | None:
     return bool(rejected)
 
 
-def report_state(results: list[RouteResult]) -> str:
+def report_state(results: list[RouteResult]) -> ProxyState:
     """``stale``/``live`` from the chat and models routes; ``unreachable``; else ``unknown``.
 
     ``live`` means the proxy relayed both to its upstream and the chat answer is a 2xx

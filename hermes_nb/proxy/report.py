@@ -6,18 +6,19 @@ says what each answer means. No IO. The outcome vocabulary is documented in docs
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, PrivateAttr
 
 from hermes_nb.core.model import StrictModel
-
 from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, Owner
 from hermes_nb.proxy.readings import (
     OPENAI_FLOOR,
     PROXY_ERROR_TYPES,
     PROXY_OWN_TYPES,
     RATE_LIMIT_HEADER_RE,
+    AuthCaseName,
+    ProxyState,
     RouteOutcome,
     StreamShape,
     answered_by,
@@ -97,7 +98,7 @@ class RouteResult(StrictModel):
 
 
 class AuthCase(StrictModel):
-    case: Literal["none", "malformed", "bearer"]
+    case: AuthCaseName
     #: what was sent, redacted (``(none)``, ``Basic <redacted>``, ``Bearer probe``)
     header: str
     status: int | None = None
@@ -118,7 +119,7 @@ def _esc(value: Any) -> str:
 class WireReport(StrictModel):
     endpoint: str
     #: stale (forwarded routes answer upstream_auth_failed), live (they answer 2xx), unreachable, unknown
-    state: Literal["stale", "live", "unreachable", "unknown"] = "unknown"
+    state: ProxyState = "unknown"
     reachable: bool = False
     routes: list[RouteResult] = Field(default_factory=list)
     auth: list[AuthCase] = Field(default_factory=list)

@@ -24,7 +24,7 @@ import base64
 import json
 import secrets
 from collections.abc import Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hermes_nb.core.errors import RigError
@@ -93,7 +93,7 @@ def auth_store_document(state: str, *, provider: str = "nous", base_url: str = "
     check_provider(provider)
     if state == "logged-out":
         return None
-    moment = now or datetime.now(timezone.utc)
+    moment = now or datetime.now(UTC)
     refresh = f"rig-refresh-{secrets.token_urlsafe(18)}"
     if provider == "xai":
         return _xai(state, moment, ttl_s, refresh, base_url)

@@ -42,7 +42,7 @@ from typing import Any
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.facts import ENV_PREFIX
 from hermes_nb.core.resources import contracts_dir, data_dir
-from hermes_nb.proxy.executable import find_hermes_bin, hermes_version, live_supported
+from hermes_nb.proxy.executable import find_hermes_bin, hermes_version
 
 __all__ = ["ENV_CACHE_DIR", "KNOWN_VERSIONS", "PINNED_VERSIONS", "cache_dir", "venv_dir", "pins_for",
            "observed_states", "unsupported_reason", "ensure_hermes", "cached_hermes", "support_table"]

@@ -22,8 +22,8 @@ from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.write import ReceiptFiles, check_clean, write_text_atomic
 
-__all__ = ["INDEX_SCHEMA", "INDEXED_FIELDS", "LATER_FIELDS", "load_index", "index_entry", "append_index", "entry_digest",
-           "render_readme"]
+__all__ = ["INDEX_SCHEMA", "INDEXED_FIELDS", "LATER_FIELDS", "load_index", "index_entry", "append_index",
+           "entry_digest", "render_readme"]
 
 INDEX_SCHEMA = "hermes-nb.receipts-index.v1"
 #: index fields that must equal the receipt's own (metadata.receipt) values

@@ -116,7 +116,8 @@ def _case(suite: ET.Element, n: Mapping[str, Any], kind: str) -> None:
 
 
 def junit_element(report: Mapping[str, Any]) -> ET.Element:
-    """``<testsuites>`` holding the one ``<testsuite>`` of a smoke run (``report``: :func:`~hermes_nb.nbrun.ci_report.ci_report`)."""
+    """``<testsuites>`` holding the one ``<testsuite>`` of a smoke run
+    (``report``: :func:`~hermes_nb.nbrun.ci_report.ci_report`)."""
     return junit_suites_element([report], name="hermes-nb smoke")
 
 

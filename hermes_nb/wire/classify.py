@@ -37,11 +37,12 @@ the proxy's message names, else UH's literal ``<provider>``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hermes_nb.core.facts import ERROR_PREFIX
 from hermes_nb.core.providers import reauth_hint, start_hint, upstream_down_hint
-from hermes_nb.core.records import ErrorEnvelope, Exchange, Outcome
+from hermes_nb.core.records import ErrorEnvelope, Exchange, Outcome, Status
 from hermes_nb.wire.sentinel import extract_final_message
 
 if TYPE_CHECKING:
@@ -87,17 +88,19 @@ def _partial(ex: Exchange) -> str:
     return f" ({len(ex.text)} characters of partial text kept)" if ex.text else ""
 
 
-def _out(ex: Exchange, status: str, reason: str, error: str | None, **kw: object) -> Outcome:
+def _out(ex: Exchange, status: Status, reason: str, error: str | None, *, hint: str | None = None,
+         warnings: Sequence[str] = (), final_message: str | None = None) -> Outcome:
     env = ex.envelope
-    kw["warnings"] = list(ex.warnings) + list(kw.get("warnings") or [])  # type: ignore[call-overload]
     return Outcome(
-        status=status,  # type: ignore[arg-type]
+        status=status,
         reason=reason,
         errors=[ERROR_PREFIX + error] if error else [],
+        warnings=[*ex.warnings, *warnings],
+        hint=hint,
         http_status=ex.status,
         error_type=(str(env.type or env.code) if env and (env.type or env.code is not None) else None),
         retry_after_s=ex.retry_after_s,
-        **kw,  # type: ignore[arg-type]
+        final_message=final_message,
     )
 
 

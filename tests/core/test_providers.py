@@ -221,6 +221,10 @@ def test_e2e_and_adapter_check_agree_on_the_resolved_model(tmp_path: Path) -> No
         sent = [r for r in xai.requests if r.path.endswith("/chat/completions")]
         chosen = run_smoke(SmokeTarget("live", xai.endpoint, "nousresearch/hermes-4-70b"), out_dir=tmp_path,
                            html=False, only=["adapter_check", "e2e_smoke"])
+        unlisted = run_smoke(SmokeTarget("live", xai.endpoint, "grok-unlisted-9"), out_dir=tmp_path,
+                             html=False, only=["adapter_check", "e2e_smoke"])
+        sent_unlisted = [r for r in xai.requests if r.path.endswith("/chat/completions")
+                         and (r.json or {}).get("model") == "grok-unlisted-9"]
     by = {r.name: r for r in result.runs}
     assert by["adapter_check"].verdict == by["e2e_smoke"].verdict == "failed"
     assert by["adapter_check"].summary["model"] == by["e2e_smoke"].summary["model"] == "grok-4.3"
@@ -229,14 +233,18 @@ def test_e2e_and_adapter_check_agree_on_the_resolved_model(tmp_path: Path) -> No
     assert not sent, "a model the proxy does not list is not sent"
     assert [r.verdict for r in chosen.runs] == ["passed", "passed"]
     assert {r.summary["model"] for r in chosen.runs} == {"nousresearch/hermes-4-70b"}
+    # a configured model the proxy does not list: both notebooks fail on it, and it is not sent
+    assert [r.verdict for r in unlisted.runs] == ["failed", "failed"]
+    assert {r.name: r for r in unlisted.runs}["e2e_smoke"].reason == "model-not-listed"
+    assert not sent_unlisted
 
 
-def test_a_configured_model_is_sent_as_configured_even_unlisted() -> None:
-    """As `hermes-nb run` sends it (a provider may serve models its /models omits); only a default is held back."""
+def test_an_unlisted_model_is_held_back_whoever_chose_it() -> None:
+    """adapter_check and e2e agree on an unlisted model: configured or the provider's default, it is not sent."""
     from hermes_nb.kit import model_preflight
 
     with serve(provider="xai") as xai:
         chosen = model_preflight(resolve_runtime_config(environ={}, endpoint=xai.endpoint, model="grok-4.5"))
         default = model_preflight(resolve_runtime_config(environ={}, endpoint=xai.endpoint))
-    assert chosen.runnable and chosen.check.state == "misconfigured" and chosen.config.model == "grok-4.5"
+    assert not chosen.runnable and chosen.check.state == "misconfigured" and chosen.config.model == "grok-4.5"
     assert default.runnable and default.config.model == "grok-4.3" and default.config.provider == "xai"

@@ -27,6 +27,8 @@ objective: Say which face you were launched from, in one word.
 runtime_config_overrides: {model: mission-model-x, temperature: 0.5, max_tokens: 64}
 """
 PROMPT = "One word: which face launched me?"
+#: the emulator lists the models the tests configure: the e2e notebook holds back a model the proxy does not list
+LISTED = ("mission-model-x", "env-model-y")
 
 
 def _chat_requests(emu: Any) -> list[tuple[str, str, dict[str, str], Any]]:
@@ -54,7 +56,7 @@ def test_a_mission_sends_the_same_request_from_every_face(tmp_path: Path,
     mission.write_text(MISSION)
     for face in ("cli", "lib", "nb"):
         (tmp_path / face).mkdir()
-    with serve() as emu:
+    with serve(models=LISTED) as emu:
         cli = _cli(emu, [str(mission), "--root", str(tmp_path / "cli")], capsys)
         from_cli = _chat_requests(emu)
 
@@ -82,7 +84,7 @@ def test_a_prompt_sends_the_same_request_from_every_face(tmp_path: Path, capsys:
     monkeypatch.setenv("HERMES_NB_MODEL", "env-model-y")  # a layer every face reads
     for face in ("cli", "lib", "console"):
         (tmp_path / face).mkdir()
-    with serve() as emu:
+    with serve(models=LISTED) as emu:
         _cli(emu, ["--prompt", PROMPT, "--root", str(tmp_path / "cli")], capsys)
         from_cli = _chat_requests(emu)
 

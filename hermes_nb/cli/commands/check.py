@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from hermes_nb.cli.options import add_config_flags, config_from_args
+from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import exit_code_for
 from hermes_nb.proxy.check import CheckResult, adapter_check
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def _human(result: CheckResult, out: Any) -> None:
+def _human(result: CheckResult, out: Output) -> None:
     where = result.endpoint or "(no endpoint)"
     if result.state == "ready":
         count = f" ({len(result.models)} model{'s' if len(result.models) != 1 else ''})"
@@ -55,7 +56,7 @@ def _human(result: CheckResult, out: Any) -> None:
         out.line(f"  hermes: {result.hermes_version} ({result.hermes_bin})")
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     if args.deadline <= 0:
         raise ConfigError("--deadline must be > 0")
     try:

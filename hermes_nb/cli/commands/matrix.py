@@ -16,8 +16,8 @@ the flags is one library call, :func:`hermes_nb.nbrun.matrix.matrix`.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from hermes_nb.cli.output import Output
 from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
 from hermes_nb.core.providers import PROXY_PROVIDERS
 
@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.add_argument("--model", metavar="M",
                    help="model id for every run (default: each notebook's: the provider's default model)")
     p.add_argument("--out", metavar="DIR", help=f"output directory (default {RECEIPTS_RELPATH}/matrix)")
-    p.add_argument("--only", metavar="NAME", action="append", choices=NOTEBOOKS, help="run only this notebook (repeatable)")
+    p.add_argument("--only", metavar="NAME", action="append", choices=NOTEBOOKS,
+                   help="run only this notebook (repeatable)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="execution timeout per cell, seconds")
     p.add_argument("--no-html", action="store_true", help="skip the HTML renders")
     p.add_argument("--no-install", action="store_true",
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     from hermes_nb.nbrun.matrix import matrix
 
     result, doc = matrix(args.versions.split(","), state=args.state, out=args.out, only=args.only,
@@ -62,8 +63,9 @@ def handle(args: argparse.Namespace, out: Any) -> int:
     for warning in doc["warnings"]:
         out.info(f"warning: {warning}")
     for v in doc["versions"]:
+        reason = f"  ({v['reason']})" if v["status"] != "ran" else ""
         out.line(f"{v['version']:8} {v['provider']:5} {v['status']:11} {v['verdict'] or '—':8} "
-                 + " ".join(f"{k}={w}" for k, w in v["notebooks"].items()) + (f"  ({v['reason']})" if v["status"] != "ran" else ""))
+                 + " ".join(f"{k}={w}" for k, w in v["notebooks"].items()) + reason)
     for c in doc["changes"]:
         moved = len(c["verdicts"]) + len(c["drift_added"]) + len(c["drift_removed"])
         out.line(f"{c['from']} → {c['to']} ({c['provider']}): {moved or 'no'} changes")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.cli.options import add_config_flags, config_from_args
+from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import ArtifactError, UsageError
 from hermes_nb.core.providers import PROXY_PROVIDERS, start_hint
 from hermes_nb.proxy.contracts import (
@@ -53,7 +54,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     if not args.deadline > 0:
         raise UsageError(f"--deadline must be > 0 seconds, got {args.deadline:g}")
     for flag, target in (("--out", args.out), ("--write-contract", args.write_contract)):
@@ -114,7 +115,7 @@ def render(report: WireReport, *, compared: str | None = None) -> list[str]:
         rows.append((r.method, r.path + _VARIANTS.get(r.name, ""), _cell(r.status), _cell(r.content_type), _cell(err),
                      r.outcome, _cell(r.answered_by)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     auth = "; ".join(f"{c.header} → {_cell(c.status)} {c.error_type or c.outcome}" for c in report.auth)
     lines.append(f"auth handoff (GET /v1/models): {auth or '-'}")
     required = {True: "yes", False: "no", None: "unknown"}[report.bearer_required]

@@ -16,6 +16,7 @@ import threading
 from types import FrameType
 from typing import Any
 
+from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import UsageError
 from hermes_nb.emulator import UPSTREAM_SCENARIOS
 from hermes_nb.proxy.rig import PROVIDERS, STATES, real_proxy
@@ -47,7 +48,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0..65535, got {args.port}")
     if not args.deadline > 0:

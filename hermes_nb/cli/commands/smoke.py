@@ -18,8 +18,8 @@ is one library call, :func:`hermes_nb.nbrun.jobs.smoke`.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import ConfigError, UsageError
 from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
 from hermes_nb.core.providers import PROXY_PROVIDERS
@@ -48,7 +48,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
                    help="with --rig live: what answers behind the proxy (default emulator; see `hermes-nb rig`)")
     p.add_argument("--model", metavar="M", help="model id (default: $HERMES_NB_MODEL, else the notebooks' default)")
     p.add_argument("--out", metavar="DIR|URL",
-                   help=f"receipts directory or storage URL, e.g. s3://bucket/prefix (default: {RECEIPTS_RELPATH}/<target kind>)")
+                   help="receipts directory or storage URL, e.g. s3://bucket/prefix "
+                        f"(default: {RECEIPTS_RELPATH}/<target kind>)")
     p.add_argument("--only", metavar="NAME", action="append", choices=NOTEBOOKS,
                    help="run only this notebook (repeatable)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
@@ -62,12 +63,13 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     from hermes_nb.nbrun.jobs import smoke
 
     try:
         outcome = smoke(endpoint=args.endpoint, rig=args.rig, provider=args.provider,
-                        hermes_version=args.hermes_version, upstream=args.upstream, model=args.model, out=args.out, only=args.only,
+                        hermes_version=args.hermes_version, upstream=args.upstream, model=args.model, out=args.out,
+                        only=args.only,
                         timeout_s=args.timeout, html=not args.no_html, junit_xml=args.junit_xml,
                         summary_md=args.summary_md, blocked_exit=args.blocked_exit,
                         progress=None if out.json_mode else out.info)
