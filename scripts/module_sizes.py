@@ -28,7 +28,8 @@ def module_sizes(package: Path) -> list[tuple[str, int]]:
 def report(package: Path, flag: int = FLAG, show_all: bool = False) -> str:
     sizes = module_sizes(package)
     over = [(path, n) for path, n in sizes if n > flag]
-    lines = [f"{len(over)} of {len(sizes)} modules over {flag} lines (a review flag: one job each? never inline to fit)"]
+    lines = [f"{len(over)} of {len(sizes)} modules over {flag} lines "
+             "(a review flag: one job each? never inline to fit)"]
     lines += [f"{n:6d}  {path}{'  <- over' if show_all and n > flag else ''}"
               for path, n in (sizes if show_all else over)]
     return "\n".join(lines)
