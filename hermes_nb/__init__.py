@@ -9,7 +9,7 @@ bottom-up (docs/architecture/layers.md): ``core`` → ``wire`` → ``emulator`` 
 
 # Nothing is imported here (not even __future__): this runs before ``hermes-nb`` owns Ctrl-C
 # (hermes_nb/cli/__init__.py), and a signal during an import here would print a traceback
-# (tests/test_cli_interrupt.py). Annotations are strings, never evaluated.
+# (tests/cli/test_interrupt.py). Annotations are strings, never evaluated.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

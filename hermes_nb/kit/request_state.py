@@ -10,7 +10,7 @@ older generation is ignored, so nothing outlives its request (a late callback ca
 exactly while none does. A new request clears the previous answer, usage and table. The status names the
 verdict (a failed request never says "done"). Selecting a history entry shows *that* entry's answer,
 usage and table. Transitions hold one lock and every :meth:`snapshot` is consistent, so the widgets can be
-set from any thread. Pure: tested without a browser (tests/test_console.py).
+set from any thread. Pure: tested without a browser (tests/kit/test_console.py).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
   password field, known to its redactor; the models the proxy lists (:class:`~hermes_nb.kit.models.ModelCatalog`);
 * :func:`response_html` — the response panel (the answer itself is the answer box's: :mod:`hermes_nb.kit.console_view`).
 
-Tested without a browser (tests/test_console.py); :mod:`hermes_nb.kit.console` wires ipywidgets to it.
+Tested without a browser (tests/kit/test_console.py); :mod:`hermes_nb.kit.console` wires ipywidgets to it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``hermes-nb notebooks refresh`` writes them from these templates, executes
 them against the deterministic emulator and stores the outputs that nbval
-compares. Conventions (tested in tests/test_notebooks.py):
+compares. Conventions (tested in tests/nbrun/test_notebooks.py):
 
 * one cell tagged ``parameters``, literals only, each line
   ``name: type = default  # help`` (papermill's ``--help-notebook`` reads it);

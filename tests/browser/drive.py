@@ -1,4 +1,4 @@
-"""The Playwright side of tests/test_browser.py; runs in .venv-browser (Playwright lives there, not in .venv).
+"""The Playwright side of tests/product/test_browser.py; runs in .venv-browser (Playwright lives there, not in .venv).
 
 ``python drive.py CONFIG.json`` drives Debian's chromium (``executable_path``; no browser download) and prints
 one JSON object of observations; the pytest side asserts on them. Waiting is done by Playwright
