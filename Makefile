@@ -20,7 +20,7 @@ BSTAMP := $(BVENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 BROWSER_DEPS := $(if $(wildcard $(CHROMIUM)),browser-venv,)
 
-.PHONY: install rig-venv upstream-venv browser-venv test smoke notebooks screenshots schema lock lock-hermes lock-upstream lock-browser bench fuzz soak clean
+.PHONY: install rig-venv upstream-venv browser-venv test smoke notebooks screenshots schema lock lock-hermes lock-upstream lock-browser bench fuzz soak sizes clean
 
 install: $(STAMP)
 
@@ -75,12 +75,12 @@ notebooks: install
 
 # re-take docs/img/probe-console.png and docs/img/receipt.png (JupyterLab and a receipt in chromium)
 screenshots: install browser-venv
-	HERMES_NB_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q -m browser tests/test_browser.py
+	HERMES_NB_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q -m browser tests/product/test_browser.py
 
 schema: install
 	$(BIN)/hermes-nb schema --write docs/schema
 
-# P1-P7 of docs/performance.md; each benchmark prints its ratio against its baseline, measured in the same run
+# P1-P8 of docs/performance.md; each benchmark prints its ratio against its baseline, measured in the same run
 bench: install
 	$(BIN)/python benchmarks/sse_decode.py
 	$(BIN)/python benchmarks/client_roundtrip.py
@@ -93,12 +93,16 @@ bench: install
 
 # the fuzz tests with many more examples than the CI-sized ones `make test` runs
 fuzz: install
-	$(BIN)/python -m pytest -q tests/test_fuzz.py --hypothesis-profile=fuzz $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q tests/product/test_fuzz.py --hypothesis-profile=fuzz $(PYTEST_ARGS)
 
 # the concurrency tests at full size (HERMES_NB_SOAK: 1000 threaded runs, 50 processes) and the emulator load run
 soak: install
-	HERMES_NB_SOAK=1 $(BIN)/python -m pytest -q tests/test_concurrency.py $(PYTEST_ARGS)
+	HERMES_NB_SOAK=1 $(BIN)/python -m pytest -q tests/product/test_concurrency.py $(PYTEST_ARGS)
 	$(BIN)/python benchmarks/emulator_load.py --rounds 10
+
+# modules over 400 lines: a review flag (one job each?), never a reason to inline; always exits 0
+sizes:
+	$(PYTHON) scripts/module_sizes.py
 
 lock:
 	rm -rf /tmp/hermes-nb-lock && $(PYTHON) -m venv /tmp/hermes-nb-lock

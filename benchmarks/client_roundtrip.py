@@ -31,7 +31,6 @@ from collections.abc import Callable
 import httpx
 
 from _child import endpoint_child
-
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.wire.client import HermesClient
 

@@ -33,7 +33,6 @@ import aiohttp
 import httpx
 
 from _child import EMULATOR, endpoint_child
-
 from hermes_nb.emulator import SCENARIO_HEADER
 from hermes_nb.wire.sse import SSEDecoder
 

@@ -26,12 +26,12 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
 from _child import endpoint_child
-
 from hermes_nb.core.config import validate_config
 from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.run import run
@@ -88,6 +88,22 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
+def delta_recorder(out_file: Path) -> tuple[Callable[[str], None], list[tuple[int, int]]]:
+    """An on_delta hook, and what it records: (arrival ns, characters so far) per delta, each checked to be in
+    ``out_file`` already."""
+    seen: list[tuple[int, int]] = []
+    given = [0]
+
+    def on_delta(text: str) -> None:
+        now = time.monotonic_ns()
+        given[0] += len(text)
+        if out_file.stat().st_size < len(text.encode()):  # flushed before the hook: never true
+            raise SystemExit("on_delta fired before runtime.stdout.log held the delta")
+        seen.append((now, given[0]))
+
+    return on_delta, seen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=40)
@@ -109,16 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                 # hermes_nb: run() with an on_delta hook
                 rid = f"p3-{i:04d}"
                 out_file = Path(tmp) / "root" / ".harness" / "missions" / "adhoc" / "runs" / rid / "runtime.stdout.log"
-                seen: list[tuple[int, int]] = []
-                given = [0]
-
-                def on_delta(text: str) -> None:
-                    now = time.monotonic_ns()
-                    given[0] += len(text)
-                    if out_file.stat().st_size < len(text.encode()):  # flushed before the hook: never true
-                        raise SystemExit("on_delta fired before runtime.stdout.log held the delta")
-                    seen.append((now, given[0]))
-
+                on_delta, seen = delta_recorder(out_file)
                 result = run(Mission.adhoc("Flush latency."), config, root=Path(tmp) / "root", run_id=rid,
                              on_delta=on_delta, handle_signals=False, sandbox=False)
                 if result.status != "passed":

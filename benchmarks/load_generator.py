@@ -3,12 +3,12 @@
 The target is ``hermes-nb emulator --scenario paced`` in its own process (first delta after 100 ms, then a
 token every 10 ms, 16 tokens): a known TTFT to measure against.
 
-* **P7a, 256 concurrent streams**: the generator (``hermes_nb.proxy.load.generator.run_level``: asyncio +
+* **P8a, 256 concurrent streams**: the generator (``hermes_nb.proxy.load.generator.run_level``: asyncio +
   aiohttp) runs 1,024 requests at concurrency 256; the **baseline** is the same closed loop with
   ``httpx.AsyncClient`` (the same SSE decoder and chunk interpreter), interleaved in the same run. Printed:
   errors, the most streams open at once, TTFT p50/p99, the generator's CPU per request, its loop lag, the
   emulator's CPU, and the ratios httpx / aiohttp.
-* **P7b, accuracy against the named baseline "the emulator's 100 ms first delta"**: ``run_load`` at
+* **P8b, accuracy against the named baseline "the emulator's 100 ms first delta"**: ``run_load`` at
   concurrency 1 and 16, 48 requests each; TTFT p50 must be 100 ms ± 10 ms at 1 and ± 15 % at 16. Then the
   issue's command itself, ``hermes-nb load --concurrency 1,16 --requests 48 --json`` (its embedded emulator,
   in-process), for the same two rows.
@@ -32,7 +32,6 @@ import httpx
 
 from _child import EMULATOR, endpoint_child
 from emulator_load import cpu_seconds
-
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.proxy.load.generator import LevelRun, Prepared, run_level
 from hermes_nb.proxy.load.report import Percentiles, Sample, level_result
@@ -76,7 +75,10 @@ async def _httpx_level(build: Callable[[], Prepared], concurrency: int, total: i
                             if chat.feed(event) and sample.ttft_s is None:
                                 sample.ttft_s = now - start
                 usage = (chat.usage or {}).get("completion_tokens")
-                sample.output_tokens, sample.token_source = (usage, "usage") if isinstance(usage, int) else (0, "deltas")
+                if isinstance(usage, int):
+                    sample.output_tokens, sample.token_source = usage, "usage"
+                else:
+                    sample.output_tokens, sample.token_source = 0, "deltas"
                 if r.status_code != 200 or not chat.done:
                     sample.error = "transport"
             except httpx.HTTPError as exc:
@@ -123,7 +125,7 @@ def p7a(endpoint: str, emulator_pid: int, client: str, concurrency: int = 256, t
            "ttft_p50": level.ttft_ms.p50, "ttft_p99": level.ttft_ms.p99, "wall_s": wall,
            "cpu_ms_per_request": run.overhead.cpu_s * 1000 / max(len(run.samples), 1),
            "lag_p99": lag.p99, "emulator_cpu_ms_per_request": emulator_cpu * 1000 / max(len(run.samples), 1)}
-    print(f"P7a {client:7} c={concurrency} n={len(run.samples)}: errors {row['errors']}, most open at once "
+    print(f"P8a {client:7} c={concurrency} n={len(run.samples)}: errors {row['errors']}, most open at once "
           f"{row['most_open']}, TTFT p50 {row['ttft_p50']:.1f} ms p99 {row['ttft_p99']:.1f} ms, wall {wall:.2f} s, "
           f"generator CPU {row['cpu_ms_per_request']:.2f} ms/request"
           + (f", loop lag p99 {row['lag_p99']:.1f} ms" if row["lag_p99"] is not None else "")
@@ -136,7 +138,7 @@ def _accuracy(label: str, levels: list[dict]) -> None:
         c, p50 = lv["concurrency"], lv["ttft_ms"]["p50"]
         tolerance = 10.0 if c == 1 else 0.15 * FIRST_DELTA_MS
         ok = abs(p50 - FIRST_DELTA_MS) <= tolerance
-        print(f"P7b {label} c={c}: TTFT p50 {p50:.1f} ms vs baseline {FIRST_DELTA_MS:.0f} ms: "
+        print(f"P8b {label} c={c}: TTFT p50 {p50:.1f} ms vs baseline {FIRST_DELTA_MS:.0f} ms: "
               f"{p50 / FIRST_DELTA_MS:.3f}x ({p50 - FIRST_DELTA_MS:+.1f} ms; tolerance ±{tolerance:.0f} ms: "
               f"{'met' if ok else 'NOT met'}); ITL p50 {lv['itl_ms']['p50']:.1f} ms; generator CPU "
               f"{lv['overhead']['cpu_share']:.0%}, loop lag p99 {lv['overhead']['loop_lag_ms']['p99']:.1f} ms",
@@ -153,8 +155,8 @@ def p7c() -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=1, help="P7a rounds (aiohttp and httpx alternate)")
-    parser.add_argument("--skip-httpx", action="store_true", help="P7a without the httpx baseline")
+    parser.add_argument("--rounds", type=int, default=1, help="P8a rounds (aiohttp and httpx alternate)")
+    parser.add_argument("--skip-httpx", action="store_true", help="P8a without the httpx baseline")
     parser.add_argument("--rig", action="store_true", help="also P7c: the real proxy's added latency")
     args = parser.parse_args()
     with endpoint_child(PACED) as (proc, endpoint):
@@ -163,8 +165,10 @@ def main() -> int:
             ours = p7a(endpoint, proc.pid, "aiohttp")
             if not args.skip_httpx:
                 base = p7a(endpoint, proc.pid, "httpx")
-                print(f"P7a ratio httpx/aiohttp: CPU per request {base['cpu_ms_per_request'] / ours['cpu_ms_per_request']:.1f}x, "
-                      f"TTFT p50 {base['ttft_p50'] / ours['ttft_p50']:.1f}x, wall {base['wall_s'] / ours['wall_s']:.1f}x",
+                cpu = base["cpu_ms_per_request"] / ours["cpu_ms_per_request"]
+                print(f"P8a ratio httpx/aiohttp: CPU per request {cpu:.1f}x, "
+                      f"TTFT p50 {base['ttft_p50'] / ours['ttft_p50']:.1f}x, "
+                      f"wall {base['wall_s'] / ours['wall_s']:.1f}x",
                       flush=True)
         report = run_load(endpoint, concurrency="1,16", requests=48)
         _accuracy("run_load, emulator in its own process", [lv.model_dump() for lv in report.levels])
@@ -172,7 +176,7 @@ def main() -> int:
                            "--json"], capture_output=True, text=True, timeout=600)
     doc = json.loads(proc.stdout)
     _accuracy("`hermes-nb load --concurrency 1,16 --requests 48 --json` (embedded emulator)", doc["levels"])
-    print(f"P7b exit code {proc.returncode}, verdict {doc['verdict']}")
+    print(f"P8b exit code {proc.returncode}, verdict {doc['verdict']}")
     if args.rig:
         p7c()
     return 0

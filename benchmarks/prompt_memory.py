@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
                 peaks.append(peak)
             floor, peak = sorted(floors)[len(floors) // 2], sorted(peaks)[len(peaks) // 2]
             growth = (peak - floor) / size
-            print(f"1 KB prompt (the floor): peak RSS {floor / MB:.0f} MB; {mb:g} MB prompt: peak RSS {peak / MB:.0f} MB "
-                  f"({status})")
+            print(f"1 KB prompt (the floor): peak RSS {floor / MB:.0f} MB; "
+                  f"{mb:g} MB prompt: peak RSS {peak / MB:.0f} MB ({status})")
             print(f"P7 {mb:g} MB prompt: (peak - floor) / prompt = {growth:.2f}x (target <= 3)")
             ok = ok and growth <= 3
     return 0 if ok else 1

@@ -9,7 +9,7 @@ bottom-up (docs/architecture/layers.md): ``core`` → ``wire`` → ``emulator`` 
 
 # Nothing is imported here (not even __future__): this runs before ``hermes-nb`` owns Ctrl-C
 # (hermes_nb/cli/__init__.py), and a signal during an import here would print a traceback
-# (tests/test_cli_interrupt.py). Annotations are strings, never evaluated.
+# (tests/cli/test_interrupt.py). Annotations are strings, never evaluated.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -38,7 +38,8 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "serve_emulator": ("emulator", "serve"), "EmulatorHandle": "emulator",
     # proxy: check, probe, contracts, real-proxy rig, the load probe
     "adapter_check": "proxy.check", "CheckResult": "proxy.check", "probe_endpoint": ("proxy.probe", "probe"),
-    "WireReport": "proxy.report", "compare_contract": ("proxy.contracts", "compare"), "load_contract": "proxy.contracts",
+    "WireReport": "proxy.report", "compare_contract": ("proxy.contracts", "compare"),
+    "load_contract": "proxy.contracts",
     "real_proxy": "proxy.rig", "find_hermes_bin": "proxy.executable",
     "run_load": "proxy.load.run", "LoadReport": "proxy.load.report",
     # harness: missions and runs

@@ -1,41 +1,47 @@
 #!/usr/bin/env python3
-"""Probe every hermes-agent release that ships `hermes proxy` and record its wire contract.
+"""Probe every hermes-agent release that ships `hermes proxy` and record its wire contract, per provider.
 
-For each version: a throwaway venv with ``hermes-agent==<v>`` and aiohttp
-(reused from ``--venv-root`` when already built), the real proxy started by
-``hermes_nb.proxy.rig`` in the ``stale`` and ``live`` states, one probe each, and
-``hermes_nb/data/contracts/hermes-agent-<v>.json`` (shipped in the wheel). Then the drift between
-consecutive versions (and against the seed) is written into
-``docs/wire-contract.md`` between the ``contract-matrix`` markers.
+For each version: its venv (``hermes_nb.proxy.venvs``: ``$HERMES_NB_CACHE_DIR``, built on first use, or
+``--hermes-bin V=PATH``), and for each provider the release ships (``--providers``, default every one
+``hermes proxy providers`` lists: nous, xai) the real proxy started by ``hermes_nb.proxy.rig`` in the
+``stale`` and ``live`` states, one probe each, and ``hermes_nb/data/contracts/hermes-agent-<v>.json``
+(nous, the proxy's default provider) or ``hermes-agent-<v>-<provider>.json`` (shipped in the wheel).
+Then the drift between consecutive versions (and against the seed), and between the providers of one
+release, is written into ``docs/wire-contract.md`` between the ``contract-matrix`` markers.
 
-    .venv/bin/python scripts/contract_matrix.py                       # 0.16.0 … 0.19.0
-    .venv/bin/python scripts/contract_matrix.py --versions 0.19.0 --hermes-bin 0.19.0=.venv-hermes/bin/hermes
+    .venv/bin/python scripts/contract_matrix.py                       # 0.16.0 … 0.19.0, nous and xai
+    .venv/bin/python scripts/contract_matrix.py --versions 0.19.0 --providers xai \
+        --hermes-bin 0.19.0=.venv-hermes/bin/hermes
     .venv/bin/python scripts/contract_matrix.py --doc-only            # regenerate the doc from the files
 
-Only loopback traffic while probing; installing uses pip's configured index.
+Only loopback traffic while probing (the rig's egress sink ends any other attempt locally); installing
+uses pip's configured index.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import RigError
+from hermes_nb.core.providers import PROXY_PROVIDERS, provider_info
 from hermes_nb.proxy.contracts import (
     compare,
     contract_document,
     contract_drift,
+    contract_file_name,
     dumps_contract,
     load_contract,
 )
 from hermes_nb.proxy.executable import hermes_version, live_supported, site_packages
 from hermes_nb.proxy.probe import probe
 from hermes_nb.proxy.rig import real_proxy
+from hermes_nb.proxy.venvs import ensure_hermes
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_VERSIONS = ("0.16.0", "0.17.0", "0.18.0", "0.18.1", "0.18.2", "0.19.0")
@@ -46,56 +52,65 @@ def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else 0 for p in v.split("."))
 
 
-def ensure_venv(version: str, root: Path, python: str) -> Path:
-    """``root/<version>`` with hermes-agent==version and aiohttp; returns its ``bin/hermes``."""
-    venv = root / version
-    stamp = venv / ".installed"
-    hermes = venv / "bin" / "hermes"
-    if stamp.exists() and hermes.exists():
-        return hermes
-    if not (venv / "bin" / "python").exists():
-        subprocess.run([python, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    f"hermes-agent=={version}", "aiohttp"], check=True)
-    stamp.touch()
-    return hermes
-
-
 def has_proxy(hermes: Path) -> bool:
     return any((site / "hermes_cli" / "proxy" / "server.py").is_file() for site in site_packages(hermes))
 
 
-def observe(version: str, hermes: Path) -> dict[str, Any]:
-    """Probe the real proxy of ``hermes`` in stale and live; the contract document."""
-    reports, startup, notes = {}, {}, []
+def ships_provider(hermes: Path, provider: str) -> bool:
+    """Does this release's proxy register ``provider``? (``hermes_cli/proxy/adapters/__init__.py``)"""
+    for site in site_packages(hermes):
+        registry = site / "hermes_cli" / "proxy" / "adapters" / "__init__.py"
+        if registry.is_file():
+            text = registry.read_text("utf-8", "replace")
+            return re.search(rf"[\"']{re.escape(provider)}[\"']\s*:", text) is not None
+    return False
+
+
+_HOW = {
+    "nous": "stale: tokens present, portal refusing connections; live: unsigned invoke JWT, "
+            "NOUS_INFERENCE_BASE_URL -> hermes_nb emulator (upstream profile).",
+    "xai": "stale: a pooled xai-oauth credential whose JWT expired an hour ago; its refresh (OIDC discovery at "
+           "auth.x.ai) ends at the rig's loopback egress sink; live: a pooled credential with an unsigned JWT "
+           "(+24 h), base_url -> hermes_nb emulator (upstream profile).",
+}
+
+
+def observe(version: str, hermes: Path, provider: str = "nous") -> dict[str, Any]:
+    """Probe the real proxy of ``hermes`` (``--provider provider``) in stale and live; the contract document."""
+    reports, startup, notes, egress = {}, {}, [], []
     for state in ("stale", "live"):
-        if state == "live" and live_supported(hermes) is False:
+        if state == "live" and live_supported(hermes, provider) is False:
             notes.append("live: not probed: this release's proxy ignores NOUS_INFERENCE_BASE_URL (https host "
                          "allowlist), so it cannot forward to a loopback upstream without leaving the machine.")
             continue
-        with real_proxy(state, hermes_bin=hermes) as rig:
+        with real_proxy(state, provider=provider, hermes_bin=hermes) as rig:
             startup[state] = rig.startup_s
-            reports[state] = probe(rig.endpoint)
+            reports[state] = probe(rig.endpoint, provider=provider)
+        egress += rig.egress
     try:
-        with real_proxy("logged-out", hermes_bin=hermes):
+        with real_proxy("logged-out", provider=provider, hermes_bin=hermes):
             logged_out = "started (no refusal)"
     except RigError as exc:
-        found = re.search(r"exited (-?\d+) before it was ready: (.*)", str(exc))
+        found = re.search(r"exited (-?\d+) before it was ready: (.*?)(; the proxy needs|$)", str(exc))
         logged_out = f"exit {found.group(1)}: {found.group(2)}" if found else str(exc)
-    notes.append("Observed by scripts/contract_matrix.py through hermes_nb.proxy.rig + hermes_nb.proxy.probe; do not edit.")
-    notes.append("stale: tokens present, portal refusing connections; live: unsigned invoke JWT, "
-                 "NOUS_INFERENCE_BASE_URL -> hermes_nb emulator (upstream profile).")
+    notes.append("Observed by scripts/contract_matrix.py through hermes_nb.proxy.rig + hermes_nb.proxy.probe; "
+                 "do not edit.")
+    notes.append(_HOW[provider])
     notes.append("owners: fields of answers the proxy relayed (answered_by: upstream) describe the upstream and "
                  "are information only; everything else is the proxy's and drifts (docs/wire-contract.md).")
-    doc = contract_document(reports, target=f"hermes-agent {version}", notes=notes)
+    if egress:
+        hosts = sorted({line.split()[1] for line in egress if len(line.split()) > 1})
+        notes.append(f"off-machine attempts, each ended at the rig's loopback egress sink: {', '.join(hosts)}")
+    doc = contract_document(reports, target=f"hermes-agent {version}", notes=notes,
+                            provider=provider)
     if "live" in reports:  # the rule's proof: another upstream behind the same proxy shows no proxy drift
-        with real_proxy("live", hermes_bin=hermes, upstream="minimal") as rig:
-            drift = compare(probe(rig.endpoint, model="minimal-chat-1"), doc, state="live")
+        with real_proxy("live", provider=provider, hermes_bin=hermes, upstream="minimal") as rig:
+            drift = compare(probe(rig.endpoint, model="minimal-chat-1", provider=provider), doc, state="live")
         doc["notes"].append("live with the minimal upstream instead: " + (
             "no drift on proxy-owned fields" if not drift else "drift: " + "; ".join(str(d) for d in drift)))
     doc["logged_out"] = logged_out
     times = ", ".join(f"{k} {v:.2f}s" for k, v in startup.items())
-    print(f"  {version}: proxy startup {times}", file=sys.stderr)
+    print(f"  {version} {provider}: proxy startup {times}", file=sys.stderr)
     return doc
 
 
@@ -104,21 +119,45 @@ def _drift_lines(expected: dict[str, Any], observed: dict[str, Any]) -> list[str
     return [f"- `{d.field}`{str(d)[len(d.field):]}" for d in drift] or ["- none"]
 
 
-def render_doc_block(out_dir: Path) -> str:
-    files = sorted(out_dir.glob("hermes-agent-*.json"), key=lambda p: _version_key(p.stem.rsplit("-", 1)[1]))
-    docs = [(p.stem.rsplit("-", 1)[1], load_contract(p)) for p in files]
+def _contract_files(out_dir: Path, provider: str) -> list[tuple[str, dict[str, Any]]]:
+    """``[(version, document)]`` of one provider, oldest release first."""
+    found = []
+    for path in out_dir.glob("hermes-agent-*.json"):
+        rest = path.stem[len("hermes-agent-"):]
+        version, _, suffix = rest.partition("-")
+        if (suffix or "nous") == provider:
+            found.append((version, load_contract(path)))
+    return sorted(found, key=lambda item: _version_key(item[0]))
+
+
+def render_doc_block(out_dir: Path, providers: tuple[str, ...] = PROXY_PROVIDERS) -> str:
     lines = [BEGIN, "", "_Generated by `scripts/contract_matrix.py`; do not edit between the markers._", ""]
-    lines += ["| version | contract | states probed | logged-out start | server (recorded) |", "|---|---|---|---|---|"]
-    for version, doc in docs:
+    lines += ["| version | provider | contract | states probed | logged-out start | server (recorded) |",
+              "|---|---|---|---|---|---|"]
+    per: dict[str, list[tuple[str, dict[str, Any]]]] = {p: _contract_files(out_dir, p) for p in providers}
+    rows = sorted(((v, p, d) for p, docs in per.items() for v, d in docs),
+                  key=lambda row: (_version_key(row[0]), providers.index(row[1])))
+    for version, provider, doc in rows:
+        name = contract_file_name(f"hermes-agent-{version}", provider)
         server = next(iter(doc["states"].values())).get("server_observed")
-        lines.append(f"| {version} | [hermes-agent-{version}.json](../hermes_nb/data/contracts/hermes-agent-{version}.json) "
+        lines.append(f"| {version} | {provider} | [{name}.json](../hermes_nb/data/contracts/{name}.json) "
                      f"| {', '.join(sorted(doc['states']))} | {doc.get('logged_out', '-')} | `{server}` |")
     seed = load_contract(out_dir / "seed.json")
-    if docs:
-        latest_version, latest = docs[-1]
-        lines += ["", f"### seed → hermes-agent {latest_version}", ""] + _drift_lines(seed, latest)
-    for (va, a), (vb, b) in zip(docs, docs[1:]):
-        lines += ["", f"### {va} → {vb}", ""] + _drift_lines(a, b)
+    nous = per.get("nous") or []
+    if nous:
+        latest_version, latest = nous[-1]
+        lines += ["", f"### seed → hermes-agent {latest_version} (nous)", ""] + _drift_lines(seed, latest)
+    for provider, docs in per.items():
+        for (va, a), (vb, b) in pairwise(docs):
+            lines += ["", f"### {va} → {vb} ({provider})", ""] + _drift_lines(a, b)
+    by_version = {v: d for v, d in nous}
+    for provider in providers[1:]:  # the providers of one release differ by design: documented, never drift
+        shared = [(v, d) for v, d in per.get(provider, []) if v in by_version]
+        if shared:
+            version, doc = shared[-1]
+            label = provider_info(provider).display_name if provider_info(provider) else provider
+            lines += ["", f"### nous → {provider} in hermes-agent {version} ({label}; documented, not drift)",
+                      ""] + _drift_lines(by_version[version], doc)
     lines += ["", END]
     return "\n".join(lines)
 
@@ -137,23 +176,27 @@ def update_doc(doc_path: Path, block: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--versions", default=",".join(DEFAULT_VERSIONS), help="comma-separated versions")
-    ap.add_argument("--venv-root", default="/tmp/hermes-nb-matrix", help="where the per-version venvs live")
+    ap.add_argument("--providers", default=",".join(PROXY_PROVIDERS),
+                    help=f"comma-separated providers (default {','.join(PROXY_PROVIDERS)})")
     ap.add_argument("--hermes-bin", action="append", default=[], metavar="VERSION=PATH",
-                    help="use an existing hermes for VERSION instead of building a venv")
-    ap.add_argument("--python", default="python3", help="interpreter for the venvs")
+                    help="use an existing hermes for VERSION instead of the cached venv")
     ap.add_argument("--out-dir", default=str(REPO / "hermes_nb" / "data" / "contracts"))
     ap.add_argument("--doc", default=str(REPO / "docs" / "wire-contract.md"))
     ap.add_argument("--doc-only", action="store_true", help="only regenerate the doc block from the files")
     args = ap.parse_args(argv)
     out_dir, given = Path(args.out_dir), dict(item.split("=", 1) for item in args.hermes_bin)
+    providers = [p.strip() for p in args.providers.split(",") if p.strip()]
+    unknown = [p for p in providers if p not in PROXY_PROVIDERS]
+    if unknown:
+        ap.error(f"--providers: unknown {', '.join(unknown)}; choose from {', '.join(PROXY_PROVIDERS)}")
     failures = 0
     if not args.doc_only:
         for version in [v.strip() for v in args.versions.split(",") if v.strip()]:
             t0 = time.monotonic()
             try:
-                hermes = Path(given[version]) if version in given else ensure_venv(
-                    version, Path(args.venv_root), args.python)
-            except subprocess.CalledProcessError as exc:
+                hermes = Path(given[version]) if version in given else ensure_hermes(
+                    version, progress=lambda m: print(m, file=sys.stderr))
+            except RigError as exc:
                 print(f"{version}: install failed ({exc})", file=sys.stderr)
                 failures += 1
                 continue
@@ -165,15 +208,19 @@ def main(argv: list[str] | None = None) -> int:
             if not has_proxy(hermes):
                 print(f"{version}: no `hermes proxy` in this release; skipped", file=sys.stderr)
                 continue
-            try:
-                doc = observe(version, hermes)
-            except RigError as exc:
-                print(f"{version}: rig failed: {exc}", file=sys.stderr)
-                failures += 1
-                continue
-            path = out_dir / f"hermes-agent-{version}.json"
-            path.write_text(dumps_contract(doc), "utf-8")
-            print(f"{version}: wrote {path} ({time.monotonic() - t0:.1f}s)", file=sys.stderr)
+            for provider in providers:
+                if not ships_provider(hermes, provider):
+                    print(f"{version}: no `--provider {provider}` in this release; skipped", file=sys.stderr)
+                    continue
+                try:
+                    doc = observe(version, hermes, provider)
+                except RigError as exc:
+                    print(f"{version} {provider}: rig failed: {exc}", file=sys.stderr)
+                    failures += 1
+                    continue
+                path = out_dir / f"{contract_file_name(f'hermes-agent-{version}', provider)}.json"
+                path.write_text(dumps_contract(doc), "utf-8")
+                print(f"{version} {provider}: wrote {path} ({time.monotonic() - t0:.1f}s)", file=sys.stderr)
     update_doc(Path(args.doc), render_doc_block(out_dir))
     print(f"updated {args.doc}", file=sys.stderr)
     return 1 if failures else 0

@@ -1,13 +1,16 @@
-"""Hermetic tests: no proxy env, no Hermes env, no user ~/.hermes."""
+"""Hermetic tests: no proxy env, no Hermes env, no user ~/.hermes; and the fixtures several folders share."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-# `make fuzz`: pytest --hypothesis-profile=fuzz (tests/test_fuzz.py sizes itself from the profile)
+from tests.helpers import S3_BUCKET
+
+# `make fuzz`: pytest --hypothesis-profile=fuzz (tests/product/test_fuzz.py sizes itself from the profile)
 settings.register_profile("fuzz", max_examples=4000, deadline=None)
 
 _CLEAR_PREFIXES = ("HERMES_", "NOUS_")
@@ -25,3 +28,44 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     monkeypatch.setenv("HERMES_HOME", str(tmp_path_factory.mktemp("hermes-home")))
     # per-version hermes-agent venvs (hermes-nb matrix) never land in the user's cache dir
     monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path_factory.mktemp("hermes-nb-cache")))
+
+
+# ------------------------------------------------------------------ receipts in S3 (tests/nbrun)
+
+@pytest.fixture(scope="module")
+def moto_url():
+    """An S3-compatible server (moto) on loopback, one per module that asks for it."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_env(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
+    """Dummy credentials; every S3 call to the loopback server; anything else would hit a dead proxy."""
+    import boto3
+    from papermill.s3 import S3
+
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL_S3": moto_url, "BOTO3_ENDPOINT_URL": moto_url,
+        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-creds"),
+        "AWS_EC2_METADATA_DISABLED": "true", "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(S3, "s3_session", (None, None, None))  # papermill caches its boto3 session per class
+    s3 = boto3.client("s3", endpoint_url=moto_url)
+    for obj in s3.list_objects_v2(Bucket=S3_BUCKET).get("Contents", []) if S3_BUCKET in [
+            b["Name"] for b in s3.list_buckets()["Buckets"]] else []:
+        s3.delete_object(Bucket=S3_BUCKET, Key=obj["Key"])
+    if S3_BUCKET not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+        s3.create_bucket(Bucket=S3_BUCKET)
+    return env

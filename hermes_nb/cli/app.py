@@ -19,7 +19,8 @@ import gc
 import importlib
 import sys
 import threading
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from hermes_nb import __version__
 from hermes_nb.cli import interrupts
@@ -51,7 +52,7 @@ EPILOG = """exit codes: 0 passed/ready, 1 failed, 2 usage or configuration error
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
 
 

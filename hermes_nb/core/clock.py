@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from hermes_nb.core.errors import ArtifactError
 
@@ -16,13 +16,13 @@ RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 def iso_now(now: datetime | None = None) -> str:
     """``2026-12-02T15:40:20.123Z`` (UTC, milliseconds)."""
-    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def new_run_id(now: datetime | None = None) -> str:
     """``YYYYMMDDTHHMMSSZ-`` plus 6 lowercase hex (UTC)."""
-    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
     return moment.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, TypeGuard, get_args
 
 from pydantic import (
     BaseModel,
@@ -41,8 +41,17 @@ __all__ = [
     "format_validation_error",
 ]
 
-PROVIDERS = ("nous", "xai", "claude", "chatgpt", "supergrok")
+#: the proxy's provider names (``hermes proxy providers``: :data:`~hermes_nb.core.providers.PROXY_PROVIDERS`)
+#: plus the ones UH's schema names for providers hermes-agent has not shipped (no table row: generic hints)
 Provider = Literal["nous", "xai", "claude", "chatgpt", "supergrok"]
+PROVIDERS: tuple[Provider, ...] = get_args(Provider)
+
+
+def is_provider(name: str | None) -> TypeGuard[Provider]:
+    """True for a provider name runtime_config accepts (:data:`PROVIDERS`)."""
+    return name in PROVIDERS
+
+
 #: The keys UH's own strict hermes-proxy runtime_config schema accepts.
 UH_STRICT_KEYS = ("endpoint", "model", "provider", "request_timeout_ms", "extra_headers")
 #: headers ``extra_headers`` may not set: the client frames the request itself (length, host, transfer coding),
@@ -100,7 +109,9 @@ class HermesProxyRuntimeConfig(StrictModel):
         description="Bearer value sent on every request (the real proxy ignores it). Never printed.",
     )
     provider: Provider | None = Field(
-        None, description="Upstream provider, used for the `hermes auth status <provider>` hint."
+        None, description="The proxy's provider, as `hermes proxy start --provider` names it: nous or xai "
+                          "(their `hermes auth` ids: nous, xai-oauth). Picks the operator hints, the default "
+                          "model and the wire contract; absent: detected from the proxy's /health.",
     )
     system_prompt: str | None = Field(None, description="Sent as a system message before the mission prompt.")
     temperature: float = Field(0, ge=0, le=2, description="Sampling temperature, 0–2.")
@@ -130,6 +141,17 @@ class HermesProxyRuntimeConfig(StrictModel):
     @classmethod
     def _endpoint(cls, value: str) -> str:
         return normalise_endpoint(value)
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _provider(cls, value: Any) -> Any:
+        from hermes_nb.core.providers import provider_info
+
+        info = provider_info(value) if isinstance(value, str) else None
+        if info is not None and value.strip().lower() != info.id:
+            raise ValueError(f"{value!r} is the `hermes auth` id; provider takes the proxy's name: {info.id!r} "
+                             f"(`hermes proxy start --provider {info.id}`)")
+        return value
 
     @field_validator("model")
     @classmethod
@@ -174,7 +196,7 @@ class HermesProxyRuntimeConfig(StrictModel):
     def _dump_headers(self, value: dict[str, str]) -> dict[str, str]:
         return redact_headers(value)
 
-    def __repr_args__(self):  # type: ignore[override]
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         for key, value in super().__repr_args__():
             yield key, (redact_headers(value) if key == "extra_headers" else value)
 

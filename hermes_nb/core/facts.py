@@ -8,8 +8,18 @@ imports anything beyond the standard library.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from hermes_nb.core.providers import DEFAULT_PROVIDER, default_model_for
+
+
+def _default_provider_model() -> str:
+    model = default_model_for(DEFAULT_PROVIDER)
+    assert model is not None
+    return model
+
 
 __all__ = [
     "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_BLOCKED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "STATUS_EXIT",
@@ -20,7 +30,7 @@ __all__ = [
     "TEMPLATED_NOTEBOOKS", "SHIPPED_NOTEBOOKS",
     "HARNESS_DIR", "MISSIONS_RELPATH",
     "WORKFLOWS_RELPATH", "AUDIT_RELPATH", "MANIFEST_RELPATH", "SMOKE_RUNBOOK_RELPATH",
-    "RECEIPTS_RELPATH", "manifest_path", "START_HINT", "LOGGED_OUT_HINT", "SENTINEL_TAG", "RUN_ARTIFACTS",
+    "RECEIPTS_RELPATH", "manifest_path", "SENTINEL_TAG", "RUN_ARTIFACTS",
     "PROXY_MAX_REQUEST_BYTES", "MAX_PROMPT_BYTES", "PROMPT_FILE",
 ]
 
@@ -38,7 +48,7 @@ STATUS_EXIT: Mapping[str, int] = {
     "passed": EXIT_OK, "failed": EXIT_FAILED, "blocked": EXIT_BLOCKED, "cancelled": EXIT_FAILED,
     # adapter-check states
     "ready": EXIT_OK, "error": EXIT_FAILED, "misconfigured": EXIT_USAGE, "locked": EXIT_BLOCKED,
-    "unreachable": EXIT_BLOCKED,
+    "unreachable": EXIT_BLOCKED, "rate_limited": EXIT_BLOCKED,
 }
 
 #: the verdicts of a notebook job, best first
@@ -72,7 +82,8 @@ RUNTIME = "hermes-proxy"
 #: every error line a classification writes starts with this (UH's prefix)
 ERROR_PREFIX = "hermes-proxy: "
 DEFAULT_ENDPOINT = "http://127.0.0.1:8645/v1"
-DEFAULT_MODEL = "nousresearch/hermes-4-405b"
+#: the model when none is configured and the provider is not known: the default provider's (core.providers)
+DEFAULT_MODEL = _default_provider_model()
 #: the placeholder bearer (the real proxy ignores it and attaches its own credentials)
 DEFAULT_AUTH_TOKEN = "hermes-proxy"
 DEFAULT_TIMEOUT_MS = 300_000
@@ -91,10 +102,7 @@ PROMPT_FILE = "prompt.md"
 #: (uh-contract §3, plus the prompt, the event log and the request sent: method, URL, headers masked, body)
 RUN_ARTIFACTS = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
                  "request.json")
-START_HINT = ("start the proxy with `hermes proxy start` (if it refuses because it is not logged in, run "
-              "`hermes auth` first, e.g. `hermes auth add nous`) and check the endpoint's port")
-#: what a proxy that refuses to start because it has no credentials needs
-LOGGED_OUT_HINT = "run `hermes auth add nous` (see `hermes auth`) before `hermes proxy start`"
+# operator actions (start the proxy, log in, re-authenticate) are per provider: hermes_nb.core.providers
 
 # --------------------------------------------------------------------------- environment
 
@@ -144,6 +152,6 @@ SMOKE_RUNBOOK_RELPATH = Path("runbooks") / "hermes-proxy-smoke.md"
 RECEIPTS_RELPATH = Path("runbooks") / "receipts"
 
 
-def manifest_path(root: str | Path) -> Path:
+def manifest_path(root: str | os.PathLike[str]) -> Path:
     """``<root>/.harness/adapters/hermes-proxy.yaml``."""
     return Path(root) / MANIFEST_RELPATH

@@ -4,7 +4,7 @@
 outside Lab, so a display follows the light, dark and high-contrast themes. A verdict's *text* colour is
 its theme tone mixed with the theme's strongest font colour (``--jp-content-font-color0``: black in light
 themes, white in dark ones): darker on light backgrounds, lighter on dark ones, which keeps every text at
-a contrast of 4.5:1 or more (WCAG AA) in both of JupyterLab's themes (measured in tests/test_browser.py).
+a contrast of 4.5:1 or more (WCAG AA) in both of JupyterLab's themes (measured in tests/product/test_browser.py).
 Borders and marks use the tone itself. Nothing sets a background except through a theme variable, so no
 light box is ever left behind in a dark theme.
 

@@ -16,8 +16,8 @@ from hermes_nb.core.config import (
     validate_config,
 )
 from hermes_nb.core.errors import ConfigError
-from hermes_nb.core.model import StrictModel
 from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_MODEL, DEFAULT_TIMEOUT_MS, RUNTIME
+from hermes_nb.core.model import StrictModel
 from hermes_nb.core.yamlio import dump_yaml, load_yaml, read_text_file
 
 __all__ = ["AdapterConfig", "AdapterManifest", "manifest_template", "load_manifest", "save_manifest",

@@ -22,6 +22,7 @@ __all__ = [
     "RequestRecord",
     "TransportFailure",
     "TransportKind",
+    "TransportPhase",
     "NO_CONNECTION",
     "TIMED_OUT",
     "Timings",
@@ -31,6 +32,9 @@ __all__ = [
 ]
 
 Status = Literal["passed", "failed", "blocked"]
+#: where a transport failure happened: ``connect`` (no response), ``headers`` (connected, no status yet) or
+#: ``body`` (mid-stream)
+TransportPhase = Literal["connect", "headers", "body"]
 
 #: What went wrong below HTTP. ``deadline`` = the overall request deadline
 #: fired; ``read_timeout`` = no byte for the idle-read timeout (a stall).
@@ -56,7 +60,8 @@ class ErrorEnvelope(StrictModel):
     code: str | int | None = None
     param: str | None = None
     status: str | int | None = None
-    #: ``"nested"`` for ``{"error": {...}}``, ``"flat"`` for ``{"message": ...}``, ``"string"`` for ``{"error": "..."}``.
+    #: ``"nested"`` for ``{"error": {...}}``, ``"flat"`` for ``{"message": ...}``,
+    #: ``"string"`` for ``{"error": "..."}``.
     shape: Literal["nested", "flat", "string"] = "nested"
 
     @property
@@ -91,8 +96,7 @@ class RequestRecord(StrictModel):
 
 class TransportFailure(StrictModel):
     kind: TransportKind
-    #: ``connect`` (no response), ``headers`` (connected, no status yet) or ``body`` (mid-stream)
-    phase: Literal["connect", "headers", "body"]
+    phase: TransportPhase
     message: str
     exception: str | None = None
 
@@ -182,7 +186,7 @@ class Exchange(StrictModel):
             raise ProxyStatusError(f"{where}: HTTP {self.status} {detail}".rstrip(), status=self.status,
                                    body=self.body_text or "")
         if self.in_band_error:
-            status = int(env.status) if env is not None and str(env.status).isdigit() else self.status or 200
+            status = int(code) if env is not None and (code := str(env.status)).isdigit() else self.status or 200
             raise ProxyStatusError(f"{where}: error inside the {self.status} stream: {detail}".rstrip(),
                                    status=status, body=env.model_dump_json() if env is not None else "")
         if failure is not None or self.protocol_errors:

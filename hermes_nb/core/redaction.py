@@ -228,9 +228,8 @@ def auth_store_secrets(document: Any) -> list[str]:
         elif isinstance(node, list):
             for v in node:
                 walk(v, key)
-        elif isinstance(node, str) and len(node) >= 8:
-            if _SECRET_KEY_RE.search(key) or JWT_RE.search(node):
-                out.append(node)
+        elif isinstance(node, str) and len(node) >= 8 and (_SECRET_KEY_RE.search(key) or JWT_RE.search(node)):
+            out.append(node)
 
     walk(document)
     return out

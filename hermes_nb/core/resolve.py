@@ -4,7 +4,8 @@ Every face — the CLI, the notebooks, the widgets console, the magics and the
 smoke — calls :func:`resolve_runtime_config`. Layers, lowest first (shallow
 merge, then strict validation of the result):
 
-1. the defaults (model ``nousresearch/hermes-4-405b``, the ``adapter add`` template's);
+1. the defaults (model ``nousresearch/hermes-4-405b``, the ``adapter add`` template's; with a
+   ``provider`` configured and no model, that provider's default model, :mod:`hermes_nb.core.providers`);
 2. the manifest's ``config.runtime_config``: ``manifest`` (a path or an
    :class:`AdapterManifest`), else ``<root>/.harness/adapters/hermes-proxy.yaml``
    when ``root`` is given and the file exists;
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_nb.core.config import HermesProxyRuntimeConfig, merge_runtime_config, parse_overrides_json
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import DEFAULT_MODEL, ENV_CONFIG, RUNTIME, manifest_path
+from hermes_nb.core.providers import default_model_for
 
 if TYPE_CHECKING:  # the manifest's model and PyYAML load only when there is a manifest to read
     from hermes_nb.core.manifest import AdapterManifest
@@ -95,5 +97,7 @@ def resolve_runtime_config(
         for key in layer or {}:
             origins[key] = f"env {ENV_CONFIG[key]}" if label == "env" else label
     config = merge_runtime_config({}, *(layer for _, layer in layers), where=where)
+    if origins.get("model") == "default" and (provider_model := default_model_for(config.provider)):
+        config.model = provider_model  # no model configured: the configured provider's default (still "default")
     config._origins = origins
     return config

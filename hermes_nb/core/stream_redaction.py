@@ -29,7 +29,7 @@ __all__ = ["StreamRedactor"]
 #: the shapes plus the letters that match ASCII ones case-insensitively (Kelvin sign, long s, dotless i,
 #: dotted I). :func:`_tail_start` finds where such a tail can begin, so ``_safe_cut`` searches a few
 #: characters instead of the whole pending text (30 µs per ``…$`` pattern per delta: P5). Property-tested
-#: against the unbounded search for every growing pattern (tests/test_fuzz.py).
+#: against the unbounded search for every growing pattern (tests/product/test_fuzz.py).
 _TOKEN_CHARS = string.ascii_letters + string.digits + "._~+/=-" + "\u212a\u017f\u0131\u0130"
 _SPACE_CHARS = "".join(chr(c) for c in range(0x3000 + 1) if chr(c).isspace())
 

@@ -17,6 +17,7 @@ import html
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from typing import Any
 
 __all__ = ["StreamTimeline", "timeline_svg", "idle_gaps", "place_labels"]
@@ -91,7 +92,7 @@ def idle_gaps(tl: StreamTimeline) -> list[tuple[float, float]]:
                     *tl.deltas, tl.total_s})
     span = max(tl.total_s, marks[-1] if marks else 0.0)
     threshold = max(MIN_GAP_S, GAP_SHARE * span)
-    return [(a, b) for a, b in zip(marks, marks[1:]) if b - a >= threshold]
+    return [(a, b) for a, b in pairwise(marks) if b - a >= threshold]
 
 
 #: label layout: an upper bound of the width of one character of the 11 px label font, and the row pitch (more
@@ -102,7 +103,8 @@ ROW_H = 15
 GAP_LABEL_ROWS = 3
 
 
-def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = None, pad: float = 4.0) -> list[int | None]:
+def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = None,
+                 pad: float = 4.0) -> list[int | None]:
     """A row for each label span ``(x0, x1)`` so that no two labels of a row overlap (None: no room left).
 
     Greedy, left to right: each label goes into the first row whose last label ends before it starts.
@@ -152,14 +154,14 @@ def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, ti
         (tl.last_byte_s, "stopped" if tl.stopped else "last byte", "bad" if tl.stopped else "good"),
     ) if t is not None]
     texts = [f"{label} {t:.3f} s" for t, label, _ in named]
-    placed = [_span(x(t), text, width, right) for (t, _, _), text in zip(named, texts)]
+    placed = [_span(x(t), text, width, right) for (t, _, _), text in zip(named, texts, strict=True)]
     rows = place_labels([extent for _, extent in placed])
     top_rows = max((r for r in rows if r is not None), default=0) + 1
     axis_y = 14 + ROW_H * top_rows + 4
     gaps = idle_gaps(tl)
     gap_texts = [f"idle {b - a:.2f} s" for a, b in gaps]
     gap_spans = [((x(a) + x(b)) / 2 - len(t) * CHAR_W / 2, (x(a) + x(b)) / 2 + len(t) * CHAR_W / 2)
-                 for (a, b), t in zip(gaps, gap_texts)]
+                 for (a, b), t in zip(gaps, gap_texts, strict=True)]
     gap_rows = place_labels(gap_spans, max_rows=GAP_LABEL_ROWS)
     below = max((r for r in gap_rows if r is not None), default=-1) + 1
     footer_y = axis_y + 14 + ROW_H * below + 12
@@ -170,9 +172,10 @@ def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, ti
              f'viewBox="0 0 {width} {height}" role="img" aria-label="{html.escape(title)}" '
              'style="font:11px system-ui,sans-serif;max-width:100%">',
              f"<title>{html.escape(title)}</title>"]
-    for (a, b), text, row in zip(gaps, gap_texts, gap_rows):
+    for (a, b), text, row in zip(gaps, gap_texts, gap_rows, strict=True):
         parts.append(f'<rect class="gap" x="{x(a)}" y="{axis_y - 14}" width="{round(x(b) - x(a), 1)}" height="28" '
-                     f'style="fill:color-mix(in srgb,{edge_colour("warn")} 18%,transparent);stroke:{edge_colour("warn")}"'
+                     f'style="fill:color-mix(in srgb,{edge_colour("warn")} 18%,transparent);'
+                     f'stroke:{edge_colour("warn")}"'
                      f' stroke-dasharray="3,2"><title>idle {b - a:.3f} s</title></rect>')
         if row is not None:
             parts.append(f'<text class="label" x="{round((x(a) + x(b)) / 2, 1)}" y="{axis_y + 14 + ROW_H * row + 11}" '
@@ -181,12 +184,14 @@ def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, ti
                  'stroke-width="1.5"/>')
     for t in tl.deltas:
         parts.append(f'<line class="delta" x1="{x(t)}" y1="{axis_y - 7}" x2="{x(t)}" y2="{axis_y + 7}" '
-                     f'style="stroke:{edge_colour("accent")}" stroke-width="2"><title>delta at {t:.3f} s</title></line>')
-    for (t, label, tone), text, (anchor, (x0, x1)), row in zip(named, texts, placed, rows):
+                     f'style="stroke:{edge_colour("accent")}" stroke-width="2">'
+                     f'<title>delta at {t:.3f} s</title></line>')
+    for (t, label, tone), text, (anchor, (x0, x1)), row in zip(named, texts, placed, rows, strict=True):
         y = 14 + ROW_H * (row or 0)
         colour = text_colour(tone)
         parts.append(f'<line class="mark" x1="{x(t)}" y1="{y + 2}" x2="{x(t)}" y2="{axis_y + 10}" '
-                     f'style="stroke:{colour}" stroke-width="1.5"><title>{html.escape(label)} at {t:.3f} s</title></line>')
+                     f'style="stroke:{colour}" stroke-width="1.5">'
+                     f'<title>{html.escape(label)} at {t:.3f} s</title></line>')
         parts.append(f'<text class="label" x="{round(x0 if anchor == "start" else x1, 1)}" y="{y}" '
                      f'text-anchor="{anchor}" style="fill:{colour}">{html.escape(text)}</text>')
     unlabelled = sum(row is None for row in gap_rows)

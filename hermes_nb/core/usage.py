@@ -84,7 +84,8 @@ class Usage:
         def n(v: int | None) -> str:
             return "?" if v is None else str(v)
 
-        text = f"{n(self.prompt_tokens)} prompt + {n(self.completion_tokens)} completion = {n(self.total_tokens)} tokens"
+        text = (f"{n(self.prompt_tokens)} prompt + {n(self.completion_tokens)} completion = "
+                f"{n(self.total_tokens)} tokens")
         speed = self.tokens_per_s
         if speed is not None:
             text += f" · {speed:.1f} tokens/s"

@@ -63,7 +63,7 @@ def load_yaml(text: str, *, where: str) -> Any:
         raise ConfigError(f"{where}: invalid YAML{at}: {getattr(exc, 'problem', None) or exc}") from None
 
 
-class _BlockDumper(_SafeDumper):  # type: ignore[misc, valid-type]
+class _BlockDumper(_SafeDumper):  # type: ignore[misc]  # the base is picked at import: libyaml's C dumper if built
     """Multi-line strings as ``|`` blocks (readable args, bodies and prompts)."""
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .scenarios import ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS, SCENARIO_HEADER, SCENARIOS
+from .scenarios import ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS, SCENARIO_HEADER, SCENARIOS, UPSTREAM_SCENARIOS
 
-__all__ = ["PROFILES", "SCENARIOS", "PROXY_SCENARIOS", "ALL_SCENARIOS", "SCENARIO_HEADER", "create_app", "serve",
-           "EmulatorHandle", "RecordedRequest"]
+__all__ = ["PROFILES", "SCENARIOS", "PROXY_SCENARIOS", "UPSTREAM_SCENARIOS", "ALL_SCENARIOS", "SCENARIO_HEADER",
+           "create_app", "serve", "EmulatorHandle", "RecordedRequest"]
 
 #: name -> (module, attribute)
 _LAZY = {

@@ -5,8 +5,12 @@
                   same JSON errors, same pass-through of the upstream's status, headers and body.
 ``seed``          the contract the wire-format spike documented: bearer required, JSON
                   ``path_not_allowed`` 404 for everything but the four ``/v1`` routes.
-``upstream``      a plain OpenAI-compatible server (``/v1/chat/completions`` …) that can sit
-                  behind the real proxy (``NOUS_INFERENCE_BASE_URL=http://127.0.0.1:<port>/v1``).
+``upstream``      a plain OpenAI-compatible server (``/v1/chat/completions`` …, ``/v1/responses``:
+                  :mod:`.responses`) that can sit behind the real proxy
+                  (``NOUS_INFERENCE_BASE_URL=http://127.0.0.1:<port>/v1``, or an xai credential's ``base_url``).
+
+The proxy profiles front the provider ``provider`` (``nous`` by default, or ``xai``: ``/health``'s
+``upstream``, the forwarded paths — xai adds ``/responses`` — and the proxy's own texts follow it).
 ``minimal``       a deliberately different OpenAI-compatible upstream (:mod:`.minimal`): two
                   routes, 1 MiB body cap, CRLF SSE with comments; scenario ``ok`` only.
 """
@@ -16,8 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
-import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,24 +27,25 @@ from typing import Any
 from aiohttp import web
 
 from hermes_nb.core.facts import PROXY_MAX_REQUEST_BYTES
+from hermes_nb.core.providers import provider_info
 from hermes_nb.core.redaction import Redactor, redact_headers
 
 from . import content as c
+from .responses import RESPONSES_ROUTE, method_not_allowed, responses_reply
 from .scenarios import (
     ALL_SCENARIOS,
     PROFILES,
     PROXY_SCENARIOS,
-    RESET,
     SCENARIO_HEADER,
-    STALL,
     UPSTREAM_ROUTES,
-    Pause,
     Reply,
     Settings,
     check_profile,
     json_reply,
     upstream_reply,
 )
+from .trouble import stretch
+from .writer import CLOSING_KEY, answer
 
 __all__ = [
     "PROFILES",
@@ -58,21 +61,19 @@ logger = logging.getLogger("hermes_nb.emulator")
 #: the real proxy's ``client_max_size`` (413 text/plain above it)
 MAX_REQUEST_BYTES = PROXY_MAX_REQUEST_BYTES
 UPSTREAM_MAX_BYTES = 32 * 1024 * 1024
-PROXY_PATHS = frozenset(UPSTREAM_ROUTES)
 AUTH_STALE_MESSAGE = "Failed to refresh Nous Portal credentials: Invalid refresh token"
+#: the real proxy's ``upstream_auth_failed`` text per provider (hermes_cli/proxy/adapters/*.py)
+AUTH_STALE_MESSAGES = {
+    "nous": AUTH_STALE_MESSAGE,
+    "xai": "No available xAI OAuth credentials found. Run `hermes auth reset xai-oauth` or re-authenticate with "
+           "`hermes auth add xai-oauth --type oauth`.",
+}
 #: what aiohttp says when the upstream refuses the connection (the real proxy prefixes it)
 UNREACHABLE_MESSAGE = ("upstream connection failed: Cannot connect to host inference-api.nousresearch.com:443 "
                        "ssl:default [Connect call failed ('127.0.0.1', 443)]")
-_ALLOWED = ", ".join(sorted(PROXY_PATHS))
-#: what the real proxy strips from the upstream's response headers
-_HOP_BY_HOP = frozenset({
-    "host", "content-length", "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-    "trailers", "transfer-encoding", "upgrade", "authorization", "content-encoding",
-})
 
 SETTINGS_KEY = web.AppKey("hermes_nb_settings", Settings)
 REQUESTS_KEY = web.AppKey("hermes_nb_requests", list)
-CLOSING_KEY = web.AppKey("hermes_nb_closing", asyncio.Event)
 SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
 #: ``concurrency-limited``: the chat requests in flight (one counter per app)
 IN_FLIGHT_KEY = web.AppKey("hermes_nb_in_flight", list)
@@ -204,87 +205,43 @@ async def _minimal_scenario(request: web.Request, handler: Callable[[web.Request
     return await handler(request)
 
 
-def _reset(request: web.Request) -> None:
-    """Abort the connection with a TCP RST (SO_LINGER on, timeout 0)."""
-    transport = request.transport
-    if transport is None:
-        return
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    transport.abort()
-
-
-async def _stall(request: web.Request) -> None:
-    """Send nothing more until the client goes away or the emulator shuts down."""
-    closing = request.app[CLOSING_KEY]
-    while not closing.is_set():
-        transport = request.transport
-        if transport is None or transport.is_closing():
-            return
-        try:
-            await asyncio.wait_for(closing.wait(), 0.2)
-        except TimeoutError:
-            continue
-
-
-async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.StreamResponse:
-    """Execute a reply plan. ``proxied``: the real proxy's pass-through (chunked; upstream breaks end cleanly)."""
-    headers = {"Content-Type": reply.content_type, **reply.headers}
-    if proxied:
-        headers = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
-    elif not reply.streamed:
-        for part in reply.parts:
-            if isinstance(part, Pause):
-                await asyncio.sleep(part.seconds)
-        return web.Response(status=reply.status, body=reply.body, headers=headers)
-    response = web.StreamResponse(status=reply.status, headers=headers)
-    await response.prepare(request)
-    try:
-        for part in reply.parts:
-            if isinstance(part, bytes):
-                if part:
-                    await response.write(part)
-            elif isinstance(part, Pause):
-                await asyncio.sleep(part.seconds)
-            elif part == STALL:
-                await _stall(request)
-                if request.transport is not None:
-                    request.transport.close()
-                return response
-            elif part == RESET:
-                if proxied:
-                    break  # the real proxy logs the broken upstream and ends the body cleanly
-                _reset(request)
-                return response
-        await response.write_eof()
-    except ConnectionError:
-        logger.debug("client went away during %s %s", request.method, request.path)
-    return response
+def _upstream_answer(settings: Settings, scenario: str, rel: str, method: str, raw: bytes) -> Reply:
+    """The upstream's answer: the OpenAI routes (:func:`upstream_reply`) and the Responses API (:mod:`.responses`),
+    stretched over time by the ``slow-answer`` scenario (:mod:`.trouble`)."""
+    if rel == RESPONSES_ROUTE:
+        reply = responses_reply(settings, scenario, raw) if method == "POST" else method_not_allowed(method)
+    else:
+        reply = upstream_reply(settings, scenario, rel, method, raw)
+    return stretch(reply, scenario, rel, settings.answer_s)
 
 
 def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]:
+    fronted = provider_info(settings.provider)
+    assert fronted is not None
+    allowed_paths = fronted.allowed_paths
+    allowed = ", ".join(sorted(allowed_paths))
+
     async def health(request: web.Request) -> web.Response:
         return web.json_response({
-            "status": "ok", "upstream": "Nous Portal", "authenticated": _scenario_of(request) != "auth-stale",
+            "status": "ok", "upstream": fronted.display_name, "authenticated": _scenario_of(request) != "auth-stale",
         })
 
     async def forward(request: web.Request, rel: str, *, proxied: bool) -> web.StreamResponse:
         """An allowed route on a proxy profile: credential state, body, the proxy's own faults, the upstream."""
         scenario = _scenario_of(request)
         if scenario == "auth-stale":
-            return _proxy_error(401, AUTH_STALE_MESSAGE, "upstream_auth_failed")
+            return _proxy_error(401, AUTH_STALE_MESSAGES[settings.provider], "upstream_auth_failed")
         raw = await _read_body(request)  # the real proxy reads the body before it calls the upstream
         fault = _proxy_fault(scenario)
         if fault is not None:
             return fault
-        reply = _unknown_scenario(request) or upstream_reply(settings, scenario, rel, request.method, raw)
-        return await _write(request, reply, proxied=proxied)
+        reply = _unknown_scenario(request) or _upstream_answer(settings, scenario, rel, request.method, raw)
+        return await answer(request, settings, scenario, reply, proxied=proxied)
 
     async def hermes_agent(request: web.Request) -> web.StreamResponse:
         rel = "/" + request.match_info.get("tail", "").lstrip("/")
-        if rel not in PROXY_PATHS:
-            return _proxy_error(404, f"Path /v1{rel} is not forwarded by this proxy. Allowed: {_ALLOWED}",
+        if rel not in allowed_paths:
+            return _proxy_error(404, f"Path /v1{rel} is not forwarded by this proxy. Allowed: {allowed}",
                                 "path_not_allowed")
         return await forward(request, rel, proxied=True)
 
@@ -299,8 +256,8 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
                                 "invalid_authorization")
         path = request.path
         rel = path[3:] if path.startswith("/v1/") else None
-        if rel not in PROXY_PATHS:
-            return _proxy_error(404, f"Path {path} is not forwarded by this proxy. Allowed: {_ALLOWED}",
+        if rel not in allowed_paths:
+            return _proxy_error(404, f"Path {path} is not forwarded by this proxy. Allowed: {allowed}",
                                 "path_not_allowed")
         return await forward(request, rel, proxied=False)
 
@@ -311,11 +268,11 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
             return web.json_response(c.envelope(msg, "invalid_request_error", None, with_param=True), status=404)
         rel = path[3:]
         raw = b""
-        if rel in UPSTREAM_ROUTES:
+        if rel in UPSTREAM_ROUTES or (rel == RESPONSES_ROUTE and request.method == "POST"):
             raw = await _read_body(request)
-        reply = _unknown_scenario(request) or upstream_reply(settings, _scenario_of(request), rel,
-                                                             request.method, raw)
-        return await _write(request, reply, proxied=False)
+        reply = _unknown_scenario(request) or _upstream_answer(settings, _scenario_of(request), rel,
+                                                               request.method, raw)
+        return await answer(request, settings, _scenario_of(request), reply, proxied=False)
 
     return {"health": health, "hermes-agent": hermes_agent, "seed": seed, "upstream": upstream}
 
@@ -332,13 +289,20 @@ def create_app(
     token_interval_s: float = 0.01,
     max_concurrent: int = 4,
     requests: list[RecordedRequest] | None = None,
+    provider: str = "nous",
+    first_byte_s: float = 6.0,
+    answer_s: float = 25.0,
 ) -> web.Application:
-    """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request."""
-    check_profile(profile, scenario)
-    model_ids = tuple(models) if models else c.DEFAULT_MODELS
+    """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request.
+
+    ``provider``: what the proxy profiles front (``nous``, ``xai``: :data:`hermes_nb.core.providers.PROXY_PROVIDERS`).
+    """
+    check_profile(profile, scenario, provider)
+    model_ids = tuple(models) if models else c.MODELS_BY_PROVIDER[provider]
     settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
                         retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
-                        max_concurrent=max_concurrent)
+                        max_concurrent=max_concurrent, provider=provider, first_byte_s=first_byte_s,
+                        answer_s=answer_s)
     max_size = UPSTREAM_MAX_BYTES if profile == "upstream" else MAX_REQUEST_BYTES
     if profile == "minimal":
         from .minimal import create_minimal_app

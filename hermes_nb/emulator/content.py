@@ -16,10 +16,12 @@ import struct
 from typing import Any
 
 from hermes_nb.core.facts import DEFAULT_MODEL, SENTINEL_TAG
+from hermes_nb.core.providers import default_model_for
 
 __all__ = [
     "BASE_CREATED",
     "DEFAULT_MODELS",
+    "MODELS_BY_PROVIDER",
     "SENTINEL_TAG",
     "digest",
     "request_id",
@@ -46,6 +48,11 @@ DEFAULT_MODELS: tuple[str, ...] = (
     "nousresearch/hermes-4-70b",
     "hermes-4-405b",
 )
+#: what ``/v1/models`` lists behind each provider (xAI's OAuth API lists Grok models; its default first)
+MODELS_BY_PROVIDER: dict[str, tuple[str, ...]] = {
+    "nous": DEFAULT_MODELS,
+    "xai": (default_model_for("xai") or "grok-4.3", "grok-4.20-0309-reasoning", "grok-4.20-0309-non-reasoning"),
+}
 EMBEDDING_DIM = 8
 
 _OPENERS = (

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_nb.core.errors import ConfigError, UsageError
-from hermes_nb.emulator.content import DEFAULT_MODELS
+from hermes_nb.core.providers import PROXY_PROVIDERS
+from hermes_nb.emulator.content import MODELS_BY_PROVIDER
 from hermes_nb.emulator.scenarios import ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS
 
 __all__ = ["DEFAULT_PORT", "add_arguments", "run"]
@@ -33,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=PROFILES, default="hermes-agent", help="what to emulate (default hermes-agent)")
     p.add_argument("--scenario", choices=ALL_SCENARIOS, default="ok",
                    help="upstream behaviour (default ok); upstream-unreachable/-timeout: the proxy's own 502/504")
+    p.add_argument("--provider", choices=PROXY_PROVIDERS, default="nous",
+                   help="what the proxy profiles front: its /health name, forwarded paths (xai adds /v1/responses) "
+                        "and texts (default nous)")
     p.add_argument("--seed", type=int, default=0, help="seed of the deterministic ids/texts (default 0)")
     p.add_argument("--models", default=None, help="comma-separated model ids listed by /v1/models")
     p.add_argument("--delay", type=float, default=0.05, metavar="SECONDS", help="per-delta delay of the slow scenario")
@@ -96,7 +100,7 @@ async def _serve(args: argparse.Namespace, models: list[str] | None, line: Calla
 
     app = create_app(profile=args.profile, scenario=args.scenario, seed=args.seed, models=models,
                      delay_s=args.delay, retry_after=args.retry_after, first_delta_s=args.first_delta,
-                     token_interval_s=args.token_interval, max_concurrent=args.max_concurrent)
+                     token_interval_s=args.token_interval, max_concurrent=args.max_concurrent, provider=args.provider)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     stop = asyncio.Event()
@@ -112,9 +116,10 @@ async def _serve(args: argparse.Namespace, models: list[str] | None, line: Calla
         endpoint = f"{base_url}/v1"
         line(endpoint)
         emit({"endpoint": endpoint, "base_url": base_url, "port": port, "profile": args.profile,
-                  "scenario": args.scenario, "seed": args.seed, "models": list(models or DEFAULT_MODELS)})
-        info(f"hermes-nb emulator: {args.profile} profile, scenario {args.scenario}, seed {args.seed}; "
-                 "Ctrl-C to stop")
+              "provider": args.provider, "scenario": args.scenario, "seed": args.seed,
+              "models": list(models or MODELS_BY_PROVIDER[args.provider])})
+        info(f"hermes-nb emulator: {args.profile} profile ({args.provider}), scenario {args.scenario}, "
+             f"seed {args.seed}; Ctrl-C to stop")
         await stop.wait()
         info("hermes-nb emulator: stopping")
     finally:

@@ -9,8 +9,9 @@ body like the real proxy does and ends the body cleanly when the upstream breaks
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any
 
 from . import content as c
 
@@ -22,6 +23,8 @@ __all__ = [
     "PROXY_SCENARIOS",
     "ALL_SCENARIOS",
     "IN_BAND_SCENARIOS",
+    "TROUBLE_SCENARIOS",
+    "UPSTREAM_SCENARIOS",
     "LOAD_SCENARIOS",
     "Settings",
     "Pause",
@@ -52,7 +55,11 @@ IN_BAND_SCENARIOS: tuple[str, ...] = ("stream-error-flat", "stream-error-typed",
 #: ``token_interval_s``, ``max_tokens`` of them) and ``concurrency-limited`` (paced, and a 429 with Retry-After for
 #: each request beyond ``max_concurrent`` in flight); see :func:`paced_reply`
 LOAD_SCENARIOS: tuple[str, ...] = ("paced", "concurrency-limited")
-ALL_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + LOAD_SCENARIOS + PROXY_SCENARIOS
+#: upstream trouble that is not a fault (:mod:`.trouble`): a slow first byte, a slow answer
+TROUBLE_SCENARIOS: tuple[str, ...] = ("slow-first-byte", "slow-answer")
+#: what an upstream can do (everything but the proxy's own faults): the rig's live upstream takes these
+UPSTREAM_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + LOAD_SCENARIOS + TROUBLE_SCENARIOS
+ALL_SCENARIOS: tuple[str, ...] = UPSTREAM_SCENARIOS + PROXY_SCENARIOS
 JSON_CT = "application/json; charset=utf-8"
 SSE_CT = "text/event-stream"
 #: upstream routes (relative to /v1) -> allowed method
@@ -66,8 +73,13 @@ BAD_GATEWAY_HTML = (
 
 
 
-def check_profile(profile: str = "hermes-agent", scenario: str = "ok") -> None:
-    """ValueError unless ``profile`` is known and ``scenario`` is one it plays (what an emulator checks at start)."""
+def check_profile(profile: str = "hermes-agent", scenario: str = "ok", provider: str = "nous") -> None:
+    """ValueError unless ``profile`` is known, ``scenario`` is one it plays and ``provider`` one the proxy
+    profiles front (:data:`hermes_nb.core.providers.PROXY_PROVIDERS`): what an emulator checks at start."""
+    from hermes_nb.core.providers import PROXY_PROVIDERS
+
+    if provider not in PROXY_PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; choose one of: {', '.join(PROXY_PROVIDERS)}")
     if profile not in PROFILES:
         raise ValueError(f"unknown emulator profile {profile!r}; choose one of: {', '.join(PROFILES)}")
     if profile == "minimal" and scenario != "ok":
@@ -91,6 +103,11 @@ class Settings:
     retry_after: int = 2
     #: how long the ``reset`` scenario waits after its last delta before the RST (lets the text arrive first)
     reset_grace_s: float = 0.05
+    #: the provider a proxy profile fronts (``hermes proxy start --provider``): its /health name, paths, texts
+    provider: str = "nous"
+    #: ``slow-first-byte``: seconds before the status line; ``slow-answer``: seconds a generated answer takes
+    first_byte_s: float = 6.0
+    answer_s: float = 25.0
     #: load scenarios: the pause before the first content delta, and between the next ones (seconds)
     first_delta_s: float = 0.1
     token_interval_s: float = 0.01
@@ -110,7 +127,7 @@ class Action:
 
 STALL = Action("stall")
 RESET = Action("reset")
-Part = Union[bytes, Pause, Action]
+Part = bytes | Pause | Action
 
 
 @dataclass(slots=True)

@@ -13,7 +13,6 @@ import atexit
 import socket
 import threading
 import time
-from typing import Any
 
 from aiohttp import web
 
@@ -95,34 +94,37 @@ class EmulatorHandle(EndpointHandle):
     profile: str
     scenario: str
     seed: int
+    #: what the proxy profiles front (``nous``, ``xai``)
+    provider: str
+    _log: list[RecordedRequest]
+    _thread: _ServerThread
 
     def __repr__(self) -> str:
         return f"EmulatorHandle({self.endpoint!r}, profile={self.profile!r}, scenario={self.scenario!r})"
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        return list(self._log)  # type: ignore[attr-defined]
+        return list(self._log)
 
     def clear(self) -> None:
-        self._log.clear()  # type: ignore[attr-defined]
+        self._log.clear()
 
     def wait_for_requests(self, count: int, *, timeout: float = 5.0) -> list[RecordedRequest]:
         """Poll (with a deadline) until ``count`` requests have finished; return them."""
         deadline = time.monotonic() + timeout
         while True:
-            done = [r for r in self._log if r.status is not None]  # type: ignore[attr-defined]
+            done = [r for r in self._log if r.status is not None]
             if len(done) >= count or time.monotonic() >= deadline:
                 return done
             time.sleep(0.01)
 
     @property
     def running(self) -> bool:
-        return self._thread.is_alive()  # type: ignore[attr-defined]
+        return self._thread.is_alive()
 
     def close(self) -> None:
         """Stop the server (idempotent); stalled streams are ended."""
-        thread: _ServerThread = self._thread  # type: ignore[attr-defined]
-        thread.shutdown()
+        self._thread.shutdown()
         atexit.unregister(self.close)
 
     def __enter__(self) -> EmulatorHandle:
@@ -166,6 +168,9 @@ def serve(
     first_delta_s: float = 0.1,
     token_interval_s: float = 0.01,
     max_concurrent: int = 4,
+    provider: str = "nous",
+    first_byte_s: float = 6.0,
+    answer_s: float = 25.0,
     sock: socket.socket | None = None,
 ) -> EmulatorHandle:
     """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``).
@@ -183,7 +188,8 @@ def serve(
     log: list[RecordedRequest] = []
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
                      retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
-                     max_concurrent=max_concurrent, requests=log)
+                     max_concurrent=max_concurrent, requests=log, provider=provider, first_byte_s=first_byte_s,
+                     answer_s=answer_s)
     thread = _ServerThread(app, host, port, sock)
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S):
@@ -196,6 +202,7 @@ def serve(
         raise ProxyUnreachable(f"emulator could not listen on {host}:{port}: {reason}") from err
     base_url = _base_url(host, thread.bound_port)
     handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=host, port=thread.bound_port,
-                            profile=profile, scenario=scenario, seed=seed, _log=log, _thread=thread)
+                            profile=profile, scenario=scenario, seed=seed, provider=provider, _log=log,
+                            _thread=thread)
     atexit.register(handle.close)
     return handle

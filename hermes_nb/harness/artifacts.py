@@ -57,10 +57,7 @@ def _surely_clean(line: str, redactor: Redactor) -> bool:
     for secret in redactor.secrets:
         if secret in line or '"' in secret or "\\" in secret or not secret.isprintable():
             return False
-    for shape in redactor.shapes:
-        if shape.present is None or shape.present(line):
-            return False
-    return True
+    return not any(shape.present is None or shape.present(line) for shape in redactor.shapes)
 
 
 def _write_pieces(handle: Any, text: str, piece: int = 1 << 20) -> None:

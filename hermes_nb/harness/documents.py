@@ -7,8 +7,8 @@ know, or a ``null`` where UH wants the key absent, fails at build time.
 
 UH's optional fields are zod ``.optional()``: absent is fine, ``null`` is not
 (only ``latest.json``'s ``finished_at`` is nullable). The models mirror that
-by typing optional fields without ``None`` and defaulting them to ``None``
-(pydantic does not validate defaults), so an explicit ``null`` fails.
+by typing optional fields without ``None`` and defaulting them to :data:`_ABSENT`
+(``None``; pydantic does not validate defaults), so an explicit ``null`` fails.
 
 The UH models are strict. hermes_nb's runtime-result carries a few documented
 extra fields (:data:`RESULT_EXTRA_FIELDS`); :func:`validate_result` checks the
@@ -42,6 +42,9 @@ __all__ = [
 Timestamp = str
 RunStatus = Literal["running", "passed", "failed", "blocked", "cancelled", "timeout"]
 _TS = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
+#: the default of a UH field that may be absent but never null: None, which pydantic does not validate (a default),
+#: typed Any because it is not a value of the field's type (an explicit null is validated, and fails)
+_ABSENT: Any = None
 
 
 class LatestRun(StrictModel):
@@ -55,11 +58,11 @@ class LatestRun(StrictModel):
 class RunsIndexEntry(StrictModel):
     run_id: str
     started_at: Timestamp = Field(..., pattern=_TS)
-    finished_at: Timestamp = Field(None, pattern=_TS)  # type: ignore[assignment]
+    finished_at: Timestamp = Field(_ABSENT, pattern=_TS)
     status: RunStatus
-    runtime: str = None  # type: ignore[assignment]
-    archived: bool = None  # type: ignore[assignment]
-    replay_of: str = None  # type: ignore[assignment]
+    runtime: str = _ABSENT
+    archived: bool = _ABSENT
+    replay_of: str = _ABSENT
 
 
 class RunsIndex(StrictModel):
@@ -72,13 +75,13 @@ class RuntimeSession(StrictModel):
     mission_id: str
     runtime: str
     status: Literal["planned", "running", "succeeded", "failed"]
-    command: str = None  # type: ignore[assignment]
-    args: list[str] = None  # type: ignore[assignment]
-    exit_code: int = None  # type: ignore[assignment]
-    started_at: Timestamp = Field(None, pattern=_TS)  # type: ignore[assignment]
-    finished_at: Timestamp = Field(None, pattern=_TS)  # type: ignore[assignment]
-    stdout_path: str = None  # type: ignore[assignment]
-    stderr_path: str = None  # type: ignore[assignment]
+    command: str = _ABSENT
+    args: list[str] = _ABSENT
+    exit_code: int = _ABSENT
+    started_at: Timestamp = Field(_ABSENT, pattern=_TS)
+    finished_at: Timestamp = Field(_ABSENT, pattern=_TS)
+    stdout_path: str = _ABSENT
+    stderr_path: str = _ABSENT
 
 
 class Verdict(StrictModel):
@@ -95,14 +98,14 @@ class RuntimeResult(StrictModel):
     status: Literal["passed", "failed", "blocked", "cancelled"]
     started_at: Timestamp = Field(..., pattern=_TS)
     finished_at: Timestamp = Field(..., pattern=_TS)
-    exit_code: int = None  # type: ignore[assignment]
+    exit_code: int = _ABSENT
     prompt_path: str
     stdout_path: str
     stderr_path: str
-    diff_path: str = None  # type: ignore[assignment]
+    diff_path: str = _ABSENT
     errors: list[str] = Field(default_factory=list)
-    notes: list[str] = None  # type: ignore[assignment]
-    verdict: Verdict = None  # type: ignore[assignment]
+    notes: list[str] = _ABSENT
+    verdict: Verdict = _ABSENT
 
 
 class HermesRuntimeResult(RuntimeResult):
@@ -116,6 +119,8 @@ class HermesRuntimeResult(RuntimeResult):
     retry_after_s: float | None = None
     usage: dict[str, Any] | None = None
     run_id: str | None = None
+    #: the proxy's provider (``nous``, ``xai``): configured, or named by the proxy's own error
+    provider: str | None = None
 
 
 RESULT_EXTRA_FIELDS = tuple(sorted(set(HermesRuntimeResult.model_fields) - set(RuntimeResult.model_fields)))
@@ -137,8 +142,8 @@ def _present(fields: dict[str, Any]) -> dict[str, Any]:
 
 def latest_run(run_id: str, started_at: str, status: str, finished_at: str | None = None) -> dict[str, Any]:
     """``latest.json`` (its ``finished_at`` is the one nullable field, always present)."""
-    return LatestRun(schema_version="uh.latest-run.v0", run_id=run_id, started_at=started_at,
-                     finished_at=finished_at, status=status).model_dump(mode="json")  # type: ignore[arg-type]
+    return LatestRun.model_validate(dict(schema_version="uh.latest-run.v0", run_id=run_id, started_at=started_at,
+                                         finished_at=finished_at, status=status)).model_dump(mode="json")
 
 
 def index_entry(entry: dict[str, Any]) -> dict[str, Any]:
@@ -153,8 +158,8 @@ def runtime_session(*, mission_id: str, runtime: str, status: str, command: str 
     """``runtime-session.yaml``."""
     fields = _present(dict(command=command, args=args, exit_code=exit_code, started_at=started_at,
                            finished_at=finished_at, stdout_path=stdout_path, stderr_path=stderr_path))
-    return RuntimeSession(schema_version="uh.runtime-session.v0", mission_id=mission_id, runtime=runtime,
-                          status=status, **fields).model_dump(mode="json", exclude_unset=True)  # type: ignore[arg-type]
+    doc = dict(schema_version="uh.runtime-session.v0", mission_id=mission_id, runtime=runtime, status=status, **fields)
+    return RuntimeSession.model_validate(doc).model_dump(mode="json", exclude_unset=True)
 
 
 def runtime_result(*, uh: dict[str, Any], extras: dict[str, Any]) -> dict[str, Any]:

@@ -14,8 +14,9 @@ The prompt a mission becomes is :mod:`hermes_nb.harness.prompt`.
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -38,7 +39,7 @@ __all__ = [
     "mission_from_document",
 ]
 
-MISSION_SCHEMA = "uh.mission.v0"
+MISSION_SCHEMA: Final = "uh.mission.v0"
 ADHOC_ID = "adhoc"
 CAPABILITY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 
@@ -126,7 +127,7 @@ class Team(StrictModel):
     leader: str | None = None
 
     @model_validator(mode="after")
-    def _unique_roles(self) -> "Team":
+    def _unique_roles(self) -> Team:
         roles = [w.role for w in self.workers]
         if len(roles) != len(set(roles)):
             raise ValueError("team.workers roles must be unique")
@@ -173,7 +174,7 @@ class Mission(StrictModel):
     ignored_keys: list[str] = Field(default_factory=list, exclude=True)
 
     @model_validator(mode="after")
-    def _derive(self) -> "Mission":
+    def _derive(self) -> Mission:
         import re
 
         if not (self.title or self.name):
@@ -208,7 +209,7 @@ class Mission(StrictModel):
         return self
 
     @classmethod
-    def adhoc(cls, prompt: str) -> "Mission":
+    def adhoc(cls, prompt: str) -> Mission:
         """A mission made from a plain prompt: id ``adhoc``, the prompt as its description."""
         if not prompt or prompt.isspace():  # (not .strip(): that would copy a big prompt)
             raise ConfigError("the prompt is empty")
@@ -266,7 +267,7 @@ def mission_from_document(data: Any, *, where: str = "mission", source_path: Pat
     return mission
 
 
-def load_mission(path: str | Path) -> Mission:
+def load_mission(path: str | os.PathLike[str]) -> Mission:
     """Read ``mission.yaml`` (or a directory holding one)."""
     p = Path(path)
     if p.is_dir():

@@ -68,7 +68,8 @@ class RunResult:
         t = self.exchange.timings if self.exchange is not None else None
         pairs: list[tuple[str, Any]] = [
             ("status", doc.get("status")), ("exit_code", self.exit_code), ("mission_id", doc.get("mission_id")),
-            ("runtime", doc.get("runtime")), ("reason", doc.get("reason") or (out.reason if out else None)),
+            ("runtime", doc.get("runtime")), ("provider", doc.get("provider")),
+            ("reason", doc.get("reason") or (out.reason if out else None)),
             ("hint", out.hint if out else None),
             ("headers / first delta / total", " / ".join(seconds(v) or "—" for v in (
                 t.headers_s, t.first_delta_s, t.total_s)) if t else None),

@@ -14,9 +14,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
@@ -31,6 +31,8 @@ from hermes_nb.harness.runner import Runner, request_document, session_document
 from hermes_nb.harness.sandbox import workdir
 
 if TYPE_CHECKING:
+    import httpx
+
     from hermes_nb.core.manifest import AdapterManifest
 
 __all__ = ["dry_run", "run", "run_mission"]
@@ -58,7 +60,7 @@ def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | P
 
 
 def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, sandbox: bool = True,
-        transport: Any = None, on_delta: Callable[[str], None] | None = None,
+        transport: httpx.BaseTransport | None = None, on_delta: Callable[[str], None] | None = None,
         on_event: Callable[[SSEEventRecord], None] | None = None, run_id: str | None = None,
         workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = (),
         handle_signals: bool = True, project: str | Path | None = None) -> RunResult:
@@ -89,7 +91,8 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
 
 def run_mission(source: Mission | PathLike | None = None, *, prompt: str | None = None, root: PathLike | None = None,
                 manifest: AdapterManifest | PathLike | None = None, overrides: Mapping[str, Any] | str | None = None,
-                environ: Mapping[str, str] | None = None, sandbox: bool = True, transport: Any = None,
+                environ: Mapping[str, str] | None = None, sandbox: bool = True,
+                transport: httpx.BaseTransport | None = None,
                 on_delta: Callable[[str], None] | None = None,
                 on_event: Callable[[SSEEventRecord], None] | None = None, run_id: str | None = None,
                 handle_signals: bool = True, project: str | Path | None = None, **explicit: Any) -> RunResult:

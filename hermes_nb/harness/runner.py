@@ -20,13 +20,15 @@ started run ends with its result document and a terminal ``latest.json``/index.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import HermesError
 from hermes_nb.core.facts import ERROR_PREFIX, PROMPT_FILE, exit_code_for
+from hermes_nb.core.providers import provider_in_text
 from hermes_nb.core.records import Exchange, Outcome, SSEEventRecord
 from hermes_nb.harness import diffcap, documents
 from hermes_nb.harness.artifacts import MissionArtifacts
@@ -36,6 +38,9 @@ from hermes_nb.harness.prompt import refer_to_prompt
 from hermes_nb.harness.results import RunResult
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.harness.stream_log import RedactedStream
+
+if TYPE_CHECKING:
+    import httpx  # annotations only: the client imports it when a request is made
 
 __all__ = ["Runner", "session_document", "request_document"]
 
@@ -61,7 +66,8 @@ def session_document(plan: RunPlan, artifacts: MissionArtifacts, run_dir: Path, 
 
 class Runner:
     def __init__(self, *, mission: Mission, config: HermesProxyRuntimeConfig, plan: RunPlan,
-                 artifacts: MissionArtifacts, run_id: str, workdir: Path, sandbox: bool, transport: Any,
+                 artifacts: MissionArtifacts, run_id: str, workdir: Path, sandbox: bool,
+                 transport: httpx.BaseTransport | None,
                  on_delta: Callable[[str], None] | None, on_event: Callable[[SSEEventRecord], None] | None,
                  handle_signals: bool) -> None:
         self.mission, self.config, self.plan, self.arts = mission, config, plan, artifacts
@@ -283,6 +289,8 @@ class Runner:
             "retry_after_s": outcome.retry_after_s,
             "usage": usage if usage.get("source") == "runtime" else None,
             "run_id": self.run_id,
+            "provider": self.config.provider or provider_in_text(
+                exchange.envelope.message if exchange is not None and exchange.envelope is not None else None),
         })
         self.result = self.arts.redactor.data(result)
         self.arts.write_yaml(self._file("runtime-result.yaml"), self.result)

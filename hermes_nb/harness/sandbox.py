@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.facts import HARNESS_DIR
@@ -57,7 +57,8 @@ def sandbox_copy(project: str | Path, *, prefix: str = "hermes-nb-sandbox-",
     target = parent / (source.resolve().name or "project")
     try:
         try:
-            shutil.copytree(source, target, symlinks=True, ignore=_Counter(MAX_SANDBOX_ENTRIES if max_entries is None else max_entries))
+            limit = MAX_SANDBOX_ENTRIES if max_entries is None else max_entries
+            shutil.copytree(source, target, symlinks=True, ignore=_Counter(limit))
         except (shutil.Error, OSError) as exc:
             raise ArtifactError(f"cannot copy {source} into a sandbox: {exc}") from None
         yield target

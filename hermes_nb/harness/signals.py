@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["SIGNAL_NAMES", "Cancelled", "SignalGuard", "INTERRUPTED"]
 
 #: SIGHUP too: a closed terminal must not leave latest.json "running"
-SIGNAL_NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+SIGNAL_NAMES: dict[int, str] = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 #: set once a guard has seen a signal: the CLI's own SIGINT handler then ignores later ones (one Ctrl-C is
 #: enough; a second one must not change the exit code the run already decided)
 INTERRUPTED = threading.Event()
@@ -55,7 +55,7 @@ class SignalGuard:
             self.armed = False
             raise Cancelled(self.pending)
 
-    def __enter__(self) -> "SignalGuard":
+    def __enter__(self) -> SignalGuard:
         if self.enabled:
             for signum in SIGNAL_NAMES:
                 self._previous[signum] = signal.signal(signum, self._handler)

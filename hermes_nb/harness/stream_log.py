@@ -11,8 +11,9 @@ secret masked.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from hermes_nb.core.records import SSEEventRecord
 from hermes_nb.core.redaction import Redactor

@@ -22,6 +22,7 @@ _LAZY = {
     "prepare_job": "jobs", "run_job": "jobs",
     "artifact_digests": "verdicts", "record_verdict": "verdicts",
     "wire_summary": "verdicts", "check_summary": "verdicts", "run_summary": "verdicts",
+    "ModelPreflight": "preflight", "model_preflight": "preflight",
     "measure_load": "load", "load_summary": "load",
     "ConsoleActions": "session", "ProbeConsole": "console", "ConsoleSession": "session",
 }

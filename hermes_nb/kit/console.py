@@ -67,7 +67,8 @@ class ProbeConsole:
 
     ``delay_s``: the embedded emulator's pause before each delta in the ``slow`` scenario (0.25 s: streaming is
     visible to a person; None: the emulator's default). ``history``: a JSON-lines file the history is kept in
-    and reloaded from.
+    and reloaded from. ``provider``: what the embedded emulator fronts (``xai`` also forwards ``/v1/responses``,
+    the route picker's *responses* entries).
     """
 
     #: widget updates from the stream thread at most this often (the last one always goes out)
@@ -76,10 +77,11 @@ class ProbeConsole:
     def __init__(self, *, endpoint: str = "", model: str = DEFAULT_MODEL, scenario: str = "ok",
                  prompt: str = "Summarise in one sentence what a smoke test proves.", route: str = "chat (streamed)",
                  delay_s: float | None = 0.25, actions: ConsoleActions | None = None,
-                 environ: Mapping[str, str] | None = None, history: str | os.PathLike[str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None, history: str | os.PathLike[str] | None = None,
+                 provider: str = "nous") -> None:
         import ipywidgets as w
 
-        self.session = ConsoleSession(delay_s=delay_s, environ=environ, history=history)
+        self.session = ConsoleSession(delay_s=delay_s, environ=environ, history=history, provider=provider)
         if actions is not None:
             self.session.actions = actions
         self.actions = self.session.actions

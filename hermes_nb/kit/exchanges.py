@@ -73,7 +73,7 @@ class StreamJob:
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
         if event == "connection.connect_tcp.complete":
-            stream = info.get("return_value")
+            stream: Any = info.get("return_value")  # httpcore's network stream (its backend's own class)
             sock = stream.get_extra_info("socket") if hasattr(stream, "get_extra_info") else None
             with self._lock:
                 self._sock = sock if isinstance(sock, socket.socket) else None
@@ -136,6 +136,8 @@ class HistoryEntry:
     errors: list[str] = field(default_factory=list)
     stopped: bool = False
     outcome: Outcome | None = None
+    #: the provider the proxy fronts (its ``/health``), when it says
+    provider: str | None = None
 
     @property
     def label(self) -> str:
@@ -172,6 +174,7 @@ class HistoryEntry:
             "schema": EXPORT_SCHEMA,
             "number": self.number,
             "route": self.route,
+            "provider": self.provider,
             "verdict": self.verdict,
             "reason": self.reason,
             "hint": self.hint,

@@ -35,6 +35,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from hermes_nb.core.errors import HermesError
 from hermes_nb.core.htmlkit import MUTED, badge, esc, markdown_html, pre, tone_of
+from hermes_nb.core.providers import PROXY_PROVIDERS
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.usage import Usage
 from hermes_nb.kit.models import ModelCatalog
@@ -187,16 +188,17 @@ class HermesMagics(Magics):
         self.catalog = ModelCatalog()
 
     # ---- targets
-    def _aim(self, args: Any) -> tuple[Target, HermesProxyRuntimeConfig]:
+    def _aim(self, args: Any, provider: str = "nous") -> tuple[Target, HermesProxyRuntimeConfig]:
         """The flags' config, resolved once, and its target: the configured endpoint, else this session's
-        emulator for ``--scenario``; the config aimed at the target."""
+        emulator for ``--scenario`` (fronting ``provider``); the config aimed at the target."""
         config = runtime_config(args.endpoint, args.model, manifest=getattr(args, "manifest", None))
         if config.origin("endpoint") != "default":
             target = start_target(config)
         else:
-            if args.scenario not in self._emulators:
-                self._emulators[args.scenario] = start_target(config, scenario=args.scenario)
-            target = self._emulators[args.scenario]
+            key = args.scenario if provider == "nous" else f"{args.scenario}@{provider}"
+            if key not in self._emulators:
+                self._emulators[key] = start_target(config, scenario=args.scenario, provider=provider)
+            target = self._emulators[key]
         return target, target.point(config)
 
     def close(self) -> None:
@@ -235,17 +237,23 @@ class HermesMagics(Magics):
     @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
     @argument("--scenario", default="ok", help="emulator scenario (only without an endpoint)")
     @argument("--deadline", type=float, default=30.0, help="budget of the whole probe, seconds")
+    @argument("--provider", default="nous", choices=PROXY_PROVIDERS,
+              help="what the embedded emulator fronts (only without an endpoint)")
     @line_magic
     def hermes_probe(self, line: str) -> Any:
-        """Probe every route; with ``--compare``, the report carries its drift from the contract."""
+        """Probe every route; with ``--compare``, the report carries its drift from the contract of the provider
+        it detected, and what it could not judge."""
         from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
         from hermes_nb.proxy.probe import probe
 
         args = parse_argstring(self.hermes_probe, line)
         try:
-            contract = load_contract(resolve_contract(args.compare)) if args.compare else None
-            _, config = self._aim(args)
+            if args.compare:
+                resolve_contract(args.compare)  # an unknown name fails before anything is sent
+            _, config = self._aim(args, provider=args.provider)
             report = probe(config, deadline_s=args.deadline)
+            contract = (load_contract(resolve_contract(args.compare, provider=report.provider))
+                        if args.compare else None)
         except HermesError as exc:
             self._fail(exc)
         if contract is not None:
@@ -287,6 +295,12 @@ class HermesMagics(Magics):
     @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
     @argument("--manifest", default=None, help="adapter manifest whose runtime_config is the base")
     @argument("--scenario", default="ok", help="emulator scenario (only without an endpoint)")
+    @argument("--route", default="chat", choices=("chat", "responses"),
+              help="chat: POST /v1/chat/completions; responses: POST /v1/responses (OpenAI's Responses API, "
+                   "forwarded by an xai proxy)")
+    @argument("--provider", default=None, choices=PROXY_PROVIDERS,
+              help="what the embedded emulator fronts (only without an endpoint; default nous, xai with --route "
+                   "responses)")
     @argument("--format", "-f", default="markdown", choices=FORMATS,
               help="how the answer shows: markdown (default, nothing in it runs), text, code, json")
     @cell_magic
@@ -294,13 +308,15 @@ class HermesMagics(Magics):
         """The cell is the prompt; the answer streams in, then the verdict; returns a :class:`ChatResult`."""
         from hermes_nb.wire.classify import classify
         from hermes_nb.wire.client import HermesClient
+        from hermes_nb.wire.payloads import responses_request_body
 
         args = parse_argstring(self.hermes_chat, line)
         prompt = cell.strip()
         if not prompt:
             raise IPythonUsageError("%%hermes_chat: the cell body is the prompt, and it is empty")
+        provider = args.provider or ("xai" if args.route == "responses" else "nous")
         try:
-            _, config = self._aim(args)
+            _, config = self._aim(args, provider=provider)
         except HermesError as exc:
             self._fail(exc)
         warnings = []
@@ -318,7 +334,13 @@ class HermesMagics(Magics):
         stopped = False
         with HermesClient(config) as client:
             try:
-                exchange = client.chat([{"role": "user", "content": prompt}], stream=True, on_delta=answer.delta)
+                if args.route == "responses":
+                    body = responses_request_body(config, prompt, stream=True)
+                    exchange = client.send(client.build_request("POST", "/responses", json=body, sse=True), sse=True,
+                                           on_delta=answer.delta)
+                else:
+                    exchange = client.chat([{"role": "user", "content": prompt}], stream=True,
+                                           on_delta=answer.delta)
             except KeyboardInterrupt:  # the kernel's interrupt: stop here, keep what arrived
                 stopped = True
         if exchange is not None:

@@ -10,13 +10,14 @@ older generation is ignored, so nothing outlives its request (a late callback ca
 exactly while none does. A new request clears the previous answer, usage and table. The status names the
 verdict (a failed request never says "done"). Selecting a history entry shows *that* entry's answer,
 usage and table. Transitions hold one lock and every :meth:`snapshot` is consistent, so the widgets can be
-set from any thread. Pure: tested without a browser (tests/test_console.py).
+set from any thread. Pure: tested without a browser (tests/kit/test_console.py).
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import TYPE_CHECKING
 
 from hermes_nb.core.errors import ConfigError
@@ -140,17 +141,18 @@ class RequestState:
                 self._set(phase_of(entry), pieces=[], text=entry.answer, entry=entry, error=None)
             return True
 
-    def _set(self, phase: str, *, pieces: list[str] | None = None, text: str | None | object = ...,
-             entry: HistoryEntry | None | object = ..., error: str | None | object = ...) -> None:
+    def _set(self, phase: str, *, pieces: list[str] | None = None, text: str | None | EllipsisType = ...,
+             entry: HistoryEntry | None | EllipsisType = ..., error: str | None | EllipsisType = ...) -> None:
+        """``...``: that part stays as it is."""
         self._phase = phase
         if pieces is not None:
             self._pieces = pieces
         if text is not ...:
-            self._text = text  # type: ignore[assignment]
+            self._text = text
         if entry is not ...:
-            self._entry = entry  # type: ignore[assignment]
+            self._entry = entry
         if error is not ...:
-            self._error = error  # type: ignore[assignment]
+            self._error = error
         self._version += 1
 
     # ---- reading

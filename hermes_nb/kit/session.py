@@ -8,7 +8,7 @@
   password field, known to its redactor; the models the proxy lists (:class:`~hermes_nb.kit.models.ModelCatalog`);
 * :func:`response_html` — the response panel (the answer itself is the answer box's: :mod:`hermes_nb.kit.console_view`).
 
-Tested without a browser (tests/test_console.py); :mod:`hermes_nb.kit.console` wires ipywidgets to it.
+Tested without a browser (tests/kit/test_console.py); :mod:`hermes_nb.kit.console` wires ipywidgets to it.
 """
 
 from __future__ import annotations
@@ -47,11 +47,16 @@ class RouteChoice:
     root: bool = False
     sse: bool = False
     chat: bool = False
+    #: the body the prompt becomes on a chat route: ``chat`` (messages) or ``responses`` (OpenAI's Responses API:
+    #: ``input``; forwarded by an xai proxy, 404 path_not_allowed on nous)
+    api: str = "chat"
 
 
 ROUTES: dict[str, RouteChoice] = {r.label: r for r in (
     RouteChoice("chat (streamed)", "POST", "/chat/completions", sse=True, chat=True),
     RouteChoice("chat", "POST", "/chat/completions", chat=True),
+    RouteChoice("responses (streamed)", "POST", "/responses", sse=True, chat=True, api="responses"),
+    RouteChoice("responses", "POST", "/responses", chat=True, api="responses"),
     RouteChoice("models", "GET", "/models"),
     RouteChoice("health", "GET", "/health", root=True),
     RouteChoice("forwarded path", None, None),
@@ -94,7 +99,10 @@ def check_body(text: str, route: RouteChoice, *, method: str | None = None) -> B
     if not isinstance(value, dict):
         return BodyCheck(errors=("a chat body must be a JSON object",))
     messages = value.get("messages")
-    if not isinstance(messages, list) or not messages:
+    if route.api == "responses":
+        if not isinstance(value.get("input"), (str, list)) or not value.get("input"):
+            errors.append('"input" must be a non-empty string or list (Responses API)')
+    elif not isinstance(messages, list) or not messages:
         errors.append('"messages" must be a non-empty list')
     else:
         for i, message in enumerate(messages):
@@ -122,6 +130,8 @@ class ConsoleActions:
     profile: str = "hermes-agent"
     #: the ``slow`` scenario's pause before each delta (None: the emulator's default)
     delay_s: float | None = None
+    #: what the embedded emulator fronts (``xai`` forwards ``/v1/responses``)
+    provider: str = "nous"
     _target: Target | None = field(default=None, repr=False)
     _key: tuple[str, str, str] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -134,7 +144,8 @@ class ConsoleActions:
         with self._lock:
             if self._target is None or self._key != key:
                 self._close()
-                self._target = start_target(config, profile=self.profile, scenario=scenario, delay_s=self.delay_s)
+                self._target = start_target(config, profile=self.profile, scenario=scenario, delay_s=self.delay_s,
+                                            provider=self.provider)
                 self._key = key
             return self._target
 
@@ -218,7 +229,7 @@ def response_html(entry: HistoryEntry, redactor: Redactor | None = None, *, head
     t = ex.timings
     pairs: list[tuple[str, Any]] = [
         ("verdict", entry.verdict), ("reason", entry.reason), ("hint", entry.hint),
-        ("request", f"{ex.request.method} {ex.request.url}"),
+        ("request", f"{ex.request.method} {ex.request.url}"), ("provider", entry.provider),
         ("status", f"{ex.status} {ex.reason or ''}".strip() if ex.status is not None else None),
         ("time to headers", seconds(t.headers_s)), ("time to first delta", seconds(t.first_delta_s)),
         ("total", seconds(t.total_s)),
@@ -245,8 +256,8 @@ class ConsoleSession:
 
     def __init__(self, *, profile: str = "hermes-agent", delay_s: float | None = None,
                  environ: Mapping[str, str] | None = None,
-                 history: str | os.PathLike[str] | None = None) -> None:
-        self.actions = ConsoleActions(profile=profile, delay_s=delay_s)
+                 history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
+        self.actions = ConsoleActions(profile=profile, delay_s=delay_s, provider=provider)
         self._redactor = Redactor()
         self.history = History(history, self._redactor)
         self.environ = environ
@@ -256,6 +267,7 @@ class ConsoleSession:
         self.catalog = ModelCatalog()
         #: the endpoint the last request (or models lookup) went to
         self.endpoint_in_use: str | None = None
+        self._providers: dict[str, str | None] = {}
 
     # ---- auth
     def set_token(self, value: str | None) -> None:
@@ -280,13 +292,26 @@ class ConsoleSession:
         """Knows the session's token(s) and the secret shapes."""
         return self._redactor
 
+    def provider(self, config: HermesProxyRuntimeConfig) -> str | None:
+        """The provider the proxy at ``config.endpoint`` fronts (its ``/health``; asked once per endpoint)."""
+        if config.endpoint not in self._providers:
+            from hermes_nb.proxy.detect import detect_provider, fetch_health
+            from hermes_nb.wire.client import HermesClient
+
+            with HermesClient(config) as client:
+                self._providers[config.endpoint] = detect_provider(health=fetch_health(client, deadline_s=1.0),
+                                                                   configured=config.provider).provider
+        return self._providers[config.endpoint]
+
     # ---- requests
     @staticmethod
     def default_body(route: RouteChoice, prompt: str, config: HermesProxyRuntimeConfig) -> dict[str, Any] | None:
-        from hermes_nb.wire.payloads import chat_request_body
+        from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 
         if not route.chat:
             return None
+        if route.api == "responses":
+            return responses_request_body(config, prompt, stream=route.sse)
         return chat_request_body(config, [{"role": "user", "content": prompt}], stream=route.sse)
 
     def prepare(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, *, prompt: str = "",
@@ -314,13 +339,15 @@ class ConsoleSession:
         client = HermesClient(config)
         request = client.build_request(req_method, req_path, json=value, root=choice.root, sse=choice.sse)
 
+        provider = self.provider(config)
+
         def done(job: StreamJob) -> None:
             entry = None
             if job.exchange is not None:
                 verdict, reason, hint, errors, outcome = _judge(choice, job.exchange, config, job.stopped.is_set())
                 entry = self.history.add(route=choice.label if choice.path else req_path, exchange=job.exchange,
                                          verdict=verdict, reason=reason, hint=hint, errors=errors,
-                                         stopped=job.stopped.is_set(), outcome=outcome)
+                                         stopped=job.stopped.is_set(), outcome=outcome, provider=provider)
                 if choice.path == "/models":
                     self.catalog.feed(config.endpoint, models_of(job.exchange))
             if on_done is not None:

@@ -56,7 +56,8 @@ def _py_headers(request: Any) -> str:
 
 def httpx_snippet(request: Any, redactor: Redactor | None = None) -> str:
     red = redactor or Redactor()
-    body = f",\n    json={pprint.pformat(request.body, sort_dicts=False, width=100)}" if request.body is not None else ""
+    body = ("" if request.body is None
+            else f",\n    json={pprint.pformat(request.body, sort_dicts=False, width=100)}")
     call = f'"{request.method}", {request.url!r},\n    headers={_py_headers(request)}{body},\n    timeout=300.0,'
     if _streams(request):
         code = (f"with httpx.stream(\n    {call}\n) as response:\n    print(response.status_code)\n"
@@ -86,7 +87,8 @@ def openai_snippet(request: Any, redactor: Redactor | None = None) -> str:
         args = ",\n    ".join(f"{k}={pprint.pformat(v, sort_dicts=False, width=100)}" for k, v in body.items())
         if body.get("stream") is True:
             code = (f"stream = client.chat.completions.create(\n    {args},\n)\nfor chunk in stream:\n"
-                    "    if chunk.choices:\n        print(chunk.choices[0].delta.content or \"\", end=\"\", flush=True)\n"
+                    "    if chunk.choices:\n"
+                    "        print(chunk.choices[0].delta.content or \"\", end=\"\", flush=True)\n"
                     "    if chunk.usage:\n        print(\"\\n\", chunk.usage)\n")
         else:
             code = (f"completion = client.chat.completions.create(\n    {args},\n)\n"

@@ -61,7 +61,7 @@ class Target:
     def close(self) -> None:
         self._stack.close()
 
-    def __enter__(self) -> "Target":
+    def __enter__(self) -> Target:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -89,8 +89,10 @@ def timeout_ms(request_timeout_s: float | None) -> int | None:
 
 def start_target(config: HermesProxyRuntimeConfig | None = None, *, profile: str = "hermes-agent",
                  scenario: str = "ok", seed: int = 0, delay_s: float | None = None,
-                 environ: Mapping[str, str] | None = None, emulator: str | None = None) -> Target:
-    """The target of a resolved ``config`` (see the module docstring); an emulator when it names no endpoint.
+                 environ: Mapping[str, str] | None = None, provider: str = "nous",
+                 emulator: str | None = None) -> Target:
+    """The target of a resolved ``config`` (see the module docstring); an emulator when it names no endpoint
+    (fronting ``provider``: ``xai`` forwards ``/v1/responses`` too).
 
     ``config`` None: :func:`runtime_config` with nothing given (``environ``: its environment). ``emulator``: the
     endpoint of an emulator already running for this caller with ``profile``, ``scenario`` and ``seed`` (``hermes-nb
@@ -112,7 +114,7 @@ def start_target(config: HermesProxyRuntimeConfig | None = None, *, profile: str
 
     stack = ExitStack()
     extra = {} if delay_s is None else {"delay_s": delay_s}  # the slow scenario's pause before each delta
-    handle = stack.enter_context(serve(profile=profile, scenario=scenario, seed=seed, **extra))
+    handle = stack.enter_context(serve(profile=profile, scenario=scenario, seed=seed, provider=provider, **extra))
     target = Target(endpoint=handle.endpoint, kind="emulator", profile=profile, scenario=scenario, handle=handle,
                     origin="emulator", _stack=stack)
     target.config = target.point(config)

@@ -30,8 +30,8 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.verdict import operator_action, proxy_state
 
 __all__ = ["BLOCKED_EXIT_CHOICES", "CI_REPORT_SCHEMA", "STATUS_WORDS", "CiContext", "ci_context", "ci_report",
-           "smoke_exit_code", "operator_action", "write_ci_outputs", "not_started_report", "check_output_paths",
-           "step_summary_path", "unwritable_reason"]
+           "smoke_exit_code", "operator_action", "result_provider", "write_ci_outputs", "not_started_report",
+           "check_output_paths", "step_summary_path", "unwritable_reason"]
 
 CI_REPORT_SCHEMA = "hermes-nb.smoke-ci.v1"
 #: what ``--blocked-exit`` may map a blocked smoke to: 3 (default: its own code), 0 (pass), 1 (fail)
@@ -52,6 +52,12 @@ def smoke_exit_code(verdict: str, blocked_exit: int = EXIT_BLOCKED, cancelled_by
     if cancelled_by:
         return exit_code_for_signal(signal.Signals[cancelled_by].value)
     return blocked_exit if verdict == "blocked" else exit_code_for(verdict)
+
+
+def result_provider(result: Any) -> str | None:
+    """The provider a smoke ran against: what its notebooks saw (``/health``), else the target's."""
+    seen = [(r.summary or {}).get("provider") for r in result.runs]
+    return next((p for p in seen if p), None) or getattr(result.target, "provider", None)
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,9 @@ def ci_context(environ: Mapping[str, str] | None = None) -> CiContext:
     if env.get("GITLAB_CI") or env.get("CI_JOB_URL"):
         job = env.get("CI_JOB_URL") or None
         return CiContext(Path(env.get("CI_PROJECT_DIR") or Path.cwd()), job, f"{job}/artifacts/file" if job else None)
-    parts = [env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
-    run_url = f"{parts[0].rstrip('/')}/{parts[1]}/actions/runs/{parts[2]}" if all(parts) else None  # type: ignore[union-attr]
+    server, repository, run_id = (env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    run_url = (f"{server.rstrip('/')}/{repository}/actions/runs/{run_id}"
+               if server and repository and run_id else None)
     return CiContext(Path(env.get("GITHUB_WORKSPACE") or Path.cwd()), run_url)
 
 
@@ -124,6 +131,7 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
             "errors": errors,
             "hint": details.get("hint") if isinstance(details, dict) else None,
             "drift": [str(d) for d in (details.get("drift") or [])] if isinstance(details, dict) else [],
+            "not_judged": [str(d) for d in (details.get("not_judged") or [])] if isinstance(details, dict) else [],
             "operator_action": operator_action(summary, run.reason, errors) if run.verdict == "blocked" else None,
             "duration_s": round(run.duration_s, 3),
             "started_at": run.started_at or None,
@@ -136,6 +144,7 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
     started = [n["started_at"] for n in notebooks if n["started_at"]]
     report = {
         **_base(ctx, blocked_exit=blocked_exit),
+        "provider": result_provider(result),
         "verdict": result.verdict,
         "exit_code": smoke_exit_code(result.verdict, blocked_exit, cancelled_by),
         "cancelled_by": cancelled_by,
@@ -163,7 +172,7 @@ def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT
     ctx = ci_context(environ)
     now = iso_now()
     report = {
-        **_base(ctx, blocked_exit=blocked_exit), "verdict": verdict,
+        **_base(ctx, blocked_exit=blocked_exit), "provider": None, "verdict": verdict,
         "exit_code": smoke_exit_code(verdict, blocked_exit, cancelled_by), "cancelled_by": cancelled_by,
         "run_id": new_run_id(), "started_at": now, "target_kind": target_kind, "endpoint": None,
         "hermes_version": hermes_version, "target_evidence": None, "out": None, "duration_s": 0.0,

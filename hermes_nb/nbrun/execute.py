@@ -61,7 +61,8 @@ class NotebookRun:
     started_at: str = ""
     finished_at: str = ""
     duration_s: float = 0.0
-    receipt_path: Path | None = None
+    #: the receipt notebook: its path, or the URL it was published at (shared storage)
+    receipt_path: Path | str | None = None
     #: (ReceiptFiles, metadata.receipt) once the receipt is written
     written: Any = None
     #: how its kernel started: "fork-server" (forked from :mod:`hermes_nb.nbrun.zygote`) or "process"

@@ -68,7 +68,7 @@ class ForkProvisioner(LocalProvisioner):
             self.log.debug("kernel fork server: %s; launching the normal way", exc)
             return await super().launch_kernel(cmd, **kwargs)
         self.forked = True
-        self.process = proc
+        self.process = proc  # type: ignore[assignment]  # a Popen stand-in: the part of its API jupyter_client uses
         self.pid = proc.pid
         self.pgid = proc.pid  # the child called setsid(): it leads its own group, as start_new_session does
         self.cwd = pathlib.Path(cwd)

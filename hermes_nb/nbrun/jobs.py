@@ -34,8 +34,14 @@ from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.facts import EXIT_BLOCKED, RECEIPTS_RELPATH
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
-from hermes_nb.nbrun.ci_report import (BLOCKED_EXIT_CHOICES, check_output_paths, ci_report, not_started_report,
-                                       step_summary_path, write_ci_outputs)
+from hermes_nb.nbrun.ci_report import (
+    BLOCKED_EXIT_CHOICES,
+    check_output_paths,
+    ci_report,
+    not_started_report,
+    step_summary_path,
+    write_ci_outputs,
+)
 from hermes_nb.nbrun.smoke_target import SmokeTarget
 
 if TYPE_CHECKING:  # the receipts' modules load once the kernels are launched (hermes_nb.nbrun.launch)
@@ -92,16 +98,18 @@ class SmokeOutcome:
 
 
 def choose_target(*, endpoint: str | None = None, model: str | None = None, rig: Any = None,
-                  secrets: Sequence[str] = (), endpoint_origin: str | None = "argument") -> SmokeTarget:
+                  secrets: Sequence[str] = (), endpoint_origin: str | None = "argument",
+                  provider: str | None = None) -> SmokeTarget:
     """Where the notebooks point: the started ``rig`` (a :class:`~hermes_nb.proxy.rig.RigHandle`), else a live
     ``endpoint`` (checked: an emulator behind it makes the target ``emulator``; its hermes-agent version read
-    from ``/health`` or the local ``hermes``), else the embedded emulator (each notebook gets its own,
+    from ``/health`` or the local ``hermes``; its provider from ``/health``, else ``provider``, the configured
+    one), else the embedded emulator (each notebook gets its own,
     :mod:`hermes_nb.nbrun.emulators`)."""
     from hermes_nb.nbrun.smoke_target import confirm_target
 
     if rig is not None:
         return SmokeTarget("rig", rig.endpoint, model, hermes_version=rig.hermes_version,
-                           secrets=[*secrets, *rig.redactor.secrets])
+                           secrets=[*secrets, *rig.redactor.secrets], provider=rig.provider)
     if endpoint is None:
         return SmokeTarget("emulator", None, model, secrets=list(secrets))
     target = confirm_target(SmokeTarget("live", endpoint, model, secrets=list(secrets),
@@ -110,16 +118,32 @@ def choose_target(*, endpoint: str | None = None, model: str | None = None, rig:
         from hermes_nb.proxy.identity import hermes_agent_version
 
         target.hermes_version = hermes_agent_version(endpoint)[0]
+    target.provider = _live_provider(endpoint) or provider
     return target
 
 
+def _live_provider(endpoint: str) -> str | None:
+    """The provider a live proxy fronts: its ``/health``'s ``upstream`` (None when it does not say)."""
+    from hermes_nb.proxy.detect import detect_provider, fetch_health
+    from hermes_nb.wire.client import HermesClient
+
+    with HermesClient(endpoint) as client:
+        return detect_provider(health=fetch_health(client)).provider
+
+
 def _check(*, timeout_s: float, rig: str | None, hermes_version: str | None, upstream: str | None,
-           model: str | None, blocked_exit: int) -> None:
+           model: str | None, blocked_exit: int, provider: str | None = None) -> None:
     """Every argument, before anything runs (one line each; worded for any caller, not as CLI flags)."""
+    from hermes_nb.core.providers import PROXY_PROVIDERS
+
     if not timeout_s > 0:
         raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
     if rig is not None and rig not in RIG_STATES:
         raise UsageError(f"unknown rig state {rig!r}; choose stale or live")
+    if provider is not None and not rig:
+        raise UsageError("a provider needs the rig (stale or live): a live proxy says which provider it fronts")
+    if provider is not None and provider not in PROXY_PROVIDERS:
+        raise UsageError(f"unknown provider {provider!r}; choose one of {', '.join(PROXY_PROVIDERS)}")
     if hermes_version and not rig:
         raise UsageError("a hermes-agent version needs the rig (stale or live): it runs that release's real proxy")
     if upstream is not None and rig != "live":
@@ -137,7 +161,8 @@ def _receipts_home(out: str | Path | None) -> Path:
     return writable_dir(Path(out) if out else RECEIPTS_RELPATH)
 
 
-def smoke(*, endpoint: str | None = None, rig: str | None = None, hermes_version: str | None = None,
+def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str | None = None,
+          hermes_version: str | None = None,
           upstream: str | None = None, model: str | None = None, out: str | Path | None = None,
           only: Sequence[str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, html: bool = True,
           junit_xml: str | Path | None = None, summary_md: str | Path | None = None,
@@ -146,14 +171,15 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, hermes_version
           handle_signals: bool = True) -> SmokeOutcome:
     """Run the smoke as ``hermes-nb smoke`` does (see the module docstring); never raises for a verdict.
 
-    ``endpoint`` None: ``$HERMES_NB_ENDPOINT``, else the embedded emulator; ``rig``: ``stale``/``live``;
+    ``endpoint`` None: ``$HERMES_NB_ENDPOINT``, else the embedded emulator; ``rig``: ``stale``/``live``
+    (``provider``: the rig's ``hermes proxy start --provider``, default nous);
     ``out``: a directory or a storage URL (default ``runbooks/receipts/<target kind>``); ``step_summary``:
     default ``$GITHUB_STEP_SUMMARY``. Bad arguments and unwritable outputs raise :class:`UsageError`
     (exit 2) before anything runs.
     """
     env = os.environ if environ is None else environ
     _check(timeout_s=timeout_s, rig=rig, hermes_version=hermes_version, upstream=upstream, model=model,
-           blocked_exit=blocked_exit)
+           blocked_exit=blocked_exit, provider=provider)
     from hermes_nb.nbrun.kernels import zygote_env
     from hermes_nb.nbrun.zygote import prestart
 
@@ -197,15 +223,16 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, hermes_version
                 handle = None
                 if rig:
                     handle = _start_rig(stack, rig, hermes_version=hermes_version, upstream=upstream, say=say,
-                                        json_quiet=progress is None)
+                                        json_quiet=progress is None, provider=provider or "nous")
                 target = choose_target(endpoint=live_endpoint, model=chosen_model, rig=handle, secrets=secrets,
-                                       endpoint_origin=config.origin("endpoint"))
+                                       endpoint_origin=config.origin("endpoint"), provider=config.provider)
                 guard.armed = False  # run_smoke arms it again while the notebooks run
             except RigError as exc:  # blocked before any notebook ran: CI still gets its report
                 guard.armed = False
                 error = Redactor(secrets).text(str(exc))
                 report = not_started_report(error, target_kind="rig", blocked_exit=blocked_exit,
                                             hermes_version=hermes_version, environ=env, redactor=Redactor(secrets))
+                report["provider"] = provider or "nous"
                 return finish(report, None, error)
             except Cancelled as exc:
                 error = f"cancelled by {signal_name(exc)} before any notebook ran"
@@ -230,26 +257,28 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, hermes_version
                 store.publish(staging, result.run_id, redactor=Redactor(result.target.secrets))
                 locate = functools.partial(store.locate, staging=staging)
                 for r in result.runs:
-                    r.receipt_path = locate(r.receipt_path) if r.receipt_path else None  # type: ignore[assignment]
-                result.out_dir = store.url  # type: ignore[assignment]
+                    r.receipt_path = locate(r.receipt_path) if r.receipt_path else None
+                result.out_dir = store.url
             redactor = Redactor(result.target.secrets)
             report = ci_report(result, blocked_exit=blocked_exit, redactor=redactor, environ=env)
             return finish(report, result, None)
 
 
 def _start_rig(stack: ExitStack, state: str, *, hermes_version: str | None, upstream: str | None,
-               say: Callable[[str], None], json_quiet: bool) -> Any:
-    """The real proxy in ``state`` (from the cached venv of ``hermes_version`` when given), entered on ``stack``."""
+               say: Callable[[str], None], json_quiet: bool, provider: str = "nous") -> Any:
+    """The real proxy in ``state`` with ``--provider provider`` (from the cached venv of ``hermes_version`` when
+    given), entered on ``stack``."""
     from hermes_nb.proxy.rig import real_proxy
 
     hermes_bin = None
     if hermes_version:
         from hermes_nb.proxy.venvs import ensure_hermes, unsupported_reason
 
-        why = unsupported_reason(hermes_version, state)
+        why = unsupported_reason(hermes_version, state, provider)
         if why is not None:
             raise RigError(why)
         hermes_bin = ensure_hermes(hermes_version, progress=None if json_quiet else say)
-    say(f"starting the real proxy rig ({state})")
-    return stack.enter_context(real_proxy(state, hermes_bin=hermes_bin, upstream=upstream or "emulator"))
+    say(f"starting the real proxy rig ({state}, --provider {provider})")
+    return stack.enter_context(real_proxy(state, provider=provider, hermes_bin=hermes_bin,
+                                          upstream=upstream or "emulator"))
 

@@ -269,7 +269,7 @@ class KernelPool:
             self.fork_server.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def __enter__(self) -> "KernelPool":
+    def __enter__(self) -> KernelPool:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -59,10 +59,10 @@ def load_with_receipt(target: HermesProxyRuntimeConfig | str | None = None, *, o
     report = run_load(target, environ=environ, progress=progress, **load)
     secrets = (target if isinstance(target, HermesProxyRuntimeConfig)
                else resolve_runtime_config(environ=environ)).secrets()
-    target = SmokeTarget("emulator", None, report.model, secrets=secrets)
+    receipt_target = SmokeTarget("emulator", None, report.model, secrets=secrets)
     if report.target_kind != "emulator":
-        target = confirm_target(SmokeTarget("live", report.endpoint, report.model, secrets=secrets,
-                                            endpoint_origin="argument"))
+        receipt_target = confirm_target(SmokeTarget("live", report.endpoint, report.model, secrets=secrets,
+                                                    endpoint_origin="argument"))
     with tempfile.TemporaryDirectory(prefix="hermes-nb-load-") as work:
         report_path = Path(work) / REPORT_FILE
         report_path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -70,11 +70,11 @@ def load_with_receipt(target: HermesProxyRuntimeConfig | str | None = None, *, o
         params = {"endpoint": report.endpoint, "model": report.model, "report": str(report_path)}
         if progress is not None:
             progress(f"writing the load receipt ({LOAD_NOTEBOOK} notebook)")
-        result = run_smoke(target, out_dir=staging, only=[LOAD_NOTEBOOK], timeout_s=timeout_s, html=html,
+        result = run_smoke(receipt_target, out_dir=staging, only=[LOAD_NOTEBOOK], timeout_s=timeout_s, html=html,
                            progress=progress, confirm=False, parameters={LOAD_NOTEBOOK: params})
         if store is not None:
             store.publish(staging, result.run_id)
             for r in result.runs:
-                r.receipt_path = store.locate(r.receipt_path, staging=staging) if r.receipt_path else None  # type: ignore[assignment]
-            result.out_dir = store.url  # type: ignore[assignment]
+                r.receipt_path = store.locate(r.receipt_path, staging=staging) if r.receipt_path else None
+            result.out_dir = store.url
     return LoadRun(report, result)

@@ -1,12 +1,14 @@
 """The proxy-version matrix: the smoke against the real proxy of several hermes-agent releases.
 
-For each version (oldest first): if the release cannot run the rig state (``live`` on 0.16.0 and
-0.17.0, see :mod:`hermes_nb.proxy.venvs`) it is recorded ``unsupported`` and nothing is installed;
-else its venv is found or built (:func:`~hermes_nb.proxy.venvs.ensure_hermes`), the real proxy is
-started in that state (:func:`~hermes_nb.proxy.rig.real_proxy`) and the smoke runs against it into
-its own receipts directory ``<out>/<version>/`` (one receipts run per version). The wire-format spike
-compares every version with the same reference contract (the notebook's default,
-``hermes-agent-0.19.0``), so its drift lines are comparable across versions.
+For each provider (``providers``, default ``nous``) and version (oldest first): if the release cannot
+run the rig state (nous ``live`` on 0.16.0 and 0.17.0, see :mod:`hermes_nb.proxy.venvs`) it is recorded
+``unsupported`` and nothing is installed; else its venv is found or built
+(:func:`~hermes_nb.proxy.venvs.ensure_hermes`), the real proxy is started in that state with that provider
+(:func:`~hermes_nb.proxy.rig.real_proxy`) and the smoke runs against it into its own receipts directory
+``<out>/<version>/`` (``<out>/<version>-<provider>/`` for a provider other than nous, as the contracts are
+named). The wire-format spike compares every version with the same reference contract (the notebook's
+default, ``hermes-agent-0.19.0``, of the provider the proxy fronts), so its drift lines are comparable
+across versions.
 
 The matrix summary — ``<out>/matrix.json`` and ``<out>/matrix.md`` — lists each version's status,
 verdict, per-notebook verdicts and drift lines, and between consecutive versions that ran: which
@@ -25,9 +27,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import ExitStack
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +46,10 @@ REFERENCE_CONTRACT = "hermes-agent-0.19.0"
 #: the hermes-agent releases with a proxy (the command exists from 0.16.0)
 DEFAULT_VERSIONS = ("0.16.0", "0.17.0", "0.18.0", "0.18.1", "0.18.2", "0.19.0")
 
-#: ``runner(version, state, out_dir) -> ci report`` (:func:`hermes_nb.nbrun.ci_report.ci_report`)
-Runner = Callable[[str, str, Path], dict[str, Any]]
-#: ``support(version, state) -> reason it cannot run, or None``
-Support = Callable[[str, str], "str | None"]
+#: ``runner(version, state, out_dir, provider) -> ci report`` (:func:`hermes_nb.nbrun.ci_report.ci_report`)
+Runner = Callable[[str, str, Path, str], dict[str, Any]]
+#: ``support(version, state, provider) -> reason it cannot run, or None``
+Support = Callable[[str, str, str], "str | None"]
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -63,6 +66,13 @@ class VersionRun:
     reason: str | None = None
     out_dir: str | None = None
     report: dict[str, Any] | None = None
+    #: ``hermes proxy start --provider``
+    provider: str = "nous"
+
+    @property
+    def label(self) -> str:
+        """``0.19.0``, or ``0.19.0 (xai)`` for a provider other than nous."""
+        return self.version if self.provider == "nous" else f"{self.version} ({self.provider})"
 
     def notebooks(self) -> dict[str, str]:
         return {n["name"]: n["verdict"] for n in (self.report or {}).get("notebooks", [])}
@@ -72,7 +82,8 @@ class VersionRun:
 
     def to_dict(self) -> dict[str, Any]:
         report = self.report or {}
-        return {"version": self.version, "state": self.state, "status": self.status, "verdict": self.verdict,
+        return {"version": self.version, "provider": self.provider, "state": self.state, "status": self.status,
+                "verdict": self.verdict,
                 "reason": self.reason, "run_id": report.get("run_id"), "out_dir": self.out_dir,
                 "hermes_version": report.get("hermes_version"), "notebooks": self.notebooks(),
                 "drift": self.drift(), "duration_s": report.get("duration_s")}
@@ -88,6 +99,7 @@ class MatrixResult:
     blocked_exit: int = EXIT_BLOCKED
     #: the signal that stopped the matrix (``SIGINT``, ``SIGTERM``), None when it ran to the end
     cancelled_by: str | None = None
+    providers: tuple[str, ...] = ("nous",)
 
     @property
     def verdict(self) -> str:
@@ -105,26 +117,35 @@ class MatrixResult:
         return smoke_exit_code(self.verdict, self.blocked_exit, self.cancelled_by)
 
     def changes(self) -> list[dict[str, Any]]:
-        """Between consecutive versions that ran: verdict changes per notebook, drift lines added/removed."""
-        ran = [r for r in self.runs if r.status == "ran"]
+        """Between consecutive versions that ran (per provider): verdict changes per notebook, drift lines
+        added/removed."""
         out = []
-        for before, after in zip(ran, ran[1:]):
+        for provider in self.providers:
+            out += self._changes([r for r in self.runs if r.status == "ran" and r.provider == provider])
+        return out
+
+    @staticmethod
+    def _changes(ran: list[VersionRun]) -> list[dict[str, Any]]:
+        out = []
+        for before, after in pairwise(ran):
             a, b = before.notebooks(), after.notebooks()
             verdicts = {n: [a.get(n), b.get(n)] for n in dict.fromkeys([*a, *b]) if a.get(n) != b.get(n)}
             da, db = before.drift(), after.drift()
-            out.append({"from": before.version, "to": after.version, "verdicts": verdicts,
+            out.append({"from": before.version, "to": after.version, "provider": after.provider, "verdicts": verdicts,
                         "drift_added": [d for d in db if d not in da], "drift_removed": [d for d in da if d not in db]})
         return out
 
     def to_dict(self) -> dict[str, Any]:
         from hermes_nb.proxy.venvs import support_table
 
+        versions = sorted({r.version for r in self.runs}, key=version_key)
         return {"schema": MATRIX_SCHEMA, "state": self.state, "verdict": self.verdict, "exit_code": self.exit_code,
                 "blocked_exit": self.blocked_exit, "cancelled_by": self.cancelled_by,
                 "reference_contract": REFERENCE_CONTRACT, "out_dir": str(self.out_dir),
+                "providers": list(self.providers),
                 "duration_s": round(self.duration_s, 3), "versions": [r.to_dict() for r in self.runs],
                 "changes": self.changes(),
-                "support": support_table(sorted({r.version for r in self.runs}, key=version_key))}
+                "support": {p: support_table(versions, p) for p in self.providers}}
 
 
 def matrix_markdown(doc: dict[str, Any]) -> str:
@@ -135,22 +156,22 @@ def matrix_markdown(doc: dict[str, Any]) -> str:
     lines = [f"## hermes-nb proxy matrix ({md_cell(doc['state'])}): {doc['verdict']} (exit {doc['exit_code']})", "",
              f"Each version's wire-format spike compares with `{doc['reference_contract']}`; receipts per version "
              f"under `{md_cell(doc['out_dir'])}/<version>/`.", "",
-             "| hermes-agent | status | verdict | " + " | ".join(names) + " | drift lines | run |",
-             "|---|---|---|" + "---|" * len(names) + "---|---|"]
+             "| hermes-agent | provider | status | verdict | " + " | ".join(names) + " | drift lines | run |",
+             "|---|---|---|---|" + "---|" * len(names) + "---|---|"]
     for v in doc["versions"]:
         cells = [v["notebooks"].get(n, "—") for n in names]
-        lines.append(f"| {v['version']} | {v['status']} | {md_cell(v['verdict'])} | "
+        lines.append(f"| {v['version']} | {v.get('provider', 'nous')} | {v['status']} | {md_cell(v['verdict'])} | "
                      + " | ".join(md_cell(c) for c in cells)
                      + f" | {len(v['drift'])} | {md_cell(v['run_id'])} |")
     notes = [v for v in doc["versions"] if v["status"] != "ran"]
     if notes:
-        lines += ["", "### Not run", ""] + [f"- **{v['version']}** ({v['status']}): {md_cell(v['reason'])}"
+        lines += ["", "### Not run", ""] + [f"- **{_label(v)}** ({v['status']}): {md_cell(v['reason'])}"
                                             for v in notes]
     drifting = [v for v in doc["versions"] if v["drift"]]
     if drifting:
         lines += ["", f"### Drift from {doc['reference_contract']} per version", ""]
         for v in drifting:
-            lines.append(f"- **{v['version']}**:")
+            lines.append(f"- **{_label(v)}**:")
             lines += [f"  - {md_cell(d)}" for d in v["drift"]]
     lines += ["", "### What drifted between versions", ""]
     if not doc["changes"]:
@@ -158,59 +179,76 @@ def matrix_markdown(doc: dict[str, Any]) -> str:
     for c in doc["changes"]:
         items = [f"{n}: {a} → {b}" for n, (a, b) in c["verdicts"].items()]
         items += [f"new drift: {d}" for d in c["drift_added"]] + [f"drift gone: {d}" for d in c["drift_removed"]]
-        lines.append(f"- **{c['from']} → {c['to']}**: " + ("none" if not items else ""))
+        extra = f" ({c['provider']})" if c.get("provider", "nous") != "nous" else ""
+        lines.append(f"- **{c['from']} → {c['to']}**{extra}: " + ("none" if not items else ""))
         lines += [f"  - {md_cell(i)}" for i in items]
-    lines += ["", "### Rig states each version supports", "", "| hermes-agent | stale | live | logged-out |",
-              "|---|---|---|---|"]
+    lines += ["", "### Rig states each version supports", "",
+              "| hermes-agent | provider | stale | live | logged-out |", "|---|---|---|---|---|"]
     mark = {True: "yes", False: "no", None: "unknown"}
-    for version, states in doc["support"].items():
-        lines.append(f"| {version} | {mark[states['stale']]} | {mark[states['live']]} | {mark[states['logged-out']]} |")
+    for provider, table in doc["support"].items():
+        for version, states in table.items():
+            lines.append(f"| {version} | {provider} | {mark[states['stale']]} | {mark[states['live']]} "
+                         f"| {mark[states['logged-out']]} |")
     return "\n".join(lines) + "\n"
+
+
+def _label(v: dict[str, Any]) -> str:
+    return v["version"] + (f" ({v['provider']})" if v.get("provider", "nous") != "nous" else "")
 
 
 def run_matrix(versions: Sequence[str], *, state: str, out_dir: Path, runner: Runner,
                support: Support | None = None, progress: Callable[[str], None] | None = None,
-               redactor: Redactor | None = None, blocked_exit: int = EXIT_BLOCKED) -> MatrixResult:
-    """Run ``runner`` for every version that supports ``state``; write ``matrix.json`` and ``matrix.md``.
+               redactor: Redactor | None = None, blocked_exit: int = EXIT_BLOCKED,
+               providers: Sequence[str] = ("nous",)) -> MatrixResult:
+    """Run ``runner`` for every provider and version that supports ``state``; write ``matrix.json`` and
+    ``matrix.md``.
 
     A runner that raises :class:`~hermes_nb.harness.signals.Cancelled` (a signal while a venv or rig started),
     or whose report says ``cancelled_by``, stops the matrix: the versions after it are recorded ``cancelled``."""
     from hermes_nb.core.errors import HermesError
     from hermes_nb.nbrun.jobs import signal_name
+    from hermes_nb.proxy.contracts import contract_file_name
     from hermes_nb.proxy.venvs import unsupported_reason
 
     check = support or unsupported_reason
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    result = MatrixResult(state=state, out_dir=out_dir, blocked_exit=blocked_exit)
+    result = MatrixResult(state=state, out_dir=out_dir, blocked_exit=blocked_exit,
+                          providers=tuple(dict.fromkeys(providers)))
     say = progress or (lambda _line: None)
-    for version in sorted(dict.fromkeys(versions), key=version_key):
+    order = sorted(dict.fromkeys(versions), key=version_key)
+    for provider, version in ((p, v) for p in result.providers for v in order):
+        run = VersionRun(version, state, "ran", provider=provider)
         if result.cancelled_by:
-            result.runs.append(VersionRun(version, state, "cancelled", reason=f"not run: {result.cancelled_by}"))
+            run.status, run.reason = "cancelled", f"not run: {result.cancelled_by}"
+            result.runs.append(run)
             continue
-        why = check(version, state)
+        why = check(version, state, provider)
         if why is not None:
-            result.runs.append(VersionRun(version, state, "unsupported", reason=why))
-            say(f"{version}: unsupported: {why}")
+            run.status, run.reason = "unsupported", why
+            result.runs.append(run)
+            say(f"{run.label}: unsupported: {why}")
             continue
-        target = out_dir / version
+        target = out_dir / contract_file_name(version, provider)
+        run.out_dir = str(target)
         try:
-            report = runner(version, state, target)
+            report = runner(version, state, target, provider)
         except HermesError as exc:  # no venv, install failed, rig refused or did not start
-            result.runs.append(VersionRun(version, state, "unavailable", reason=str(exc), out_dir=str(target)))
-            say(f"{version}: unavailable: {exc}")
+            run.status, run.reason = "unavailable", str(exc)
+            result.runs.append(run)
+            say(f"{run.label}: unavailable: {exc}")
             continue
         except Cancelled as exc:  # while its venv was built or its rig started: no notebook ran
             result.cancelled_by = signal_name(exc)
-            result.runs.append(VersionRun(version, state, "cancelled", reason=f"cancelled by {result.cancelled_by} "
-                                          "before its notebooks ran", out_dir=str(target)))
-            say(f"{version}: cancelled by {result.cancelled_by}")
+            run.status, run.reason = "cancelled", f"cancelled by {result.cancelled_by} before its notebooks ran"
+            result.runs.append(run)
+            say(f"{run.label}: cancelled by {result.cancelled_by}")
             continue
-        result.runs.append(VersionRun(version, state, "ran", verdict=report.get("verdict"),
-                                      reason=f"exit {report.get('exit_code')}", out_dir=str(target), report=report))
+        run.verdict, run.reason, run.report = report.get("verdict"), f"exit {report.get('exit_code')}", report
+        result.runs.append(run)
         result.cancelled_by = report.get("cancelled_by") or None
-        say(f"{version}: {report.get('verdict')}")
+        say(f"{run.label}: {report.get('verdict')}")
     result.duration_s = time.perf_counter() - t0
     from hermes_nb.receipts.write import check_clean, write_text_atomic
 
@@ -229,7 +267,7 @@ def rig_runner(*, install: bool = True, only: Sequence[str] | None = None, timeo
                environ: Mapping[str, str] | None = None) -> Runner:
     """The real runner: the version's venv, the real proxy in ``state``, the smoke against it. ``guard``: the
     matrix's signal guard, armed while the venv is built and the rig starts, and by the smoke while it runs."""
-    def run(version: str, state: str, out_dir: Path) -> dict[str, Any]:
+    def run(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict[str, Any]:
         from hermes_nb.nbrun.ci_report import ci_report
         from hermes_nb.nbrun.jobs import choose_target
         from hermes_nb.nbrun.smoke import run_smoke
@@ -241,7 +279,7 @@ def rig_runner(*, install: bool = True, only: Sequence[str] | None = None, timeo
                 guard.arm()
             try:
                 binary = ensure_hermes(version, install=install, progress=progress)
-                rig = stack.enter_context(real_proxy(state, hermes_bin=binary))
+                rig = stack.enter_context(real_proxy(state, provider=provider, hermes_bin=binary))
             finally:
                 if guard is not None:
                     guard.armed = False
@@ -259,7 +297,7 @@ def _junit_suites(result: MatrixResult, environ: Mapping[str, str]) -> list[tupl
 
     suites = []
     for v in result.runs:
-        name = f"hermes-nb matrix {result.state} hermes-agent {v.version}"
+        name = f"hermes-nb matrix {result.state} hermes-agent {v.label}"
         if v.report is not None:
             suites.append((name, v.report))
             continue
@@ -276,13 +314,13 @@ def matrix(versions: Sequence[str] = DEFAULT_VERSIONS, *, state: str = "live", o
            junit_xml: str | Path | None = None, summary_md: str | Path | None = None,
            step_summary: str | Path | None = None, blocked_exit: int = EXIT_BLOCKED,
            environ: Mapping[str, str] | None = None, progress: Callable[[str], None] | None = None,
-           handle_signals: bool = True, runner: Runner | None = None) -> tuple[MatrixResult, dict[str, Any]]:
+           handle_signals: bool = True, runner: Runner | None = None, providers: Sequence[str] = ("nous",),
+           model: str | None = None) -> tuple[MatrixResult, dict[str, Any]]:
     """Run the matrix as ``hermes-nb matrix`` does; returns the result and its document (``--json``:
     :meth:`MatrixResult.to_dict` plus the CI outputs written and any warnings). Bad arguments and unwritable
     outputs raise :class:`~hermes_nb.core.errors.UsageError` before anything runs."""
     from hermes_nb.core.errors import UsageError
-    from hermes_nb.nbrun.ci_report import (BLOCKED_EXIT_CHOICES, check_output_paths, step_summary_path,
-                                           write_ci_outputs)
+    from hermes_nb.nbrun.ci_report import BLOCKED_EXIT_CHOICES, check_output_paths, step_summary_path, write_ci_outputs
     from hermes_nb.nbrun.jobs import quiet_notebook_loggers
     from hermes_nb.nbrun.smoke import writable_dir
     from hermes_nb.proxy.venvs import _check_version
@@ -295,6 +333,13 @@ def matrix(versions: Sequence[str] = DEFAULT_VERSIONS, *, state: str = "live", o
         _check_version(v)
     if state not in ("live", "stale"):
         raise UsageError(f"unknown rig state {state!r}; choose live or stale")
+    from hermes_nb.core.providers import PROXY_PROVIDERS
+
+    providers = [p.strip() for p in providers if p.strip()]
+    unknown = [p for p in providers if p not in PROXY_PROVIDERS]
+    if not providers or unknown:
+        raise UsageError(f"providers: {', '.join(unknown) or 'name at least one'}; choose from "
+                         f"{', '.join(PROXY_PROVIDERS)}")
     if not timeout_s > 0:
         raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
     if blocked_exit not in BLOCKED_EXIT_CHOICES:
@@ -308,9 +353,9 @@ def matrix(versions: Sequence[str] = DEFAULT_VERSIONS, *, state: str = "live", o
     redactor = Redactor(secrets)
     with SignalGuard(handle_signals) as guard:
         run = runner or rig_runner(install=install, only=only, timeout_s=timeout_s, html=html, secrets=secrets,
-                                   progress=progress, guard=guard, environ=env)
+                                   progress=progress, guard=guard, environ=env, model=model)
         result = run_matrix(versions, state=state, out_dir=out_dir, runner=run, progress=progress,
-                            redactor=redactor, blocked_exit=blocked_exit)
+                            redactor=redactor, blocked_exit=blocked_exit, providers=providers)
     doc = redactor.data(result.to_dict())
     from hermes_nb.receipts.junit import junit_suites_text
 

@@ -127,6 +127,7 @@ def receipt_metadata(run: NotebookRun, *, run_id: str, target: SmokeTarget, pool
         "papermill_version": _version("papermill"),
         "nbclient_version": _version("nbclient"),
         "hermes_agent_version": summary.get("hermes_version") or target.hermes_version,
+        "provider": summary.get("provider") or target.provider,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "duration_s": round(run.duration_s, 3),
@@ -146,7 +147,9 @@ def artifact_sources(run: NotebookRun) -> dict[str, Path]:
     summary = run.summary or {}
     run_dir = summary.get("run_dir")
     sources: dict[str, Path] = {}
-    for name, digest in (summary.get("artifacts") or {}).items() if run_dir else ():
+    if not run_dir:
+        return sources
+    for name, digest in (summary.get("artifacts") or {}).items():
         path = Path(run_dir) / name
         if not path.is_file() or sha256_file(path) != digest:
             run.verdict, run.reason = "failed", f"artifact {name} changed or vanished after the run"

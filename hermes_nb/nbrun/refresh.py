@@ -57,7 +57,8 @@ def sanitize_rules(path: Path) -> list[tuple[re.Pattern[str], str]]:
         raise ConfigError(f"{path}: not a readable sanitize file: {exc}") from None
     rules: list[tuple[re.Pattern[str], str]] = []
     for section in parser.sections():
-        pattern, replacement = parser.get(section, "regex", fallback=None), parser.get(section, "replace", fallback=None)
+        pattern = parser.get(section, "regex", fallback=None)
+        replacement = parser.get(section, "replace", fallback=None)
         if pattern is None or replacement is None:
             raise ConfigError(f"{path}: section [{section}] needs both regex and replace")
         try:
@@ -130,7 +131,7 @@ def refresh_notebooks(directory: Path, *, names: Sequence[str] | None = None, ti
     rules = sanitize_rules(cfg)
     for r in runs:
         nb = sanitize_outputs(strip_run_metadata(r.nb), rules)
-        for cell, ref in zip(nb.cells, build(r.name).cells):
+        for cell, ref in zip(nb.cells, build(r.name).cells, strict=False):
             cell["id"] = ref["id"]
         nbformat.write(nb, str(directory / f"{r.name}.ipynb"))
         say(f"{r.name}: refreshed ({r.duration_s:.2f} s)")

@@ -26,15 +26,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.errors import SecretLeak, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, worst_verdict
-from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.emulators import notebook_emulator
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.launch import SmokeKernels, launch_kernels
@@ -51,7 +51,8 @@ __all__ = ["SmokeResult", "run_smoke", "writable_dir"]
 class SmokeResult:
     verdict: str
     run_id: str
-    out_dir: Path
+    #: the receipts directory, or the storage URL the receipts were published to
+    out_dir: Path | str
     runs: list[NotebookRun]
     duration_s: float
     #: the target the receipts name (a ``live`` target found to be an emulator is ``emulator`` here)
@@ -69,11 +70,19 @@ class SmokeResult:
 
         p.text("SmokeResult(...)" if cycle else smoke_text(self.to_dict()))
 
+    @property
+    def provider(self) -> str | None:
+        """The provider the proxy fronts, as its notebooks saw it (else the target's)."""
+        from hermes_nb.nbrun.ci_report import result_provider
+
+        return result_provider(self)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "run_id": self.run_id,
             "target_kind": self.target.kind,
+            "provider": self.provider,
             "endpoint": self.target.endpoint,
             "target_evidence": self.target.evidence,
             "out_dir": str(self.out_dir),
@@ -130,7 +139,7 @@ def _run(kernels: SmokeKernels, target: SmokeTarget, *, out_dir: Path, timeout_s
     target = confirm_target(target) if confirm else target
     if target.evidence:
         say(f"target kind: emulator ({target.evidence})")
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     run_id = run_id or new_run_id(started)
     out_dir = writable_dir(Path(out_dir).resolve())
     receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id

@@ -10,9 +10,12 @@ produce one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hermes_nb.proxy.identity import detect_emulator
+
+if TYPE_CHECKING:
+    import httpx  # annotations only: the client imports it when a request is made
 
 __all__ = ["TARGET_KINDS", "SmokeTarget", "confirm_target"]
 
@@ -33,9 +36,11 @@ class SmokeTarget:
     evidence: str | None = None
     #: where the endpoint came from (``argument``, ``env HERMES_NB_ENDPOINT``; None for the embedded emulator)
     endpoint_origin: str | None = None
+    #: the provider the proxy fronts (the rig's ``--provider``, a live proxy's ``/health``; None: not known)
+    provider: str | None = None
 
 
-def confirm_target(target: SmokeTarget, *, transport: Any = None) -> SmokeTarget:
+def confirm_target(target: SmokeTarget, *, transport: httpx.BaseTransport | None = None) -> SmokeTarget:
     """A ``live`` target whose endpoint answers from the emulator becomes kind ``emulator`` (with evidence)."""
     if target.kind != "live" or not target.endpoint:
         return target

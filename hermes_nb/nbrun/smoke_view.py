@@ -18,13 +18,15 @@ __all__ = ["smoke_html", "smoke_text"]
 def smoke_text(data: Mapping[str, Any]) -> str:
     runs = ", ".join(f"{r.get('notebook')} {r.get('verdict')}" for r in data.get("receipts") or [])
     return Redactor().text(f"SmokeResult({data.get('verdict')}, run {data.get('run_id')}, "
-                           f"target {data.get('target_kind')} {data.get('endpoint')}, "
+                           f"target {data.get('target_kind')} {data.get('endpoint')}"
+                           + (f", provider {data['provider']}" if data.get("provider") else "") + ", "
                            f"{data.get('duration_s', 0.0):.3f} s: {runs})")
 
 
 def smoke_html(data: Mapping[str, Any]) -> str:
     head = kv_html([("verdict", data.get("verdict")), ("run id", data.get("run_id")),
-                    ("target", data.get("target_kind")), ("endpoint", data.get("endpoint")),
+                    ("target", data.get("target_kind")), ("provider", data.get("provider")),
+                    ("endpoint", data.get("endpoint")),
                     ("duration", seconds(data.get("duration_s"))), ("receipts in", data.get("out_dir"))],
                    badges=("verdict",))
     rows = [{"notebook": r.get("notebook"), "verdict": r.get("verdict"), "reason": r.get("reason"),

@@ -2,7 +2,7 @@
 
 ``hermes-nb notebooks refresh`` writes them from these templates, executes
 them against the deterministic emulator and stores the outputs that nbval
-compares. Conventions (tested in tests/test_notebooks.py):
+compares. Conventions (tested in tests/nbrun/test_notebooks.py):
 
 * one cell tagged ``parameters``, literals only, each line
   ``name: type = default  # help`` (papermill's ``--help-notebook`` reads it);
@@ -16,7 +16,6 @@ compares. Conventions (tested in tests/test_notebooks.py):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import nbformat
 
@@ -105,7 +104,8 @@ def _notebook(cells: list[nbformat.NotebookNode], title: str) -> nbformat.Notebo
 
 def wire_format_spike() -> nbformat.NotebookNode:
     params = _TARGET_PARAMS + [
-        ("contract", "str", '"hermes-agent-0.19.0"', "wire contract: a name shipped with hermes_nb (e.g. seed) or a JSON path"),
+        ("contract", "str", '"hermes-agent-0.19.0"',
+         "wire contract: a name shipped with hermes_nb (e.g. seed; the detected provider's) or a JSON path"),
         ("deadline_s", "float", "30.0", "budget for the whole probe, seconds"),
     ]
     return _notebook([
@@ -113,43 +113,49 @@ def wire_format_spike() -> nbformat.NotebookNode:
 # Wire-format spike
 
 Probes every route the Hermes proxy is known to forward (`/v1/models`, chat completions streamed and not,
-error envelopes, bearer handling, `/health`) and compares what it sees with a recorded wire contract
-(shipped with hermes_nb; see `docs/wire-contract.md`). Only fields the proxy owns can drift; what the upstream
-behind it answers differently (body keys beyond the OpenAI floor, models, routes, body cap, texts) is shown as
-information. **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable.
+the Responses API, error envelopes, bearer handling, `/health`) and compares what it sees with the recorded wire
+contract of the provider the proxy fronts (shipped with hermes_nb; see `docs/wire-contract.md`). Only fields the
+proxy owns can drift; what the upstream behind it answers differently (body keys beyond the OpenAI floor, models,
+routes, body cap, texts) is shown as information, and what it could not answer (too slow, down, rate-limited) is
+not judged. **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable, or an upstream
+that is down or rate-limited.
 
 Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
 """),
         _params(params),
-        _code(_setup("from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract, upstream_differences\n"
+        _code(_setup("from hermes_nb.proxy.contracts import (compare, load_contract, not_judged, resolve_contract,\n"
+                     "                                     upstream_differences)\n"
                      "from hermes_nb.proxy.probe import probe\n")),
         _md("## Probe the routes"),
         _code("report = probe(config, deadline_s=deadline_s)\nreport"),
-        _md("## Compare with the recorded contract"),
-        _code("recorded = load_contract(resolve_contract(contract))\n"
+        _md("## Compare with the recorded contract (the detected provider's)"),
+        _code("recorded = load_contract(resolve_contract(contract, provider=report.provider))\n"
+              "skipped = not_judged(report, recorded)  # the upstream's trouble (slow, down, 429): never drift\n"
               "upstream = upstream_differences(report, recorded)  # information: the upstream owns these fields\n"
               "display(HTML(show.upstream_differences_html(upstream)))\n"
               "drift = compare(report, recorded)  # proxy-owned fields only: these fail the spike\n"
               "drift"),
         _md("## Verdict\n\nStops the embedded emulator, records the summary for the receipt, raises unless passed."),
         _code("target.close()\n"
-              "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=contract,\n"
-              "                                   upstream=upstream))"),
+              "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, "
+              "contract=contract,\n"
+              "                                   upstream=upstream, not_judged=skipped))"),
     ], WIRE_SPIKE)
 
 
 def adapter_check() -> nbformat.NotebookNode:
     params = _TARGET_PARAMS + [
         _MANIFEST_PARAM,
-        ("deadline_s", "float", "5.0", "deadline of GET /models, seconds"),
+        ("deadline_s", "float", "30.0", "deadline of GET /models, seconds (a slow upstream answers late)"),
     ]
     return _notebook([
         _md(f"""
 # Adapter check
 
-`GET <endpoint>/models` with the configured bearer, classified the way UH's `adapter check hermes-proxy`
-does: **ready** (passed), **locked** or **unreachable** (blocked: run `hermes auth status <provider>` or
-`hermes proxy start`), **misconfigured**/**error** (failed).
+`GET /health` (which provider the proxy fronts), then `GET <endpoint>/models` with the configured bearer,
+classified the way UH's `adapter check hermes-proxy` does: **ready** (passed), **locked**, **unreachable** or
+**rate_limited** (blocked: the provider's re-auth command, `hermes proxy start --provider …`, or a later
+retry), **misconfigured**/**error** (failed). With no model configured, the provider's default model.
 
 Runbook: `hermes-nb smoke --only adapter_check --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
 """),
@@ -168,7 +174,8 @@ Runbook: `hermes-nb smoke --only adapter_check --endpoint http://127.0.0.1:8645/
 def e2e_smoke() -> nbformat.NotebookNode:
     params = _TARGET_PARAMS + [
         ("mission", '"Optional[str]"', "None", "path to a mission.yaml (None: use the ad-hoc prompt below)"),
-        ("prompt", "str", '"Summarise in one sentence what a smoke test proves."', "ad-hoc prompt (when mission is None)"),
+        ("prompt", "str", '"Summarise in one sentence what a smoke test proves."',
+         "ad-hoc prompt (when mission is None)"),
         ("root", '"Optional[str]"', "None",
          "run root (artifacts under <root>/.harness) (None: the mission's harness root, else a temp dir)"),
         _MANIFEST_PARAM,
@@ -199,10 +206,16 @@ Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`.
         _code("HTML(show.kv_table({\"mission\": job.mission.id, \"title\": job.mission.display_name, "
               "**config.to_document()},\n"
               "                   title=\"mission\"))"),
+        _md("## Model\n\nThe adapter check's own answer (the provider the proxy fronts, its default model when none "
+            "is configured): both notebooks send one model; a default the proxy does not list is not sent."),
+        _code("preflight = kit.model_preflight(config)\n"
+              "config = preflight.config\n"
+              "job = job.replace(config=config)\n"
+              "preflight"),
         _md("## Run"),
-        _code("result = kit.run_job(job, target)\nresult"),
+        _code("result = kit.run_job(job, target) if preflight.runnable else None\nresult"),
         _md("## Verdict"),
-        _code("summary = kit.run_summary(result, target=target, config=config)\n"
+        _code("summary = kit.run_summary(result, target=target, config=config, preflight=preflight)\n"
               "target.close()\nkit.record_verdict(summary)"),
     ], E2E_SMOKE)
 

@@ -206,12 +206,12 @@ class ForkedProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
+        while (code := self.poll()) is None:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise subprocess.TimeoutExpired(f"kernel {self.pid}", timeout or 0)
             self._check(0.5 if left is None else min(left, 0.5))
-        return self.returncode  # type: ignore[return-value]  # poll() set it
+        return code
 
     def send_signal(self, signum: int) -> None:
         if self.returncode is not None:

@@ -28,12 +28,12 @@ def preload() -> None:
     context at import, and the server checks it is still single-threaded before each fork.
     """
     import httpcore  # noqa: F401  (httpx imports it with its first client)
-    import IPython.display  # noqa: F401
     import ipykernel.comm  # noqa: F401
     import ipykernel.debugger  # noqa: F401  (the kernel imports it when it starts)
     import ipykernel.ipkernel  # noqa: F401
     import ipykernel.kernelapp  # noqa: F401
     import ipykernel.zmqshell  # noqa: F401
+    import IPython.display  # noqa: F401
     import jupyter_client.session  # noqa: F401
 
     import hermes_nb.core.resolve  # noqa: F401
@@ -72,7 +72,10 @@ class _Request:
 
 def serve(listen_fd: int) -> tuple[str, int]:
     """Preload, then fork a kernel per request until stdin closes. ``("child", code)`` in a kernel child."""
-    listener = socket.socket(fileno=listen_fd)
+    # the runner passes its own descriptor number, which is > 1024 when it holds many (as the whole test suite
+    # does): select() cannot wait on that, so the listener moves to the lowest free number here
+    listener = socket.socket(fileno=os.dup(listen_fd))
+    os.close(listen_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -180,7 +183,7 @@ def _child(req: _Request, conn: socket.socket, inherited: list[socket.socket], f
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
-        for name, fd in zip(spec.get("fds", []), req.fds):
+        for name, fd in zip(spec.get("fds", []), req.fds, strict=False):
             os.dup2(fd, {"stdout": 1, "stderr": 2}[name])
             os.close(fd)
         parent = os.getppid()

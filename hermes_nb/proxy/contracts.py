@@ -9,6 +9,11 @@ rate-limit header names. Every field is tagged with its owner: the proxy
 ``null`` (or a missing key) means "not specified": not compared. The format is
 deterministic (no ports, timestamps, versions of the server's libraries in compared
 fields); see docs/wire-contract.md.
+
+One file per hermes-agent release and provider: ``hermes-agent-<v>.json`` is the proxy's default
+provider (``nous``), ``hermes-agent-<v>-<provider>.json`` another (``xai``); :func:`resolve_contract`
+picks the detected provider's. What the upstream could not answer — in time, at all (the proxy's own
+502/504), or yet (429) — is not judged (:func:`not_judged`); an unreachable proxy is one line, no drift.
 """
 
 from __future__ import annotations
@@ -20,29 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import UsageError
+from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS
 from hermes_nb.core.resources import contract_names, contracts_dir
+from hermes_nb.proxy.drift import NotJudged, Owner
+from hermes_nb.proxy.not_judged import section_not_judged
 from hermes_nb.proxy.probe import ROUTES
 from hermes_nb.proxy.report import Drift, DriftList, WireReport
 
 __all__ = [
-    "FORMAT",
-    "ROUTE_FIELDS",
-    "message_template",
-    "contract_section",
-    "contract_document",
-    "load_contract",
-    "resolve_contract",
-    "compare",
-    "contract_label",
-    "apply_contract",
-    "judge",
-    "upstream_differences",
-    "owners",
-    "upgrade_document",
-    "section_diff",
-    "section_drift",
-    "contract_drift",
-    "dumps_contract",
+    "FORMAT", "ROUTE_FIELDS", "message_template", "contract_section", "contract_document", "load_contract",
+    "resolve_contract", "compare", "contract_label", "apply_contract", "judge", "not_judged",
+    "upstream_differences", "contract_file_name", "owners", "upgrade_document", "section_diff",
+    "section_drift", "contract_drift", "dumps_contract",
 ]
 
 FORMAT = "hermes-nb.wire-contract/2"
@@ -50,14 +44,15 @@ FORMAT = "hermes-nb.wire-contract/2"
 READ_FORMATS = ("hermes-nb.wire-contract/1", FORMAT)
 #: per-route fields a contract compares (``json_keys``: the contract's keys must be present)
 ROUTE_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
-                "body_excerpt", "json_keys", "outcome", "answered_by", "ended", "floor_missing")
+                "body_excerpt", "json_keys", "outcome", "answered_by", "ended", "floor_missing", "sse_events")
 #: route fields that describe the upstream when the proxy relayed the answer (``answered_by: upstream``)
 RELAYED_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
-                  "body_excerpt", "json_keys", "outcome")
+                  "body_excerpt", "json_keys", "outcome", "sse_events")
 AUTH_FIELDS = ("status", "error_type", "outcome", "answered_by")
 AUTH_RELAYED_FIELDS = ("status", "error_type", "outcome")
 #: section-level fields and their owners
-TOP_OWNERS: dict[str, str] = {
+TOP_OWNERS: dict[str, Owner] = {
+    "provider": "proxy",
     "bearer_required": "proxy", "stream_failure_shape": "proxy", "server_product": "proxy",
     "cors_headers": "proxy", "rate_limit_headers": "proxy",
     "relayed_cors_headers": "upstream", "relayed_rate_limit_headers": "upstream",
@@ -76,10 +71,10 @@ def owners(fields: tuple[str, ...], relayed_fields: tuple[str, ...], answered: A
 
 
 def _owner_map(entry: Mapping[str, Any], fields: tuple[str, ...], relayed: tuple[str, ...], *,
-               observed: Mapping[str, Any] | None = None) -> dict[str, str]:
+               observed: Mapping[str, Any] | None = None) -> dict[str, Owner]:
     """Each field's owner: the expected entry's tags, except that an answer the proxy now gives
     itself (observed ``answered_by: proxy``) is the proxy's in every field."""
-    out = {f: "proxy" for f in fields}
+    out: dict[str, Owner] = {f: "proxy" for f in fields}
     if observed is not None and observed.get("answered_by") == "proxy":
         return out
     tags = entry.get("owners") or owners(fields, relayed, entry.get("answered_by"))
@@ -117,7 +112,7 @@ def contract_section(report: WireReport) -> dict[str, Any]:
     routes = []
     for spec in ROUTES:
         found = report.route(spec.name)
-        entry = {"name": spec.name, "method": spec.method, "path": spec.display_path}
+        entry: dict[str, Any] = {"name": spec.name, "method": spec.method, "path": spec.display_path}
         entry |= _route_fields(found) if found else {f: None for f in ROUTE_FIELDS}
         entry["owners"] = owners(ROUTE_FIELDS, RELAYED_FIELDS, entry["answered_by"])
         routes.append(entry)
@@ -129,6 +124,7 @@ def contract_section(report: WireReport) -> dict[str, Any]:
     return {
         "routes": routes,
         "auth": auth,
+        "provider": report.provider,
         "bearer_required": report.bearer_required,
         "stream_failure_shape": report.stream_failure_shape,
         "server_product": report.server_product,
@@ -173,15 +169,22 @@ def upgrade_document(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def contract_document(sections: Mapping[str, WireReport], *, target: str, source: str = "observed",
-                      notes: list[str] | None = None) -> dict[str, Any]:
-    """A whole contract file from one probe report per state."""
+                      notes: list[str] | None = None, provider: str | None = None) -> dict[str, Any]:
+    """A whole contract file from one probe report per state (``provider``: the one the proxy fronted)."""
+    seen = provider or next((r.provider for r in sections.values() if r.provider), None)
     return {
         "format": FORMAT,
         "source": source,
         "target": target,
+        "provider": seen,
         "notes": list(notes or []),
         "states": {state: contract_section(report) for state, report in sorted(sections.items())},
     }
+
+
+def contract_file_name(name: str, provider: str | None = None) -> str:
+    """``hermes-agent-0.19.0`` + ``xai`` → ``hermes-agent-0.19.0-xai``; the default provider keeps the plain name."""
+    return name if provider in (None, DEFAULT_PROVIDER) else f"{name}-{provider}"
 
 
 def dumps_contract(document: Mapping[str, Any]) -> str:
@@ -202,11 +205,19 @@ def load_contract(path: str | Path) -> dict[str, Any]:
     return doc if doc["format"] == FORMAT else upgrade_document(doc)
 
 
-def resolve_contract(name: str) -> Path:
-    """``seed`` / ``hermes-agent-0.19.0`` (a contract shipped with hermes_nb) or a ``.json`` file path."""
+def resolve_contract(name: str, provider: str | None = None) -> Path:
+    """``seed`` / ``hermes-agent-0.19.0`` (a contract shipped with hermes_nb) or a ``.json`` file path.
+
+    ``provider`` (the one the probe detected): a shipped name resolves to that provider's contract
+    (``hermes-agent-0.19.0`` + ``xai`` → ``hermes-agent-0.19.0-xai.json``) when there is one.
+    """
     candidate = Path(name)
     if candidate.suffix == ".json" and candidate.exists():
         return candidate
+    if provider in PROXY_PROVIDERS and candidate.suffix != ".json":
+        own = contracts_dir() / f"{contract_file_name(name, provider)}.json"
+        if own.is_file():
+            return own
     shipped = contracts_dir() / f"{name}.json"
     if candidate.suffix != ".json" and shipped.is_file():
         return shipped
@@ -244,18 +255,44 @@ def judge(report: WireReport, contract: Mapping[str, Any], *, state: str | None 
     The section is ``state`` if given, else the report's detected state
     (``stale``/``live``), else the contract's first. Fields the contract leaves
     null are not compared. ``owner="proxy"`` differences are drift; ``owner="upstream"``
-    ones describe whatever answers behind the proxy and are information only.
+    ones describe whatever answers behind the proxy and are information only. What
+    :func:`not_judged` lists is left out (an unreachable proxy: nothing is compared).
     """
+    if not report.reachable:
+        return []
     name, section = _pick_state(report, contract, state)
     drift: list[Drift] = []
-    if report.state != name and report.state in ("stale", "live", "unreachable"):
+    if report.state != name and report.state in ("stale", "live"):
         drift.append(Drift(field="state", expected=name, observed=report.state))
-    return drift + section_diff(section, contract_section(report))
+    observed = contract_section(report)
+    skipped = section_not_judged(section, observed, report)
+    return drift + section_diff(section, observed, skip={n.field for n in skipped})
+
+
+def not_judged(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> list[NotJudged]:
+    """What the judgement leaves out, and why: the upstream's trouble is never the proxy's drift.
+
+    Unreachable proxy: one entry, nothing compared. A route (or auth case) the contract expects the
+    upstream to answer is not judged when the upstream did not answer in time (``upstream_slow``; also
+    an answer the probe's deadline cut), when the proxy answered its own 502/504 instead
+    (``upstream_down``) or when the answer was a 429 (``rate_limited``, with its Retry-After). A route
+    the probe's overall deadline left unsent is ``probe_deadline``. Routes the proxy answers itself are
+    always judged.
+    """
+    if not report.reachable:
+        first = report.routes[0].transport_error if report.routes else None
+        return [NotJudged(field="(every field)", reason="unreachable",
+                          detail=f"no route got an HTTP answer from {report.endpoint} ({first or 'no answer'})")]
+    _, section = _pick_state(report, contract, state)
+    return section_not_judged(section, contract_section(report), report)
 
 
 def contract_label(contract: Mapping[str, Any]) -> str:
-    """How a display names a contract: its ``target`` (``hermes-agent 0.19.0``)."""
-    return str(contract.get("target") or "the recorded contract")
+    """How a display names a contract: its ``target`` (``hermes-agent 0.19.0``), with the provider when it is
+    not the default one (``hermes-agent 0.19.0 (xai)``)."""
+    label = str(contract.get("target") or "the recorded contract")
+    provider = contract.get("provider")
+    return f"{label} ({provider})" if provider and provider != DEFAULT_PROVIDER else label
 
 
 def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> DriftList:
@@ -265,10 +302,12 @@ def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | Non
 
 
 def apply_contract(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> WireReport:
-    """Judge ``report`` against ``contract`` in place: its drift, its upstream differences, the contract's name."""
+    """Judge ``report`` against ``contract`` in place: its drift, its upstream differences, what it could not
+    judge (:func:`not_judged`), the contract's name."""
     judged = judge(report, contract, state=state)
     report.drift = [d for d in judged if d.owner == "proxy"]
     report.upstream_differences = [d for d in judged if d.owner == "upstream"]
+    report.not_judged = not_judged(report, contract, state=state)
     report.contract = contract_label(contract)
     return report
 
@@ -279,14 +318,20 @@ def upstream_differences(report: WireReport, contract: Mapping[str, Any], *,
     return [d for d in judge(report, contract, state=state) if d.owner == "upstream"]
 
 
-def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "") -> list[Drift]:
-    """Field-by-field differences between two sections, owners taken from ``expected`` (nulls not compared)."""
+def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "",
+                 skip: set[str] | frozenset[str] = frozenset()) -> list[Drift]:
+    """Field-by-field differences between two sections, owners taken from ``expected`` (nulls not compared).
+
+    ``skip``: entries not judged (``routes[<label>]``, ``auth[<case>]``, a top-level field name).
+    """
     drift: list[Drift] = []
     obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
     labels = {spec.name: spec.label for spec in ROUTES}
     for exp in expected.get("routes", []):
         fallback = f"{exp.get('method')} {exp.get('path')}"
         label = f"{prefix}routes[{labels.get(exp.get('name'), fallback)}]"
+        if label[len(prefix):] in skip:
+            continue
         got = obs_routes.get(exp.get("name"))
         if got is None:
             drift.append(Drift(field=label, expected="probed", observed="missing"))
@@ -295,21 +340,25 @@ def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, pr
         for f in ROUTE_FIELDS:
             if _differs(f, exp.get(f), got.get(f)):
                 drift.append(Drift(field=f"{label}.{f}", expected=exp.get(f), observed=got.get(f),
-                                   owner=owned[f]))  # type: ignore[arg-type]
+                                   owner=owned[f]))
     for case, exp in (expected.get("auth") or {}).items():
+        if f"auth[{case}]" in skip:
+            continue
         got = (observed.get("auth") or {}).get(case, {})
         owned = _owner_map(exp, AUTH_FIELDS, AUTH_RELAYED_FIELDS, observed=got)
         for f in AUTH_FIELDS:
             if _differs(f, exp.get(f), got.get(f)):
                 drift.append(Drift(field=f"{prefix}auth[{case}].{f}", expected=exp.get(f), observed=got.get(f),
-                                   owner=owned[f]))  # type: ignore[arg-type]
-    top = dict(TOP_OWNERS)
+                                   owner=owned[f]))
+    top: dict[str, Owner] = dict(TOP_OWNERS)
     for side, names in (expected.get("owners") or {}).items():
         top.update({n: side for n in names})
     for f in TOP_FIELDS:
+        if f in skip:
+            continue
         if _differs(f, expected.get(f), observed.get(f)):
             drift.append(Drift(field=f"{prefix}{f}", expected=expected.get(f), observed=observed.get(f),
-                               owner=top[f]))  # type: ignore[arg-type]
+                               owner=top[f]))
     return drift
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from hermes_nb.core.model import StrictModel
 
-__all__ = ["Owner", "Drift", "DriftList", "drift_table"]
+__all__ = ["Owner", "Drift", "DriftList", "drift_table", "NotJudged", "NotJudgedReason"]
 
 #: who a contract field describes: the proxy's own behaviour, or whatever upstream answers behind it
 Owner = Literal["proxy", "upstream"]
@@ -33,7 +33,26 @@ class Drift(StrictModel):
         p.text(f"Drift({self})")
 
 
-class DriftList(list):  # type: ignore[type-arg]
+#: why a field was not judged: nothing answered (``unreachable``); the upstream did not answer in time
+#: (``upstream_slow``), the proxy reported it down (``upstream_down``: its own 502/504), it refused for now
+#: (``rate_limited``: 429); the probe's overall deadline ran out first (``probe_deadline``)
+NotJudgedReason = Literal["unreachable", "upstream_slow", "upstream_down", "rate_limited", "probe_deadline"]
+
+
+class NotJudged(StrictModel):
+    """A contract field (or a whole route) left out of the judgement: the upstream's trouble is not drift."""
+
+    field: str
+    reason: NotJudgedReason
+    detail: str = ""
+    #: Retry-After of a rate-limited answer (seconds)
+    retry_after_s: float | None = None
+
+    def __str__(self) -> str:
+        return f"{self.field}: not judged ({self.reason}{': ' + self.detail if self.detail else ''})"
+
+
+class DriftList(list["Drift"]):
     """The drift of a report from a contract: a plain list of :class:`Drift` that also displays itself.
 
     ``contract``: the contract compared with (its ``target``), named by the display.
@@ -60,7 +79,7 @@ class DriftList(list):  # type: ignore[type-arg]
         p.text("DriftList(...)" if cycle else self._repr_text_())
 
     def _repr_html_(self) -> str:
-        from hermes_nb.core.reprs import box, table_html
+        from hermes_nb.core.reprs import box
 
         if not self:
             return box("wire contract", "passed", "<div>the proxy matches the recorded wire contract.</div>",

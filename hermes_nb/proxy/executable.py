@@ -218,18 +218,24 @@ def site_packages(bin_path: str | os.PathLike[str]) -> list[Path]:
     return sorted(venv.glob("lib/python*/site-packages"))
 
 
-def live_supported(bin_path: str | os.PathLike[str]) -> bool | None:
-    """Does this hermes' proxy honour ``NOUS_INFERENCE_BASE_URL``? None when it cannot be told.
+def live_supported(bin_path: str | os.PathLike[str], provider: str = "nous") -> bool | None:
+    """Does this hermes' proxy forward ``provider`` to a loopback upstream? None when it cannot be told.
 
-    Releases before the env overlay in the Nous adapter (0.16.0 among them) validate the
-    inference URL against an https host allowlist and fall back to the production API:
-    a live rig would send requests off the machine, so it must refuse instead.
+    nous: releases before the env overlay in the Nous adapter (0.16.0 and 0.17.0) validate the
+    inference URL against an https host allowlist and fall back to the production API, ignoring
+    ``NOUS_INFERENCE_BASE_URL``. xai: the adapter sends to the pooled credential's ``base_url``
+    (``runtime_base_url``), every release so far. Where the source says otherwise, a live rig would
+    send requests off the machine, so it must refuse instead.
     """
+    adapter, needles = {"nous": ("nous_portal.py", ("_nous_inference_env_override", "NOUS_INFERENCE_BASE_URL")),
+                        "xai": ("xai.py", ("runtime_base_url",))}.get(provider, (None, ()))
+    if adapter is None:
+        return None
     for site in site_packages(bin_path):
-        adapter = site / "hermes_cli" / "proxy" / "adapters" / "nous_portal.py"
-        if adapter.is_file():
-            text = adapter.read_text("utf-8", "replace")
-            return "_nous_inference_env_override" in text or "NOUS_INFERENCE_BASE_URL" in text
+        path = site / "hermes_cli" / "proxy" / "adapters" / adapter
+        if path.is_file():
+            text = path.read_text("utf-8", "replace")
+            return any(needle in text for needle in needles)
     return None
 
 

@@ -8,9 +8,13 @@ local ``hermes`` executable, and says ``unknown`` otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import TYPE_CHECKING
 
 from hermes_nb.emulator.scenarios import SCENARIO_HEADER
+
+if TYPE_CHECKING:
+    import httpx  # annotations only: the client imports it when a request is made
 
 __all__ = ["PROBE_SCENARIO", "UNKNOWN_VERSION", "detect_emulator", "hermes_agent_version"]
 
@@ -22,7 +26,7 @@ _HEALTH_VERSION_KEYS = ("hermes_agent_version", "hermes_version", "version")
 PROBE_SCENARIO = "hermes-nb-target-check"
 
 
-def detect_emulator(endpoint: str, *, auth_token: str | None = None, transport: Any = None,
+def detect_emulator(endpoint: str, *, auth_token: str | None = None, transport: httpx.BaseTransport | None = None,
                     deadline_s: float = 5.0) -> str | None:
     """Evidence that ``endpoint`` answers from hermes_nb's emulator, else None.
 
@@ -54,7 +58,8 @@ def _is_loopback_url(endpoint: str) -> bool:
         return False
 
 
-def hermes_agent_version(endpoint: str, *, hermes_bin: Any = None, transport: Any = None,
+def hermes_agent_version(endpoint: str, *, hermes_bin: str | os.PathLike[str] | None = None,
+                         transport: httpx.BaseTransport | None = None,
                          deadline_s: float = 2.0) -> tuple[str, str | None]:
     """``(version, source)`` of the hermes-agent behind ``endpoint``; ``("unknown", None)`` when it cannot be known.
 

@@ -25,9 +25,11 @@ from hermes_nb.core.facts import CONNECT_TIMEOUT_S, DEFAULT_MODEL
 from hermes_nb.core.records import Exchange
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.timeline import StreamTimeline
+from hermes_nb.proxy.detect import allowed_paths_of, detect_provider
 from hermes_nb.proxy.report import (
     RATE_LIMIT_HEADER_RE,
     AuthCase,
+    AuthCaseName,
     RouteResult,
     WireReport,
     answered_by,
@@ -40,10 +42,11 @@ from hermes_nb.proxy.report import (
     response_headers,
     route_outcome,
     server_product,
+    sse_events,
     stream_failure_shape,
 )
 
-__all__ = ["ROUTES", "AUTH_CASES", "RouteSpec", "probe", "probe_config"]
+__all__ = ["ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "RouteSpec", "probe", "probe_config"]
 
 UNKNOWN_V1_PATH = "/hermes-nb-probe/unknown"
 LARGE_BODY_BYTES = 1_500_000
@@ -57,7 +60,8 @@ class RouteSpec:
     method: str
     path: str
     root: bool = False
-    body: str | None = None  # "chat" | "chat_stream" | "chat_large" | "completions" | "embeddings"
+    #: "chat" | "chat_stream" | "chat_large" | "completions" | "embeddings" | "responses" | "responses_stream"
+    body: str | None = None
     sse: bool = False
     #: tells routes with the same method and path apart in drift lines
     variant: str = ""
@@ -72,7 +76,13 @@ class RouteSpec:
         return f"{self.method} {self.display_path}" + (f" ({self.variant})" if self.variant else "")
 
 
+#: the proxy's own routes first (they answer at once, whatever the upstream does), then the forwarded ones
 ROUTES: tuple[RouteSpec, ...] = (
+    RouteSpec("health", "GET", "/health", root=True),
+    RouteSpec("root", "GET", "/", root=True),
+    RouteSpec("v1_health", "GET", "/health"),
+    # a streaming request the proxy itself refuses: the shape of a proxy-layer stream failure
+    RouteSpec("unknown_v1", "POST", UNKNOWN_V1_PATH, body="chat_stream", sse=True),
     RouteSpec("chat", "POST", "/chat/completions", body="chat"),
     RouteSpec("chat_stream", "POST", "/chat/completions", body="chat_stream", sse=True, variant="stream"),
     # 1.5 MB: over aiohttp's 1 MiB default body cap, under the proxy's 10 MB one (hermes-agent >= 0.18.1)
@@ -80,14 +90,14 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("completions", "POST", "/completions", body="completions"),
     RouteSpec("embeddings", "POST", "/embeddings", body="embeddings"),
     RouteSpec("models", "GET", "/models"),
-    RouteSpec("v1_health", "GET", "/health"),
-    RouteSpec("root", "GET", "/", root=True),
-    RouteSpec("health", "GET", "/health", root=True),
-    # a streaming request the proxy itself refuses: the shape of a proxy-layer stream failure
-    RouteSpec("unknown_v1", "POST", UNKNOWN_V1_PATH, body="chat_stream", sse=True),
+    # OpenAI's Responses API: forwarded by xai, 404 path_not_allowed on nous (a proxy-owned fact either way)
+    RouteSpec("responses", "POST", "/responses", body="responses"),
+    RouteSpec("responses_stream", "POST", "/responses", body="responses_stream", sse=True, variant="stream"),
 )
+#: the routes the proxy answers itself, never its upstream
+LOCAL_ROUTES = frozenset({"health", "root", "v1_health", "unknown_v1"})
 #: auth handoff cases on ``GET /v1/models``: header value sent (False = no header)
-AUTH_CASES: tuple[tuple[str, bool | str], ...] = (
+AUTH_CASES: tuple[tuple[AuthCaseName, bool | str], ...] = (
     ("none", False),
     ("malformed", "Basic cHJvYmU6cHJvYmU="),
     ("bearer", True),
@@ -111,8 +121,15 @@ def _result(spec: RouteSpec, ex: Exchange, elapsed: float, redactor: Redactor) -
         answered_by=answered_by(ex, root=spec.root), ended=ended(ex), floor_missing=floor_missing(spec.name, ex),
         server=response_headers(ex).get("server"),
         transport_error=ex.transport_error.kind if ex.transport_error else None,
-        done=ex.done if spec.sse and ex.streamed else None, elapsed_s=round(elapsed, 3),
+        done=ex.done if spec.sse and ex.streamed else None, sse_events=sse_events(ex),
+        retry_after_s=ex.retry_after_s, elapsed_s=round(elapsed, 3),
     )
+
+
+def _upstream_slow(ex: Exchange) -> bool:
+    """A forwarded request the upstream did not answer, or did not finish answering, within the probe's deadline."""
+    failure = ex.transport_error
+    return failure is not None and failure.kind in ("read_timeout", "deadline")
 
 
 # --------------------------------------------------------------------------- probing
@@ -139,6 +156,10 @@ def _body(kind: str | None, model: str, config: HermesProxyRuntimeConfig) -> Any
         return {"model": model, "prompt": "ping", "max_tokens": config.max_tokens}
     if kind == "embeddings":
         return {"model": model, "input": "ping"}
+    if kind in ("responses", "responses_stream"):
+        from hermes_nb.wire.payloads import responses_request_body
+
+        return responses_request_body(config, "Reply with: pong", stream=kind == "responses_stream")
     return None
 
 
@@ -168,12 +189,18 @@ def probe(
     deadline_s: float = 30.0,
     request_deadline_s: float = 5.0,
     headers: dict[str, str] | None = None,
+    provider: str | None = None,
 ) -> WireReport:
     """Probe ``target`` (a resolved runtime config, or an endpoint ``http://host:port/v1``); never raises
     for HTTP/network failures.
 
     The config sent with is :func:`probe_config`'s. ``deadline_s`` bounds the whole probe; each request
-    gets at most ``request_deadline_s``. Requests the budget cannot afford are marked ``skipped``.
+    gets at most ``request_deadline_s``. Requests the budget cannot afford are marked ``skipped``. The
+    proxy's own routes go first; once a forwarded request gets no answer within ``request_deadline_s``
+    (the upstream is slow) or does not finish in it, the remaining forwarded requests are not sent
+    (``skipped``, ``upstream_slow``).
+    ``provider``: the one expected (default: the config's); the report names the one the proxy says it
+    fronts, and a mismatch warns.
     Raises :class:`~hermes_nb.core.errors.ConfigError` only for an invalid endpoint URL and
     :class:`~hermes_nb.core.errors.UsageError` for a deadline that is not positive.
     """
@@ -192,7 +219,8 @@ def probe(
     results: list[RouteResult] = []
     cases: list[AuthCase] = []
     seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}
-    with HermesClient(config, transport=transport, connect_timeout_s=min(CONNECT_TIMEOUT_S, request_deadline_s)) as client:
+    connect_s = min(CONNECT_TIMEOUT_S, request_deadline_s)
+    with HermesClient(config, transport=transport, connect_timeout_s=connect_s) as client:
 
         def call(spec: RouteSpec, auth: bool | str = True) -> tuple[Exchange | None, float]:
             allowed = budget.next()
@@ -207,28 +235,46 @@ def probe(
             return ex, time.monotonic() - t0
 
         timelines: dict[str, dict[str, Any]] = {}
+        exchanges: dict[str, Exchange] = {}
+        slow: str | None = None  # the forwarded route the upstream did not answer, or finish, in time
+        allowed: list[str] | None = None  # what the proxy says it forwards (its first path_not_allowed)
         for spec in ROUTES:
-            ex, took = call(spec)
+            forwarded = spec.name not in LOCAL_ROUTES and (allowed is None or spec.path in allowed)
+            spare = forwarded and slow is not None
+            ex, took = (None, 0.0) if spare else call(spec)
             if ex is None:
                 results.append(RouteResult(name=spec.name, method=spec.method, path=spec.display_path,
-                                           outcome="skipped", transport_error="deadline"))
-            else:
-                results.append(_result(spec, ex, took, redactor))
-                if ex.streamed and ex.events:
-                    timelines[spec.name] = StreamTimeline.from_exchange(ex).to_dict()
+                                           outcome="skipped", transport_error="upstream_slow" if spare else "deadline"))
+                continue
+            exchanges[spec.name] = ex
+            results.append(_result(spec, ex, took, redactor))
+            if allowed is None and results[-1].outcome == "path_not_allowed":
+                allowed = allowed_paths_of(results[-1].error_message)
+            if ex.streamed and ex.events:
+                timelines[spec.name] = StreamTimeline.from_exchange(ex).to_dict()
+            if forwarded and _upstream_slow(ex) and any(r.status is not None for r in results):
+                slow = spec.name  # the proxy answers, its upstream not in time: spare the rest of the budget
         models = next(s for s in ROUTES if s.name == "models")
         for case, auth in AUTH_CASES:
-            ex, _ = call(models, auth)
-            shown = "(none)" if auth is False else ("Bearer " + auth_token if auth is True else auth.split(" ")[0] + " <redacted>")
+            ex, _ = (None, 0.0) if slow else call(models, auth)
+            shown = ("(none)" if auth is False
+                     else "Bearer " + auth_token if auth is True else auth.split(" ")[0] + " <redacted>")
             if ex is None:
-                cases.append(AuthCase(case=case, header=redactor.text(shown)))  # type: ignore[arg-type]
+                cases.append(AuthCase(case=case, header=redactor.text(shown),
+                                      transport_error="upstream_slow" if slow else "deadline"))
                 continue
             env = ex.envelope
-            cases.append(AuthCase(case=case, header=redactor.text(shown), status=ex.status,  # type: ignore[arg-type]
+            cases.append(AuthCase(case=case, header=redactor.text(shown), status=ex.status,
                                   error_type=(env.type or env.code_str) if env else None,
-                                  outcome=route_outcome(ex, root=False), answered_by=answered_by(ex, root=False)))
+                                  outcome=route_outcome(ex, root=False), answered_by=answered_by(ex, root=False),
+                                  transport_error=ex.transport_error.kind if ex.transport_error else None,
+                                  retry_after_s=ex.retry_after_s))
     health = next((r for r in results if r.name == "health" and r.server), None)
     server = health.server if health else next((r.server for r in results if r.server), None)
+    refused = next((r.error_message for r in results if r.outcome == "path_not_allowed" and r.error_message), None)
+    health_ex = exchanges.get("health")
+    facts = detect_provider(health=health_ex.json_body if health_ex is not None and health_ex.status == 200 else None,
+                            allowed_message=refused, configured=provider or config.provider)
     report = WireReport(
         endpoint=endpoint, routes=results, auth=cases, reachable=any(r.status is not None for r in results),
         bearer_required=bearer_required(cases), stream_failure_shape=stream_failure_shape(results),
@@ -236,10 +282,12 @@ def probe(
         cors_headers=_cors(seen["proxy"]), rate_limit_headers=_rate_limit(seen["proxy"]),
         relayed_cors_headers=_cors(seen["upstream"]), relayed_rate_limit_headers=_rate_limit(seen["upstream"]),
         elapsed_s=round(time.monotonic() - started, 3),
+        provider=facts.provider, provider_source=facts.source, upstream=facts.upstream,
+        allowed_paths=allowed_paths_of(refused),
     )
     report.timelines.update(timelines)
-    report.state = report_state(results)  # type: ignore[assignment]
-    report.warnings = report_warnings(report)
+    report.state = report_state(results)
+    report.warnings = report_warnings(report) + facts.warnings
     return report
 
 

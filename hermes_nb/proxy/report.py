@@ -1,21 +1,39 @@
-"""The probe's report: its records, and the pure reading of one exchange per route.
+"""The probe's report: its records (routes, auth cases, the report) and how it displays itself.
 
-:mod:`hermes_nb.proxy.probe` sends the requests; this module says what the answers
-mean (``route_outcome``: forwarded, path_not_allowed, not_found, …) and derives
-the report-level facts (auth state, bearer requirement, stream-failure shape,
-warnings). No IO. The outcome vocabulary is documented in docs/wire-contract.md.
+:mod:`hermes_nb.proxy.probe` sends the requests; :mod:`hermes_nb.proxy.readings` (re-exported here)
+says what each answer means. No IO. The outcome vocabulary is documented in docs/wire-contract.md.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, PrivateAttr
 
 from hermes_nb.core.model import StrictModel
-from hermes_nb.core.records import NO_CONNECTION, TIMED_OUT, Exchange
-from hermes_nb.proxy.drift import Drift, DriftList, Owner
+from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, Owner
+from hermes_nb.proxy.readings import (
+    OPENAI_FLOOR,
+    PROXY_ERROR_TYPES,
+    PROXY_OWN_TYPES,
+    RATE_LIMIT_HEADER_RE,
+    AuthCaseName,
+    ProxyState,
+    RouteOutcome,
+    StreamShape,
+    answered_by,
+    bearer_required,
+    body_kind,
+    ended,
+    floor_missing,
+    report_state,
+    report_warnings,
+    response_headers,
+    route_outcome,
+    server_product,
+    sse_events,
+    stream_failure_shape,
+)
 
 __all__ = [
     "RouteOutcome",
@@ -41,28 +59,8 @@ __all__ = [
     "answered_by",
     "ended",
     "floor_missing",
+    "sse_events",
 ]
-
-#: what one probed route did (not :class:`hermes_nb.core.records.Outcome`, a chat exchange's classification)
-RouteOutcome = Literal[
-    "forwarded", "auth_failed", "path_not_allowed", "not_found", "unauthorized", "rejected", "local", "error",
-    "bad_response", "unreachable", "timeout", "transport_error", "skipped",
-]
-StreamShape = Literal["json", "sse", "text", "none"]
-#: the proxy's own error types (anything else under /v1 came from the upstream)
-PROXY_ERROR_TYPES = frozenset({"upstream_unreachable", "upstream_timeout", "proxy_error"})
-#: every error type the proxy answers itself (an envelope of another type under /v1 was relayed)
-PROXY_OWN_TYPES = PROXY_ERROR_TYPES | {"path_not_allowed", "upstream_auth_failed"}
-#: the OpenAI floor: top-level keys every OpenAI-compatible 2xx JSON answer of a route carries
-OPENAI_FLOOR: dict[str, tuple[str, ...]] = {
-    "chat": ("choices", "created", "id", "model", "object"),
-    "chat_large": ("choices", "created", "id", "model", "object"),
-    "completions": ("choices", "created", "id", "model", "object"),
-    "embeddings": ("data", "object"),
-    "models": ("data", "object"),
-}
-RATE_LIMIT_HEADER_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
-
 
 class RouteResult(StrictModel):
     name: str
@@ -91,17 +89,25 @@ class RouteResult(StrictModel):
     transport_error: str | None = None
     #: ``data: [DONE]`` seen (streams)
     done: bool | None = None
+    #: the stream's shape: each event name once, in order (``event:``, else the data's ``type``/``object``;
+    #: ``[DONE]``), e.g. ``[response.created, …, response.completed]`` (None: not a stream)
+    sse_events: list[str] | None = None
+    #: Retry-After of the answer, seconds (a 429 says when to come back)
+    retry_after_s: float | None = None
     elapsed_s: float = 0.0
 
 
 class AuthCase(StrictModel):
-    case: Literal["none", "malformed", "bearer"]
+    case: AuthCaseName
     #: what was sent, redacted (``(none)``, ``Basic <redacted>``, ``Bearer probe``)
     header: str
     status: int | None = None
     error_type: str | None = None
     outcome: RouteOutcome = "skipped"
     answered_by: Owner | None = None
+    #: why it was not sent (``upstream_slow``: an earlier forwarded request got no answer in time)
+    transport_error: str | None = None
+    retry_after_s: float | None = None
 
 
 def _esc(value: Any) -> str:
@@ -113,7 +119,7 @@ def _esc(value: Any) -> str:
 class WireReport(StrictModel):
     endpoint: str
     #: stale (forwarded routes answer upstream_auth_failed), live (they answer 2xx), unreachable, unknown
-    state: Literal["stale", "live", "unreachable", "unknown"] = "unknown"
+    state: ProxyState = "unknown"
     reachable: bool = False
     routes: list[RouteResult] = Field(default_factory=list)
     auth: list[AuthCase] = Field(default_factory=list)
@@ -134,6 +140,16 @@ class WireReport(StrictModel):
     drift: list[Drift] = Field(default_factory=list)
     #: differences on upstream-owned fields: information, never a failure
     upstream_differences: list[Drift] = Field(default_factory=list)
+    #: what could not be judged, and why (the upstream was slow, down or rate-limited; the proxy unreachable)
+    not_judged: list[NotJudged] = Field(default_factory=list)
+    #: the provider the proxy fronts (``nous``, ``xai``): ``/health``'s ``upstream``, else the allowed paths
+    provider: str | None = None
+    #: where :attr:`provider` came from (``/health``, ``path_not_allowed``, ``config``)
+    provider_source: str | None = None
+    #: ``/health``'s ``upstream`` verbatim (the provider's display name)
+    upstream: str | None = None
+    #: the paths the proxy says it forwards (from a ``path_not_allowed`` envelope)
+    allowed_paths: list[str] | None = None
     #: the contract drift and upstream differences were judged against (its ``target``; None: not compared)
     contract: str | None = None
     elapsed_s: float = 0.0
@@ -152,7 +168,9 @@ class WireReport(StrictModel):
     def _repr_text_(self) -> str:
         routes = ", ".join(f"{r.name} {r.status if r.status is not None else r.outcome}" for r in self.routes)
         drift = f", {len(self.drift)} drift" if self.drift else ""
-        return (f"WireReport({self.endpoint}: {self.state}, reachable={self.reachable}, "
+        drift += f", {len(self.not_judged)} not judged" if self.not_judged else ""
+        provider = f", provider {self.provider}" if self.provider else ""
+        return (f"WireReport({self.endpoint}: {self.state}{provider}, reachable={self.reachable}, "
                 f"bearer_required={self.bearer_required}, stream_failure_shape={self.stream_failure_shape}"
                 f"{drift}, {self.elapsed_s:.3f} s; routes: {routes})")
 
@@ -161,8 +179,14 @@ class WireReport(StrictModel):
 
     @property
     def verdict(self) -> str:
-        """passed (live and, when compared, no drift), failed (drift), blocked (stale, unreachable)."""
-        base = {"live": "passed", "stale": "blocked", "unreachable": "blocked"}.get(self.state, "failed")
+        """passed (live and, when compared, no drift; or what it could not judge was only a slow upstream),
+        failed (drift), blocked (stale, unreachable, an upstream rate-limited or reported down)."""
+        reasons = {n.reason for n in self.not_judged}
+        if self.reachable and reasons & {"rate_limited", "upstream_down"} and not self.drift:
+            return "blocked"
+        slow = self.state == "unknown" and reasons and reasons <= {"upstream_slow", "probe_deadline"}
+        base = {"live": "passed", "stale": "blocked", "unreachable": "blocked"}.get(self.state,
+                                                                                     "passed" if slow else "failed")
         return "failed" if self.drift and base == "passed" else base
 
     @property
@@ -170,15 +194,20 @@ class WireReport(StrictModel):
         """One line that agrees with the drift: ``no drift vs <contract>`` / ``drift: N proxy-owned lines vs …``."""
         if self.contract is None:
             return f"{self.state} (not compared with a contract)"
-        return DriftList(self.drift, contract=self.contract).headline if self.verdict != "blocked" else (
+        line = DriftList(self.drift, contract=self.contract).headline if self.verdict != "blocked" else (
             f"{self.state}: {DriftList(self.drift, contract=self.contract).headline}")
+        reasons = ", ".join(dict.fromkeys(n.reason for n in self.not_judged))
+        return line + (f"; {len(self.not_judged)} not judged ({reasons})" if self.not_judged else "")
 
     def _repr_html_(self) -> str:
         from hermes_nb.core.reprs import box, details, kv_html, seconds, table_html
         from hermes_nb.core.timeline import timeline_svg
         from hermes_nb.proxy.drift import drift_table
 
-        head = kv_html([("endpoint", self.endpoint), ("state", self.state), ("reachable", self.reachable),
+        provider = (f"{self.provider} ({self.upstream})" if self.provider and self.upstream
+                    else self.provider or self.upstream)
+        head = kv_html([("endpoint", self.endpoint), ("provider", provider), ("state", self.state),
+                        ("reachable", self.reachable),
                         ("bearer required", self.bearer_required), ("stream failure shape", self.stream_failure_shape),
                         ("server", self.server_product), ("contract", self.contract),
                         ("elapsed", seconds(self.elapsed_s))], badges=("state",))
@@ -202,178 +231,11 @@ class WireReport(StrictModel):
             parts.append(f"<div><b>stream timeline</b> ({name})</div>" + timeline_svg(marks, title=f"{name} stream"))
         if self.warnings:
             parts.append("<ul>" + "".join(f"<li>{_esc(w)}</li>" for w in self.warnings) + "</ul>")
+        if self.not_judged:
+            parts.append("<div><b>not judged</b> (the upstream's trouble, not the proxy's)</div><ul>"
+                         + "".join(f"<li>{_esc(n)}</li>" for n in self.not_judged) + "</ul>")
         return box("wire-format report", self.verdict, *parts, headline=self.headline)
 
     def summary(self) -> dict[str, Any]:
         """The ``--json`` object: routes, bearer_required, stream_failure_shape, server, drift, …"""
         return self.model_dump(mode="json")
-
-
-# --------------------------------------------------------------------------- classification
-
-
-def server_product(server: str | None) -> str | None:
-    """``Python/3.11 aiohttp/3.14.5`` → ``Python aiohttp`` (versions vary with the install, not the proxy)."""
-    if not server:
-        return None
-    names = [tok.split("/", 1)[0] for tok in server.split() if tok and not tok.startswith("(")]
-    return " ".join(names) or None
-
-
-def body_kind(ex: Exchange) -> str:
-    if ex.status is None:
-        return "none"
-    if ex.streamed or ex.content_type == "text/event-stream":
-        return "sse"
-    if ex.json_body is not None:
-        enveloped = isinstance(ex.json_body, dict) and "error" in ex.json_body
-        return "json-envelope" if ex.envelope is not None and enveloped else "json"
-    text = (ex.body_text or "").strip()
-    if not text:
-        return "empty"
-    if ex.content_type == "text/html" or text[:1] == "<":
-        return "html"
-    return "text"
-
-
-def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> RouteOutcome:
-    """What the endpoint did with one request (see docs/wire-contract.md for the vocabulary)."""
-    if ex.status is None:
-        failure = ex.transport_error
-        kind = failure.kind if failure else "other"
-        if failure is not None and failure.phase == "connect" and kind in NO_CONNECTION:
-            return "unreachable"
-        if kind in TIMED_OUT:
-            return "timeout"
-        return "transport_error"
-    env = ex.envelope
-    etype = (env.type or env.code_str) if env is not None else None
-    if etype == "path_not_allowed":
-        return "path_not_allowed"
-    if etype == "upstream_auth_failed":
-        return "auth_failed"
-    if etype in PROXY_ERROR_TYPES:
-        return "error"
-    kind = body_kind(ex)
-    if ex.status == 404 and kind != "json-envelope":
-        return "not_found"
-    if ex.status == 413:
-        return "rejected"
-    if ex.status in (401, 403):
-        return "unauthorized"
-    if 200 <= ex.status < 300:
-        if root:
-            return "local"
-        wanted = ("sse",) if expect_sse else ("json",)
-        return "forwarded" if kind in wanted or (expect_sse and kind == "json") else "bad_response"
-    return "error" if root else "forwarded"
-
-
-def answered_by(ex: Exchange, *, root: bool) -> Owner | None:
-    """Who answered: ``proxy`` (its own answer) or ``upstream`` (relayed); None without an HTTP answer.
-
-    Host-root paths and the proxy's own error types are the proxy's. A 2xx under ``/v1`` is
-    relayed. Any other status is relayed when it came chunked: the proxy streams every upstream
-    answer back (``StreamResponse``, no length), while its own answers (``json_response``,
-    aiohttp's 404/405/413 texts) carry a ``Content-Length``.
-    """
-    if ex.status is None:
-        return None
-    if root:
-        return "proxy"
-    env = ex.envelope
-    if env is not None and (env.type or env.code_str) in PROXY_OWN_TYPES:
-        return "proxy"
-    if 200 <= ex.status < 300:
-        return "upstream"
-    chunked = "chunked" in response_headers(ex).get("transfer-encoding", "").lower()
-    return "upstream" if chunked else "proxy"
-
-
-def ended(ex: Exchange) -> str | None:
-    """``clean`` when the body ended normally; the transport failure kind that cut it; None without an answer."""
-    if ex.status is None:
-        return None
-    return ex.transport_error.kind if ex.transport_error is not None else "clean"
-
-
-def floor_missing(name: str, ex: Exchange) -> list[str] | None:
-    """The OpenAI floor keys a 2xx JSON answer of ``name`` lacks ([] = all there; None = not applicable)."""
-    floor = OPENAI_FLOOR.get(name)
-    if floor is None or not ex.ok_status or ex.streamed or not isinstance(ex.json_body, dict):
-        return None
-    return sorted(set(floor) - set(ex.json_body))
-
-
-def response_headers(ex: Exchange) -> dict[str, str]:
-    """The response headers with lower-cased names."""
-    return {k.lower(): v for k, v in ex.headers.items()}
-
-
-def stream_failure_shape(results: list[RouteResult]) -> StreamShape:
-    """How the proxy answers a streaming request it fails itself: one JSON body, SSE, text, or none seen.
-
-    Only the proxy's own answers count: an upstream's failure is relayed as the upstream sent it.
-    """
-    for name in ("chat_stream", "unknown_v1"):
-        r = next((x for x in results if x.name == name), None)
-        if r is None or r.status is None or 200 <= r.status < 300 or r.answered_by == "upstream":
-            continue
-        return {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text", "html": "text"}.get(
-            r.body_kind, "none")  # type: ignore[return-value]
-    return "none"
-
-
-def bearer_required(cases: list[AuthCase]) -> bool | None:
-    """True when a missing/malformed header is refused where ``Bearer`` is not; None when untold."""
-    by = {c.case: c for c in cases}
-    bearer, none = by.get("bearer"), by.get("none")
-    if bearer is None or none is None or bearer.status is None or none.status is None:
-        return None
-    rejected = [
-        c for c in (none, by.get("malformed"))
-        if c is not None and c.status in (401, 403) and c.answered_by != "upstream"
-        and (c.status, c.error_type) != (bearer.status, bearer.error_type)
-    ]
-    return bool(rejected)
-
-
-def report_state(results: list[RouteResult]) -> str:
-    """``stale``/``live`` from the chat and models routes; ``unreachable``; else ``unknown``.
-
-    ``live`` means the proxy relayed both to its upstream and the chat answer is a 2xx
-    JSON body; ``/v1/models`` may answer anything the upstream likes (an upstream without
-    the route answers 404 there: still live).
-    """
-    if not any(r.status is not None for r in results):
-        return "unreachable"
-    forwarded = [r for r in results if r.name in ("chat", "models")]
-    if forwarded and all(r.outcome == "auth_failed" for r in forwarded):
-        return "stale"
-    chat = next((r for r in forwarded if r.name == "chat"), None)
-    if (chat is not None and chat.outcome == "forwarded" and chat.status is not None and 200 <= chat.status < 300
-            and all(r.answered_by == "upstream" for r in forwarded)):
-        return "live"
-    return "unknown"
-
-
-def report_warnings(report: WireReport) -> list[str]:
-    """One line per problem a human should look at (hanging, unreachable, missing /v1, HTML)."""
-    out: list[str] = []
-    outcomes = {r.outcome for r in report.routes}
-    if not report.reachable and outcomes <= {"timeout", "skipped"}:
-        out.append(f"{report.endpoint} accepts connections but never answers: the endpoint hangs")
-    elif not report.reachable:
-        first = report.routes[0] if report.routes else None
-        why = first.transport_error if first else "no answer"
-        out.append(f"endpoint unreachable ({why}): is `hermes proxy start` running at {report.endpoint}? "
-                   "(a proxy that is not logged in refuses to start: `hermes auth` first)")
-    elif all(r.outcome == "not_found" for r in report.routes if r.name in ("chat", "models", "completions")):
-        out.append("every forwarded route answered a plain 404: does the endpoint miss its /v1 base path?")
-    if any(r.body_kind == "html" for r in report.routes):
-        out.append("the endpoint answers HTML: is this a Hermes proxy?")
-    if report.reachable and "timeout" in outcomes:
-        out.append("some requests timed out: the endpoint hangs or is very slow")
-    if "skipped" in outcomes:
-        out.append("the probe deadline ran out before every route was probed")
-    return out

@@ -1,24 +1,29 @@
-"""The real ``hermes proxy start`` on loopback, with a throwaway ``HERMES_HOME``.
+"""The real ``hermes proxy start --provider nous|xai`` on loopback, with a throwaway ``HERMES_HOME``.
 
 The proxy runs from its own virtual environment (hermes-agent pins its own
 pydantic, httpx and openai), found by :func:`find_hermes_bin`. Each rig gets
 a fresh temporary directory holding the child's ``HOME``, ``HERMES_HOME``
 and shared-auth directory, so the user's ``~/.hermes`` is never read or
-written. Three auth states:
+written. The auth store of each provider and state: :mod:`hermes_nb.proxy.rig_auth`.
 
 ``stale``
-    ``access_token`` (not a usable JWT) and ``refresh_token`` present; the
-    portal (``HERMES_PORTAL_BASE_URL``) is a loopback port that refuses
-    connections, so every forwarded route answers 401 ``upstream_auth_failed``.
+    credentials the proxy must refresh, and every refresh fails on this machine: every forwarded
+    route answers 401 ``upstream_auth_failed`` (nous: the portal, ``HERMES_PORTAL_BASE_URL``, is a
+    loopback port that refuses connections; xai: the token endpoint is reached through the egress
+    sink, which closes the connection — "No available xAI OAuth credentials found. Run `hermes auth
+    reset xai-oauth` or …").
 ``live``
-    ``access_token`` is an unsigned JWT with ``scope: inference:invoke`` and a
-    future ``exp`` (the proxy reads claims without verifying);
-    ``NOUS_INFERENCE_BASE_URL`` points at the upstream (default: the embedded emulator in
-    its ``upstream`` profile; or the ``minimal`` upstream, or any OpenAI-compatible server
-    started from a command line), so the real proxy forwards real requests to it.
+    a usable token; the upstream (default: the embedded emulator in its ``upstream`` profile; or the
+    ``minimal`` upstream, or any OpenAI-compatible server started from a command line) is on loopback:
+    nous reads it from ``NOUS_INFERENCE_BASE_URL``, xai from the credential's ``base_url``.
 ``logged-out``
-    no ``auth.json``: ``hermes proxy start`` exits 2 with "Not logged into Nous
-    Portal…" and :func:`real_proxy` raises :class:`~hermes_nb.core.errors.RigError`.
+    no ``auth.json``: ``hermes proxy start`` exits 2 ("Not logged into Nous Portal…" / "Not logged into
+    xAI Grok OAuth…") and :func:`real_proxy` raises :class:`~hermes_nb.core.errors.RigError` with the
+    provider's log-in command.
+
+No request leaves the machine: the proxy variables of the child point at an egress sink on loopback
+(:mod:`hermes_nb.proxy.egress`; ``RigHandle.egress`` lists what was attempted), and a live rig is
+refused for a release whose proxy would ignore the loopback upstream (:func:`live_supported`).
 
 Readiness is a poll of ``GET /health`` under a deadline (the child's early
 exit is detected on every round); the proxy and the upstream are stopped on
@@ -29,25 +34,23 @@ directory; anything we show from it passes through the rig's
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-import secrets
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.handles import EndpointHandle
-from hermes_nb.core.facts import LOGGED_OUT_HINT
+from hermes_nb.core.providers import PROXY_PROVIDERS, logged_out_hint, provider_info
 from hermes_nb.core.redaction import Redactor, auth_store_secrets
+from hermes_nb.proxy.egress import EgressSink, proxy_environment
 from hermes_nb.proxy.executable import (
     ENV_HERMES_BIN,
     INSTALL_HINT,
@@ -59,10 +62,13 @@ from hermes_nb.proxy.executable import (
     stop_process,
     wait_until_answers,
 )
+from hermes_nb.proxy.rig_auth import INVOKE_SCOPE, STATES, auth_store_document, check_provider, unsigned_jwt
 from hermes_nb.proxy.upstreams import UPSTREAMS, CommandUpstream, start_upstream, upstream_command
 
 __all__ = [
     "STATES",
+    "PROVIDERS",
+    "INVOKE_SCOPE",
     "RigHandle",
     "ENV_HERMES_BIN",
     "INSTALL_HINT",
@@ -80,53 +86,17 @@ __all__ = [
     "real_proxy",
 ]
 
-STATES: tuple[str, ...] = ("stale", "live", "logged-out")
-INVOKE_SCOPE = "inference:invoke"
-
-
-# --------------------------------------------------------------------------- auth store
-
-
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def unsigned_jwt(claims: Mapping[str, Any]) -> str:
-    """``alg: none`` JWT with an empty signature segment."""
-    header = {"alg": "none", "typ": "JWT"}
-    return ".".join(
-        [_b64url(json.dumps(header, separators=(",", ":")).encode()),
-         _b64url(json.dumps(dict(claims), separators=(",", ":"), sort_keys=True).encode()), ""]
-    )
-
-
-def auth_store_document(state: str, *, now: datetime | None = None, ttl_s: int = 86_400) -> dict[str, Any] | None:
-    """The ``auth.json`` for ``state`` (``None`` for logged-out). Tokens are fresh random values."""
-    if state not in STATES:
-        raise RigError(f"unknown rig state {state!r}; choose one of {', '.join(STATES)}")
-    if state == "logged-out":
-        return None
-    refresh = f"rig-refresh-{secrets.token_urlsafe(18)}"
-    if state == "stale":
-        nous = {"access_token": f"rig-stale-{secrets.token_urlsafe(18)}", "refresh_token": refresh,
-                "token_type": "Bearer"}
-    else:
-        moment = now or datetime.now(timezone.utc)
-        exp = moment + timedelta(seconds=ttl_s)
-        token = unsigned_jwt({
-            "sub": "hermes-nb-rig", "scope": INVOKE_SCOPE, "iat": int(moment.timestamp()),
-            "exp": int(exp.timestamp()), "jti": secrets.token_hex(12),
-        })
-        nous = {"access_token": token, "refresh_token": refresh, "token_type": "Bearer",
-                "scope": INVOKE_SCOPE, "expires_at": exp.isoformat()}
-    return {"version": 1, "providers": {"nous": nous}}
+#: the providers the rig can start (``hermes proxy start --provider …``)
+PROVIDERS: tuple[str, ...] = PROXY_PROVIDERS
 
 
 # --------------------------------------------------------------------------- process
 
 
-def child_environment(root: Path, *, portal_url: str, inference_url: str | None = None) -> dict[str, str]:
-    """Minimal environment: PATH, a temp HOME/HERMES_HOME, the Hermes/Nous overrides the rig needs; no proxies."""
+def child_environment(root: Path, *, portal_url: str, inference_url: str | None = None,
+                      egress_url: str | None = None) -> dict[str, str]:
+    """Minimal environment: PATH, a temp HOME/HERMES_HOME, the Hermes/Nous overrides the rig needs, and the
+    proxy variables that send any off-machine call to the egress sink (``egress_url``) instead."""
     env = base_env()
     env |= {
         "HOME": str(root / "home"),
@@ -137,6 +107,8 @@ def child_environment(root: Path, *, portal_url: str, inference_url: str | None 
     }
     if inference_url:
         env["NOUS_INFERENCE_BASE_URL"] = inference_url
+    if egress_url:
+        env |= proxy_environment(egress_url)
     return env
 
 
@@ -173,14 +145,23 @@ class RigHandle(EndpointHandle):
     upstream: Any = None
     #: ``emulator`` | ``minimal`` | ``command`` (None outside the live state)
     upstream_kind: str | None = None
+    #: ``nous`` | ``xai`` (``hermes proxy start --provider``)
+    provider: str = "nous"
+    #: the egress sink: what the proxy tried to send off the machine (``.attempts``)
+    egress_sink: EgressSink | None = None
 
     def __repr__(self) -> str:
-        return (f"RigHandle(endpoint={self.endpoint!r}, state={self.state!r}, "
+        return (f"RigHandle(endpoint={self.endpoint!r}, provider={self.provider!r}, state={self.state!r}, "
                 f"hermes_version={self.hermes_version!r}, pid={self.process.pid})")
 
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    @property
+    def egress(self) -> list[str]:
+        """First request lines the proxy sent toward the outside world (each ended at the sink, locally)."""
+        return self.egress_sink.attempts if self.egress_sink is not None else []
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -220,6 +201,7 @@ def _wait_ready(proc: subprocess.Popen[Any], base_url: str, *, deadline_s: float
 def real_proxy(
     state: str = "live",
     *,
+    provider: str = "nous",
     port: int = 0,
     hermes_bin: str | os.PathLike[str] | None = None,
     upstream_scenario: str = "ok",
@@ -227,7 +209,7 @@ def real_proxy(
     deadline_s: float = 30.0,
     keep_dir: bool = False,
 ) -> Iterator[RigHandle]:
-    """Run the real ``hermes proxy start`` in ``state``; yield a :class:`RigHandle`.
+    """Run the real ``hermes proxy start --provider <provider>`` in ``state``; yield a :class:`RigHandle`.
 
     In the live state ``upstream`` says what answers behind the proxy: ``emulator`` (the
     emulator's ``upstream`` profile, ``upstream_scenario``), ``minimal`` (the deliberately
@@ -236,16 +218,17 @@ def real_proxy(
     must be ``/v1``; it is stopped with the proxy).
 
     Raises :class:`RigError` (exit 3) when no hermes is found, when the proxy
-    exits before it is ready (logged-out: "Not logged into Nous Portal…") or
+    exits before it is ready (logged-out: "Not logged into …") or
     when ``/health`` does not answer within ``deadline_s``.
     """
     if state not in STATES:
         raise RigError(f"unknown rig state {state!r}; choose one of {', '.join(STATES)}")
-    from hermes_nb.emulator.scenarios import LOAD_SCENARIOS, SCENARIOS  # light: no aiohttp
+    check_provider(provider)
+    from hermes_nb.emulator import UPSTREAM_SCENARIOS  # light: no aiohttp
 
-    known = SCENARIOS + LOAD_SCENARIOS
-    if state == "live" and upstream_scenario not in known:
-        raise UsageError(f"unknown upstream scenario {upstream_scenario!r}; choose one of {', '.join(known)}")
+    if state == "live" and upstream_scenario not in UPSTREAM_SCENARIOS:
+        raise UsageError(f"unknown upstream scenario {upstream_scenario!r}; "
+                         f"choose one of {', '.join(UPSTREAM_SCENARIOS)}")
     if state == "live" and upstream not in UPSTREAMS:
         upstream_command(upstream, 0)  # a usage error before anything starts
     if state == "live" and upstream == "minimal" and upstream_scenario != "ok":
@@ -254,26 +237,30 @@ def real_proxy(
         raise UsageError(f"deadline_s must be > 0, got {deadline_s!r}")
     binary = require_hermes_bin(hermes_bin)
     version = hermes_version(binary)
-    if state == "live" and live_supported(binary) is False:
-        raise RigError(f"hermes-agent {version or '?'} at {binary}: its proxy ignores NOUS_INFERENCE_BASE_URL "
-                       "(https allowlist only), so a live rig would forward off this machine; use a newer release")
+    if state == "live" and live_supported(binary, provider) is False:
+        ignored = "ignores NOUS_INFERENCE_BASE_URL (https allowlist only)" if provider == "nous" else \
+            "ignores the credential's base_url"
+        raise RigError(f"hermes-agent {version or '?'} at {binary}: its {provider} proxy {ignored}, so a live rig "
+                       "would forward off this machine; use a newer release")
     with ExitStack() as stack:
         root = Path(tempfile.mkdtemp(prefix=f"hermes-nb-rig-{state}-"))
         if not keep_dir:
             stack.callback(shutil.rmtree, root, True)
         for sub in ("home", "hermes-home", "shared", "tmp"):
             (root / sub).mkdir(mode=0o700)
-        document = auth_store_document(state)
+        portal = f"http://127.0.0.1:{_refusing_port(stack)}"
+        sink = stack.enter_context(EgressSink())
+        behind = (start_upstream(stack, upstream, upstream_scenario, root=root, deadline_s=deadline_s,
+                                 provider=provider) if state == "live" else None)
+        upstream_url = _endpoint_of(behind) if behind is not None else f"{portal}/v1"
+        document = auth_store_document(state, provider=provider, base_url=upstream_url)
         redactor = Redactor(auth_store_secrets(document) if document else ())
         if document is not None:
             store = root / "hermes-home" / "auth.json"
             store.write_text(json.dumps(document, indent=2), "utf-8")
             store.chmod(0o600)
-        portal = f"http://127.0.0.1:{_refusing_port(stack)}"
-        behind = (start_upstream(stack, upstream, upstream_scenario, root=root, deadline_s=deadline_s)
-                  if state == "live" else None)
-        env = child_environment(root, portal_url=portal,
-                                inference_url=_endpoint_of(behind) if behind is not None else None)
+        env = child_environment(root, portal_url=portal, egress_url=sink.url,
+                                inference_url=upstream_url if behind is not None and provider == "nous" else None)
         log_path = root / "proxy.log"
         attempts = 1 if port else 3
         for attempt in range(attempts):
@@ -282,7 +269,7 @@ def real_proxy(
             started = time.monotonic()
             with log_path.open("ab") as log:
                 proc = subprocess.Popen(
-                    [str(binary), "proxy", "start", "--provider", "nous", "--host", "127.0.0.1",
+                    [str(binary), "proxy", "start", "--provider", provider, "--host", "127.0.0.1",
                      "--port", str(chosen)],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                     cwd=root / "home", start_new_session=True,
@@ -296,10 +283,13 @@ def real_proxy(
                 continue  # lost the free-port race to another process: pick again
             message = f"`hermes proxy start` exited {code} before it was ready: {tail or '(no output)'}"
             if any(word in tail.lower() for word in ("logged in", "hermes auth", "login")):
-                message += f"; the proxy needs Nous Portal credentials: {LOGGED_OUT_HINT}"
+                info = provider_info(provider)
+                message += (f"; the proxy needs {info.display_name if info else provider} credentials: "
+                            f"{logged_out_hint(provider)}")
             raise RigError(message)
         handle = RigHandle(
-            endpoint=f"{base_url}/v1", base_url=base_url, port=chosen, state=state, hermes_bin=binary,
+            endpoint=f"{base_url}/v1", base_url=base_url, port=chosen, state=state, provider=provider,
+            egress_sink=sink, hermes_bin=binary,
             hermes_version=version, log_path=log_path, startup_s=time.monotonic() - started,
             process=proc, redactor=redactor, upstream=behind,
             upstream_kind=(upstream if upstream in UPSTREAMS else "command") if behind is not None else None,

@@ -76,13 +76,18 @@ def _wait_upstream(proc: subprocess.Popen[Any], endpoint: str, *, deadline_s: fl
         raise RigError(f"upstream command exited {proc.returncode} before it answered: {tail or '(no output)'}")
 
 
-def start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path, deadline_s: float) -> Any:
-    """The server behind the proxy: the emulator (``upstream`` profile), the minimal upstream, or a command."""
+def start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path, deadline_s: float,
+                   provider: str = "nous") -> Any:
+    """The server behind the proxy: the emulator (``upstream`` profile, listing ``provider``'s models), the minimal
+    upstream, or a command."""
     if upstream in UPSTREAMS:
         from hermes_nb.emulator import serve  # heavy (aiohttp); only the live state needs it
 
-        profile = "upstream" if upstream == "emulator" else "minimal"
-        return stack.enter_context(serve(profile=profile, scenario=scenario))
+        if upstream == "minimal":
+            return stack.enter_context(serve(profile="minimal", scenario=scenario))
+        from hermes_nb.emulator.content import MODELS_BY_PROVIDER
+
+        return stack.enter_context(serve(profile="upstream", scenario=scenario, models=MODELS_BY_PROVIDER[provider]))
     port = _free_port()
     argv = upstream_command(upstream, port)
     if "/" in argv[0] and not Path(argv[0]).is_absolute():  # the command runs in the rig's temp home

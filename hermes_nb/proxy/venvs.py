@@ -42,7 +42,7 @@ from typing import Any
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.facts import ENV_PREFIX
 from hermes_nb.core.resources import contracts_dir, data_dir
-from hermes_nb.proxy.executable import find_hermes_bin, hermes_version, live_supported
+from hermes_nb.proxy.executable import find_hermes_bin, hermes_version
 
 __all__ = ["ENV_CACHE_DIR", "KNOWN_VERSIONS", "PINNED_VERSIONS", "cache_dir", "venv_dir", "pins_for",
            "observed_states", "unsupported_reason", "ensure_hermes", "cached_hermes", "support_table"]
@@ -83,31 +83,34 @@ def pins_for(version: str) -> Path | list[str]:
     return [f"hermes-agent=={_check_version(version)}", "aiohttp"]
 
 
-def observed_states(version: str) -> list[str] | None:
-    """The rig states probed for a release (its shipped observed contract), None when there is none."""
-    path = contracts_dir() / f"hermes-agent-{version}.json"
+def observed_states(version: str, provider: str = "nous") -> list[str] | None:
+    """The rig states probed for a release and provider (its shipped observed contract), None when there is none."""
+    from hermes_nb.proxy.contracts import contract_file_name
+
+    path = contracts_dir() / f"{contract_file_name(f'hermes-agent-{version}', provider)}.json"
     if not path.is_file():
         return None
     states = json.loads(path.read_text(encoding="utf-8")).get("states") or {}
     return sorted(states) + ["logged-out"]
 
 
-def unsupported_reason(version: str, state: str) -> str | None:
-    """Why ``state`` cannot be run on this release (None: supported, or not known before installing)."""
-    states = observed_states(version)
+def unsupported_reason(version: str, state: str, provider: str = "nous") -> str | None:
+    """Why ``state`` cannot be run on this release and provider (None: supported, or not known before installing)."""
+    states = observed_states(version, provider)
     if states is None or state in states:
         return None
-    if state == "live":
+    if state == "live" and provider == "nous":
         return (f"hermes-agent {version} ignores NOUS_INFERENCE_BASE_URL (https allowlist): a live rig would "
                 "forward off this machine, so it is refused")
-    return f"hermes-agent {version} was not observed in state {state}"
+    return f"hermes-agent {version} --provider {provider} was not observed in state {state}"
 
 
-def support_table(versions: list[str] | tuple[str, ...] = KNOWN_VERSIONS) -> dict[str, dict[str, bool | None]]:
+def support_table(versions: list[str] | tuple[str, ...] = KNOWN_VERSIONS,
+                  provider: str = "nous") -> dict[str, dict[str, bool | None]]:
     """``{version: {state: supported}}`` from the shipped contracts (None: unknown release)."""
     table: dict[str, dict[str, bool | None]] = {}
     for v in versions:
-        states = observed_states(v)
+        states = observed_states(v, provider)
         table[v] = {s: (None if states is None else s in states) for s in ("stale", "live", "logged-out")}
     return table
 

@@ -22,14 +22,15 @@ from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.write import ReceiptFiles, check_clean, write_text_atomic
 
-__all__ = ["INDEX_SCHEMA", "INDEXED_FIELDS", "LATER_FIELDS", "load_index", "index_entry", "append_index", "entry_digest",
-           "render_readme"]
+__all__ = ["INDEX_SCHEMA", "INDEXED_FIELDS", "LATER_FIELDS", "load_index", "index_entry", "append_index",
+           "entry_digest", "render_readme"]
 
 INDEX_SCHEMA = "hermes-nb.receipts-index.v1"
 #: index fields that must equal the receipt's own (metadata.receipt) values
 INDEXED_FIELDS = ("run_id", "notebook", "verdict", "target_kind", "endpoint", "model", "started_at", "duration_s")
-#: indexed too since issue 20 (an entry written before has none of them; one that has them must match)
-LATER_FIELDS = ("reason", "operator_action", "proxy_state")
+#: indexed too since issue 20 (an entry written before has none of them; one that has them must match); and
+#: ``provider`` since issue 18
+LATER_FIELDS = ("reason", "operator_action", "proxy_state", "provider")
 _INDEX_LOCK = threading.Lock()
 
 
@@ -101,14 +102,14 @@ def render_readme(index: Mapping[str, Any]) -> str:
         "Written by `hermes-nb smoke`; check with `hermes-nb receipts verify <this dir>`.",
         "Newest first. Each receipt: the executed notebook, its HTML render and a JSON sidecar with digests.",
         "",
-        "| started (UTC) | run id | notebook | verdict | target | model | endpoint | receipt |",
-        "|---|---|---|---|---|---|---|---|",
+        "| started (UTC) | run id | notebook | verdict | target | provider | model | endpoint | receipt |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in reversed(index.get("receipts", [])):
         path = str(e.get("path", ""))
         html = e["html"] if "html" in e else (path[: -len(".ipynb")] + ".html" if path.endswith(".ipynb") else path)
         cells = [e.get("started_at"), e.get("run_id"), e.get("notebook"), e.get("verdict"),
-                 e.get("target_kind"), e.get("model"), e.get("endpoint")]
+                 e.get("target_kind"), e.get("provider"), e.get("model"), e.get("endpoint")]
         text = " | ".join(str(c if c is not None else "—").replace("|", "\\|") for c in cells)
         lines.append(f"| {text} | [ipynb]({path})" + (f" · [html]({html})" if html else "") + " |")
     return "\n".join(lines) + "\n"

@@ -3,9 +3,9 @@
 One section per run id: the run's overall verdict (the worst of its notebooks), where it pointed (the target
 labelled with the state the proxy was seen in: a stale proxy is not "live"), when it started, its total
 duration, then one row per notebook with its verdict in colour, its reason and, when blocked, the operator
-action, its duration and links to the receipt's HTML, notebook and sidecar. Built from ``index.json`` alone (no receipt is opened), so
-it costs milliseconds; rewritten after every append. Like every file of a receipts directory it is
-scanned for secrets before it is written, and ``receipts verify`` scans it again.
+action, its duration and links to the receipt's HTML, notebook and sidecar. Built from ``index.json`` alone (no
+receipt is opened), so it costs milliseconds; rewritten after every append. Like every file of a receipts
+directory it is scanned for secrets before it is written, and ``receipts verify`` scans it again.
 """
 
 from __future__ import annotations
@@ -93,12 +93,14 @@ def render_index_html(index: Mapping[str, Any], *, chain: str = "index.json") ->
         first = runs[0]
         total = sum(float(e.get("duration_s") or 0.0) for e in runs)
         longest = max(float(e.get("duration_s") or 0.0) for e in runs)
+        provider = next((e.get("provider") for e in runs if e.get("provider")), "—")
         edge = edge_colour(tone_of(overall) or "muted")
         parts.append(
             f'<section class="run" id="{_e(run_id)}" style="--c:{edge}">'
             f"<h2>{_verdict(overall)} · run {_e(run_id)}</h2>"
             f"<p><small>started {_e(first.get('started_at'))} · target {_e(target_label(runs))} "
-            f"{_e(first.get('endpoint'))} · model {_e(first.get('model'))} · "
+            f"{_e(first.get('endpoint'))} · provider {_e(provider)}"
+            f" · model {_e(first.get('model'))} · "
             f"notebooks {len(runs)}, longest {longest:.3f} s, sum {total:.3f} s</small></p>"
             "<table><tr><th>notebook</th><th>verdict</th><th>reason · operator action</th><th>duration</th>"
             "<th>links</th></tr>")

@@ -6,7 +6,7 @@ actions' parsers accept; ``tests/data/junit-10.xsd``):
 * one ``<testsuite name="hermes-nb smoke <target kind>">`` per smoke run, wrapped in ``<testsuites>``,
   with correct ``tests``/``failures``/``errors``/``skipped`` counters, always a ``hostname``, a
   ``timestamp`` (the run's start, UTC) and an ``id`` (the run id), and ``<properties>``: ``run_id``,
-  ``target_kind``, ``endpoint``, ``hermes_version``, ``verdict``, ``exit_code``, ``blocked_exit``,
+  ``target_kind``, ``provider``, ``endpoint``, ``hermes_version``, ``verdict``, ``exit_code``, ``blocked_exit``,
   ``ci_run_url`` and ``receipt:<notebook>`` for each receipt (the schema allows properties on the suite only);
   a matrix writes one such suite per hermes-agent version (:func:`junit_suites_text`);
 * one ``<testcase name="<notebook>" classname="<target kind>" time="…">`` per notebook; its
@@ -74,8 +74,8 @@ def _suite(parent: ET.Element, report: Mapping[str, Any], name: str | None = Non
         "id": xml_safe(report.get("run_id") or "not-started"),
     })
     props = ET.SubElement(suite, "properties")
-    for prop in ("run_id", "target_kind", "proxy_state", "endpoint", "hermes_version", "verdict", "exit_code",
-                 "blocked_exit", "cancelled_by", "ci_run_url"):
+    for prop in ("run_id", "target_kind", "provider", "proxy_state", "endpoint", "hermes_version", "verdict",
+                 "exit_code", "blocked_exit", "cancelled_by", "ci_run_url"):
         if report.get(prop) is not None:
             ET.SubElement(props, "property", {"name": prop, "value": xml_safe(report[prop])})
     for n in notebooks:
@@ -116,7 +116,8 @@ def _case(suite: ET.Element, n: Mapping[str, Any], kind: str) -> None:
 
 
 def junit_element(report: Mapping[str, Any]) -> ET.Element:
-    """``<testsuites>`` holding the one ``<testsuite>`` of a smoke run (``report``: :func:`~hermes_nb.nbrun.ci_report.ci_report`)."""
+    """``<testsuites>`` holding the one ``<testsuite>`` of a smoke run
+    (``report``: :func:`~hermes_nb.nbrun.ci_report.ci_report`)."""
     return junit_suites_element([report], name="hermes-nb smoke")
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,8 @@ def check_receipt(receipt: Path, *, secrets: Iterable[str] = ()) -> tuple[dict[s
         reasons.append(f"target kind is {kind!r} ({'an emulator' if kind == 'emulator' else 'a rig'} receipt"
                        " proves nothing about a live proxy); a live receipt is required"
                        if kind in ("emulator", "rig") else f"target kind is {kind!r}; a live receipt is required")
-    summary = meta.get("summary") if isinstance(meta.get("summary"), dict) else {}
+    summary = meta.get("summary")
+    summary = summary if isinstance(summary, dict) else {}
     if kind == "live" and (meta.get("target_evidence") or summary.get("target") == "emulator"):
         reasons.append("the receipt claims target kind 'live' but records an emulator "
                        f"({meta.get('target_evidence') or 'the notebook started its own emulator'})")
@@ -117,7 +118,7 @@ def promote(receipt: Path, *, manifest: Path = MANIFEST_RELPATH, runbook: Path =
         reasons.append(f"manifest {manifest} has status {loaded.status!r}; only experimental is promoted")
     if reasons:
         raise PromotionRefused(reasons)
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     digest = receipt_digest(meta)
     record = _record(stamp, Path(receipt), digest, meta, manifest)
     runbook = Path(runbook)

@@ -90,7 +90,8 @@ def _usage(summary: dict[str, Any] | None) -> str | None:
     if not isinstance(details, dict) or "usage" not in details:
         return None
     doc = details.get("usage")
-    marks = details.get("timeline") if isinstance(details.get("timeline"), dict) else {}
+    timeline = details.get("timeline")
+    marks = timeline if isinstance(timeline, dict) else {}
     nums = [v if isinstance(v, (int, float)) else None for v in (marks.get(k) for k in
                                                                   ("first_delta_s", "last_byte_s", "total_s"))]
     output_s = Usage.output_seconds(*nums)
@@ -117,8 +118,8 @@ def _receipt_table(receipt: dict[str, Any], summary: dict[str, Any] | None = Non
     usage = _usage(summary)
     if usage is not None:
         rows += f"<tr><th>usage</th><td>{html.escape(usage)}</td></tr>"
-    extra = {k: receipt[k] for k in ("errors", "template", "parameters", "parameters_sha256", "environment", "artifacts")
-             if k in receipt}
+    raw = ("errors", "template", "parameters", "parameters_sha256", "environment", "artifacts")
+    extra = {k: receipt[k] for k in raw if k in receipt}
     dump = html.escape(json.dumps(extra, indent=2, sort_keys=True, ensure_ascii=False))
     return (f'<h2>Receipt</h2><table class="receipt">{rows}</table>{_digests(receipt)}'
             f'<details><summary>provenance</summary><pre>{dump}</pre></details>')

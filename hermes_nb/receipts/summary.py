@@ -58,7 +58,8 @@ def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke
         f"- target: **{md_cell(report.get('target_kind'))}**"
         + (f" (proxy {md_cell(report['proxy_state'])})" if report.get("proxy_state") not in (None, "live") else "")
         + (f" at `{md_cell(report['endpoint'])}`" if report.get("endpoint") else " (embedded emulator)")
-        + (f", hermes-agent {md_cell(report['hermes_version'])}" if report.get("hermes_version") else ""),
+        + (f", hermes-agent {md_cell(report['hermes_version'])}" if report.get("hermes_version") else "")
+        + (f", provider **{md_cell(report['provider'])}**" if report.get("provider") else ""),
         f"- run `{md_cell(report.get('run_id'))}` in {float(report.get('duration_s') or 0):.1f} s; "
         f"receipts: {_link(report.get('out'))}",
         f"- blocked policy (`--blocked-exit {blocked_exit}`): a blocked smoke gives {_blocked_policy(blocked_exit)}",
@@ -75,10 +76,13 @@ def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke
         v = str(n.get("verdict"))
         lines.append(f"| {md_cell(n.get('name'))} | {_ICON.get(v, '')} {md_cell(v)} | {md_cell(n.get('reason'))} "
                      f"| {float(n.get('duration_s') or 0):.2f} | {_link(n.get('receipt'), n.get('receipt_url'))} |")
-    actions = [n for n in notebooks if n.get("verdict") == "blocked"]
+    actions: dict[str, list[str]] = {}  # one line per distinct action (an unreachable proxy: one)
+    for n in notebooks:
+        if n.get("verdict") == "blocked":
+            actions.setdefault(str(n.get("operator_action")), []).append(str(n.get("name")))
     if actions:
         lines += ["", "### Operator action needed", ""]
-        lines += [f"- **{md_cell(n.get('name'))}**: {md_cell(n.get('operator_action'))}" for n in actions]
+        lines += [f"- **{md_cell(', '.join(names))}**: {md_cell(action)}" for action, names in actions.items()]
     cancelled = [n for n in notebooks if n.get("verdict") == "cancelled"]
     if cancelled:
         lines += ["", "### Cancelled", ""]
@@ -91,8 +95,12 @@ def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke
             lines.append(f"- **{md_cell(n.get('name'))}** ({md_cell(n.get('status'))}): {md_cell(first)}")
     drift = [(n.get("name"), d) for n in notebooks for d in n.get("drift") or []]
     lines += ["", "### Wire drift", ""]
+    skipped = [d for n in notebooks for d in n.get("not_judged") or []]
     if drift:
         lines += [f"- `{md_cell(name)}`: {md_cell(d)}" for name, d in drift]
+    elif skipped:
+        lines.append(f"- none; {len(skipped)} not judged (the upstream's or the endpoint's trouble, not the "
+                     f"proxy's): {md_cell(skipped[0])}" + (" …" if len(skipped) > 1 else ""))
     else:
         lines.append("- none recorded" if any(n.get("name") == "wire_format_spike" for n in notebooks)
                      else "- not probed (wire_format_spike did not run)")

@@ -26,9 +26,9 @@ def verdict_summary(job: str, status: str, *, reason: str, errors: list[str] | N
                     warnings: list[str] | None = None, endpoint: str | None = None, model: str | None = None,
                     target: str | None = None, hermes_version: str | None = None,
                     artifacts: Mapping[str, str] | None = None, run_dir: str | None = None,
-                    details: Mapping[str, Any] | None = None,
+                    details: Mapping[str, Any] | None = None, provider: str | None = None,
                     redactor: Redactor | None = None) -> dict[str, Any]:
-    """The machine summary of one notebook job (redacted)."""
+    """The machine summary of one notebook job (redacted). ``provider``: the one the proxy fronts."""
     if status not in VERDICTS:
         raise ValueError(f"unknown verdict {status!r} (expected one of {', '.join(VERDICTS)})")
     summary: dict[str, Any] = {
@@ -42,6 +42,7 @@ def verdict_summary(job: str, status: str, *, reason: str, errors: list[str] | N
         "model": model,
         "target": target,
         "hermes_version": hermes_version,
+        "provider": provider,
         "artifacts": dict(artifacts or {}),
         "run_dir": run_dir,
         "details": dict(details or {}),

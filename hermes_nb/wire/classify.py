@@ -14,6 +14,7 @@ request_timeout_ms of waiting or of silence mid-stream      failed   read_timeou
 reset / protocol error / read error                         failed   stream_broken
 status 401/403, or envelope type/code upstream_auth_failed  blocked  auth
 status 429, or envelope type/code rate_limit_*              blocked  rate_limited
+the proxy's own 502/504 (upstream_unreachable / _timeout)   failed   upstream_unreachable / upstream_timeout
 404 with envelope path_not_allowed                          failed   path_not_allowed
 404 with envelope model_not_found (type/code only)          blocked  model_missing
 any other status outside 2xx                                failed   http_error
@@ -29,33 +30,37 @@ text with the sentinel block                                passed   ok
 Transport failures mid-body keep the partial text (the exchange has it; the
 error says how much). Auth and rate limit are decided from the status and the
 envelope's structured ``type``/``code`` only, never from message text. The
-re-auth hint names ``config.provider``, or ``nous`` (the only provider
-hermes-agent's proxy ships) when none is configured.
+operator hints come from :mod:`hermes_nb.core.providers` (one table): the proxy's own
+remediation when its message carries one, else ``config.provider``'s row, else the provider
+the proxy's message names, else UH's literal ``<provider>``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hermes_nb.core.facts import ERROR_PREFIX, START_HINT
-from hermes_nb.core.records import ErrorEnvelope, Exchange, Outcome
+from hermes_nb.core.facts import ERROR_PREFIX
+from hermes_nb.core.providers import reauth_hint, start_hint, upstream_down_hint
+from hermes_nb.core.records import ErrorEnvelope, Exchange, Outcome, Status
 from hermes_nb.wire.sentinel import extract_final_message
 
 if TYPE_CHECKING:
     from hermes_nb.core.config import HermesProxyRuntimeConfig
 
-__all__ = ["classify", "AUTH_CODES", "RATE_LIMIT_CODES", "MODEL_MISSING_CODES", "auth_hint"]
+__all__ = ["classify", "AUTH_CODES", "RATE_LIMIT_CODES", "MODEL_MISSING_CODES", "UPSTREAM_DOWN_CODES", "auth_hint"]
 
-DEFAULT_PROVIDER = "nous"
 AUTH_CODES = frozenset({"upstream_auth_failed", "invalid_api_key", "authentication_error", "unauthorized"})
 RATE_LIMIT_CODES = frozenset({"rate_limit_exceeded", "rate_limit_error", "rate_limited", "too_many_requests"})
 MODEL_MISSING_CODES = frozenset({"model_not_found", "model_not_available", "model_unavailable", "invalid_model"})
+#: the proxy's own answers when its upstream cannot be reached (502) or does not answer in time (504)
+UPSTREAM_DOWN_CODES = frozenset({"upstream_unreachable", "upstream_timeout"})
 _BODY_EXCERPT = 200
 
 
-def auth_hint(config: HermesProxyRuntimeConfig) -> str:
-    provider = config.provider or DEFAULT_PROVIDER
-    return f"run `hermes auth status {provider}` and re-authenticate"
+def auth_hint(config: HermesProxyRuntimeConfig, envelope: ErrorEnvelope | None = None) -> str:
+    """The re-auth action (:func:`hermes_nb.core.providers.reauth_hint`): the proxy's own words first."""
+    return reauth_hint(config.provider, envelope.message if envelope is not None else None)
 
 
 def _codes(env: ErrorEnvelope | None) -> frozenset[str]:
@@ -83,17 +88,19 @@ def _partial(ex: Exchange) -> str:
     return f" ({len(ex.text)} characters of partial text kept)" if ex.text else ""
 
 
-def _out(ex: Exchange, status: str, reason: str, error: str | None, **kw: object) -> Outcome:
+def _out(ex: Exchange, status: Status, reason: str, error: str | None, *, hint: str | None = None,
+         warnings: Sequence[str] = (), final_message: str | None = None) -> Outcome:
     env = ex.envelope
-    kw["warnings"] = list(ex.warnings) + list(kw.get("warnings") or [])  # type: ignore[call-overload]
     return Outcome(
-        status=status,  # type: ignore[arg-type]
+        status=status,
         reason=reason,
         errors=[ERROR_PREFIX + error] if error else [],
+        warnings=[*ex.warnings, *warnings],
+        hint=hint,
         http_status=ex.status,
         error_type=(str(env.type or env.code) if env and (env.type or env.code is not None) else None),
         retry_after_s=ex.retry_after_s,
-        **kw,  # type: ignore[arg-type]
+        final_message=final_message,
     )
 
 
@@ -105,10 +112,11 @@ def _transport(ex: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:
     if kind == "connect_refused":
         return _out(ex, "blocked", "unreachable",
                     f"endpoint unreachable: {endpoint} (connection refused; is `hermes proxy start` running?)",
-                    hint=START_HINT)
+                    hint=start_hint(config.provider))
     if kind == "connect_timeout":
         return _out(ex, "blocked", "connect_timeout",
-                    f"connect to {endpoint} timed out (is `hermes proxy start` running?)", hint=START_HINT)
+                    f"connect to {endpoint} timed out (is `hermes proxy start` running?)",
+                    hint=start_hint(config.provider))
     if kind == "dns":
         return _out(ex, "failed", "dns", f"cannot resolve the host of {endpoint}: {msg} (wrong endpoint?)",
                     hint="check runtime_config.endpoint (the proxy listens on http://127.0.0.1:8645/v1 by default)")
@@ -136,12 +144,17 @@ def _http_error(ex: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:
     codes = _codes(ex.envelope)
     detail = _detail(ex)
     if status in (401, 403) or codes & AUTH_CODES:
-        return _out(ex, "blocked", "auth", f"HTTP {status} upstream auth failed: {detail} ({auth_hint(config)})",
-                    hint=auth_hint(config))
+        hint = auth_hint(config, ex.envelope)
+        return _out(ex, "blocked", "auth", f"HTTP {status} upstream auth failed: {detail} ({hint})", hint=hint)
     if status == 429 or codes & RATE_LIMIT_CODES:
         after = f"; retry after {ex.retry_after_s:g} s" if ex.retry_after_s is not None else ""
         return _out(ex, "blocked", "rate_limited", f"HTTP {status} rate limited: {detail}{after}",
                     hint="re-run later" + (f" (Retry-After: {ex.retry_after_s:g} s)" if after else ""))
+    if status in (502, 504) and codes & UPSTREAM_DOWN_CODES:
+        reason = "upstream_timeout" if "upstream_timeout" in codes else "upstream_unreachable"
+        hint = upstream_down_hint(config.provider, detail)
+        return _out(ex, "failed", reason, f"HTTP {status} {reason}: the proxy could not reach its upstream: {detail}",
+                    hint=hint)
     if status == 404 and "path_not_allowed" in codes:
         return _out(ex, "failed", "path_not_allowed",
                     f"HTTP 404 path_not_allowed: {detail} (configuration error or proxy version mismatch)",
@@ -169,9 +182,9 @@ def _in_band(ex: Exchange, config: HermesProxyRuntimeConfig) -> Outcome:
     status = _in_band_status(ex.envelope)
     said = f" (status {status})" if status is not None else ""
     if codes & AUTH_CODES or status in (401, 403):
+        hint = auth_hint(config, ex.envelope)
         return _out(ex, "blocked", "auth",
-                    f"upstream auth failed inside the stream{said}: {detail} ({auth_hint(config)}){_partial(ex)}",
-                    hint=auth_hint(config))
+                    f"upstream auth failed inside the stream{said}: {detail} ({hint}){_partial(ex)}", hint=hint)
     if codes & RATE_LIMIT_CODES or status == 429:
         return _out(ex, "blocked", "rate_limited", f"rate limited inside the stream{said}: {detail}{_partial(ex)}",
                     hint="re-run later")

@@ -6,15 +6,16 @@ or network failures; :func:`hermes_nb.wire.classify.classify` judges it.
 
 Deadlines (:mod:`hermes_nb.wire.watchdog`): connect (:data:`~hermes_nb.core.facts.CONNECT_TIMEOUT_S`);
 ``request_timeout_ms`` bounds the wait for the response to start and each silence between signs of
-progress, never a healthy stream; the optional ``max_duration_ms`` (per-call ``deadline_s`` for probes and ``/models``) caps the whole call.
+progress, never a healthy stream; the optional ``max_duration_ms`` (per-call ``deadline_s`` for probes and
+``/models``) caps the whole call.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -22,7 +23,15 @@ import httpx
 from hermes_nb.core.config import HermesProxyRuntimeConfig, endpoint_of
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import CONNECT_TIMEOUT_S, DEFAULT_AUTH_TOKEN, DEFAULT_TIMEOUT_MS
-from hermes_nb.core.records import DELTA_MARKS, Exchange, SSEEventRecord, Timings, TransportFailure
+from hermes_nb.core.records import (
+    DELTA_MARKS,
+    Exchange,
+    SSEEventRecord,
+    Timings,
+    TransportFailure,
+    TransportKind,
+    TransportPhase,
+)
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.wire.bodies import request_body
 from hermes_nb.wire.failures import SENT_JSON, request_record, transport_failure
@@ -58,7 +67,7 @@ class HermesClient:
                  idle_timeout_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         config = target if isinstance(target, HermesProxyRuntimeConfig) else None
         self.config = config
-        self.endpoint = config.endpoint if config is not None else endpoint_of(target)  # type: ignore[arg-type]
+        self.endpoint = target.endpoint if isinstance(target, HermesProxyRuntimeConfig) else endpoint_of(target)
         token = config.auth_token.get_secret_value() if config is not None else auth_token or DEFAULT_AUTH_TOKEN
         self._extra_headers = dict(config.extra_headers) if config is not None else {}
         self._bearer = "Bearer " + token
@@ -124,14 +133,14 @@ class HermesClient:
             hdrs["authorization"] = self._bearer
         elif isinstance(auth, str):
             hdrs["authorization"] = auth
-        for key, value in self._extra_headers.items():
-            hdrs[key.lower()] = value
+        for name, value in self._extra_headers.items():
+            hdrs[name.lower()] = value
         if auth is False:
             hdrs.pop("authorization", None)
         elif isinstance(auth, str):
             hdrs["authorization"] = auth
-        for key, value in (headers or {}).items():
-            hdrs[key.lower()] = value
+        for name, value in (headers or {}).items():
+            hdrs[name.lower()] = value
         if isinstance(auth, str):  # a probe's verbatim value is treated as a secret too
             scheme, _, credential = auth.partition(" ")
             if credential.strip():
@@ -204,7 +213,7 @@ class _Call:
         cap_ms = client.max_duration_ms
         #: the overall cap (None: no cap) is a per-call deadline (probes, /models) or max_duration_ms
         cap = deadline_s if deadline_s is not None else (cap_ms / 1000.0 if cap_ms is not None else None)
-        self.started_at = datetime.now(timezone.utc)
+        self.started_at = datetime.now(UTC)
         self.limits = _Deadlines(wait=client.idle_timeout_s, cap=cap, clock=self.clock)
         self.t0 = self.limits.t0
         self.fields: dict[str, Any] = {}
@@ -222,7 +231,7 @@ class _Call:
     def _elapsed(self) -> float:
         return self.clock() - self.t0
 
-    def _fail(self, exc: httpx.RequestError, phase: str) -> None:
+    def _fail(self, exc: httpx.RequestError, phase: TransportPhase) -> None:
         fired, limits = self.limits.fired, self.limits
         capped = fired == "cap" or limits.capped(self.clock())
         self.failure = transport_failure(exc, phase=phase, deadline_hit=capped, redact=self.redact)
@@ -231,7 +240,7 @@ class _Call:
         elif fired == "idle" or self.failure.kind == "read_timeout":
             self._timed_out("read_timeout", phase)
 
-    def _timed_out(self, kind: str, phase: str) -> None:
+    def _timed_out(self, kind: TransportKind, phase: TransportPhase) -> None:
         exc = self.failure.exception if self.failure is not None else None
         self.failure = self.limits.failure(kind, phase, exc)
 
@@ -289,7 +298,7 @@ class _Call:
         if not sse:
             self._interpret_body(bytes(body), response.status_code)
 
-    def _chunks(self, response: httpx.Response, *, bytes_are_progress: bool):  # type: ignore[no-untyped-def]
+    def _chunks(self, response: httpx.Response, *, bytes_are_progress: bool) -> Iterator[bytes]:
         limits = self.limits
         for chunk in response.iter_bytes():
             now = self.clock()
@@ -387,4 +396,5 @@ class _Call:
         if env is not None:  # every field: a server may echo the credential in type or code too
             f["envelope"] = type(env).model_validate(self.redact.data(env.model_dump()))
         timings = Timings(started_at=self.started_at, **self.timings)
-        return Exchange(request=request_record(self.request, self.redact), transport_error=self.failure, timings=timings, **f)
+        return Exchange(request=request_record(self.request, self.redact), transport_error=self.failure,
+                        timings=timings, **f)

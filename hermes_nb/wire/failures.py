@@ -9,13 +9,11 @@ fallback for errors built without a cause (as in ``httpx.MockTransport`` tests).
 from __future__ import annotations
 
 import errno
-import json
 import socket
-from typing import Any
 
 import httpx
 
-from hermes_nb.core.records import RequestRecord, TransportFailure
+from hermes_nb.core.records import RequestRecord, TransportFailure, TransportKind, TransportPhase
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.wire.payloads import loads_exact
 
@@ -61,7 +59,7 @@ def _errnos(exc: BaseException) -> set[int]:
     return {e.errno for e in _chain(exc) if isinstance(e, OSError) and isinstance(e.errno, int)}
 
 
-def _connect_kind(exc: BaseException) -> str:
+def _connect_kind(exc: BaseException) -> TransportKind:
     chain = _chain(exc)
     text = " ".join(str(e) for e in chain).lower()
     if any(isinstance(e, socket.gaierror) for e in chain) or any(m in text for m in _DNS_MARKERS):
@@ -71,9 +69,10 @@ def _connect_kind(exc: BaseException) -> str:
     return "connect_error"
 
 
-def transport_failure(exc: httpx.RequestError, *, phase: str, deadline_hit: bool, redact: Redactor) -> TransportFailure:
+def transport_failure(exc: httpx.RequestError, *, phase: TransportPhase, deadline_hit: bool,
+                      redact: Redactor) -> TransportFailure:
     """Map an httpx request error to a :class:`TransportFailure` record."""
-    kind: str
+    kind: TransportKind
     if deadline_hit and not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
         kind = "deadline"
     elif isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
@@ -93,7 +92,7 @@ def transport_failure(exc: httpx.RequestError, *, phase: str, deadline_hit: bool
             phase = "connect"
     message = redact.text(str(exc)) or type(exc).__name__
     name = f"{type(exc).__module__.split('.')[0]}.{type(exc).__name__}"
-    return TransportFailure(kind=kind, phase=phase, message=message, exception=name)  # type: ignore[arg-type]
+    return TransportFailure(kind=kind, phase=phase, message=message, exception=name)
 
 
 #: the request extension (httpx's per-request extra information) holding the object its JSON body was encoded

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "envelope_from_json",
     "parse_retry_after",
     "chat_request_body",
+    "responses_request_body",
     "ChatStream",
     "parse_chat_completion",
     "in_band_error_of",
@@ -97,10 +98,10 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     if when is None:
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    current = now or datetime.now(timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    current = now or datetime.now(UTC)
     if current.tzinfo is None:
-        current = current.replace(tzinfo=timezone.utc)
+        current = current.replace(tzinfo=UTC)
     return max(0.0, (when - current).total_seconds())
 
 
@@ -127,10 +128,54 @@ def chat_request_body(
     return body
 
 
+#: a Responses API ``status`` / ``incomplete_details.reason`` → the chat finish_reason it means
+_RESPONSE_FINISH = {"completed": "stop", "max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def _response_finish(response: Mapping[str, Any]) -> str | None:
+    status = response.get("status")
+    if status == "incomplete":
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, Mapping) else None
+        return _RESPONSE_FINISH.get(str(reason), str(reason or "incomplete"))
+    return _RESPONSE_FINISH.get(status) if isinstance(status, str) else None
+
+
+def _response_text(response: Mapping[str, Any]) -> str:
+    """The ``output_text`` parts of a Responses API ``response`` object, joined."""
+    parts: list[str] = []
+    output = response.get("output")
+    for item in output if isinstance(output, list) else ():
+        content = item.get("content") if isinstance(item, Mapping) else None
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, Mapping) and part.get("type") == "output_text" and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+    return "".join(parts)
+
+
+def responses_request_body(config: HermesProxyRuntimeConfig, prompt: str | list[dict[str, Any]], *,
+                           stream: bool | None = None) -> dict[str, Any]:
+    """The ``/responses`` body (OpenAI's Responses API) for ``prompt`` (the ``input``: text or items);
+    ``config.system_prompt`` becomes ``instructions``, ``max_tokens`` ``max_output_tokens``."""
+    streaming = config.stream if stream is None else stream
+    body: dict[str, Any] = {"model": config.model, "input": prompt, "stream": streaming}
+    if config.system_prompt:
+        body["instructions"] = config.system_prompt
+    body["temperature"] = config.temperature
+    if config.max_tokens is not None:
+        body["max_output_tokens"] = config.max_tokens
+    return body
+
+
 def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
-    """``(text, finish_reason, usage, model)`` of a non-streamed ``chat.completion`` body."""
+    """``(text, finish_reason, usage, model)`` of a non-streamed ``chat.completion`` body (or a Responses API
+    ``response`` object: its ``output_text``, ``completed`` → ``stop``, ``max_output_tokens`` → ``length``)."""
     if not isinstance(obj, Mapping):
         return "", None, None, None
+    if obj.get("object") == "response":
+        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
+        model = obj.get("model") if isinstance(obj.get("model"), str) else None
+        return _response_text(obj), _response_finish(obj), usage, model
     model = obj.get("model") if isinstance(obj.get("model"), str) else None
     usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
     text, finish = "", None
@@ -148,7 +193,7 @@ def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | N
 
 
 class ChatStream:
-    """Interprets the SSE events of one chat-completions stream.
+    """Interprets the SSE events of one chat-completions stream (or of a Responses API stream).
 
     :meth:`feed` returns the content delta of an event ("" if none). After
     ``data: [DONE]`` (``done``) or an error (``error``) the stream is
@@ -158,6 +203,11 @@ class ChatStream:
     and JSON that is not a chunk are skipped; a frame that is not JSON is
     recorded in ``protocol_errors`` (never raised). A whole ``choices[].message``
     after deltas is appended when it brings new text, else noted in ``warnings``.
+
+    Responses API frames (``{"type": "response.…"}``): ``response.output_text.delta`` carries the text;
+    ``response.completed`` / ``response.incomplete`` end the stream (there is no ``[DONE]``: ``done``
+    stays False, ``finish_reason`` says ``stop`` / ``length``); ``response.failed`` (and ``error``) is an
+    in-band error.
     """
 
     __slots__ = (
@@ -229,6 +279,9 @@ class ChatStream:
 
     def feed_chunk(self, obj: dict[str, Any]) -> str:
         """Interpret one parsed chunk object (``feed`` after ``json.loads``)."""
+        kind = obj.get("type")
+        if kind.__class__ is str and kind.startswith("response."):
+            return self._response_event(kind, obj)
         choices = obj.get("choices")
         if choices is None or obj.get("error"):
             error = in_band_error_of(obj)
@@ -268,6 +321,41 @@ class ChatStream:
         if finish and finish.__class__ is str:
             self.finish_reason = finish
         return piece
+
+    def _response_event(self, kind: str, obj: dict[str, Any]) -> str:
+        """One Responses API frame."""
+        self.chunks += 1
+        if kind == "response.output_text.delta":
+            piece = obj.get("delta")
+            if piece and piece.__class__ is str:
+                self._parts.append(piece)
+                self._text = None
+                return piece
+            return ""
+        if kind == "response.output_text.done" and not self._parts:
+            text = obj.get("text")
+            if text and text.__class__ is str:  # a stream that sent the text whole, no deltas
+                self._parts.append(text)
+                self._text = None
+                return text
+            return ""
+        response = obj.get("response")
+        response = response if response.__class__ is dict else {}
+        model = response.get("model")
+        if model and model.__class__ is str:
+            self.model = model
+        usage = response.get("usage")
+        if usage and usage.__class__ is dict:
+            self.usage = usage
+        if kind == "response.failed":
+            error = response.get("error")
+            self.error = (envelope_from_json({"error": error}) if error.__class__ is dict else None) or \
+                ErrorEnvelope(message="response.failed without an error object", shape="string")
+            self.in_band_error = self._over = True
+        elif kind in ("response.completed", "response.incomplete"):
+            self.finish_reason = _response_finish(response) or ("stop" if kind == "response.completed" else None)
+            self._over = True
+        return ""
 
     def _late_message(self, message: dict[str, Any], choice: dict[str, Any]) -> str:
         """A whole ``choices[].message`` after deltas: append what is new, note what is not."""

@@ -4,7 +4,7 @@ The model ends its answer with a fenced block tagged ``uh-runtime-final-message`
 its trimmed content is the run's final message (``runtime-final.txt``).
 
 The rule (a superset of UH's lazy regex: every input UH extracts gives the same
-text here, see ``tests/test_sentinel.py``'s parity table):
+text here, see ``tests/wire/test_sentinel.py``'s parity table):
 
 * an opening fence is ```` ```uh-runtime-final-message ```` plus optional
   spaces/tabs and ``\\n`` or ``\\r\\n``, anywhere on its line (text before it on

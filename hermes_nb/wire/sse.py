@@ -45,6 +45,10 @@ class _Draft:
     """
 
     __slots__ = ("event", "data", "id", "retry")
+    event: str
+    data: str
+    id: str | None
+    retry: int | None
 
 
 class SSEDecoder:
@@ -122,8 +126,8 @@ class SSEDecoder:
                 ev.data = block[6:] if block[5:6] == " " else block[5:]
                 ev.id = self._id
                 ev.retry = None
-                ev.__class__ = ServerSentEvent  # type: ignore[assignment]
-                out.append(ev)  # type: ignore[arg-type]
+                ev.__class__ = ServerSentEvent  # type: ignore[assignment]  # the retag: same slots (see _Draft)
+                out.append(ev)  # type: ignore[arg-type]  # retagged: a ServerSentEvent now
                 continue
             lines = block.split("\n")
             lines.append("")
@@ -145,8 +149,8 @@ class SSEDecoder:
                     ev.data = data[0] if len(data) == 1 else "\n".join(data)
                     ev.id = self._id
                     ev.retry = self._retry
-                    ev.__class__ = ServerSentEvent  # type: ignore[assignment]
-                    out.append(ev)  # type: ignore[arg-type]
+                    ev.__class__ = ServerSentEvent  # type: ignore[assignment]  # the retag: same slots (see _Draft)
+                    out.append(ev)  # type: ignore[arg-type]  # retagged: a ServerSentEvent now
                     data = self._data = []
                 self._event = None
                 self._retry = None
@@ -163,12 +167,10 @@ class SSEDecoder:
                 data.append(value)
             elif name == "event":
                 self._event = value
-            elif name == "id":
-                if "\0" not in value:
-                    self._id = value
-            elif name == "retry":
-                if value.isascii() and value.isdigit():
-                    self._retry = int(value)
+            elif name == "id" and "\0" not in value:
+                self._id = value
+            elif name == "retry" and value.isascii() and value.isdigit():
+                self._retry = int(value)
 
     def flush(self) -> list[ServerSentEvent]:
         """End of stream: discard an incomplete line and an undispatched event."""

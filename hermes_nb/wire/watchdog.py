@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from hermes_nb.core.records import TransportFailure
+from hermes_nb.core.records import TransportFailure, TransportKind, TransportPhase
 from hermes_nb.wire.timers import TimerHandle, call_later
 
 __all__ = ["Watchdog", "Deadlines"]
@@ -140,14 +140,14 @@ class Deadlines:
     def silent(self, now: float) -> bool:
         return now - self.last_progress >= self.wait
 
-    def failure(self, kind: str, phase: str, exception: str | None = None) -> TransportFailure:
+    def failure(self, kind: TransportKind, phase: TransportPhase, exception: str | None = None) -> TransportFailure:
         """``deadline`` (the cap passed) or ``read_timeout`` (a silence longer than ``wait``)."""
         if kind == "deadline":
             msg = f"overall cap of {self.cap:g} s passed"
         else:
             where = "for the response to start" if phase == "headers" else "between signs of progress"
             msg = f"no progress for {self.wait:g} s (the longest wait allowed {where})"
-        return TransportFailure(kind=kind, phase=phase, message=msg, exception=exception)  # type: ignore[arg-type]
+        return TransportFailure(kind=kind, phase=phase, message=msg, exception=exception)
 
     def cancel(self) -> None:
         if self.watchdog is not None:

@@ -1,4 +1,4 @@
-"""The Playwright side of tests/test_browser.py; runs in .venv-browser (Playwright lives there, not in .venv).
+"""The Playwright side of tests/product/test_browser.py; runs in .venv-browser (Playwright lives there, not in .venv).
 
 ``python drive.py CONFIG.json`` drives Debian's chromium (``executable_path``; no browser download) and prints
 one JSON object of observations; the pytest side asserts on them. Waiting is done by Playwright
@@ -339,9 +339,15 @@ def guide(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
         '.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
     out["consoles"] = page.locator(".hermes-console .hermes-send").count()
     last = page.locator(".hermes-console").last
+    # the guide's own cells may have sent already, so "done" alone could be the previous answer's: wait for
+    # this click's history entry as well, then read the state in the same moment
+    entries = "() => [...document.querySelectorAll('.hermes-console')].pop().querySelectorAll('.hermes-history option').length"
+    before = int(page.evaluate(entries))
     last.locator(".hermes-send").click()
-    page.wait_for_function("""() => { const s = [...document.querySelectorAll('.hermes-console')].pop()
-      .querySelector('.hermes-stream-state'); return s && s.textContent.startsWith('done'); }""", timeout=60_000)
+    page.wait_for_function("""n => { const c = [...document.querySelectorAll('.hermes-console')].pop();
+      const s = c.querySelector('.hermes-stream-state');
+      return c.querySelectorAll('.hermes-history option').length > n && s && s.textContent.startsWith('done'); }""",
+                           arg=before, timeout=60_000)
     out["final_state"] = last.locator(".hermes-stream-state").inner_text()
     shutdown(page)
     return out

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from hermes_nb.cli.options import config_from_args, root_of
+from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import ArtifactError, ConfigError, UsageError
 from hermes_nb.core.facts import MANIFEST_RELPATH, RUNTIME, manifest_path
 from hermes_nb.core.manifest import load_manifest, manifest_document, manifest_template, save_manifest
@@ -38,11 +38,11 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=_need_action)
 
 
-def _need_action(args: argparse.Namespace, out: Any) -> int:
+def _need_action(args: argparse.Namespace, out: Output) -> int:
     raise UsageError("hermes-nb adapter: choose an action: add or show")
 
 
-def handle_add(args: argparse.Namespace, out: Any) -> int:
+def handle_add(args: argparse.Namespace, out: Output) -> int:
     if args.runtime != RUNTIME:
         raise UsageError(f"hermes-nb adapter add: unknown runtime {args.runtime!r} (only 'hermes-proxy')")
     root = root_of(args)
@@ -62,7 +62,7 @@ def handle_add(args: argparse.Namespace, out: Any) -> int:
     return 0
 
 
-def handle_show(args: argparse.Namespace, out: Any) -> int:
+def handle_show(args: argparse.Namespace, out: Output) -> int:
     root = root_of(args)
     path = find_manifest(root, args.manifest)
     if path is None:

@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from hermes_nb.cli.options import add_config_flags, config_from_args
+from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import exit_code_for
 from hermes_nb.proxy.check import CheckResult, adapter_check
@@ -20,8 +21,9 @@ __all__ = ["register", "handle"]
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "check", parents=[parent], help="check that the proxy is reachable, unlocked and lists the model",
-        description="GET <endpoint>/models and report ready / locked / unreachable / misconfigured / error.\n"
-                    "exit: 0 ready, 1 error, 2 misconfigured, 3 locked or unreachable.",
+        description="GET /health (the provider) and <endpoint>/models; report ready / locked / unreachable / "
+                    "rate_limited / misconfigured / error.\n"
+                    "exit: 0 ready, 1 error, 2 misconfigured, 3 locked, unreachable or rate_limited.",
     )
     add_config_flags(p)
     p.add_argument("--deadline", type=float, default=5.0, metavar="S",
@@ -30,13 +32,20 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def _human(result: CheckResult, out: Any) -> None:
+def _human(result: CheckResult, out: Output) -> None:
     where = result.endpoint or "(no endpoint)"
     if result.state == "ready":
         count = f" ({len(result.models)} model{'s' if len(result.models) != 1 else ''})"
         out.line(f"[READY] hermes-proxy adapter at {where}{count}")
     else:
         out.line(f"[{result.state.upper()}] hermes-proxy adapter at {where}")
+    if result.provider or result.upstream:
+        source = ", ".join(x for x in (result.upstream, f"from {result.provider_source}" if result.provider_source
+                                       else None) if x)
+        out.line(f"  provider: {result.provider or '?'}" + (f" ({source})" if source else ""))
+    if result.model:
+        origin = f" ({result.model_origin})" if result.model_origin and result.model_origin != "configured" else ""
+        out.line(f"  model: {result.model}{origin}")
     for error in result.errors:
         out.line(f"  error: {error}")
     for warning in result.warnings:
@@ -47,7 +56,7 @@ def _human(result: CheckResult, out: Any) -> None:
         out.line(f"  hermes: {result.hermes_version} ({result.hermes_bin})")
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     if args.deadline <= 0:
         raise ConfigError("--deadline must be > 0")
     try:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from hermes_nb.cli.output import Output
 from hermes_nb.emulator.foreground import add_arguments, run
 
 
@@ -18,5 +18,5 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     return run(args, line=out.line, emit=out.emit, info=out.info)

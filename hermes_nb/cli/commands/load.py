@@ -2,7 +2,8 @@
 
 Target: the runtime config every command resolves (:func:`hermes_nb.cli.options.config_from_args`: manifest
 < ``HERMES_NB_*`` < ``--runtime-config-overrides`` < ``--endpoint``/``--model``); no endpoint anywhere = an
-embedded emulator in the ``paced`` scenario (or ``--scenario``). A non-loopback endpoint is refused (exit 2, nothing sent) without ``--allow-non-loopback``.
+embedded emulator in the ``paced`` scenario (or ``--scenario``). A non-loopback endpoint is refused (exit 2,
+nothing sent) without ``--allow-non-loopback``.
 ``--out DIR|URL`` also writes a receipt (the ``load`` notebook executed by papermill, indexed and verified like
 the smoke's). Exit: 0 every request succeeded, 3 blocked (429s stopped the ramp, or the endpoint is
 unreachable), 1 other errors or interrupted (the figures measured so far are printed and kept), 2 usage.
@@ -12,9 +13,9 @@ See docs/load.md.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from hermes_nb.cli.options import add_config_flags, config_from_args
+from hermes_nb.cli.output import Output
 from hermes_nb.core.facts import exit_code_for, worst_verdict
 from hermes_nb.emulator.scenarios import ALL_SCENARIOS
 from hermes_nb.proxy.load.plan import CAPS, DEFAULT_CONCURRENCY
@@ -54,7 +55,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     say = None if out.json_mode else out.info
     config = config_from_args(args)
     load = {"concurrency": args.concurrency,

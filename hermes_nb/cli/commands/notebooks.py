@@ -2,9 +2,8 @@
 
 ``list`` names the shipped notebooks: the three ``hermes-nb smoke`` executes, and the guide
 (``probe_console``: the console and the magics; never run by the smoke); ``export DIR`` copies them and
-the nbval sanitize rules into ``DIR`` to open in Jupyter or check with nbval; ``refresh`` (``make notebooks``) regenerates them
-from the templates, executes them against the emulator and stores the outputs
-nbval compares.
+the nbval sanitize rules into ``DIR`` to open in Jupyter or check with nbval; ``refresh`` (``make notebooks``)
+regenerates them from the templates, executes them against the emulator and stores the outputs nbval compares.
 """
 
 from __future__ import annotations
@@ -12,8 +11,8 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
-from typing import Any
 
+from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import UsageError
 
 DEFAULT_DIR = "notebooks"
@@ -31,7 +30,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     ex.add_argument("--force", action="store_true", help="overwrite files that exist")
     ex.set_defaults(handler=handle_export)
     r = action.add_parser("refresh", parents=[parent],
-                          help="regenerate from the templates, execute against the emulator, store outputs (make notebooks)")
+                          help="regenerate from the templates, execute against the emulator, store outputs "
+                               "(make notebooks)")
     r.add_argument("--dir", metavar="DIR", default=DEFAULT_DIR,
                    help=f"notebooks directory (default: ./{DEFAULT_DIR})")
     r.add_argument("--timeout", type=float, default=120.0, metavar="S", help="execution timeout per cell")
@@ -39,11 +39,11 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=_usage)
 
 
-def _usage(args: argparse.Namespace, out: Any) -> int:
+def _usage(args: argparse.Namespace, out: Output) -> int:
     raise UsageError("notebooks: choose an action: list | export DIR | refresh [--dir DIR]")
 
 
-def handle_list(args: argparse.Namespace, out: Any) -> int:
+def handle_list(args: argparse.Namespace, out: Output) -> int:
     from hermes_nb.core.digests import sha256_file
     from hermes_nb.core.facts import GUIDES, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS
     from hermes_nb.core.resources import notebook_path
@@ -59,7 +59,7 @@ def handle_list(args: argparse.Namespace, out: Any) -> int:
     return 0
 
 
-def handle_export(args: argparse.Namespace, out: Any) -> int:
+def handle_export(args: argparse.Namespace, out: Output) -> int:
     import shutil
 
     from hermes_nb.core.errors import ArtifactError
@@ -82,7 +82,7 @@ def handle_export(args: argparse.Namespace, out: Any) -> int:
     return 0
 
 
-def handle_refresh(args: argparse.Namespace, out: Any) -> int:
+def handle_refresh(args: argparse.Namespace, out: Output) -> int:
     from hermes_nb.nbrun.refresh import refresh_notebooks
 
     for name in ("papermill", "nbclient", "traitlets"):

@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
 
-from hermes_nb.core.facts import MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH
-from hermes_nb.core.facts import env_secrets
+from hermes_nb.cli.output import Output
+from hermes_nb.core.facts import MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH, env_secrets
 
 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
@@ -25,7 +24,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     from hermes_nb.receipts.promote import promote
 
     secrets = env_secrets(os.environ)

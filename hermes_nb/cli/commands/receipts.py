@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import RECEIPTS_RELPATH, env_secrets
 
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=_usage)
 
 
-def _usage(args: argparse.Namespace, out: Any) -> int:
+def _usage(args: argparse.Namespace, out: Output) -> int:
     raise UsageError("receipts: choose an action: verify DIR | list [DIR]")
 
 
@@ -42,7 +43,7 @@ def _dir(value: str) -> Path:
     return path
 
 
-def handle_verify(args: argparse.Namespace, out: Any) -> int:
+def handle_verify(args: argparse.Namespace, out: Output) -> int:
     from hermes_nb.receipts.store import is_url, mirrored
     from hermes_nb.receipts.verify import verify_receipts
 
@@ -70,7 +71,7 @@ def _relabel(report: Any, local: str, url: str) -> Any:
     return report
 
 
-def handle_list(args: argparse.Namespace, out: Any) -> int:
+def handle_list(args: argparse.Namespace, out: Output) -> int:
     from hermes_nb.receipts.store import index_documents, is_url, mirrored
 
     if is_url(args.dir):

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
-
 from pathlib import Path
 
 from hermes_nb.cli.options import add_config_flags
+from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import MAX_PROMPT_BYTES
 from hermes_nb.harness.mission import Mission
@@ -81,7 +80,7 @@ def _stream(delta: str) -> None:
     sys.stdout.flush()
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     from hermes_nb.harness.prepare import prepare_mission
 
     # <root>: --root, else R for R/.harness/missions/<dir>/mission.yaml, else the current directory

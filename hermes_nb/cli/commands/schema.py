@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hermes_nb.cli.output import Output
 from hermes_nb.core.schema import schema_documents, write_schemas
 
 
@@ -14,7 +15,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace, out) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     docs = schema_documents()
     written: list[str] = []
     if args.write:

@@ -18,10 +18,11 @@ is one library call, :func:`hermes_nb.nbrun.jobs.smoke`.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import ConfigError, UsageError
 from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
+from hermes_nb.core.providers import PROXY_PROVIDERS
 
 DEFAULT_TIMEOUT_S = 120.0  # = hermes_nb.nbrun.jobs.DEFAULT_TIMEOUT_S (a test keeps them equal; not imported: light)
 
@@ -37,6 +38,9 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     target.add_argument("--endpoint", metavar="URL",
                         help="a live proxy (http://127.0.0.1:8645/v1); default: $HERMES_NB_ENDPOINT, else the emulator")
     target.add_argument("--rig", choices=("stale", "live"), help="start the real proxy rig in this auth state")
+    p.add_argument("--provider", choices=PROXY_PROVIDERS,
+                   help="with --rig: `hermes proxy start --provider` (default nous). A live proxy's provider is "
+                        "what its /health says (HERMES_NB_PROVIDER: the one you expect; a mismatch warns)")
     p.add_argument("--hermes-version", metavar="V",
                    help="with --rig: run the real proxy of this hermes-agent release from its cached venv "
                         "(built on first use; see `hermes-nb matrix`)")
@@ -44,7 +48,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
                    help="with --rig live: what answers behind the proxy (default emulator; see `hermes-nb rig`)")
     p.add_argument("--model", metavar="M", help="model id (default: $HERMES_NB_MODEL, else the notebooks' default)")
     p.add_argument("--out", metavar="DIR|URL",
-                   help=f"receipts directory or storage URL, e.g. s3://bucket/prefix (default: {RECEIPTS_RELPATH}/<target kind>)")
+                   help="receipts directory or storage URL, e.g. s3://bucket/prefix "
+                        f"(default: {RECEIPTS_RELPATH}/<target kind>)")
     p.add_argument("--only", metavar="NAME", action="append", choices=NOTEBOOKS,
                    help="run only this notebook (repeatable)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
@@ -58,12 +63,13 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace, out: Any) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     from hermes_nb.nbrun.jobs import smoke
 
     try:
-        outcome = smoke(endpoint=args.endpoint, rig=args.rig, hermes_version=args.hermes_version,
-                        upstream=args.upstream, model=args.model, out=args.out, only=args.only,
+        outcome = smoke(endpoint=args.endpoint, rig=args.rig, provider=args.provider,
+                        hermes_version=args.hermes_version, upstream=args.upstream, model=args.model, out=args.out,
+                        only=args.only,
                         timeout_s=args.timeout, html=not args.no_html, junit_xml=args.junit_xml,
                         summary_md=args.summary_md, blocked_exit=args.blocked_exit,
                         progress=None if out.json_mode else out.info)
@@ -82,7 +88,14 @@ def handle(args: argparse.Namespace, out: Any) -> int:
                 out.line(f"  drift: {line}")
             if details.get("upstream_differences"):
                 out.line(f"  upstream differences (information): {len(details['upstream_differences'])}")
-        out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s; receipts in {result.out_dir} "
+            if details.get("not_judged") and r.reason != "unreachable":  # unreachable: the action says it all
+                out.line(f"  not judged (the upstream's trouble, not drift): {len(details['not_judged'])}, "
+                         f"e.g. {details['not_judged'][0]}")
+        for action in dict.fromkeys(n["operator_action"] for n in outcome.report.get("notebooks", [])
+                                    if n.get("operator_action")):
+            out.line(f"action: {action}")  # one line per distinct action (an unreachable proxy: one)
+        provider = f"; provider {outcome.report['provider']}" if outcome.report.get("provider") else ""
+        out.line(f"smoke {result.verdict} in {result.duration_s:.2f} s{provider}; receipts in {result.out_dir} "
                  f"(run {result.run_id})")
     out.emit(outcome.to_dict())
     return outcome.exit_code

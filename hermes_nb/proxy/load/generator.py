@@ -232,8 +232,9 @@ async def run_level(build: Callable[[], Prepared], *, concurrency: int, budget: 
         if watcher is not None:
             watcher.cancel()
         for driver in drivers:  # a bug in a driver surfaces here rather than as a lost task
-            if not driver.cancelled() and driver.exception() is not None:
-                raise driver.exception()  # type: ignore[misc]
+            error = None if driver.cancelled() else driver.exception()
+            if error is not None:
+                raise error
         cpu = time.thread_time() - cpu0
         done.set()
         await ticker

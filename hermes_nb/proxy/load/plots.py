@@ -140,7 +140,7 @@ def _latency(report: LoadReport) -> SvgPlot:
         series = [_Series(q, colour, _values(report.levels, metric, q)) for q, colour in _QUANTILES]
         if any(d is not None for d in direct):
             series.append(_Series("upstream p50", "#57606a",
-                                  [getattr(getattr(d, metric), "p50") if d else None for d in direct], dashed=True))
+                                  [getattr(d, metric).p50 if d else None for d in direct], dashed=True))
         body += _panel(k * _PANEL_W, f"{title} by concurrency", levels, series, "ms")
     alt = "TTFT, ITL and E2E p50/p90/p99 (ms) by concurrency: " + "; ".join(
         f"c={lv.concurrency} TTFT p50 {_opt(lv.ttft_ms.p50)} ms" for lv in report.levels)

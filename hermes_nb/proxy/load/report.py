@@ -24,8 +24,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from hermes_nb.core.facts import START_HINT
 from hermes_nb.core.model import StrictModel
+from hermes_nb.core.providers import start_hint
+from hermes_nb.core.records import Status
 
 __all__ = [
     "LOAD_SCHEMA",
@@ -53,6 +54,8 @@ ERROR_CLASSES = ("rate_limited", "client_error", "server_error", "timeout", "tra
 ErrorClass = Literal["rate_limited", "client_error", "server_error", "timeout", "transport", "stream_error"]
 #: what ended a level before its budget: a 429, Ctrl-C, the whole run's time cap
 StopReason = Literal["rate_limited", "interrupted", "time_cap"]
+#: what a level measured: through the proxy, or (``--direct``) the upstream without it
+LoadTarget = Literal["proxy", "direct"]
 
 
 @dataclass(slots=True)
@@ -64,7 +67,7 @@ class Sample:
     ttft_s: float | None = None
     output_tokens: int = 0
     #: where ``output_tokens`` came from: ``usage`` (the stream's usage chunk) or ``deltas`` (content chunks)
-    token_source: str = "deltas"
+    token_source: Literal["usage", "deltas"] = "deltas"
     status: int | None = None
     error: ErrorClass | None = None
     retry_after_s: float | None = None
@@ -137,7 +140,7 @@ class Overhead(StrictModel):
 class LevelResult(StrictModel):
     """The figures of one concurrency level against one target (``proxy`` or ``direct``)."""
 
-    target: Literal["proxy", "direct"] = "proxy"
+    target: LoadTarget = "proxy"
     concurrency: int
     rate: float | None = None
     sent: int = 0
@@ -197,7 +200,7 @@ def _errors(samples: Sequence[Sample]) -> ErrorCounts:
 
 
 def level_result(samples: Sequence[Sample], *, concurrency: int, rate: float | None = None,
-                 target: Literal["proxy", "direct"] = "proxy", overhead: Overhead | None = None,
+                 target: LoadTarget = "proxy", overhead: Overhead | None = None,
                  stopped_by: StopReason | None = None, cancelled: int = 0) -> LevelResult:
     """A level's figures from its samples (see the module docstring for the definitions)."""
     ok = [s for s in samples if s.error is None]
@@ -205,7 +208,8 @@ def level_result(samples: Sequence[Sample], *, concurrency: int, rate: float | N
     itl = [(s.e2e_s - s.ttft_s) / (s.output_tokens - 1) for s in ok if s.ttft_s is not None and s.output_tokens > 1]
     tokens = sum(s.output_tokens for s in ok)
     sources = {s.token_source for s in ok if s.output_tokens}
-    source = "none" if not sources else sources.pop() if len(sources) == 1 else "mixed"
+    source: Literal["usage", "deltas", "mixed", "none"] = (
+        "none" if not sources else sources.pop() if len(sources) == 1 else "mixed")
     return LevelResult(
         target=target, concurrency=concurrency, rate=rate, sent=len(samples), succeeded=len(ok),
         errors=_errors(samples), cancelled=cancelled, duration_s=_r(duration),
@@ -256,7 +260,7 @@ class LoadReport(StrictModel):
     direct_levels: list[LevelResult] = Field(default_factory=list)
     #: the proxy's added latency per level (with ``--direct``)
     added: list[AddedLatency] = Field(default_factory=list)
-    verdict: Literal["passed", "failed", "blocked"] = "passed"
+    verdict: Status = "passed"
     reason: str = "measured"
     errors: list[str] = Field(default_factory=list)
     #: about the target (a non-loopback endpoint, plain http); each level's generator warning is in its overhead
@@ -290,8 +294,8 @@ class LoadReport(StrictModel):
 
         return report_text(self)
 
-    def _repr_pretty_(self, p: object, cycle: bool) -> None:
-        p.text("LoadReport(...)" if cycle else self._repr_text_())  # type: ignore[attr-defined]
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("LoadReport(...)" if cycle else self._repr_text_())
 
     def html(self, *, plots: bool = True) -> str:
         """The HTML view; ``plots=False`` leaves the pictures out (a notebook shows them as images, one a cell)."""
@@ -327,6 +331,7 @@ def judge(report: LoadReport) -> LoadReport:
         after = ", ".join(f"{v:g} s" for v in limited.errors.retry_after_s) or "none given"
         errors.append(f"concurrency {limited.concurrency}: {limited.errors.rate_limited} answered 429 "
                       f"(Retry-After: {after}); the ramp stopped there")
+    verdict: Status
     if report.interrupted:
         verdict, reason = "failed", "interrupted"
         errors.insert(0, f"interrupted (Ctrl-C) during concurrency {levels[-1].concurrency if levels else '-'}: "
@@ -335,7 +340,7 @@ def judge(report: LoadReport) -> LoadReport:
         verdict, reason = "failed", "nothing measured"
     elif levels[0].unreachable:
         verdict, reason = "blocked", "unreachable"
-        errors = [f"{report.endpoint}: every request of the first level failed to connect; {START_HINT}"]
+        errors = [f"{report.endpoint}: every request of the first level failed to connect; {start_hint()}"]
     elif any(lv.errors.total - lv.errors.rate_limited for lv in levels):
         verdict, reason = "failed", "errors"
     elif limited is not None:

@@ -29,7 +29,7 @@ from hermes_nb.core.errors import UsageError
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.proxy.load.generator import LevelRun, Prepared, run_level
 from hermes_nb.proxy.load.plan import CAPS, DEFAULT_CONCURRENCY, LoadPlan, plan_load
-from hermes_nb.proxy.load.report import LevelResult, LoadReport, added_latency, judge, level_result
+from hermes_nb.proxy.load.report import LevelResult, LoadReport, LoadTarget, added_latency, judge, level_result
 
 if TYPE_CHECKING:
     from hermes_nb.core.config import HermesProxyRuntimeConfig
@@ -81,7 +81,8 @@ def level_line(level: LevelResult) -> str:
     return (f"{level.target} concurrency {level.concurrency}: {level.succeeded}/{level.sent} ok, TTFT p50 "
             f"{p50(level.ttft_ms)}, ITL p50 {p50(level.itl_ms)}, E2E p50 {p50(level.e2e_ms)}, "
             f"{level.request_throughput:g} req/s, {level.output_token_throughput:g} tok/s"
-            + (f"; errors: {errors}" if errors else "") + (f"; stopped: {level.stopped_by}" if level.stopped_by else ""))
+            + (f"; errors: {errors}" if errors else "")
+            + (f"; stopped: {level.stopped_by}" if level.stopped_by else ""))
 
 
 class _LoadThread(threading.Thread):
@@ -115,12 +116,12 @@ class _LoadThread(threading.Thread):
             except RuntimeError:  # the loop closed in between: nothing left to stop
                 pass
 
-    async def _level(self, target: str, concurrency: int, stop: asyncio.Event, deadline: float) -> LevelRun:
+    async def _level(self, target: LoadTarget, concurrency: int, stop: asyncio.Event, deadline: float) -> LevelRun:
         plan = self.plan
         run = await run_level(self.builds[target], concurrency=concurrency, budget=plan.requests_at(concurrency),
                               duration_s=plan.duration_s, rate=plan.rate, timeout_s=plan.timeout_s, stop=stop,
                               deadline=deadline, redactor=self.redactor)
-        result = level_result(run.samples, concurrency=concurrency, rate=plan.rate, target=target,  # type: ignore[arg-type]
+        result = level_result(run.samples, concurrency=concurrency, rate=plan.rate, target=target,
                               overhead=run.overhead, stopped_by=run.stopped_by, cancelled=run.cancelled)
         (self.levels if target == "proxy" else self.direct_levels).append(result)
         if self.progress is not None:

@@ -59,7 +59,7 @@ def _signed(value: float | None) -> str:
 def _text_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> list[str]:
     cells = [list(columns)] + [[str(row.get(c, "")) for c in columns] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
-    return ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
+    return ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in cells]
 
 
 def _headline(report: LoadReport) -> str:

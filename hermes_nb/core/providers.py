@@ -1,0 +1,208 @@
+"""The providers hermes-agent's proxy fronts, and every operator action per provider: ONE table.
+
+``hermes proxy providers`` (hermes-agent 0.16.0 … 0.19.0) lists ``nous`` (Nous Portal) and ``xai``
+(xAI Grok OAuth); ``hermes_cli/proxy/adapters/`` in its source says, per provider, the name
+``/health`` reports as ``upstream``, the paths it forwards and where its credentials live. The
+``provider`` of a runtime_config takes the proxy's names (``--provider nous|xai``); the auth store
+(``hermes auth …``) files the same credentials under its own ids:
+
+==========  ====================  ==============  ================================================
+provider    /health ``upstream``  auth-store id   operator actions
+==========  ====================  ==============  ================================================
+``nous``    Nous Portal           ``nous``        status, ``add nous``
+``xai``     xAI Grok OAuth        ``xai-oauth``   status, ``add xai-oauth --type oauth``, ``reset``
+==========  ====================  ==============  ================================================
+
+(``hermes auth status xai`` checks a different provider: the ``XAI_API_KEY`` one.) Everything
+that tells an operator what to run — the re-auth hint of a locked check or a blocked run, the
+logged-out rig, "start the proxy" — comes from :func:`reauth_hint`, :func:`logged_out_hint`
+and :func:`start_hint` here. When the proxy's own error carries a remediation (xAI's
+"Run `hermes auth reset xai-oauth` or …"), that text wins (:func:`proxy_remediation`).
+Pure: no IO.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = [
+    "ProviderInfo",
+    "PROVIDER_TABLE",
+    "PROXY_PROVIDERS",
+    "provider_info",
+    "provider_by_display_name",
+    "provider_by_allowed_paths",
+    "provider_in_text",
+    "auth_store_id",
+    "default_model_for",
+    "proxy_remediation",
+    "reauth_hint",
+    "logged_out_hint",
+    "start_hint",
+    "upstream_down_hint",
+    "DEFAULT_PROVIDER",
+]
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    """One provider of ``hermes proxy start --provider <id>``."""
+
+    #: the proxy's name (``--provider``), the runtime_config ``provider``
+    id: str
+    #: the adapter's ``display_name``: ``/health``'s ``upstream`` and the proxy's messages
+    display_name: str
+    #: where ``hermes auth`` files its credentials
+    auth_store_id: str
+    #: the paths (relative to ``/v1``) the proxy forwards for it; the rest is 404 ``path_not_allowed``
+    allowed_paths: frozenset[str]
+    #: the model a run uses when none is configured
+    default_model: str
+    #: ``hermes auth status …``: what state the credentials are in
+    status_command: str
+    #: ``hermes auth add …``: log in (again)
+    login_command: str
+    #: ``hermes auth reset …``: clear a credential the pool put in cool-down (None: the provider has none)
+    reset_command: str | None = None
+
+
+_OPENAI_PATHS = frozenset({"/chat/completions", "/completions", "/embeddings", "/models"})
+
+#: THE table (hermes-agent 0.16.0 … 0.19.0 ship exactly these two)
+PROVIDER_TABLE: tuple[ProviderInfo, ...] = (
+    ProviderInfo(
+        id="nous", display_name="Nous Portal", auth_store_id="nous", allowed_paths=_OPENAI_PATHS,
+        default_model="nousresearch/hermes-4-405b",
+        status_command="hermes auth status nous", login_command="hermes auth add nous",
+    ),
+    ProviderInfo(
+        id="xai", display_name="xAI Grok OAuth", auth_store_id="xai-oauth",
+        allowed_paths=_OPENAI_PATHS | {"/responses"}, default_model="grok-4.3",
+        status_command="hermes auth status xai-oauth", login_command="hermes auth add xai-oauth --type oauth",
+        reset_command="hermes auth reset xai-oauth",
+    ),
+)
+#: what ``hermes proxy start`` fronts without ``--provider``
+DEFAULT_PROVIDER = "nous"
+#: the proxy's provider names, in ``hermes proxy providers`` order
+PROXY_PROVIDERS: tuple[str, ...] = tuple(p.id for p in PROVIDER_TABLE)
+_BY_ID = {p.id: p for p in PROVIDER_TABLE}
+#: a sentence of an error message that names a ``hermes …`` command in backticks
+_SENTENCE = re.compile(r"[^.!?]*`hermes [^`]+`[^.!?]*[.!?]?")
+#: aiohttp's "Cannot connect to host api.x.ai:443 …" inside the proxy's ``upstream_unreachable`` message
+_HOST = re.compile(r"(?:to host|host) ([A-Za-z0-9.\-\[\]:]+)")
+
+
+def provider_info(provider: str | None) -> ProviderInfo | None:
+    """The row of ``provider`` (a proxy name, or an auth-store id such as ``xai-oauth``); None if unknown."""
+    if not provider:
+        return None
+    key = provider.strip().lower()
+    return _BY_ID.get(key) or next((p for p in PROVIDER_TABLE if p.auth_store_id == key), None)
+
+
+def auth_store_id(provider: str) -> str:
+    """``xai`` → ``xai-oauth``; a provider the table does not know keeps its name."""
+    info = provider_info(provider)
+    return info.auth_store_id if info else provider
+
+
+def default_model_for(provider: str | None) -> str | None:
+    info = provider_info(provider)
+    return info.default_model if info else None
+
+
+def provider_by_display_name(name: str | None) -> str | None:
+    """``"xAI Grok OAuth"`` (``/health``'s ``upstream``) → ``xai``; None when no row has that name."""
+    if not name:
+        return None
+    wanted = name.strip().lower()
+    return next((p.id for p in PROVIDER_TABLE if p.display_name.lower() == wanted), None)
+
+
+def provider_by_allowed_paths(paths: Iterable[str]) -> str | None:
+    """The provider whose forwarded paths are exactly ``paths`` (a ``path_not_allowed`` message's list)."""
+    given = frozenset(p.strip() for p in paths if p and p.strip())
+    return next((p.id for p in PROVIDER_TABLE if p.allowed_paths == given), None) if given else None
+
+
+def provider_in_text(text: str | None) -> str | None:
+    """The provider whose display name (or auth-store id) a proxy message names, e.g. "… Nous Portal …"."""
+    if not text:
+        return None
+    low = text.lower()
+    for p in PROVIDER_TABLE:
+        if p.display_name.lower() in low or f"`hermes auth add {p.auth_store_id}" in low:
+            return p.id
+    return None
+
+
+def proxy_remediation(message: str | None) -> str | None:
+    """The sentences of a proxy error that name a ``hermes …`` command, verbatim; None when there are none.
+
+    ``"No available xAI OAuth credentials found. Run `hermes auth reset xai-oauth` or re-authenticate with
+    `hermes auth add xai-oauth --type oauth`."`` → the second sentence.
+    """
+    if not message:
+        return None
+    found = [m.group(0).strip() for m in _SENTENCE.finditer(message)]
+    return " ".join(found) or None
+
+
+def _provider_of(provider: str | None, message: str | None) -> ProviderInfo | None:
+    return provider_info(provider) or provider_info(provider_in_text(message))
+
+
+def reauth_hint(provider: str | None = None, message: str | None = None) -> str:
+    """What to run when the proxy is locked: the proxy's own remediation, else the provider's row.
+
+    ``provider`` is the configured or detected one; ``message`` the proxy's error text (it may name the
+    provider, "Failed to refresh Nous Portal credentials", or carry the commands itself). A provider the
+    table does not know gets the generic ``hermes auth status <name>``; none at all, UH's literal
+    ``<provider>`` and ``hermes proxy status`` (which lists every provider's state).
+    """
+    own = proxy_remediation(message)
+    if own:
+        return f"the proxy says: {own}"
+    info = _provider_of(provider, message)
+    if info is None:
+        name = provider or "<provider>"
+        extra = "" if provider else " (`hermes proxy status` shows which provider is logged in)"
+        return f"run `hermes auth status {name}` and re-authenticate{extra}"
+    hint = f"run `{info.status_command}` and re-authenticate with `{info.login_command}`"
+    if info.reset_command:
+        hint += f" (or `{info.reset_command}` to clear a credential left in cool-down)"
+    return hint
+
+
+def logged_out_hint(provider: str | None = None) -> str:
+    """What a proxy that refuses to start for want of credentials needs."""
+    info = provider_info(provider)
+    if info is None:
+        return ("log in with `hermes auth add <provider>` (see `hermes auth`) "
+                "before `hermes proxy start --provider <provider>`")
+    return f"run `{info.login_command}` (see `hermes auth`) before `hermes proxy start --provider {info.id}`"
+
+
+def start_hint(provider: str | None = None) -> str:
+    """The one action for a proxy that does not answer: start it (logging in first if it refuses)."""
+    info = provider_info(provider)
+    if info is None:
+        names = "|".join(PROXY_PROVIDERS)
+        return (f"start the proxy with `hermes proxy start --provider {names}` (if it refuses because it is not "
+                "logged in, run `hermes auth add <provider>` first; see `hermes auth`) and check the endpoint's port")
+    return (f"start the proxy with `hermes proxy start --provider {info.id}` (if it refuses because it is not "
+            f"logged in, run `{info.login_command}` first) and check the endpoint's port")
+
+
+def upstream_down_hint(provider: str | None = None, message: str | None = None) -> str:
+    """A proxy that answers 502 ``upstream_unreachable`` / 504 ``upstream_timeout`` itself is fine: its
+    upstream is not. The hint names that upstream (the provider, the host the proxy could not reach)."""
+    info = _provider_of(provider, message)
+    host = _HOST.search(message or "")
+    names = [n for n in (info.display_name if info else None, f"host {host.group(1)}" if host else None) if n]
+    who = f"its upstream ({', '.join(names)})" if names else "its upstream"
+    return (f"the proxy answered, but {who} did not: check the provider's service status and this machine's "
+            "network, then re-run (nothing to change in hermes-proxy)")

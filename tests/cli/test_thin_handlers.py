@@ -1,0 +1,97 @@
+"""Thin CLI handlers (issue 21, deliverable 8): ``hermes-nb smoke`` and ``matrix`` turn flags into one library
+call each (:func:`hermes_nb.smoke`, :func:`hermes_nb.nbrun.matrix.matrix`) and print what it returns, so a
+notebook or a script gets the same run: target choice, venvs, storage staging and CI outputs live in the library.
+As papermill's tests check its CLI: the library call is replaced and its arguments are checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hermes_nb
+from hermes_nb import SmokeOutcome
+from hermes_nb.cli import main
+from hermes_nb.nbrun import jobs
+
+
+def test_the_smoke_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    report = {"verdict": "blocked", "exit_code": 0, "blocked_exit": 0, "target_kind": "rig", "ci_run_url": None}
+
+    def fake(**kwargs: Any) -> SmokeOutcome:
+        seen.append(kwargs)
+        return SmokeOutcome(report, None, {"junit_xml": "j.xml"}, ["a warning"], "the rig did not start")
+
+    monkeypatch.setattr(jobs, "smoke", fake)
+    code = main(["smoke", "--rig", "stale", "--hermes-version", "0.19.0", "--out", str(tmp_path), "--only",
+                 "adapter_check", "--timeout", "9", "--no-html", "--junit-xml", "j.xml", "--summary-md", "s.md",
+                 "--blocked-exit", "0", "--json"])
+    assert code == 0
+    [kwargs] = seen
+    assert kwargs == {"endpoint": None, "rig": "stale", "provider": None, "hermes_version": "0.19.0", "upstream": None,
+                      "model": None,
+                      "out": str(tmp_path), "only": ["adapter_check"], "timeout_s": 9.0, "html": False,
+                      "junit_xml": "j.xml", "summary_md": "s.md", "blocked_exit": 0, "progress": None}
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {"error": "the rig did not start", "verdict": "blocked", "target_kind": "rig", "exit_code": 0,
+                   "blocked_exit": 0, "ci_run_url": None, "warnings": ["a warning"], "junit_xml": "j.xml"}
+
+
+def test_the_matrix_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import hermes_nb.nbrun.matrix as matrix_mod
+
+    seen: list[tuple[Any, dict[str, Any]]] = []
+
+    class Result:
+        verdict, exit_code, out_dir = "blocked", 0, Path("m")
+
+    def fake(versions: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        seen.append((versions, kwargs))
+        return Result(), {"versions": [], "changes": [], "warnings": [], "exit_code": 0, "verdict": "blocked"}
+
+    monkeypatch.setattr(matrix_mod, "matrix", fake)
+    assert main(["matrix", "--versions", "0.18.2,0.19.0", "--state", "stale", "--junit-xml", "m.xml",
+                 "--summary-md", "m.md", "--blocked-exit", "0", "--no-install", "--json"]) == 0
+    [(versions, kwargs)] = seen
+    assert versions == ["0.18.2", "0.19.0"] and kwargs["state"] == "stale" and kwargs["install"] is False
+    assert (kwargs["junit_xml"], kwargs["summary_md"], kwargs["blocked_exit"]) == ("m.xml", "m.md", 0)
+    assert json.loads(capsys.readouterr().out)["verdict"] == "blocked"
+
+
+def test_matrix_help_shows_the_ci_flags(capsys) -> None:
+    assert main(["matrix", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--junit-xml" in text and "--summary-md" in text and "--blocked-exit" in text
+
+
+def test_the_cli_defaults_are_the_librarys() -> None:
+    from hermes_nb.cli.commands import matrix as matrix_cmd
+    from hermes_nb.cli.commands import smoke as smoke_cmd
+    from hermes_nb.nbrun.matrix import DEFAULT_VERSIONS
+
+    assert smoke_cmd.DEFAULT_TIMEOUT_S == jobs.DEFAULT_TIMEOUT_S
+    assert matrix_cmd.DEFAULT_VERSIONS == ",".join(DEFAULT_VERSIONS)
+
+
+def test_a_script_gets_the_same_smoke(tmp_path: Path) -> None:
+    """``hermes_nb.smoke`` with the CLI's outputs, no CLI: receipts, JUnit, summary and the exit code."""
+    outcome = hermes_nb.smoke(only=["adapter_check"], out=tmp_path / "r", html=False, junit_xml=tmp_path / "j.xml",
+                              summary_md=tmp_path / "s.md", environ={}, handle_signals=False)
+    assert (outcome.verdict, outcome.exit_code) == ("passed", 0)
+    assert outcome.written == {"junit_xml": str(tmp_path / "j.xml"), "summary_md": str(tmp_path / "s.md")}
+    assert (tmp_path / "r" / "index.json").is_file() and "passed (exit 0)" in (tmp_path / "s.md").read_text()
+    assert outcome.to_dict()["receipts"][0]["verdict"] == "passed"
+
+
+def test_library_errors_are_not_worded_as_flags(tmp_path: Path) -> None:
+    from hermes_nb import UsageError
+
+    with pytest.raises(UsageError) as info:
+        hermes_nb.smoke(hermes_version="0.19.0", environ={}, handle_signals=False)
+    assert "--" not in str(info.value)
+    with pytest.raises(UsageError) as info:
+        hermes_nb.smoke(timeout_s=0, environ={}, handle_signals=False)
+    assert "--" not in str(info.value)

@@ -1,0 +1,186 @@
+"""Three upstreams behind the REAL proxy: the spike judges the proxy, whatever answers behind it.
+
+For each upstream — the emulator's ``upstream`` profile, the deliberately minimal upstream and
+llmock (a third-party OpenAI-compatible server from PyPI, in ``.venv-upstream``) — one live rig
+per module, then ``hermes-nb probe --compare hermes-agent-0.19.0`` (exit 0, no drift; the
+upstream's own differences listed as information) and ``hermes-nb smoke --endpoint …``
+(all three notebooks pass).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes_nb import RigError, UsageError, find_hermes_bin, real_proxy
+from hermes_nb.cli import main
+from hermes_nb.emulator.minimal import MINIMAL_MODELS
+from hermes_nb.proxy.executable import INSTALL_HINT
+from hermes_nb.proxy.rig import RigHandle, upstream_command
+from tests.helpers import ROOT
+
+HERMES_BIN = find_hermes_bin()
+LLMOCK = ROOT / ".venv-upstream" / "bin" / "llmock"
+LLMOCK_COMMAND = f"{LLMOCK} serve --host 127.0.0.1 --port {{port}} --latency-ms 0"
+needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)
+#: upstream -> (rig argument, a model it lists)
+UPSTREAMS = {
+    "emulator": ("emulator", "nousresearch/hermes-4-405b"),
+    "minimal": ("minimal", MINIMAL_MODELS[0]),
+    "llmock": (LLMOCK_COMMAND, "gpt-4o"),
+}
+
+
+@pytest.fixture(scope="module", params=list(UPSTREAMS))
+def live(request: pytest.FixtureRequest) -> Iterator[tuple[str, RigHandle, str]]:
+    name = request.param
+    if HERMES_BIN is None:
+        pytest.skip(INSTALL_HINT)
+    if name == "llmock" and not LLMOCK.exists():
+        pytest.skip("llmock is not installed: make upstream-venv")
+    upstream, model = UPSTREAMS[name]
+    with real_proxy("live", hermes_bin=HERMES_BIN, upstream=upstream) as rig:
+        yield name, rig, model
+
+
+@pytest.mark.real_proxy
+def test_probe_compare_has_no_drift_whatever_the_upstream(live: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    name, rig, model = live
+    code = main(["probe", "--endpoint", rig.endpoint, "--compare", "hermes-agent-0.19.0", "--model", model, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["state"] == "live", name
+    assert (code, report["drift"]) == (0, []), name
+    differences = {d["field"] for d in report["upstream_differences"]}
+    assert all(d["owner"] == "upstream" for d in report["upstream_differences"])
+    if name == "emulator":  # the contract was recorded with this upstream
+        assert differences == set()
+    else:  # neither sends system_fingerprint, and neither has /v1/completions
+        assert "routes[POST /v1/chat/completions].json_keys" in differences
+        assert "routes[POST /v1/completions].status" in differences
+    if name == "minimal":  # its own 1 MiB cap, relayed by the proxy: the upstream's, not the proxy's
+        assert "routes[POST /v1/chat/completions (1.5 MB body)].status" in differences
+        assert "routes[POST /v1/embeddings].status" in differences
+    by = {r["name"]: r for r in report["routes"]}
+    assert by["chat_large"]["answered_by"] == "upstream" and by["chat_stream"]["ended"] == "clean"
+
+
+@pytest.mark.real_proxy
+def test_smoke_passes_all_three_notebooks_whatever_the_upstream(live: tuple, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    name, rig, model = live
+    code = main(["smoke", "--endpoint", rig.endpoint, "--model", model, "--out", str(tmp_path), "--no-html",
+                 "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    verdicts = {job["notebook"]: job["verdict"] for job in summary["receipts"]}
+    assert code == 0, (name, summary)
+    assert verdicts == {"wire_format_spike": "passed", "adapter_check": "passed", "e2e_smoke": "passed"}, name
+
+
+# --------------------------------------------------------------------------- choosing the upstream
+
+
+def test_upstream_command_needs_a_port_placeholder() -> None:
+    assert upstream_command("srv --port {port} --x", 4242) == ["srv", "--port", "4242", "--x"]
+    with pytest.raises(UsageError, match=r"\{port\}"):
+        upstream_command("srv --port 1", 0)
+    with pytest.raises(UsageError, match="upstream command"):
+        upstream_command("srv 'unclosed {port}", 0)
+
+
+def test_bad_upstream_is_a_usage_error_before_anything_starts(tmp_path: Path) -> None:
+    missing = tmp_path / "no-hermes-here"  # would be a RigError if the lookup ran first
+    with pytest.raises(UsageError, match=r"\{port\}"):
+        with real_proxy("live", upstream="nonsense", hermes_bin=missing):
+            pass
+    with pytest.raises(UsageError, match="minimal upstream has one scenario"):
+        with real_proxy("live", upstream="minimal", upstream_scenario="truncated", hermes_bin=missing):
+            pass
+    assert main(["rig", "--upstream", "nonsense", "--hermes-bin", str(missing)]) == 2
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_an_upstream_command_that_dies_is_a_rig_error_with_its_output(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    script = tmp_path / "dies.sh"
+    script.write_text("#!/bin/sh\necho 'cannot bind the port' >&2\nexit 4\n")
+    script.chmod(0o755)
+    monkeypatch.chdir(tmp_path)  # a relative command path is the caller's, not the rig's temp home's
+    with pytest.raises(RigError, match="upstream command exited 4 before it answered: cannot bind"):
+        with real_proxy("live", hermes_bin=HERMES_BIN, upstream="./dies.sh {port}"):
+            pytest.fail("the rig must not start without its upstream")
+
+
+def test_smoke_upstream_needs_rig_live(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["smoke", "--upstream", "minimal"]) == 2
+    assert "an upstream needs the live rig" in capsys.readouterr().err  # worded for any caller (issue 21, 8)
+    assert main(["smoke", "--rig", "stale", "--upstream", "minimal"]) == 2
+
+
+@pytest.mark.real_proxy
+@needs_hermes
+def test_smoke_rig_live_with_the_minimal_upstream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["smoke", "--rig", "live", "--upstream", "minimal", "--model", MINIMAL_MODELS[0],
+                 "--only", "wire_format_spike", "--out", str(tmp_path), "--no-html", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["target_kind"] == "rig"
+    assert [r["verdict"] for r in summary["receipts"]] == ["passed"]
+
+
+# --------------------------------------------------------------------------- the xai provider (issue 18)
+
+
+@pytest.fixture(scope="module", params=["emulator", "minimal"])
+def live_xai(request: pytest.FixtureRequest) -> Iterator[tuple[str, RigHandle, str]]:
+    """The real proxy with ``--provider xai``: its credential pool's ``base_url`` is the loopback upstream."""
+    if HERMES_BIN is None:
+        pytest.skip(INSTALL_HINT)
+    upstream, model = UPSTREAMS[request.param]
+    if request.param == "emulator":
+        model = "grok-4.3"  # behind an xai proxy the emulator lists Grok models
+    with real_proxy("live", provider="xai", hermes_bin=HERMES_BIN, upstream=upstream) as rig:
+        yield request.param, rig, model
+
+
+@pytest.mark.real_proxy
+def test_xai_probe_compare_selects_the_xai_contract_and_exits_0(live_xai: tuple,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: 2 drift lines, the allowed-path list gaining /responses (nous' contract was used)."""
+    name, rig, model = live_xai
+    code = main(["probe", "--endpoint", rig.endpoint, "--compare", "hermes-agent-0.19.0", "--model", model])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "provider xai (xAI Grok OAuth)" in text.splitlines()[0]
+    assert "drift vs hermes-agent-0.19.0 (hermes-agent-0.19.0-xai, provider xai): none" in text
+    code = main(["probe", "--endpoint", rig.endpoint, "--compare", "hermes-agent-0.19.0", "--model", model, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["provider"] == "xai" and report["drift"] == []
+    by = {r["name"]: r for r in report["routes"]}
+    assert by["responses"]["answered_by"] == "upstream"  # forwarded by xai (the minimal upstream may 404 it)
+    if name == "emulator":
+        assert by["responses_stream"]["sse_events"][-1] == "response.completed"
+
+
+@pytest.mark.real_proxy
+def test_xai_smoke_passes_and_every_receipt_names_the_provider(live_xai: tuple, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    name, rig, model = live_xai
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", "--endpoint", rig.endpoint, "--model", model,
+                           "--out", str(tmp_path), "--no-html", "--json", "--junit-xml", str(tmp_path / "junit.xml")],
+                          capture_output=True, text=True, timeout=600)
+    code, summary = done.returncode, json.loads(done.stdout)
+    assert code == 0, (name, summary)
+    assert [r["verdict"] for r in summary["receipts"]] == ["passed"] * 3 and summary["provider"] == "xai"
+    for receipt in summary["receipts"]:
+        sidecar = json.loads(Path(receipt["path"]).with_suffix(".receipt.json").read_text("utf-8"))
+        assert sidecar["receipt"]["provider"] == "xai", receipt["notebook"]
+    index = json.loads((tmp_path / "index.json").read_text("utf-8"))
+    assert {e["provider"] for e in index["receipts"]} == {"xai"}
+    assert 'name="provider" value="xai"' in (tmp_path / "junit.xml").read_text("utf-8")
+    assert "provider xai" in (tmp_path / "index.html").read_text("utf-8")

@@ -1,0 +1,162 @@
+"""Conformance: the emulator's ``hermes-agent`` profile against the REAL ``hermes proxy`` (via the rig).
+
+Each rig state starts once per module (the real proxy takes about a second to start).
+Skipped with a visible reason only when no ``hermes`` can be had (``make rig-venv``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes_nb import (
+    HermesClient,
+    HermesProxyRuntimeConfig,
+    WireReport,
+    classify,
+    find_hermes_bin,
+    load_contract,
+    real_proxy,
+)
+from hermes_nb.cli import main
+from hermes_nb.emulator import serve
+from hermes_nb.proxy.contracts import compare, contract_document, contract_section, resolve_contract
+from hermes_nb.proxy.executable import INSTALL_HINT, hermes_version
+from hermes_nb.proxy.probe import probe
+from hermes_nb.proxy.rig import RigHandle
+
+#: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
+HERMES_BIN = find_hermes_bin()
+pytestmark = [pytest.mark.real_proxy, pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)]
+EMULATOR_SCENARIO = {"stale": "auth-stale", "live": "ok"}
+MODEL = "nousresearch/hermes-4-405b"
+#: (scenario, stream) -> (status, reason); a truncated JSON body is a cut-off document, not a cut-off stream
+EXPECTED_FAILURE = {
+    ("rate-limited", True): ("blocked", "rate_limited"), ("rate-limited", False): ("blocked", "rate_limited"),
+    ("server-error", True): ("failed", "http_error"), ("server-error", False): ("failed", "http_error"),
+    ("truncated", True): ("failed", "truncated"), ("truncated", False): ("failed", "protocol_error"),
+}
+
+
+@pytest.fixture(scope="module")
+def stale_rig() -> Iterator[RigHandle]:
+    with real_proxy("stale", hermes_bin=HERMES_BIN) as rig:
+        yield rig
+
+
+@pytest.fixture(scope="module")
+def live_rig() -> Iterator[RigHandle]:
+    with real_proxy("live", hermes_bin=HERMES_BIN) as rig:
+        yield rig
+
+
+@pytest.fixture(scope="module")
+def real_reports(stale_rig: RigHandle, live_rig: RigHandle) -> dict[str, WireReport]:
+    return {"stale": probe(stale_rig.endpoint), "live": probe(live_rig.endpoint)}
+
+
+@pytest.fixture(scope="module")
+def emulator_reports() -> dict[str, WireReport]:
+    out = {}
+    for state, scenario in EMULATOR_SCENARIO.items():
+        with serve(profile="hermes-agent", scenario=scenario) as emu:
+            out[state] = probe(emu.endpoint)
+    return out
+
+
+def _compared(report: WireReport) -> dict[str, Any]:
+    section = contract_section(report)
+    section.pop("server_observed")  # recorded, not a contract field
+    return section
+
+
+# --------------------------------------------------------------------------- wire contract
+
+
+@pytest.mark.parametrize("state", ["stale", "live"])
+def test_real_proxy_equals_emulator_on_every_contract_field(state: str, real_reports: dict,
+                                                            emulator_reports: dict) -> None:
+    real, emu = real_reports[state], emulator_reports[state]
+    assert real.state == emu.state == state
+    assert _compared(real) == _compared(emu)
+    # and through the drift machinery, both ways
+    assert compare(real, contract_document({state: emu}, target="emulator")) == []
+    assert compare(emu, contract_document({state: real}, target="real")) == []
+
+
+def test_real_proxy_differs_from_the_seed_where_the_seed_is_wrong(real_reports: dict) -> None:
+    seed = load_contract(resolve_contract("seed"))
+    for state in ("stale", "live"):
+        fields = {d.field: d for d in compare(real_reports[state], seed)}
+        assert fields["bearer_required"].observed is False, state
+        assert fields["routes[GET /].body_kind"].observed == "text", state
+        assert fields["routes[GET /].content_type"].observed == "text/plain", state
+        assert fields["routes[GET /health].status"].observed == 200, state
+        # where the seed is right, no drift
+        assert not any(f.startswith(("routes[POST /v1/chat/completions]", "stream_failure_shape")) for f in fields)
+
+
+def test_committed_contract_is_what_the_real_proxy_does(real_reports: dict) -> None:
+    version = hermes_version(HERMES_BIN)
+    path = Path(resolve_contract("seed")).parent / f"hermes-agent-{version}.json"
+    if not path.exists():
+        pytest.skip(f"no committed contract for hermes-agent {version} (run scripts/contract_matrix.py)")
+    contract = load_contract(path)
+    for state, report in real_reports.items():
+        assert compare(report, contract, state=state) == [], state
+
+
+# --------------------------------------------------------------------------- check and run
+
+
+def test_check_is_locked_on_stale_and_ready_on_live(stale_rig: RigHandle, live_rig: RigHandle,
+                                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--endpoint", stale_rig.endpoint, "--model", MODEL, "--json"]) == 3
+    locked = json.loads(capsys.readouterr().out)
+    assert locked["state"] == "locked" and locked["available"] is False
+    assert main(["check", "--endpoint", live_rig.endpoint, "--model", MODEL, "--json"]) == 0
+    ready = json.loads(capsys.readouterr().out)
+    assert ready["state"] == "ready" and ready["available"] is True and ready["models"]
+
+
+def test_run_passes_through_live_and_is_blocked_on_stale(stale_rig: RigHandle, live_rig: RigHandle,
+                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "--prompt", "Say hello.", "--endpoint", live_rig.endpoint, "--model", MODEL, "--json"])
+    passed = json.loads(capsys.readouterr().out)
+    assert code == 0 and passed["status"] == "passed" and passed["reason"] == "ok"
+    final = (Path(passed["run_dir"]) / "runtime-final.txt").read_text("utf-8")
+    assert final.strip() and "uh-runtime-final-message" not in final  # the sentinel's content, extracted
+    code = main(["run", "--prompt", "Say hello.", "--endpoint", stale_rig.endpoint, "--model", MODEL, "--json"])
+    blocked = json.loads(capsys.readouterr().out)
+    assert code == 3 and blocked["status"] == "blocked"
+    assert any("hermes auth" in e for e in blocked["errors"] + [blocked.get("hint") or ""])
+
+
+# --------------------------------------------------------------------------- failure scenarios
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+@pytest.mark.parametrize("scenario", ["rate-limited", "server-error", "truncated"])
+def test_failures_classify_the_same_through_the_real_proxy(scenario: str, stream: bool,
+                                                           live_rig: RigHandle) -> None:
+    def outcome(endpoint: str) -> tuple:
+        config = HermesProxyRuntimeConfig(endpoint=endpoint, model=MODEL, stream=stream, max_tokens=64,
+                                          extra_headers={"X-Hermes-Emulator-Scenario": scenario})
+        with HermesClient(config) as client:
+            ex = client.chat([{"role": "user", "content": "hi"}])
+        got = classify(ex, config)
+        return got.status, got.reason, got.http_status, got.error_type, got.retry_after_s, ex.text
+
+    with serve(profile="hermes-agent") as emu:
+        direct = outcome(emu.endpoint)
+    through = outcome(live_rig.endpoint)
+    assert through == direct
+    assert direct[:2] == EXPECTED_FAILURE[(scenario, stream)]

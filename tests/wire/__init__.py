@@ -1,0 +1,1 @@
+"""Tests of ``hermes_nb.wire``."""
