@@ -87,6 +87,28 @@ def decide_verdict(status: str, summary: Mapping[str, Any] | None, error: str | 
     return verdict, reason
 
 
+def close_thread_loop() -> None:
+    """Close the event loop jupyter_core's ``run_sync`` made for this worker thread (papermill, nbclient and
+    the kernel's stop ran on it): left open, its selector and self-pipe outlive the thread, three descriptors
+    per notebook. Not in the main thread, whose loop belongs to whoever runs us."""
+    import asyncio
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        return
+    from jupyter_core.utils import ensure_event_loop
+
+    loop = ensure_event_loop()
+    if loop.is_running():
+        return
+    try:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
 def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path,
                      on_start: Callable[[], None] | None = None) -> NotebookRun:
     """Run one notebook on a fresh kernel; record status, the executed notebook and our verdict.
@@ -105,11 +127,14 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
         if on_start is not None:
             on_start()
 
-    for attempt in (1, 2):
-        error, retry = _attempt(run, pool, timeout_s=timeout_s, cwd=cwd, started=started, executing=executing,
-                                last=attempt == 2)
-        if not retry:
-            break
+    try:
+        for attempt in (1, 2):
+            error, retry = _attempt(run, pool, timeout_s=timeout_s, cwd=cwd, started=started, executing=executing,
+                                    last=attempt == 2)
+            if not retry:
+                break
+    finally:
+        close_thread_loop()
     if pool.cancelled.is_set() and run.status not in ("completed", "interrupted"):
         run.status, error = "interrupted", f"stopped while running (then: {error})"
     run.nb = executing[0] if executing else None

@@ -1,13 +1,16 @@
 """The runner's kernel client: jupyter_client's async client, ready as soon as the kernel is.
 
 :class:`ReadyClient` is the ``client_factory`` of :class:`hermes_nb.nbrun.kernels.KernelPool`'s
-managers, so nbclient (and papermill through it) makes its client from it.
+managers, so nbclient (and papermill through it) makes its client from it. It adds itself to its manager's
+``clients``: nbclient stops the channels only of a client whose manager it created, so the pool stops them
+when it stops the kernel (:meth:`hermes_nb.nbrun.kernels.StartedKernel.stop`).
 """
 
 from __future__ import annotations
 
 import time
 from queue import Empty
+from typing import Any
 
 from jupyter_client.asynchronous import AsyncKernelClient
 
@@ -25,6 +28,12 @@ class ReadyClient(AsyncKernelClient):
     nbclient ignores anyway (it reads IOPub by parent message id). Our kernels are this interpreter's
     ipykernel (protocol 5), so there is no protocol version to adapt to.
     """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        clients = getattr(self.parent, "clients", None)  # the pool's manager stops its clients with the kernel
+        if isinstance(clients, list):
+            clients.append(self)
 
     async def wait_for_ready(self, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (float("inf") if timeout is None else timeout)

@@ -115,6 +115,10 @@ class StartedKernel:
             return
         self._stopped = True
         try:
+            # the clients made from its manager (nbclient's: it leaves a client of a manager it was handed
+            # running): their channels, heartbeat thread and zmq context would outlive the run otherwise
+            for client in getattr(self.manager, "clients", ()):
+                client.stop_channels()
             if self.manager.has_kernel:
                 run_sync(_kill_now)(self.manager)
         finally:
@@ -229,12 +233,15 @@ class KernelPool:
         import zmq
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.manager import AsyncKernelManager
-        from traitlets import default
+        from traitlets import List, default
 
         spec_dirs = list(self.spec_dirs)
         curve = bool(zmq.has("curve"))
 
         class HermesNbKernelManager(AsyncKernelManager):
+            #: the clients made from this manager (:class:`ReadyClient` adds itself), stopped with the kernel
+            clients: List[Any] = List()
+
             @default("kernel_spec_manager")
             def _private_specs(self) -> KernelSpecManager:
                 return KernelSpecManager(kernel_dirs=spec_dirs, ensure_native_kernel=False)

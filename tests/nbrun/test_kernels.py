@@ -149,3 +149,45 @@ def test_kernels_import_the_kits_common_modules_at_start_and_leave_the_namespace
         execute_notebook(run, pool, timeout_s=60, cwd=tmp_path)
     assert run.status == "completed", run.errors
     assert [o.get("text") for o in run.nb.cells[-1].outputs] == ["['hermes_nb.kit.warm', 'httpx', 'pydantic']\n[]\n"]
+
+
+def _descriptors() -> int:
+    """Sockets and event-loop descriptors (epoll, eventfd) this process holds."""
+    import os
+
+    kinds = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed while listed (the listing's own descriptor)
+            continue
+        kinds += target.startswith(("socket:", "anon_inode:"))
+    return kinds
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+def test_a_notebook_run_leaves_no_client_channels_threads_or_event_loop_behind(tmp_path: Path) -> None:
+    """nbclient stops the channels only of a client whose manager it created; ours are handed in, so the pool
+    stops them with the kernel; the worker thread's event loop (jupyter_core's run_sync) is closed after its
+    notebook. Before: ~15 descriptors and a heartbeat thread per notebook stayed for the life of the process."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from jupyter_client.channels import HBChannel
+
+    _notebook(tmp_path / "t.ipynb")
+
+    def run_one(i: int) -> str:
+        run = NotebookRun(name=f"t{i}", template=tmp_path / "t.ipynb", parameters={"x": i})
+        execute_notebook(run, pool, timeout_s=60, cwd=tmp_path)
+        return run.status
+
+    with KernelPool() as pool:
+        with ThreadPoolExecutor(max_workers=1) as ex:  # a worker thread, as the smoke runs each notebook
+            assert ex.submit(run_one, 1).result() == "completed"
+        after_one = _descriptors()
+        with ThreadPoolExecutor(max_workers=1) as ex:
+            assert [ex.submit(run_one, i).result() for i in (2, 3)] == ["completed", "completed"]
+        after_three = _descriptors()
+    assert not [t for t in threading.enumerate() if isinstance(t, HBChannel)]
+    assert after_three <= after_one, (after_one, after_three)
