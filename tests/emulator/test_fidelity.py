@@ -27,7 +27,7 @@ def observe(base_url: str, method: str, path: str, *, body: Any = None, content:
     """Everything a client can see of one exchange, minus the Date header."""
     headers = {SCENARIO_HEADER: scenario, "Authorization": "Bearer probe"}
     seen: dict[str, Any] = {}
-    with httpx.Client(trust_env=False, timeout=httpx.Timeout(10, read=0.5)) as client:
+    with httpx.Client(trust_env=False, timeout=httpx.Timeout(10, read=2.0)) as client:  # a stall: 2 s of silence
         with client.stream(method, base_url + path, json=body, content=content, headers=headers) as r:
             seen["status"] = r.status_code
             seen["headers"] = sorted((k, v) for k, v in r.headers.items() if k != "date")

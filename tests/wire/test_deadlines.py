@@ -15,9 +15,10 @@ import pytest
 from hermes_nb import HermesClient, HermesProxyRuntimeConfig, classify
 from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, serve
 
-#: the slow scenario's gap between deltas; its ~10 gaps add up to several times REQUEST_TIMEOUT_MS
-DELAY_S = 0.1
-REQUEST_TIMEOUT_MS = 400
+#: the slow scenario's gap between deltas: a sixth of REQUEST_TIMEOUT_MS (room for a loaded machine), while its
+#: ~10 gaps add up to more than REQUEST_TIMEOUT_MS
+DELAY_S = 0.15
+REQUEST_TIMEOUT_MS = 1000
 
 
 @pytest.fixture(scope="module")
