@@ -441,7 +441,7 @@ def test_prompt_from_stdin_runs_for_real_in_a_subprocess(tmp_path: Path, emu: An
 
     proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "run", "--json", "--prompt", "-", "--root",
                            str(tmp_path), "--no-sandbox", "--endpoint", emu.endpoint],
-                          input="Do the mission from stdin.".encode(), capture_output=True, cwd=tmp_path, timeout=120)
+                          input=b"Do the mission from stdin.", capture_output=True, cwd=tmp_path, timeout=120)
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 == doc["exit_code"], proc.stderr
     prompt = (Path(doc["run_dir"]) / "prompt.md").read_text()

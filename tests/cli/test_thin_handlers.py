@@ -73,7 +73,7 @@ def test_the_cli_defaults_are_the_librarys() -> None:
     from hermes_nb.nbrun.matrix import DEFAULT_VERSIONS
 
     assert smoke_cmd.DEFAULT_TIMEOUT_S == jobs.DEFAULT_TIMEOUT_S
-    assert matrix_cmd.DEFAULT_VERSIONS == ",".join(DEFAULT_VERSIONS)
+    assert ",".join(DEFAULT_VERSIONS) == matrix_cmd.DEFAULT_VERSIONS
 
 
 def test_a_script_gets_the_same_smoke(tmp_path: Path) -> None:

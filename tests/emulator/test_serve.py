@@ -65,9 +65,8 @@ def test_an_endpoint_handed_out_before_the_emulator_starts_is_answered_once_it_d
 
 
 def test_busy_port_raises_oserror() -> None:
-    with serve() as emu:
-        with pytest.raises(OSError, match="could not listen"):
-            serve(port=emu.port)
+    with serve() as emu, pytest.raises(OSError, match="could not listen"):
+        serve(port=emu.port)
 
 
 def test_stalled_stream_does_not_block_shutdown() -> None:

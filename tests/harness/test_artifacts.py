@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from hermes_nb.harness.documents import LatestRun, RunsIndex
 
 
 def test_run_id_format() -> None:
-    rid = new_run_id(datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
+    rid = new_run_id(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
     assert re.fullmatch(r"20260102T030405Z-[0-9a-f]{6}", rid)
     assert len({new_run_id() for _ in range(20)}) > 1
     assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", new_run_id())
@@ -35,7 +35,7 @@ def test_explicit_run_id_rejected(rid: str) -> None:
 
 
 def test_iso_timestamp_ms_z() -> None:
-    assert iso_now(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)) == "2026-01-02T03:04:05.678Z"
+    assert iso_now(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)) == "2026-01-02T03:04:05.678Z"
 
 
 def test_json_format_two_spaces_no_final_newline() -> None:

@@ -111,6 +111,5 @@ def test_sandbox_refuses_huge_project(tmp_path: Path) -> None:
 
     for i in range(5):
         (tmp_path / f"f{i}").write_text("x")
-    with pytest.raises(ArtifactError, match="too large for a sandbox copy"):
-        with sandbox_copy(tmp_path, max_entries=3):
-            pass
+    with pytest.raises(ArtifactError, match="too large for a sandbox copy"), sandbox_copy(tmp_path, max_entries=3):
+        pass

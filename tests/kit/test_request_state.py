@@ -8,7 +8,7 @@ a history entry's table shown with the newest answer. Each is a transition check
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -32,7 +32,7 @@ def _entry(number: int, verdict: str, reason: str, *, text: str = "", json_body:
            usage: dict | None = None, streamed: bool = True) -> HistoryEntry:
     ex = Exchange(request=RequestRecord(method="POST", url="http://127.0.0.1:1/v1/chat/completions"),
                   status=200 if verdict == "passed" else 401, text=text, json_body=json_body, usage=usage,
-                  streamed=streamed, timings=Timings(started_at=datetime.now(timezone.utc), first_delta_s=0.1,
+                  streamed=streamed, timings=Timings(started_at=datetime.now(UTC), first_delta_s=0.1,
                                                      last_byte_s=1.1, total_s=1.2))
     return HistoryEntry(number=number, route="chat", exchange=ex, verdict=verdict, reason=reason,
                         stopped=verdict == "stopped")

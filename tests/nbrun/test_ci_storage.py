@@ -81,7 +81,7 @@ def test_remote_store_round_trips_bytes_exactly(s3_env: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize(("out", "needle"), [("nosuch://bucket/x", "no papermill I/O handler"),
-                                             (f"s3://missing-bucket/x", "cannot list the prefix")])
+                                             ("s3://missing-bucket/x", "cannot list the prefix")])
 def test_bad_storage_urls_are_usage_errors_before_any_notebook_runs(s3_env, out: str, needle: str, capsys) -> None:
     assert main(["smoke", "--out", out, "--json"]) == 2
     assert needle in json.loads(capsys.readouterr().out)["error"]

@@ -32,7 +32,7 @@ def _load(name: str) -> nbformat.NotebookNode:
 
 
 def test_the_three_notebooks_exist_and_match_the_runner() -> None:
-    assert NAMES == (*NOTEBOOKS, LOAD_NOTEBOOK) and LOAD_NOTEBOOK not in NOTEBOOKS  # the smoke runs its three only
+    assert (*NOTEBOOKS, LOAD_NOTEBOOK) == NAMES and LOAD_NOTEBOOK not in NOTEBOOKS  # the smoke runs its three only
     from hermes_nb.nbrun.guides import GUIDES
 
     assert sorted(p.stem for p in NB_DIR.glob("*.ipynb") if p.stem not in GUIDES) == sorted(NAMES)
@@ -244,7 +244,7 @@ def test_the_guided_notebook_is_generated_shipped_and_only_calls_the_package(tmp
     assert sum(bool(c.outputs) for c in stored) >= len(stored) - 2  # load_ext prints nothing
     # shipped (the same bytes as the repository's), and never run by the smoke
     assert (notebooks_dir() / "probe_console.ipynb").read_bytes() == (NB_DIR / "probe_console.ipynb").read_bytes()
-    assert "probe_console" not in NOTEBOOKS and SHIPPED_NOTEBOOKS == (*NAMES, "probe_console")
+    assert "probe_console" not in NOTEBOOKS and (*NAMES, "probe_console") == SHIPPED_NOTEBOOKS
 
 
 def test_the_executed_guide_stores_normalised_outputs_that_read_well_unrun(tmp_path: Path) -> None:

@@ -92,9 +92,8 @@ def test_upstream_command_needs_a_port_placeholder() -> None:
 
 def test_bad_upstream_is_a_usage_error_before_anything_starts(tmp_path: Path) -> None:
     missing = tmp_path / "no-hermes-here"  # would be a RigError if the lookup ran first
-    with pytest.raises(UsageError, match=r"\{port\}"):
-        with real_proxy("live", upstream="nonsense", hermes_bin=missing):
-            pass
+    with pytest.raises(UsageError, match=r"\{port\}"), real_proxy("live", upstream="nonsense", hermes_bin=missing):
+        pass
     with pytest.raises(UsageError, match="minimal upstream has one scenario"):
         with real_proxy("live", upstream="minimal", upstream_scenario="truncated", hermes_bin=missing):
             pass

@@ -134,9 +134,8 @@ def test_a_path_not_allowed_on_models_at_v1_still_names_the_version() -> None:
 ])
 def test_logged_out_rig_points_at_hermes_auth_before_proxy_start(provider: str, login: str, other: str) -> None:
     """The provider's own log-in command, never another provider's (issue 18: xai was told `auth add nous`)."""
-    with pytest.raises(RigError) as info:
-        with real_proxy("logged-out", provider=provider, hermes_bin=HERMES_BIN):
-            pytest.fail("the logged-out proxy must not start")
+    with pytest.raises(RigError) as info, real_proxy("logged-out", provider=provider, hermes_bin=HERMES_BIN):
+        pytest.fail("the logged-out proxy must not start")
     assert f"run `{login}` (see `hermes auth`) before `hermes proxy start --provider {provider}`" in str(info.value)
     assert other not in str(info.value)
 

@@ -19,6 +19,8 @@ from hermes_nb.proxy.probe import ROUTES, probe
 from hermes_nb.proxy.report import Drift, server_product
 
 CONTRACT_DIR = contracts_dir()
+from datetime import UTC
+
 from hermes_nb.proxy.contracts import (
     RELAYED_FIELDS,
     ROUTE_FIELDS,
@@ -424,7 +426,7 @@ def test_cli_unreachable_exit_3_and_unknown_contract_exit_2(capsys: pytest.Captu
 def _exchange(status: int | None, content_type: str | None = None, body: str | None = None,
               json_body: object = None, envelope: dict | None = None, failure: tuple | None = None,
               headers: dict | None = None, streamed: bool = False):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from hermes_nb import ErrorEnvelope, Exchange
     from hermes_nb.core.records import RequestRecord, Timings, TransportFailure
@@ -434,7 +436,7 @@ def _exchange(status: int | None, content_type: str | None = None, body: str | N
         status=status, content_type=content_type, body_text=body, json_body=json_body,
         envelope=ErrorEnvelope(**envelope) if envelope else None,
         transport_error=TransportFailure(kind=failure[0], phase=failure[1], message="x") if failure else None,
-        timings=Timings(started_at=datetime.now(timezone.utc)), headers=headers or {}, streamed=streamed,
+        timings=Timings(started_at=datetime.now(UTC)), headers=headers or {}, streamed=streamed,
     )
 
 

@@ -61,9 +61,8 @@ def test_lookup_none_found_and_bad_explicit(tmp_path: Path, monkeypatch: pytest.
 
 def test_no_hermes_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hermes_bin, "find_hermes_bin", lambda explicit=None: None)
-    with pytest.raises(RigError, match="make rig-venv") as info:
-        with rig.real_proxy("stale"):
-            pass
+    with pytest.raises(RigError, match="make rig-venv") as info, rig.real_proxy("stale"):
+        pass
     assert info.value.exit_code == 3
 
 
@@ -188,9 +187,8 @@ def test_stale_rig_answers_upstream_auth_failed_and_cleans_up() -> None:
 @pytest.mark.real_proxy
 @needs_hermes
 def test_logged_out_raises_rig_error_with_hermes_message() -> None:
-    with pytest.raises(RigError) as info:
-        with rig.real_proxy("logged-out", hermes_bin=HERMES_BIN):
-            pytest.fail("the logged-out proxy must not start")
+    with pytest.raises(RigError) as info, rig.real_proxy("logged-out", hermes_bin=HERMES_BIN):
+        pytest.fail("the logged-out proxy must not start")
     assert "Not logged into Nous Portal. Run `hermes auth add nous` first." in str(info.value)
     assert "exited 2" in str(info.value) and info.value.exit_code == 3
 

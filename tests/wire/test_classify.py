@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ GOOD = "Did the thing.\n" + wrap_final_message("All done.")
 def ex(**kw: Any) -> Exchange:
     base: dict[str, Any] = {
         "request": RequestRecord(method="POST", url="http://127.0.0.1:8645/v1/chat/completions"),
-        "timings": Timings(started_at=datetime(2026, 1, 1, tzinfo=timezone.utc)),
+        "timings": Timings(started_at=datetime(2026, 1, 1, tzinfo=UTC)),
     }
     return Exchange(**{**base, **kw})
 

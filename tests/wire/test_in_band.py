@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC
 from typing import Any
 
 import pytest
@@ -81,7 +82,7 @@ CONFIG = HermesProxyRuntimeConfig(model="m", provider="nous")
 
 
 def outcome_of(frames: list[bytes], **fields: Any):  # type: ignore[no-untyped-def]
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from hermes_nb import Exchange
     from hermes_nb.core.records import RequestRecord, Timings
@@ -90,7 +91,7 @@ def outcome_of(frames: list[bytes], **fields: Any):  # type: ignore[no-untyped-d
     ex = Exchange(request=RequestRecord(method="POST", url="http://127.0.0.1:1/v1/chat/completions"), status=200,
                   content_type="text/event-stream", streamed=True, text=chat.text, done=chat.done,
                   finish_reason=chat.finish_reason, envelope=chat.error, in_band_error=chat.in_band_error,
-                  warnings=list(chat.warnings), timings=Timings(started_at=datetime.now(timezone.utc)), **fields)
+                  warnings=list(chat.warnings), timings=Timings(started_at=datetime.now(UTC)), **fields)
     return classify(ex, CONFIG)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -82,7 +82,7 @@ def test_media_type(value: str | None, expected: str | None) -> None:
 
 # ----------------------------------------------------------------- Retry-After
 
-NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
