@@ -109,11 +109,12 @@ CLIPPING = """() => { const c = document.querySelector('.hermes-console');
   const area = c.closest('.jp-OutputArea-output') || c;
   const box = area.getBoundingClientRect(); const right = Math.min(box.right, window.innerWidth);
   const controls = [...c.querySelectorAll('button, input, select, textarea, .widget-label, label, .widget-html')];
-  const name = e => (e.textContent || e.value || e.getAttribute('placeholder') || e.className || e.tagName).trim().slice(0, 40);
+  const name = e => (e.textContent || e.value || e.getAttribute('placeholder') || e.className || e.tagName)
+    .trim().slice(0, 40);
   const clipped = controls.filter(e => { const r = e.getBoundingClientRect();
     return r.width > 0 && (r.right > right + 1 || r.left < box.left - 1); })
-    .map(e => name(e) + ' [' + Math.round(e.getBoundingClientRect().left) + '..' + Math.round(e.getBoundingClientRect().right)
-      + ' of ' + Math.round(box.left) + '..' + Math.round(right) + ']');
+    .map(e => name(e) + ' [' + Math.round(e.getBoundingClientRect().left) + '..'
+      + Math.round(e.getBoundingClientRect().right) + ' of ' + Math.round(box.left) + '..' + Math.round(right) + ']');
   const truncated = [...c.querySelectorAll('*')].filter(e => { const cs = getComputedStyle(e);
     return e.getClientRects().length && (cs.overflowX === 'hidden' || cs.overflowX === 'clip' ||
       cs.textOverflow === 'ellipsis') && e.scrollWidth > e.clientWidth + 1 &&
@@ -341,7 +342,8 @@ def guide(page: Page, cfg: dict[str, Any]) -> dict[str, Any]:
     last = page.locator(".hermes-console").last
     # the guide's own cells may have sent already, so "done" alone could be the previous answer's: wait for
     # this click's history entry as well, then read the state in the same moment
-    entries = "() => [...document.querySelectorAll('.hermes-console')].pop().querySelectorAll('.hermes-history option').length"
+    entries = ("() => [...document.querySelectorAll('.hermes-console')].pop()"
+               ".querySelectorAll('.hermes-history option').length")
     before = int(page.evaluate(entries))
     last.locator(".hermes-send").click()
     page.wait_for_function("""n => { const c = [...document.querySelectorAll('.hermes-console')].pop();

@@ -87,7 +87,8 @@ def test_show_without_manifest_exit_2(capsys: pytest.CaptureFixture[str], tmp_pa
 
 def test_show_invalid_manifest_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     manifest(tmp_path).parent.mkdir(parents=True)
-    manifest(tmp_path).write_text("id: hermes-proxy\nname: x\nruntime: hermes-proxy\nconfig: {runtime_config: {modl: x}}\n")
+    manifest(tmp_path).write_text(
+        "id: hermes-proxy\nname: x\nruntime: hermes-proxy\nconfig: {runtime_config: {modl: x}}\n")
     assert main(["adapter", "show", "--root", str(tmp_path)]) == 2
     assert "unknown key 'modl'" in capsys.readouterr().err
 

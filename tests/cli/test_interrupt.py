@@ -142,7 +142,8 @@ def test_nothing_runs_between_the_console_script_and_the_handlers_but_the_packag
     signal and threading modules (issue 20: a Ctrl-C in the first ~15 ms)."""
     code = ("import sys; before = set(sys.modules); import hermes_nb; first = set(sys.modules) - before; "
             "before = set(sys.modules); import hermes_nb.harness.signals; "
-            "print(sorted(first)); print(sorted(m for m in set(sys.modules) - before if not m.startswith('hermes_nb')))")
+            "print(sorted(first)); "
+            "print(sorted(m for m in set(sys.modules) - before if not m.startswith('hermes_nb')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     package, handlers = proc.stdout.splitlines()
     assert package == "['hermes_nb']", proc.stderr

@@ -78,7 +78,7 @@ def test_a_2_mb_prompt_is_held_whole_by_one_file_and_dry_run_json_is_small(tmp_p
     assert dry.returncode == 0 and real.returncode == 0, (dry.stderr[-2000:], real.stderr[-2000:])
     assert len(dry.stdout) < 20_000  # it used to print the prompt four times over
     planned = json.loads(dry.stdout)
-    for doc, run_dir in ((planned, Path(planned["run_dir"])), (json.loads(real.stdout), Path(json.loads(real.stdout)["run_dir"]))):
+    for run_dir in (Path(planned["run_dir"]), Path(json.loads(real.stdout)["run_dir"])):
         records = _records(run_dir)
         holding = [name for name, data in records.items() if marker.encode() in data]
         assert holding == ["prompt.md"], holding

@@ -145,7 +145,8 @@ def test_manifest_unknown_key_and_bad_yaml(tmp_path):
     with pytest.raises(ConfigError, match="invalid YAML"):
         load_manifest(path)
     path.write_text(
-        "id: hermes-proxy\nname: n\nruntime: hermes-proxy\nconfig:\n  runtime_config:\n    model: m\n    stream_it: true\n"
+        "id: hermes-proxy\nname: n\nruntime: hermes-proxy\n"
+        "config:\n  runtime_config:\n    model: m\n    stream_it: true\n"
     )
     with pytest.raises(UnknownKeyError, match="stream_it"):
         load_manifest(path)

@@ -1,4 +1,5 @@
-"""The error tree is true: every error class is drawn in core/errors.py, every exported error is raised where it fits."""
+"""The error tree is true: every error class is drawn in core/errors.py, every exported error is raised where it
+fits."""
 
 from __future__ import annotations
 

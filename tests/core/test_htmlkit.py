@@ -45,7 +45,7 @@ def _mix(tone: str, font: str, share: float, bg: str) -> str:
     br, bgg, bb, _ = parse_colour(bg)
     tr, tg, tb = (r * a + br * (1 - a), g * a + bgg * (1 - a), b * a + bb * (1 - a))
     fr, fg, fb, _ = parse_colour(font)
-    mix = [round(x * share + y * (1 - share)) for x, y in zip((tr, tg, tb), (fr, fg, fb))]
+    mix = [round(x * share + y * (1 - share)) for x, y in zip((tr, tg, tb), (fr, fg, fb), strict=True)]
     return "#" + "".join(f"{v:02x}" for v in mix)
 
 

@@ -1,4 +1,5 @@
-"""Rich reprs: a cell can end with the object itself (compact HTML with coloured verdict, short text, secrets masked)."""
+"""Rich reprs: a cell can end with the object itself (compact HTML with coloured verdict, short text, secrets
+masked)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ def stream_all(pieces: list[str], redactor: Redactor) -> str:
 
 def split_at(text: str, cuts: list[int]) -> list[str]:
     points = sorted({c % (len(text) + 1) for c in cuts})
-    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)])]
+    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -111,7 +111,8 @@ def test_a_long_stream_keeps_a_small_window_and_still_masks_late_secrets() -> No
     out: list[str] = []
     events: list[str] = []
     stream = RedactedStream(Redactor([CANARY]), write_text=out.append,
-                            write_event=lambda record, payload: events.append(payload["choices"][0]["delta"]["content"]))
+                            write_event=lambda record, payload: events.append(
+                                payload["choices"][0]["delta"]["content"]))
     for piece in pieces:
         stream.event(SSEEventRecord(data=json.dumps({"choices": [{"delta": {"content": piece}}]})))
         stream.piece(piece)

@@ -101,7 +101,8 @@ def _target(kind: str = "emulator") -> kit.Target:
     ("error", "failed"),
 ])
 def test_check_summary_maps_states(state: str, verdict: str) -> None:
-    result = CheckResult(available=state == "ready", state=state, model="m", errors=["e"] if verdict != "passed" else [])
+    result = CheckResult(available=state == "ready", state=state, model="m",
+                         errors=["e"] if verdict != "passed" else [])
     summary = kit.check_summary(result, target=_target())
     assert summary["verdict"] == verdict and summary["reason"] == state
 

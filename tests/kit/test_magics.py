@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import pytest
 from IPython.core.error import UsageError
@@ -31,7 +32,7 @@ def test_chat_streams_into_one_display_updated_in_place_then_the_verdict(ip, mon
     assert {o.transient["display_id"] for o in cap.outputs} == {first.transient["display_id"]}
     texts = [o.data["text/plain"] for o in cap.outputs]
     assert len(updates) >= 2 and len(set(texts)) >= 3  # placeholder, at least one partial, the whole answer
-    assert all(later.startswith(earlier) for earlier, later in zip(texts[1:], texts[2:]))  # only ever grows
+    assert all(later.startswith(earlier) for earlier, later in pairwise(texts[1:]))  # only ever grows
     assert texts[-1] == result.text and "Say hello" in result.text
     assert result.verdict == "passed" and result.outcome.reason == "ok"
     assert ">passed<" in result._repr_html_() and "hermes-timeline" in result._repr_html_()

@@ -47,7 +47,8 @@ def test_matrix_with_a_fake_runner_names_what_drifted_between_versions(tmp_path:
 
     def fake(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict:
         calls.append((version, state, out_dir))
-        return _report(version, "failed" if version == "0.18.0" else "passed", [BIG_BODY] if version == "0.18.0" else [])
+        failing = version == "0.18.0"
+        return _report(version, "failed" if failing else "passed", [BIG_BODY] if failing else [])
 
     result = run_matrix(VERSIONS, state="live", out_dir=tmp_path, runner=fake)
     assert [c[0] for c in calls] == ["0.18.0", "0.18.1", "0.19.0"]  # oldest first; 0.16/0.17 never installed
@@ -157,7 +158,8 @@ def test_the_existing_venv_hermes_is_adopted_as_the_019_cache(tmp_path: Path) ->
     entry = tmp_path / "hermes-agent" / "0.19.0"
     assert entry.is_symlink() and entry.resolve() == HERMES_BIN.resolve().parent.parent
     assert binary == entry / "bin" / "hermes"
-    assert ensure_hermes("0.19.0", environ={"HERMES_NB_CACHE_DIR": str(tmp_path), "PATH": "/x"}, install=False) == binary
+    environ = {"HERMES_NB_CACHE_DIR": str(tmp_path), "PATH": "/x"}
+    assert ensure_hermes("0.19.0", environ=environ, install=False) == binary
 
 
 def test_smoke_hermes_version_usage_and_unsupported_live(capsys) -> None:
@@ -192,7 +194,8 @@ OPT_IN = [v for v in os.environ.get("HERMES_NB_TEST_INSTALL_VERSIONS", "").split
 def test_opt_in_install_real_releases_and_run_the_matrix(capsys, monkeypatch) -> None:
     monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(ROOT / ".cache" / "hermes-nb"))
     out = ROOT / ".cache" / "matrix-out"
-    code = main(["matrix", "--versions", ",".join(OPT_IN), "--state", "stale", "--no-html", "--out", str(out), "--json"])
+    code = main(["matrix", "--versions", ",".join(OPT_IN), "--state", "stale", "--no-html", "--out", str(out),
+                 "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert all(v["status"] == "ran" for v in doc["versions"]), doc
     assert code in (0, 3)  # stale: the adapter check and the e2e run are blocked by design
@@ -237,7 +240,8 @@ def test_matrix_runs_every_provider_into_its_own_directory(tmp_path: Path, capsy
     assert calls == [("0.19.0", "nous", "0.19.0"), ("0.16.0", "xai", "0.16.0-xai"), ("0.19.0", "xai", "0.19.0-xai")]
     doc = result.to_dict()
     assert [(v["version"], v["provider"], v["status"]) for v in doc["versions"]] == [
-        ("0.16.0", "nous", "unsupported"), ("0.19.0", "nous", "ran"), ("0.16.0", "xai", "ran"), ("0.19.0", "xai", "ran")]
+        ("0.16.0", "nous", "unsupported"), ("0.19.0", "nous", "ran"),
+        ("0.16.0", "xai", "ran"), ("0.19.0", "xai", "ran")]
     assert [(c["from"], c["to"], c["provider"]) for c in doc["changes"]] == [("0.16.0", "0.19.0", "xai")]
     md = (tmp_path / "matrix.md").read_text()
     assert "| 0.16.0 | xai | yes | yes | yes |" in md and "| 0.16.0 | nous | yes | no | yes |" in md

@@ -1,4 +1,5 @@
-"""Kernel start (hermes_nb.nbrun.kernels + execute): a port taken before the kernel binds it costs one retry, not a run."""
+"""Kernel start (hermes_nb.nbrun.kernels + execute): a port taken before the kernel binds it costs one retry, not a
+run; a notebook run leaves nothing behind."""
 
 from __future__ import annotations
 

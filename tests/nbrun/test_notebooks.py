@@ -103,7 +103,8 @@ def test_title_narrative_and_verdict_cell_last(name: str) -> None:
     for cell in nb.cells:
         if cell.cell_type == "code" and "parameters" not in cell.metadata.get("tags", []):
             tree = ast.parse(cell.source)
-            assert not any(isinstance(n, (ast.For, ast.While, ast.If, ast.Try, ast.FunctionDef)) for n in ast.walk(tree)), \
+            logic = (ast.For, ast.While, ast.If, ast.Try, ast.FunctionDef)
+            assert not any(isinstance(n, logic) for n in ast.walk(tree)), \
                 f"{name}: logic in a cell: {cell.source[:80]!r}"
 
 
@@ -197,8 +198,9 @@ def test_nbval_fails_when_a_stored_output_changes(tmp_path: Path) -> None:
     verdict_out.data["text/plain"] = verdict_out.data["text/plain"].replace("(ready)", "(locked)")
     nbformat.write(nb, str(tmp_path / "adapter_check.ipynb"))
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", str(tmp_path / "adapter_check.ipynb"),
-         "--nbval-current-env", "--nbval-sanitize-with", str(NB_DIR / "nbval-sanitize.cfg")],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
+         str(tmp_path / "adapter_check.ipynb"), "--nbval-current-env", "--nbval-sanitize-with",
+         str(NB_DIR / "nbval-sanitize.cfg")],
         capture_output=True, text=True, timeout=110, cwd=tmp_path,
     )
     assert proc.returncode == 1, proc.stdout[-2000:]
@@ -264,7 +266,8 @@ def test_the_executed_guide_stores_normalised_outputs_that_read_well_unrun(tmp_p
     assert [sorted(o.data) for o in console] == [["text/html", "text/plain"]]
     assert "static picture of the probe console" in console[0].data["text/html"]
     assert not re.search(r"127\.0\.0\.1:\d", outputs) and "127.0.0.1:&lt;port&gt;" in outputs
-    html = [o.data["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.outputs if "text/html" in o.get("data", {})]
+    html = [o.data["text/html"] for c in nb.cells if c.cell_type == "code"
+            for o in c.outputs if "text/html" in o.get("data", {})]
     assert not any(re.search(r"<(port|n\.nnn|n\.n|sha256|run-id|timestamp|tmp-path)>", h) for h in html)
     assert "&lt;n.nnn&gt; s" in outputs and "hermes-timeline" in outputs and not re.search(r"\d\.\d{3} s\b", outputs)
 

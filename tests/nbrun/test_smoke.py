@@ -215,7 +215,8 @@ def test_cli_rig_stale_is_blocked_exit_3_with_the_hermes_version(tmp_path: Path,
                  "--out", str(tmp_path), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 3 and out["verdict"] == "blocked" and out["target_kind"] == "rig"
-    assert {r["notebook"]: r["verdict"] for r in out["receipts"]} == {"adapter_check": "blocked", "e2e_smoke": "blocked"}
+    verdicts = {r["notebook"]: r["verdict"] for r in out["receipts"]}
+    assert verdicts == {"adapter_check": "blocked", "e2e_smoke": "blocked"}
     for r in out["receipts"]:
         receipt = nbformat.read(r["path"], as_version=4).metadata.receipt
         assert receipt["target_kind"] == "rig" and receipt["hermes_agent_version"]
@@ -344,7 +345,8 @@ def test_cli_constants_mirror_the_library() -> None:
 
 def test_building_the_cli_does_not_import_the_notebook_stack() -> None:
     code = ("import sys, hermes_nb.cli.app as c; c.build_parser(); "
-            "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'hermes_nb.nbrun.smoke') if m in sys.modules))")
+            "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'hermes_nb.nbrun.smoke') "
+            "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
 
@@ -536,7 +538,8 @@ def test_ctrl_c_kills_the_kernels_and_still_writes_receipts_and_index(tmp_path: 
     _write_fixture(templates, "block", [PARAMS, (f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(300)",
                                                  None), _verdict_cell("passed")])
     out = tmp_path / "out"
-    script = ("import sys\nfrom pathlib import Path\nfrom hermes_nb.nbrun.smoke import run_smoke\nfrom hermes_nb.nbrun.smoke_target import SmokeTarget\n"
+    script = ("import sys\nfrom pathlib import Path\nfrom hermes_nb.nbrun.smoke import run_smoke\n"
+              "from hermes_nb.nbrun.smoke_target import SmokeTarget\n"
               f"result = run_smoke(SmokeTarget(), out_dir=Path({str(out)!r}), only=['block'], "
               f"templates=Path({str(templates)!r}), timeout_s=280)\n"
               "sys.exit(130 if (result.verdict, result.cancelled_by) == ('cancelled', 'SIGINT') else 0)\n")
@@ -544,7 +547,8 @@ def test_ctrl_c_kills_the_kernels_and_still_writes_receipts_and_index(tmp_path: 
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():  # poll with a deadline: the cell is running
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "no start"
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                proc.stderr.read() if proc.poll() else "no start"
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -669,6 +673,7 @@ def test_the_environment_digest_lists_what_the_metadata_parser_reads() -> None:
     expected = sorted({f"{d.metadata['Name'].lower()}=={d.metadata['Version']}"
                        for d in importlib.metadata.distributions() if d.metadata["Name"]})
     assert environment_digest() == {"packages": len(expected), "sha256": json_digest(expected)}
-    text = "Metadata-Version: 2.1\nSummary: a\n  folded Name: x\nName: Real\nVersion: 1.0 \n\nName: in-the-description\n"
+    text = ("Metadata-Version: 2.1\nSummary: a\n  folded Name: x\nName: Real\nVersion: 1.0 \n"
+            "\nName: in-the-description\n")
     assert _name_and_version(text) == ("Real", "1.0")
     assert _name_and_version("Version: 2\n") == (None, "2")

@@ -1,5 +1,5 @@
-"""The opt-in kernel fork server (hermes_nb.nbrun.zygote + fork_provisioner): forked kernels are fresh, isolated kernels,
-plugged through jupyter_client's provisioner entry point and a kernelspec only."""
+"""The opt-in kernel fork server (hermes_nb.nbrun.zygote + fork_provisioner): forked kernels are fresh, isolated
+kernels, plugged through jupyter_client's provisioner entry point and a kernelspec only."""
 
 from __future__ import annotations
 

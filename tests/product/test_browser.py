@@ -3,7 +3,8 @@
 Marker ``browser``; ``make test`` runs them when Debian's chromium (``/usr/bin/chromium``) is there, after
 installing JupyterLab and Playwright for Python from ``requirements-browser.lock`` into ``.venv-browser`` (never a
 browser download: Playwright launches the system chromium through ``executable_path``). The Playwright side
-is ``tests/browser/drive.py`` (through ``tests.helpers.drive``), run with ``.venv-browser``'s Python; it prints its observations as JSON.
+is ``tests/browser/drive.py`` (through ``tests.helpers.drive``), run with ``.venv-browser``'s Python; it prints
+its observations as JSON.
 
 One JupyterLab per module, on loopback with a random token, in throwaway Jupyter/JupyterLab/IPython
 directories, with a private kernelspec (also under the name ``python3``, the shipped notebooks' kernel) bound

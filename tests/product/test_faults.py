@@ -352,7 +352,8 @@ def bad_cert_tls() -> ssl.SSLContext:
 
 
 @pytest.fixture
-def endpoint_for(no_dns: None, bad_cert_tls: ssl.SSLContext) -> Iterator[Callable[[Fault], tuple[str, list[FaultServer]]]]:
+def endpoint_for(no_dns: None,
+                 bad_cert_tls: ssl.SSLContext) -> Iterator[Callable[[Fault], tuple[str, list[FaultServer]]]]:
     servers: list[FaultServer] = []
 
     def make(fault: Fault) -> tuple[str, list[FaultServer]]:

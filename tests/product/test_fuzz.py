@@ -29,8 +29,9 @@ from hermes_nb.harness.artifacts import _surely_clean
 _ALPHABET = (string.ascii_letters[:12] + "bearrBEARReyJsk-_.~+/=0189 \t\n\u3000\u2028\u212a\u017f\u0131\u0130"
              + "\"\\\x00é")
 _shape_text = st.text(alphabet=_ALPHABET, max_size=60) | st.lists(
-    st.sampled_from(["Bearer ", "bEaReR\u3000", "sk-", "sk-abcdefgh1234", "sk-Q1w2e3r4t5y6", "eyJhbGciOi", ".eyJzdWIi", ".sig",
-                     "token ", "x", " ", "\t", "abcDEF123", "\u212a", "-"]), max_size=8).map("".join)
+    st.sampled_from(["Bearer ", "bEaReR\u3000", "sk-", "sk-abcdefgh1234", "sk-Q1w2e3r4t5y6", "eyJhbGciOi",
+                     ".eyJzdWIi", ".sig", "token ", "x", " ", "\t", "abcDEF123", "\u212a", "-"]),
+    max_size=8).map("".join)
 
 
 @given(_shape_text)

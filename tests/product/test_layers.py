@@ -1,4 +1,5 @@
-"""The layering is checked, not just drawn: the import-linter contracts hold, and they can fail; module size is reported."""
+"""The layering is checked, not just drawn: the import-linter contracts hold, and they can fail; module size is
+reported."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The code is linted: ``ruff check`` passes with the configuration in pyproject.toml ([tool.ruff]: the package, the
-benchmarks and the scripts), and that configuration can fail."""
+tests, the benchmarks and the scripts), and that configuration can fail."""
 
 from __future__ import annotations
 
@@ -21,16 +21,16 @@ def _ruff(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[s
                           input=stdin, capture_output=True, text=True, timeout=120)
 
 
-def test_ruff_passes_on_the_package_benchmarks_and_scripts() -> None:
+def test_ruff_passes_on_the_package_tests_benchmarks_and_scripts() -> None:
     proc = _ruff()  # what it checks and how: [tool.ruff] in pyproject.toml
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
 
 
-def test_ruff_looks_at_the_package_benchmarks_and_scripts() -> None:
+def test_ruff_looks_at_the_package_tests_benchmarks_and_scripts() -> None:
     proc = subprocess.run([str(RUFF), "check", "--show-files"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     files = {Path(line.strip()).relative_to(ROOT).parts[0] for line in proc.stdout.splitlines() if line.strip()}
-    assert files == {"hermes_nb", "benchmarks", "scripts"}
+    assert files == {"hermes_nb", "tests", "benchmarks", "scripts"}
 
 
 @pytest.mark.parametrize("source, code", [

@@ -99,5 +99,6 @@ def test_the_three_handles_share_one_helper(tmp_path: Path) -> None:
     with serve() as emu:
         assert emu == emu.endpoint and isinstance(emu, str) and emu.port > 0
     handle = RigHandle("http://127.0.0.1:1/v1", state="live")
-    assert (handle, handle.state, handle.upstream, handle.upstream_kind) == ("http://127.0.0.1:1/v1", "live", None, None)
+    assert (handle, handle.state, handle.upstream, handle.upstream_kind) == (
+        "http://127.0.0.1:1/v1", "live", None, None)
     assert "str)" not in inspect.getsource(inspect.getmodule(RigHandle))  # no second str-subclass handle

@@ -11,11 +11,12 @@ import hermes_nb
 EXPORTED = [
     "AdapterManifest", "ArtifactError", "CheckResult", "ConfigError", "EmulatorHandle", "ErrorEnvelope",
     "Exchange", "HermesClient", "HermesError", "HermesProxyRuntimeConfig", "Mission", "NotebookFailed", "Outcome",
-    "PromotionRefused", "ProtocolViolation", "PublishError", "ProxyStatusError", "ProxyTimeout", "ProxyUnreachable", "Redactor",
-    "RigError", "RunPlan", "RunResult", "SSEDecoder", "SecretLeak", "ServerSentEvent", "SmokeTarget",
+    "PromotionRefused", "ProtocolViolation", "PublishError", "ProxyStatusError", "ProxyTimeout", "ProxyUnreachable",
+    "Redactor", "RigError", "RunPlan", "RunResult", "SSEDecoder", "SecretLeak", "ServerSentEvent", "SmokeTarget",
     "UnknownKeyError", "UsageError", "WireReport", "__version__", "adapter_check", "classify", "compare_contract",
     "dry_run", "extract_final_message", "find_hermes_bin", "load_contract", "load_manifest", "load_mission",
-    "manifest_template", "merge_runtime_config", "plan_run", "prepare_mission", "PreparedMission", "probe_endpoint", "real_proxy", "render_prompt",
+    "manifest_template", "merge_runtime_config", "plan_run", "prepare_mission", "PreparedMission", "probe_endpoint",
+    "real_proxy", "render_prompt",
     "resolve_runtime_config", "run_mission", "run_smoke", "runtime_final_message_instruction", "save_manifest",
     "serve_emulator", "verify_receipts", "wrap_final_message",
     # issue 11: the Jupyter face
@@ -51,7 +52,8 @@ _IDENTITY = (
     "else:\n"
     "    got = names(); walk()\n"
     "bad = [n for n, obj in got.items()\n"
-    "       if obj is not getattr(importlib.import_module('hermes_nb.' + hermes_nb._where(n)[0]), hermes_nb._where(n)[1])\n"
+    "       if obj is not getattr(importlib.import_module('hermes_nb.' + hermes_nb._where(n)[0]),\n"
+    "                             hermes_nb._where(n)[1])\n"
     "       or getattr(hermes_nb, n) is not obj or isinstance(obj, type(hermes_nb))]\n"
     "print(json.dumps(bad))\n"
 )
@@ -116,7 +118,8 @@ def test_a_command_imports_only_its_own_module():
         "import sys\n"
         "from hermes_nb.cli import main\n"
         "main(['emulator', '--help'])\n"
-        "print('loaded:' + ','.join(m for m in ('hermes_nb.cli.commands.run', 'hermes_nb.cli.commands.smoke', 'hermes_nb.proxy.check')"
+        "print('loaded:' + ','.join(m for m in ('hermes_nb.cli.commands.run', 'hermes_nb.cli.commands.smoke',"
+        " 'hermes_nb.proxy.check')"
         " if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

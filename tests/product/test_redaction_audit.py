@@ -4,9 +4,9 @@ Canaries: the auth token in the adapter manifest, another in ``HERMES_NB_AUTH_TO
 ``x-api-key`` extra header, and -- in the prompt's neighbourhood -- an ``sk-`` key and a JWT that no
 configuration names (only their shapes can catch them; the emulator echoes the prompt back). The jobs
 (docs/hardening.md lists them): check, probe, run, smoke (three notebooks, receipts, HTML, index), the
-widgets console's actions (check, probe, run prompt), the IPython magics (check, probe, chat) and promote. Every file they produced (the project
-tree, the receipts) and everything they printed (stdout and stderr) is scanned for each canary and for
-JWT-, bearer- and key-shaped strings.
+widgets console's actions (check, probe, run prompt), the IPython magics (check, probe, chat) and promote. Every
+file they produced (the project tree, the receipts) and everything they printed (stdout and stderr) is scanned
+for each canary and for JWT-, bearer- and key-shaped strings.
 """
 
 from __future__ import annotations

@@ -55,7 +55,8 @@ def test_level_figures_follow_the_genai_perf_definitions() -> None:
         _sample(0.0, 0.100, 0.250, 16, token_source="usage"),  # ITL (0.25-0.1)/15 = 10 ms
         _sample(0.1, 0.120, 0.420, 31, token_source="usage"),  # ITL 10 ms
         _sample(0.2, 0.050, 0.050, 1, token_source="usage"),   # one token: no ITL
-        Sample(start_s=0.3, end_s=0.31, status=429, error="rate_limited", retry_after_s=2.0, detail="429 (Retry-After 2 s)"),
+        Sample(start_s=0.3, end_s=0.31, status=429, error="rate_limited", retry_after_s=2.0,
+               detail="429 (Retry-After 2 s)"),
         Sample(start_s=0.3, end_s=0.32, status=429, error="rate_limited", retry_after_s=2.0),
         Sample(start_s=0.4, end_s=0.9, error="timeout", detail="no complete answer within 0.5 s"),
     ]
@@ -299,7 +300,7 @@ def test_direct_gives_the_added_latency_per_level(hermes_emulator_factory) -> No
     assert [lv.concurrency for lv in report.direct_levels] == [1, 2]
     assert all(lv.target == "direct" and lv.succeeded == 4 for lv in report.direct_levels)
     assert [a.concurrency for a in report.added] == [1, 2]
-    for added, p, d in zip(report.added, report.levels, report.direct_levels):
+    for added, p, d in zip(report.added, report.levels, report.direct_levels, strict=True):
         assert added.ttft_ms["p50"] == pytest.approx(p.ttft_ms.p50 - d.ttft_ms.p50, abs=1e-3)
         assert added.e2e_ms["p99"] == pytest.approx(p.e2e_ms.p99 - d.e2e_ms.p99, abs=1e-3)
     assert len([r for r in upstream.requests if r.path.endswith("/chat/completions")]) == 8

@@ -6,6 +6,7 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
+from datetime import UTC
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -15,12 +16,6 @@ from hermes_nb import ConfigError, UsageError, WireReport, load_contract
 from hermes_nb.cli import main
 from hermes_nb.core.resources import contracts_dir
 from hermes_nb.emulator import serve
-from hermes_nb.proxy.probe import ROUTES, probe
-from hermes_nb.proxy.report import Drift, server_product
-
-CONTRACT_DIR = contracts_dir()
-from datetime import UTC
-
 from hermes_nb.proxy.contracts import (
     RELAYED_FIELDS,
     ROUTE_FIELDS,
@@ -33,8 +28,11 @@ from hermes_nb.proxy.contracts import (
     resolve_contract,
     upstream_differences,
 )
+from hermes_nb.proxy.probe import ROUTES, probe
+from hermes_nb.proxy.report import Drift, server_product
 from tests.helpers import ROOT
 
+CONTRACT_DIR = contracts_dir()
 SEED = load_contract(resolve_contract("seed"))
 REAL = load_contract(resolve_contract("hermes-agent-0.19.0"))
 

@@ -353,7 +353,8 @@ def test_xai_auth_store_documents_a_pooled_credential_pointing_at_the_upstream()
     assert _claims(entry["access_token"])["exp"] > _claims(entry["access_token"])["iat"] + 3_600  # no refresh due
     stale, = rig.auth_store_document("stale", provider="xai")["credential_pool"]["xai-oauth"]
     assert _claims(stale["access_token"])["exp"] < _claims(stale["access_token"])["iat"]  # expired: must refresh
-    assert entry["access_token"] in auth_store_secrets(live_doc) and entry["refresh_token"] in auth_store_secrets(live_doc)
+    secrets = auth_store_secrets(live_doc)
+    assert entry["access_token"] in secrets and entry["refresh_token"] in secrets
     assert rig.auth_store_document("logged-out", provider="xai") is None
     with pytest.raises(RigError, match="unknown rig provider"):
         rig.auth_store_document("live", provider="claude")

@@ -25,7 +25,8 @@ def _receipt_nb(timeline: dict | None) -> nbformat.NotebookNode:
     cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<table><tr><td>" + "x" * 500
                                                                   + "</td></tr></table>", "text/plain": "t"})]
     nb.cells = [cell]
-    nb.metadata["receipt"] = {"notebook": "e2e_smoke", "verdict": "passed", "artifacts": {"runtime-final.txt": "ab" * 32},
+    nb.metadata["receipt"] = {"notebook": "e2e_smoke", "verdict": "passed",
+                              "artifacts": {"runtime-final.txt": "ab" * 32},
                               "template": {"path": "e2e_smoke.ipynb", "sha256": "cd" * 32},
                               "summary": {"details": {"timeline": timeline}}}
     return nb

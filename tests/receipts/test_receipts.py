@@ -244,7 +244,8 @@ def test_the_index_lock_leaves_no_file_behind(tmp_path: Path) -> None:
 
 def test_verify_of_a_directory_without_an_index_is_not_verified(tmp_path: Path) -> None:
     report = verify_receipts(tmp_path)
-    assert not report.ok and report.problems == [f"{tmp_path}: no index.json (not a receipts directory, or nothing was written)"]
+    assert not report.ok
+    assert report.problems == [f"{tmp_path}: no index.json (not a receipts directory, or nothing was written)"]
 
 
 def test_the_index_is_a_chain_removing_or_reordering_an_entry_shows(tmp_path: Path) -> None:
@@ -265,7 +266,8 @@ def test_the_index_is_a_chain_removing_or_reordering_an_entry_shows(tmp_path: Pa
     for path in (tmp_path / "dropped").glob(f"*/*/{gone['notebook']}*"):
         path.unlink()
     problems = verify_receipts(tmp_path / "dropped").problems
-    assert problems == [f"{tmp_path / 'dropped' / 'index.json'}: entry 2 ({files.notebook.relative_to(tmp_path / 'r')}):"
+    entry = files.notebook.relative_to(tmp_path / "r")
+    assert problems == [f"{tmp_path / 'dropped' / 'index.json'}: entry 2 ({entry}):"
                         " chain broken (an earlier entry was changed, removed or reordered)"]
 
     # swap two entries

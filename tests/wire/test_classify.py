@@ -141,7 +141,7 @@ def test_passed(exchange: Exchange, reason: str, warnings: list[str], final: str
     assert (outcome.status, outcome.reason, outcome.errors) == ("passed", reason, [])
     assert outcome.final_message == final
     assert len(outcome.warnings) == len(warnings)
-    for want, got in zip(warnings, outcome.warnings):
+    for want, got in zip(warnings, outcome.warnings, strict=True):
         assert want in got
 
 

@@ -287,7 +287,8 @@ def _state(stream: ChatStream) -> Any:
             stream.error, stream.in_band_error, stream.protocol_errors, stream.chunks, stream.skipped)
 
 
-_numberish = st.integers() | st.integers(min_value=2**63, max_value=2**70) | st.floats() | st.none() | st.text(max_size=4)
+_numberish = (st.integers() | st.integers(min_value=2**63, max_value=2**70) | st.floats() | st.none()
+              | st.text(max_size=4))
 
 
 @settings(max_examples=400, deadline=None)

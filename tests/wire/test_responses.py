@@ -83,7 +83,8 @@ def test_probe_records_the_stream_shape_on_xai_and_path_not_allowed_on_nous() ->
     with serve(provider="xai") as xai, serve() as nous:
         on_xai, on_nous = probe(xai.endpoint, deadline_s=20), probe(nous.endpoint, deadline_s=20)
     by = {r.name: r for r in on_xai.routes}
-    assert by["responses"].outcome == "forwarded" and by["responses"].json_keys and "output" in by["responses"].json_keys
+    responses = by["responses"]
+    assert responses.outcome == "forwarded" and responses.json_keys and "output" in responses.json_keys
     assert by["responses_stream"].sse_events == STREAM_SHAPE and by["responses_stream"].done is False
     assert by["chat_stream"].sse_events == ["chat.completion.chunk", "[DONE]"]
     refused = {r.name: r for r in on_nous.routes}

@@ -178,8 +178,8 @@ ROBUST = [
     ("empty-block", f"{OPEN}\n{F}\n", "", True),
     ("empty-block-blank-line", f"{OPEN}\n\n{F}\n", "", True),
     ("crlf-everywhere", f"text\r\n{OPEN}\r\nline one\r\nline two\r\n{F}\r\n", "line one\r\nline two", True),
-    ("echoed-instruction-last", "Work done.\n" + wrap_final_message("real summary") + runtime_final_message_instruction(),
-     "real summary", False),
+    ("echoed-instruction-last",
+     "Work done.\n" + wrap_final_message("real summary") + runtime_final_message_instruction(), "real summary", False),
     ("echoed-instruction-only", "I will follow:\n" + runtime_final_message_instruction(), "", False),
     ("echoed-uh-instruction", "ok\n" + wrap_final_message("mine") + f"{OPEN}\n"
      "<one-paragraph summary of what you did, what changed, and any caveats>\n" + F, "mine", False),

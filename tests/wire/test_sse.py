@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -187,7 +188,7 @@ streams = st.lists(st.sampled_from(_ALPHABET), max_size=60).map(b"".join)
 def _split(stream: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(stream) + 1) for c in cuts})
     bounds = [0, *points, len(stream)]
-    return [stream[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [stream[a:b] for a, b in pairwise(bounds)]
 
 
 @settings(max_examples=300, deadline=None)
