@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_nb.core.providers import PROXY_PROVIDERS
+
 from . import content as c
 
 __all__ = [
@@ -76,8 +78,6 @@ BAD_GATEWAY_HTML = (
 def check_profile(profile: str = "hermes-agent", scenario: str = "ok", provider: str = "nous") -> None:
     """ValueError unless ``profile`` is known, ``scenario`` is one it plays and ``provider`` one the proxy
     profiles front (:data:`hermes_nb.core.providers.PROXY_PROVIDERS`): what an emulator checks at start."""
-    from hermes_nb.core.providers import PROXY_PROVIDERS
-
     if provider not in PROXY_PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; choose one of: {', '.join(PROXY_PROVIDERS)}")
     if profile not in PROFILES:

@@ -296,17 +296,7 @@ def test_copy_as_code_carries_an_environment_lookup_never_the_token_and_runs(rou
         console.close()
 
 
-def test_the_model_picker_offers_the_listed_models_and_flags_an_unlisted_one(monkeypatch) -> None:
-    from hermes_nb import HermesClient
-
-    calls: list[str] = []
-    real = HermesClient.models
-
-    def counting(self, **kw):  # type: ignore[no-untyped-def]
-        calls.append(self.config.endpoint)
-        return real(self, **kw)
-
-    monkeypatch.setattr(HermesClient, "models", counting)
+def test_the_model_picker_offers_the_listed_models_and_flags_an_unlisted_one(models_calls: list[str]) -> None:
     console = ProbeConsole()
     try:
         models = console.refresh_models()
@@ -318,7 +308,7 @@ def test_the_model_picker_offers_the_listed_models_and_flags_an_unlisted_one(mon
         assert "⚠" not in console.model_flag.value
         console.refresh_models()
         assert console.send() is not None and console.wait(10)
-        assert len(calls) == 1  # one GET /models for the session's endpoint
+        assert len(models_calls) == 1  # one GET /models for the session's endpoint
     finally:
         console.close()
 

@@ -142,17 +142,7 @@ def test_a_failed_chat_never_says_done_and_its_result_carries_usage(ip) -> None:
     assert ok.usage.reported and ok.usage.completion_tokens > 0
 
 
-def test_an_unlisted_model_is_warned_about_with_one_models_call_per_endpoint(ip, monkeypatch) -> None:
-    from hermes_nb import HermesClient
-
-    calls: list[str] = []
-    real = HermesClient.models
-
-    def counting(self, **kw):  # type: ignore[no-untyped-def]
-        calls.append(self.config.endpoint)
-        return real(self, **kw)
-
-    monkeypatch.setattr(HermesClient, "models", counting)
+def test_an_unlisted_model_is_warned_about_with_one_models_call_per_endpoint(ip, models_calls: list[str]) -> None:
     with serve(scenario="ok") as emu:
         with capture_output() as cap:
             result = ip.run_cell_magic("hermes_chat", f"--endpoint {emu.endpoint} --model no-such-model", "hi")
@@ -161,4 +151,4 @@ def test_an_unlisted_model_is_warned_about_with_one_models_call_per_endpoint(ip,
         with capture_output() as cap:
             listed = ip.run_cell_magic("hermes_chat", f"--endpoint {emu.endpoint}", "hi")
         assert not listed.warnings and not any("warning" in o.data["text/plain"] for o in cap.outputs)
-    assert calls == [emu.endpoint]  # one GET /models for the endpoint, then the session's cache
+    assert models_calls == [emu.endpoint]  # one GET /models for the endpoint, then the session's cache
