@@ -1,0 +1,232 @@
+"""Job specs: every option of a job declared once, as a pydantic field; every face is generated from it.
+
+A job's spec is a :class:`Spec` subclass. Each field carries its type, its unit in its name (``*_s`` seconds,
+``*_timeout_s`` a silence, ``*_budget_s`` a whole), its default, its constraint (``gt=0``…) and its
+``description``; :class:`Opt` in the field's ``Annotated`` metadata says how the faces show it (a positional
+argument, a repeatable flag, a comma list, which faces have it). From that one declaration:
+
+* the CLI's flags (:meth:`Spec.add_arguments`: ``--cell-timeout-s S`` from ``cell_timeout_s``) and its parsed
+  value (:meth:`Spec.from_args`);
+* the magics' arguments and their ``%magic?`` help (the same parser, ``prog="%hermes_check"``);
+* the notebooks' ``parameters`` cell (:meth:`Spec.parameters_source`: ``name: type = default  # description``).
+
+Validation is pydantic's, once: a bad value is one line naming the option as the face spells it
+(``--cell-timeout-s: must be > 0``, exit 2). A rule across options (``endpoint`` and ``rig`` exclude each other)
+is a ``model_validator`` raising :func:`conflict`, which names the options as each face spells them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import types
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError, PydanticUndefined
+
+from hermes_nb.core.errors import UsageError
+
+__all__ = ["Face", "Opt", "Spec", "CommaList", "conflict", "flag_of"]
+
+Face = Literal["cli", "magic", "notebook"]
+ALL_FACES: frozenset[str] = frozenset({"cli", "magic", "notebook"})
+
+
+@dataclass(frozen=True)
+class Opt:
+    """How the faces show one option (in the field's ``Annotated`` metadata; absent: a plain ``--flag``)."""
+
+    #: the faces that have it
+    faces: frozenset[str] = ALL_FACES
+    #: a positional argument (CLI and magic), not a flag
+    positional: bool = False
+    #: a list option given as a repeated flag (``--only a --only b``)
+    repeat: bool = False
+    #: the placeholder in help (default: from the unit: ``S`` for ``*_s``, ``N`` for numbers, ``TEXT``)
+    metavar: str | None = None
+    #: a one-letter alias (``-f``)
+    short: str | None = None
+
+
+def _split_commas(value: Any) -> Any:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+#: a list option written ``a,b,c`` on the command line (a list in Python)
+CommaList = BeforeValidator(_split_commas)
+
+
+def conflict(*names: str, why: str = "cannot be used together") -> PydanticCustomError:
+    """The error of a rule across options, for a ``model_validator`` to raise: each face names the options its
+    own way (``--endpoint and --rig cannot be used together``; ``endpoint and rig …`` for the library)."""
+    return PydanticCustomError("conflict", "{names} " + why, {"names": " and ".join(names), "fields": names})
+
+
+def flag_of(name: str) -> str:
+    """``cell_timeout_s`` → ``--cell-timeout-s``."""
+    return "--" + name.replace("_", "-")
+
+
+def _opt(info: FieldInfo) -> Opt:
+    return next((m for m in info.metadata if isinstance(m, Opt)), Opt())
+
+
+def _unwrap(annotation: Any) -> tuple[Any, bool]:
+    """(the type without ``None``, whether ``None`` is allowed)."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        inner = args[0] if len(args) == 1 else annotation
+        return inner, len(args) < len(get_args(annotation))
+    return annotation, False
+
+
+def _type_text(annotation: Any) -> str:
+    """How the parameters cell writes the type (a string when it needs an import: ``"Optional[str]"``)."""
+    inner, optional = _unwrap(annotation)
+    if get_origin(inner) is Literal:
+        inner = type(get_args(inner)[0])
+    if get_origin(inner) in (list, Sequence):
+        name = f"list[{getattr(get_args(inner)[0], '__name__', 'str')}]"
+    else:
+        name = getattr(inner, "__name__", "str")
+    return f'"Optional[{name}]"' if optional else name
+
+
+class Spec(BaseModel):
+    """A job's options. Unknown keys are refused; every value is validated where it is set."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
+
+    # ------------------------------------------------------------------ what the faces read
+    @classmethod
+    def options(cls, face: Face) -> Iterator[tuple[str, FieldInfo, Opt]]:
+        for name, info in cls.model_fields.items():
+            opt = _opt(info)
+            if face in opt.faces:
+                yield name, info, opt
+
+    @classmethod
+    def spelled(cls, name: str, face: Face | Literal["library"]) -> str:
+        """How ``face`` writes option ``name``: ``--cell-timeout-s``, ``MISSION`` (positional), ``cell_timeout_s``."""
+        info = cls.model_fields.get(name)
+        if face in ("library", "notebook") or info is None:
+            return name
+        return name.upper() if _opt(info).positional else flag_of(name)
+
+    @classmethod
+    def default_text(cls, name: str) -> str | None:
+        info = cls.model_fields[name]
+        if info.default is PydanticUndefined or info.default is None or info.default is False:
+            return None
+        value = info.default
+        if isinstance(value, (list, tuple)):
+            return ",".join(map(str, value)) if value else None
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    # ------------------------------------------------------------------ the CLI and the magics
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser, face: Face = "cli") -> None:
+        """One argparse argument per option. Every default is None here: the spec fills it in, so a value given
+        and a value defaulted stay apart, and ``--help`` states the spec's default."""
+        for name, info, opt in cls.options(face):
+            inner, _ = _unwrap(info.annotation)
+            help_text = info.description or ""
+            default = cls.default_text(name)
+            if get_origin(inner) is Literal:
+                help_text += f" (one of: {', '.join(map(str, get_args(inner)))})"
+            if default is not None and inner is not bool:
+                help_text += f" (default: {default})"
+            help_text = help_text.replace("%", "%%")
+            if opt.positional:
+                parser.add_argument(name, nargs="?", default=None, metavar=opt.metavar or name.upper(),
+                                    help=help_text)
+                continue
+            names = [flag_of(name), *([opt.short] if opt.short else [])]
+            if inner is bool:
+                if info.default is True:
+                    parser.add_argument(flag_of("no_" + name), dest=name, action="store_const", const=False,
+                                        default=None, help=f"turn off: {help_text}")
+                else:
+                    parser.add_argument(*names, dest=name, action="store_const", const=True, default=None,
+                                        help=help_text)
+                continue
+            metavar = opt.metavar or ("NAME" if opt.repeat else _metavar(name, inner))
+            action = "append" if opt.repeat else "store"
+            parser.add_argument(*names, dest=name, action=action, default=None, metavar=metavar, help=help_text)
+
+    @classmethod
+    def from_args(cls, namespace: argparse.Namespace | Mapping[str, Any], face: Face = "cli", **fixed: Any) -> Self:
+        """The spec from parsed flags (None = not given); a bad value is a :class:`UsageError` naming the flag."""
+        given = vars(namespace) if isinstance(namespace, argparse.Namespace) else dict(namespace)
+        values = {name: given[name] for name, _, _ in cls.options(face) if given.get(name) is not None}
+        return cls.build(face, **values, **fixed)
+
+    @classmethod
+    def build(cls, face: Face | Literal["library"] = "library", **values: Any) -> Self:
+        """The spec from keyword values; a bad value is a one-line :class:`UsageError` naming it as ``face`` does."""
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise UsageError(cls.explain(exc, face)) from None
+
+    @classmethod
+    def explain(cls, exc: ValidationError, face: Face | Literal["library"] = "library") -> str:
+        """One line for a validation error, each option spelled as ``face`` does."""
+        problems = []
+        for err in exc.errors(include_url=False, include_input=False):
+            ctx = err.get("ctx") or {}
+            if err["type"] == "conflict":
+                names = " and ".join(cls.spelled(n, face) for n in ctx.get("fields", ()))
+                problems.append(err["msg"].replace(str(ctx.get("names")), names, 1))
+                continue
+            loc = [str(p) for p in err.get("loc", ())]
+            where = cls.spelled(loc[0], face) if loc else "options"
+            if err["type"] == "extra_forbidden":
+                problems.append(f"{where}: no such option")
+                continue
+            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+            msg = msg.replace("Input should be", "must be").replace("greater than", ">").replace("less than", "<")
+            msg = msg.replace(" or equal to ", "= ").replace("> =", ">=").replace("< =", "<=")
+            problems.append(f"{where}: {msg}")
+        return "; ".join(problems)
+
+    @classmethod
+    def parser(cls, prog: str, description: str = "", face: Face = "magic") -> argparse.ArgumentParser:
+        """A standalone parser for ``face`` (the magics'): errors raise :class:`UsageError`, never exit."""
+        parser = _Parser(prog=prog, description=description, add_help=False)
+        cls.add_arguments(parser, face)
+        return parser
+
+    # ------------------------------------------------------------------ the notebooks
+    @classmethod
+    def parameters_source(cls, extra: Sequence[tuple[str, str, str, str]] = ()) -> str:
+        """The notebook's ``parameters`` cell: one ``name: type = default  # description`` line per option
+        (literals only; ``extra``: (name, type, default literal, description) lines the runner adds)."""
+        lines = []
+        for name, info, _ in cls.options("notebook"):
+            default = info.get_default(call_default_factory=True)
+            lines.append(f"{name}: {_type_text(info.annotation)} = {default!r}  # {info.description or ''}")
+        lines += [f"{name}: {typ} = {default}  # {text}" for name, typ, default, text in extra]
+        return "\n".join(lines)
+
+
+def _metavar(name: str, inner: Any) -> str:
+    if get_origin(inner) is Literal:
+        return "{" + ",".join(map(str, get_args(inner))) + "}"
+    if name.endswith("_s"):
+        return "S"
+    if inner in (int, float) or (get_origin(inner) is list and get_args(inner)[0] in (int, float)):
+        return "N" if get_origin(inner) is not list else "N,N,…"
+    return "TEXT" if get_origin(inner) is not list else "A,B,…"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{self.prog}: {message}")
