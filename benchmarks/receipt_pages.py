@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 
-from hermes_nb.core.timeline import StreamTimeline, timeline_svg
+from hermes_nb.views.timeline import StreamTimeline, timeline_svg
 from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.nbrun.smoke_target import SmokeTarget
 from hermes_nb.receipts.index import load_index

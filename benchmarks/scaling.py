@@ -145,7 +145,7 @@ def body_cap() -> tuple[float, float, str]:
     """(seconds from the 413 to run() returning, whole run seconds, status) for an 11 MB prompt."""
     import hermes_nb.wire.client as client_mod
     from hermes_nb.core.config import validate_config
-    from hermes_nb.emulator import serve
+    from hermes_nb.emulator import serve_emulator
     from hermes_nb.harness.mission import Mission
     from hermes_nb.harness.run import run
 
@@ -159,7 +159,7 @@ def body_cap() -> tuple[float, float, str]:
 
     client_mod.HermesClient.send = send  # type: ignore[method-assign]
     try:
-        with serve() as emu, tempfile.TemporaryDirectory() as tmp:
+        with serve_emulator() as emu, tempfile.TemporaryDirectory() as tmp:
             config = validate_config({"endpoint": emu.endpoint, "model": "m", "auth_token": "sk-bench-cap-x",
                                       "request_timeout_ms": 60_000})
             prompt = "lorem ipsum dolor sit amet " * 420_000  # 11.3 MB

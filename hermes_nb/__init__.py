@@ -16,41 +16,23 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: public name -> its module, or (module, attribute) where the package names it apart from its module
-_LAZY: dict[str, str | tuple[str, str]] = {
-    # core: errors, config, manifest, records, redaction
-    "HermesError": "core.errors", "ConfigError": "core.errors", "UnknownKeyError": "core.errors",
-    "UsageError": "core.errors", "ArtifactError": "core.errors", "ProxyUnreachable": "core.errors",
-    "ProxyTimeout": "core.errors", "ProxyStatusError": "core.errors", "ProtocolViolation": "core.errors",
-    "RigError": "core.errors", "NotebookFailed": "core.errors", "SecretLeak": "core.errors",
-    "PromotionRefused": "core.errors", "PublishError": "core.errors",
-    "HermesProxyRuntimeConfig": "core.config", "merge_runtime_config": "core.config",
-    "resolve_runtime_config": "core.resolve",
-    "AdapterManifest": "core.manifest", "load_manifest": "core.manifest", "save_manifest": "core.manifest",
-    "manifest_template": "core.manifest",
-    "Exchange": "core.records", "Outcome": "core.records", "ErrorEnvelope": "core.records",
-    "Redactor": "core.redaction",
-    # wire
-    "SSEDecoder": "wire.sse", "ServerSentEvent": "wire.sse", "HermesClient": "wire.client",
-    "classify": "wire.classify", "extract_final_message": "wire.sentinel",
-    "runtime_final_message_instruction": "wire.sentinel", "wrap_final_message": "wire.sentinel",
-    # emulator
-    "serve_emulator": ("emulator", "serve"), "EmulatorHandle": "emulator",
-    # proxy: check, probe, contracts, real-proxy rig, the load probe
-    "adapter_check": "proxy.check", "CheckResult": "proxy.check", "probe_endpoint": ("proxy.probe", "probe"),
-    "WireReport": "proxy.report", "compare_contract": ("proxy.contracts", "compare"),
-    "load_contract": "proxy.contracts",
-    "real_proxy": "proxy.rig", "find_hermes_bin": "proxy.executable",
-    "run_load": "proxy.load.run", "LoadReport": "proxy.load.report",
-    # harness: missions and runs
-    "Mission": "harness.mission", "load_mission": "harness.mission", "render_prompt": "harness.prompt",
-    "plan_run": "harness.plan", "RunPlan": "harness.plan", "dry_run": "harness.run", "run_mission": "harness.run",
-    "prepare_mission": "harness.prepare", "PreparedMission": "harness.prepare",
-    "RunResult": "harness.results",
-    # receipts, the notebook runner, the kernel-side kit
-    "verify_receipts": "receipts.verify",
-    "run_smoke": "nbrun.smoke", "SmokeTarget": "nbrun.smoke_target", "ProbeConsole": "kit.console",
+#: public name -> its module: one verb per job with its result, the config, the client, the emulator, the errors;
+#: everything else is imported from its subpackage
+_LAZY: dict[str, str] = {
+    "check": "proxy.check", "CheckResult": "proxy.check",
+    "probe": "proxy.probe", "WireReport": "proxy.report",
+    "run_mission": "harness.prepare", "RunResult": "harness.results",
     "smoke": "nbrun.jobs", "SmokeOutcome": "nbrun.jobs",
+    "run_load": "proxy.load.run", "LoadReport": "proxy.load.report",
+    "Target": "target",
+    "HermesProxyRuntimeConfig": "core.config", "resolve_runtime_config": "core.resolve",
+    "HermesClient": "wire.client", "Exchange": "core.records",
+    "serve_emulator": "emulator",
+    "verify_receipts": "receipts.verify",
+    "ProbeConsole": "kit.console",
+    "HermesError": "core.errors", "ConfigError": "core.errors", "UsageError": "core.errors",
+    "ProxyUnreachable": "core.errors", "ProxyTimeout": "core.errors", "ProxyStatusError": "core.errors",
+    "ProtocolViolation": "core.errors", "NotebookFailed": "core.errors", "RigError": "core.errors",
 }
 
 __all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension", *sorted(_LAZY)]
@@ -71,22 +53,13 @@ def unload_ipython_extension(ipython: "Any") -> None:
     importlib.import_module("hermes_nb.kit.magics").unload_ipython_extension(ipython)
 
 
-def _where(name: str) -> "tuple[str, str] | None":
-    """``(module, attribute)`` of a public name."""
-    found = _LAZY.get(name)
-    if found is None:
-        return None
-    return found if isinstance(found, tuple) else (found, name)
-
-
 def __getattr__(name: str) -> "Any":
-    where = _where(name)
-    if where is None:
+    module = _LAZY.get(name)
+    if module is None:
         raise AttributeError(f"module 'hermes_nb' has no attribute {name!r}")
-    module, attribute = where
     import importlib
 
-    value = getattr(importlib.import_module(f"hermes_nb.{module}"), attribute)
+    value = getattr(importlib.import_module(f"hermes_nb.{module}"), name)
     globals()[name] = value
     return value
 

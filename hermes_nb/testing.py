@@ -10,7 +10,7 @@ load inside the fixtures.
         @pytest.mark.hermes_emulator(profile="seed", scenario="rate-limited")
         def test_x(hermes_emulator): ...
 
-    or indirect parametrisation (a scenario name or a dict of ``serve()`` arguments)::
+    or indirect parametrisation (a scenario name or a dict of ``serve_emulator()`` arguments)::
 
         @pytest.mark.parametrize("hermes_emulator", ["ok", {"profile": "upstream"}], indirect=True)
 
@@ -47,12 +47,12 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def hermes_emulator_factory() -> Iterator[Callable[..., EmulatorHandle]]:
     """Start emulators on demand (``factory(profile=…, scenario=…)``); all closed at teardown."""
-    from hermes_nb.emulator.server import serve
+    from hermes_nb.emulator.server import serve_emulator
 
     started: list[EmulatorHandle] = []
 
     def factory(**kwargs: Any) -> EmulatorHandle:
-        handle = serve(**kwargs)
+        handle = serve_emulator(**kwargs)
         started.append(handle)
         return handle
 

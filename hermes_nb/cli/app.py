@@ -6,45 +6,36 @@ Exit codes (every command):
   2  usage or configuration error
   3  blocked (operator action or a later retry needed)
 
-``--json`` prints exactly one JSON object on stdout, errors included.
-Each subcommand lives in ``hermes_nb/cli/commands/<name>.py`` and exposes
-``register(subparsers, parent)``; its handler is ``handler(args, out) -> int``.
-The status words behind the exit codes: :data:`hermes_nb.core.facts.STATUS_EXIT`.
+``--json`` prints exactly one JSON object on stdout, errors included. Each command lives in
+``hermes_nb/cli/commands/<name>.py``: ``HELP`` (one line), its docstring (the description), ``SPEC`` (the job's
+:class:`~hermes_nb.core.spec.Spec`: the flags are generated from it) and ``handle(spec, out) -> int``; a command
+with actions (``adapter add|show``) has ``ACTIONS = {name: (Spec, handler, help)}`` instead.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
+import contextlib
 import importlib
+import io
+import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from types import ModuleType
+from typing import Any, NoReturn
 
 from hermes_nb import __version__
 from hermes_nb.cli import interrupts
 from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import HermesError, UsageError
 from hermes_nb.core.facts import EXIT_OK, EXIT_USAGE
+from hermes_nb.core.spec import Spec
 
-__all__ = ["main", "build_parser", "COMMAND_MODULES"]
+__all__ = ["main", "build_parser", "COMMANDS"]
 
-COMMAND_MODULES = (
-    "check",
-    "run",
-    "adapter",
-    "schema",
-    "emulator",
-    "probe",
-    "rig",
-    "load",
-    "smoke",
-    "matrix",
-    "receipts",
-    "promote",
-    "notebooks",
-)
+COMMANDS = ("check", "run", "adapter", "schema", "emulator", "probe", "rig", "load", "smoke",
+            "matrix", "receipts", "promote", "notebooks")
 
 EPILOG = """exit codes: 0 passed/ready, 1 failed, 2 usage or configuration error,
 3 blocked (operator action or a later retry needed).
@@ -62,36 +53,44 @@ def _command_in(args_list: Sequence[str]) -> str | None:
         if word == "--":
             return None
         if not word.startswith("-"):
-            return word if word in COMMAND_MODULES else None
+            return word if word in COMMANDS else None
     return None
+
+
+def _add(sub: Any, name: str, spec: type[Spec], handler: Callable[..., int], help_text: str, description: str,
+         parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(name, parents=[parent], help=help_text, description=description,
+                                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    spec.add_arguments(p)
+    p.set_defaults(handler=handler, spec=spec)
+    return p
+
+
+def _register(sub: Any, name: str, module: ModuleType, parent: argparse.ArgumentParser) -> None:
+    description = (module.__doc__ or "").strip()
+    actions = getattr(module, "ACTIONS", None)
+    if actions is None:
+        _add(sub, name, module.SPEC, module.handle, module.HELP, description, parent)
+        return
+    p = sub.add_parser(name, parents=[parent], help=module.HELP, description=description)
+    inner = p.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    for action, (spec, handler, help_text) in actions.items():
+        _add(inner, action, spec, handler, help_text, help_text, parent)
+    p.set_defaults(handler=None, spec=None, needs=f"hermes-nb {name}: choose an action: {', '.join(actions)}")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole CLI; with ``only``, register just that command (start-up cost: its imports alone)."""
-    parser = _Parser(
-        prog="hermes-nb",
-        description="Prove a local Hermes proxy works as a UH runtime, and keep the evidence.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = _Parser(prog="hermes-nb", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                     description="Prove a local Hermes proxy works as a UH runtime, and keep the evidence.")
     parser.add_argument("--version", action="version", version=f"hermes-nb {__version__}")
     # also accepted before the command (`hermes-nb --json run …`); main() reads it from argv either way
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     parent = _Parser(add_help=False)
     parent.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in (only,) if only else COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"hermes_nb.cli.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"hermes_nb.cli.commands.{name}":
-                continue
-            raise
-        module.register(sub, parent)
-    for action in sub.choices.values():
-        if not action.epilog:
-            action.epilog = EPILOG
-            action.formatter_class = argparse.RawDescriptionHelpFormatter
+    for name in (only,) if only else COMMANDS:
+        _register(sub, name, importlib.import_module(f"hermes_nb.cli.commands.{name}"), parent)
     return parser
 
 
@@ -114,15 +113,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if entry:
             interrupts.disarm()
-            _exit_soon()
-
-
-def _exit_soon() -> None:
-    """The program ends right after ``main`` returns: ``gc.freeze()`` moves every object to the permanent
-    generation, so the interpreter's teardown does not free them one by one (~0.1 s after a smoke, whose runner
-    holds a thousand modules). atexit handlers still run and the standard streams are still flushed; what ours
-    write is closed before this point."""
-    gc.freeze()
 
 
 def _interrupted(out: Output) -> int:
@@ -138,19 +128,15 @@ def _main(args_list: list[str], out: Output) -> int:
         args = _parse(parser, args_list, out)
         if args is None:
             return EXIT_OK
-        handler: Callable[[argparse.Namespace, Output], int] | None = getattr(args, "handler", None)
-        if handler is None:
+        if getattr(args, "handler", None) is None:
             parser.print_help(sys.stderr)
-            return _fail(out, UsageError("hermes-nb: choose a command"), EXIT_USAGE)
-        return int(handler(args, out))
+            return _fail(out, UsageError(getattr(args, "needs", "hermes-nb: choose a command")), EXIT_USAGE)
+        return int(args.handler(args.spec.from_args(args), out))
     except HermesError as exc:
         return _fail(out, exc, exc.exit_code)
     except KeyboardInterrupt:
         return _interrupted(out)
-    except BrokenPipeError:
-        # The reader went away (`hermes-nb … | head`): stop quietly, as a Unix tool does.
-        import os
-
+    except BrokenPipeError:  # the reader went away (`hermes-nb … | head`): stop quietly, as a Unix tool does
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
@@ -158,24 +144,15 @@ def _main(args_list: list[str], out: Output) -> int:
 
 def _parse(parser: argparse.ArgumentParser, args_list: list[str], out: Output) -> argparse.Namespace | None:
     """Parse; ``--help``/``--version`` with ``--json`` become one ``{"help": …}`` object."""
-    if not out.json_mode:
-        try:
-            return parser.parse_args(args_list)
-        except SystemExit as exc:  # --help / --version printed their text
-            if exc.code in (0, None):
-                return None
-            raise
-    import contextlib
-    import io
-
     buffer = io.StringIO()
     try:
-        with contextlib.redirect_stdout(buffer):
+        with contextlib.redirect_stdout(buffer) if out.json_mode else contextlib.nullcontext():
             return parser.parse_args(args_list)
-    except SystemExit as exc:
+    except SystemExit as exc:  # --help / --version printed their text
         if exc.code not in (0, None):
             raise
-        out.emit({"help": buffer.getvalue(), "exit_code": EXIT_OK})
+        if out.json_mode:
+            out.emit({"help": buffer.getvalue(), "exit_code": EXIT_OK})
         return None
 
 
@@ -186,5 +163,3 @@ def _fail(out: Output, exc: Exception, code: int) -> int:
     for problem in problems:
         print(f"hermes-nb: error: {problem}", file=sys.stderr)
     return code
-
-

@@ -41,9 +41,9 @@ __all__ = [
     "format_validation_error",
 ]
 
-#: the proxy's provider names (``hermes proxy providers``: :data:`~hermes_nb.core.providers.PROXY_PROVIDERS`)
-#: plus the ones UH's schema names for providers hermes-agent has not shipped (no table row: generic hints)
-Provider = Literal["nous", "xai", "claude", "chatgpt", "supergrok"]
+#: the providers the proxy ships (``hermes proxy providers``; a test keeps this equal to
+#: :data:`~hermes_nb.core.providers.PROXY_PROVIDERS`, the table's rows): anything else is refused in one line
+Provider = Literal["nous", "xai"]
 PROVIDERS: tuple[Provider, ...] = get_args(Provider)
 
 

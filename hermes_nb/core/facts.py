@@ -48,7 +48,7 @@ STATUS_EXIT: Mapping[str, int] = {
     "passed": EXIT_OK, "failed": EXIT_FAILED, "blocked": EXIT_BLOCKED, "cancelled": EXIT_FAILED,
     # adapter-check states
     "ready": EXIT_OK, "error": EXIT_FAILED, "misconfigured": EXIT_USAGE, "locked": EXIT_BLOCKED,
-    "unreachable": EXIT_BLOCKED, "rate_limited": EXIT_BLOCKED,
+    "unreachable": EXIT_BLOCKED, "rate_limited": EXIT_BLOCKED, "slow": EXIT_BLOCKED, "not_local": EXIT_BLOCKED,
 }
 
 #: the verdicts of a notebook job, best first

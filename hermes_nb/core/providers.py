@@ -24,8 +24,8 @@ Pure: no IO.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 __all__ = [
     "ProviderInfo",
@@ -42,6 +42,7 @@ __all__ = [
     "logged_out_hint",
     "start_hint",
     "upstream_down_hint",
+    "cooldown_note",
     "DEFAULT_PROVIDER",
 ]
 
@@ -66,6 +67,9 @@ class ProviderInfo:
     login_command: str
     #: ``hermes auth reset …``: clear a credential the pool put in cool-down (None: the provider has none)
     reset_command: str | None = None
+    #: how long the proxy's credential pool parks the only credential after a relayed status
+    #: (agent/credential_pool.py: EXHAUSTED_TTL_429_SECONDS and the 401 cool-down)
+    cooldown_s: Mapping[int, int] = field(default_factory=dict)
 
 
 _OPENAI_PATHS = frozenset({"/chat/completions", "/completions", "/embeddings", "/models"})
@@ -81,7 +85,7 @@ PROVIDER_TABLE: tuple[ProviderInfo, ...] = (
         id="xai", display_name="xAI Grok OAuth", auth_store_id="xai-oauth",
         allowed_paths=_OPENAI_PATHS | {"/responses"}, default_model="grok-4.3",
         status_command="hermes auth status xai-oauth", login_command="hermes auth add xai-oauth --type oauth",
-        reset_command="hermes auth reset xai-oauth",
+        reset_command="hermes auth reset xai-oauth", cooldown_s={429: 3600, 401: 300},
     ),
 )
 #: what ``hermes proxy start`` fronts without ``--provider``
@@ -155,46 +159,71 @@ def _provider_of(provider: str | None, message: str | None) -> ProviderInfo | No
     return provider_info(provider) or provider_info(provider_in_text(message))
 
 
-def reauth_hint(provider: str | None = None, message: str | None = None) -> str:
+def _run(command: str, executable: str) -> str:
+    """A table command as the operator types it, with the executable actually found (``hermesx auth …``)."""
+    return f"`{executable}{command.removeprefix('hermes')}`"
+
+
+def _every(field: str, executable: str) -> str:
+    """Each provider's command, for when the provider is not known (never a ``<provider>`` placeholder)."""
+    return " or ".join(_run(getattr(p, field), executable) for p in PROVIDER_TABLE)
+
+
+def cooldown_note(provider: str | None, status: int | None, executable: str = "hermes") -> str | None:
+    """What a relayed 429/401 did to the provider's credential pool: parked for a while (None: no pool rule)."""
+    info = provider_info(provider)
+    ttl = info.cooldown_s.get(status or 0) if info is not None else None
+    if info is None or ttl is None:
+        return None
+    span = f"{ttl // 3600} h" if ttl >= 3600 else f"{ttl // 60} min"
+    fix = f"; `{executable} auth reset {info.auth_store_id}` clears it" if info.reset_command else ""
+    return (f"the proxy has now parked this {info.display_name} credential for {span} (HTTP {status}): every "
+            f"request until then is refused{fix}")
+
+
+def reauth_hint(provider: str | None = None, message: str | None = None, executable: str = "hermes", *,
+                status: int | None = None) -> str:
     """What to run when the proxy is locked: the proxy's own remediation, else the provider's row.
 
     ``provider`` is the configured or detected one; ``message`` the proxy's error text (it may name the
-    provider, "Failed to refresh Nous Portal credentials", or carry the commands itself). A provider the
-    table does not know gets the generic ``hermes auth status <name>``; none at all, UH's literal
-    ``<provider>`` and ``hermes proxy status`` (which lists every provider's state).
+    provider, "Failed to refresh Nous Portal credentials", or carry the commands itself); ``status`` the HTTP
+    status (a relayed 401 may have parked the credential: :func:`cooldown_note`). With no provider known, every
+    provider's commands and ``hermes proxy status`` (which shows which one is logged in).
     """
     own = proxy_remediation(message)
-    if own:
-        return f"the proxy says: {own}"
     info = _provider_of(provider, message)
+    parked = cooldown_note(info.id if info else None, status, executable) if status == 401 else None
+    if own:
+        return f"the proxy says: {own}" + (f" ({parked})" if parked else "")
     if info is None:
-        name = provider or "<provider>"
-        extra = "" if provider else " (`hermes proxy status` shows which provider is logged in)"
-        return f"run `hermes auth status {name}` and re-authenticate{extra}"
-    hint = f"run `{info.status_command}` and re-authenticate with `{info.login_command}`"
+        return (f"run `{executable} proxy status` (it shows which provider is logged in) and re-authenticate it: "
+                f"{_every('login_command', executable)}")
+    hint = f"run {_run(info.status_command, executable)} and re-authenticate with {_run(info.login_command, executable)}"
+    if parked:
+        return f"{hint}; {parked}"
     if info.reset_command:
-        hint += f" (or `{info.reset_command}` to clear a credential left in cool-down)"
+        hint += f" (or {_run(info.reset_command, executable)} to clear a credential left in cool-down)"
     return hint
 
 
-def logged_out_hint(provider: str | None = None) -> str:
+def logged_out_hint(provider: str | None = None, executable: str = "hermes") -> str:
     """What a proxy that refuses to start for want of credentials needs."""
     info = provider_info(provider)
     if info is None:
-        return ("log in with `hermes auth add <provider>` (see `hermes auth`) "
-                "before `hermes proxy start --provider <provider>`")
-    return f"run `{info.login_command}` (see `hermes auth`) before `hermes proxy start --provider {info.id}`"
+        return f"log in first ({_every('login_command', executable)}), then `{executable} proxy start`"
+    return (f"run {_run(info.login_command, executable)} (see `{executable} auth`) before "
+            f"`{executable} proxy start --provider {info.id}`")
 
 
-def start_hint(provider: str | None = None) -> str:
+def start_hint(provider: str | None = None, executable: str = "hermes") -> str:
     """The one action for a proxy that does not answer: start it (logging in first if it refuses)."""
     info = provider_info(provider)
     if info is None:
-        names = "|".join(PROXY_PROVIDERS)
-        return (f"start the proxy with `hermes proxy start --provider {names}` (if it refuses because it is not "
-                "logged in, run `hermes auth add <provider>` first; see `hermes auth`) and check the endpoint's port")
-    return (f"start the proxy with `hermes proxy start --provider {info.id}` (if it refuses because it is not "
-            f"logged in, run `{info.login_command}` first) and check the endpoint's port")
+        starts = " or ".join(f"`{executable} proxy start --provider {p.id}`" for p in PROVIDER_TABLE)
+        return (f"start the proxy with {starts} (if it refuses because it is not logged in, run "
+                f"{_every('login_command', executable)} first) and check the endpoint's port")
+    return (f"start the proxy with `{executable} proxy start --provider {info.id}` (if it refuses because it is not "
+            f"logged in, run {_run(info.login_command, executable)} first) and check the endpoint's port")
 
 
 def upstream_down_hint(provider: str | None = None, message: str | None = None) -> str:

@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from hermes_nb.core.model import StrictModel
+from hermes_nb.core.model import Shown, StrictModel
+from hermes_nb.core.redaction import Redactor
 
 __all__ = [
     "DELTA_MARKS",
@@ -122,7 +123,7 @@ class Timings(StrictModel):
     delta_s: list[float] = Field(default_factory=list)
 
 
-class Exchange(StrictModel):
+class Exchange(Shown, StrictModel):
     """One HTTP exchange with the proxy, success or not. Never raises; records."""
 
     request: RequestRecord
@@ -194,19 +195,17 @@ class Exchange(StrictModel):
             raise ProtocolViolation(f"{where}: {problem}")
         return self
 
-    # rich display (a cell can end with the exchange itself); allow-listed fields, secrets masked
-    def _repr_html_(self) -> str:
-        from hermes_nb.core.reprs import exchange_html
-
-        return exchange_html(self)
-
     def _repr_text_(self) -> str:
-        from hermes_nb.core.reprs import exchange_text
-
-        return exchange_text(self)
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(self._repr_text_())
+        """``Exchange(POST …/chat/completions → 200 OK, streamed, 12 events, 0.412 s, 57 chars)``."""
+        req = self.request
+        failure = f"no response ({self.transport_error.kind})" if self.transport_error else "no response"
+        bits = [f"{self.status} {self.reason or ''}".strip() if self.status is not None else failure]
+        bits += [f"streamed, {len(self.events)} events"] if self.streamed else []
+        bits.append(f"{self.timings.total_s:.3f} s")
+        bits += [f"{len(self.text)} chars"] if self.text else []
+        env = self.envelope
+        bits += [f"error {env.type or env.code}"] if env is not None and (env.type or env.code is not None) else []
+        return Redactor().text(f"Exchange({req.method} {req.url} → {', '.join(bits)})")
 
 
 class Outcome(StrictModel):

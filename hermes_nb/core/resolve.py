@@ -25,17 +25,20 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig, merge_runtime_config, parse_overrides_json
+from pydantic import Field
+
+from hermes_nb.core.config import HermesProxyRuntimeConfig, Provider, merge_runtime_config, parse_overrides_json
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import DEFAULT_MODEL, ENV_CONFIG, RUNTIME, manifest_path
 from hermes_nb.core.providers import default_model_for
+from hermes_nb.core.spec import Opt, Spec
 
 if TYPE_CHECKING:  # the manifest's model and PyYAML load only when there is a manifest to read
     from hermes_nb.core.manifest import AdapterManifest
 
-__all__ = ["env_overrides", "find_manifest", "resolve_runtime_config"]
+__all__ = ["ConfigOptions", "env_overrides", "find_manifest", "resolve_runtime_config"]
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -101,3 +104,30 @@ def resolve_runtime_config(
         config.model = provider_model  # no model configured: the configured provider's default (still "default")
     config._origins = origins
     return config
+
+
+class ConfigOptions(Spec):
+    """The options every job that talks to a proxy shares: where its runtime config comes from. A job's spec
+    derives from this; :meth:`runtime_config` is the one resolution (:func:`resolve_runtime_config`)."""
+
+    endpoint: str | None = Field(None, description="proxy endpoint incl. /v1 (wins over the manifest and "
+                                                   f"{ENV_CONFIG['endpoint']})")
+    model: str | None = Field(None, description="model id, sent verbatim (wins over the manifest and "
+                                                f"{ENV_CONFIG['model']})")
+    provider: Provider | None = Field(None, description="the provider the proxy fronts (`hermes proxy start "
+                                                        "--provider`): an emulator or rig hermes_nb starts fronts "
+                                                        "it; a running proxy is expected to (a mismatch warns)")
+    manifest: str | None = Field(None, description="adapter manifest whose runtime_config is the base (default: "
+                                                   "<root>/.harness/adapters/hermes-proxy.yaml if present)")
+    root: Annotated[str | None, Opt(faces=frozenset({"cli"}))] = Field(
+        None, description="project root holding .harness/ (default: the current directory)")
+    runtime_config_overrides: Annotated[str | None, Opt(faces=frozenset({"cli"}))] = Field(
+        None, description="a JSON object merged over the manifest, the mission and the environment")
+
+    def runtime_config(self, *, mission_overrides: Mapping[str, Any] | None = None,
+                       environ: Mapping[str, str] | None = None, **explicit: Any) -> HermesProxyRuntimeConfig:
+        """The validated runtime config of these options (``explicit``: more arguments, e.g. ``auth_token``)."""
+        return resolve_runtime_config(root=Path(self.root) if self.root else Path.cwd(), manifest=self.manifest,
+                                      mission_overrides=mission_overrides, environ=environ,
+                                      overrides=self.runtime_config_overrides, endpoint=self.endpoint,
+                                      model=self.model, provider=self.provider, **explicit)

@@ -191,6 +191,9 @@ class Spec(BaseModel):
             if err["type"] == "extra_forbidden":
                 problems.append(f"{where}: no such option")
                 continue
+            if err["type"] == "missing":
+                problems.append(f"{where} is required")
+                continue
             msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
             msg = msg.replace("Input should be", "must be").replace("greater than", ">").replace("less than", "<")
             msg = msg.replace(" or equal to ", "= ").replace("> =", ">=").replace("< =", "<=")
@@ -218,6 +221,10 @@ class Spec(BaseModel):
 
 
 def _metavar(name: str, inner: Any) -> str:
+    if name == "endpoint" or name.endswith("_endpoint"):
+        return "URL"
+    if name.endswith(("manifest", "root", "_file", "_dir", "_bin", "_xml", "_md", "out")):
+        return "PATH"
     if get_origin(inner) is Literal:
         return "{" + ",".join(map(str, get_args(inner))) + "}"
     if name.endswith("_s"):

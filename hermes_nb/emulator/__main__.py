@@ -7,13 +7,13 @@ import json
 import sys
 
 from hermes_nb.core.errors import HermesError
-from hermes_nb.emulator.foreground import add_arguments, run
+from hermes_nb.emulator.foreground import EmulatorSpec, run
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hermes_nb.emulator",
                                      description="Serve the emulated Hermes proxy on loopback until Ctrl-C.")
-    add_arguments(parser)
+    EmulatorSpec.add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object describing the server")
     args = parser.parse_args(argv)
 
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         print(text, file=sys.stderr, flush=True)
 
     try:
-        return run(args, line=line, emit=emit, info=info)
+        return run(EmulatorSpec.from_args(args), line=line, emit=emit, info=info)
     except HermesError as exc:
         print(f"hermes-nb emulator: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -22,7 +22,7 @@ from hermes_nb.core.handles import EndpointHandle
 
 from .app import RecordedRequest, create_app
 
-__all__ = ["EmulatorHandle", "serve", "listen", "endpoint_of_socket"]
+__all__ = ["EmulatorHandle", "serve_emulator", "listen", "endpoint_of_socket"]
 
 _START_TIMEOUT_S = 15.0
 _STOP_TIMEOUT_S = 10.0
@@ -155,7 +155,7 @@ def _base_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def serve(
+def serve_emulator(
     *,
     profile: str = "hermes-agent",
     scenario: str = "ok",

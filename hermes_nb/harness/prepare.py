@@ -17,21 +17,75 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
+from pydantic import Field, model_validator
+
+from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ConfigError
+from hermes_nb.core.facts import MAX_PROMPT_BYTES
+from hermes_nb.core.manifest import AdapterManifest
+from hermes_nb.core.resolve import ConfigOptions, resolve_runtime_config
+from hermes_nb.core.spec import Opt, conflict
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of, load_mission, load_workflow, mission_warnings
+from hermes_nb.harness.plan import RunPlan, plan_run
+from hermes_nb.harness.prompt import read_prompt
+from hermes_nb.harness.results import DryRunResult, RunResult
+from hermes_nb.harness.run import dry_run, run
 
-if TYPE_CHECKING:
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
-    from hermes_nb.core.manifest import AdapterManifest
-    from hermes_nb.harness.plan import RunPlan
-    from hermes_nb.harness.results import DryRunResult, RunResult
+__all__ = ["RunSpec", "PreparedMission", "prepare_mission", "run_mission"]
 
-__all__ = ["PreparedMission", "prepare_mission"]
+_CLI = frozenset({"cli"})
+
+
+class RunSpec(ConfigOptions):
+    """A run's options (``hermes-nb run``; the library's :func:`run_mission` takes the same)."""
+
+    root: Annotated[str | None, Opt(faces=frozenset({"cli", "notebook"}))] = Field(
+        None, description="project root holding .harness/; the run's artifacts go under it (default: the mission's "
+                          "harness root, else the current directory; in a notebook, a temporary directory)")
+    mission: Annotated[str | None, Opt(positional=True, faces=frozenset({"cli", "notebook"}))] = Field(
+        None, description="mission.yaml (or its directory); <R>/.harness/missions/<dir>/mission.yaml defaults "
+                          "--root to R")
+    prompt: Annotated[str | None, Opt(faces=frozenset({"cli", "notebook"}))] = Field(
+        None, description="run a plain prompt as mission 'adhoc' ('-': read it from stdin)")
+    prompt_file: Annotated[str | None, Opt(faces=_CLI)] = Field(
+        None, description="run the prompt in this UTF-8 file as mission 'adhoc'")
+    max_prompt_bytes: Annotated[int, Opt(faces=_CLI)] = Field(
+        MAX_PROMPT_BYTES, gt=0, description="refuse a --prompt-file or --prompt - larger than this many bytes "
+                                            "(just above the proxy's 10 MB body cap)")
+    dry_run: Annotated[bool, Opt(faces=_CLI)] = Field(
+        False, description="write prompt.md and a planned runtime-session.yaml under <mission dir>/dry-runs/<id>/ "
+                           "(outside runs/); send nothing")
+    sandbox: Annotated[bool, Opt(faces=_CLI)] = Field(True, description="work in a throwaway copy of the project")
+    run_id: Annotated[str | None, Opt(faces=_CLI)] = Field(
+        None, description="explicit run id (^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$)")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RunSpec:
+        if sum(x is not None for x in (self.mission, self.prompt, self.prompt_file)) > 1:
+            raise conflict("mission", "prompt", "prompt_file", why="exclude each other: give exactly one")
+        return self
+
+    def source(self) -> Mission | str:
+        """The mission file, or an ad-hoc mission made from the prompt (read with the limit)."""
+        if self.prompt_file is not None:
+            text = read_prompt(self.prompt_file, what=f"--prompt-file {self.prompt_file}: prompt file",
+                               max_bytes=self.max_prompt_bytes)
+        elif self.prompt == "-":  # bytes when stdin has them (a text stream only in tests)
+            text = read_prompt(getattr(sys.stdin, "buffer", sys.stdin), what="--prompt - (stdin)",
+                               max_bytes=self.max_prompt_bytes)
+        elif self.prompt is not None:
+            text = self.prompt
+        elif self.mission is not None:
+            return self.mission
+        else:
+            raise ConfigError("give exactly one of MISSION, --prompt TEXT (- for stdin) or --prompt-file PATH")
+        return Mission.adhoc(text)
 
 PathLike = str | os.PathLike[str]
 
@@ -58,21 +112,15 @@ class PreparedMission:
 
     def plan(self) -> RunPlan:
         """What the run will send (no IO)."""
-        from hermes_nb.harness.plan import plan_run
-
         return plan_run(self.mission, self.config, workflow=self.workflow, warnings=self.warnings)
 
     def run(self, **options: Any) -> RunResult:
         """:func:`hermes_nb.harness.run.run` with this preparation (``options``: ``sandbox``, ``on_delta``, …)."""
-        from hermes_nb.harness.run import run
-
         return run(self.mission, self.config, root=self._root(), workflow=self.workflow,
                    warnings=list(self.warnings), **options)
 
     def dry_run(self, *, run_id: str | None = None) -> DryRunResult:
         """:func:`hermes_nb.harness.run.dry_run` with this preparation: writes the plan, sends nothing."""
-        from hermes_nb.harness.run import dry_run
-
         return dry_run(self.mission, self.config, root=self._root(), run_id=run_id, workflow=self.workflow,
                        warnings=list(self.warnings))
 
@@ -110,8 +158,6 @@ def prepare_mission(
         home = harness_root_of(mission)
         root = home if home is not None else fallback_root
     project = Path(root).absolute() if root is not None else None
-    from hermes_nb.core.resolve import resolve_runtime_config
-
     config = resolve_runtime_config(root=project, manifest=manifest, mission_overrides=mission.runtime_config_overrides,
                                     environ=environ, overrides=overrides, **explicit)
     warnings = mission_warnings(mission)
@@ -123,3 +169,21 @@ def prepare_mission(
         warnings.append(f"workflow {mission.workflow_profile!r} not looked up (no project root); "
                         "prompt rendered without it")
     return PreparedMission(mission=mission, config=config, root=project, workflow=workflow, warnings=tuple(warnings))
+
+
+def run_mission(source: Mission | PathLike | None = None, *, prompt: str | None = None,
+                spec: RunSpec | None = None, environ: Mapping[str, str] | None = None,
+                on_delta: Callable[[str], None] | None = None, **options: Any) -> RunResult:
+    """Prepare ``source`` (a mission.yaml, a :class:`Mission`) or ``prompt`` and run it, as ``hermes-nb run`` does.
+
+    ``spec`` or ``options``: :class:`RunSpec`'s fields (``endpoint=``, ``model=``, ``root=``, ``sandbox=``,
+    ``run_id=``, …) plus :func:`hermes_nb.harness.run.run`'s hooks (``transport=``, ``on_event=``,
+    ``handle_signals=``, ``project=``). ``root`` None: the mission's harness root, else the current directory.
+    """
+    hooks = {k: options.pop(k) for k in ("transport", "on_event", "handle_signals", "project") if k in options}
+    spec = spec or RunSpec.build(**options)
+    prepared = prepare_mission(source if source is not None or prompt is not None else spec.source(),
+                               prompt=prompt, root=spec.root, manifest=spec.manifest,
+                               overrides=spec.runtime_config_overrides, environ=environ, endpoint=spec.endpoint,
+                               model=spec.model, provider=spec.provider)
+    return prepared.run(sandbox=spec.sandbox, run_id=spec.run_id, on_delta=on_delta, **hooks)

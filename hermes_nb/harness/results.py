@@ -60,9 +60,9 @@ class RunResult:
         p.text("RunResult(...)" if cycle else self._repr_text_())
 
     def _repr_html_(self) -> str:
-        from hermes_nb.core.reprs import box, kv_html, seconds, table_html
-        from hermes_nb.core.timeline import StreamTimeline, timeline_svg
         from hermes_nb.core.usage import Usage
+        from hermes_nb.views.reprs import box, kv_html, seconds, table_html
+        from hermes_nb.views.timeline import StreamTimeline, timeline_svg
 
         doc, out = self.result, self.outcome
         t = self.exchange.timings if self.exchange is not None else None
@@ -82,7 +82,7 @@ class RunResult:
         if self.exchange is not None and self.exchange.streamed:
             parts.append(timeline_svg(StreamTimeline.from_exchange(self.exchange), title="answer stream"))
         if self.text:
-            from hermes_nb.core.htmlkit import pre
+            from hermes_nb.views.htmlkit import pre
 
             parts.append("<div><b>assistant text (stdout)</b></div>" + pre(self.text))
         digests = artifact_digests(self.run_dir)

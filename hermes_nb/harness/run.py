@@ -5,8 +5,6 @@
 * :func:`run` executes the plan (:mod:`hermes_nb.harness.plan`): the life cycle
   is :class:`hermes_nb.harness.runner.Runner` (streaming logs, signals, the
   guarantee that a started run always ends with its result document).
-* :func:`run_mission` prepares (:func:`hermes_nb.harness.prepare.prepare_mission`: the one way every
-  face prepares a run) and runs, as ``hermes-nb run`` does.
 
 ``dry_run`` and ``run`` take a mission and its resolved config; the faces get both from
 :func:`~hermes_nb.harness.prepare.prepare_mission` (:meth:`PreparedMission.run` calls :func:`run`).
@@ -14,9 +12,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
@@ -25,7 +23,6 @@ from hermes_nb.core.facts import PROMPT_FILE
 from hermes_nb.core.records import SSEEventRecord
 from hermes_nb.harness.mission import Mission, Workflow
 from hermes_nb.harness.plan import in_harness, prepare
-from hermes_nb.harness.prepare import PathLike, prepare_mission
 from hermes_nb.harness.results import DryRunResult, RunResult
 from hermes_nb.harness.runner import Runner, request_document, session_document
 from hermes_nb.harness.sandbox import workdir
@@ -33,9 +30,7 @@ from hermes_nb.harness.sandbox import workdir
 if TYPE_CHECKING:
     import httpx
 
-    from hermes_nb.core.manifest import AdapterManifest
-
-__all__ = ["dry_run", "run", "run_mission"]
+__all__ = ["dry_run", "run"]
 
 
 def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, run_id: str | None = None,
@@ -87,22 +82,3 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
                                 f"mission.yaml; artifacts written under {artifacts.relative(artifacts.mission_dir)}/ "
                                 "by mission id (UH would write none)")
         return runner.execute()
-
-
-def run_mission(source: Mission | PathLike | None = None, *, prompt: str | None = None, root: PathLike | None = None,
-                manifest: AdapterManifest | PathLike | None = None, overrides: Mapping[str, Any] | str | None = None,
-                environ: Mapping[str, str] | None = None, sandbox: bool = True,
-                transport: httpx.BaseTransport | None = None,
-                on_delta: Callable[[str], None] | None = None,
-                on_event: Callable[[SSEEventRecord], None] | None = None, run_id: str | None = None,
-                handle_signals: bool = True, project: str | Path | None = None, **explicit: Any) -> RunResult:
-    """Prepare ``source`` (a mission.yaml, a :class:`Mission`) or ``prompt`` and run it, as ``hermes-nb run`` does.
-
-    Config layers, root and workflow: :func:`hermes_nb.harness.prepare.prepare_mission` (``root`` None: the
-    mission's harness root, else the current directory); ``explicit``: runtime_config keys (``endpoint=``,
-    ``model=``, …). The run options are :func:`run`'s.
-    """
-    prepared = prepare_mission(source, prompt=prompt, root=root, manifest=manifest, overrides=overrides,
-                               environ=environ, **explicit)
-    return prepared.run(sandbox=sandbox, transport=transport, on_delta=on_delta, on_event=on_event, run_id=run_id,
-                        handle_signals=handle_signals, project=project)

@@ -195,7 +195,7 @@ class Runner:
             size = len(self._stream.text.raw)
             kept = f" ({size} characters of partial text kept)" if size else " (no text had arrived)"
             return Outcome(status="failed", reason="cancelled", errors=[f"{ERROR_PREFIX}run cancelled by {name}{kept}"])
-        from hermes_nb.wire.classify import classify
+        from hermes_nb.wire.reading import classify
 
         return classify(exchange, self.config)
 

@@ -1,15 +1,10 @@
-"""Layer 6, the kernel-side kit: what notebook cells, the console and the magics call.
+"""What notebook cells, the console and the magics call (the kernel side).
 
 ``from hermes_nb import kit`` stays light; the names load on first use::
 
-    target = kit.start_target(kit.runtime_config(endpoint, model))  # resolved once; no endpoint: an emulator
-    config = target.config                                          # the same config, aimed at the target
-    kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, contract=name))
-
-    job = kit.prepare_job(mission, prompt, endpoint=endpoint)       # a mission, prepared as `hermes-nb run` does
-    result = kit.run_job(job, kit.start_target(job.config))
-
-A sibling of :mod:`hermes_nb.nbrun`, which it never imports.
+    job = kit.open_job("adapter_check", target=target, config=config, budget_s=budget_s)  # a job notebook's setup
+    result = job.check()
+    job.finish(result)
 """
 
 from __future__ import annotations
@@ -18,11 +13,10 @@ import importlib
 from typing import Any
 
 _LAZY = {
+    "Job": "job", "open_job": "job",
     "Target": "target", "start_target": "target", "runtime_config": "target",
-    "prepare_job": "jobs", "run_job": "jobs",
     "artifact_digests": "verdicts", "record_verdict": "verdicts",
     "wire_summary": "verdicts", "check_summary": "verdicts", "run_summary": "verdicts",
-    "ModelPreflight": "preflight", "model_preflight": "preflight",
     "measure_load": "load", "load_summary": "load",
     "ConsoleActions": "session", "ProbeConsole": "console", "ConsoleSession": "session",
 }

@@ -34,7 +34,6 @@ from typing import Any
 
 from hermes_nb.core.errors import HermesError
 from hermes_nb.core.facts import DEFAULT_MODEL
-from hermes_nb.core.htmlkit import MUTED, text_colour
 from hermes_nb.emulator.scenarios import ALL_SCENARIOS  # every one (``stall`` too: the request deadline decides)
 from hermes_nb.kit.console_view import CONSOLE_JS, answer_html, keys_hint_html, snapshot_html, snippets_html
 from hermes_nb.kit.exchanges import HistoryEntry, StreamJob
@@ -49,6 +48,7 @@ from hermes_nb.kit.session import (
     error_html,
     response_html,
 )
+from hermes_nb.views.htmlkit import MUTED, text_colour
 
 __all__ = ["ProbeConsole"]
 

@@ -1,7 +1,7 @@
 """The console's HTML, without widgets: the answer box, the copy-as-code bar, the keyboard hint, the static picture.
 
 Pure functions of a :class:`~hermes_nb.kit.request_state.View` (and the entry shown), built with the one
-toolkit (:mod:`hermes_nb.core.htmlkit`: theme colours, sanitised Markdown), tested without a browser.
+toolkit (:mod:`hermes_nb.views.htmlkit`: theme colours, sanitised Markdown), tested without a browser.
 
 Two pieces run in the page, both ours and neither taken from an answer:
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from hermes_nb.core.htmlkit import BORDER, MUTED, edge_colour, esc, markdown_html, pre, text_colour
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.kit.request_state import BLOCKED, DONE, FAILED
+from hermes_nb.views.htmlkit import BORDER, MUTED, edge_colour, esc, markdown_html, pre, text_colour
 
 if TYPE_CHECKING:
     from hermes_nb.kit.exchanges import HistoryEntry
@@ -152,7 +152,7 @@ def snapshot_html(fields: list[tuple[str, Any]], view: View, entries: list[Histo
                   response: str = "", redactor: Redactor | None = None) -> str:
     """A static picture of the console (for a notebook opened without its kernel): inputs, status, answer,
     the shown response, the history. Plain HTML that survives JupyterLab's sanitiser."""
-    from hermes_nb.core.htmlkit import box, kv_html, table_html
+    from hermes_nb.views.htmlkit import box, kv_html, table_html
 
     red = redactor or Redactor()
     history = table_html([{"#": e.number, "request": f"{e.exchange.request.method} {e.route}",

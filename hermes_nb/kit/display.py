@@ -1,8 +1,8 @@
 """Rich HTML tables for results: pure functions returning HTML strings.
 
 Used by the notebooks' setup cells (``HTML(show.kv_table(...))``) and the verdict cell; the results
-themselves display through their own ``_repr_html_`` (:mod:`hermes_nb.core.reprs`). The markup, colours
-and table style are :mod:`hermes_nb.core.htmlkit`'s (one toolkit for every face). Every string goes
+themselves display through their own ``_repr_html_`` (:mod:`hermes_nb.views.reprs`). The markup, colours
+and table style are :mod:`hermes_nb.views.htmlkit`'s (one toolkit for every face). Every string goes
 through a :class:`Redactor` (shapes at least) and :func:`html.escape`. Durations are always written
 ``<n.nnn> s`` so the nbval sanitize file can normalise them.
 """
@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hermes_nb.core.htmlkit import badge, details, kv_html, raw, table_html
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.views.htmlkit import badge, details, kv_html, raw, table_html
 
 __all__ = [
     "to_data",

@@ -57,3 +57,30 @@ def load_summary(result: LoadReport, *, report: str | None = None) -> dict[str, 
         artifacts=artifacts, run_dir=run_dir if artifacts else None,
         details={"load": result.model_dump(mode="json")},
     )
+
+
+def load_magic(magics: Any, line: str) -> LoadReport:
+    """``%hermes_load``: the flags of ``hermes-nb load``; no endpoint = the session's emulator (``paced``)."""
+    import argparse
+
+    from IPython.utils.process import arg_split
+
+    from hermes_nb.kit.target import runtime_config, start_target
+
+    p = argparse.ArgumentParser(prog="%hermes_load", add_help=False)
+    for flag, kind, default in (("--endpoint", str, None), ("--model", str, None), ("--scenario", str, "paced"),
+                                ("--concurrency", str, "1,4,16,64"), ("--requests", int, None),
+                                ("--duration", float, None), ("--rate", float, None), ("--prompt-tokens", int, 64),
+                                ("--max-tokens", int, 16), ("--timeout", float, 60.0), ("--direct", str, None)):
+        p.add_argument(flag, type=kind, default=default)
+    p.add_argument("--allow-non-loopback", action="store_true")
+    args = p.parse_args(arg_split(line))
+    config = runtime_config(args.endpoint, args.model)
+    target = start_target(config, scenario=args.scenario)
+    try:
+        return measure_load(target, config, concurrency=args.concurrency, requests=args.requests,
+                            duration_s=args.duration, rate=args.rate, prompt_tokens=args.prompt_tokens,
+                            max_tokens=args.max_tokens, timeout_s=args.timeout, direct=args.direct,
+                            allow_non_loopback=args.allow_non_loopback)
+    finally:
+        target.close()

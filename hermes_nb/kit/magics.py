@@ -1,51 +1,61 @@
-"""IPython magics: ``%load_ext hermes_nb`` registers them.
+"""IPython magics: ``%load_ext hermes_nb`` registers them. Their arguments are generated from the jobs' specs, so
+``%hermes_check?`` states the same options, words and defaults as ``hermes-nb check --help`` and the notebooks'
+parameters cells:
 
-``%hermes_check [--endpoint URL] [--model M] [--manifest PATH] [--scenario S]``
-    the adapter check; returns the :class:`~hermes_nb.proxy.check.CheckResult`.
-``%hermes_probe [--compare NAME] [--endpoint URL] [--model M] [--scenario S] [--deadline S]``
-    the wire-format probe (and its drift from a recorded contract); returns the
-    :class:`~hermes_nb.proxy.report.WireReport`.
-``%hermes_load [--endpoint URL] [--concurrency 1,4,16] [--requests N | --duration S] [--rate R] [--direct URL] …``
-    the load probe (the flags of ``hermes-nb load``; no endpoint = the session's emulator in the ``paced``
-    scenario); returns the :class:`~hermes_nb.proxy.load.report.LoadReport` ``hermes-nb load`` reports. A kernel
-    interrupt stops it and returns what was measured.
-``%%hermes_chat [--endpoint URL] [--model M] [--manifest PATH] [--scenario S] [--format markdown|text|code|json]``
-    the cell body is the prompt; the answer streams into the output as it arrives (one display updated in
-    place; rendered as Markdown by default, raw HTML in it escaped, nothing in it run), then the verdict and
-    the token usage; returns a :class:`ChatResult` (``_.exchange``, ``_.outcome``, ``_.text``, ``_.usage``).
-    A model the proxy does not list is warned about first (one ``GET /models`` per endpoint for the session).
-    A kernel interrupt stops the stream and keeps the partial text.
+``%hermes_check``   the adapter check (:class:`~hermes_nb.proxy.check.CheckSpec`); returns the ``CheckResult``.
+``%hermes_probe``   the wire-format probe and its drift from a contract (:class:`~hermes_nb.proxy.probe.ProbeSpec`);
+                    returns the ``WireReport``.
+``%hermes_load``    the load probe (its spec: the flags of ``hermes-nb load``); returns the ``LoadReport``. A kernel
+                    interrupt stops it and returns what was measured.
+``%%hermes_chat``   the cell body is the prompt (:class:`ChatSpec`); the answer streams into the output as it arrives
+                    (one display updated in place; Markdown by default, raw HTML in it escaped, nothing in it run),
+                    then the verdict and the token usage; returns a :class:`ChatResult`. A model the proxy does not
+                    list is warned about first (one ``GET /models`` per endpoint for the session). A kernel
+                    interrupt stops the stream and keeps the partial text.
 
-Every result is the cell's value, so the next cell has it as ``_`` (or ``Out[n]``). The config is resolved
-the way the CLI does it (:func:`hermes_nb.core.resolve.resolve_runtime_config`: defaults < manifest <
-``HERMES_NB_*`` < flags); no endpoint anywhere = an embedded emulator for the session (one per scenario,
-stopped by ``%unload_ext hermes_nb``). The token comes from ``HERMES_NB_AUTH_TOKEN`` only.
+Every result is the cell's value (``_`` in the next cell). The config is resolved the way the CLI does it
+(defaults < manifest < ``HERMES_NB_*`` < flags); no endpoint anywhere = an embedded emulator for the session
+(one per scenario and provider, stopped by ``%unload_ext hermes_nb``). The token comes from
+``HERMES_NB_AUTH_TOKEN`` only.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any, Literal
 
 from IPython.core.error import UsageError as IPythonUsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+from IPython.utils.process import arg_split
+from pydantic import Field
 
+from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import HermesError
-from hermes_nb.core.htmlkit import MUTED, badge, esc, markdown_html, pre, tone_of
-from hermes_nb.core.providers import PROXY_PROVIDERS
+from hermes_nb.core.records import Exchange, Outcome
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.resolve import ConfigOptions
+from hermes_nb.core.spec import Opt, Spec
 from hermes_nb.core.usage import Usage
-from hermes_nb.kit.models import ModelCatalog
-from hermes_nb.kit.target import Target, runtime_config, start_target
+from hermes_nb.kit.models import ModelCatalog, unlisted_note
+from hermes_nb.proxy.check import CheckResult, CheckSpec, check
+from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
+from hermes_nb.proxy.probe import ProbeSpec, probe
+from hermes_nb.proxy.report import WireReport
+from hermes_nb.target import Target, embedded_target, identify
+from hermes_nb.views.htmlkit import MUTED, badge, esc, markdown_html, pre, tone_of
+from hermes_nb.views.reprs import box, kv_html, seconds
+from hermes_nb.views.timeline import StreamTimeline, timeline_svg
+from hermes_nb.wire.client import HermesClient
+from hermes_nb.wire.payloads import responses_request_body
+from hermes_nb.wire.reading import classify
 
-if TYPE_CHECKING:
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
-    from hermes_nb.core.records import Exchange, Outcome
-
-__all__ = ["HermesMagics", "ChatResult", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["HermesMagics", "ChatSpec", "ChatResult", "load_ipython_extension", "unload_ipython_extension"]
 
 #: stream display updates at most this often (the final text always goes out)
 UPDATE_EVERY_S = 0.05
@@ -90,9 +100,6 @@ class ChatResult:
         p.text("ChatResult(...)" if cycle else self._repr_text_())
 
     def _repr_html_(self) -> str:
-        from hermes_nb.core.reprs import box, kv_html, seconds
-        from hermes_nb.core.timeline import StreamTimeline, timeline_svg
-
         out, ex = self.outcome, self.exchange
         pairs: list[tuple[str, Any]] = [("verdict", self.verdict),
                                         ("reason", "interrupted" if self.stopped else out.reason if out else None),
@@ -147,8 +154,6 @@ class _Answer:
     """The streamed answer's display: ``text/plain`` + ``text/html``, updated in place (throttled)."""
 
     def __init__(self, redactor: Redactor, fmt: str = "markdown") -> None:
-        from IPython.display import display
-
         self.pieces: list[str] = []
         self.redactor = redactor
         self.fmt = fmt
@@ -177,164 +182,111 @@ class _Answer:
         self.handle.update(self._bundle(state, final=True, usage=usage), raw=True)
 
 
+class ChatSpec(ConfigOptions):
+    """``%%hermes_chat``'s options (the cell body is the prompt)."""
+
+    scenario: str = Field("ok", description="the embedded emulator's scenario (only when no endpoint is configured)")
+    route: Literal["chat", "responses"] = Field(
+        "chat", description="chat: POST /v1/chat/completions; responses: POST /v1/responses (OpenAI's Responses "
+                            "API, forwarded by an xai proxy; an embedded emulator then fronts xai)")
+    format: Annotated[Literal["markdown", "text", "code", "json"], Opt(short="-f")] = Field(
+        "markdown", description="how the answer shows (markdown: nothing in it runs)")
+
+
+def _magic(spec: type[Spec], prog: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A magic whose arguments are ``spec``'s: its parser and its ``%magic?`` help are generated from it."""
+    parser = spec.parser(prog, face="magic")
+
+    def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def magic(self: HermesMagics, line: str, cell: str | None = None) -> Any:
+            try:
+                options = spec.from_args(parser.parse_args(arg_split(line)), face="magic")
+                return func(self, options) if cell is None else func(self, options, cell)
+            except HermesError as exc:
+                raise IPythonUsageError(str(exc)) from None
+
+        magic.__doc__ = f"{(func.__doc__ or '').strip()}\n\n{parser.format_help()}"
+        return magic
+    return wrap
+
+
 @magics_class
 class HermesMagics(Magics):
     """``%hermes_check``, ``%hermes_probe``, ``%hermes_load``, ``%%hermes_chat``."""
 
     def __init__(self, shell: Any = None) -> None:
         super().__init__(shell)
-        self._emulators: dict[str, Target] = {}
+        self._stack = ExitStack()
+        self._emulators: dict[tuple[str, str], Target] = {}
         #: the models each endpoint lists: one ``GET /models`` per endpoint for the session
         self.catalog = ModelCatalog()
 
-    # ---- targets
-    def _aim(self, args: Any, provider: str = "nous") -> tuple[Target, HermesProxyRuntimeConfig]:
-        """The flags' config, resolved once, and its target: the configured endpoint, else this session's
-        emulator for ``--scenario`` (fronting ``provider``); the config aimed at the target."""
-        config = runtime_config(args.endpoint, args.model, manifest=getattr(args, "manifest", None))
+    def aim(self, spec: Any, provider: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
+        """The options' config, resolved once, and its target: the configured endpoint (identified), else this
+        session's emulator for the scenario and provider; the config aimed at the target."""
+        config = spec.runtime_config()
+        if provider and not config.provider:
+            config = config.model_copy(update={"provider": provider})
         if config.origin("endpoint") != "default":
-            target = start_target(config)
-        else:
-            key = args.scenario if provider == "nous" else f"{args.scenario}@{provider}"
-            if key not in self._emulators:
-                self._emulators[key] = start_target(config, scenario=args.scenario, provider=provider)
-            target = self._emulators[key]
-        return target, target.point(config)
+            return identify(config), config
+        key = (spec.scenario, config.provider or "nous")
+        if key not in self._emulators:
+            self._emulators[key], _ = self._stack.enter_context(embedded_target(config, scenario=spec.scenario))
+        target = self._emulators[key]
+        return target, config.with_endpoint(target.endpoint, origin="emulator")
 
     def close(self) -> None:
-        for target in self._emulators.values():
-            target.close()
+        self._stack.close()
         self._emulators.clear()
 
-    @staticmethod
-    def _fail(exc: HermesError) -> None:
-        raise IPythonUsageError(str(exc)) from None
-
-    # ---- %hermes_check
-    @magic_arguments()
-    @argument("--endpoint", default=None, help="proxy endpoint incl. /v1 (else HERMES_NB_ENDPOINT, else an emulator)")
-    @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
-    @argument("--manifest", default=None, help="adapter manifest whose runtime_config is the base")
-    @argument("--scenario", default="ok", help="emulator scenario (only without an endpoint)")
-    @argument("--deadline", type=float, default=5.0, help="deadline of GET /models, seconds")
     @line_magic
-    def hermes_check(self, line: str) -> Any:
+    @_magic(CheckSpec, "%hermes_check")
+    def hermes_check(self, spec: CheckSpec) -> CheckResult:
         """The adapter check against the configured proxy (or an embedded emulator)."""
-        from hermes_nb.proxy.check import adapter_check
+        target, config = self.aim(spec)
+        return check(config, spec=spec, target=target)
 
-        args = parse_argstring(self.hermes_check, line)
-        try:
-            target, config = self._aim(args)
-        except HermesError as exc:
-            self._fail(exc)
-        return adapter_check(config, deadline_s=args.deadline, hermes_bin=target.hermes_bin)
-
-    # ---- %hermes_probe
-    @magic_arguments()
-    @argument("--compare", default=None, metavar="NAME",
-              help="compare with a wire contract (a name shipped with hermes_nb, e.g. hermes-agent-0.19.0, or a path)")
-    @argument("--endpoint", default=None, help="proxy endpoint incl. /v1 (else HERMES_NB_ENDPOINT, else an emulator)")
-    @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
-    @argument("--scenario", default="ok", help="emulator scenario (only without an endpoint)")
-    @argument("--deadline", type=float, default=30.0, help="budget of the whole probe, seconds")
-    @argument("--provider", default="nous", choices=PROXY_PROVIDERS,
-              help="what the embedded emulator fronts (only without an endpoint)")
     @line_magic
-    def hermes_probe(self, line: str) -> Any:
-        """Probe every route; with ``--compare``, the report carries its drift from the contract of the provider
-        it detected, and what it could not judge."""
-        from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
-        from hermes_nb.proxy.probe import probe
-
-        args = parse_argstring(self.hermes_probe, line)
-        try:
-            if args.compare:
-                resolve_contract(args.compare)  # an unknown name fails before anything is sent
-            _, config = self._aim(args, provider=args.provider)
-            report = probe(config, deadline_s=args.deadline)
-            contract = (load_contract(resolve_contract(args.compare, provider=report.provider))
-                        if args.compare else None)
-        except HermesError as exc:
-            self._fail(exc)
-        if contract is not None:
-            apply_contract(report, contract)
+    @_magic(ProbeSpec, "%hermes_probe")
+    def hermes_probe(self, spec: ProbeSpec) -> WireReport:
+        """Probe every route; with ``--compare``, the report carries its drift from the contract of the provider it
+        detected, and what it could not judge."""
+        if spec.compare:
+            resolve_contract(spec.compare)  # an unknown name fails before anything is sent
+        _, config = self.aim(spec)
+        report = probe(config, budget_s=spec.budget_s, request_budget_s=spec.request_budget_s)
+        if spec.compare:
+            apply_contract(report, load_contract(resolve_contract(spec.compare, provider=report.provider)))
         return report
 
-    # ---- %hermes_load
-    @magic_arguments()
-    @argument("--endpoint", default=None, help="proxy endpoint incl. /v1 (else HERMES_NB_ENDPOINT, else an emulator)")
-    @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
-    @argument("--scenario", default="paced", help="emulator scenario (only without an endpoint)")
-    @argument("--concurrency", default="1,4,16,64", help="concurrency levels, comma-separated")
-    @argument("--requests", type=int, default=None, help="requests per level")
-    @argument("--duration", type=float, default=None, help="seconds per level instead of --requests")
-    @argument("--rate", type=float, default=None, help="open loop: Poisson arrivals per second")
-    @argument("--prompt-tokens", type=int, default=64, help="prompt length in tokens")
-    @argument("--max-tokens", type=int, default=16, help="max_tokens of each request")
-    @argument("--timeout", type=float, default=60.0, help="per request, seconds")
-    @argument("--direct", default=None, help="the upstream behind the proxy: the proxy's added latency")
-    @argument("--allow-non-loopback", action="store_true", help="load a proxy that is not on this machine")
     @line_magic
     def hermes_load(self, line: str) -> Any:
-        """The load probe; returns the :class:`~hermes_nb.proxy.load.report.LoadReport`."""
-        from hermes_nb.kit.load import measure_load
+        """The load probe (the flags of ``hermes-nb load``); returns the ``LoadReport``."""
+        from hermes_nb.kit.load import load_magic  # the load wing: reached only by this magic
 
-        args = parse_argstring(self.hermes_load, line)
-        try:
-            target, config = self._aim(args)
-            return measure_load(target, config, concurrency=args.concurrency, requests=args.requests,
-                                duration_s=args.duration, rate=args.rate, prompt_tokens=args.prompt_tokens,
-                                max_tokens=args.max_tokens, timeout_s=args.timeout, direct=args.direct,
-                                allow_non_loopback=args.allow_non_loopback)
-        except HermesError as exc:
-            self._fail(exc)
+        return load_magic(self, line)
 
-    # ---- %%hermes_chat
-    @magic_arguments()
-    @argument("--endpoint", default=None, help="proxy endpoint incl. /v1 (else HERMES_NB_ENDPOINT, else an emulator)")
-    @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
-    @argument("--manifest", default=None, help="adapter manifest whose runtime_config is the base")
-    @argument("--scenario", default="ok", help="emulator scenario (only without an endpoint)")
-    @argument("--route", default="chat", choices=("chat", "responses"),
-              help="chat: POST /v1/chat/completions; responses: POST /v1/responses (OpenAI's Responses API, "
-                   "forwarded by an xai proxy)")
-    @argument("--provider", default=None, choices=PROXY_PROVIDERS,
-              help="what the embedded emulator fronts (only without an endpoint; default nous, xai with --route "
-                   "responses)")
-    @argument("--format", "-f", default="markdown", choices=FORMATS,
-              help="how the answer shows: markdown (default, nothing in it runs), text, code, json")
     @cell_magic
-    def hermes_chat(self, line: str, cell: str) -> ChatResult:
+    @_magic(ChatSpec, "%%hermes_chat")
+    def hermes_chat(self, spec: ChatSpec, cell: str) -> ChatResult:
         """The cell is the prompt; the answer streams in, then the verdict; returns a :class:`ChatResult`."""
-        from hermes_nb.wire.classify import classify
-        from hermes_nb.wire.client import HermesClient
-        from hermes_nb.wire.payloads import responses_request_body
-
-        args = parse_argstring(self.hermes_chat, line)
         prompt = cell.strip()
         if not prompt:
-            raise IPythonUsageError("%%hermes_chat: the cell body is the prompt, and it is empty")
-        provider = args.provider or ("xai" if args.route == "responses" else "nous")
-        try:
-            _, config = self._aim(args, provider=provider)
-        except HermesError as exc:
-            self._fail(exc)
+            raise HermesError("%%hermes_chat: the cell body is the prompt, and it is empty")
+        target, config = self.aim(spec, provider="xai" if spec.route == "responses" else None)
         warnings = []
         models = self.catalog.lookup(config)
         if models is not None and config.model not in models:
-            from IPython.display import display
-
-            from hermes_nb.kit.models import unlisted_note
-
             warnings.append(unlisted_note(config.model, models, config.endpoint))
             display({"text/plain": f"warning: {warnings[0]}",
                      "text/html": badge("warning", f"⚠ warning: {warnings[0]}")}, raw=True)
-        answer = _Answer(Redactor(config.secrets()), args.format)
+        answer = _Answer(Redactor(config.secrets()), spec.format)
         exchange = outcome = None
         stopped = False
         with HermesClient(config) as client:
             try:
-                if args.route == "responses":
+                if spec.route == "responses":
                     body = responses_request_body(config, prompt, stream=True)
                     exchange = client.send(client.build_request("POST", "/responses", json=body, sse=True), sse=True,
                                            on_delta=answer.delta)
@@ -344,7 +296,7 @@ class HermesMagics(Magics):
             except KeyboardInterrupt:  # the kernel's interrupt: stop here, keep what arrived
                 stopped = True
         if exchange is not None:
-            outcome = classify(exchange, config)
+            outcome = classify(exchange, config, executable=target.executable)
         text = exchange.text if exchange is not None else answer.redactor.text("".join(answer.pieces))
         result = ChatResult(exchange=exchange, outcome=outcome, text=text, stopped=stopped, warnings=warnings)
         answer.finish(result.status, usage=result.usage.line() if exchange is not None else None)

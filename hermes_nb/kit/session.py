@@ -15,21 +15,32 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
+from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ConfigError, HermesError
+from hermes_nb.core.records import Exchange, Outcome
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.resolve import resolve_runtime_config
+from hermes_nb.core.usage import Usage
+from hermes_nb.harness.prepare import prepare_mission
 from hermes_nb.kit import display
 from hermes_nb.kit.exchanges import History, HistoryEntry, StreamJob
 from hermes_nb.kit.models import ModelCatalog, models_of
-from hermes_nb.kit.target import Target, runtime_config, start_target
-
-if TYPE_CHECKING:
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
-    from hermes_nb.core.records import Exchange, Outcome
+from hermes_nb.proxy.check import check
+from hermes_nb.proxy.probe import probe
+from hermes_nb.target import Target, embedded_target, identify
+from hermes_nb.views.reprs import box, kv_html, seconds
+from hermes_nb.views.timeline import StreamTimeline, timeline_svg
+from hermes_nb.wire.client import HermesClient
+from hermes_nb.wire.payloads import chat_request_body, responses_request_body
+from hermes_nb.wire.reading import classify, route_outcome
 
 __all__ = ["ROUTES", "METHODS", "RouteChoice", "BodyCheck", "check_body", "ConsoleActions",
            "ConsoleSession", "response_html", "error_html"]
@@ -134,45 +145,49 @@ class ConsoleActions:
     provider: str = "nous"
     _target: Target | None = field(default=None, repr=False)
     _key: tuple[str, str, str] | None = field(default=None, repr=False)
+    _stack: ExitStack = field(default_factory=ExitStack, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def target(self, config: HermesProxyRuntimeConfig, scenario: str) -> Target:
-        """The target of a resolved ``config``; the emulator (no endpoint configured) restarts when the
-        scenario changed."""
+        """The target of a resolved ``config``, identified once per endpoint; the embedded emulator (no endpoint
+        configured) restarts when the scenario changed."""
         given = config.origin("endpoint") != "default"
         key = (config.endpoint if given else "", scenario, self.profile)
         with self._lock:
             if self._target is None or self._key != key:
                 self._close()
-                self._target = start_target(config, profile=self.profile, scenario=scenario, delay_s=self.delay_s,
-                                            provider=self.provider)
+                if given:
+                    self._target = identify(config)
+                else:
+                    extra = {} if self.delay_s is None else {"delay_s": self.delay_s}
+                    fronted = config.model_copy(update={"provider": config.provider or self.provider})
+                    self._target, _ = self._stack.enter_context(
+                        embedded_target(fronted, scenario=scenario, profile=self.profile, **extra))
                 self._key = key
             return self._target
 
     def aim(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
             auth_token: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
         """The inputs' config, resolved once, and its target; the config aimed at the target."""
-        config = runtime_config(endpoint.strip() or None, model, environ=environ, auth_token=auth_token)
+        config = resolve_runtime_config(environ=environ, endpoint=endpoint.strip() or None, model=model or None,
+                                        auth_token=auth_token or None)
         target = self.target(config, scenario)
-        return target, target.point(config)
+        return target, config if target.endpoint == config.endpoint else config.with_endpoint(target.endpoint,
+                                                                                              origin="emulator")
 
     def check(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
               auth_token: str | None = None) -> str:
-        from hermes_nb.proxy.check import adapter_check
-
         try:
             target, config = self.aim(endpoint, model, scenario, environ=environ, auth_token=auth_token)
         except HermesError as exc:
             return error_html(exc)
-        return adapter_check(config, hermes_bin=target.hermes_bin)._repr_html_()
+        return check(config, target=target)._repr_html_()
 
-    def probe(self, endpoint: str, model: str, scenario: str, *, deadline_s: float = 30.0,
+    def probe(self, endpoint: str, model: str, scenario: str, *, budget_s: float = 30.0,
               environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> str:
-        from hermes_nb.proxy.probe import probe
-
         try:
             _, config = self.aim(endpoint, model, scenario, environ=environ, auth_token=auth_token)
-            report = probe(config, deadline_s=deadline_s)
+            report = probe(config, budget_s=budget_s)
         except HermesError as exc:
             return error_html(exc)
         return report._repr_html_()
@@ -181,19 +196,17 @@ class ConsoleActions:
                    root: str | None = None, environ: Mapping[str, str] | None = None,
                    auth_token: str | None = None) -> str:
         """Run ``prompt`` as a mission, prepared as ``hermes-nb run --prompt`` prepares it."""
-        from hermes_nb.kit.jobs import prepare_job, run_job
-
         try:
-            job = prepare_job(prompt=prompt, root=root, endpoint=endpoint.strip() or None, model=model,
-                              environ=environ, auth_token=auth_token)
-            result = run_job(job, self.target(job.config, scenario))
+            _, config = self.aim(endpoint, model, scenario, environ=environ, auth_token=auth_token)
+            prepared = prepare_mission(prompt=prompt, root=root, fallback_root=None)
+            work = root or self._stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-run-"))
+            result = prepared.replace(config=config, root=Path(work)).run(handle_signals=False)
         except HermesError as exc:
             return error_html(exc)
         return result._repr_html_()
 
     def _close(self) -> None:
-        if self._target is not None:
-            self._target.close()
+        self._stack.close()
         self._target = None
         self._key = None
 
@@ -205,8 +218,6 @@ class ConsoleActions:
 def _judge(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig,
            stopped: bool) -> tuple[str, str, str | None, list[str], Outcome | None]:
     """(verdict, reason, hint, errors, outcome) of one console exchange."""
-    from hermes_nb.proxy.report import route_outcome
-    from hermes_nb.wire.classify import classify
 
     if stopped:
         return ("stopped", "stopped", "the stream was stopped from the console; the partial text is kept",
@@ -220,9 +231,6 @@ def _judge(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig,
 def response_html(entry: HistoryEntry, redactor: Redactor | None = None, *, headers: bool = True) -> str:
     """The response panel: verdict and hint, status, timings, usage, error envelope, timeline, headers (not in
     the console's static picture: ``date`` and the like are session noise there)."""
-    from hermes_nb.core.reprs import box, kv_html, seconds
-    from hermes_nb.core.timeline import StreamTimeline, timeline_svg
-    from hermes_nb.core.usage import Usage
 
     red = redactor or Redactor()
     ex = entry.exchange
@@ -267,7 +275,6 @@ class ConsoleSession:
         self.catalog = ModelCatalog()
         #: the endpoint the last request (or models lookup) went to
         self.endpoint_in_use: str | None = None
-        self._providers: dict[str, str | None] = {}
 
     # ---- auth
     def set_token(self, value: str | None) -> None:
@@ -292,21 +299,10 @@ class ConsoleSession:
         """Knows the session's token(s) and the secret shapes."""
         return self._redactor
 
-    def provider(self, config: HermesProxyRuntimeConfig) -> str | None:
-        """The provider the proxy at ``config.endpoint`` fronts (its ``/health``; asked once per endpoint)."""
-        if config.endpoint not in self._providers:
-            from hermes_nb.proxy.detect import detect_provider, fetch_health
-            from hermes_nb.wire.client import HermesClient
-
-            with HermesClient(config) as client:
-                self._providers[config.endpoint] = detect_provider(health=fetch_health(client, deadline_s=1.0),
-                                                                   configured=config.provider).provider
-        return self._providers[config.endpoint]
 
     # ---- requests
     @staticmethod
     def default_body(route: RouteChoice, prompt: str, config: HermesProxyRuntimeConfig) -> dict[str, Any] | None:
-        from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 
         if not route.chat:
             return None
@@ -319,7 +315,6 @@ class ConsoleSession:
                 on_delta: Callable[[str], None] | None = None,
                 on_done: Callable[[StreamJob, HistoryEntry | None], None] | None = None) -> StreamJob:
         """One request, built and not started. Raises :class:`ConfigError` for bad inputs (nothing sent)."""
-        from hermes_nb.wire.client import HermesClient
 
         choice = ROUTES[route] if isinstance(route, str) else route
         req_method = (choice.method or method or "GET").upper()
@@ -339,7 +334,7 @@ class ConsoleSession:
         client = HermesClient(config)
         request = client.build_request(req_method, req_path, json=value, root=choice.root, sse=choice.sse)
 
-        provider = self.provider(config)
+        provider = target.provider
 
         def done(job: StreamJob) -> None:
             entry = None

@@ -110,11 +110,11 @@ def start_target(config: HermesProxyRuntimeConfig | None = None, *, profile: str
                         scenario=scenario, origin="emulator")
         target.config = target.point(config)
         return target
-    from hermes_nb.emulator import serve
+    from hermes_nb.emulator import serve_emulator
 
     stack = ExitStack()
     extra = {} if delay_s is None else {"delay_s": delay_s}  # the slow scenario's pause before each delta
-    handle = stack.enter_context(serve(profile=profile, scenario=scenario, seed=seed, provider=provider, **extra))
+    handle = stack.enter_context(serve_emulator(profile=profile, scenario=scenario, seed=seed, provider=provider, **extra))
     target = Target(endpoint=handle.endpoint, kind="emulator", profile=profile, scenario=scenario, handle=handle,
                     origin="emulator", _stack=stack)
     target.config = target.point(config)

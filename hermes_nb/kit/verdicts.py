@@ -14,8 +14,9 @@ from hermes_nb.core.errors import NotebookFailed
 from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, ERROR_PREFIX, VERDICTS, WIRE_SPIKE
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.results import artifact_digests
-from hermes_nb.kit.target import Target
+from hermes_nb.proxy.check import CheckResult
 from hermes_nb.receipts.verdict import VERDICT_MIME, verdict_summary
+from hermes_nb.target import Target
 
 if TYPE_CHECKING:
     from hermes_nb.core.config import HermesProxyRuntimeConfig
@@ -48,61 +49,52 @@ def _timeline(exchange: Any) -> dict[str, Any] | None:
     """The stream's timing marks for the receipt's timeline picture (None when nothing streamed)."""
     if exchange is None or not getattr(exchange, "streamed", False):
         return None
-    from hermes_nb.core.timeline import StreamTimeline
+    from hermes_nb.views.timeline import StreamTimeline
 
     return StreamTimeline.from_exchange(exchange).to_dict()
 
 
-def wire_summary(report: Any, drift: list[Any], *, target: Target, model: str, contract: str,
-                 upstream: list[Any] | None = None, not_judged: list[Any] | None = None) -> dict[str, Any]:
-    """Spike verdict: only proxy-owned facts judge it.
+def wire_summary(report: Any, *, target: Target, model: str, contract: str | None) -> dict[str, Any]:
+    """Spike verdict: only proxy-owned facts judge it (the report carries its drift, its upstream differences and
+    what it could not judge, :func:`hermes_nb.proxy.contracts.apply_contract`).
 
-    unreachable → blocked (one line, one action); drift → failed; an upstream that answered 429 →
-    blocked (``rate_limited``, re-run after Retry-After); an upstream the proxy reports down (its own
-    502/504) → blocked (``upstream_down``, the upstream named); else passed — what a slow upstream could
-    not answer in time is listed as not judged. ``drift`` holds the proxy-owned differences;
-    ``upstream`` (upstream-owned ones) and ``not_judged`` are recorded in the details.
+    unreachable → blocked (one line, one action); the local-only guard refused the probe → blocked (the fix);
+    drift → failed; an upstream that answered 429 → blocked (``rate_limited``, re-run after Retry-After); an
+    upstream the proxy reports down (its own 502/504) → blocked (``upstream_down``, the upstream named); else
+    passed — what a slow upstream could not answer in time is listed as not judged.
     """
-    from hermes_nb.core.providers import start_hint, upstream_down_hint
-
-    drift_lines = [str(d) for d in drift]
-    skipped = list(not_judged or [])
-    reasons = {getattr(n, "reason", None) for n in skipped}
-    provider = getattr(report, "provider", None)
-    warnings = list(getattr(report, "warnings", []))
-    hint = None
-    if not getattr(report, "reachable", False):
-        status, reason, hint = "blocked", "unreachable", start_hint(provider)
-        errors = [f"{ERROR_PREFIX}endpoint unreachable: {target.endpoint}"]
+    drift_lines = [str(d) for d in report.drift]
+    skipped = list(report.not_judged)
+    reasons = {n.reason for n in skipped}
+    provider, warnings, hint = report.provider, list(report.warnings), report.action
+    if not report.reachable or report.state == "not_local":
+        status, reason = "blocked", "unreachable" if not report.reachable else "not_local"
+        errors = [f"{ERROR_PREFIX}{report.headline}"]
         warnings = []  # the one line and the one action say it all
     elif drift_lines:
         status, reason = "failed", "drift"
         errors = [f"wire drift from {contract}: {line}" for line in drift_lines]
     elif "rate_limited" in reasons:
-        after = next((n.retry_after_s for n in skipped if n.reason == "rate_limited" and n.retry_after_s), None)
         status, reason = "blocked", "rate_limited"
-        hint = "re-run later" + (f" (Retry-After: {after:g} s)" if after is not None else "")
         errors = [f"{ERROR_PREFIX}the upstream answered 429 (rate limited): the wire could not be judged"]
     elif "upstream_down" in reasons:
         first = next(n for n in skipped if n.reason == "upstream_down")
-        status, reason, hint = "blocked", "upstream_down", upstream_down_hint(provider, first.detail)
+        status, reason = "blocked", "upstream_down"
         errors = [f"{ERROR_PREFIX}the proxy reports its upstream down: {first.detail}"]
     else:
-        status, reason, errors = "passed", "matches-contract", []
+        status, reason, errors, hint = "passed", "matches-contract", [], None
     if skipped and status == "passed":
         warnings.append(f"{len(skipped)} not judged (the upstream's trouble, not the proxy's): "
                         + "; ".join(str(n) for n in skipped[:3]) + (" …" if len(skipped) > 3 else ""))
     return verdict_summary(
-        WIRE_SPIKE, status, reason=reason, errors=errors, warnings=warnings,
-        endpoint=target.endpoint, model=model, target=target.kind, provider=provider,
-        details={"contract": contract, "state": getattr(report, "state", None),
-                 "provider": provider, "upstream": getattr(report, "upstream", None),
-                 "bearer_required": getattr(report, "bearer_required", None),
-                 "stream_failure_shape": getattr(report, "stream_failure_shape", None),
-                 "server": getattr(report, "server", None), "drift": drift_lines, "hint": hint,
-                 "not_judged": [str(n) for n in skipped],
-                 "timeline": (getattr(report, "timelines", None) or {}).get("chat_stream"),
-                 "upstream_differences": [str(d) for d in upstream or []]},
+        WIRE_SPIKE, status, reason=reason, errors=errors, warnings=warnings, endpoint=target.endpoint, model=model,
+        target=target.kind, hermes_version=target.release, provider=provider,
+        details={"contract": contract, "state": report.state, "provider": provider, "upstream": report.upstream,
+                 "release_source": target.release_source, "matches": list(report.matches),
+                 "bearer_required": report.bearer_required, "stream_failure_shape": report.stream_failure_shape,
+                 "server": report.server, "drift": drift_lines, "hint": hint,
+                 "not_judged": [str(n) for n in skipped], "timeline": report.timelines.get("chat_stream"),
+                 "upstream_differences": [str(d) for d in report.upstream_differences]},
     )
 
 
@@ -113,7 +105,7 @@ def check_summary(result: Any, *, target: Target) -> dict[str, Any]:
         ADAPTER_CHECK, getattr(result, "verdict", "failed"), reason=state,
         errors=list(getattr(result, "errors", [])), warnings=list(getattr(result, "warnings", [])),
         endpoint=target.endpoint, model=getattr(result, "model", None), target=target.kind,
-        hermes_version=getattr(result, "hermes_version", None), provider=getattr(result, "provider", None),
+        hermes_version=target.release, provider=getattr(result, "provider", None),
         details={"models": list(getattr(result, "models", [])), "hint": getattr(result, "hint", None),
                  "http_status": getattr(result, "http_status", None),
                  "provider": getattr(result, "provider", None), "upstream": getattr(result, "upstream", None),
@@ -122,20 +114,17 @@ def check_summary(result: Any, *, target: Target) -> dict[str, Any]:
     )
 
 
-def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig,
-                preflight: Any = None) -> dict[str, Any]:
-    """E2E verdict: the runtime result's status (cancelled counts as failed) plus the artifact digests.
-
-    ``preflight`` (:func:`hermes_nb.kit.model_preflight`): with no run (``result`` None, the model not in the
-    proxy's list) the verdict is the adapter check's: failed, its errors and hint.
-    """
-    check = getattr(preflight, "check", None)
-    provider = getattr(check, "provider", None) or config.provider
-    if result is None and check is not None:
+def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
+    """E2E verdict: the runtime result's status (cancelled counts as failed) plus the artifact digests; a
+    :class:`~hermes_nb.proxy.check.CheckResult` instead of a run (the model is not in the proxy's list: not sent)
+    is the adapter check's verdict: failed, its errors and hint."""
+    provider = getattr(result, "provider", None) or target.provider or config.provider
+    if isinstance(result, CheckResult):
+        check = result
         return verdict_summary(
             E2E_SMOKE, "failed", reason="model-not-listed", errors=list(check.errors),
-            warnings=list(check.warnings), endpoint=config.endpoint, model=config.model, target=target.kind,
-            provider=provider, details={"hint": check.hint, "models": list(check.models), "provider": provider,
+            warnings=list(check.warnings), endpoint=config.endpoint, model=check.model, target=target.kind,
+            hermes_version=target.release, provider=provider, details={"hint": check.hint, "models": list(check.models), "provider": provider,
                                         "model_origin": check.model_origin, "not_sent": True},
             redactor=Redactor(config.secrets()))
     doc = dict(getattr(result, "result", {}) or {})
@@ -146,8 +135,9 @@ def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig
         E2E_SMOKE, status if status in VERDICTS else "failed",
         reason=str(doc.get("reason") or getattr(outcome, "reason", None) or status),
         errors=list(doc.get("errors") or []), warnings=list(doc.get("warnings") or []),
-        endpoint=config.endpoint, model=config.model, target=target.kind, provider=provider,
-        artifacts=artifact_digests(run_dir), run_dir=str(run_dir) if run_dir else None,
+        endpoint=config.endpoint, model=getattr(getattr(result, "exchange", None), "model", None) or config.model,
+        target=target.kind, hermes_version=target.release, provider=provider, artifacts=artifact_digests(run_dir),
+        run_dir=str(run_dir) if run_dir else None,
         details={"run_id": getattr(result, "run_id", None), "exit_code": getattr(result, "exit_code", None),
                  "final_message": getattr(outcome, "final_message", None), "usage": doc.get("usage"),
                  "hint": doc.get("hint"), "provider": provider,

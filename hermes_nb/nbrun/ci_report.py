@@ -30,7 +30,7 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.verdict import operator_action, proxy_state
 
 __all__ = ["BLOCKED_EXIT_CHOICES", "CI_REPORT_SCHEMA", "STATUS_WORDS", "CiContext", "ci_context", "ci_report",
-           "smoke_exit_code", "operator_action", "result_provider", "write_ci_outputs", "not_started_report",
+           "smoke_exit_code", "operator_action", "write_ci_outputs", "not_started_report",
            "check_output_paths", "step_summary_path", "unwritable_reason"]
 
 CI_REPORT_SCHEMA = "hermes-nb.smoke-ci.v1"
@@ -52,12 +52,6 @@ def smoke_exit_code(verdict: str, blocked_exit: int = EXIT_BLOCKED, cancelled_by
     if cancelled_by:
         return exit_code_for_signal(signal.Signals[cancelled_by].value)
     return blocked_exit if verdict == "blocked" else exit_code_for(verdict)
-
-
-def result_provider(result: Any) -> str | None:
-    """The provider a smoke ran against: what its notebooks saw (``/health``), else the target's."""
-    seen = [(r.summary or {}).get("provider") for r in result.runs]
-    return next((p for p in seen if p), None) or getattr(result.target, "provider", None)
 
 
 @dataclass(frozen=True)
@@ -144,7 +138,7 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
     started = [n["started_at"] for n in notebooks if n["started_at"]]
     report = {
         **_base(ctx, blocked_exit=blocked_exit),
-        "provider": result_provider(result),
+        "provider": target.provider,
         "verdict": result.verdict,
         "exit_code": smoke_exit_code(result.verdict, blocked_exit, cancelled_by),
         "cancelled_by": cancelled_by,
@@ -154,13 +148,14 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
         # the state the notebooks saw the proxy in: a stale proxy behind a "live" endpoint is not live
         "proxy_state": next((s for s in ("stale", "unreachable", "live") if s in states), None),
         "endpoint": target.endpoint,
-        "hermes_version": target.hermes_version,
+        "hermes_version": target.release,
+        "hermes_version_source": target.release_source,
         "target_evidence": target.evidence,
         "out": where(result.out_dir),
         "duration_s": round(result.duration_s, 3),
         "notebooks": notebooks,
     }
-    return (redactor or Redactor(target.secrets)).data(report)
+    return (redactor or Redactor(result.secrets)).data(report)
 
 
 def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT_BLOCKED,

@@ -24,33 +24,67 @@ import functools
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any, Literal
 
-from hermes_nb.core.errors import RigError, UsageError
-from hermes_nb.core.facts import EXIT_BLOCKED, RECEIPTS_RELPATH
+from pydantic import Field, model_validator
+
+from hermes_nb.core.endpoint_safety import plain_http_warning
+from hermes_nb.core.errors import RigError
+from hermes_nb.core.facts import RECEIPTS_RELPATH
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.resolve import ConfigOptions
+from hermes_nb.core.spec import Opt, conflict
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.ci_report import (
-    BLOCKED_EXIT_CHOICES,
     check_output_paths,
     ci_report,
     not_started_report,
     step_summary_path,
     write_ci_outputs,
 )
-from hermes_nb.nbrun.smoke_target import SmokeTarget
+from hermes_nb.nbrun.smoke import SmokeResult, run_smoke
+from hermes_nb.target import Target, establish
 
-if TYPE_CHECKING:  # the receipts' modules load once the kernels are launched (hermes_nb.nbrun.launch)
-    from hermes_nb.nbrun.smoke import SmokeResult
+__all__ = ["SmokeSpec", "SmokeOutcome", "smoke", "quiet_notebook_loggers", "signal_name"]
 
-__all__ = ["DEFAULT_TIMEOUT_S", "SmokeOutcome", "smoke", "choose_target", "quiet_notebook_loggers", "signal_name"]
+_CLI = frozenset({"cli"})
 
-DEFAULT_TIMEOUT_S = 120.0
-RIG_STATES = ("stale", "live")
+
+class SmokeSpec(ConfigOptions):
+    """The smoke's options (``hermes-nb smoke``, :func:`smoke`)."""
+
+    rig: Literal["stale", "live"] | None = Field(None, description="start the real proxy rig in this auth state "
+                                                                   "(instead of an endpoint or the emulator)")
+    hermes_version: str | None = Field(None, description="with --rig: run the real proxy of this hermes-agent "
+                                                         "release from its cached venv (built on first use)")
+    upstream: str | None = Field(None, description="with --rig live: what answers behind the proxy (emulator, "
+                                                   "minimal or a command; see `hermes-nb rig`)")
+    out: str | None = Field(None, description=f"receipts directory or storage URL, e.g. s3://bucket/prefix "
+                                              f"(default: {RECEIPTS_RELPATH}/<target kind>)")
+    only: Annotated[list[Literal["wire_format_spike", "adapter_check", "e2e_smoke"]], Opt(repeat=True)] = Field(
+        default_factory=list, description="run only this notebook (repeatable)")
+    cell_timeout_s: float = Field(120.0, gt=0, description="the longest run of one notebook cell")
+    html: bool = Field(True, description="write each receipt's HTML render")
+    junit_xml: str | None = Field(None, description="write JUnit XML here (one testsuite, one testcase per "
+                                                    "notebook)")
+    summary_md: str | None = Field(None, description="write the Markdown summary here (also appended to "
+                                                     "$GITHUB_STEP_SUMMARY when set)")
+    blocked_exit: Literal[3, 0, 1] = Field(3, description="the exit code of a blocked smoke: 3, 0 (do not fail "
+                                                          "CI) or 1 (fail like a failure)")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> SmokeSpec:
+        if self.endpoint and self.rig:
+            raise conflict("endpoint", "rig")
+        if self.hermes_version and not self.rig:
+            raise conflict("hermes_version", "rig", why="go together: a release runs in the rig")
+        if self.upstream and self.rig != "live":
+            raise conflict("upstream", "rig", why="go together: an upstream sits behind the live rig")
+        return self
 
 
 def quiet_notebook_loggers() -> None:
@@ -86,7 +120,7 @@ class SmokeOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: the smoke's result (or the reason it did not start), the exit code, the outputs."""
-        redactor = Redactor(self.result.target.secrets if self.result is not None else ())
+        redactor = Redactor(self.result.secrets if self.result is not None else ())
         head = (self.result.to_dict() if self.result is not None
                 else {"error": self.error, "verdict": self.verdict, "target_kind": self.report.get("target_kind")})
         return redactor.data({**head, "exit_code": self.exit_code, "blocked_exit": self.report.get("blocked_exit"),
@@ -97,63 +131,6 @@ class SmokeOutcome:
         return self.result._repr_html_() if self.result is not None else f"<p>smoke {self.verdict}: {self.error}</p>"
 
 
-def choose_target(*, endpoint: str | None = None, model: str | None = None, rig: Any = None,
-                  secrets: Sequence[str] = (), endpoint_origin: str | None = "argument",
-                  provider: str | None = None) -> SmokeTarget:
-    """Where the notebooks point: the started ``rig`` (a :class:`~hermes_nb.proxy.rig.RigHandle`), else a live
-    ``endpoint`` (checked: an emulator behind it makes the target ``emulator``; its hermes-agent version read
-    from ``/health`` or the local ``hermes``; its provider from ``/health``, else ``provider``, the configured
-    one), else the embedded emulator (each notebook gets its own,
-    :mod:`hermes_nb.nbrun.emulators`)."""
-    from hermes_nb.nbrun.smoke_target import confirm_target
-
-    if rig is not None:
-        return SmokeTarget("rig", rig.endpoint, model, hermes_version=rig.hermes_version,
-                           secrets=[*secrets, *rig.redactor.secrets], provider=rig.provider)
-    if endpoint is None:
-        return SmokeTarget("emulator", None, model, secrets=list(secrets))
-    target = confirm_target(SmokeTarget("live", endpoint, model, secrets=list(secrets),
-                                        endpoint_origin=endpoint_origin))
-    if target.kind == "live":  # an emulator behind the endpoint is labelled emulator (the result says why)
-        from hermes_nb.proxy.identity import hermes_agent_version
-
-        target.hermes_version = hermes_agent_version(endpoint)[0]
-    target.provider = _live_provider(endpoint) or provider
-    return target
-
-
-def _live_provider(endpoint: str) -> str | None:
-    """The provider a live proxy fronts: its ``/health``'s ``upstream`` (None when it does not say)."""
-    from hermes_nb.proxy.detect import detect_provider, fetch_health
-    from hermes_nb.wire.client import HermesClient
-
-    with HermesClient(endpoint) as client:
-        return detect_provider(health=fetch_health(client)).provider
-
-
-def _check(*, timeout_s: float, rig: str | None, hermes_version: str | None, upstream: str | None,
-           model: str | None, blocked_exit: int, provider: str | None = None) -> None:
-    """Every argument, before anything runs (one line each; worded for any caller, not as CLI flags)."""
-    from hermes_nb.core.providers import PROXY_PROVIDERS
-
-    if not timeout_s > 0:
-        raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
-    if rig is not None and rig not in RIG_STATES:
-        raise UsageError(f"unknown rig state {rig!r}; choose stale or live")
-    if provider is not None and not rig:
-        raise UsageError("a provider needs the rig (stale or live): a live proxy says which provider it fronts")
-    if provider is not None and provider not in PROXY_PROVIDERS:
-        raise UsageError(f"unknown provider {provider!r}; choose one of {', '.join(PROXY_PROVIDERS)}")
-    if hermes_version and not rig:
-        raise UsageError("a hermes-agent version needs the rig (stale or live): it runs that release's real proxy")
-    if upstream is not None and rig != "live":
-        raise UsageError("an upstream needs the live rig (it chooses what answers behind the rig's proxy)")
-    if model is not None and not model.strip():
-        raise UsageError("the model must not be empty")
-    if blocked_exit not in BLOCKED_EXIT_CHOICES:
-        raise UsageError(f"the exit code of a blocked smoke must be one of 3, 0, 1, got {blocked_exit!r}")
-
-
 def _receipts_home(out: str | Path | None) -> Path:
     """The directory receipts go to is checked before anything runs (created if needed, writable)."""
     from hermes_nb.nbrun.smoke import writable_dir
@@ -161,14 +138,9 @@ def _receipts_home(out: str | Path | None) -> Path:
     return writable_dir(Path(out) if out else RECEIPTS_RELPATH)
 
 
-def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str | None = None,
-          hermes_version: str | None = None,
-          upstream: str | None = None, model: str | None = None, out: str | Path | None = None,
-          only: Sequence[str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, html: bool = True,
-          junit_xml: str | Path | None = None, summary_md: str | Path | None = None,
-          step_summary: str | Path | None = None, blocked_exit: int = EXIT_BLOCKED,
+def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = None,
           environ: Mapping[str, str] | None = None, progress: Callable[[str], None] | None = None,
-          handle_signals: bool = True) -> SmokeOutcome:
+          handle_signals: bool = True, **options: Any) -> SmokeOutcome:
     """Run the smoke as ``hermes-nb smoke`` does (see the module docstring); never raises for a verdict.
 
     ``endpoint`` None: ``$HERMES_NB_ENDPOINT``, else the embedded emulator; ``rig``: ``stale``/``live``
@@ -178,8 +150,10 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str 
     (exit 2) before anything runs.
     """
     env = os.environ if environ is None else environ
-    _check(timeout_s=timeout_s, rig=rig, hermes_version=hermes_version, upstream=upstream, model=model,
-           blocked_exit=blocked_exit, provider=provider)
+    spec = spec or SmokeSpec.build(**options)
+    rig, provider, hermes_version, upstream, out = spec.rig, spec.provider, spec.hermes_version, spec.upstream, spec.out
+    only, timeout_s, html, blocked_exit = spec.only or None, spec.cell_timeout_s, spec.html, spec.blocked_exit
+    junit_xml, summary_md = spec.junit_xml, spec.summary_md
     from hermes_nb.nbrun.kernels import zygote_env
     from hermes_nb.nbrun.zygote import prestart
 
@@ -201,31 +175,27 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str 
 
             kernels = launch_kernels(only)
             cleanup.callback(kernels.close)  # run_smoke takes them over; stopped here if it is never reached
-        from hermes_nb.core.resolve import resolve_runtime_config
 
-        config = resolve_runtime_config(endpoint=endpoint, model=model, environ=env)
-        live_endpoint = config.endpoint if config.origin("endpoint") != "default" and not rig else None
+        config = spec.runtime_config(environ=env)
         secrets = config.secrets()
-        chosen_model = config.model if config.origin("model") != "default" else None
         say = progress or (lambda _line: None)
         quiet_notebook_loggers()
 
         def finish(report: dict[str, Any], result: SmokeResult | None, error: str | None) -> SmokeOutcome:
-            redactor = Redactor(result.target.secrets if result is not None else secrets)
+            redactor = Redactor(result.secrets if result is not None else secrets)
             written = write_ci_outputs(report, redactor=redactor, junit_xml=junit_xml, summary_md=summary_md,
                                        step_summary=step, warnings=warnings)
             return SmokeOutcome(report, result, written, warnings, error)
 
         with SignalGuard(handle_signals) as guard, ExitStack() as stack:
-            target: SmokeTarget | None = None
+            target: Target | None = None
+            handle = None
             try:
                 guard.arm()  # a signal while the target starts stops it here (the rig's context cleans up)
-                handle = None
                 if rig:
                     handle = _start_rig(stack, rig, hermes_version=hermes_version, upstream=upstream, say=say,
                                         json_quiet=progress is None, provider=provider or "nous")
-                target = choose_target(endpoint=live_endpoint, model=chosen_model, rig=handle, secrets=secrets,
-                                       endpoint_origin=config.origin("endpoint"), provider=config.provider)
+                target, config = establish(config, stack, rig=handle, ask_emulator=True)
                 guard.armed = False  # run_smoke arms it again while the notebooks run
             except RigError as exc:  # blocked before any notebook ran: CI still gets its report
                 guard.armed = False
@@ -240,26 +210,23 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str 
                 report = not_started_report(error, target_kind=kind, blocked_exit=blocked_exit, verdict="cancelled",
                                             cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets))
                 return finish(report, None, error)
-            from hermes_nb.core.endpoint_safety import plain_http_warning
-
             if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
                 say(f"warning: {insecure}")
             out_dir = Path(out) if out is not None and store is None else RECEIPTS_RELPATH / target.kind
             staging = None
             if store is not None:  # shared storage: stage locally, publish after the run (an interrupted one too)
                 staging = out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
-            from hermes_nb.nbrun.smoke import run_smoke
-
-            result = run_smoke(target, out_dir=out_dir, only=only, timeout_s=timeout_s, html=html,
-                               progress=progress, confirm=False, guard=guard, kernels=kernels)
+            rig_secrets = list(handle.redactor.secrets) if handle is not None else []
+            result = run_smoke(target, config, out_dir=out_dir, only=only, timeout_s=timeout_s, html=html,
+                               progress=progress, secrets=rig_secrets, guard=guard, kernels=kernels)
             locate = None
             if store is not None and staging is not None:
-                store.publish(staging, result.run_id, redactor=Redactor(result.target.secrets))
+                store.publish(staging, result.run_id, redactor=Redactor(result.secrets))
                 locate = functools.partial(store.locate, staging=staging)
                 for r in result.runs:
                     r.receipt_path = locate(r.receipt_path) if r.receipt_path else None
                 result.out_dir = store.url
-            redactor = Redactor(result.target.secrets)
+            redactor = Redactor(result.secrets)
             report = ci_report(result, blocked_exit=blocked_exit, redactor=redactor, environ=env)
             return finish(report, result, None)
 

@@ -20,10 +20,10 @@ from typing import Any
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.facts import LOAD_NOTEBOOK
 from hermes_nb.nbrun.smoke import SmokeResult, run_smoke
-from hermes_nb.nbrun.smoke_target import SmokeTarget, confirm_target
 from hermes_nb.proxy.load.report import REPORT_FILE, LoadReport
 from hermes_nb.proxy.load.run import run_load
 from hermes_nb.receipts.store import is_url
+from hermes_nb.target import Target, identify
 
 __all__ = ["LoadRun", "load_with_receipt"]
 
@@ -57,12 +57,10 @@ def load_with_receipt(target: HermesProxyRuntimeConfig | str | None = None, *, o
         store = open_store(str(out))
         store.check()
     report = run_load(target, environ=environ, progress=progress, **load)
-    secrets = (target if isinstance(target, HermesProxyRuntimeConfig)
-               else resolve_runtime_config(environ=environ)).secrets()
-    receipt_target = SmokeTarget("emulator", None, report.model, secrets=secrets)
-    if report.target_kind != "emulator":
-        receipt_target = confirm_target(SmokeTarget("live", report.endpoint, report.model, secrets=secrets,
-                                                    endpoint_origin="argument"))
+    config = target if isinstance(target, HermesProxyRuntimeConfig) else resolve_runtime_config(environ=environ)
+    config = config.with_endpoint(report.endpoint, origin="argument")
+    receipt_target = (Target(endpoint=report.endpoint, kind="emulator") if report.target_kind == "emulator"
+                      else identify(config, ask_emulator=True))
     with tempfile.TemporaryDirectory(prefix="hermes-nb-load-") as work:
         report_path = Path(work) / REPORT_FILE
         report_path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -70,8 +68,8 @@ def load_with_receipt(target: HermesProxyRuntimeConfig | str | None = None, *, o
         params = {"endpoint": report.endpoint, "model": report.model, "report": str(report_path)}
         if progress is not None:
             progress(f"writing the load receipt ({LOAD_NOTEBOOK} notebook)")
-        result = run_smoke(receipt_target, out_dir=staging, only=[LOAD_NOTEBOOK], timeout_s=timeout_s, html=html,
-                           progress=progress, confirm=False, parameters={LOAD_NOTEBOOK: params})
+        result = run_smoke(receipt_target, config, out_dir=staging, only=[LOAD_NOTEBOOK], timeout_s=timeout_s,
+                           html=html, progress=progress, parameters={LOAD_NOTEBOOK: params})
         if store is not None:
             store.publish(staging, result.run_id)
             for r in result.runs:

@@ -32,10 +32,14 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import Field
+
+from hermes_nb.core.config import Provider
 from hermes_nb.core.facts import EXIT_BLOCKED, NOTEBOOKS, RECEIPTS_RELPATH, env_secrets, worst_verdict
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.spec import CommaList, Opt, Spec
 from hermes_nb.harness.signals import Cancelled, SignalGuard
 
 __all__ = ["MATRIX_SCHEMA", "REFERENCE_CONTRACT", "DEFAULT_VERSIONS", "VersionRun", "MatrixResult", "run_matrix",
@@ -146,6 +150,28 @@ class MatrixResult:
                 "duration_s": round(self.duration_s, 3), "versions": [r.to_dict() for r in self.runs],
                 "changes": self.changes(),
                 "support": {p: support_table(versions, p) for p in self.providers}}
+
+
+class MatrixSpec(Spec):
+    """The matrix's options (``hermes-nb matrix``)."""
+
+    versions: Annotated[list[str], CommaList] = Field(list(DEFAULT_VERSIONS), description="hermes-agent releases")
+    state: Literal["live", "stale"] = Field("live", description="the rig's auth state")
+    providers: Annotated[list[Provider], CommaList] = Field(["nous"], description="`hermes proxy start --provider` "
+                                                                                  "for each run")
+    model: str | None = Field(None, description="model id for every run (default: the provider's default model)")
+    out: str | None = Field(None, description=f"output directory (default: {RECEIPTS_RELPATH}/matrix)")
+    only: Annotated[list[Literal["wire_format_spike", "adapter_check", "e2e_smoke"]], Opt(repeat=True)] = Field(
+        default_factory=list, description="run only this notebook (repeatable)")
+    cell_timeout_s: float = Field(120.0, gt=0, description="the longest run of one notebook cell")
+    html: bool = Field(True, description="write each receipt's HTML render")
+    install: bool = Field(True, description="build a missing release's venv (off: only cached or adoptable venvs; "
+                                            "a missing release is unavailable)")
+    junit_xml: str | None = Field(None, description="write JUnit XML here (one testsuite per version)")
+    summary_md: str | None = Field(None, description="write the matrix summary here (also appended to "
+                                                     "$GITHUB_STEP_SUMMARY when set)")
+    blocked_exit: Literal[3, 0, 1] = Field(3, description="the exit code of a blocked matrix (e.g. --state stale, "
+                                                          "blocked by design): 3, 0 or 1")
 
 
 def matrix_markdown(doc: dict[str, Any]) -> str:

@@ -21,9 +21,9 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resources import data_dir
 from hermes_nb.nbrun.execute import NotebookRun
 from hermes_nb.nbrun.kernels import KernelPool
-from hermes_nb.nbrun.smoke_target import SmokeTarget
 from hermes_nb.receipts.verdict import operator_action, proxy_state
 from hermes_nb.receipts.write import RECEIPT_SCHEMA
+from hermes_nb.target import Target
 
 __all__ = ["receipt_metadata", "artifact_sources", "environment_digest", "prefetch_environment_digest"]
 
@@ -98,7 +98,7 @@ def _name_and_version(metadata: str) -> tuple[str | None, str | None]:
     return name, version
 
 
-def receipt_metadata(run: NotebookRun, *, run_id: str, target: SmokeTarget, pool: KernelPool,
+def receipt_metadata(run: NotebookRun, *, run_id: str, target: Target, pool: KernelPool,
                      timeout_s: float, redactor: Redactor) -> dict[str, Any]:
     summary = run.summary or {}
     papermill_meta = (run.nb.metadata.get("papermill", {}) if run.nb is not None else {})
@@ -117,17 +117,18 @@ def receipt_metadata(run: NotebookRun, *, run_id: str, target: SmokeTarget, pool
         "proxy_state": proxy_state(summary),
         "target_evidence": target.evidence,
         "endpoint": summary.get("endpoint") or target.endpoint,
-        "endpoint_origin": target.endpoint_origin,
         "target_warnings": [w for w in [plain_http_warning(summary.get("endpoint") or target.endpoint)] if w],
-        "model": summary.get("model") or run.parameters.get("model"),
+        "model": summary.get("model") or (run.parameters.get("config") or {}).get("model"),
         "hermes_nb_version": __version__,
         "python": {"version": sys.version.split()[0], "implementation": sys.implementation.name},
         "kernel": {**pool.describe(), "launch": run.kernel_launch or None, "language_version":
                    (run.nb.metadata.get("language_info", {}).get("version") if run.nb is not None else None)},
         "papermill_version": _version("papermill"),
         "nbclient_version": _version("nbclient"),
-        "hermes_agent_version": summary.get("hermes_version") or target.hermes_version,
-        "provider": summary.get("provider") or target.provider,
+        # the release under test: the target's (the rig, --hermes-bin), never a local install's
+        "hermes_agent_version": target.release,
+        "hermes_agent_version_source": target.release_source,
+        "provider": target.provider or summary.get("provider"),
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "duration_s": round(run.duration_s, 3),

@@ -31,18 +31,19 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.clock import new_run_id
+from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import SecretLeak, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, worst_verdict
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
-from hermes_nb.nbrun.emulators import notebook_emulator
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.launch import SmokeKernels, launch_kernels
 from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
-from hermes_nb.nbrun.smoke_target import SmokeTarget, confirm_target
+from hermes_nb.nbrun.templates import JOB_SPECS
 from hermes_nb.receipts.index import append_index, index_entry
 from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
+from hermes_nb.target import Target
 
 __all__ = ["SmokeResult", "run_smoke", "writable_dir"]
 
@@ -55,8 +56,10 @@ class SmokeResult:
     out_dir: Path | str
     runs: list[NotebookRun]
     duration_s: float
-    #: the target the receipts name (a ``live`` target found to be an emulator is ``emulator`` here)
-    target: SmokeTarget = field(default_factory=SmokeTarget)
+    #: the target the receipts name, established once (:func:`hermes_nb.target.establish`)
+    target: Target = field(default_factory=lambda: Target(endpoint="", kind="emulator"))
+    #: what the outputs must never contain (the bearer, secret headers, the rig's credentials)
+    secrets: list[str] = field(default_factory=list, repr=False)
     #: the signal that stopped the run (``SIGINT``, ``SIGTERM``, ``SIGHUP``), None when it ran to the end
     cancelled_by: str | None = None
 
@@ -72,10 +75,8 @@ class SmokeResult:
 
     @property
     def provider(self) -> str | None:
-        """The provider the proxy fronts, as its notebooks saw it (else the target's)."""
-        from hermes_nb.nbrun.ci_report import result_provider
-
-        return result_provider(self)
+        """The provider the proxy fronts (the target's, identified once)."""
+        return self.target.provider
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,16 +98,16 @@ class SmokeResult:
         }
 
 
-def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None = None,
-              timeout_s: float = 120.0, html: bool = True, templates: Path | None = None,
-              progress: Callable[[str], None] | None = None, run_id: str | None = None,
-              confirm: bool = True, guard: SignalGuard | None = None,
+def run_smoke(target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path,
+              only: Sequence[str] | None = None, timeout_s: float = 120.0, html: bool = True,
+              templates: Path | None = None, progress: Callable[[str], None] | None = None, run_id: str | None = None,
+              secrets: Sequence[str] = (), guard: SignalGuard | None = None,
               parameters: Mapping[str, Mapping[str, Any]] | None = None,
               kernels: SmokeKernels | None = None) -> SmokeResult:
-    """Execute the notebooks concurrently and write one receipt each, plus the index.
-
-    ``confirm``: check a ``live`` target first (:func:`confirm_target`); pass False only for a target
-    that already went through it. ``guard``: a caller's signal guard, armed while the notebooks run (a
+    """Execute the notebooks concurrently against ``target`` (established once by the caller, ``config`` aimed at
+    it) and write one receipt each, plus the index. Each job notebook gets the target and the config as
+    parameters; the bearer reaches its kernel in ``HERMES_NB_AUTH_TOKEN`` only. ``secrets``: more values no output
+    may contain (the rig's). ``guard``: a caller's signal guard, armed while the notebooks run (a
     signal then cancels them; at any other moment it waits until they are done). ``parameters``: notebook
     name → extra papermill parameters (the load receipt's report, :mod:`hermes_nb.nbrun.load`), over the
     target's. ``kernels``: launched already by :func:`launch_kernels` (then ``only`` and ``templates`` are
@@ -118,15 +119,16 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
         raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
     kernels = kernels if kernels is not None else launch_kernels(only, templates)
     try:
-        return _run(kernels, target, out_dir=out_dir, timeout_s=timeout_s, html=html, progress=progress,
-                    run_id=run_id, confirm=confirm, guard=guard, parameters=parameters)
+        return _run(kernels, target, config, out_dir=out_dir, timeout_s=timeout_s, html=html, progress=progress,
+                    run_id=run_id, secrets=[*config.secrets(), *secrets], guard=guard, parameters=parameters)
     finally:
         kernels.close()
 
 
-def _run(kernels: SmokeKernels, target: SmokeTarget, *, out_dir: Path, timeout_s: float, html: bool,
-         progress: Callable[[str], None] | None, run_id: str | None, confirm: bool, guard: SignalGuard | None,
-         parameters: Mapping[str, Mapping[str, Any]] | None) -> SmokeResult:
+def _run(kernels: SmokeKernels, target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path,
+         timeout_s: float, html: bool, progress: Callable[[str], None] | None, run_id: str | None,
+         secrets: list[str], guard: SignalGuard | None, parameters: Mapping[str, Mapping[str, Any]] | None
+         ) -> SmokeResult:
     names, template_dir, work, pool = kernels.names, kernels.templates, kernels.work, kernels.pool
     say_lock = threading.Lock()
 
@@ -136,22 +138,20 @@ def _run(kernels: SmokeKernels, target: SmokeTarget, *, out_dir: Path, timeout_s
                 progress(msg)
 
     t0 = time.perf_counter()
-    target = confirm_target(target) if confirm else target
-    if target.evidence:
+    if target.evidence and target.kind == "emulator" and config.origin("endpoint") != "emulator":
         say(f"target kind: emulator ({target.evidence})")
     started = datetime.now(UTC)
     run_id = run_id or new_run_id(started)
     out_dir = writable_dir(Path(out_dir).resolve())
     receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
-    redactor = Redactor(target.secrets)
+    redactor = Redactor(secrets)
     renderer = HtmlRenderer() if html else None
     runs: list[NotebookRun] = []
     cancelled_by: str | None = None
     stopped = {"by": "SIGINT"}  # the signal's name, set before the kernels are killed (the workers read it)
     for name in names:
-        params: dict[str, Any] = {"endpoint": target.endpoint}
-        if target.model:
-            params["model"] = target.model
+        params: dict[str, Any] = ({"target": target.to_parameter(), "config": config.to_document()}
+                                  if name in JOB_SPECS else {"endpoint": target.endpoint, "model": config.model})
         if name == E2E_SMOKE:
             (work / "e2e-root").mkdir()
             params["root"] = str(work / "e2e-root")
@@ -160,11 +160,8 @@ def _run(kernels: SmokeKernels, target: SmokeTarget, *, out_dir: Path, timeout_s
 
     def job(run: NotebookRun) -> NotebookRun:
         say(f"{run.name}: running")
-        with notebook_emulator(run.template, run.parameters) as emulator:  # the notebook's own, hosted here
-            # every receipt records the environment's digest: computed once the notebooks run, off the start's path
-            execute_notebook(run, pool, timeout_s=timeout_s, cwd=work / run.name, on_start=prefetch_environment_digest)
-        if emulator is not None and emulator.error:
-            run.errors.append(f"the notebook's emulator did not start: {emulator.error}")
+        # every receipt records the environment's digest: computed once the notebooks run, off the start's path
+        execute_notebook(run, pool, timeout_s=timeout_s, cwd=work / run.name, on_start=prefetch_environment_digest)
         if run.status == "interrupted":  # stopped by a signal while it ran: not a failure of the proxy
             run.verdict, run.reason = "cancelled", f"cancelled by {stopped['by']} while it ran"
         artifacts = artifact_sources(run)
@@ -211,7 +208,7 @@ def _run(kernels: SmokeKernels, target: SmokeTarget, *, out_dir: Path, timeout_s
     for r in runs:
         r.nb = r.written = None  # the receipts on disk are the record; drop the in-memory copies
     verdict = "cancelled" if cancelled_by else worst_verdict(r.verdict for r in runs)
-    return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target, cancelled_by)
+    return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target, secrets, cancelled_by)
 
 
 def writable_dir(path: Path) -> Path:

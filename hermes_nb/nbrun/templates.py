@@ -19,63 +19,34 @@ from collections.abc import Sequence
 
 import nbformat
 
-from hermes_nb.core.facts import ADAPTER_CHECK, DEFAULT_MODEL, E2E_SMOKE, LOAD_NOTEBOOK, TEMPLATED_NOTEBOOKS, WIRE_SPIKE
+from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, LOAD_NOTEBOOK, TEMPLATED_NOTEBOOKS, WIRE_SPIKE
+from hermes_nb.core.resolve import ConfigOptions
+from hermes_nb.harness.prepare import RunSpec
+from hermes_nb.proxy.check import CheckSpec
+from hermes_nb.proxy.probe import ProbeSpec
 
-__all__ = ["KERNELSPEC", "Param", "build", "build_all"]
+__all__ = ["KERNELSPEC", "JOB_SPECS", "build", "build_all"]
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-
-Param = tuple[str, str, str, str]  # name, type, default literal, help
-
-#: an emulator already listening for this notebook (the smoke's runner starts each notebook's own, with the
-#: notebook's profile and scenario: :mod:`hermes_nb.nbrun.smoke`), so the kernel need not start one
-_EMULATOR_PARAM: Param = (
-    "emulator", '"Optional[str]"', "None",
-    "an emulator already running for this notebook (hermes-nb smoke starts one; only when endpoint is None; "
-    "None: start one here)",
-)
-
-_TARGET_PARAMS: list[Param] = [
-    ("endpoint", '"Optional[str]"', "None",
-     "proxy endpoint incl. /v1 (None: HERMES_NB_ENDPOINT, else start the embedded emulator here)"),
-    ("model", '"Optional[str]"', "None", f"model id, sent verbatim (None: HERMES_NB_MODEL, else {DEFAULT_MODEL})"),
-    ("profile", "str", '"hermes-agent"', "emulator profile (only when endpoint is None)"),
-    ("scenario", "str", '"ok"', "emulator scenario (only when endpoint is None)"),
-    _EMULATOR_PARAM,
+#: each job notebook's spec: its parameters cell is generated from it (the CLI's words and defaults)
+JOB_SPECS: dict[str, type[ConfigOptions]] = {WIRE_SPIKE: ProbeSpec, ADAPTER_CHECK: CheckSpec, E2E_SMOKE: RunSpec}
+#: the two parameters the runner adds to every job notebook: what it established once, handed on
+RUNNER_PARAMS = [
+    ("target", '"Optional[dict]"', "None", "the target hermes-nb smoke identified once (None: identify it here: "
+                                           "the configured endpoint, else an embedded emulator)"),
+    ("config", '"Optional[dict]"', "None", "the runtime config hermes-nb smoke resolved once, secrets masked "
+                                           "(None: resolve it here from the parameters above)"),
 ]
-
-_MANIFEST_PARAM: Param = (
-    "manifest", '"Optional[str]"', "None", "adapter manifest whose runtime_config is the base (None: defaults)",
-)
-
-#: the config is resolved once (``kit.runtime_config``, or ``kit.prepare_job`` for a mission), then aimed at the target
-_SETUP = """from IPython.display import HTML
-
-from hermes_nb import kit
-from hermes_nb.kit import display as show
-{imports}
-{resolve}
-target = kit.start_target({config}, profile=profile, scenario=scenario,
-                          emulator=emulator)
-config = target.config
-HTML(show.kv_table({{"target": target.kind, "endpoint": target.endpoint, "model": config.model}}, title="target"))"""
-
-
-def _setup(imports: str, resolve: str = "", config: str = "kit.runtime_config(endpoint, model)") -> str:
-    return _SETUP.format(imports=imports, resolve=resolve, config=config).replace("\n\n\n", "\n\n")
-
 _SECRETS_NOTE = (
     "Secrets are never parameters (papermill writes parameter values into the output notebook): "
     "the bearer token, if any, is read inside the kernel from `HERMES_NB_AUTH_TOKEN` and never displayed."
 )
+#: a cell whose output is a measurement (timings): nbval runs it and does not compare what it shows
+_MEASURED = ("nbval-ignore-output",)
 
 
 def _md(text: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_markdown_cell(text.strip())
-
-
-#: a cell whose output is a measurement (timings): nbval runs it and does not compare what it shows
-_MEASURED = ("nbval-ignore-output",)
 
 
 def _code(source: str, tags: Sequence[str] = ()) -> nbformat.NotebookNode:
@@ -85,9 +56,8 @@ def _code(source: str, tags: Sequence[str] = ()) -> nbformat.NotebookNode:
     return cell
 
 
-def _params(params: Sequence[Param]) -> nbformat.NotebookNode:
-    lines = [f"{name}: {typ} = {default}  # {help_}" for name, typ, default, help_ in params]
-    return _code("\n".join(lines), tags=["parameters"])
+def _params(source: str) -> nbformat.NotebookNode:
+    return _code(source, tags=["parameters"])
 
 
 def _notebook(cells: list[nbformat.NotebookNode], title: str) -> nbformat.NotebookNode:
@@ -96,20 +66,29 @@ def _notebook(cells: list[nbformat.NotebookNode], title: str) -> nbformat.Notebo
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}
     nb.metadata["hermes_nb"] = {"template": title}
-    # stable ids keep git diffs of refreshed notebooks small
-    for i, cell in enumerate(nb.cells):
+    for i, cell in enumerate(nb.cells):  # stable ids keep git diffs of refreshed notebooks small
         cell["id"] = f"{title.replace('_', '-')}-{i:02d}"
     return nb
 
 
+def _job(name: str, intro: str, steps: Sequence[tuple[str, str]]) -> nbformat.NotebookNode:
+    """A job notebook: the intro, the parameters (its spec's), the job opened once, its steps, the verdict."""
+    spec = JOB_SPECS[name]
+    names = [n for n, _, _ in spec.options("notebook")] + [n for n, *_ in RUNNER_PARAMS]
+    args = ", ".join(f"{n}={n}" for n in names)
+    cells = [_md(intro + f"\n\nRunbook: `hermes-nb smoke --only {name} --endpoint http://127.0.0.1:8645/v1`. "
+                 + _SECRETS_NOTE),
+             _params(spec.parameters_source(RUNNER_PARAMS)),
+             _code(f"from hermes_nb import kit\n\njob = kit.open_job({name!r}, {args})\njob")]
+    for title, code in steps:
+        cells += [_md(title), _code(code)]
+    cells += [_md("## Verdict\n\nStops what the job started, records the summary for the receipt, raises unless "
+                  "passed."), _code("job.finish(result)")]
+    return _notebook(cells, name)
+
+
 def wire_format_spike() -> nbformat.NotebookNode:
-    params = _TARGET_PARAMS + [
-        ("contract", "str", '"hermes-agent-0.19.0"',
-         "wire contract: a name shipped with hermes_nb (e.g. seed; the detected provider's) or a JSON path"),
-        ("deadline_s", "float", "30.0", "budget for the whole probe, seconds"),
-    ]
-    return _notebook([
-        _md(f"""
+    return _job(WIRE_SPIKE, """
 # Wire-format spike
 
 Probes every route the Hermes proxy is known to forward (`/v1/models`, chat completions streamed and not,
@@ -117,114 +96,43 @@ the Responses API, error envelopes, bearer handling, `/health`) and compares wha
 contract of the provider the proxy fronts (shipped with hermes_nb; see `docs/wire-contract.md`). Only fields the
 proxy owns can drift; what the upstream behind it answers differently (body keys beyond the OpenAI floor, models,
 routes, body cap, texts) is shown as information, and what it could not answer (too slow, down, rate-limited) is
-not judged. **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable, or an upstream
-that is down or rate-limited.
-
-Runbook: `hermes-nb smoke --only wire_format_spike --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
-"""),
-        _params(params),
-        _code(_setup("from hermes_nb.proxy.contracts import (compare, load_contract, not_judged, resolve_contract,\n"
-                     "                                     upstream_differences)\n"
-                     "from hermes_nb.proxy.probe import probe\n")),
-        _md("## Probe the routes"),
-        _code("report = probe(config, deadline_s=deadline_s)\nreport"),
-        _md("## Compare with the recorded contract (the detected provider's)"),
-        _code("recorded = load_contract(resolve_contract(contract, provider=report.provider))\n"
-              "skipped = not_judged(report, recorded)  # the upstream's trouble (slow, down, 429): never drift\n"
-              "upstream = upstream_differences(report, recorded)  # information: the upstream owns these fields\n"
-              "display(HTML(show.upstream_differences_html(upstream)))\n"
-              "drift = compare(report, recorded)  # proxy-owned fields only: these fail the spike\n"
-              "drift"),
-        _md("## Verdict\n\nStops the embedded emulator, records the summary for the receipt, raises unless passed."),
-        _code("target.close()\n"
-              "kit.record_verdict(kit.wire_summary(report, drift, target=target, model=config.model, "
-              "contract=contract,\n"
-              "                                   upstream=upstream, not_judged=skipped))"),
-    ], WIRE_SPIKE)
+not judged. **Passed** = reachable and no drift; **failed** = drift; **blocked** = unreachable, refused by the
+proxy's local-only guard, or an upstream that is down or rate-limited.""",
+                [("## Probe the routes, compare with the contract (the detected provider's)",
+                  "result = job.probe()\nresult")])
 
 
 def adapter_check() -> nbformat.NotebookNode:
-    params = _TARGET_PARAMS + [
-        _MANIFEST_PARAM,
-        ("deadline_s", "float", "30.0", "deadline of GET /models, seconds (a slow upstream answers late)"),
-    ]
-    return _notebook([
-        _md(f"""
+    return _job(ADAPTER_CHECK, """
 # Adapter check
 
 `GET /health` (which provider the proxy fronts), then `GET <endpoint>/models` with the configured bearer,
-classified the way UH's `adapter check hermes-proxy` does: **ready** (passed), **locked**, **unreachable** or
-**rate_limited** (blocked: the provider's re-auth command, `hermes proxy start --provider …`, or a later
-retry), **misconfigured**/**error** (failed). With no model configured, the provider's default model.
-
-Runbook: `hermes-nb smoke --only adapter_check --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
-"""),
-        _params(params),
-        _code(_setup("from hermes_nb.proxy.check import adapter_check\n",
-                     config="kit.runtime_config(endpoint, model, manifest=manifest)")),
-        _md("## Runtime config (token masked)"),
-        _code("HTML(show.kv_table(config.to_document(), title=\"runtime_config\"))"),
-        _md("## Check"),
-        _code("result = adapter_check(config, deadline_s=deadline_s, hermes_bin=target.hermes_bin)\nresult"),
-        _md("## Verdict"),
-        _code("target.close()\nkit.record_verdict(kit.check_summary(result, target=target))"),
-    ], ADAPTER_CHECK)
+classified the way UH's `adapter check hermes-proxy` does: **ready** (passed), **locked**, **unreachable**,
+**slow**, **not_local** or **rate_limited** (blocked: the provider's re-auth command, `hermes proxy start`, the
+endpoint's fix or a later retry), **misconfigured**/**error** (failed). With no model configured, the provider's
+default model.""", [("## Check", "result = job.check()\nresult")])
 
 
 def e2e_smoke() -> nbformat.NotebookNode:
-    params = _TARGET_PARAMS + [
-        ("mission", '"Optional[str]"', "None", "path to a mission.yaml (None: use the ad-hoc prompt below)"),
-        ("prompt", "str", '"Summarise in one sentence what a smoke test proves."',
-         "ad-hoc prompt (when mission is None)"),
-        ("root", '"Optional[str]"', "None",
-         "run root (artifacts under <root>/.harness) (None: the mission's harness root, else a temp dir)"),
-        _MANIFEST_PARAM,
-        ("request_timeout_s", '"Optional[float]"', "None",
-         "longest wait for the answer to start and longest silence, seconds (None: the config's request_timeout_ms)"),
-    ]
-    return _notebook([
-        _md(f"""
+    return _job(E2E_SMOKE, """
 # End-to-end smoke
 
 One mission run through the proxy exactly as UH's `mission run --runtime hermes-proxy` would do it: the
 prompt with the final-message instruction, one streamed chat completion, the sentinel block extracted,
 the run artifacts written (`runtime-result.yaml`, `runtime.stdout.log`, `runtime-final.txt`, `prompt.md`,
-`events.ndjson`, `request.json`: the request sent, secrets masked). The verdict is the runtime result's
-status; the receipt carries the sha256 of the artifacts and keeps copies of them. A passed receipt
-against a **live** proxy is what `hermes-nb promote` accepts.
-
-Runbook: `hermes-nb smoke --only e2e_smoke --endpoint http://127.0.0.1:8645/v1`. {_SECRETS_NOTE}
-"""),
-        _params(params),
-        _code(_setup("", resolve="# prepared as `hermes-nb run` prepares it: the mission's runtime_config_overrides "
-                             "are a layer\n"
-                             "job = kit.prepare_job(mission, prompt, root=root, manifest=manifest, endpoint=endpoint, "
-                             "model=model,\n"
-                             "                      request_timeout_s=request_timeout_s)",
-                     config="job.config")),
-        _md("## Mission and runtime config (token masked)"),
-        _code("HTML(show.kv_table({\"mission\": job.mission.id, \"title\": job.mission.display_name, "
-              "**config.to_document()},\n"
-              "                   title=\"mission\"))"),
-        _md("## Model\n\nThe adapter check's own answer (the provider the proxy fronts, its default model when none "
-            "is configured): both notebooks send one model; a default the proxy does not list is not sent."),
-        _code("preflight = kit.model_preflight(config)\n"
-              "config = preflight.config\n"
-              "job = job.replace(config=config)\n"
-              "preflight"),
-        _md("## Run"),
-        _code("result = kit.run_job(job, target) if preflight.runnable else None\nresult"),
-        _md("## Verdict"),
-        _code("summary = kit.run_summary(result, target=target, config=config, preflight=preflight)\n"
-              "target.close()\nkit.record_verdict(summary)"),
-    ], E2E_SMOKE)
+`events.ndjson`, `request.json`: the request sent, secrets masked). The model is the adapter check's (a model the
+proxy does not list is not sent, and both notebooks fail naming the listed ones). The verdict is the runtime
+result's status; the receipt carries the sha256 of the artifacts and keeps copies of them. A passed receipt
+against a **live** proxy is what `hermes-nb promote` accepts.""", [("## Run", "result = job.run()\nresult")])
 
 
 def load() -> nbformat.NotebookNode:
     params = [
-        *_TARGET_PARAMS[:3],
+        ("endpoint", '"Optional[str]"', "None", "proxy endpoint incl. /v1 (None: HERMES_NB_ENDPOINT, else an emulator)"),
+        ("model", '"Optional[str]"', "None", "model id, sent verbatim (None: HERMES_NB_MODEL, else the default)"),
+        ("profile", "str", '"hermes-agent"', "emulator profile (only when endpoint is None)"),
         ("scenario", "str", '"paced"', "emulator scenario (only when endpoint is None): paced, concurrency-limited, …"),
-        _EMULATOR_PARAM,
+        ("emulator", '"Optional[str]"', "None", "an emulator already running for this notebook"),
         ("concurrency", "str", '"1,4"', "concurrency levels, comma-separated, ascending"),
         ("requests", '"Optional[int]"', "8", "requests per level (None: four rounds of each level, or duration_s)"),
         ("duration_s", '"Optional[float]"', "None", "seconds per level instead of a request count"),
@@ -251,8 +159,10 @@ other errors, or interrupted.
 Runbook: `hermes-nb load --endpoint http://127.0.0.1:8645/v1 --concurrency 1,4,16 --out runbooks/receipts/load`
 measures, then executes this notebook with `report` set to what it measured. {_SECRETS_NOTE}
 """),
-        _params(params),
-        _code(_setup("")),
+        _params("\n".join(f"{n}: {t} = {d}  # {h}" for n, t, d, h in params)),
+        _code("from IPython.display import HTML\n\nfrom hermes_nb import kit\n\n"
+              "target = kit.start_target(kit.runtime_config(endpoint, model), profile=profile, scenario=scenario,\n"
+              "                          emulator=emulator)\nconfig = target.config"),
         _md("## Measure\n\nOne row per level; `sent` counts requests started, `ok` those that streamed to the end. "
             "The pictures follow, one per cell, as images (they render on GitHub too)."),
         _code("result = kit.measure_load(target, config, report=report, concurrency=concurrency, requests=requests,\n"

@@ -1,40 +1,29 @@
-"""Adapter check: is the configured proxy ready to run missions? (issue 4 §1, seed §10)
+"""The adapter check: is the configured proxy ready to run missions? A table over the one reading.
 
-``GET <endpoint>/models`` with the configured bearer and extra headers (the
-client's one request builder), one deadline covering headers *and* body.
-Config validation runs first: an invalid config is ``misconfigured`` and no
-request is sent.
+``GET <endpoint>/models`` with the configured bearer and extra headers, one budget for headers and body, after
+the job's one identity step (:func:`hermes_nb.target.identify`: ``/health``, the provider, the release). The
+state is :data:`hermes_nb.wire.reading.CHECK_STATES` of the answer's reading, then the model list decides:
 
-=====================================================  =============  ===========================
-response                                               state          hint
-=====================================================  =============  ===========================
-200 with a ``data`` list naming the model             ready          (warning when the list is empty)
-200 with a ``data`` list without the model             misconfigured  the models listed (+ a suggestion
-                                                                      when no model was configured)
-200 with anything else (HTML from another server)      error
-401/403, or envelope ``upstream_auth_failed`` & co.    locked         the proxy's own remediation, else
-                                                                      the provider's re-auth commands
-429, or envelope ``rate_limit_*``                      rate_limited   re-run after Retry-After
-404 ``path_not_allowed``                               misconfigured  proxy version
-404 ``text/plain``                                     misconfigured  endpoint probably lacks /v1
-502/504 ``upstream_unreachable`` / ``upstream_timeout``   error          the proxy's upstream is down
-connection refused / connect timeout / deadline        unreachable    ``hermes proxy start --provider …``
-DNS failure                                            misconfigured  host name
-anything else                                          error          (body excerpt)
-=====================================================  =============  ===========================
-
-Before ``/models`` the check asks ``GET /health`` which provider the proxy fronts
-(:mod:`hermes_nb.proxy.detect`): the hints, and the model used when none is configured, are that
-provider's (:mod:`hermes_nb.core.providers`); a configured provider that differs is a warning.
-When a ``hermes`` executable is found (:func:`hermes_nb.proxy.executable.detect_hermes`),
-its version is reported, with a warning below :data:`MINIMUM_HERMES_PROXY_VERSION`.
+=================================================  =============  =========================================
+answer                                             state          exit
+=================================================  =============  =========================================
+200 with a ``data`` list naming the model          ready          0 (a warning when the list is empty)
+200 with a list without the model                  misconfigured  2 (the models listed, a suggestion)
+invalid config, DNS, https to the http port, 404s  misconfigured  2
+the local-only guard (403 host/origin_not_allowed) not_local      3 (use 127.0.0.1 / localhost, drop Origin)
+401/403, ``upstream_auth_failed``                  locked         3 (the re-auth commands)
+429                                                rate_limited   3 (Retry-After)
+nothing listens                                    unreachable    3 (start the proxy)
+the proxy answered ``/health``, ``/models`` late   slow           3 (its upstream: a longer budget_s)
+anything else                                      error          1
+=================================================  =============  =========================================
 """
 
 from __future__ import annotations
 
-import os
+import difflib
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import httpx
 from pydantic import BaseModel, Field
@@ -42,34 +31,50 @@ from pydantic import BaseModel, Field
 from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
 from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.errors import ConfigError
-from hermes_nb.core.facts import ERROR_PREFIX
+from hermes_nb.core.facts import DEFAULT_MODEL, ERROR_PREFIX
 from hermes_nb.core.manifest import AdapterManifest
-from hermes_nb.core.providers import reauth_hint, start_hint, upstream_down_hint
-from hermes_nb.core.records import Exchange
+from hermes_nb.core.model import Shown
+from hermes_nb.core.providers import default_model_for, provider_info
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.proxy.detect import detect_provider, fetch_health, resolve_model
-from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, detect_hermes
-from hermes_nb.wire.classify import AUTH_CODES, RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
-from hermes_nb.wire.failures import plain_http_hint
+from hermes_nb.core.resolve import ConfigOptions
+from hermes_nb.core.spec import Opt
+from hermes_nb.target import Target, identify
+from hermes_nb.wire.client import HermesClient
+from hermes_nb.wire.reading import CHECK_STATES, Reading, hint, read
 
-__all__ = [
-    "CheckResult",
-    "CheckState",
-    "CHECK_VERDICT",
-    "adapter_check",
-]
+__all__ = ["CheckSpec", "CheckResult", "CheckState", "CHECK_VERDICT", "ModelChoice", "check", "resolve_model"]
 
 CONFIG_HINT = "fix the runtime_config (see `hermes-nb schema`)"
-_EXCERPT = 200
 
-CheckState = Literal["ready", "locked", "unreachable", "rate_limited", "misconfigured", "error"]
-#: each state's verdict as a notebook job: ready passes; locked/unreachable/rate_limited need the operator
-#: (or a later retry)
-CHECK_VERDICT = {"ready": "passed", "locked": "blocked", "unreachable": "blocked", "rate_limited": "blocked",
-                 "misconfigured": "failed", "error": "failed"}
+CheckState = Literal["ready", "locked", "unreachable", "slow", "not_local", "rate_limited", "misconfigured", "error"]
+#: each state's verdict as a notebook job
+CHECK_VERDICT = {"ready": "passed", "locked": "blocked", "unreachable": "blocked", "slow": "blocked",
+                 "not_local": "blocked", "rate_limited": "blocked", "misconfigured": "failed", "error": "failed"}
 
 
-class CheckResult(BaseModel):
+class CheckSpec(ConfigOptions):
+    """The adapter check's options (the CLI's, ``%hermes_check``'s and the adapter_check notebook's)."""
+
+    budget_s: float = Field(30.0, gt=0, description="the longest wait for GET /models, headers and body "
+                                                    "(a slow upstream answers late)")
+    hermes_bin: Annotated[str | None, Opt(faces=frozenset({"cli"}))] = Field(
+        None, description="the hermes executable of the proxy under test: its release is reported")
+    scenario: Annotated[str, Opt(faces=frozenset({"magic", "notebook"}))] = Field(
+        "ok", description="the embedded emulator's scenario (only when no endpoint is configured)")
+
+
+class ModelChoice(BaseModel):
+    """The model a job sends, and whether the proxy's list allows it."""
+
+    model: str
+    #: ``configured`` (someone chose it) or ``default for <provider>`` / ``default``
+    origin: str
+    usable: bool = True
+    error: str | None = None
+    suggestion: str | None = None
+
+
+class CheckResult(Shown, BaseModel):
     """The adapter check's verdict (``--json`` prints this)."""
 
     available: bool
@@ -81,14 +86,15 @@ class CheckResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     hint: str | None = None
     http_status: int | None = None
-    hermes_bin: str | None = None
-    hermes_version: str | None = None
     #: the provider the proxy fronts (``nous``, ``xai``): detected from ``/health``, else configured
     provider: str | None = None
-    #: where :attr:`provider` came from: ``/health``, ``path_not_allowed``, ``config``
+    #: where :attr:`provider` came from: ``/health``, ``path_not_allowed``, ``config``, ``emulator``, ``rig``
     provider_source: str | None = None
     #: ``/health``'s ``upstream`` (the provider's display name)
     upstream: str | None = None
+    #: the hermes-agent release under test and where that came from (``unknown`` when nothing told it)
+    release: str = "unknown"
+    release_source: str | None = None
     #: ``configured``, or ``default for <provider>`` when nobody chose the model
     model_origin: str | None = None
     #: a listed model to use when the default is not listed
@@ -107,38 +113,11 @@ class CheckResult(BaseModel):
         return Redactor().text(f"CheckResult({self.state} → {self.verdict}, {self.endpoint}{provider}, model "
                                f"{self.model}, {len(self.models)} models listed{first})")
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text("CheckResult(...)" if cycle else self._repr_text_())
-
-    def _repr_html_(self) -> str:
-        from hermes_nb.core.reprs import box, kv_html
-
-        shown = ", ".join(self.models[:8]) + (f", … ({len(self.models)} in all)" if len(self.models) > 8 else "")
-        pairs: list[tuple[str, Any]] = [("state", self.state), ("verdict", self.verdict),
-                                        ("endpoint", self.endpoint),
-                                        ("provider", _provider_label(self.provider, self.upstream,
-                                                                     self.provider_source)),
-                                        ("model", self.model + (f" ({self.model_origin})" if self.model_origin
-                                                                and self.model_origin != "configured" else "")
-                                         if self.model else None),
-                                        ("models", shown or None), ("HTTP status", self.http_status),
-                                        ("hermes version", self.hermes_version), ("hint", self.hint)]
-        pairs += [("error", e) for e in self.errors] + [("warning", w) for w in self.warnings]
-        return box("adapter check", self.state, kv_html(pairs, badges=("state", "verdict")))
-
     @classmethod
     def misconfigured(cls, exc: ConfigError, **fields: Any) -> CheckResult:
         """The verdict for a config that does not validate (no request is sent)."""
         return cls(available=False, state="misconfigured", errors=[ERROR_PREFIX + p for p in exc.problems],
                    hint=CONFIG_HINT, **fields)
-
-
-def _provider_label(provider: str | None, upstream: str | None, source: str | None) -> str | None:
-    """``xai (xAI Grok OAuth, from /health)``"""
-    if provider is None:
-        return upstream
-    extra = [x for x in (upstream, f"from {source}" if source else None) if x]
-    return provider + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _config_of(source: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any]) -> HermesProxyRuntimeConfig:
@@ -148,149 +127,116 @@ def _config_of(source: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str,
         return source.runtime_config()
     if isinstance(source, Mapping):
         return validate_config(source)
-    raise ConfigError(f"adapter_check: expected a runtime config or manifest, got {type(source).__name__}")
+    raise ConfigError(f"check: expected a runtime config or manifest, got {type(source).__name__}")
 
 
-def _excerpt(ex: Exchange) -> str:
-    body = " ".join((ex.body_text or "").split())
-    if not body:
-        return "empty body"
-    return body if len(body) <= _EXCERPT else body[:_EXCERPT] + "…"
+def model_configured(config: HermesProxyRuntimeConfig) -> bool:
+    """Did anyone choose the model? (a resolved config remembers origins; one built directly, what was passed)"""
+    if config._origins:
+        return config.origin("model") != "default"
+    return "model" in config.model_fields_set
 
 
-def _codes(ex: Exchange) -> frozenset[str]:
-    return ex.envelope.codes if ex.envelope is not None else frozenset()
+def resolve_model(config: HermesProxyRuntimeConfig, provider: str | None,
+                  listed: list[str] | None = None) -> ModelChoice:
+    """The model to send: as configured, else ``provider``'s default; with none configured and a model list
+    that lacks the default, unusable, naming the listed models and a suggestion. The check and the e2e
+    notebook both ask this, so they use one model and agree on it."""
+    if model_configured(config):
+        return ModelChoice(model=config.model, origin="configured")
+    default = default_model_for(provider)
+    model = default or config.model or DEFAULT_MODEL
+    origin = f"default for {provider}" if default and provider_info(provider) else "default"
+    if not listed or model in listed:
+        return ModelChoice(model=model, origin=origin)
+    close = difflib.get_close_matches(model, listed, n=1, cutoff=0.0)
+    suggestion = close[0] if close else listed[0]
+    who = f"provider {provider}'s default model" if default else "the default model"
+    return ModelChoice(model=model, origin=origin, usable=False, suggestion=suggestion,
+                       error=f"no model configured, and {who} {model!r} is not in the proxy's model list: "
+                             f"{_listed(listed)}; suggested: --model {suggestion}")
 
 
-def _ends_at_v1(endpoint: str) -> bool:
-    return httpx.URL(endpoint).path.rstrip("/").endswith("/v1")
+def _listed(models: list[str]) -> str:
+    return ", ".join(models[:10]) + (f", … ({len(models)} in all)" if len(models) > 10 else "")
 
 
-def _base_of(endpoint: str) -> str | None:
-    """``http://h:p/v1/chat/completions`` → ``http://h:p/v1`` (None when the path has no /v1 segment)."""
-    url = httpx.URL(endpoint)
-    parts = url.path.split("/")
-    if "v1" not in parts:
-        return None
-    return str(url.copy_with(path="/".join(parts[: parts.index("v1") + 1]), query=None, fragment=None))
+def _state(r: Reading, endpoint: str, target: Target, budget_s: float) -> tuple[str, str | None, str | None]:
+    """(state, error, hint) of the ``/models`` answer's reading."""
+    state = CHECK_STATES[r.kind]
+    action = hint(r, endpoint=endpoint, provider=target.provider, executable=target.executable)
+    if state == "slow" and not target.healthy:
+        state = "unreachable"  # nothing answered at all, not even /health
+    status = f"HTTP {r.status}: " if r.status is not None else ""
+    error = {
+        "ready": None,
+        "unreachable": f"endpoint unreachable: {endpoint} ({r.kind.replace('_', ' ')})",
+        "slow": f"the proxy answered /health at once, but GET {endpoint}/models did not answer within "
+                f"{budget_s:g} s ({r.kind.replace('_', ' ')})",
+        "not_local": f"{status}{r.code}: {r.detail}",
+        "locked": f"configured but locked: {status}from proxy: {r.detail}",
+        "rate_limited": f"rate limited: {status}{r.detail}"
+                        + (f"; retry after {r.retry_after_s:g} s" if r.retry_after_s is not None else ""),
+    }.get(state, f"{status}{r.detail}" if r.kind != "not_openai" else
+          f"{status}{endpoint}/models is not a model list: {r.detail}")
+    if state == "slow":
+        action = (f"its upstream may be slow: re-run with a longer budget (now {budget_s:g} s); "
+                  "GET /health answered, so the proxy itself is up")
+    if r.kind == "path_not_allowed" and not httpx.URL(endpoint).path.rstrip("/").endswith("/v1"):
+        error = f"HTTP 404 path_not_allowed for {endpoint}/models: the endpoint names a route, it should end at /v1"
+        action = "set the endpoint to end at /v1"
+    return state, error, action
 
 
-def _classify(ex: Exchange, config: HermesProxyRuntimeConfig, provider: str | None = None) -> dict[str, Any]:
-    endpoint = config.endpoint
-    failure = ex.transport_error
-    if ex.status is None:
-        kind = failure.kind if failure else "other"
-        message = failure.message if failure else "no response"
-        if kind == "connect_refused":
-            return dict(state="unreachable", error=f"endpoint unreachable: {endpoint} (connection refused)",
-                        hint=start_hint(provider))
-        if kind in ("connect_timeout", "read_timeout", "deadline"):
-            return dict(state="unreachable", error=f"no answer from {endpoint} in time ({kind}): {message}",
-                        hint=start_hint(provider) if kind == "connect_timeout" else
-                        "the proxy took the connection but GET /models did not answer in time: its upstream may "
-                        "be slow; re-run with a longer --deadline, or start the proxy if it is not running")
-        if kind == "dns":
-            return dict(state="misconfigured", error=f"cannot resolve the host of {endpoint}: {message}",
-                        hint="check runtime_config.endpoint (the proxy listens on http://127.0.0.1:8645/v1)")
-        plain = plain_http_hint(endpoint, failure)
-        if plain is not None:  # https to the proxy's plain-http port: a configuration error with a fix
-            return dict(state="misconfigured", error=f"cannot talk to {endpoint} (TLS handshake): {message}",
-                        hint=plain)
-        return dict(state="error", error=f"cannot talk to {endpoint} ({kind}): {message}")
-    status = ex.status
-    codes = _codes(ex)
-    message = ex.envelope.message if ex.envelope and ex.envelope.message else _excerpt(ex)
-    if status in (401, 403) or codes & AUTH_CODES:
-        return dict(state="locked", error=f"configured but locked: HTTP {status} from proxy: {message}",
-                    hint=reauth_hint(provider, ex.envelope.message if ex.envelope else None))
-    if status == 429 or codes & RATE_LIMIT_CODES:
-        after = f"; retry after {ex.retry_after_s:g} s" if ex.retry_after_s is not None else ""
-        return dict(state="rate_limited", error=f"rate limited: HTTP {status}: {message}{after}",
-                    hint="re-run later" + (f" (Retry-After: {ex.retry_after_s:g} s)" if after else ""))
-    if 200 <= status < 300:
-        if failure is not None:
-            return dict(state="error", error=f"model list cut off ({failure.kind}): {failure.message}")
-        body = ex.json_body
-        if isinstance(body, dict) and isinstance(body.get("data"), list):
-            return dict(state="ready", models=[str(m.get("id")) for m in body["data"]
-                                               if isinstance(m, dict) and m.get("id") is not None])
-        ctype = ex.content_type or "no content-type"
-        return dict(state="error",
-                    error=f"HTTP {status} from {endpoint}/models is not a model list ({ctype}): {_excerpt(ex)}",
-                    hint="is something else listening on this port? the proxy answers JSON with a `data` list")
-    if status == 404 and "path_not_allowed" in codes and not _ends_at_v1(endpoint):
-        base = _base_of(endpoint)
-        return dict(state="misconfigured",
-                    error=f"HTTP 404 path_not_allowed for {endpoint}/models: the endpoint names a route, "
-                          "it should end at /v1",
-                    hint=f"set the endpoint to end at /v1: {base}" if base else "set the endpoint to end at /v1")
-    if status == 404 and "path_not_allowed" in codes:
-        return dict(state="misconfigured",
-                    error=f"HTTP 404 path_not_allowed: {message} (this proxy version does not forward /models)",
-                    hint=f"use hermes-agent >= {MINIMUM_HERMES_PROXY_VERSION} and check the endpoint path")
-    if status == 404 and (ex.content_type or "").startswith("text/plain"):
-        return dict(state="misconfigured", error=f"HTTP 404 from {endpoint}/models: {_excerpt(ex)}",
-                    hint="the endpoint path probably lacks /v1 (e.g. http://127.0.0.1:8645/v1)")
-    if status in (502, 504) and codes & UPSTREAM_DOWN_CODES:
-        return dict(state="error", error=f"HTTP {status} from the proxy: its upstream did not answer: {message}",
-                    hint=upstream_down_hint(provider, message))
-    return dict(state="error", error=f"HTTP {status}: {message}")
+def check(config: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any] | None = None, *,
+          spec: CheckSpec | None = None, target: Target | None = None,
+          transport: httpx.BaseTransport | None = None, **options: Any) -> CheckResult:
+    """Check the adapter; never raises for bad config or network (it is in the result).
 
-
-def adapter_check(config_or_manifest: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any], *,
-                  transport: httpx.BaseTransport | None = None, deadline_s: float = 5.0,
-                  hermes_bin: str | os.PathLike[str] | Literal[False] | None = None) -> CheckResult:
-    """Check the adapter (never raises for bad config or network: it is in the result).
-
-    ``hermes_bin=False`` skips the hermes version lookup.
+    ``config``: a resolved runtime config (or a manifest, or a mapping); None: ``spec``'s resolution.
+    ``spec`` or ``options`` (:class:`CheckSpec`'s fields): the budget, the executable of the proxy under test.
+    ``target``: the job's identity, when the caller established it already (the smoke's runner, a magic).
     """
-    bin_path = version = None
-    version_warnings: list[str] = []
-    if hermes_bin is not False:
-        bin_path, version, version_warnings = detect_hermes(hermes_bin)
+    spec = spec or CheckSpec.build(**options)
     try:
-        config = _config_of(config_or_manifest)
+        resolved = spec.runtime_config() if config is None else _config_of(config)
     except ConfigError as exc:
-        return CheckResult.misconfigured(exc, warnings=version_warnings, hermes_bin=bin_path, hermes_version=version)
-    from hermes_nb.wire.client import HermesClient
+        return CheckResult.misconfigured(exc)
+    if target is None:
+        release = None
+        if spec.hermes_bin:
+            from hermes_nb.target import release_of
 
-    with HermesClient(config, transport=transport) as client:
-        facts = detect_provider(health=fetch_health(client, deadline_s=min(2.0, deadline_s)),
-                                configured=config.provider)
-        exchange = client.models(deadline_s=deadline_s)
-    verdict = _classify(exchange, config, facts.provider)
-    warnings = list(version_warnings) + list(filter(None, [plain_http_warning(config.endpoint)])) + facts.warnings
-    models: list[str] = verdict.get("models", [])
-    choice = resolve_model(config, facts.provider, models)
-    if verdict["state"] == "ready" and not choice.usable:
-        verdict = dict(state="misconfigured", models=models, error=choice.error,
-                       hint=f"set runtime_config.model (or --model), e.g. {choice.suggestion}")
-    elif verdict["state"] == "ready" and models and choice.model not in models:
-        # run would block on it (model_missing): not ready (issue 10); an empty list cannot tell
-        listed = ", ".join(models[:10]) + (f", … ({len(models)} in all)" if len(models) > 10 else "")
-        verdict = dict(state="misconfigured", models=models,
-                       error=f"model {choice.model!r} is not in the proxy's model list: {listed}",
-                       hint="set runtime_config.model (or --model) to one of the listed models")
-    elif verdict["state"] == "ready" and not models:
+            release = release_of(spec.hermes_bin)
+        target = identify(resolved, transport=transport, release=release[0] if release else None,
+                          release_source=release[1] if release else None,
+                          executable=release[2] if release else None)
+    with HermesClient(resolved, transport=transport) as client:
+        exchange = client.models(deadline_s=spec.budget_s)
+    r = read(exchange, resolved.endpoint)
+    state, error, action = _state(r, resolved.endpoint, target, spec.budget_s)
+    models: list[str] = []
+    body = exchange.json_body
+    if state == "ready" and not (isinstance(body, dict) and isinstance(body.get("data"), list)):
+        state, error = "error", f"HTTP {r.status} from {resolved.endpoint}/models is not a model list: {r.detail}"
+        action = "is something else listening on this port? the proxy answers JSON with a `data` list"
+    elif state == "ready":
+        models = [str(m.get("id")) for m in body["data"] if isinstance(m, dict) and m.get("id") is not None]
+    warnings = [*filter(None, [plain_http_warning(resolved.endpoint)]), *target.warnings]
+    choice = resolve_model(resolved, target.provider, models)
+    if state == "ready" and not choice.usable:
+        state, error, action = "misconfigured", choice.error, f"set runtime_config.model (or --model), e.g. " \
+                                                              f"{choice.suggestion}"
+    elif state == "ready" and models and choice.model not in models:
+        state, error = "misconfigured", f"model {choice.model!r} is not in the proxy's model list: {_listed(models)}"
+        action = "set runtime_config.model (or --model) to one of the listed models"
+    elif state == "ready" and not models:
         warnings.append(f"the proxy lists no models; cannot tell whether {choice.model!r} is available")
-    error = verdict.get("error")
-    redactor = Redactor(config.secrets())  # the client masks known secrets; this adds secret shapes
+    redactor = Redactor(resolved.secrets())
     return CheckResult(
-        available=verdict["state"] == "ready",
-        state=verdict["state"],
-        endpoint=config.endpoint,
-        model=choice.model,
-        models=models,
-        errors=[redactor.text(ERROR_PREFIX + error)] if error else [],
-        warnings=redactor.data(warnings),
-        hint=redactor.text(verdict["hint"]) if verdict.get("hint") else None,
-        http_status=exchange.status,
-        hermes_bin=bin_path,
-        hermes_version=version,
-        provider=facts.provider,
-        provider_source=facts.source,
-        upstream=facts.upstream,
-        model_origin=choice.origin,
-        model_suggestion=choice.suggestion,
-        retry_after_s=exchange.retry_after_s if verdict["state"] == "rate_limited" else None,
-    )
+        available=state == "ready", state=state, endpoint=resolved.endpoint, model=choice.model, models=models,
+        errors=[redactor.text(ERROR_PREFIX + error)] if error else [], warnings=redactor.data(warnings),
+        hint=redactor.text(action) if action and state != "ready" else None, http_status=exchange.status,
+        provider=target.provider, provider_source=target.provider_source, upstream=target.upstream,
+        release=target.release, release_source=target.release_source, model_origin=choice.origin,
+        model_suggestion=choice.suggestion, retry_after_s=r.retry_after_s if state == "rate_limited" else None)

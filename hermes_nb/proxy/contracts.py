@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import UsageError
-from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS
+from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS, upstream_down_hint
 from hermes_nb.core.resources import contract_names, contracts_dir
 from hermes_nb.proxy.drift import NotJudged, Owner
 from hermes_nb.proxy.not_judged import section_not_judged
@@ -309,6 +309,11 @@ def apply_contract(report: WireReport, contract: Mapping[str, Any], *, state: st
     report.upstream_differences = [d for d in judged if d.owner == "upstream"]
     report.not_judged = not_judged(report, contract, state=state)
     report.contract = contract_label(contract)
+    blocking = next((n for n in report.not_judged if n.reason in ("rate_limited", "upstream_down")), None)
+    if report.action is None and blocking is not None:
+        report.action = (upstream_down_hint(report.provider, blocking.detail) if blocking.reason == "upstream_down"
+                         else "re-run later" + (f" (Retry-After: {blocking.retry_after_s:g} s)"
+                                                if blocking.retry_after_s is not None else ""))
     return report
 
 

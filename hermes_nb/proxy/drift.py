@@ -79,7 +79,7 @@ class DriftList(list["Drift"]):
         p.text("DriftList(...)" if cycle else self._repr_text_())
 
     def _repr_html_(self) -> str:
-        from hermes_nb.core.reprs import box
+        from hermes_nb.views.reprs import box
 
         if not self:
             return box("wire contract", "passed", "<div>the proxy matches the recorded wire contract.</div>",
@@ -89,7 +89,7 @@ class DriftList(list["Drift"]):
 
 def drift_table(drifts: Any) -> str:
     """One row per difference: field, expected, observed."""
-    from hermes_nb.core.reprs import table_html
+    from hermes_nb.views.reprs import table_html
 
     rows = [{"field": d.field, "expected": _fmt(d.expected), "observed": _fmt(d.observed)} for d in drifts]
     return table_html(rows, ("field", "expected", "observed"))

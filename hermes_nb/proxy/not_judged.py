@@ -17,7 +17,7 @@ from hermes_nb.core.records import ErrorEnvelope
 from hermes_nb.proxy.drift import NotJudged, NotJudgedReason
 from hermes_nb.proxy.probe import ROUTES
 from hermes_nb.proxy.report import WireReport
-from hermes_nb.wire.classify import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
+from hermes_nb.wire.reading import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
 
 __all__ = ["section_not_judged"]
 

@@ -16,37 +16,57 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import httpx
+from pydantic import Field
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.config import HermesProxyRuntimeConfig, merge_runtime_config
 from hermes_nb.core.facts import CONNECT_TIMEOUT_S, DEFAULT_MODEL
 from hermes_nb.core.records import Exchange
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.timeline import StreamTimeline
-from hermes_nb.proxy.detect import allowed_paths_of, detect_provider
+from hermes_nb.core.resolve import ConfigOptions
+from hermes_nb.core.spec import Opt
 from hermes_nb.proxy.report import (
     RATE_LIMIT_HEADER_RE,
     AuthCase,
     AuthCaseName,
     RouteResult,
     WireReport,
-    answered_by,
     bearer_required,
-    body_kind,
-    ended,
     floor_missing,
     report_state,
     report_warnings,
     response_headers,
-    route_outcome,
     server_product,
     sse_events,
     stream_failure_shape,
 )
+from hermes_nb.target import allowed_paths_of, detect_provider
+from hermes_nb.views.timeline import StreamTimeline
+from hermes_nb.wire.client import HermesClient
+from hermes_nb.wire.payloads import chat_request_body, responses_request_body
+from hermes_nb.wire.reading import answered_by, body_kind, ended, hint, read, route_outcome
 
-__all__ = ["ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "RouteSpec", "probe", "probe_config"]
+__all__ = ["ProbeSpec", "ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "RouteSpec", "probe", "probe_config"]
+
+_CLI = frozenset({"cli"})
+
+
+class ProbeSpec(ConfigOptions):
+    """The probe's options (``hermes-nb probe``, ``%hermes_probe``, the wire_format_spike notebook)."""
+
+    compare: str | None = Field(None, description="the contract to compare with: a shipped name "
+                                                  "(hermes-agent-0.19.0; the detected provider's), seed, or a file")
+    state: Annotated[Literal["stale", "live"] | None, Opt(faces=_CLI)] = Field(
+        None, description="the contract section to compare with (default: the state the probe detects)")
+    out: Annotated[str | None, Opt(faces=_CLI)] = Field(None, description="also write the report (JSON) here")
+    write_contract: Annotated[str | None, Opt(faces=_CLI)] = Field(
+        None, description="write the observed contract (this probe as its only state section) here")
+    budget_s: float = Field(30.0, gt=0, description="the longest the whole probe may take")
+    request_budget_s: float = Field(5.0, gt=0, description="the longest one probed request may take")
+    scenario: Annotated[str, Opt(faces=frozenset({"magic", "notebook"}))] = Field(
+        "ok", description="the embedded emulator's scenario (only when no endpoint is configured)")
 
 UNKNOWN_V1_PATH = "/hermes-nb-probe/unknown"
 LARGE_BODY_BYTES = 1_500_000
@@ -147,8 +167,6 @@ class _Budget:
 
 
 def _body(kind: str | None, model: str, config: HermesProxyRuntimeConfig) -> Any:
-    from hermes_nb.wire.payloads import chat_request_body
-
     if kind in ("chat", "chat_stream", "chat_large"):
         text = "Reply with: pong" if kind != "chat_large" else "Reply with: pong. " + "x" * LARGE_BODY_BYTES
         return chat_request_body(config, [{"role": "user", "content": text}], stream=kind == "chat_stream")
@@ -157,8 +175,6 @@ def _body(kind: str | None, model: str, config: HermesProxyRuntimeConfig) -> Any
     if kind == "embeddings":
         return {"model": model, "input": "ping"}
     if kind in ("responses", "responses_stream"):
-        from hermes_nb.wire.payloads import responses_request_body
-
         return responses_request_body(config, "Reply with: pong", stream=kind == "responses_stream")
     return None
 
@@ -168,8 +184,6 @@ def probe_config(target: HermesProxyRuntimeConfig | str, *, auth_token: str | No
     """The config the probe sends with: ``target``'s (a resolved config) or, for a bare endpoint, the
     placeholders (bearer ``probe``, :data:`~hermes_nb.core.facts.DEFAULT_MODEL`); bodies kept cheap
     (``max_tokens`` 8, temperature 0, unstreamed unless a route streams). Arguments win."""
-    from hermes_nb.core.config import merge_runtime_config
-
     if isinstance(target, str):
         base: dict[str, Any] = {"endpoint": target, "model": DEFAULT_MODEL, "auth_token": "probe"}
     else:
@@ -186,40 +200,35 @@ def probe(
     auth_token: str | None = None,
     model: str | None = None,
     transport: httpx.BaseTransport | None = None,
-    deadline_s: float = 30.0,
-    request_deadline_s: float = 5.0,
+    budget_s: float = ProbeSpec.model_fields["budget_s"].default,
+    request_budget_s: float = ProbeSpec.model_fields["request_budget_s"].default,
     headers: dict[str, str] | None = None,
     provider: str | None = None,
 ) -> WireReport:
     """Probe ``target`` (a resolved runtime config, or an endpoint ``http://host:port/v1``); never raises
     for HTTP/network failures.
 
-    The config sent with is :func:`probe_config`'s. ``deadline_s`` bounds the whole probe; each request
-    gets at most ``request_deadline_s``. Requests the budget cannot afford are marked ``skipped``. The
-    proxy's own routes go first; once a forwarded request gets no answer within ``request_deadline_s``
+    The config sent with is :func:`probe_config`'s. ``budget_s`` bounds the whole probe; each request
+    gets at most ``request_budget_s``. Requests the budget cannot afford are marked ``skipped``. The
+    proxy's own routes go first; once a forwarded request gets no answer within ``request_budget_s``
     (the upstream is slow) or does not finish in it, the remaining forwarded requests are not sent
     (``skipped``, ``upstream_slow``).
     ``provider``: the one expected (default: the config's); the report names the one the proxy says it
     fronts, and a mismatch warns.
     Raises :class:`~hermes_nb.core.errors.ConfigError` only for an invalid endpoint URL and
-    :class:`~hermes_nb.core.errors.UsageError` for a deadline that is not positive.
+    :class:`~hermes_nb.core.errors.UsageError` for a budget that is not positive.
     """
-    from hermes_nb.core.errors import UsageError
-    from hermes_nb.wire.client import HermesClient
-
-    if not (deadline_s > 0 and request_deadline_s > 0):
-        raise UsageError(f"probe deadlines must be > 0 s (deadline_s={deadline_s!r}, "
-                         f"request_deadline_s={request_deadline_s!r})")
+    ProbeSpec.build(budget_s=budget_s, request_budget_s=request_budget_s)  # the spec's checks, once
 
     config = probe_config(target, auth_token=auth_token, model=model, headers=headers)
     endpoint, model, auth_token = config.endpoint, config.model, config.auth_token.get_secret_value()
     redactor = Redactor(config.secrets())
     started = time.monotonic()
-    budget = _Budget(started + deadline_s, request_deadline_s)
+    budget = _Budget(started + budget_s, request_budget_s)
     results: list[RouteResult] = []
     cases: list[AuthCase] = []
     seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}
-    connect_s = min(CONNECT_TIMEOUT_S, request_deadline_s)
+    connect_s = min(CONNECT_TIMEOUT_S, request_budget_s)
     with HermesClient(config, transport=transport, connect_timeout_s=connect_s) as client:
 
         def call(spec: RouteSpec, auth: bool | str = True) -> tuple[Exchange | None, float]:
@@ -287,6 +296,10 @@ def probe(
     )
     report.timelines.update(timelines)
     report.state = report_state(results)
+    first = next((exchanges[r.name] for r in results if r.name in exchanges and (
+        r.outcome in ("unreachable", "timeout", "transport_error", "not_local"))), None)
+    if first is not None and report.state in ("unreachable", "not_local"):
+        report.action = hint(read(first, endpoint), endpoint=endpoint, provider=report.provider)
     report.warnings = report_warnings(report) + facts.warnings
     return report
 

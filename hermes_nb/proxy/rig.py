@@ -44,12 +44,16 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
+
+from hermes_nb.core.config import Provider
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.handles import EndpointHandle
 from hermes_nb.core.providers import PROXY_PROVIDERS, logged_out_hint, provider_info
 from hermes_nb.core.redaction import Redactor, auth_store_secrets
+from hermes_nb.core.spec import Spec
 from hermes_nb.proxy.egress import EgressSink, proxy_environment
 from hermes_nb.proxy.executable import (
     ENV_HERMES_BIN,
@@ -300,3 +304,23 @@ def real_proxy(
 def _endpoint_of(emu: Any) -> str:
     endpoint = getattr(emu, "endpoint", None)
     return str(endpoint if endpoint is not None else emu)
+
+
+class RigSpec(Spec):
+    """The rig's options (``hermes-nb rig``)."""
+
+    provider: Provider = Field("nous", description="`hermes proxy start --provider`; xai: its credential pool "
+                                                   "points at the loopback upstream")
+    state: Literal["stale", "live", "logged-out"] = Field(
+        "live", description="auth state: stale (401 upstream_auth_failed), live (forwards to the upstream), "
+                            "logged-out (the proxy refuses to start)")
+    port: int = Field(0, ge=0, le=65535, description="proxy port (0: a free loopback port)")
+    hermes_bin: str | None = Field(None, description="the hermes executable (default: $HERMES_NB_HERMES_BIN, "
+                                                     ".venv-hermes/bin/hermes, PATH)")
+    scenario: str = Field("ok", description="the upstream emulator's scenario in the live state (paced and "
+                                            "concurrency-limited for `hermes-nb load`; slow-first-byte, slow-answer)")
+    upstream: str = Field("emulator", description="what answers behind the proxy in the live state: emulator, "
+                                                  "minimal (a deliberately different OpenAI-compatible upstream) or "
+                                                  "a command line with {port} that starts an OpenAI-compatible "
+                                                  "server on 127.0.0.1:{port}/v1")
+    ready_budget_s: float = Field(30.0, gt=0, description="the longest wait for the proxy to be ready")

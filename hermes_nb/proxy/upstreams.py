@@ -18,6 +18,8 @@ from typing import Any
 
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.handles import EndpointHandle
+from hermes_nb.emulator import serve_emulator
+from hermes_nb.emulator.content import MODELS_BY_PROVIDER
 from hermes_nb.proxy.executable import base_env, stop_process, wait_until_answers
 
 __all__ = ["UPSTREAMS", "CommandUpstream", "upstream_command", "start_upstream"]
@@ -81,13 +83,10 @@ def start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path
     """The server behind the proxy: the emulator (``upstream`` profile, listing ``provider``'s models), the minimal
     upstream, or a command."""
     if upstream in UPSTREAMS:
-        from hermes_nb.emulator import serve  # heavy (aiohttp); only the live state needs it
-
         if upstream == "minimal":
-            return stack.enter_context(serve(profile="minimal", scenario=scenario))
-        from hermes_nb.emulator.content import MODELS_BY_PROVIDER
-
-        return stack.enter_context(serve(profile="upstream", scenario=scenario, models=MODELS_BY_PROVIDER[provider]))
+            return stack.enter_context(serve_emulator(profile="minimal", scenario=scenario))
+        return stack.enter_context(serve_emulator(profile="upstream", scenario=scenario,
+                                                  models=MODELS_BY_PROVIDER[provider]))
     port = _free_port()
     argv = upstream_command(upstream, port)
     if "/" in argv[0] and not Path(argv[0]).is_absolute():  # the command runs in the rig's temp home

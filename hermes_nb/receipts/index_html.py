@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.facts import worst_verdict
-from hermes_nb.core.htmlkit import BORDER, badge, edge_colour, page_css, tone_of
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import load_index
 from hermes_nb.receipts.write import check_clean, write_text_atomic
+from hermes_nb.views.htmlkit import BORDER, badge, edge_colour, page_css, tone_of
 
 __all__ = ["render_index_html", "write_index_html", "target_label"]
 

@@ -25,7 +25,7 @@ OPTIONAL_ROWS = ("operator_action", "proxy_state")
 
 def _style() -> str:
     """The toolkit's page stylesheet (theme variables, light and dark) plus the receipt's own parts."""
-    from hermes_nb.core.htmlkit import BORDER, edge_colour, page_css
+    from hermes_nb.views.htmlkit import BORDER, edge_colour, page_css
 
     return "\n".join((
         page_css(),
@@ -77,7 +77,7 @@ def _output(out: Any) -> str:
 
 
 def _value(key: str, value: Any) -> str:
-    from hermes_nb.core.htmlkit import badge
+    from hermes_nb.views.htmlkit import badge
 
     return badge(value) if key == "verdict" else html.escape(str(value))
 
@@ -142,7 +142,7 @@ def _digests(receipt: dict[str, Any]) -> str:
 
 def _timeline(summary: dict[str, Any] | None) -> str:
     """The stream timeline picture from the verdict's summary (run and probe receipts), else nothing."""
-    from hermes_nb.core.timeline import timeline_svg
+    from hermes_nb.views.timeline import timeline_svg
 
     details = (summary or {}).get("details") or {}
     marks = details.get("timeline") if isinstance(details, dict) else None

@@ -17,7 +17,7 @@ from hermes_nb.core.records import RequestRecord, TransportFailure, TransportKin
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.wire.payloads import loads_exact
 
-__all__ = ["SENT_JSON", "transport_failure", "request_record", "plain_http_hint"]
+__all__ = ["SENT_JSON", "transport_failure", "request_record"]
 
 _DNS_MARKERS = (
     "name or service not known",
@@ -27,20 +27,6 @@ _DNS_MARKERS = (
     "getaddrinfo failed",
     "name resolution",
 )
-
-
-#: what OpenSSL says when the server on an https endpoint's port answers plain http (1.1/3.0, then 3.2+)
-_PLAIN_HTTP_MARKERS = ("wrong version number", "record layer failure", "packet length too long", "http request")
-
-
-def plain_http_hint(endpoint: str, failure: TransportFailure | None) -> str | None:
-    """A hint for https to a port that speaks plain http (the TLS handshake fails on the http answer), else None."""
-    if failure is None or not endpoint.lower().startswith("https://") or failure.phase != "connect":
-        return None
-    if not any(marker in failure.message.lower() for marker in _PLAIN_HTTP_MARKERS):
-        return None
-    return (f"{endpoint} is https, but the server on that port answered plain http (the proxy speaks http): "
-            f"use http://{endpoint[len('https://'):]}")
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermes_nb import load_manifest
 from hermes_nb.cli import main
 from hermes_nb.core.config import UH_STRICT_KEYS
+from hermes_nb.core.manifest import load_manifest
 
 CANARY = "sk-canary-adapter-0123456789abcdef"
 

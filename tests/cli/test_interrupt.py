@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.emulator import EmulatorHandle, serve
+from hermes_nb.emulator import EmulatorHandle, serve_emulator
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 STALL = json.dumps({"extra_headers": {"x-hermes-emulator-scenario": "stall"}, "request_timeout_ms": 60_000})
@@ -27,7 +27,7 @@ LIMIT_S = 60
 
 @pytest.fixture(scope="module")
 def emu() -> Iterator[EmulatorHandle]:
-    with serve() as handle:
+    with serve_emulator() as handle:
         yield handle
 
 

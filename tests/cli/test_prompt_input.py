@@ -63,14 +63,14 @@ def _records(run_dir: Path) -> dict[str, bytes]:
 
 
 def test_a_2_mb_prompt_is_held_whole_by_one_file_and_dry_run_json_is_small(tmp_path: Path) -> None:
-    from hermes_nb.emulator import serve
+    from hermes_nb.emulator import serve_emulator
 
     marker = "the end of a two megabyte prompt"
     prompt = tmp_path / "big.txt"
     prompt.write_text(("lorem ipsum dolor sit amet " * 80_000)[:2_000_000] + marker)
     base = [sys.executable, "-m", "hermes_nb.cli", "run", "--prompt-file", str(prompt), "--root", str(tmp_path),
             "--no-sandbox", "--model", "m", "--json"]
-    with serve() as emu:
+    with serve_emulator() as emu:
         dry = subprocess.run([*base, "--endpoint", emu.endpoint, "--dry-run"], capture_output=True, timeout=120,
                              env=_env())
         real = subprocess.run([*base, "--endpoint", emu.endpoint], capture_output=True, timeout=120, env=_env())

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from hermes_nb.cli import main
-from hermes_nb.emulator import serve
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.harness.documents import LatestRun, RunsIndex, RuntimeSession, validate_result
 from hermes_nb.proxy.executable import stop_process
 from tests.helpers import ROOT, free_port, no_dns
@@ -26,13 +26,13 @@ CLI = ROOT / ".venv" / "bin" / "hermes-nb"
 
 @pytest.fixture(scope="module")
 def emu() -> Iterator[Any]:
-    with serve(scenario="ok") as handle:
+    with serve_emulator(scenario="ok") as handle:
         yield handle
 
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[Any]:
-    with serve(profile="upstream", scenario="ok") as handle:
+    with serve_emulator(profile="upstream", scenario="ok") as handle:
         yield handle
 
 

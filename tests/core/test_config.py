@@ -3,17 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import (
-    AdapterManifest,
-    ConfigError,
-    HermesProxyRuntimeConfig,
-    UnknownKeyError,
-    load_manifest,
-    manifest_template,
-    merge_runtime_config,
-    save_manifest,
-)
-from hermes_nb.core.config import parse_overrides_json, validate_config
+from hermes_nb import ConfigError, HermesProxyRuntimeConfig
+from hermes_nb.core.config import merge_runtime_config, parse_overrides_json, validate_config
+from hermes_nb.core.errors import UnknownKeyError
+from hermes_nb.core.manifest import AdapterManifest, load_manifest, manifest_template, save_manifest
 from hermes_nb.core.schema import schema_documents
 from tests.helpers import ROOT
 

@@ -69,14 +69,14 @@ def test_every_exported_error_is_raised_somewhere(name: str) -> None:
 # --------------------------------------------------------------------------- where they are raised
 
 def test_serve_raises_proxy_unreachable_when_it_cannot_listen() -> None:
-    from hermes_nb.emulator import serve
+    from hermes_nb.emulator import serve_emulator
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(ProxyUnreachable, match=f"could not listen on 127.0.0.1:{port}") as info:
-            serve(port=port)
+            serve_emulator(port=port)
     assert isinstance(info.value, ConnectionError) and info.value.exit_code == 3
 
 

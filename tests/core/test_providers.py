@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import ConfigError, HermesProxyRuntimeConfig, adapter_check, resolve_runtime_config
+from hermes_nb import ConfigError, HermesProxyRuntimeConfig, check, resolve_runtime_config
 from hermes_nb.cli import main
 from hermes_nb.core.config import validate_config
 from hermes_nb.core.providers import (
@@ -27,9 +27,10 @@ from hermes_nb.core.providers import (
     reauth_hint,
     start_hint,
 )
-from hermes_nb.emulator import serve
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.content import DEFAULT_MODELS
-from hermes_nb.proxy.detect import allowed_paths_of, detect_provider, resolve_model
+from hermes_nb.proxy.check import resolve_model
+from hermes_nb.target import allowed_paths_of, detect_provider
 from tests.helpers import ROOT
 
 XAI_STALE = ("No available xAI OAuth credentials found. Run `hermes auth reset xai-oauth` or re-authenticate with "
@@ -38,13 +39,13 @@ XAI_STALE = ("No available xAI OAuth credentials found. Run `hermes auth reset x
 
 @pytest.fixture(scope="module")
 def xai() -> Iterator[Any]:
-    with serve(provider="xai") as emu:
+    with serve_emulator(provider="xai") as emu:
         yield emu
 
 
 @pytest.fixture(scope="module")
 def nous() -> Iterator[Any]:
-    with serve() as emu:
+    with serve_emulator() as emu:
         yield emu
 
 
@@ -83,8 +84,8 @@ def test_nous_actions_are_written_once_in_the_package() -> None:
     ("nous", "Failed to refresh Nous Portal credentials: [Errno 111] Connection refused",
      ["hermes auth status nous", "hermes auth add nous"], ["xai"]),
     (None, "Failed to refresh Nous Portal credentials: boom", ["hermes auth status nous"], ["xai"]),
-    ("claude", None, ["hermes auth status claude"], ["nous", "xai"]),
-    (None, None, ["hermes auth status <provider>", "hermes proxy status"], ["nous", "xai"]),
+    (None, None, ["hermes proxy status", "hermes auth add nous", "hermes auth add xai-oauth --type oauth"],
+     ["<provider>", "auth status"]),
 ])
 def test_reauth_hint(provider: str | None, message: str | None, must: list[str], must_not: list[str]) -> None:
     hint = reauth_hint(provider, message)
@@ -103,7 +104,9 @@ def test_proxy_remediation_keeps_the_sentences_that_name_a_command() -> None:
 def test_start_and_logged_out_hints_name_the_provider() -> None:
     assert "--provider xai" in start_hint("xai") and "hermes auth add xai-oauth --type oauth" in start_hint("xai")
     assert "nous" not in start_hint("xai")
-    assert "--provider nous|xai" in start_hint(None) and "hermes auth add <provider>" in start_hint(None)
+    assert "--provider nous`" in start_hint(None) and "--provider xai`" in start_hint(None)
+    assert "<" not in start_hint(None) and "<" not in logged_out_hint(None)
+    assert "hermesx proxy start --provider xai" in start_hint("xai", "hermesx")
     assert logged_out_hint("xai") == ("run `hermes auth add xai-oauth --type oauth` (see `hermes auth`) before "
                                       "`hermes proxy start --provider xai`")
 
@@ -148,24 +151,22 @@ def test_check_and_probe_name_the_provider(provider: str, nous: Any, xai: Any) -
     from hermes_nb.proxy.probe import probe
 
     emu = {"nous": nous, "xai": xai}[provider]
-    result = adapter_check(HermesProxyRuntimeConfig(endpoint=emu.endpoint, model="nousresearch/hermes-4-405b"),
-                           hermes_bin=False)
+    result = check(HermesProxyRuntimeConfig(endpoint=emu.endpoint, model="nousresearch/hermes-4-405b"))
     assert (result.provider, result.provider_source) == (provider, "/health")
     assert f"provider {provider}" in result._repr_text_() and f">{provider} (" in result._repr_html_()
-    report = probe(emu.endpoint, deadline_s=20)
+    report = probe(emu.endpoint, budget_s=20)
     assert report.provider == provider and report.upstream == {"nous": "Nous Portal", "xai": "xAI Grok OAuth"}[provider]
     assert ("/responses" in (report.allowed_paths or [])) is (provider == "xai")
 
 
 def test_a_configured_provider_the_proxy_does_not_front_is_a_warning(xai: Any) -> None:
-    result = adapter_check(HermesProxyRuntimeConfig(endpoint=xai.endpoint, model="grok-4.3", provider="nous"),
-                           hermes_bin=False)
+    result = check(HermesProxyRuntimeConfig(endpoint=xai.endpoint, model="grok-4.3", provider="nous"))
     assert result.state == "ready" and result.provider == "xai"
     assert any("configured 'nous'" in w and "fronts 'xai'" in w for w in result.warnings)
 
 
 def test_stale_xai_check_is_locked_with_the_proxys_own_command_and_no_nous(capsys: pytest.CaptureFixture[str]) -> None:
-    with serve(provider="xai", scenario="auth-stale") as emu:
+    with serve_emulator(provider="xai", scenario="auth-stale") as emu:
         code = main(["check", "--endpoint", emu.endpoint, "--json"])
     out = capsys.readouterr().out
     assert code == 3
@@ -196,26 +197,27 @@ def test_a_configured_provider_picks_its_default_model() -> None:
 
 
 def test_check_without_a_model_uses_the_providers_default(xai: Any) -> None:
-    result = adapter_check(resolve_runtime_config(environ={}, endpoint=xai.endpoint), hermes_bin=False)
+    result = check(resolve_runtime_config(environ={}, endpoint=xai.endpoint))
     assert (result.state, result.model, result.model_origin) == ("ready", "grok-4.3", "default for xai")
 
 
 def test_check_without_a_model_names_the_listed_models_and_suggests_one() -> None:
     """An xai proxy whose upstream lists no grok-4.3: the check says so, names the list and suggests one."""
-    with serve(provider="xai", models=list(DEFAULT_MODELS)) as xai:
-        result = adapter_check(resolve_runtime_config(environ={}, endpoint=xai.endpoint), hermes_bin=False)
+    with serve_emulator(provider="xai", models=list(DEFAULT_MODELS)) as xai:
+        result = check(resolve_runtime_config(environ={}, endpoint=xai.endpoint))
         listed = resolve_runtime_config(environ={}, endpoint=xai.endpoint, model="nousresearch/hermes-4-70b")
-        assert adapter_check(listed, hermes_bin=False).state == "ready"
+        assert check(listed).state == "ready"
     assert result.state == "misconfigured" and result.model == "grok-4.3"
     assert result.model_origin == "default for xai" and result.model_suggestion in result.models
     assert "nousresearch/hermes-4-405b" in result.errors[0] and f"--model {result.model_suggestion}" in result.errors[0]
 
 
 def test_e2e_and_adapter_check_agree_on_the_resolved_model(tmp_path: Path) -> None:
-    """Before: the e2e notebook passed with nous' default on an xai proxy while adapter_check refused it."""
-    from hermes_nb import SmokeTarget, run_smoke
+    """Before: the e2e notebook passed with nous' default on an xai proxy while check refused it."""
+    from hermes_nb import SmokeTarget
+    from hermes_nb.nbrun.smoke import run_smoke
 
-    with serve(provider="xai", models=list(DEFAULT_MODELS)) as xai:
+    with serve_emulator(provider="xai", models=list(DEFAULT_MODELS)) as xai:
         result = run_smoke(SmokeTarget("live", xai.endpoint, None), out_dir=tmp_path, html=False,
                            only=["adapter_check", "e2e_smoke"])
         sent = [r for r in xai.requests if r.path.endswith("/chat/completions")]
@@ -240,10 +242,10 @@ def test_e2e_and_adapter_check_agree_on_the_resolved_model(tmp_path: Path) -> No
 
 
 def test_an_unlisted_model_is_held_back_whoever_chose_it() -> None:
-    """adapter_check and e2e agree on an unlisted model: configured or the provider's default, it is not sent."""
+    """check and e2e agree on an unlisted model: configured or the provider's default, it is not sent."""
     from hermes_nb.kit import model_preflight
 
-    with serve(provider="xai") as xai:
+    with serve_emulator(provider="xai") as xai:
         chosen = model_preflight(resolve_runtime_config(environ={}, endpoint=xai.endpoint, model="grok-4.5"))
         default = model_preflight(resolve_runtime_config(environ={}, endpoint=xai.endpoint))
     assert not chosen.runnable and chosen.check.state == "misconfigured" and chosen.config.model == "grok-4.5"

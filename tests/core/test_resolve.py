@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import ConfigError, UnknownKeyError, kit, manifest_template, resolve_runtime_config, save_manifest
+from hermes_nb import ConfigError, kit, resolve_runtime_config
 from hermes_nb.cli import main
+from hermes_nb.core.errors import UnknownKeyError
 from hermes_nb.core.facts import DEFAULT_MODEL, ENV_ENDPOINT, manifest_path
-from hermes_nb.emulator import serve
+from hermes_nb.core.manifest import manifest_template, save_manifest
+from hermes_nb.emulator import serve_emulator
 
 CANARY = "sk-canary-resolve-0123456789"
 
@@ -79,7 +81,7 @@ def test_the_kernel_side_target_follows_the_environment() -> None:
 
 def test_smoke_targets_hermes_nb_endpoint_and_the_receipt_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    with serve() as emu:
+    with serve_emulator() as emu:
         monkeypatch.setenv(ENV_ENDPOINT, emu.endpoint)
         code = main(["smoke", "--only", "adapter_check", "--out", str(tmp_path), "--no-html", "--json"])
     out = json.loads(capsys.readouterr().out)

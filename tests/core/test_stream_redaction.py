@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb import Mission, Redactor
 from hermes_nb.core.config import validate_config
+from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.stream_redaction import StreamRedactor
+from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.run import run
 
 CANARY = "sk-canary-stream-0123456789abcdef"
@@ -170,7 +171,7 @@ SECRETS = ["Bearer sk-live-0123456789", "bearer eyJhbGciOi.eyJzdWIiOi.abc", "Bea
 
 @pytest.mark.parametrize("text", PROSE)
 def test_prose_about_bearers_is_left_alone_whole_and_streamed(text: str) -> None:
-    from hermes_nb import Redactor
+    from hermes_nb.core.redaction import Redactor
 
     assert Redactor().text(text) == text
     stream = StreamRedactor(Redactor())
@@ -180,8 +181,7 @@ def test_prose_about_bearers_is_left_alone_whole_and_streamed(text: str) -> None
 
 @pytest.mark.parametrize("text", SECRETS)
 def test_secret_shaped_bearers_are_masked_whole_and_streamed(text: str) -> None:
-    from hermes_nb import Redactor
-    from hermes_nb.core.redaction import REDACTED
+    from hermes_nb.core.redaction import REDACTED, Redactor
 
     masked = Redactor().text(text)
     assert REDACTED in masked and masked.split()[0] == text.split()[0]

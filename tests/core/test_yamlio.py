@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 import hermes_nb
-from hermes_nb import load_manifest, load_mission, manifest_template, save_manifest
 from hermes_nb.core import yamlio
+from hermes_nb.core.manifest import load_manifest, manifest_template, save_manifest
+from hermes_nb.harness.mission import load_mission
 
 PACKAGE = Path(hermes_nb.__file__).parent
 

@@ -7,9 +7,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb import extract_final_message
 from hermes_nb.emulator import SCENARIOS, content
 from hermes_nb.emulator.scenarios import RESET, STALL, UPSTREAM_ROUTES, Pause, Settings, upstream_reply
+from hermes_nb.wire.sentinel import extract_final_message
 
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hermes_nb.emulator import SCENARIO_HEADER, SCENARIOS, EmulatorHandle, serve
+from hermes_nb.emulator import SCENARIO_HEADER, SCENARIOS, EmulatorHandle, serve_emulator
 from hermes_nb.proxy import rig
 
 HERMES_BIN = rig.find_hermes_bin()
@@ -43,7 +43,7 @@ def observe(base_url: str, method: str, path: str, *, body: Any = None, content:
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[tuple[str, EmulatorHandle]]:
-    with rig.real_proxy("live", hermes_bin=HERMES_BIN) as real, serve(profile="hermes-agent") as emu:
+    with rig.real_proxy("live", hermes_bin=HERMES_BIN) as real, serve_emulator(profile="hermes-agent") as emu:
         yield real.base_url, emu
         # end the upstream's stalled streams first, or the real proxy waits on them when it is stopped
         real.upstream.close()
@@ -85,7 +85,7 @@ def test_same_413_and_malformed_body(pair: tuple[str, EmulatorHandle]) -> None:
 
 
 def test_auth_stale_has_the_real_envelope_shape() -> None:
-    with rig.real_proxy("stale", hermes_bin=HERMES_BIN) as real, serve(scenario="auth-stale") as emu:
+    with rig.real_proxy("stale", hermes_bin=HERMES_BIN) as real, serve_emulator(scenario="auth-stale") as emu:
         for path, body in (("/v1/models", None), ("/v1/chat/completions", {**CHAT, "stream": True})):
             method = "POST" if body else "GET"
             mine = observe(emu.base_url, method, path, body=body, scenario="auth-stale")
@@ -99,7 +99,7 @@ def test_auth_stale_has_the_real_envelope_shape() -> None:
 
 
 def test_upstream_unreachable_has_the_real_envelope_shape() -> None:
-    with rig.real_proxy("live", hermes_bin=HERMES_BIN) as real, serve(scenario="upstream-unreachable") as emu:
+    with rig.real_proxy("live", hermes_bin=HERMES_BIN) as real, serve_emulator(scenario="upstream-unreachable") as emu:
         real.upstream.close()  # nothing listens behind the real proxy any more
         mine = observe(emu.base_url, "POST", "/v1/chat/completions", body={**CHAT, "stream": True},
                        scenario="upstream-unreachable")

@@ -6,13 +6,13 @@ import httpx
 import pytest
 
 from hermes_nb import HermesClient, HermesProxyRuntimeConfig
-from hermes_nb.emulator import serve
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.minimal import MINIMAL_MAX_BYTES, MINIMAL_MODELS
 
 
 @pytest.fixture(scope="module")
 def minimal() -> object:
-    with serve(profile="minimal") as emu:
+    with serve_emulator(profile="minimal") as emu:
         yield emu
 
 
@@ -65,7 +65,7 @@ def test_our_client_reads_its_stream_whole(minimal: object) -> None:
 
 def test_only_scenario_ok() -> None:
     with pytest.raises(ValueError, match="one scenario, ok"):
-        serve(profile="minimal", scenario="truncated")
+        serve_emulator(profile="minimal", scenario="truncated")
 
 
 def test_it_is_still_recognised_as_hermes_nb_emulator(minimal: object) -> None:

@@ -11,7 +11,7 @@ import aiohttp
 import httpx
 import pytest
 
-from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, content, create_app, serve
+from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, content, create_app, serve_emulator
 
 SERVER = f"Python/{sys.version_info.major}.{sys.version_info.minor} aiohttp/{aiohttp.__version__}"
 JSON_CT = "application/json; charset=utf-8"
@@ -29,19 +29,19 @@ def not_allowed(path: str) -> dict[str, dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def agent() -> Iterator[EmulatorHandle]:
-    with serve() as emu:
+    with serve_emulator() as emu:
         yield emu
 
 
 @pytest.fixture(scope="module")
 def seed_emu() -> Iterator[EmulatorHandle]:
-    with serve(profile="seed") as emu:
+    with serve_emulator(profile="seed") as emu:
         yield emu
 
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[EmulatorHandle]:
-    with serve(profile="upstream", models=["m-one", "m-two"]) as emu:
+    with serve_emulator(profile="upstream", models=["m-one", "m-two"]) as emu:
         yield emu
 
 
@@ -98,7 +98,7 @@ def test_agent_discards_authorization_and_does_not_require_it(agent: EmulatorHan
 
 def test_agent_never_records_or_logs_the_bearer(http: httpx.Client, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="hermes_nb.emulator")
-    with serve() as emu:
+    with serve_emulator() as emu:
         http.post(emu.endpoint + "/chat/completions", json=CHAT, headers={"Authorization": f"Bearer {CANARY}"})
         http.get(emu.endpoint + "/models", headers={"X-Api-Key": CANARY}, params={"api_key": CANARY})
         records = emu.wait_for_requests(2)
@@ -124,7 +124,7 @@ def test_agent_never_records_or_logs_the_bearer(http: httpx.Client, caplog: pyte
 ])
 def test_agent_auth_stale_is_401_on_every_forwarded_route(http: httpx.Client, method: str, path: str,
                                                           body: object) -> None:
-    with serve(scenario="auth-stale") as emu:
+    with serve_emulator(scenario="auth-stale") as emu:
         r = http.request(method, emu.endpoint + path, json=body, headers={"Accept": "text/event-stream"})
         assert r.status_code == 401
         assert r.headers["content-type"] == JSON_CT  # one JSON body, not SSE, even for a stream request
@@ -188,7 +188,7 @@ def test_agent_rejects_bodies_over_10_mb_with_413_text(agent: EmulatorHandle, ht
 def test_bad_input_gets_openai_shaped_errors(http: httpx.Client, profile: str, method: str, path: str,
                                             content: bytes, status: int, param: str | None,
                                             code: str | None) -> None:
-    with serve(profile=profile) as emu:
+    with serve_emulator(profile=profile) as emu:
         r = http.request(method, emu.endpoint + path, content=content, headers={"content-type": "application/json"})
         assert r.status_code == status
         assert r.headers["content-type"] == JSON_CT
@@ -302,7 +302,7 @@ def _stream_bytes(http: httpx.Client, emu: EmulatorHandle) -> bytes:
 
 
 def test_output_is_deterministic_from_the_seed(http: httpx.Client) -> None:
-    with serve(seed=7) as a, serve(seed=7) as b, serve(seed=8) as c:
+    with serve_emulator(seed=7) as a, serve_emulator(seed=7) as b, serve_emulator(seed=8) as c:
         first, second, other = _stream_bytes(http, a), _stream_bytes(http, b), _stream_bytes(http, c)
         chat = http.post(a.endpoint + "/chat/completions", json=CHAT).json()
         again = http.post(b.endpoint + "/chat/completions", json=CHAT).json()
@@ -318,7 +318,7 @@ def test_output_is_deterministic_from_the_seed(http: httpx.Client) -> None:
 
 @pytest.mark.parametrize("profile", ["hermes-agent", "seed"])
 def test_proxy_scenarios_answer_the_real_proxys_own_envelopes(http: httpx.Client, profile: str) -> None:
-    with serve(profile=profile) as emu:
+    with serve_emulator(profile=profile) as emu:
         bearer = {"Authorization": "Bearer probe"}
         r = http.post(emu.endpoint + "/chat/completions", json={**CHAT, "stream": True},
                       headers={**bearer, **scen("upstream-unreachable")})

@@ -8,8 +8,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from hermes_nb import HermesClient, HermesProxyRuntimeConfig, SSEDecoder, classify, extract_final_message
-from hermes_nb.emulator import SCENARIO_HEADER, SCENARIOS, EmulatorHandle, serve
+from hermes_nb import HermesClient, HermesProxyRuntimeConfig
+from hermes_nb.emulator import SCENARIO_HEADER, SCENARIOS, EmulatorHandle, serve_emulator
+from hermes_nb.wire.reading import classify
+from hermes_nb.wire.sentinel import extract_final_message
+from hermes_nb.wire.sse import SSEDecoder
 
 CHAT = {"model": "hermes-4-405b", "messages": [{"role": "user", "content": "Do the mission."}], "stream": True}
 #: idle read timeout for the stall scenario: the client gives up, the emulator never sends again
@@ -18,7 +21,7 @@ IDLE_S = 0.5
 
 @pytest.fixture(scope="module")
 def emus() -> Iterator[dict[str, EmulatorHandle]]:
-    with serve() as agent, serve(profile="upstream") as upstream, serve(profile="seed") as seed:
+    with serve_emulator() as agent, serve_emulator(profile="upstream") as upstream, serve_emulator(profile="seed") as seed:
         yield {"hermes-agent": agent, "upstream": upstream, "seed": seed}
 
 

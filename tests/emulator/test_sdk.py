@@ -8,15 +8,15 @@ import openai
 import pytest
 from openai import OpenAI
 
-from hermes_nb import extract_final_message
-from hermes_nb.emulator import SCENARIO_HEADER, serve
+from hermes_nb.emulator import SCENARIO_HEADER, serve_emulator
+from hermes_nb.wire.sentinel import extract_final_message
 
 MESSAGES = [{"role": "user", "content": "Do the mission."}]
 
 
 @pytest.fixture(scope="module", params=["hermes-agent", "upstream"])
 def client(request: pytest.FixtureRequest) -> Iterator[OpenAI]:
-    with serve(profile=request.param) as emu:
+    with serve_emulator(profile=request.param) as emu:
         sdk = OpenAI(base_url=emu.endpoint, api_key="x", max_retries=0)
         yield sdk
         sdk.close()
@@ -68,7 +68,7 @@ def test_error_scenarios_raise_the_sdk_errors(client: OpenAI, scenario: str, err
 
 
 def test_auth_stale_is_an_authentication_error_with_the_proxy_envelope() -> None:
-    with serve(scenario="auth-stale") as emu:
+    with serve_emulator(scenario="auth-stale") as emu:
         sdk = OpenAI(base_url=emu.endpoint, api_key="x", max_retries=0)
         with pytest.raises(openai.AuthenticationError) as info:
             list(sdk.chat.completions.create(model="m", messages=MESSAGES, stream=True))
@@ -86,7 +86,7 @@ def test_in_band_stream_error_raises_mid_stream(client: OpenAI) -> None:
 
 
 def test_emulator_handle_is_usable_as_a_base_url_string() -> None:
-    with serve() as emu:
+    with serve_emulator() as emu:
         assert isinstance(emu, str) and emu == emu.endpoint
         sdk = OpenAI(base_url=emu, api_key="x", max_retries=0)
         assert sdk.models.list().data

@@ -1,4 +1,4 @@
-"""serve() life cycle, the pytest fixtures, the foreground CLI, and serve() inside a running Jupyter kernel."""
+"""serve_emulator() life cycle, the pytest fixtures, the foreground CLI, and serve_emulator() inside a running Jupyter kernel."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ import httpx
 import pytest
 
 from hermes_nb.cli import main
-from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, serve
+from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, serve_emulator
 from tests.helpers import ROOT
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
 
 
 def test_handle_interface_and_clean_close() -> None:
-    emu = serve(profile="upstream", scenario="ok", seed=3)
+    emu = serve_emulator(profile="upstream", scenario="ok", seed=3)
     try:
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", emu.endpoint)
         assert emu == emu.endpoint and emu.base_url == emu.endpoint[: -len("/v1")] and emu.port > 0
@@ -44,7 +44,7 @@ def test_handle_interface_and_clean_close() -> None:
 
 
 def test_an_endpoint_handed_out_before_the_emulator_starts_is_answered_once_it_does() -> None:
-    """listen() first (the smoke hands the endpoint to a notebook at once); a request that comes before serve()
+    """listen() first (the smoke hands the endpoint to a notebook at once); a request that comes before serve_emulator()
     waits in the socket's backlog and gets its answer when the emulator starts on that socket."""
     from hermes_nb.emulator.server import endpoint_of_socket, listen
 
@@ -54,7 +54,7 @@ def test_an_endpoint_handed_out_before_the_emulator_starts_is_answered_once_it_d
     assert endpoint == f"http://127.0.0.1:{port}/v1"
     with socket.create_connection(("127.0.0.1", port), timeout=10) as early:  # accepted by the backlog
         early.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        with serve(sock=sock, profile="upstream") as emu:
+        with serve_emulator(sock=sock, profile="upstream") as emu:
             assert (emu.endpoint, emu.port) == (endpoint, port)
             reply = b""
             while chunk := early.recv(65536):
@@ -65,12 +65,12 @@ def test_an_endpoint_handed_out_before_the_emulator_starts_is_answered_once_it_d
 
 
 def test_busy_port_raises_oserror() -> None:
-    with serve() as emu, pytest.raises(OSError, match="could not listen"):
-        serve(port=emu.port)
+    with serve_emulator() as emu, pytest.raises(OSError, match="could not listen"):
+        serve_emulator(port=emu.port)
 
 
 def test_stalled_stream_does_not_block_shutdown() -> None:
-    emu = serve(profile="upstream", scenario="stall")
+    emu = serve_emulator(profile="upstream", scenario="stall")
     got_text = threading.Event()
     outcome: dict[str, str] = {}
 
@@ -204,11 +204,11 @@ def test_serve_inside_a_running_kernel(tmp_path: Path) -> None:
 
     cells = [
         "import asyncio, sys\nprint(sys.executable)\nprint(asyncio.get_event_loop().is_running())",
-        "import httpx\nfrom hermes_nb.emulator import serve\nemu = serve(seed=1)\n"
+        "import httpx\nfrom hermes_nb.emulator import serve_emulator\nemu = serve_emulator(seed=1)\n"
         f"r = httpx.post(emu.endpoint + '/chat/completions', json={CHAT!r}, "
         f"headers={{'{SCENARIO_HEADER}': 'ok'}}, trust_env=False)\n"
         "print(r.status_code, r.text.rstrip().endswith('data: [DONE]'))",
-        "with serve(profile='upstream') as other:\n    print(httpx.get(other.endpoint + '/models').status_code)\n"
+        "with serve_emulator(profile='upstream') as other:\n    print(httpx.get(other.endpoint + '/models').status_code)\n"
         "emu.close()\nprint(emu.running, other.running)",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in cells])
@@ -218,7 +218,7 @@ def test_serve_inside_a_running_kernel(tmp_path: Path) -> None:
     outputs = ["".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream") for cell in nb.cells]
     executable, loop_running = outputs[0].split()
     assert Path(executable).resolve() == Path(sys.executable).resolve()  # the kernel runs this environment
-    assert loop_running == "True"  # the kernel's main thread has a running loop; serve() still works
+    assert loop_running == "True"  # the kernel's main thread has a running loop; serve_emulator() still works
     assert outputs[1].split() == ["200", "True"]
     assert outputs[2].split() == ["200", "False", "False"]
 
@@ -232,7 +232,7 @@ def test_python_dash_m_runs_the_same_command() -> None:
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "example.com"])
 def test_serve_refuses_a_non_loopback_host(host: str) -> None:
     with pytest.raises(ValueError, match="not a loopback address"):
-        serve(host=host)
+        serve_emulator(host=host)
 
 
 def test_cli_refuses_a_non_loopback_host(capsys: pytest.CaptureFixture[str]) -> None:

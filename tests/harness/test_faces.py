@@ -17,7 +17,7 @@ import pytest
 from hermes_nb import kit, run_mission
 from hermes_nb.cli import main
 from hermes_nb.core.resources import notebook_path
-from hermes_nb.emulator import serve
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.kit import ConsoleActions
 
 MISSION = """schema_version: uh.mission.v0
@@ -56,7 +56,7 @@ def test_a_mission_sends_the_same_request_from_every_face(tmp_path: Path,
     mission.write_text(MISSION)
     for face in ("cli", "lib", "nb"):
         (tmp_path / face).mkdir()
-    with serve(models=LISTED) as emu:
+    with serve_emulator(models=LISTED) as emu:
         cli = _cli(emu, [str(mission), "--root", str(tmp_path / "cli")], capsys)
         from_cli = _chat_requests(emu)
 
@@ -84,7 +84,7 @@ def test_a_prompt_sends_the_same_request_from_every_face(tmp_path: Path, capsys:
     monkeypatch.setenv("HERMES_NB_MODEL", "env-model-y")  # a layer every face reads
     for face in ("cli", "lib", "console"):
         (tmp_path / face).mkdir()
-    with serve(models=LISTED) as emu:
+    with serve_emulator(models=LISTED) as emu:
         _cli(emu, ["--prompt", PROMPT, "--root", str(tmp_path / "cli")], capsys)
         from_cli = _chat_requests(emu)
 
@@ -110,7 +110,7 @@ def test_a_prompt_sends_the_same_request_from_every_face(tmp_path: Path, capsys:
 
 def test_hermes_nb_model_reaches_the_probe(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_NB_MODEL", "env-model-probe")
-    with serve() as emu:
+    with serve_emulator() as emu:
         main(["probe", "--endpoint", emu.endpoint, "--deadline", "20", "--json"])
         bodies = [r.json for r in emu.requests if isinstance(r.json, dict) and "model" in r.json]
     capsys.readouterr()
@@ -119,7 +119,7 @@ def test_hermes_nb_model_reaches_the_probe(capsys: pytest.CaptureFixture[str], m
 
 def test_the_mission_layer_sits_under_the_environment_and_the_flags(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_nb import prepare_mission
+    from hermes_nb.harness.prepare import prepare_mission
 
     mission = tmp_path / "mission.yaml"
     mission.write_text(MISSION)

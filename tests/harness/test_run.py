@@ -14,18 +14,21 @@ from typing import Any
 import pytest
 import yaml
 
-from hermes_nb import ArtifactError, HermesProxyRuntimeConfig, Mission, dry_run, load_mission, plan_run
+from hermes_nb import HermesProxyRuntimeConfig
 from hermes_nb.core.config import validate_config
-from hermes_nb.emulator import serve
+from hermes_nb.core.errors import ArtifactError
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.harness.documents import LatestRun, RunsIndex, RuntimeSession, validate_result
-from hermes_nb.harness.run import run
+from hermes_nb.harness.mission import Mission, load_mission
+from hermes_nb.harness.plan import plan_run
+from hermes_nb.harness.run import dry_run, run
 
 CANARY = "sk-canary-run-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
 def emu() -> Iterator[Any]:
-    with serve(scenario="ok") as handle:
+    with serve_emulator(scenario="ok") as handle:
         yield handle
 
 

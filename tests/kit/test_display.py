@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_nb import CheckResult, Outcome, Redactor, WireReport
+from hermes_nb import CheckResult, WireReport
+from hermes_nb.core.records import Outcome
+from hermes_nb.core.redaction import Redactor
 from hermes_nb.kit import display
 from hermes_nb.proxy.report import Drift, RouteResult
 
@@ -34,7 +36,7 @@ def test_kv_table_keys_select_and_order() -> None:
 
 
 def test_status_values_get_a_badge_in_the_one_colour_map() -> None:
-    from hermes_nb.core.htmlkit import VERDICT_COLOURS
+    from hermes_nb.views.htmlkit import VERDICT_COLOURS
 
     assert f'color:{VERDICT_COLOURS["passed"]}">passed</b>' in display.kv_table({"status": "passed"})
     assert f'color:{VERDICT_COLOURS["blocked"]}">blocked</b>' in display.kv_table({"verdict": "blocked"})

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import CheckResult, ConfigError, NotebookFailed, WireReport, kit, manifest_template, save_manifest
+from hermes_nb import CheckResult, ConfigError, NotebookFailed, WireReport, kit
+from hermes_nb.core.manifest import manifest_template, save_manifest
 from hermes_nb.proxy.report import Drift
 from hermes_nb.receipts import verdict
 
@@ -45,10 +46,10 @@ def test_an_emulator_handed_in_is_the_target_and_is_left_to_its_owner() -> None:
     """``emulator=``: the smoke's runner started the notebook's emulator; the kernel uses it and starts none."""
     import httpx
 
-    from hermes_nb.emulator import serve
+    from hermes_nb.emulator import serve_emulator
 
     config = kit.runtime_config(None, "m", environ={})
-    with serve() as emu:
+    with serve_emulator() as emu:
         target = kit.start_target(config, scenario="ok", emulator=emu.endpoint + "/")
         assert (target.kind, target.endpoint, target.origin) == ("emulator", emu.endpoint, "emulator")
         assert target.handle is None and target.hermes_bin is False  # an emulator receipt never asks the local hermes

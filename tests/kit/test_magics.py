@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 from hermes_nb import CheckResult, WireReport
-from hermes_nb.emulator import serve
+from hermes_nb.emulator import serve_emulator
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +62,10 @@ def test_check_and_probe_return_their_results(ip) -> None:
 
 
 def test_same_config_resolution_as_the_cli(ip, monkeypatch) -> None:
-    with serve(scenario="auth-stale") as emu:
+    with serve_emulator(scenario="auth-stale") as emu:
         monkeypatch.setenv("HERMES_NB_ENDPOINT", emu.endpoint)
         assert ip.run_line_magic("hermes_check", "").state == "locked"  # HERMES_NB_ENDPOINT wins over the emulator
-        with serve(scenario="ok") as other:
+        with serve_emulator(scenario="ok") as other:
             assert ip.run_line_magic("hermes_check", f"--endpoint {other.endpoint}").state == "ready"  # flag wins
 
 
@@ -143,7 +143,7 @@ def test_a_failed_chat_never_says_done_and_its_result_carries_usage(ip) -> None:
 
 
 def test_an_unlisted_model_is_warned_about_with_one_models_call_per_endpoint(ip, models_calls: list[str]) -> None:
-    with serve(scenario="ok") as emu:
+    with serve_emulator(scenario="ok") as emu:
         with capture_output() as cap:
             result = ip.run_cell_magic("hermes_chat", f"--endpoint {emu.endpoint} --model no-such-model", "hi")
         assert cap.outputs[0].data["text/plain"].startswith("warning: model 'no-such-model' is not listed")

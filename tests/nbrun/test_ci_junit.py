@@ -11,9 +11,11 @@ import pytest
 import xmlschema
 from junitparser import Failure, JUnitXml, Skipped
 
-from hermes_nb import Redactor, SmokeTarget, run_smoke
+from hermes_nb import SmokeTarget
 from hermes_nb.cli import main
+from hermes_nb.core.redaction import Redactor
 from hermes_nb.nbrun.ci_report import ci_report, smoke_exit_code, write_ci_outputs
+from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.receipts.junit import junit_text, xml_safe
 from hermes_nb.receipts.summary import summary_markdown
 from tests.helpers import JUNIT_XSD

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import RigError, SmokeTarget, find_hermes_bin, run_smoke, verify_receipts
+from hermes_nb import RigError, SmokeTarget, verify_receipts
 from hermes_nb.cli import main
 from hermes_nb.nbrun.ci_report import ci_report
 from hermes_nb.nbrun.matrix import matrix_markdown, run_matrix
+from hermes_nb.nbrun.smoke import run_smoke
+from hermes_nb.proxy.executable import find_hermes_bin
 from hermes_nb.proxy.venvs import cache_dir, ensure_hermes, pins_for, support_table, unsupported_reason, venv_dir
 from tests.helpers import ROOT
 
@@ -215,7 +217,7 @@ def test_cli_smoke_rig_live_hermes_version_uses_the_cached_venv(tmp_path: Path, 
 
 
 def test_matrix_outputs_never_carry_a_secret(tmp_path: Path) -> None:
-    from hermes_nb import Redactor
+    from hermes_nb.core.redaction import Redactor
 
     canary = "sk-canary-matrix-0123456789abcdef"
 

@@ -100,7 +100,8 @@ def test_two_local_smokes_into_one_directory_keep_one_valid_chain(tmp_path: Path
 
 def test_an_interrupted_run_is_published_under_the_run_id_its_staged_index_names(s3_env, tmp_path: Path,
                                                                                  capsys) -> None:
-    from hermes_nb import SmokeTarget, run_smoke
+    from hermes_nb import SmokeTarget
+    from hermes_nb.nbrun.smoke import run_smoke
 
     result = run_smoke(SmokeTarget(), out_dir=tmp_path, only=["adapter_check"], html=False)
     store = RemoteStore(f"s3://{S3_BUCKET}/interrupted")

@@ -125,7 +125,7 @@ def test_sanitize_file_only_normalises_what_varies() -> None:
 def test_sanitize_rules_hide_timeline_pictures_and_digests_only() -> None:
     import re
 
-    from hermes_nb.core.timeline import StreamTimeline, timeline_svg
+    from hermes_nb.views.timeline import StreamTimeline, timeline_svg
 
     parser = configparser.ConfigParser()
     parser.read(NB_DIR / "nbval-sanitize.cfg")
@@ -141,14 +141,14 @@ def test_plain_papermill_cli_runs_a_notebook_unchanged(tmp_path: Path) -> None:
     out = tmp_path / "out.ipynb"
     proc = subprocess.run(
         [sys.executable, "-m", "papermill", str(NB_DIR / "adapter_check.ipynb"), str(out), "-k", "python3",
-         "-p", "deadline_s", "4.0", "--no-progress-bar", "--execution-timeout", "60", "--cwd", str(tmp_path)],
+         "-p", "budget_s", "4.0", "--no-progress-bar", "--execution-timeout", "60", "--cwd", str(tmp_path)],
         capture_output=True, text=True, timeout=110,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     nb = nbformat.read(str(out), as_version=4)
     summary = find_verdict(nb)
     assert summary is not None and summary["verdict"] == "passed"
-    assert json.loads(json.dumps(nb.metadata.papermill["parameters"])) == {"deadline_s": 4.0}
+    assert json.loads(json.dumps(nb.metadata.papermill["parameters"])) == {"budget_s": 4.0}
 
 
 def test_refresh_regenerates_executes_and_strips_run_metadata(tmp_path: Path) -> None:

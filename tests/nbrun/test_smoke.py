@@ -12,13 +12,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hermes_nb import SmokeTarget, run_smoke, verify_receipts
+from hermes_nb import SmokeTarget, verify_receipts
 from hermes_nb.cli import main
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.facts import NOTEBOOKS
 from hermes_nb.core.facts import worst_verdict as overall_verdict
 from hermes_nb.nbrun.execute import decide_verdict
 from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
+from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.nbrun.zygote import fork_wanted
 from hermes_nb.receipts.index import load_index
 
@@ -384,10 +385,9 @@ def test_artifacts_changed_after_the_run_fail_the_verdict(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("profile", ["hermes-agent", "seed", "upstream"])
 def test_detect_emulator_on_every_profile(profile: str) -> None:
-    from hermes_nb.emulator import serve
     from hermes_nb.proxy.identity import detect_emulator
 
-    with serve(profile=profile) as emu:
+    with serve_emulator(profile=profile) as emu:
         evidence = detect_emulator(emu.endpoint)
         assert evidence is not None and "unknown_scenario" in evidence
         assert [r.path for r in emu.requests] == ["/v1/models"]
@@ -411,10 +411,9 @@ def test_detect_emulator_is_none_for_a_real_upstream_or_nothing_listening() -> N
 
 
 def test_confirm_target_relabels_only_live_targets() -> None:
-    from hermes_nb.emulator import serve
     from hermes_nb.nbrun.smoke_target import confirm_target
 
-    with serve() as emu:
+    with serve_emulator() as emu:
         live = confirm_target(SmokeTarget("live", emu.endpoint, hermes_version="0.19.0"))
         assert (live.kind, live.hermes_version) == ("emulator", None) and live.evidence
         rig = SmokeTarget("rig", emu.endpoint)
@@ -423,11 +422,10 @@ def test_confirm_target_relabels_only_live_targets() -> None:
 
 
 def test_cli_endpoint_at_an_emulator_gives_emulator_receipts_the_gate_refuses(tmp_path: Path, capsys) -> None:
-    from hermes_nb import manifest_template, save_manifest
-    from hermes_nb.emulator import serve
+    from hermes_nb.core.manifest import manifest_template, save_manifest
     from hermes_nb.receipts.promote import PromotionRefused, promote
 
-    with serve() as emu:
+    with serve_emulator() as emu:
         code = main(["smoke", "--endpoint", emu.endpoint, "--only", "e2e_smoke", "--out", str(tmp_path / "r"),
                      "--no-html", "--json"])
     out = json.loads(capsys.readouterr().out)
@@ -445,9 +443,8 @@ def test_cli_endpoint_at_an_emulator_gives_emulator_receipts_the_gate_refuses(tm
 
 
 def test_cli_failing_endpoint_exits_1_with_a_verified_failed_receipt(tmp_path: Path, capsys) -> None:
-    from hermes_nb.emulator import serve
 
-    with serve(scenario="server-error") as emu:
+    with serve_emulator(scenario="server-error") as emu:
         code = main(["smoke", "--endpoint", emu.endpoint, "--only", "adapter_check", "--out", str(tmp_path),
                      "--no-html", "--json"])
     out = json.loads(capsys.readouterr().out)
@@ -492,8 +489,8 @@ def test_importing_the_runner_is_light_so_kernels_start_first() -> None:
 @pytest.mark.skipif(HERMES_BIN is None, reason="no hermes: run `make rig-venv`")
 def test_detect_emulator_through_the_real_proxy(monkeypatch) -> None:
     """The real proxy forwards the scenario header to its upstream: a rig behind --endpoint is no live proxy."""
-    from hermes_nb import real_proxy
     from hermes_nb.proxy.identity import detect_emulator
+    from hermes_nb.proxy.rig import real_proxy
 
     monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))
     with real_proxy("live") as rig:
@@ -597,12 +594,11 @@ def test_sigterm_mid_smoke_leaves_junit_summary_receipts_and_nothing_behind(tmp_
     import signal
     import time
 
-    from hermes_nb.emulator import serve
 
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     out, junit, summary = tmp_path / "receipts", tmp_path / "junit.xml", tmp_path / "summary.md"
-    with serve(scenario="stall") as emu:
+    with serve_emulator(scenario="stall") as emu:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "NOUS_", "GITHUB_"))}
         env["TMPDIR"] = str(tmp)
         proc = subprocess.Popen([sys.executable, "-m", "hermes_nb.cli", "smoke", "--endpoint", emu.endpoint,
@@ -646,11 +642,10 @@ def test_sigterm_mid_smoke_leaves_junit_summary_receipts_and_nothing_behind(tmp_
 def test_a_cell_timeout_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
     """The e2e notebook's run works in a sandbox copy; a cell timeout kills its kernel mid-run. The kernel's
     temporary files live in the kernel pool's own directory, removed with it: TMPDIR stays empty."""
-    from hermes_nb.emulator import serve
 
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    with serve(scenario="stall") as emu:
+    with serve_emulator(scenario="stall") as emu:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "NOUS_", "GITHUB_"))}
         env["TMPDIR"] = str(tmp)
         proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", "--endpoint", emu.endpoint,

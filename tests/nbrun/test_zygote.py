@@ -233,7 +233,8 @@ def test_the_smoke_forks_its_kernels_only_when_asked_and_each_receipt_says_how(t
                                                                              setting: str | None, launch: str) -> None:
     import nbformat
 
-    from hermes_nb import SmokeTarget, run_smoke
+    from hermes_nb import SmokeTarget
+    from hermes_nb.nbrun.smoke import run_smoke
 
     if setting is None:
         monkeypatch.delenv(zygote_mod.FORK_ENV, raising=False)

@@ -280,7 +280,8 @@ def _measured_pages(seen: dict) -> None:
 
 
 def test_receipt_and_run_index_in_the_browser(tmp_path: Path) -> None:
-    from hermes_nb import SmokeTarget, run_smoke
+    from hermes_nb import SmokeTarget
+    from hermes_nb.nbrun.smoke import run_smoke
 
     result = run_smoke(SmokeTarget(), out_dir=tmp_path / "receipts")
     assert result.verdict == "passed"
@@ -309,7 +310,8 @@ def test_receipt_and_run_index_in_the_browser(tmp_path: Path) -> None:
 
 def test_index_html_links_work_from_jupyterlabs_file_browser(jupyterlab: dict, tmp_path: Path) -> None:
     """Issue 19 §13: opened inside JupyterLab, index.html's links gave 403 "Blocking request from unknown origin"."""
-    from hermes_nb import SmokeTarget, run_smoke
+    from hermes_nb import SmokeTarget
+    from hermes_nb.nbrun.smoke import run_smoke
 
     result = run_smoke(SmokeTarget(), out_dir=jupyterlab["root"] / "receipts", only=["adapter_check"])
     assert result.verdict == "passed"

@@ -32,9 +32,9 @@ GITLAB_RESERVED = {"stages", "default", "variables", "cache", "workflow", "inclu
 
 @pytest.fixture(scope="module")
 def emulator_endpoint():
-    from hermes_nb.emulator import serve
+    from hermes_nb.emulator import serve_emulator
 
-    with serve(profile="hermes-agent") as emu:
+    with serve_emulator(profile="hermes-agent") as emu:
         yield emu.endpoint
 
 

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import yaml
 
-from hermes_nb import Mission
 from hermes_nb.core.config import validate_config
-from hermes_nb.emulator import serve
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.harness.documents import LatestRun, RunsIndex, validate_result
+from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.run import run
 
 SOAK = bool(os.environ.get("HERMES_NB_SOAK"))  # read at import: the suite's fixtures clear HERMES_* later
@@ -37,7 +37,7 @@ ARTIFACTS = {"prompt.md", "runtime-session.yaml", "events.ndjson", "runtime.stdo
 
 @pytest.fixture(scope="module")
 def emu() -> Any:
-    with serve() as handle:
+    with serve_emulator() as handle:
         yield handle
 
 
@@ -114,7 +114,7 @@ def test_a_taken_generated_run_id_is_drawn_again(tmp_path: Path, emu: Any, monke
 def test_claiming_a_run_directory_is_exclusive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The race preflight cannot see: the directory appeared after it looked."""
     import hermes_nb.harness.artifacts as artifacts_mod
-    from hermes_nb import ArtifactError
+    from hermes_nb.core.errors import ArtifactError
 
     arts = artifacts_mod.MissionArtifacts(tmp_path, "adhoc")
     taken = "20260101T000000Z-cccccc"

@@ -31,9 +31,10 @@ from typing import Any
 import pytest
 import yaml
 
-from hermes_nb import Mission, adapter_check
+from hermes_nb import check
 from hermes_nb.core.config import validate_config
 from hermes_nb.harness.documents import LatestRun, RunsIndex, validate_result
+from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.run import run
 from hermes_nb.proxy.probe import probe
 
@@ -420,15 +421,15 @@ def test_fault_matrix(fault: Fault, endpoint_for: Any, tmp_path: Path) -> None:
         assert "certificate" in " ".join(doc["errors"]).lower()
 
     # check: the adapter check's state, in time
-    checked, took = _timed(lambda: adapter_check(config, deadline_s=0.8, hermes_bin=False))
+    checked, took = _timed(lambda: check(config, budget_s=0.8))
     assert checked.state in fault.check, checked.errors
     assert took < fault.deadline_s
     if checked.state != "ready":
         assert checked.errors
 
     # probe: never raises, its whole deadline bounds it
-    report, took = _timed(lambda: probe(endpoint, auth_token=TOKEN, model=MODEL, deadline_s=2.0,
-                                        request_deadline_s=0.5))
+    report, took = _timed(lambda: probe(endpoint, auth_token=TOKEN, model=MODEL, budget_s=2.0,
+                                        request_budget_s=0.5))
     assert report.state in fault.probe, (report.state, report.warnings)
     assert took < 2.0 + fault.deadline_s
 

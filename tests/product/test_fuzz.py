@@ -17,8 +17,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes_nb import HermesError, Redactor
-from hermes_nb.core.redaction import SHAPES
+from hermes_nb import HermesError
+from hermes_nb.core.redaction import SHAPES, Redactor
 from hermes_nb.core.stream_redaction import _tail_start
 from hermes_nb.harness.artifacts import _surely_clean
 
@@ -107,7 +107,7 @@ def _allowed(fn: Callable[[], Any]) -> Any:
 @FUZZ
 @given(st.lists(st.binary(max_size=200), max_size=12))
 def test_sse_decoder_takes_any_bytes(reads: list[bytes]) -> None:
-    from hermes_nb import ServerSentEvent, SSEDecoder
+    from hermes_nb.wire.sse import ServerSentEvent, SSEDecoder
 
     decoder = SSEDecoder()
     for chunk in reads:
@@ -118,8 +118,8 @@ def test_sse_decoder_takes_any_bytes(reads: list[bytes]) -> None:
 @FUZZ
 @given(st.lists(st.tuples(st.sampled_from(["message", "error", "ping"]), _texts), max_size=10))
 def test_chat_stream_takes_any_events(frames: list[tuple[str, str]]) -> None:
-    from hermes_nb import ServerSentEvent
     from hermes_nb.wire.payloads import ChatStream
+    from hermes_nb.wire.sse import ServerSentEvent
 
     stream = ChatStream()
     for event, data in frames:
@@ -144,7 +144,7 @@ def test_envelope_and_completion_parsers_take_anything(body: Any, ctype: str | N
     ["```uh-runtime-final-message\n", "```\n", "```", "text ", "\n", "~~~", "````", " uh-runtime-final-message",
      "summary", "\r\n"]), max_size=12).map("".join))
 def test_sentinel_extractor_takes_any_text(text: str) -> None:
-    from hermes_nb import extract_final_message
+    from hermes_nb.wire.sentinel import extract_final_message
 
     found = extract_final_message(text)
     assert found is None or isinstance(found, str)
@@ -195,7 +195,8 @@ _yaml_docs = st.one_of(
 def test_manifest_and_mission_loaders_take_any_file(text: str) -> None:
     import tempfile
 
-    from hermes_nb import load_manifest, load_mission
+    from hermes_nb.core.manifest import load_manifest
+    from hermes_nb.harness.mission import load_mission
 
     with tempfile.TemporaryDirectory() as tmp:
         manifest = Path(tmp) / "hermes-proxy.yaml"

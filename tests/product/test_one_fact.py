@@ -12,9 +12,10 @@ import pydantic
 import pytest
 
 import hermes_nb
-from hermes_nb import ErrorEnvelope, HermesProxyRuntimeConfig
+from hermes_nb import HermesProxyRuntimeConfig
 from hermes_nb.core.facts import CONNECT_TIMEOUT_S, HARNESS_DIR
 from hermes_nb.core.model import StrictModel
+from hermes_nb.core.records import ErrorEnvelope
 
 PACKAGE = Path(hermes_nb.__file__).parent
 
@@ -26,7 +27,8 @@ def _sources() -> dict[Path, str]:
 @pytest.mark.parametrize("code", ["upstream_auth_failed", " Upstream_Auth_Failed ", "UPSTREAM_AUTH_FAILED\n"])
 def test_the_classifier_and_the_check_read_an_error_code_the_same_way(code: str) -> None:
     """Both used to normalise codes apart (one stripped whitespace, one did not)."""
-    from hermes_nb import HermesClient, adapter_check, classify
+    from hermes_nb import HermesClient, check
+    from hermes_nb.wire.reading import classify
 
     assert ErrorEnvelope(type=code, code="  ").codes == {"upstream_auth_failed"}
 
@@ -36,7 +38,7 @@ def test_the_classifier_and_the_check_read_an_error_code_the_same_way(code: str)
     config = HermesProxyRuntimeConfig(endpoint="http://127.0.0.1:9/v1", model="m")
     with HermesClient(config, transport=httpx.MockTransport(handler)) as client:
         outcome = classify(client.chat([{"role": "user", "content": "hi"}]), config)
-    checked = adapter_check(config, transport=httpx.MockTransport(handler), hermes_bin=False)
+    checked = check(config, transport=httpx.MockTransport(handler))
     assert (outcome.status, outcome.reason) == ("blocked", "auth")
     assert checked.state == "locked"
 
@@ -53,7 +55,9 @@ def test_sensitive_header_names_are_listed_once() -> None:
 
 
 def test_the_connect_timeout_is_one_fact() -> None:
-    from hermes_nb import HermesClient, Mission, plan_run
+    from hermes_nb import HermesClient
+    from hermes_nb.harness.mission import Mission
+    from hermes_nb.harness.plan import plan_run
 
     assert HermesClient("http://127.0.0.1:9/v1").connect_timeout_s == CONNECT_TIMEOUT_S
     plan = plan_run(Mission.adhoc("hi"), HermesProxyRuntimeConfig(model="m"))
@@ -90,13 +94,13 @@ def test_outcome_has_one_meaning() -> None:
 
 def test_the_three_handles_share_one_helper(tmp_path: Path) -> None:
     from hermes_nb.core.handles import EndpointHandle
-    from hermes_nb.emulator import serve
+    from hermes_nb.emulator import serve_emulator
     from hermes_nb.proxy.rig import RigHandle
     from hermes_nb.proxy.upstreams import CommandUpstream
 
     for cls in (hermes_nb.EmulatorHandle, RigHandle, CommandUpstream):
         assert issubclass(cls, EndpointHandle) and "__new__" not in vars(cls), cls.__name__
-    with serve() as emu:
+    with serve_emulator() as emu:
         assert emu == emu.endpoint and isinstance(emu, str) and emu.port > 0
     handle = RigHandle("http://127.0.0.1:1/v1", state="live")
     assert (handle, handle.state, handle.upstream, handle.upstream_kind) == (

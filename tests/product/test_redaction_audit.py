@@ -19,7 +19,7 @@ import pytest
 from hermes_nb.cli.app import main
 from hermes_nb.core.facts import SHIPPED_NOTEBOOKS
 from hermes_nb.core.redaction import find_secrets
-from hermes_nb.emulator import serve
+from hermes_nb.emulator import serve_emulator
 from tests.helpers import ROOT
 
 MANIFEST_TOKEN = "sk-canary-audit-manifest-0123456789abcdef"
@@ -41,7 +41,7 @@ def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     manifest = root / ".harness" / "adapters" / "hermes-proxy.yaml"
     manifest.parent.mkdir(parents=True)
     outputs: list[str] = []
-    with serve() as emu:
+    with serve_emulator() as emu:
         manifest.write_text(
             "id: hermes-proxy\nname: Hermes proxy\nruntime: hermes-proxy\nstatus: experimental\n"
             "config:\n  pass_session_id: false\n  runtime_config:\n"
@@ -72,7 +72,7 @@ def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         actions = ConsoleActions()
         try:
             outputs.append(actions.check(emu.endpoint, "m", "ok", environ=env))
-            outputs.append(actions.probe(emu.endpoint, "m", "ok", deadline_s=10))
+            outputs.append(actions.probe(emu.endpoint, "m", "ok", budget_s=10))
             outputs.append(actions.run_prompt(emu.endpoint, "m", "ok", PROMPT, root=str(root), environ=env))
         finally:
             actions.close()

@@ -55,19 +55,19 @@ def test_plain_http_to_a_host_that_is_not_loopback_is_warned(endpoint: str | Non
 
 
 def test_check_warns(capsys: pytest.CaptureFixture[str]) -> None:
-    from hermes_nb import adapter_check
+    from hermes_nb import check
     from hermes_nb.cli.app import main
 
-    result = adapter_check({"endpoint": REMOTE, "model": "m"}, hermes_bin=False, deadline_s=1)
+    result = check({"endpoint": REMOTE, "model": "m"}, budget_s=1)
     assert any("not loopback" in w for w in result.warnings)
     main(["check", "--endpoint", REMOTE])
     assert "not loopback" in capsys.readouterr().out
 
 
 def test_run_and_dry_run_warn_in_their_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from hermes_nb import Mission, dry_run
     from hermes_nb.cli.app import main
-    from hermes_nb.harness.run import run
+    from hermes_nb.harness.mission import Mission
+    from hermes_nb.harness.run import dry_run, run
 
     config = validate_config({"endpoint": REMOTE, "model": "m", "request_timeout_ms": 1000})
     planned = dry_run(Mission.adhoc("hi"), config, root=tmp_path)
@@ -84,8 +84,9 @@ def test_the_smoke_receipt_and_output_warn(tmp_path: Path, monkeypatch: pytest.M
                                            capsys: pytest.CaptureFixture[str]) -> None:
     import hermes_nb.nbrun.smoke as smoke_mod
     import hermes_nb.nbrun.smoke_target as target_mod
-    from hermes_nb import Redactor, SmokeTarget
+    from hermes_nb import SmokeTarget
     from hermes_nb.cli.app import main
+    from hermes_nb.core.redaction import Redactor
     from hermes_nb.nbrun.execute import NotebookRun
     from hermes_nb.nbrun.kernels import KernelPool
     from hermes_nb.nbrun.receipt_meta import receipt_metadata

@@ -61,8 +61,9 @@ def test_https_to_a_plain_http_port_says_use_http(plain_http_port: int, capsys: 
     doc = json.loads(capsys.readouterr().out)
     assert doc["state"] == "misconfigured"
     assert doc["hint"].endswith(f"use http://127.0.0.1:{plain_http_port}/v1"), doc
-    from hermes_nb import HermesClient, classify
+    from hermes_nb import HermesClient
     from hermes_nb.core.config import validate_config
+    from hermes_nb.wire.reading import classify
 
     config = validate_config({"endpoint": endpoint, "model": "m", "request_timeout_ms": 10_000})
     with HermesClient(config) as client:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import RigError, UsageError, find_hermes_bin, real_proxy
+from hermes_nb import RigError, UsageError
 from hermes_nb.cli import main
 from hermes_nb.emulator.minimal import MINIMAL_MODELS
-from hermes_nb.proxy.executable import INSTALL_HINT
-from hermes_nb.proxy.rig import RigHandle, upstream_command
+from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
+from hermes_nb.proxy.rig import RigHandle, real_proxy, upstream_command
 from tests.helpers import ROOT
 
 HERMES_BIN = find_hermes_bin()

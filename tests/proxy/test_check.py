@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import CheckResult, adapter_check, manifest_template
+from hermes_nb import CheckResult, check
 from hermes_nb.cli import main
 from hermes_nb.core.config import validate_config
-from hermes_nb.emulator import serve
+from hermes_nb.core.manifest import manifest_template
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, version_tuple
 from tests.helpers import free_port, no_dns
 
@@ -24,7 +25,7 @@ CANARY = "sk-canary-check-0123456789abcdef"
 
 @pytest.fixture(scope="module")
 def emu() -> Iterator[Any]:
-    with serve(scenario="ok") as handle:
+    with serve_emulator(scenario="ok") as handle:
         yield handle
 
 
@@ -64,7 +65,7 @@ def cfg(endpoint: str, scenario: str = "ok", **extra: Any) -> Any:
 
 
 def check(config: Any, **kw: Any) -> CheckResult:
-    return adapter_check(config, hermes_bin=False, **kw)
+    return check(config, **kw)
 
 
 def test_ready_lists_models_with_bearer_and_extra_headers(emu: Any) -> None:
@@ -147,7 +148,7 @@ def test_silent_server_times_out_within_one_deadline() -> None:
     with socket.socket() as listener:  # accepts (backlog) but never answers
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
-        result = check(cfg(f"http://127.0.0.1:{listener.getsockname()[1]}/v1"), deadline_s=0.3)
+        result = check(cfg(f"http://127.0.0.1:{listener.getsockname()[1]}/v1"), budget_s=0.3)
     assert result.state == "unreachable" and "in time" in result.errors[0]
 
 
@@ -181,7 +182,7 @@ def fake_hermes(tmp_path: Path, version: str) -> Path:
 def test_hermes_version_reported(emu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str,
                                  warns: bool) -> None:
     monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(fake_hermes(tmp_path, version)))
-    result = adapter_check(cfg(emu.endpoint))
+    result = check(cfg(emu.endpoint))
     assert result.hermes_version == version
     assert any("older than 0.16.0" in w for w in result.warnings) is warns
 
@@ -248,6 +249,6 @@ def test_cli_check_env_endpoint(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 
 def test_bad_hermes_bin_env_is_a_warning(emu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(tmp_path / "missing-hermes"))
-    result = adapter_check(cfg(emu.endpoint))
+    result = check(cfg(emu.endpoint))
     assert result.state == "ready" and result.hermes_version is None
     assert any("not an executable file" in w for w in result.warnings)

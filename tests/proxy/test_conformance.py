@@ -13,21 +13,14 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import (
-    HermesClient,
-    HermesProxyRuntimeConfig,
-    WireReport,
-    classify,
-    find_hermes_bin,
-    load_contract,
-    real_proxy,
-)
+from hermes_nb import HermesClient, HermesProxyRuntimeConfig, WireReport
 from hermes_nb.cli import main
-from hermes_nb.emulator import serve
-from hermes_nb.proxy.contracts import compare, contract_document, contract_section, resolve_contract
-from hermes_nb.proxy.executable import INSTALL_HINT, hermes_version
+from hermes_nb.emulator import serve_emulator
+from hermes_nb.proxy.contracts import compare, contract_document, contract_section, load_contract, resolve_contract
+from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin, hermes_version
 from hermes_nb.proxy.probe import probe
-from hermes_nb.proxy.rig import RigHandle
+from hermes_nb.proxy.rig import RigHandle, real_proxy
+from hermes_nb.wire.reading import classify
 
 #: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
 HERMES_BIN = find_hermes_bin()
@@ -63,7 +56,7 @@ def real_reports(stale_rig: RigHandle, live_rig: RigHandle) -> dict[str, WireRep
 def emulator_reports() -> dict[str, WireReport]:
     out = {}
     for state, scenario in EMULATOR_SCENARIO.items():
-        with serve(profile="hermes-agent", scenario=scenario) as emu:
+        with serve_emulator(profile="hermes-agent", scenario=scenario) as emu:
             out[state] = probe(emu.endpoint)
     return out
 
@@ -155,7 +148,7 @@ def test_failures_classify_the_same_through_the_real_proxy(scenario: str, stream
         got = classify(ex, config)
         return got.status, got.reason, got.http_status, got.error_type, got.retry_after_s, ex.text
 
-    with serve(profile="hermes-agent") as emu:
+    with serve_emulator(profile="hermes-agent") as emu:
         direct = outcome(emu.endpoint)
     through = outcome(live_rig.endpoint)
     assert through == direct

@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from hermes_nb import HermesProxyRuntimeConfig, RigError, adapter_check, find_hermes_bin, real_proxy
+from hermes_nb import HermesProxyRuntimeConfig, RigError, check
 from hermes_nb.cli import main
-from hermes_nb.emulator import serve
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.server import _ServerThread
 from hermes_nb.proxy import executable
-from hermes_nb.proxy.executable import INSTALL_HINT
+from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
 from hermes_nb.proxy.identity import hermes_agent_version
+from hermes_nb.proxy.rig import real_proxy
 from tests.helpers import ROOT
 
 HERMES_BIN = find_hermes_bin()
@@ -56,7 +57,7 @@ def test_version_from_health_wins_over_the_local_executable(health_server: str) 
 
 
 def test_version_from_the_local_executable_then_unknown(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    with serve(profile="hermes-agent") as emu:  # /health without a version, like every release so far
+    with serve_emulator(profile="hermes-agent") as emu:  # /health without a version, like every release so far
         if HERMES_BIN is not None:
             version, source = hermes_agent_version(emu.endpoint, hermes_bin=HERMES_BIN)
             assert version[0].isdigit() and source == str(HERMES_BIN)
@@ -90,7 +91,7 @@ def test_live_receipt_says_unknown_rather_than_none(monkeypatch: pytest.MonkeyPa
 
 def test_human_smoke_output_lists_the_drifted_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # the seed profile breaks the 0.19.0 contract on bearer handling (and more): drift the operator must see
-    with serve(profile="seed") as emu:
+    with serve_emulator(profile="seed") as emu:
         code = main(["smoke", "--endpoint", emu.endpoint, "--only", "wire_format_spike", "--out", str(tmp_path),
                      "--no-html"])
     out = capsys.readouterr().out
@@ -102,9 +103,8 @@ def test_human_smoke_output_lists_the_drifted_fields(tmp_path: Path, capsys: pyt
 
 
 def test_endpoint_naming_a_route_is_told_to_end_at_v1() -> None:
-    with serve(profile="hermes-agent") as emu:
-        result = adapter_check(HermesProxyRuntimeConfig(endpoint=f"{emu.endpoint}/chat/completions", model="m"),
-                               hermes_bin=False)
+    with serve_emulator(profile="hermes-agent") as emu:
+        result = check(HermesProxyRuntimeConfig(endpoint=f"{emu.endpoint}/chat/completions", model="m"))
     assert result.state == "misconfigured"
     text = " ".join(result.errors) + " " + (result.hint or "")
     assert "does not forward /models" not in text
@@ -118,8 +118,8 @@ def test_a_path_not_allowed_on_models_at_v1_still_names_the_version() -> None:
         return httpx.Response(404, json={"error": {"message": "Path /v1/models is not forwarded by this proxy.",
                                                    "type": "path_not_allowed", "code": "path_not_allowed"}})
 
-    result = adapter_check(HermesProxyRuntimeConfig(endpoint="http://127.0.0.1:8645/v1", model="m"),
-                           transport=httpx.MockTransport(refuse), hermes_bin=False)
+    result = check(HermesProxyRuntimeConfig(endpoint="http://127.0.0.1:8645/v1", model="m"),
+                           transport=httpx.MockTransport(refuse))
     assert result.state == "misconfigured" and "does not forward /models" in result.errors[0]
 
 
@@ -141,7 +141,7 @@ def test_logged_out_rig_points_at_hermes_auth_before_proxy_start(provider: str, 
 
 
 def test_unreachable_hints_mention_hermes_auth(capsys: pytest.CaptureFixture[str]) -> None:
-    result = adapter_check(HermesProxyRuntimeConfig(endpoint="http://127.0.0.1:1/v1", model="m"), hermes_bin=False)
+    result = check(HermesProxyRuntimeConfig(endpoint="http://127.0.0.1:1/v1", model="m"))
     assert result.state == "unreachable" and "hermes auth" in (result.hint or "")
     assert main(["probe", "--endpoint", "http://127.0.0.1:1/v1", "--deadline", "3"]) == 3
     assert "hermes auth" in capsys.readouterr().out

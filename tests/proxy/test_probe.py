@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import ConfigError, UsageError, WireReport, load_contract
+from hermes_nb import ConfigError, UsageError, WireReport
 from hermes_nb.cli import main
 from hermes_nb.core.resources import contracts_dir
-from hermes_nb.emulator import serve
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.proxy.contracts import (
     RELAYED_FIELDS,
     ROUTE_FIELDS,
@@ -24,6 +24,7 @@ from hermes_nb.proxy.contracts import (
     contract_drift,
     contract_section,
     dumps_contract,
+    load_contract,
     message_template,
     resolve_contract,
     upstream_differences,
@@ -43,7 +44,7 @@ def reports() -> dict[tuple[str, str], WireReport]:
     out = {}
     for profile in ("hermes-agent", "seed"):
         for scenario in ("auth-stale", "ok"):
-            with serve(profile=profile, scenario=scenario) as emu:
+            with serve_emulator(profile=profile, scenario=scenario) as emu:
                 out[(profile, scenario)] = probe(emu.endpoint)
     return out
 
@@ -104,7 +105,7 @@ def test_hermes_agent_vs_seed_drift_names_the_known_differences(reports: dict) -
 
 def test_secret_token_never_reaches_the_report(reports: dict) -> None:
     canary = "sk-canary-probe-0123456789abcdef"
-    with serve(profile="seed", scenario="ok") as emu:
+    with serve_emulator(profile="seed", scenario="ok") as emu:
         r = probe(emu.endpoint, auth_token=canary)
     assert canary not in r.model_dump_json()
     assert {c.case: c.header for c in r.auth}["bearer"] == "Bearer <redacted>"
@@ -151,7 +152,7 @@ def test_echoed_credential_never_reaches_report_table_or_contract(kwargs: dict) 
     thread.start()
     endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:
-        r = probe(endpoint, deadline_s=20, **kwargs)
+        r = probe(endpoint, budget_s=20, **kwargs)
     finally:
         server.shutdown()
         server.server_close()
@@ -169,14 +170,14 @@ def test_echoed_credential_never_reaches_report_table_or_contract(kwargs: dict) 
 def test_unreachable_endpoint_gives_a_report() -> None:
     with socket.socket() as s:  # bound, never listening: connections are refused
         s.bind(("127.0.0.1", 0))
-        r = probe(f"http://127.0.0.1:{s.getsockname()[1]}/v1", deadline_s=10)
+        r = probe(f"http://127.0.0.1:{s.getsockname()[1]}/v1", budget_s=10)
     assert not r.reachable and r.state == "unreachable" and r.bearer_required is None
     assert {x.outcome for x in r.routes} == {"unreachable"} and r.stream_failure_shape == "none"
     assert "unreachable" in r.warnings[0]
 
 
 def test_missing_v1_base_path_is_flagged() -> None:
-    with serve(profile="hermes-agent", scenario="auth-stale") as emu:
+    with serve_emulator(profile="hermes-agent", scenario="auth-stale") as emu:
         r = probe(emu.base_url)
     assert r.route("chat").outcome == "not_found" and r.route("chat").path == "/chat/completions"
     assert any("/v1" in w for w in r.warnings)
@@ -214,7 +215,7 @@ def html_server() -> Iterator[str]:
 
 
 def test_html_on_the_port(html_server: str) -> None:
-    r = probe(html_server, deadline_s=10)
+    r = probe(html_server, budget_s=10)
     assert r.reachable and r.state == "unknown"
     assert r.route("chat").body_kind == "html" and r.route("chat").outcome == "bad_response"
     assert r.route("root").outcome == "local" and r.route("root").body_excerpt.startswith("<!doctype html>")
@@ -225,7 +226,7 @@ def test_hanging_endpoint_is_bounded_by_the_deadline() -> None:
     with socket.socket() as s:  # listening, never accepting: connects succeed, nothing answers
         s.bind(("127.0.0.1", 0))
         s.listen(64)
-        r = probe(f"http://127.0.0.1:{s.getsockname()[1]}/v1", deadline_s=1.5, request_deadline_s=0.4)
+        r = probe(f"http://127.0.0.1:{s.getsockname()[1]}/v1", budget_s=1.5, request_budget_s=0.4)
     outcomes = {x.outcome for x in r.routes}
     assert outcomes <= {"timeout", "skipped"} and "skipped" in outcomes
     assert not r.reachable and "never answers" in r.warnings[0]
@@ -237,7 +238,7 @@ def test_invalid_endpoint_is_a_config_error() -> None:
         probe("ftp://example/v1")
 
 
-@pytest.mark.parametrize("kwargs", [{"deadline_s": 0}, {"deadline_s": -1}, {"request_deadline_s": 0}])
+@pytest.mark.parametrize("kwargs", [{"budget_s": 0}, {"budget_s": -1}, {"request_budget_s": 0}])
 def test_non_positive_deadline_is_a_usage_error(kwargs: dict, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(UsageError, match="must be > 0"):
         probe("http://127.0.0.1:1/v1", **kwargs)
@@ -356,7 +357,7 @@ def test_committed_contracts_are_canonical() -> None:
 
 def test_contract_section_is_deterministic(reports: dict) -> None:
     a = contract_section(reports[("hermes-agent", "auth-stale")])
-    with serve(profile="hermes-agent", scenario="auth-stale") as emu:
+    with serve_emulator(profile="hermes-agent", scenario="auth-stale") as emu:
         b = contract_section(probe(emu.endpoint))
     assert a == b and "127.0.0.1" not in json.dumps(a)
 
@@ -379,7 +380,7 @@ def test_bad_contract_files(tmp_path: Path) -> None:
 
 
 def test_cli_compare_seed_reports_drift_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    with serve(profile="hermes-agent", scenario="auth-stale") as emu:
+    with serve_emulator(profile="hermes-agent", scenario="auth-stale") as emu:
         code = main(["probe", "--endpoint", emu.endpoint, "--compare", "seed", "--json"])
     payload = json.loads(capsys.readouterr().out)
     assert code == 1
@@ -391,7 +392,7 @@ def test_cli_compare_seed_reports_drift_exit_1(capsys: pytest.CaptureFixture[str
 
 def test_cli_human_table_no_drift_exit_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out_file = tmp_path / "report.json"
-    with serve(profile="hermes-agent", scenario="auth-stale") as emu:
+    with serve_emulator(profile="hermes-agent", scenario="auth-stale") as emu:
         code = main(["probe", "--endpoint", emu.endpoint, "--compare", "hermes-agent-0.19.0", "--out", str(out_file)])
     text = capsys.readouterr().out
     assert code == 0
@@ -404,7 +405,7 @@ def test_cli_human_table_no_drift_exit_0(capsys: pytest.CaptureFixture[str], tmp
 
 
 def test_cli_drift_lines_use_arrows(capsys: pytest.CaptureFixture[str]) -> None:
-    with serve(profile="seed", scenario="auth-stale") as emu:
+    with serve_emulator(profile="seed", scenario="auth-stale") as emu:
         code = main(["probe", "--endpoint", emu.endpoint, "--compare", "hermes-agent-0.19.0"])
     text = capsys.readouterr().out
     assert code == 1 and "  bearer_required: False → True" in text
@@ -426,8 +427,8 @@ def _exchange(status: int | None, content_type: str | None = None, body: str | N
               headers: dict | None = None, streamed: bool = False):
     from datetime import datetime
 
-    from hermes_nb import ErrorEnvelope, Exchange
-    from hermes_nb.core.records import RequestRecord, Timings, TransportFailure
+    from hermes_nb import Exchange
+    from hermes_nb.core.records import ErrorEnvelope, RequestRecord, Timings, TransportFailure
 
     return Exchange(
         request=RequestRecord(method="POST", url="http://127.0.0.1:1/v1/chat/completions"),
@@ -539,7 +540,7 @@ def test_doc_block_is_generated_from_the_committed_contracts() -> None:
 
 def test_cli_write_contract_round_trips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     written = tmp_path / "observed.json"
-    with serve(profile="hermes-agent", scenario="ok") as emu:
+    with serve_emulator(profile="hermes-agent", scenario="ok") as emu:
         assert main(["probe", "--endpoint", emu.endpoint, "--write-contract", str(written)]) == 0
         assert main(["probe", "--endpoint", emu.endpoint, "--compare", str(written), "--json"]) == 0
     capsys.readouterr()

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import HermesProxyRuntimeConfig, adapter_check, find_hermes_bin, load_contract
+from hermes_nb import HermesProxyRuntimeConfig, check
 from hermes_nb.cli import main
-from hermes_nb.emulator import serve
-from hermes_nb.proxy.contracts import compare, not_judged, resolve_contract
-from hermes_nb.proxy.executable import INSTALL_HINT
+from hermes_nb.emulator import serve_emulator
+from hermes_nb.proxy.contracts import compare, load_contract, not_judged, resolve_contract
+from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
 from hermes_nb.proxy.probe import probe
 
 HERMES_BIN = find_hermes_bin()
@@ -33,7 +33,7 @@ UNREACHABLE = "http://127.0.0.1:1/v1"
 
 
 def _judged(endpoint: str) -> tuple[Any, list[Any], list[Any]]:
-    report = probe(endpoint, deadline_s=30)
+    report = probe(endpoint, budget_s=30)
     contract = load_contract(resolve_contract("hermes-agent-0.19.0", provider=report.provider))
     return report, list(compare(report, contract)), not_judged(report, contract)
 
@@ -51,7 +51,7 @@ def _smoke(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
 
 @pytest.mark.parametrize("provider", ["nous", "xai"])
 def test_a_6_s_first_byte_is_not_drift_and_spares_the_probe_budget(provider: str) -> None:
-    with serve(scenario="slow-first-byte", provider=provider) as emu:
+    with serve_emulator(scenario="slow-first-byte", provider=provider) as emu:
         started = time.monotonic()
         report, drift, skipped = _judged(emu.endpoint)
         took = time.monotonic() - started
@@ -64,7 +64,7 @@ def test_a_6_s_first_byte_is_not_drift_and_spares_the_probe_budget(provider: str
 
 
 def test_a_25_s_answer_is_not_drift() -> None:
-    with serve(scenario="slow-answer") as emu:
+    with serve_emulator(scenario="slow-answer") as emu:
         report, drift, skipped = _judged(emu.endpoint)
     assert drift == [] and skipped and {n.reason for n in skipped} == {"upstream_slow"}
     chat = next(r for r in report.routes if r.name == "chat")
@@ -74,7 +74,7 @@ def test_a_25_s_answer_is_not_drift() -> None:
 
 def test_smoke_passes_with_a_6_s_upstream(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Before: the spike reported drift (every forwarded route → (none)) and the adapter check timed out at 5 s."""
-    with serve(scenario="slow-first-byte") as emu:
+    with serve_emulator(scenario="slow-first-byte") as emu:
         code, out, err = _smoke(capsys, "--endpoint", emu.endpoint, "--out", str(tmp_path), "--no-html", "--json")
     doc = json.loads(out)
     assert code == 0, err
@@ -82,7 +82,7 @@ def test_smoke_passes_with_a_6_s_upstream(capsys: pytest.CaptureFixture[str], tm
 
 
 def test_smoke_passes_with_a_25_s_answer(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    with serve(scenario="slow-answer") as emu:
+    with serve_emulator(scenario="slow-answer") as emu:
         code, out, err = _smoke(capsys, "--endpoint", emu.endpoint, "--out", str(tmp_path), "--no-html", "--json",
                                 "--only", "wire_format_spike", "--only", "e2e_smoke")
     assert code == 0, err
@@ -94,7 +94,7 @@ def test_smoke_passes_with_a_25_s_answer(capsys: pytest.CaptureFixture[str], tmp
 
 def test_dead_upstream_is_not_drift_and_the_e2e_fails_naming_the_upstream(capsys: pytest.CaptureFixture[str],
                                                                        tmp_path: Path) -> None:
-    with serve(scenario="upstream-unreachable") as emu:
+    with serve_emulator(scenario="upstream-unreachable") as emu:
         report, drift, skipped = _judged(emu.endpoint)
         code, out, err = _smoke(capsys, "--endpoint", emu.endpoint, "--out", str(tmp_path), "--no-html", "--json")
     assert drift == [] and skipped and {n.reason for n in skipped} == {"upstream_down"}
@@ -110,8 +110,8 @@ def test_dead_upstream_is_not_drift_and_the_e2e_fails_naming_the_upstream(capsys
 
 
 def test_the_check_says_the_upstream_is_down() -> None:
-    with serve(scenario="upstream-timeout") as emu:
-        result = adapter_check(HermesProxyRuntimeConfig(endpoint=emu.endpoint, model="m"), hermes_bin=False)
+    with serve_emulator(scenario="upstream-timeout") as emu:
+        result = check(HermesProxyRuntimeConfig(endpoint=emu.endpoint, model="m"))
     assert result.state == "error" and result.hint is not None and "its upstream" in result.hint
 
 
@@ -119,9 +119,9 @@ def test_the_check_says_the_upstream_is_down() -> None:
 
 
 def test_429_on_models_is_blocked_with_retry_after(capsys: pytest.CaptureFixture[str]) -> None:
-    """Before: adapter_check said `error` (failed), so the smoke exited 1 even with --blocked-exit 0."""
-    with serve(scenario="rate-limited", retry_after=7) as emu:
-        result = adapter_check(HermesProxyRuntimeConfig(endpoint=emu.endpoint, model="m"), hermes_bin=False)
+    """Before: check said `error` (failed), so the smoke exited 1 even with --blocked-exit 0."""
+    with serve_emulator(scenario="rate-limited", retry_after=7) as emu:
+        result = check(HermesProxyRuntimeConfig(endpoint=emu.endpoint, model="m"))
         code = main(["check", "--endpoint", emu.endpoint])
     assert (result.state, result.verdict, result.retry_after_s) == ("rate_limited", "blocked", 7.0)
     assert "Retry-After: 7 s" in (result.hint or "")
@@ -132,7 +132,7 @@ def test_429_on_models_is_blocked_with_retry_after(capsys: pytest.CaptureFixture
 def test_rate_limited_scenario_smoke_is_blocked_and_honours_blocked_exit(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, blocked_exit: str | None, want: int) -> None:
     extra = ["--blocked-exit", blocked_exit] if blocked_exit else []
-    with serve(scenario="rate-limited") as emu:
+    with serve_emulator(scenario="rate-limited") as emu:
         code, out, err = _smoke(capsys, "--endpoint", emu.endpoint, "--out", str(tmp_path), "--no-html", "--json",
                                 *extra)
     doc = json.loads(out)
@@ -179,7 +179,7 @@ def test_unreachable_smoke_prints_the_action_once_and_no_drift(capsys: pytest.Ca
 @pytest.mark.real_proxy
 @needs_hermes
 def test_slow_upstream_behind_the_real_proxy_smoke_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from hermes_nb import real_proxy
+    from hermes_nb.proxy.rig import real_proxy
 
     with real_proxy("live", hermes_bin=HERMES_BIN, upstream_scenario="slow-first-byte") as rig:
         code, out, err = _smoke(capsys, "--endpoint", rig.endpoint, "--out", str(tmp_path), "--no-html", "--json")
@@ -193,7 +193,7 @@ def test_slow_upstream_behind_the_real_proxy_smoke_passes(capsys: pytest.Capture
 def test_dead_upstream_behind_the_real_proxy(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                              provider: str) -> None:
     """The real proxy answers 502 upstream_unreachable itself: no drift, the e2e fails, the upstream is named."""
-    from hermes_nb import real_proxy
+    from hermes_nb.proxy.rig import real_proxy
 
     with real_proxy("live", provider=provider, hermes_bin=HERMES_BIN) as rig:
         rig.upstream.close()  # the upstream dies; the proxy stays

@@ -19,10 +19,10 @@ def stale_smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """The e2e smoke and the adapter check against a proxy whose credentials are refused (the emulator's
     auth-stale scenario: the real proxy's 401 after a failed token refresh)."""
     from hermes_nb import smoke
-    from hermes_nb.emulator import serve
+    from hermes_nb.emulator import serve_emulator
 
     out = tmp_path_factory.mktemp("receipts")
-    with serve(scenario="auth-stale") as emu:
+    with serve_emulator(scenario="auth-stale") as emu:
         outcome = smoke(endpoint=emu.endpoint, out=out, only=["e2e_smoke", "adapter_check"], timeout_s=60,
                         environ={}, handle_signals=False)
     return out, outcome.to_dict()
@@ -70,5 +70,5 @@ def test_the_target_label_follows_the_proxy_state() -> None:
 
 def test_the_verdict_exception_renders_as_one_line() -> None:
     """IPython's ``_render_traceback_`` hook (the kernel's real use of it: the receipt test above)."""
-    error = NotebookFailed("adapter_check blocked: locked")
-    assert error._render_traceback_() == ["NotebookFailed: adapter_check blocked: locked"]
+    error = NotebookFailed("check blocked: locked")
+    assert error._render_traceback_() == ["NotebookFailed: check blocked: locked"]

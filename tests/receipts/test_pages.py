@@ -8,13 +8,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hermes_nb import Redactor, SecretLeak, verify_receipts
-from hermes_nb.core.htmlkit import badge
-from hermes_nb.core.timeline import StreamTimeline
+from hermes_nb import verify_receipts
+from hermes_nb.core.errors import SecretLeak
+from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import append_index, index_entry, load_index
 from hermes_nb.receipts.index_html import render_index_html, write_index_html
 from hermes_nb.receipts.render import render_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
+from hermes_nb.views.htmlkit import badge
+from hermes_nb.views.timeline import StreamTimeline
 
 CANARY = "sk-canary-pages-0123456789"
 
@@ -82,7 +84,8 @@ def test_index_html_is_scanned_before_it_is_written(tmp_path: Path) -> None:
 
 
 def test_a_smoke_run_writes_receipts_with_timelines_and_the_index_page(tmp_path: Path) -> None:
-    from hermes_nb import SmokeTarget, run_smoke
+    from hermes_nb import SmokeTarget
+    from hermes_nb.nbrun.smoke import run_smoke
 
     result = run_smoke(SmokeTarget(), out_dir=tmp_path)
     assert result.verdict == "passed"

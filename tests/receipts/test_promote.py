@@ -9,8 +9,9 @@ import nbformat
 import pytest
 import yaml
 
-from hermes_nb import Redactor, load_manifest, manifest_template, save_manifest
 from hermes_nb.cli import main
+from hermes_nb.core.manifest import load_manifest, manifest_template, save_manifest
+from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import append_index, index_entry
 from hermes_nb.receipts.promote import RECORDS_HEADING, PromotionRefused, check_receipt, promote
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
@@ -172,10 +173,11 @@ def test_the_success_path_end_to_end_a_smoke_receipt_against_a_non_emulator_endp
     import threading
     from http.server import ThreadingHTTPServer
 
-    from hermes_nb import SmokeTarget, run_smoke, verify_receipts
-    from hermes_nb.emulator import serve
+    from hermes_nb import SmokeTarget, verify_receipts
+    from hermes_nb.emulator import serve_emulator
+    from hermes_nb.nbrun.smoke import run_smoke
 
-    with serve() as emu:
+    with serve_emulator() as emu:
         handler = type("Relay", (_Relay,), {"upstream": emu.base_url})
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -210,7 +212,7 @@ def test_refuses_a_live_receipt_whose_own_record_names_an_emulator(tmp_path: Pat
 
 
 def test_an_unwritable_runbook_promotes_nothing(tmp_path: Path, manifest: Path) -> None:
-    from hermes_nb import ArtifactError
+    from hermes_nb.core.errors import ArtifactError
 
     receipt = _receipt(tmp_path / "receipts")
     blocker = tmp_path / "not-a-dir"

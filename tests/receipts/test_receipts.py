@@ -8,12 +8,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hermes_nb import ArtifactError, Redactor, verify_receipts
+from hermes_nb import verify_receipts
 from hermes_nb.core.digests import sha256_file
-from hermes_nb.core.htmlkit import badge
+from hermes_nb.core.errors import ArtifactError
+from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import append_index, index_entry, load_index, render_readme
 from hermes_nb.receipts.verify import verify_receipt
 from hermes_nb.receipts.write import HtmlRenderer, receipt_digest, redact_notebook, write_receipt
+from hermes_nb.views.htmlkit import badge
 
 CANARY = "sk-canary-receipts-0123456789"
 

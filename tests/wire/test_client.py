@@ -16,8 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb import Exchange, HermesClient, HermesProxyRuntimeConfig, classify, wrap_final_message
+from hermes_nb import Exchange, HermesClient, HermesProxyRuntimeConfig
 from hermes_nb.core.records import SSEEventRecord
+from hermes_nb.wire.reading import classify
+from hermes_nb.wire.sentinel import wrap_final_message
 
 MSGS = [{"role": "user", "content": "hi"}]
 

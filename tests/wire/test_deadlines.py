@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import HermesClient, HermesProxyRuntimeConfig, classify
-from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, serve
+from hermes_nb import HermesClient, HermesProxyRuntimeConfig
+from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, serve_emulator
+from hermes_nb.wire.reading import classify
 
 #: the slow scenario's gap between deltas: a sixth of REQUEST_TIMEOUT_MS (room for a loaded machine), while its
 #: ~10 gaps add up to more than REQUEST_TIMEOUT_MS
@@ -23,7 +24,7 @@ REQUEST_TIMEOUT_MS = 1000
 
 @pytest.fixture(scope="module")
 def emu() -> Iterator[EmulatorHandle]:
-    with serve(delay_s=DELAY_S) as handle:
+    with serve_emulator(delay_s=DELAY_S) as handle:
         yield handle
 
 

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import HermesClient, HermesProxyRuntimeConfig, SSEDecoder, classify
-from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, serve
+from hermes_nb import HermesClient, HermesProxyRuntimeConfig
+from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, serve_emulator
 from hermes_nb.emulator.scenarios import IN_BAND_SCENARIOS
 from hermes_nb.wire.payloads import ChatStream, in_band_error_of
+from hermes_nb.wire.reading import classify
+from hermes_nb.wire.sse import SSEDecoder
 
 
 def delta(text: str) -> dict[str, Any]:
@@ -140,7 +142,7 @@ def test_a_whole_message_repeating_the_deltas_is_noted_not_doubled() -> None:
 
 @pytest.fixture(scope="module")
 def emu() -> Iterator[EmulatorHandle]:
-    with serve() as handle:
+    with serve_emulator() as handle:
         yield handle
 
 

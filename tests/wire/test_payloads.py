@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb import HermesProxyRuntimeConfig, ServerSentEvent
+from hermes_nb import HermesProxyRuntimeConfig
 from hermes_nb.wire.payloads import (
     ChatStream,
     chat_request_body,
@@ -20,6 +20,7 @@ from hermes_nb.wire.payloads import (
     parse_error_body,
     parse_retry_after,
 )
+from hermes_nb.wire.sse import ServerSentEvent
 
 # ----------------------------------------------------------------- error envelopes
 

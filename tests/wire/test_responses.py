@@ -15,13 +15,14 @@ from typing import Any
 import httpx
 import pytest
 
-from hermes_nb import HermesClient, HermesProxyRuntimeConfig, classify
+from hermes_nb import HermesClient, HermesProxyRuntimeConfig
 from hermes_nb.core.resources import contracts_dir
-from hermes_nb.emulator import serve
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.kit import ConsoleSession
 from hermes_nb.kit.session import ROUTES, check_body
 from hermes_nb.proxy.probe import probe
 from hermes_nb.wire.payloads import responses_request_body
+from hermes_nb.wire.reading import classify
 
 STREAM_SHAPE = ["response.created", "response.in_progress", "response.output_item.added",
                 "response.content_part.added", "response.output_text.delta", "response.output_text.done",
@@ -30,7 +31,7 @@ STREAM_SHAPE = ["response.created", "response.in_progress", "response.output_ite
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[Any]:
-    with serve(profile="upstream") as emu:
+    with serve_emulator(profile="upstream") as emu:
         yield emu
 
 
@@ -80,8 +81,8 @@ def test_responses_outcomes_are_classified(upstream: Any, scenario: str, stream:
 
 
 def test_probe_records_the_stream_shape_on_xai_and_path_not_allowed_on_nous() -> None:
-    with serve(provider="xai") as xai, serve() as nous:
-        on_xai, on_nous = probe(xai.endpoint, deadline_s=20), probe(nous.endpoint, deadline_s=20)
+    with serve_emulator(provider="xai") as xai, serve_emulator() as nous:
+        on_xai, on_nous = probe(xai.endpoint, budget_s=20), probe(nous.endpoint, budget_s=20)
     by = {r.name: r for r in on_xai.routes}
     responses = by["responses"]
     assert responses.outcome == "forwarded" and responses.json_keys and "output" in responses.json_keys

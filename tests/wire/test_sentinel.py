@@ -8,8 +8,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from hermes_nb import extract_final_message, runtime_final_message_instruction, wrap_final_message
-from hermes_nb.wire.sentinel import SENTINEL_PLACEHOLDERS, SENTINEL_TAG
+from hermes_nb.wire.sentinel import (
+    SENTINEL_PLACEHOLDERS,
+    SENTINEL_TAG,
+    extract_final_message,
+    runtime_final_message_instruction,
+    wrap_final_message,
+)
 
 F = "```"
 OPEN = F + SENTINEL_TAG

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb import ServerSentEvent, SSEDecoder
-from hermes_nb.wire.sse import iter_sse
+from hermes_nb.wire.sse import ServerSentEvent, SSEDecoder, iter_sse
 
 
 def decode(*chunks: bytes) -> list[ServerSentEvent]:

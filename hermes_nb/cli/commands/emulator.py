@@ -1,22 +1,14 @@
-"""``hermes-nb emulator``: the embedded proxy emulator in the foreground (:mod:`hermes_nb.emulator.foreground`)."""
+"""Serve the emulated Hermes proxy on loopback until Ctrl-C. Per request, the header
+X-Hermes-Emulator-Scenario: <name> overrides --scenario. The first stdout line is the endpoint."""
 
 from __future__ import annotations
 
-import argparse
-
 from hermes_nb.cli.output import Output
-from hermes_nb.emulator.foreground import add_arguments, run
+from hermes_nb.emulator.foreground import EmulatorSpec, run
+
+HELP = "run the embedded Hermes proxy emulator in the foreground"
+SPEC = EmulatorSpec
 
 
-def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "emulator", parents=[parent], help="run the embedded Hermes proxy emulator in the foreground",
-        description="Serve the emulated Hermes proxy on loopback until Ctrl-C. Per request, the header "
-                    "X-Hermes-Emulator-Scenario: <name> overrides --scenario.",
-    )
-    add_arguments(p)
-    p.set_defaults(handler=handle)
-
-
-def handle(args: argparse.Namespace, out: Output) -> int:
-    return run(args, line=out.line, emit=out.emit, info=out.info)
+def handle(spec: EmulatorSpec, out: Output) -> int:
+    return run(spec, line=out.line, emit=out.emit, info=out.info)

@@ -1,53 +1,42 @@
-"""``hermes-nb notebooks list|export|refresh``: the notebooks shipped with hermes_nb, and their stored outputs.
-
-``list`` names the shipped notebooks: the three ``hermes-nb smoke`` executes, and the guide
-(``probe_console``: the console and the magics; never run by the smoke); ``export DIR`` copies them and
-the nbval sanitize rules into ``DIR`` to open in Jupyter or check with nbval; ``refresh`` (``make notebooks``)
-regenerates them from the templates, executes them against the emulator and stores the outputs nbval compares.
-"""
+"""list names the shipped notebooks: the three `hermes-nb smoke` executes, the load receipt's, and the guide
+(probe_console: the console and the magics; never run by the smoke); export DIR copies them and the nbval
+sanitize rules into DIR to open in Jupyter or check with nbval; refresh (make notebooks) regenerates them from
+the templates, executes them against the emulator and stores the outputs nbval compares."""
 
 from __future__ import annotations
 
-import argparse
 import logging
+import shutil
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
 
 from hermes_nb.cli.output import Output
-from hermes_nb.core.errors import UsageError
+from hermes_nb.core.digests import sha256_file
+from hermes_nb.core.errors import ArtifactError, UsageError
+from hermes_nb.core.facts import GUIDES, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS
+from hermes_nb.core.resources import notebook_path, sanitize_file
+from hermes_nb.core.spec import Opt, Spec
 
-DEFAULT_DIR = "notebooks"
-
-
-def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("notebooks", parents=[parent], help="the shipped notebooks: list, export, refresh")
-    action = p.add_subparsers(dest="action", metavar="ACTION")
-    ls = action.add_parser("list", parents=[parent],
-                           help="the notebooks shipped with hermes_nb (the three smoke runs, and the guide)")
-    ls.set_defaults(handler=handle_list)
-    ex = action.add_parser("export", parents=[parent],
-                           help="copy the shipped notebooks and nbval-sanitize.cfg into DIR")
-    ex.add_argument("dir", metavar="DIR")
-    ex.add_argument("--force", action="store_true", help="overwrite files that exist")
-    ex.set_defaults(handler=handle_export)
-    r = action.add_parser("refresh", parents=[parent],
-                          help="regenerate from the templates, execute against the emulator, store outputs "
-                               "(make notebooks)")
-    r.add_argument("--dir", metavar="DIR", default=DEFAULT_DIR,
-                   help=f"notebooks directory (default: ./{DEFAULT_DIR})")
-    r.add_argument("--timeout", type=float, default=120.0, metavar="S", help="execution timeout per cell")
-    r.set_defaults(handler=handle_refresh)
-    p.set_defaults(handler=_usage)
+HELP = "the shipped notebooks: list, export, refresh"
 
 
-def _usage(args: argparse.Namespace, out: Output) -> int:
-    raise UsageError("notebooks: choose an action: list | export DIR | refresh [--dir DIR]")
+class ListSpec(Spec):
+    pass
 
 
-def handle_list(args: argparse.Namespace, out: Output) -> int:
-    from hermes_nb.core.digests import sha256_file
-    from hermes_nb.core.facts import GUIDES, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS
-    from hermes_nb.core.resources import notebook_path
+class ExportSpec(Spec):
+    dir: Annotated[str | None, Opt(positional=True, metavar="DIR")] = Field(None, description="where to copy them")
+    force: bool = Field(False, description="overwrite files that exist")
 
+
+class RefreshSpec(Spec):
+    dir: str = Field("notebooks", description="the notebooks directory")
+    cell_timeout_s: float = Field(120.0, gt=0, description="the longest run of one cell")
+
+
+def handle_list(spec: ListSpec, out: Output) -> int:
     def kind(name: str) -> str:
         return "guide" if name in GUIDES else "load" if name == LOAD_NOTEBOOK else "smoke"
 
@@ -59,17 +48,13 @@ def handle_list(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
-def handle_export(args: argparse.Namespace, out: Output) -> int:
-    import shutil
-
-    from hermes_nb.core.errors import ArtifactError
-    from hermes_nb.core.facts import SHIPPED_NOTEBOOKS
-    from hermes_nb.core.resources import notebook_path, sanitize_file
-
-    target = Path(args.dir)
+def handle_export(spec: ExportSpec, out: Output) -> int:
+    if spec.dir is None:
+        raise UsageError("notebooks export: give the directory to export into (DIR)")
+    target = Path(spec.dir)
     sources = [notebook_path(name) for name in SHIPPED_NOTEBOOKS] + [sanitize_file()]
     clashes = [target / src.name for src in sources if (target / src.name).exists()]
-    if clashes and not args.force:
+    if clashes and not spec.force:
         raise UsageError(f"{clashes[0]} exists (use --force to overwrite)")
     try:
         target.mkdir(parents=True, exist_ok=True)
@@ -82,14 +67,20 @@ def handle_export(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
-def handle_refresh(args: argparse.Namespace, out: Output) -> int:
-    from hermes_nb.nbrun.refresh import refresh_notebooks
+def handle_refresh(spec: RefreshSpec, out: Output) -> int:
+    from hermes_nb.nbrun.refresh import refresh_notebooks  # the runner: loaded only for this action
 
     for name in ("papermill", "nbclient", "traitlets"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    directory = Path(args.dir)
-    runs = refresh_notebooks(directory, timeout_s=args.timeout, progress=None if out.json_mode else out.info)
+    directory = Path(spec.dir)
+    runs = refresh_notebooks(directory, timeout_s=spec.cell_timeout_s, progress=None if out.json_mode else out.info)
     for r in runs:
         out.line(f"refreshed {directory / (r.name + '.ipynb')}")
     out.emit({"refreshed": [str(directory / f"{r.name}.ipynb") for r in runs], "verdict": "passed"})
     return 0
+
+
+ACTIONS = {"list": (ListSpec, handle_list, "the notebooks shipped with hermes_nb (the smoke's three, load, guide)"),
+           "export": (ExportSpec, handle_export, "copy the shipped notebooks and nbval-sanitize.cfg into DIR"),
+           "refresh": (RefreshSpec, handle_refresh, "regenerate from the templates, execute against the emulator, "
+                                                    "store outputs (make notebooks)")}

@@ -1,29 +1,18 @@
-"""``hermes-nb probe``: the seed's wire-format spike against one endpoint, and drift from a contract.
-
-The runtime config (endpoint, model, bearer, extra headers) comes from
-:func:`hermes_nb.cli.options.config_from_args`, like every command's: manifest < ``HERMES_NB_*`` <
-``--runtime-config-overrides`` < ``--endpoint``/``--model``.
-
-Exit codes: 0 the probe ran (and, with ``--compare``, found no drift on a proxy-owned field);
-1 drift found (differences on upstream-owned fields are listed, never counted);
-2 usage (bad flags, unknown or invalid contract, invalid URL);
-3 the endpoint is unreachable (no route got an HTTP answer: one line and the action, no drift), or, with
-``--compare``, its upstream answered 429 or the proxy reported it down (not judged; a later retry).
-
-``--compare hermes-agent-<v>`` compares with the contract of the provider the probe detected
-(``hermes-agent-<v>-xai.json`` for an xai proxy).
-"""
+"""Probe every route, the auth handoff and the stream-failure shape of a Hermes proxy; with --compare, print
+each difference from a recorded contract as `field: expected → observed`, against the detected provider's
+contract. Only fields the proxy owns drift; what its upstream answers differently is information, and what it
+could not answer (too slow, down, 429) is not judged.
+exit: 0 no drift, 1 drift, 2 usage (bad flags, unknown contract, invalid URL), 3 unreachable (one line and the
+action, no drift) or an upstream that is down or rate-limited (not judged; a later retry)."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.cli.options import add_config_flags, config_from_args
 from hermes_nb.cli.output import Output
 from hermes_nb.core.errors import ArtifactError, UsageError
-from hermes_nb.core.providers import PROXY_PROVIDERS, start_hint
+from hermes_nb.core.providers import start_hint
 from hermes_nb.proxy.contracts import (
     apply_contract,
     contract_document,
@@ -31,50 +20,32 @@ from hermes_nb.proxy.contracts import (
     load_contract,
     resolve_contract,
 )
-from hermes_nb.proxy.probe import ROUTES, probe
+from hermes_nb.proxy.probe import ROUTES, ProbeSpec, probe
 from hermes_nb.proxy.report import WireReport
 
-
-def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "probe", parents=[parent], help="probe a proxy's wire format; compare with a contract",
-        description="Probe every route, the auth handoff and the stream-failure shape of a Hermes proxy.",
-    )
-    add_config_flags(p)
-    p.add_argument("--compare", metavar="CONTRACT",
-                   help="`seed`, a name in docs/wire-contract (hermes-agent-0.19.0) or a contract file")
-    p.add_argument("--state", choices=("stale", "live"),
-                   help="contract section to compare with (default: the state the probe detects)")
-    p.add_argument("--out", metavar="FILE", help="also write the report (JSON) to FILE")
-    p.add_argument("--write-contract", metavar="FILE",
-                   help="write the observed contract (this probe as the only state section) to FILE")
-    p.add_argument("--deadline", type=float, default=30.0, metavar="S", help="overall probe deadline (default 30)")
-    p.add_argument("--provider", choices=PROXY_PROVIDERS,
-                   help="the provider you expect the proxy to front (default: what it says; a mismatch warns)")
-    p.set_defaults(handler=handle)
+HELP = "probe a proxy's wire format; compare with a contract"
+SPEC = ProbeSpec
 
 
-def handle(args: argparse.Namespace, out: Output) -> int:
-    if not args.deadline > 0:
-        raise UsageError(f"--deadline must be > 0 seconds, got {args.deadline:g}")
-    for flag, target in (("--out", args.out), ("--write-contract", args.write_contract)):
+def handle(spec: ProbeSpec, out: Output) -> int:
+    for flag, target in (("--out", spec.out), ("--write-contract", spec.write_contract)):
         if target and not Path(target).resolve().parent.is_dir():
             raise UsageError(f"{flag} {target}: its directory does not exist")
-    if args.compare:
-        resolve_contract(args.compare)  # an unknown contract is a usage error before anything is sent
-    config = config_from_args(args)
-    report = probe(config, deadline_s=args.deadline, provider=args.provider)
+    if spec.compare:
+        resolve_contract(spec.compare)  # an unknown contract is a usage error before anything is sent
+    config = spec.runtime_config()
+    report = probe(config, budget_s=spec.budget_s, request_budget_s=spec.request_budget_s)
     compared = None
-    if args.compare:
-        path = resolve_contract(args.compare, provider=report.provider)
-        compared = args.compare if path.stem == args.compare or path.name == args.compare else \
-            f"{args.compare} ({path.stem}, provider {report.provider})"
-        apply_contract(report, load_contract(path), state=args.state)
-    if args.out:
-        _write(args.out, report.model_dump_json(indent=2) + "\n")
-    if args.write_contract:
+    if spec.compare:
+        path = resolve_contract(spec.compare, provider=report.provider)
+        compared = spec.compare if path.stem == spec.compare or path.name == spec.compare else \
+            f"{spec.compare} ({path.stem}, provider {report.provider})"
+        apply_contract(report, load_contract(path), state=spec.state)
+    if spec.out:
+        _write(spec.out, report.model_dump_json(indent=2) + "\n")
+    if spec.write_contract:
         doc = contract_document({report.state: report}, target=config.endpoint)
-        _write(args.write_contract, dumps_contract(doc))
+        _write(spec.write_contract, dumps_contract(doc))
     for line in render(report, compared=compared):
         out.line(line)
     out.emit(report.summary())

@@ -1,32 +1,29 @@
-"""``hermes-nb schema``: print or write the JSON Schemas of runtime_config and the manifest."""
+"""Print the JSON Schemas of runtime_config and the adapter manifest, or write them into a directory."""
 
 from __future__ import annotations
 
-import argparse
+import json
 from pathlib import Path
+
+from pydantic import Field
 
 from hermes_nb.cli.output import Output
 from hermes_nb.core.schema import schema_documents, write_schemas
+from hermes_nb.core.spec import Spec
+
+HELP = "print or write the JSON Schemas"
 
 
-def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("schema", parents=[parent], help="print or write the JSON Schemas")
-    p.add_argument("--write", metavar="DIR", help="write the schema files into DIR (e.g. docs/schema)")
-    p.set_defaults(handler=handle)
+class SPEC(Spec):
+    write: str | None = Field(None, description="write the schema files into this directory (e.g. docs/schema)")
 
 
-def handle(args: argparse.Namespace, out: Output) -> int:
+def handle(spec: SPEC, out: Output) -> int:
     docs = schema_documents()
-    written: list[str] = []
-    if args.write:
-        written = [str(p) for p in write_schemas(Path(args.write))]
-        for path in written:
-            out.line(f"wrote {path}")
-    else:
-        import json
-
-        for name, doc in docs.items():
-            out.line(f"# {name}")
-            out.line(json.dumps(doc, indent=2, sort_keys=True))
+    written = [str(p) for p in write_schemas(Path(spec.write))] if spec.write else []
+    for path in written:
+        out.line(f"wrote {path}")
+    for name, doc in ({} if spec.write else docs).items():
+        out.line(f"# {name}\n{json.dumps(doc, indent=2, sort_keys=True)}")
     out.emit({"schemas": docs, "written": written})
     return 0

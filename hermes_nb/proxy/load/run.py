@@ -194,9 +194,9 @@ def run_load(target: HermesProxyRuntimeConfig | str | None = None, *, model: str
     started, t0 = iso_now(), time.perf_counter()
     with ExitStack() as stack:
         if embedded:
-            from hermes_nb.emulator import serve
+            from hermes_nb.emulator import serve_emulator
 
-            emulator = stack.enter_context(serve(scenario=scenario or EMBEDDED_SCENARIO))
+            emulator = stack.enter_context(serve_emulator(scenario=scenario or EMBEDDED_SCENARIO))
             config = config.with_endpoint(emulator.endpoint, origin="emulator")
             plan = replace(plan, endpoint=config.endpoint)
         numbers = itertools.count()

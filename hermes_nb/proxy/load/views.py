@@ -1,5 +1,5 @@
 """How a :class:`~hermes_nb.proxy.load.report.LoadReport` shows itself: the text the CLI prints (and a
-notebook's ``text/plain``) and the HTML a notebook renders (tables from :mod:`hermes_nb.core.reprs` and the
+notebook's ``text/plain``) and the HTML a notebook renders (tables from :mod:`hermes_nb.views.reprs` and the
 three pictures of :mod:`hermes_nb.proxy.load.plots`). Every string passes through the reprs' redaction."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.reprs import box, esc, kv_html, table_html
 from hermes_nb.proxy.load.plots import PLOTS, plot
 from hermes_nb.proxy.load.report import LevelResult, LoadReport, Percentiles
+from hermes_nb.views.reprs import box, esc, kv_html, table_html
 
 __all__ = ["report_text", "report_html", "level_rows"]
 

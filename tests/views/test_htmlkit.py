@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.core import htmlkit
-from hermes_nb.core.htmlkit import (
+from hermes_nb.core.usage import Usage
+from hermes_nb.views import htmlkit
+from hermes_nb.views.htmlkit import (
     TONES,
     VERDICT_COLOURS,
     badge,
@@ -24,8 +25,7 @@ from hermes_nb.core.htmlkit import (
     parse_colour,
     table_html,
 )
-from hermes_nb.core.timeline import CHAR_W, StreamTimeline, place_labels, timeline_svg
-from hermes_nb.core.usage import Usage
+from hermes_nb.views.timeline import CHAR_W, StreamTimeline, place_labels, timeline_svg
 
 PACKAGE = Path(htmlkit.__file__).resolve().parent.parent
 

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from hermes_nb import HermesClient, adapter_check, load_contract
+from hermes_nb import HermesClient, check
 from hermes_nb.core.config import validate_config
 from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.facts import DEFAULT_MODEL
-from hermes_nb.core.reprs import VERDICT_COLOURS, badge
-from hermes_nb.core.timeline import StreamTimeline, idle_gaps, timeline_svg
-from hermes_nb.emulator import serve
-from hermes_nb.proxy.contracts import compare, resolve_contract
+from hermes_nb.emulator import serve_emulator
+from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract
 from hermes_nb.proxy.drift import Drift
 from hermes_nb.proxy.probe import probe
+from hermes_nb.views.reprs import VERDICT_COLOURS, badge
+from hermes_nb.views.timeline import StreamTimeline, idle_gaps, timeline_svg
 
 CANARY = "sk-canary-reprs-0123456789abcdef"
 
@@ -30,7 +30,7 @@ def _formats(obj: object) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def emu():
-    with serve(scenario="slow", delay_s=0.05) as handle:
+    with serve_emulator(scenario="slow", delay_s=0.05) as handle:
         yield handle
 
 
@@ -50,7 +50,7 @@ def test_exchange_shows_status_timings_text_and_timeline_never_the_token(emu) ->
 
 
 def test_check_result_colours_its_state_and_masks_secret_shapes(emu) -> None:
-    result = adapter_check({"endpoint": emu.endpoint, "model": DEFAULT_MODEL}, hermes_bin=False)
+    result = check({"endpoint": emu.endpoint, "model": DEFAULT_MODEL})
     data = _formats(result)
     assert f'<b style="color:{VERDICT_COLOURS["ready"]}">ready</b>' in data["text/html"]
     assert data["text/plain"].startswith("CheckResult(ready → passed")
@@ -60,7 +60,7 @@ def test_check_result_colours_its_state_and_masks_secret_shapes(emu) -> None:
 
 
 def test_wire_report_and_drift_display_themselves(emu) -> None:
-    report = probe(emu.endpoint, deadline_s=20)
+    report = probe(emu.endpoint, budget_s=20)
     html = report._repr_html_()
     assert "wire-format report" in html and "chat_stream" in html and 'class="hermes-timeline"' in html
     assert 'overflow-x:auto' in html  # wide tables scroll inside their box
@@ -78,7 +78,7 @@ def test_the_probe_headline_agrees_with_its_drift_and_names_the_contract(emu) ->
     """Issue 19 §11: the headline said "passed" in green while the drift section said "(19) · failed"."""
     from hermes_nb.proxy.contracts import apply_contract
 
-    report = probe(emu.endpoint, deadline_s=20)
+    report = probe(emu.endpoint, budget_s=20)
     assert report.headline == "live (not compared with a contract)" and report.verdict == "passed"
     drifted = apply_contract(report.model_copy(deep=True), load_contract(resolve_contract("seed")))
     html = drifted._repr_html_()
@@ -96,7 +96,7 @@ def test_the_probe_headline_agrees_with_its_drift_and_names_the_contract(emu) ->
 
 
 def test_run_result_shows_the_artifact_digests(emu, tmp_path: Path) -> None:
-    from hermes_nb import Mission
+    from hermes_nb.harness.mission import Mission
     from hermes_nb.harness.run import run
 
     config = validate_config({"endpoint": emu.endpoint, "model": "m", "auth_token": CANARY})

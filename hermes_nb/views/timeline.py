@@ -136,7 +136,7 @@ def _span(x: float, text: str, width: float, right: float) -> tuple[str, tuple[f
 
 def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, title: str = "stream timeline") -> str:
     """The timeline as one inline ``<svg>`` (deterministic for the same marks); no two labels overlap."""
-    from hermes_nb.core.htmlkit import edge_colour, text_colour
+    from hermes_nb.views.htmlkit import edge_colour, text_colour
 
     if isinstance(tl, Mapping):
         tl = StreamTimeline.from_dict(tl)

@@ -10,7 +10,7 @@ never appear. Tables wrap long values and scroll inside their box instead of
 overflowing the page.
 
 The building blocks (colours from JupyterLab's theme variables, the one table style) are
-:mod:`hermes_nb.core.htmlkit`'s, re-exported here. This module is in ``core`` so that records of every
+:mod:`hermes_nb.views.htmlkit`'s, re-exported here. This module is in ``core`` so that records of every
 layer can use it without importing upward.
 """
 
@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_nb.core.htmlkit import (
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.usage import Usage
+from hermes_nb.views.htmlkit import (
     VERDICT_COLOURS,
     badge,
     box,
@@ -31,8 +33,6 @@ from hermes_nb.core.htmlkit import (
     seconds,
     table_html,
 )
-from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.usage import Usage
 
 __all__ = [
     "VERDICT_COLOURS",
@@ -47,7 +47,6 @@ __all__ = [
     "raw",
     "pretty_text",
     "exchange_html",
-    "exchange_text",
 ]
 
 _SHAPES = Redactor()
@@ -64,25 +63,9 @@ def _excerpt(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
-def exchange_text(ex: Any) -> str:
-    """``Exchange(POST …/chat/completions → 200 OK, streamed, 12 deltas, 0.412 s, 57 chars)``."""
-    req = ex.request
-    status = f"{ex.status} {ex.reason or ''}".strip() if ex.status is not None else (
-        f"no response ({ex.transport_error.kind})" if ex.transport_error else "no response")
-    bits = [status]
-    if ex.streamed:
-        bits.append(f"streamed, {len(ex.events)} events")
-    bits.append(f"{ex.timings.total_s:.3f} s")
-    if ex.text:
-        bits.append(f"{len(ex.text)} chars")
-    if ex.envelope is not None and (ex.envelope.type or ex.envelope.code is not None):
-        bits.append(f"error {ex.envelope.type or ex.envelope.code}")
-    return _SHAPES.text(f"Exchange({req.method} {req.url} → {', '.join(bits)})")
-
-
 def exchange_html(ex: Any, *, timeline: bool = True) -> str:
     """A compact view of one exchange: request line, status, timings, text, error, stream timeline."""
-    from hermes_nb.core.timeline import StreamTimeline, timeline_svg
+    from hermes_nb.views.timeline import StreamTimeline, timeline_svg
 
     t = ex.timings
     verdict = "ok" if ex.ok_status and ex.transport_error is None and not ex.in_band_error else (

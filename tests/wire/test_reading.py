@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import ErrorEnvelope, Exchange, HermesProxyRuntimeConfig, classify, wrap_final_message
-from hermes_nb.core.records import RequestRecord, Timings, TransportFailure
+from hermes_nb import Exchange, HermesProxyRuntimeConfig
+from hermes_nb.core.records import ErrorEnvelope, RequestRecord, Timings, TransportFailure
+from hermes_nb.wire.reading import classify
+from hermes_nb.wire.sentinel import wrap_final_message
 
-CONFIG = HermesProxyRuntimeConfig(model="hermes-4-405b", provider="claude", request_timeout_ms=1500)
+CONFIG = HermesProxyRuntimeConfig(model="hermes-4-405b", request_timeout_ms=1500)
 GOOD = "Did the thing.\n" + wrap_final_message("All done.")
 
 
@@ -38,8 +40,8 @@ def fail(kind: str, phase: str = "connect", message: str = "boom") -> TransportF
 # (id, exchange, status, reason, substrings the error must contain, substrings it must NOT contain)
 ROWS: list[tuple[str, Exchange, str, str, list[str], list[str]]] = [
     ("401-upstream-auth", ex(status=401, envelope=env("upstream_auth_failed", "upstream_auth_failed")),
-     "blocked", "auth", ["HTTP 401", "hermes auth status claude"], []),
-    ("403-no-body", ex(status=403), "blocked", "auth", ["HTTP 403", "hermes auth status claude"], []),
+     "blocked", "auth", ["HTTP 401", "hermes proxy status"], []),
+    ("403-no-body", ex(status=403), "blocked", "auth", ["HTTP 403", "hermes proxy status"], []),
     ("500-auth-code", ex(status=500, envelope=env(None, "upstream_auth_failed")), "blocked", "auth", [], []),
     ("500-auth-words-only", ex(status=500, envelope=env("server_error", None, "authentication failed: token")),
      "failed", "http_error", ["HTTP 500", "authentication failed"], ["hermes auth"]),
@@ -90,7 +92,7 @@ ROWS: list[tuple[str, Exchange, str, str, list[str], list[str]]] = [
     ("in-band-error", sse("part", done=False, finish=None, in_band_error=True, envelope=env(None, 502, "upstream")),
      "failed", "in_band_error", ["inside the 200 stream", "upstream", "partial text"], []),
     ("in-band-auth", sse("", done=False, finish=None, in_band_error=True, envelope=env("upstream_auth_failed")),
-     "blocked", "auth", ["hermes auth status claude"], []),
+     "blocked", "auth", ["hermes proxy status"], []),
     ("in-band-rate-limit", sse("", done=False, finish=None, in_band_error=True,
                                envelope=env("rate_limit_exceeded")), "blocked", "rate_limited", [], []),
     ("malformed-frame", sse(GOOD, protocol_errors=["invalid JSON in SSE data: '{x'"]),
@@ -150,11 +152,11 @@ def test_rate_limit_surfaces_retry_after_on_the_outcome() -> None:
     assert outcome.retry_after_s == 2.5 and "2.5 s" in (outcome.hint or "")
 
 
-def test_auth_hint_without_provider_names_none_and_points_at_proxy_status() -> None:
-    """UH's literal ``<provider>`` when nothing names one: never a guess at nous (issue 18)."""
+def test_auth_hint_without_provider_guesses_none_and_prints_no_placeholder() -> None:
+    """With no provider known: `hermes proxy status` and every provider's login, never a guess, never `<provider>`."""
     outcome = classify(ex(status=401), HermesProxyRuntimeConfig(model="m"))
-    assert outcome.hint is not None and "hermes auth status <provider>" in outcome.hint
-    assert "hermes proxy status" in outcome.hint and "nous" not in outcome.hint
+    assert outcome.hint is not None and "hermes proxy status" in outcome.hint and "<" not in outcome.hint
+    assert "hermes auth add nous" in outcome.hint and "hermes auth add xai-oauth --type oauth" in outcome.hint
 
 
 @pytest.mark.parametrize(("provider", "message", "must", "must_not"), [
@@ -204,14 +206,15 @@ def test_long_messages_are_shortened_in_errors() -> None:
 
 #: the hint each not-passed row must carry (None: no hint; the error says it all)
 HINTS: dict[str, str | None] = {
-    "401-upstream-auth": "hermes auth status claude", "403-no-body": "hermes auth status claude",
-    "500-auth-code": "hermes auth status claude", "in-band-auth": "hermes auth status claude",
+    "401-upstream-auth": "hermes proxy status", "403-no-body": "hermes proxy status",
+    "500-auth-code": "hermes proxy status", "in-band-auth": "hermes proxy status",
     "429-retry-after": "re-run later (Retry-After: 7 s)", "429-no-retry-after": "re-run later",
     "in-band-rate-limit": "re-run later",
     "404-path-not-allowed": "/v1", "404-model-not-found": "GET /v1/models",
     "connect-refused": "hermes proxy start", "connect-timeout": "hermes proxy start",
     "dns": "runtime_config.endpoint", "connect-error": "runtime_config.endpoint",
     "504-upstream-timeout": "its upstream", "502-upstream-unreachable": "its upstream (host api.x.ai:443)",
+    "404-text-plain": "lacks /v1", "200-html": "something else listening",
 }
 
 

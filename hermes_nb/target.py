@@ -1,0 +1,213 @@
+"""The thing under test, established once per job: one :class:`Target` record, handed on, never resolved again.
+
+:func:`identify` asks the endpoint once (``GET /health``, host root, no bearer) and, for an endpoint nobody
+started for this job, whether hermes_nb's emulator answers behind it (``GET /models`` naming an unknown
+emulator scenario: the emulator answers 400 ``unknown_scenario``, the real proxy forwards the header to its
+upstream, a real upstream ignores it). From those answers and what the caller knows (it started the rig, the
+operator named ``--hermes-bin``), the record says:
+
+* ``kind``: ``emulator`` (hermes_nb's emulator answers), ``rig`` (the real proxy hermes_nb started) or ``live``;
+* ``provider``: what ``/health`` names (else a ``path_not_allowed`` list, else the configuration), with its
+  source; a configured provider that differs is a warning;
+* ``release``: the hermes-agent release under test, with its source: the rig that started it, an executable the
+  operator named, or ``unknown`` (never the version of an unrelated local install); a probe may add "behaves as
+  <contract>";
+* ``executable``: the name the operator types (``hermes``, ``hermesx``), for every hint.
+
+The notebooks get the record as one parameter (:meth:`Target.to_parameter`) and rebuild it with
+:meth:`Target.from_parameter`; nothing is asked twice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.errors import HermesError
+from hermes_nb.core.model import StrictModel
+from hermes_nb.core.providers import provider_by_allowed_paths, provider_by_display_name
+from hermes_nb.emulator import serve_emulator
+from hermes_nb.emulator.scenarios import SCENARIO_HEADER
+from hermes_nb.wire.client import HermesClient
+
+__all__ = ["Target", "TargetKind", "ProviderFacts", "identify", "establish", "embedded_target", "detect_provider",
+           "allowed_paths_of", "emulator_evidence", "release_of", "PROBE_SCENARIO", "UNKNOWN"]
+
+TargetKind = Literal["emulator", "rig", "live"]
+UNKNOWN = "unknown"
+#: a scenario name no emulator knows: hermes_nb's emulator answers it with 400 ``unknown_scenario``
+PROBE_SCENARIO = "hermes-nb-target-check"
+#: ``/health`` keys that could carry the proxy's version (no release so far sends one)
+_HEALTH_VERSION_KEYS = ("hermes_agent_version", "hermes_version", "version")
+
+
+class Target(StrictModel):
+    """The endpoint under test and what is known of it (plain data: it crosses into the notebooks)."""
+
+    endpoint: str
+    kind: TargetKind
+    provider: str | None = None
+    #: ``/health``, ``path_not_allowed``, ``config``, ``rig``, ``emulator``
+    provider_source: str | None = None
+    #: ``/health``'s ``upstream`` verbatim (the provider's display name)
+    upstream: str | None = None
+    #: the hermes-agent release under test, or ``unknown``
+    release: str = UNKNOWN
+    #: where :attr:`release` came from (``rig: <exe>``, ``--hermes-bin <exe>``, ``/health``); None when unknown
+    release_source: str | None = None
+    #: the executable the operator types for every hint (``hermes``, ``hermesx``)
+    executable: str = "hermes"
+    #: why the kind is what it is when it was not taken as given
+    evidence: str | None = None
+    #: ``/health`` answered (the proxy itself is up, whatever its upstream does)
+    healthy: bool = False
+    warnings: list[str] = []
+
+    def to_parameter(self) -> dict[str, Any]:
+        """The record as a notebook parameter (JSON-safe, no secret in it)."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_parameter(cls, value: dict[str, Any]) -> Target:
+        return cls.model_validate(value)
+
+    @property
+    def release_label(self) -> str:
+        """``0.22.2.post1 (rig: .venv/bin/hermes)`` / ``unknown``."""
+        return f"{self.release} ({self.release_source})" if self.release_source else self.release
+
+
+#: ``… is not forwarded by this proxy. Allowed: /chat/completions, /completions, …``
+_ALLOWED = re.compile(r"Allowed:\s*(.+?)\s*$")
+
+
+class ProviderFacts(StrictModel):
+    """What the proxy says about its provider: ``provider`` (None when nothing told it), its ``source``
+    (``/health``, ``path_not_allowed``, ``config``), ``/health``'s ``upstream`` verbatim, ``warnings``."""
+
+    provider: str | None = None
+    source: str | None = None
+    upstream: str | None = None
+    warnings: list[str] = []
+
+
+def allowed_paths_of(message: str | None) -> list[str] | None:
+    """The allowed-path list of a ``path_not_allowed`` message (None when it has none)."""
+    found = _ALLOWED.search(message or "")
+    if found is None:
+        return None
+    return [p.strip() for p in found.group(1).rstrip(".").split(",") if p.strip()]
+
+
+def detect_provider(*, health: Any = None, allowed_message: str | None = None,
+                    configured: str | None = None, executable: str = "hermes") -> ProviderFacts:
+    """The provider from ``/health``'s body, else a ``path_not_allowed`` message, else the configuration."""
+    upstream = health.get("upstream") if isinstance(health, Mapping) else None
+    upstream = upstream if isinstance(upstream, str) and upstream.strip() else None
+    detected, source = provider_by_display_name(upstream), "/health"
+    if detected is None:
+        paths = allowed_paths_of(allowed_message)
+        detected, source = (provider_by_allowed_paths(paths) if paths else None), "path_not_allowed"
+    warnings: list[str] = []
+    if upstream is not None and provider_by_display_name(upstream) is None:
+        warnings.append(f"GET /health names an upstream no hermes_nb row knows: {upstream!r} "
+                        "(a provider newer than hermes_nb? hints fall back to generic ones)")
+    if detected is not None and configured and configured != detected:
+        warnings.append(f"provider mismatch: configured {configured!r}, but the proxy fronts {detected!r} "
+                        f"(seen in {source}); using {detected!r}: set runtime_config.provider: {detected} "
+                        f"or start the proxy with `{executable} proxy start --provider {configured}`")
+    if detected is None and configured:
+        return ProviderFacts(provider=configured, source="config", upstream=upstream, warnings=warnings)
+    return ProviderFacts(provider=detected, source=source if detected else None, upstream=upstream,
+                         warnings=warnings)
+
+
+def _health(client: HermesClient, budget_s: float) -> tuple[bool, Any]:
+    answer = client.request("GET", "/health", root=True, auth=False, deadline_s=budget_s)
+    return answer.status is not None, answer.json_body if answer.status == 200 else None
+
+
+def emulator_evidence(client: HermesClient, budget_s: float) -> str | None:
+    """Evidence that hermes_nb's emulator answers at (or behind) the client's endpoint, else None."""
+    exchange = client.models(headers={SCENARIO_HEADER: PROBE_SCENARIO}, deadline_s=budget_s)
+    code = exchange.envelope.code if exchange.envelope is not None else None
+    if exchange.status == 400 and code == "unknown_scenario":
+        return (f"GET {client.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 "
+                "unknown_scenario: the answers come from hermes_nb's emulator (directly or behind a proxy)")
+    return None
+
+
+def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", release: str | None = None,
+             release_source: str | None = None, executable: str | None = None,
+             transport: httpx.BaseTransport | None = None, budget_s: float = 2.0,
+             ask_emulator: bool = False) -> Target:
+    """The one identity step of a job against ``config.endpoint`` (see the module docstring).
+
+    ``kind``: ``rig`` or ``emulator`` when the caller started it; ``release`` and ``release_source``: what the
+    caller knows (the rig's, ``--hermes-bin``'s); ``executable``: its name; ``ask_emulator``: also ask whether
+    hermes_nb's emulator answers (the smoke's receipts must not call an emulator live).
+    """
+    evidence = None
+    with HermesClient(config, transport=transport, connect_timeout_s=min(budget_s, 2.0)) as client:
+        healthy, body = _health(client, budget_s)
+        if kind == "live" and healthy and ask_emulator:
+            evidence = emulator_evidence(client, budget_s)
+    facts = detect_provider(health=body, configured=config.provider, executable=executable or "hermes")
+    if kind == "emulator" or evidence is not None:
+        return Target(endpoint=config.endpoint, kind="emulator", provider=facts.provider,
+                      provider_source=facts.source, upstream=facts.upstream, evidence=evidence, healthy=healthy,
+                      warnings=facts.warnings)
+    if release is None and isinstance(body, dict):
+        found = next((str(body[k]) for k in _HEALTH_VERSION_KEYS if isinstance(body.get(k), str)), None)
+        release, release_source = (found, "/health") if found else (None, None)
+    return Target(endpoint=config.endpoint, kind=kind, provider=facts.provider, provider_source=facts.source,
+                  upstream=facts.upstream, release=release or UNKNOWN,
+                  release_source=release_source if release else None, executable=executable or "hermes",
+                  evidence=None, healthy=healthy, warnings=facts.warnings)
+
+
+def release_of(hermes_bin: str | Path) -> tuple[str, str, str]:
+    """(release, source, executable name) of an executable the operator named; raises HermesError if unusable."""
+    from hermes_nb.proxy.executable import hermes_version  # the rig's wing, reached at --hermes-bin only
+
+    path = Path(hermes_bin)
+    version = hermes_version(path)
+    if version is None:
+        raise HermesError(f"--hermes-bin {path}: cannot tell its hermes-agent release")
+    return version, f"--hermes-bin {path}", path.name
+
+
+def establish(config: HermesProxyRuntimeConfig, stack: ExitStack, *, rig: Any = None, scenario: str = "ok",
+              release: tuple[str, str, str] | None = None, ask_emulator: bool = False,
+              transport: httpx.BaseTransport | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
+    """The job's one identity step: the ``rig`` hermes_nb started (a :class:`~hermes_nb.proxy.rig.RigHandle`),
+    else the configured endpoint, else (none configured anywhere) an embedded emulator entered on ``stack``.
+    Returns the target and ``config`` aimed at it. ``release``: (release, source, executable) the operator
+    named (``--hermes-bin``)."""
+    if rig is not None:
+        aimed = config.with_endpoint(rig.endpoint, origin="rig")
+        exe = Path(str(rig.hermes_bin))
+        return identify(aimed, kind="rig", release=rig.hermes_version, release_source=f"rig: {exe}",
+                        executable=exe.name, transport=transport), aimed
+    if config.origin("endpoint") == "default":
+        return stack.enter_context(embedded_target(config, scenario=scenario))
+    named = release or (None, None, None)
+    return identify(config, release=named[0], release_source=named[1], executable=named[2], transport=transport,
+                    ask_emulator=ask_emulator), config
+
+
+@contextmanager
+def embedded_target(config: HermesProxyRuntimeConfig, *, scenario: str = "ok", profile: str = "hermes-agent",
+                    **settings: Any) -> Iterator[tuple[Target, HermesProxyRuntimeConfig]]:
+    """An embedded emulator for a job that names no endpoint: its Target and the config aimed at it."""
+    provider = config.provider or "nous"
+    with serve_emulator(profile=profile, scenario=scenario, provider=provider, **settings) as handle:
+        aimed = config.with_endpoint(handle.endpoint, origin="emulator")
+        yield Target(endpoint=handle.endpoint, kind="emulator", provider=provider, provider_source="emulator",
+                     healthy=True, evidence=f"the embedded emulator ({profile}, scenario {scenario})"), aimed
