@@ -69,3 +69,20 @@ def drive(config: dict, tmp_path: Path, timeout: float = 240) -> dict:
                           timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout)
+
+
+def run_smoke_on(out_dir: Path, *, endpoint: str | None = None, model: str | None = None,
+                 secrets: tuple[str, ...] | list[str] = (), environ: dict[str, str] | None = None,
+                 **options: Any) -> Any:
+    """:func:`hermes_nb.nbrun.smoke.run_smoke` against the embedded emulator (or ``endpoint``), the target
+    established the way ``hermes-nb smoke`` establishes it (once, before the notebooks)."""
+    from contextlib import ExitStack
+
+    from hermes_nb.core.resolve import resolve_runtime_config
+    from hermes_nb.nbrun.smoke import run_smoke
+    from hermes_nb.target import establish
+
+    config = resolve_runtime_config(environ={} if environ is None else environ, endpoint=endpoint, model=model)
+    with ExitStack() as stack:
+        target, aimed = establish(config, stack, ask_emulator=True)
+        return run_smoke(target, aimed, out_dir=Path(out_dir), secrets=list(secrets), **options)

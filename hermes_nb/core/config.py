@@ -26,7 +26,7 @@ from pydantic import (
 from hermes_nb.core.errors import ConfigError, UnknownKeyError
 from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_TIMEOUT_MS
 from hermes_nb.core.model import StrictModel
-from hermes_nb.core.redaction import SENSITIVE_HEADERS, redact_headers
+from hermes_nb.core.redaction import REDACTED, SENSITIVE_HEADERS, redact_headers
 
 __all__ = [
     "FORBIDDEN_EXTRA_HEADERS",
@@ -221,6 +221,22 @@ class HermesProxyRuntimeConfig(StrictModel):
                 if " " in val:
                     found.append(val.split(" ", 1)[1])
         return [s for s in found if s]
+
+    def to_parameter(self) -> dict[str, Any]:
+        """This config as a notebook parameter: the document with secrets masked, and where each key came from."""
+        return {**self.to_document(), "origins": dict(self._origins)}
+
+    @classmethod
+    def from_parameter(cls, value: Mapping[str, Any], auth_token: str | None = None) -> HermesProxyRuntimeConfig:
+        """A config handed over by :meth:`to_parameter`, made whole with ``auth_token`` (masked values dropped:
+        the bearer travels in ``HERMES_NB_AUTH_TOKEN``, never as a parameter)."""
+        doc = {k: v for k, v in value.items() if k not in ("origins", "auth_token")}
+        doc["extra_headers"] = {k: v for k, v in doc.get("extra_headers", {}).items() if REDACTED not in v}
+        if auth_token:
+            doc["auth_token"] = auth_token
+        config = validate_config(doc, where="config")
+        config._origins = dict(value.get("origins") or {})
+        return config
 
     def to_document(self, *, reveal_secrets: bool = False, uh_strict: bool = False) -> dict[str, Any]:
         """A plain dict for YAML/JSON; the token is masked unless ``reveal_secrets``."""

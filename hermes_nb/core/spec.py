@@ -18,12 +18,13 @@ is a ``model_validator`` raising :func:`conflict`, which names the options as ea
 from __future__ import annotations
 
 import argparse
+import os
 import types
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError, PydanticUndefined
 
@@ -100,9 +101,17 @@ def _type_text(annotation: Any) -> str:
 
 
 class Spec(BaseModel):
-    """A job's options. Unknown keys are refused; every value is validated where it is set."""
+    """A job's options. Unknown keys are refused; every value is validated where it is set; a path may be given
+    as a :class:`os.PathLike` (the library face) and is kept as its text."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _paths_as_text(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in data.items()}
+        return data
 
     # ------------------------------------------------------------------ what the faces read
     @classmethod
@@ -159,7 +168,10 @@ class Spec(BaseModel):
                 continue
             metavar = opt.metavar or ("NAME" if opt.repeat else _metavar(name, inner))
             action = "append" if opt.repeat else "store"
-            parser.add_argument(*names, dest=name, action=action, default=None, metavar=metavar, help=help_text)
+            # pydantic converts the text of every other type; a Literal of numbers only matches numbers
+            numbers = get_origin(inner) is Literal and all(isinstance(a, int) for a in get_args(inner))
+            parser.add_argument(*names, dest=name, action=action, default=None, metavar=metavar, help=help_text,
+                                **({"type": int} if numbers else {}))
 
     @classmethod
     def from_args(cls, namespace: argparse.Namespace | Mapping[str, Any], face: Face = "cli", **fixed: Any) -> Self:

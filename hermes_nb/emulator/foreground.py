@@ -44,9 +44,8 @@ class EmulatorSpec(Spec):
     provider: Provider = Field("nous", description="what the proxy profiles front: its /health name, forwarded "
                                                    "paths (xai adds /v1/responses) and texts")
     seed: int = Field(0, description="seed of the deterministic ids and texts")
-    models: Annotated[list[str], CommaList] = Field(default_factory=list, description="model ids listed by "
-                                                                                      "/v1/models (default: the "
-                                                                                      "provider's)")
+    models: Annotated[list[str] | None, CommaList] = Field(None, description="model ids listed by /v1/models "
+                                                                             "(default: the provider's)")
     delay_s: float = Field(0.05, ge=0, description="per-delta pause of the slow scenario")
     retry_after_s: int = Field(2, ge=0, description="Retry-After of rate-limited")
     first_delta_s: float = Field(0.1, ge=0, description="paced, concurrency-limited: pause before the first delta")
@@ -58,8 +57,9 @@ class EmulatorSpec(Spec):
     @model_validator(mode="after")
     def _known(self) -> EmulatorSpec:
         if not is_loopback_host(self.host):
-            raise conflict("host", why="must be a loopback address (127.0.0.1, ::1, localhost): the emulator is "
-                                       "never exposed")
+            raise conflict("host", why="is loopback only (127.0.0.1, ::1, localhost): the emulator is never exposed")
+        if self.models is not None and not self.models:
+            raise conflict("models", why="must name at least one model id (comma-separated)")
         try:
             check_profile(self.profile, self.scenario, self.provider)
         except ValueError as exc:

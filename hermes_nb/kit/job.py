@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
+from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.facts import ADAPTER_CHECK, ENV_AUTH_TOKEN, WIRE_SPIKE
 from hermes_nb.core.model import Shown
 from hermes_nb.harness.prepare import prepare_mission
@@ -44,14 +44,10 @@ SMOKE_PROMPT = "Summarise in one sentence what a smoke test proves."
 
 
 def notebook_config(config: dict[str, Any], environ: dict[str, str] | None = None) -> HermesProxyRuntimeConfig:
-    """The runtime config the runner resolved, as a notebook parameter (secrets masked), made whole again: the
-    bearer from ``HERMES_NB_AUTH_TOKEN`` (never a parameter)."""
+    """The runtime config the runner resolved (:meth:`HermesProxyRuntimeConfig.to_parameter`), made whole again
+    with the bearer from ``HERMES_NB_AUTH_TOKEN``."""
     env = os.environ if environ is None else environ
-    doc = {k: v for k, v in config.items() if k != "auth_token"}
-    if env.get(ENV_AUTH_TOKEN):
-        doc["auth_token"] = env[ENV_AUTH_TOKEN]
-    doc["extra_headers"] = {k: v for k, v in doc.get("extra_headers", {}).items() if "<redacted>" not in v}
-    return validate_config(doc, where="config")
+    return HermesProxyRuntimeConfig.from_parameter(config, env.get(ENV_AUTH_TOKEN))
 
 
 @dataclass
@@ -62,6 +58,8 @@ class Job(Shown):
     spec: Any
     target: Target
     config: HermesProxyRuntimeConfig
+    #: the config came from the runner (resolved once there), not from the parameters
+    given_config: bool = False
     _stack: ExitStack = field(default_factory=ExitStack, repr=False)
 
     def _repr_text_(self) -> str:
@@ -79,18 +77,24 @@ class Job(Shown):
         return report
 
     def run(self) -> RunResult | CheckResult:
-        """The mission (or the prompt) run as ``hermes-nb run`` runs it, with the model the adapter check resolved:
-        a model the proxy does not list is not sent, and the check's verdict is the run's (both notebooks agree)."""
-        checked = check(self.config, spec=CheckSpec(budget_s=min(30.0, self.config.request_timeout_ms / 1000)),
-                        target=self.target)
-        if checked.models and checked.model not in checked.models:
-            return checked
-        config = self.config.model_copy(update={"model": checked.model or self.config.model,
-                                                "provider": checked.provider or self.config.provider})
+        """The mission (or the prompt) prepared and run as ``hermes-nb run`` does it (the mission's
+        runtime_config_overrides a layer, unless the runner resolved the config), with the model the adapter check
+        resolved: a model the proxy does not list is not sent, and the check's verdict is the run's (both notebooks
+        agree)."""
         spec = self.spec
         mission = spec.mission or None
         prepared = prepare_mission(mission, prompt=None if mission else (spec.prompt or SMOKE_PROMPT),
-                                   root=spec.root, fallback_root=None, manifest=spec.manifest)
+                                   root=spec.root, fallback_root=None, manifest=spec.manifest, endpoint=spec.endpoint,
+                                   model=spec.model, provider=spec.provider)
+        config = self.config if self.given_config else prepared.config
+        if config.endpoint != self.target.endpoint:
+            config = config.with_endpoint(self.target.endpoint, origin=f"target ({self.target.kind})")
+        checked = check(config, spec=CheckSpec(budget_s=min(30.0, config.request_timeout_ms / 1000)),
+                        target=self.target)
+        if checked.models and checked.model not in checked.models:
+            return checked
+        config = config.model_copy(update={"model": checked.model or config.model,
+                                           "provider": checked.provider or config.provider})
         root = prepared.root or Path(self._temp_dir())
         return prepared.replace(config=config, root=root).run(handle_signals=False)
 
@@ -130,4 +134,4 @@ def open_job(name: str, *, target: dict[str, Any] | Target | None = None, config
         target, resolved = establish(resolved, stack, scenario=getattr(spec, "scenario", "ok"))
     elif target.endpoint != resolved.endpoint:
         resolved = resolved.with_endpoint(target.endpoint, origin=f"target ({target.kind})")
-    return Job(name=name, spec=spec, target=target, config=resolved, _stack=stack)
+    return Job(name=name, spec=spec, target=target, config=resolved, given_config=config is not None, _stack=stack)

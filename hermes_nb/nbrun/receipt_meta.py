@@ -99,7 +99,7 @@ def _name_and_version(metadata: str) -> tuple[str | None, str | None]:
 
 
 def receipt_metadata(run: NotebookRun, *, run_id: str, target: Target, pool: KernelPool,
-                     timeout_s: float, redactor: Redactor) -> dict[str, Any]:
+                     timeout_s: float, redactor: Redactor, endpoint_origin: str | None = None) -> dict[str, Any]:
     summary = run.summary or {}
     papermill_meta = (run.nb.metadata.get("papermill", {}) if run.nb is not None else {})
     params = redactor.data(run.parameters)
@@ -117,6 +117,7 @@ def receipt_metadata(run: NotebookRun, *, run_id: str, target: Target, pool: Ker
         "proxy_state": proxy_state(summary),
         "target_evidence": target.evidence,
         "endpoint": summary.get("endpoint") or target.endpoint,
+        "endpoint_origin": endpoint_origin,
         "target_warnings": [w for w in [plain_http_warning(summary.get("endpoint") or target.endpoint)] if w],
         "model": summary.get("model") or (run.parameters.get("config") or {}).get("model"),
         "hermes_nb_version": __version__,

@@ -150,7 +150,7 @@ def _run(kernels: SmokeKernels, target: Target, config: HermesProxyRuntimeConfig
     cancelled_by: str | None = None
     stopped = {"by": "SIGINT"}  # the signal's name, set before the kernels are killed (the workers read it)
     for name in names:
-        params: dict[str, Any] = ({"target": target.to_parameter(), "config": config.to_document()}
+        params: dict[str, Any] = ({"target": target.to_parameter(), "config": config.to_parameter()}
                                   if name in JOB_SPECS else {"endpoint": target.endpoint, "model": config.model})
         if name == E2E_SMOKE:
             (work / "e2e-root").mkdir()
@@ -166,7 +166,7 @@ def _run(kernels: SmokeKernels, target: Target, config: HermesProxyRuntimeConfig
             run.verdict, run.reason = "cancelled", f"cancelled by {stopped['by']} while it ran"
         artifacts = artifact_sources(run)
         meta = receipt_metadata(run, run_id=run_id, target=target, pool=pool, timeout_s=timeout_s,
-                                redactor=redactor)
+                                redactor=redactor, endpoint_origin=config.origin("endpoint"))
         nb = run.nb if run.nb is not None else _empty_notebook(run.template)
         if "papermill" in nb.metadata:
             nb.metadata["papermill"]["exception"] = run.verdict != "passed"

@@ -102,4 +102,4 @@ def test_add_accepts_uh_runtime_argument(capsys: pytest.CaptureFixture[str], tmp
     assert main(["adapter", "add", "hermes-proxy", "--root", str(tmp_path)]) == 0  # UH: adapter add <runtime>
     assert manifest(tmp_path).is_file()
     assert main(["adapter", "add", "claude-code", "--root", str(tmp_path / "x")]) == 2
-    assert "unknown runtime 'claude-code'" in capsys.readouterr().err
+    assert "RUNTIME: must be 'hermes-proxy'" in capsys.readouterr().err

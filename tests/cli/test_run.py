@@ -195,8 +195,8 @@ BAD_INPUT = [
     (["--prompt", "x", "--endpoint", "not a url"], "endpoint"),
     (["--prompt", "x", "--endpoint", "ftp://h/v1"], "http or https"),
     (["--prompt", "x", "--run-id", "../up"], "invalid run id"),
-    (["--prompt", "x", "MISSION-PLACEHOLDER"], "exactly one of MISSION, --prompt"),
-    ([], "exactly one of MISSION, --prompt"),
+    (["--prompt", "x", "MISSION-PLACEHOLDER"], "exactly one"),
+    ([], "exactly one"),
 ]
 
 
@@ -451,8 +451,8 @@ def test_prompt_from_stdin_runs_for_real_in_a_subprocess(tmp_path: Path, emu: An
 @pytest.mark.parametrize(("args", "message"), [
     (["--prompt-file", "/nonexistent/prompt.txt"], "prompt file not found"),
     (["--prompt-file", "."], "is a directory"),
-    (["--prompt", "hi", "--prompt-file", "x.txt"], "exactly one of"),
-    (["mission.yaml", "--prompt", "-"], "exactly one of"),
+    (["--prompt", "hi", "--prompt-file", "x.txt"], "exactly one"),
+    (["mission.yaml", "--prompt", "-"], "exactly one"),
 ])
 def test_prompt_file_errors_are_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str],
                                        message: str) -> None:

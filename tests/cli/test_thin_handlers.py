@@ -14,34 +14,34 @@ import pytest
 import hermes_nb
 from hermes_nb import SmokeOutcome
 from hermes_nb.cli import main
-from hermes_nb.nbrun import jobs
+from hermes_nb.cli.commands import smoke as smoke_cmd
+from hermes_nb.nbrun.jobs import SmokeSpec
 
 
 def test_the_smoke_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path) -> None:
-    seen: list[dict[str, Any]] = []
+    seen: list[tuple[SmokeSpec, dict[str, Any]]] = []
     report = {"verdict": "blocked", "exit_code": 0, "blocked_exit": 0, "target_kind": "rig", "ci_run_url": None}
 
-    def fake(**kwargs: Any) -> SmokeOutcome:
-        seen.append(kwargs)
+    def fake(spec: SmokeSpec, **kwargs: Any) -> SmokeOutcome:
+        seen.append((spec, kwargs))
         return SmokeOutcome(report, None, {"junit_xml": "j.xml"}, ["a warning"], "the rig did not start")
 
-    monkeypatch.setattr(jobs, "smoke", fake)
+    monkeypatch.setattr(smoke_cmd, "smoke", fake)
     code = main(["smoke", "--rig", "stale", "--hermes-version", "0.19.0", "--out", str(tmp_path), "--only",
-                 "adapter_check", "--timeout", "9", "--no-html", "--junit-xml", "j.xml", "--summary-md", "s.md",
+                 "adapter_check", "--cell-timeout-s", "9", "--no-html", "--junit-xml", "j.xml", "--summary-md", "s.md",
                  "--blocked-exit", "0", "--json"])
     assert code == 0
-    [kwargs] = seen
-    assert kwargs == {"endpoint": None, "rig": "stale", "provider": None, "hermes_version": "0.19.0", "upstream": None,
-                      "model": None,
-                      "out": str(tmp_path), "only": ["adapter_check"], "timeout_s": 9.0, "html": False,
-                      "junit_xml": "j.xml", "summary_md": "s.md", "blocked_exit": 0, "progress": None}
+    [(spec, kwargs)] = seen
+    assert spec == SmokeSpec(rig="stale", hermes_version="0.19.0", out=str(tmp_path), only=["adapter_check"],
+                             cell_timeout_s=9.0, html=False, junit_xml="j.xml", summary_md="s.md", blocked_exit=0)
+    assert kwargs == {"progress": None}
     doc = json.loads(capsys.readouterr().out)
     assert doc == {"error": "the rig did not start", "verdict": "blocked", "target_kind": "rig", "exit_code": 0,
                    "blocked_exit": 0, "ci_run_url": None, "warnings": ["a warning"], "junit_xml": "j.xml"}
 
 
 def test_the_matrix_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    import hermes_nb.nbrun.matrix as matrix_mod
+    from hermes_nb.cli.commands import matrix as matrix_cmd
 
     seen: list[tuple[Any, dict[str, Any]]] = []
 
@@ -52,7 +52,7 @@ def test_the_matrix_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch,
         seen.append((versions, kwargs))
         return Result(), {"versions": [], "changes": [], "warnings": [], "exit_code": 0, "verdict": "blocked"}
 
-    monkeypatch.setattr(matrix_mod, "matrix", fake)
+    monkeypatch.setattr(matrix_cmd, "matrix", fake)
     assert main(["matrix", "--versions", "0.18.2,0.19.0", "--state", "stale", "--junit-xml", "m.xml",
                  "--summary-md", "m.md", "--blocked-exit", "0", "--no-install", "--json"]) == 0
     [(versions, kwargs)] = seen
@@ -67,13 +67,11 @@ def test_matrix_help_shows_the_ci_flags(capsys) -> None:
     assert "--junit-xml" in text and "--summary-md" in text and "--blocked-exit" in text
 
 
-def test_the_cli_defaults_are_the_librarys() -> None:
-    from hermes_nb.cli.commands import matrix as matrix_cmd
-    from hermes_nb.cli.commands import smoke as smoke_cmd
-    from hermes_nb.nbrun.matrix import DEFAULT_VERSIONS
-
-    assert smoke_cmd.DEFAULT_TIMEOUT_S == jobs.DEFAULT_TIMEOUT_S
-    assert ",".join(DEFAULT_VERSIONS) == matrix_cmd.DEFAULT_VERSIONS
+def test_the_cli_and_the_library_share_one_declaration_of_each_default(capsys) -> None:
+    """The flag's default in --help is the spec's, and the library call without it gets the same value."""
+    assert main(["smoke", "--help"]) == 0
+    assert f"(default: {SmokeSpec.model_fields['cell_timeout_s'].default:g})" in " ".join(capsys.readouterr().out.split())
+    assert SmokeSpec.build().cell_timeout_s == SmokeSpec.model_fields["cell_timeout_s"].default
 
 
 def test_a_script_gets_the_same_smoke(tmp_path: Path) -> None:
@@ -93,5 +91,5 @@ def test_library_errors_are_not_worded_as_flags(tmp_path: Path) -> None:
         hermes_nb.smoke(hermes_version="0.19.0", environ={}, handle_signals=False)
     assert "--" not in str(info.value)
     with pytest.raises(UsageError) as info:
-        hermes_nb.smoke(timeout_s=0, environ={}, handle_signals=False)
+        hermes_nb.smoke(cell_timeout_s=0, environ={}, handle_signals=False)
     assert "--" not in str(info.value)

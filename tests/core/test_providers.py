@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import ConfigError, HermesProxyRuntimeConfig, check, resolve_runtime_config
+from hermes_nb import CheckResult, ConfigError, HermesProxyRuntimeConfig, check, kit, resolve_runtime_config
 from hermes_nb.cli import main
 from hermes_nb.core.config import validate_config
 from hermes_nb.core.providers import (
@@ -31,7 +31,7 @@ from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.content import DEFAULT_MODELS
 from hermes_nb.proxy.check import resolve_model
 from hermes_nb.target import allowed_paths_of, detect_provider
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_smoke_on
 
 XAI_STALE = ("No available xAI OAuth credentials found. Run `hermes auth reset xai-oauth` or re-authenticate with "
              "`hermes auth add xai-oauth --type oauth`.")
@@ -214,16 +214,14 @@ def test_check_without_a_model_names_the_listed_models_and_suggests_one() -> Non
 
 def test_e2e_and_adapter_check_agree_on_the_resolved_model(tmp_path: Path) -> None:
     """Before: the e2e notebook passed with nous' default on an xai proxy while check refused it."""
-    from hermes_nb import SmokeTarget
-    from hermes_nb.nbrun.smoke import run_smoke
 
     with serve_emulator(provider="xai", models=list(DEFAULT_MODELS)) as xai:
-        result = run_smoke(SmokeTarget("live", xai.endpoint, None), out_dir=tmp_path, html=False,
+        result = run_smoke_on(endpoint=xai.endpoint, out_dir=tmp_path, html=False,
                            only=["adapter_check", "e2e_smoke"])
         sent = [r for r in xai.requests if r.path.endswith("/chat/completions")]
-        chosen = run_smoke(SmokeTarget("live", xai.endpoint, "nousresearch/hermes-4-70b"), out_dir=tmp_path,
+        chosen = run_smoke_on(endpoint=xai.endpoint, model="nousresearch/hermes-4-70b", out_dir=tmp_path,
                            html=False, only=["adapter_check", "e2e_smoke"])
-        unlisted = run_smoke(SmokeTarget("live", xai.endpoint, "grok-unlisted-9"), out_dir=tmp_path,
+        unlisted = run_smoke_on(endpoint=xai.endpoint, model="grok-unlisted-9", out_dir=tmp_path,
                              html=False, only=["adapter_check", "e2e_smoke"])
         sent_unlisted = [r for r in xai.requests if r.path.endswith("/chat/completions")
                          and (r.json or {}).get("model") == "grok-unlisted-9"]
@@ -243,10 +241,14 @@ def test_e2e_and_adapter_check_agree_on_the_resolved_model(tmp_path: Path) -> No
 
 def test_an_unlisted_model_is_held_back_whoever_chose_it() -> None:
     """check and e2e agree on an unlisted model: configured or the provider's default, it is not sent."""
-    from hermes_nb.kit import model_preflight
-
     with serve_emulator(provider="xai") as xai:
-        chosen = model_preflight(resolve_runtime_config(environ={}, endpoint=xai.endpoint, model="grok-4.5"))
-        default = model_preflight(resolve_runtime_config(environ={}, endpoint=xai.endpoint))
-    assert not chosen.runnable and chosen.check.state == "misconfigured" and chosen.config.model == "grok-4.5"
-    assert default.runnable and default.config.model == "grok-4.3" and default.config.provider == "xai"
+        chosen = kit.open_job("e2e_smoke", endpoint=xai.endpoint, model="grok-4.5", environ={})
+        held = chosen.run()
+        default = kit.open_job("e2e_smoke", endpoint=xai.endpoint, environ={})
+        ran = default.run()
+        sent = [r.json["model"] for r in xai.requests if r.path.endswith("/chat/completions")]
+    assert isinstance(held, CheckResult) and held.state == "misconfigured" and held.model == "grok-4.5"
+    assert ran.status == "passed" and sent == ["grok-4.3"]  # the default of the provider the proxy fronts
+    chosen.close()
+    default.close()
+

@@ -69,10 +69,12 @@ def test_only_scenario_ok() -> None:
 
 
 def test_it_is_still_recognised_as_hermes_nb_emulator(minimal: object) -> None:
-    from hermes_nb.proxy.identity import detect_emulator
+    from hermes_nb.core.resolve import resolve_runtime_config
+    from hermes_nb.target import identify
 
     # a "live" receipt must never come from our own emulator, whichever profile
-    assert detect_emulator(str(minimal)) is not None
+    target = identify(resolve_runtime_config(environ={}, endpoint=str(minimal)), ask_emulator=True)
+    assert target.kind == "emulator" and target.evidence is not None
 
 
 def test_cli_refuses_other_scenarios_for_minimal(capsys: pytest.CaptureFixture[str]) -> None:

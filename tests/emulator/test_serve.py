@@ -113,10 +113,11 @@ def test_fixture_default_and_factory(hermes_emulator: EmulatorHandle,
     assert other.port != hermes_emulator.port and other.running
 
 
-def test_testing_module_imports_without_aiohttp() -> None:
-    code = "import sys, hermes_nb.testing, hermes_nb.emulator as e; print('aiohttp' in sys.modules, e.SCENARIOS[0])"
+def test_the_pytest_plugin_imports_without_aiohttp() -> None:
+    """The plugin loads in every pytest run of an environment that has hermes-nb: it starts and imports nothing."""
+    code = "import sys, hermes_nb.testing; print('aiohttp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "ok"]
+    assert out.stdout.split() == ["False"]
 
 
 # --------------------------------------------------------------------------- CLI
@@ -176,10 +177,10 @@ def test_cli_json_prints_one_object() -> None:
 @pytest.mark.parametrize("argv,needle", [
     (["--host", "0.0.0.0"], "loopback only"),
     (["--host", "192.168.1.5"], "loopback only"),
-    (["--port", "70000"], "0..65535"),
+    (["--port", "70000"], "65535"),
     (["--models", " , "], "at least one model"),
-    (["--scenario", "nope"], "invalid choice"),
-    (["--profile", "upstream", "--scenario", "upstream-timeout"], "fault of the proxy"),
+    (["--scenario", "nope"], "unknown emulator scenario"),
+    (["--profile", "upstream", "--scenario", "upstream-timeout"], "need a proxy profile"),
 ])
 def test_cli_usage_errors_exit_2(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["emulator", *argv]) == 2

@@ -54,7 +54,7 @@ def test_a_mission_sends_the_same_request_from_every_face(tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     mission = tmp_path / "mission.yaml"
     mission.write_text(MISSION)
-    for face in ("cli", "lib", "nb"):
+    for face in ("cli", "lib", "kit", "nb"):
         (tmp_path / face).mkdir()
     with serve_emulator(models=LISTED) as emu:
         cli = _cli(emu, [str(mission), "--root", str(tmp_path / "cli")], capsys)
@@ -63,9 +63,9 @@ def test_a_mission_sends_the_same_request_from_every_face(tmp_path: Path,
         run_mission(mission, root=tmp_path / "lib", endpoint=emu.endpoint, handle_signals=False)
         from_library = _chat_requests(emu)
 
-        job = kit.prepare_job(str(mission), None, endpoint=emu.endpoint)
-        with kit.start_target(job.config) as target:
-            kit.run_job(job, target)
+        job = kit.open_job("e2e_smoke", mission=str(mission), endpoint=emu.endpoint, root=str(tmp_path / "kit"))
+        job.run()
+        job.close()
         from_kit = _chat_requests(emu)
 
         _notebook(tmp_path, mission=str(mission), endpoint=emu.endpoint, root=str(tmp_path / "nb"))
@@ -111,7 +111,7 @@ def test_a_prompt_sends_the_same_request_from_every_face(tmp_path: Path, capsys:
 def test_hermes_nb_model_reaches_the_probe(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_NB_MODEL", "env-model-probe")
     with serve_emulator() as emu:
-        main(["probe", "--endpoint", emu.endpoint, "--deadline", "20", "--json"])
+        main(["probe", "--endpoint", emu.endpoint, "--budget-s", "20", "--json"])
         bodies = [r.json for r in emu.requests if isinstance(r.json, dict) and "model" in r.json]
     capsys.readouterr()
     assert bodies and {body["model"] for body in bodies} == {"env-model-probe"}

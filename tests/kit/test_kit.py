@@ -7,76 +7,60 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import CheckResult, ConfigError, NotebookFailed, WireReport, kit
+from hermes_nb import CheckResult, NotebookFailed, WireReport, kit, resolve_runtime_config
 from hermes_nb.core.manifest import manifest_template, save_manifest
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.proxy.report import Drift
 from hermes_nb.receipts import verdict
+from hermes_nb.target import Target
 
 CANARY = "sk-canary-nbkit-0123456789"
 
 
-def test_runtime_config_reads_the_token_from_env_only() -> None:
-    config = kit.runtime_config("http://127.0.0.1:1/v1", "m", environ={"HERMES_NB_AUTH_TOKEN": CANARY},
-                                  request_timeout_s=2.5)
-    assert config.auth_token.get_secret_value() == CANARY and config.request_timeout_ms == 2500
-    assert CANARY not in repr(config) and CANARY not in str(config.to_document())
-    assert kit.runtime_config("http://127.0.0.1:1/v1", "m", environ={}).auth_token.get_secret_value() == "hermes-proxy"
-    with pytest.raises(ConfigError):
-        kit.runtime_config("http://127.0.0.1:1/v1", "m", request_timeout_s=0, environ={})
-
-
-def test_runtime_config_uses_a_manifest_as_the_base(tmp_path: Path) -> None:
-    path = save_manifest(manifest_template(), tmp_path / "hermes-proxy.yaml")
-    config = kit.runtime_config("http://127.0.0.1:2/v1", "other", manifest=str(path), environ={})
-    assert config.provider == "nous" and config.endpoint == "http://127.0.0.1:2/v1" and config.model == "other"
-
-
-def test_given_target_starts_nothing_and_cleans_its_temp_dirs() -> None:
-    config = kit.runtime_config("http://127.0.0.1:9/v1/", environ={})
-    target = kit.start_target(config)
-    assert target.kind == "given" and target.endpoint == "http://127.0.0.1:9/v1" and target.hermes_bin is None
-    assert target.config is config and target.point(config) is config
-    tmp = Path(target.temp_dir())
-    assert tmp.is_dir()
-    target.close()
-    assert not tmp.exists()
-
-
-def test_an_emulator_handed_in_is_the_target_and_is_left_to_its_owner() -> None:
-    """``emulator=``: the smoke's runner started the notebook's emulator; the kernel uses it and starts none."""
-    import httpx
-
-    from hermes_nb.emulator import serve_emulator
-
-    config = kit.runtime_config(None, "m", environ={})
+def test_a_job_reads_the_token_from_the_environment_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_NB_AUTH_TOKEN", CANARY)
     with serve_emulator() as emu:
-        target = kit.start_target(config, scenario="ok", emulator=emu.endpoint + "/")
-        assert (target.kind, target.endpoint, target.origin) == ("emulator", emu.endpoint, "emulator")
-        assert target.handle is None and target.hermes_bin is False  # an emulator receipt never asks the local hermes
-        assert target.config.endpoint == emu.endpoint and target.config.origin("endpoint") == "emulator"
-        target.close()
-        assert httpx.get(emu.endpoint + "/models", timeout=5).status_code == 200  # still its owner's
-    # a configured endpoint still wins: the emulator parameter is only for "no endpoint anywhere"
-    given = kit.start_target(kit.runtime_config("http://127.0.0.1:9/v1", "m", environ={}),
-                             emulator="http://127.0.0.1:8/v1")
-    assert (given.kind, given.endpoint) == ("given", "http://127.0.0.1:9/v1")
-    with pytest.raises(ConfigError, match="emulator"):
-        kit.start_target(config, emulator="not a url")
+        job = kit.open_job("adapter_check", endpoint=emu.endpoint, model="m")
+        assert job.config.auth_token.get_secret_value() == CANARY
+        assert CANARY not in repr(job) and CANARY not in job._repr_text_() and CANARY not in job._repr_html_()
+        runner = kit.open_job("adapter_check", target=job.target.to_parameter(), config=job.config.to_document())
+        assert runner.config.auth_token.get_secret_value() == CANARY  # the masked document, made whole in the kernel
+        assert CANARY not in str(job.config.to_document())
+        job.close()
+        runner.close()
 
 
-def test_emulator_target_serves_until_closed() -> None:
+def test_a_job_uses_a_manifest_as_the_base(tmp_path: Path) -> None:
+    path = save_manifest(manifest_template(), tmp_path / "hermes-proxy.yaml")
+    with serve_emulator() as emu:
+        job = kit.open_job("adapter_check", endpoint=emu.endpoint, model="other", manifest=str(path), environ={})
+        assert (job.config.provider, job.config.endpoint, job.config.model) == ("nous", emu.endpoint, "other")
+        assert job.target.kind == "live" and job.target.provider == "nous"  # identified, not assumed
+        job.close()
+
+
+def test_the_runners_target_and_config_are_taken_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Handed a target, the kernel asks the endpoint nothing: the identity step happened once, in the runner."""
+    asked: list[str] = []
+    monkeypatch.setattr("hermes_nb.kit.job.establish", lambda *a, **k: asked.append("establish"))
+    target = Target(endpoint="http://127.0.0.1:9/v1", kind="rig", provider="xai", release="0.22.2.post1",
+                    release_source="rig: /x/hermes")
+    config = {"endpoint": "http://127.0.0.1:9/v1", "model": "grok-4.3", "provider": "xai", "auth_token": "**********"}
+    job = kit.open_job("adapter_check", target=target.to_parameter(), config=config, environ={})
+    assert asked == [] and job.target == target and job.config.model == "grok-4.3"
+    assert job.config.auth_token.get_secret_value() == "hermes-proxy"  # a masked token is never sent as the bearer
+
+
+def test_no_endpoint_anywhere_is_an_embedded_emulator_stopped_with_the_job() -> None:
     import httpx
 
-    config = kit.runtime_config(None, "m", environ={})
-    with kit.start_target(config, scenario="ok") as target:
-        assert target.kind == "emulator" and target.hermes_bin is False
-        # the one resolution, aimed at the emulator: nothing else changes
-        assert target.config.endpoint == target.endpoint != config.endpoint
-        assert target.config.origin("endpoint") == "emulator" and target.config.origin("model") == "argument"
-        assert target.config.model_dump(exclude={"endpoint"}) == config.model_dump(exclude={"endpoint"})
-        assert httpx.get(target.endpoint + "/models", timeout=5).status_code == 200
+    job = kit.open_job("adapter_check", model="m", environ={})
+    assert job.target.kind == "emulator" and job.config.endpoint == job.target.endpoint
+    assert job.config.origin("endpoint") == "emulator" and job.config.origin("model") == "argument"
+    assert httpx.get(job.target.endpoint + "/models", timeout=5).status_code == 200
+    job.close()
     with pytest.raises(httpx.ConnectError):
-        httpx.get(target.endpoint + "/models", timeout=2)
+        httpx.get(job.target.endpoint + "/models", timeout=2)
 
 
 def test_artifact_digests_only_existing(tmp_path: Path) -> None:
@@ -93,13 +77,13 @@ def test_verdict_summary_validates_and_redacts() -> None:
     assert CANARY not in str(s) and s["schema"] == verdict.VERDICT_SCHEMA
 
 
-def _target(kind: str = "emulator") -> kit.Target:
-    return kit.Target(endpoint="http://127.0.0.1:5/v1", kind=kind)  # type: ignore[arg-type]
+def _target(kind: str = "emulator") -> Target:
+    return Target(endpoint="http://127.0.0.1:5/v1", kind=kind)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("state, verdict", [
-    ("ready", "passed"), ("locked", "blocked"), ("unreachable", "blocked"), ("misconfigured", "failed"),
-    ("error", "failed"),
+    ("ready", "passed"), ("locked", "blocked"), ("unreachable", "blocked"), ("slow", "blocked"),
+    ("not_local", "blocked"), ("misconfigured", "failed"), ("error", "failed"),
 ])
 def test_check_summary_maps_states(state: str, verdict: str) -> None:
     result = CheckResult(available=state == "ready", state=state, model="m",
@@ -108,15 +92,19 @@ def test_check_summary_maps_states(state: str, verdict: str) -> None:
     assert summary["verdict"] == verdict and summary["reason"] == state
 
 
-def test_wire_summary_drift_unreachable_passed() -> None:
+def test_wire_summary_drift_unreachable_guarded_passed() -> None:
     ok = WireReport(endpoint="x", state="live", reachable=True)
-    assert kit.wire_summary(ok, [], target=_target(), model="m", contract="c")["verdict"] == "passed"
-    drift = kit.wire_summary(ok, [Drift(field="state", expected="live", observed="stale")], target=_target(),
-                               model="m", contract="c")
+    assert kit.wire_summary(ok, target=_target(), model="m", contract="c")["verdict"] == "passed"
+    drifted = WireReport(endpoint="x", state="live", reachable=True,
+                         drift=[Drift(field="state", expected="live", observed="stale")])
+    drift = kit.wire_summary(drifted, target=_target(), model="m", contract="c")
     assert drift["verdict"] == "failed" and "state: live → stale" in drift["errors"][0]
-    down = kit.wire_summary(WireReport(endpoint="x", state="unreachable"), [], target=_target(), model="m",
-                              contract="c")
-    assert down["verdict"] == "blocked" and "unreachable" in down["errors"][0]
+    down = kit.wire_summary(WireReport(endpoint="x", state="unreachable", action="start it"), target=_target(),
+                            model="m", contract="c")
+    assert down["verdict"] == "blocked" and down["reason"] == "unreachable" and down["details"]["hint"] == "start it"
+    guarded = kit.wire_summary(WireReport(endpoint="x", state="not_local", reachable=True, action="use 127.0.0.1"),
+                               target=_target(), model="m", contract="c")
+    assert (guarded["verdict"], guarded["reason"], guarded["details"]["drift"]) == ("blocked", "not_local", [])
 
 
 @dataclass
@@ -133,34 +121,34 @@ class _Run:
                                              ("cancelled", "failed")])
 def test_run_summary_takes_the_runtime_status_and_artifacts(tmp_path: Path, status: str, verdict: str) -> None:
     (tmp_path / "runtime-result.yaml").write_text("status: x\n")
-    config = kit.runtime_config("http://127.0.0.1:5/v1", "m", environ={"HERMES_NB_AUTH_TOKEN": CANARY})
+    config = resolve_runtime_config(endpoint="http://127.0.0.1:5/v1", model="m",
+                                    environ={"HERMES_NB_AUTH_TOKEN": CANARY})
     summary = kit.run_summary(_Run({"status": status, "errors": [f"leak {CANARY}"]}, tmp_path),
                                 target=_target(), config=config)
     assert summary["verdict"] == verdict and list(summary["artifacts"]) == ["runtime-result.yaml"]
     assert summary["run_dir"] == str(tmp_path) and CANARY not in str(summary)
 
 
-def test_prepare_job_adhoc_or_mission_file(tmp_path: Path) -> None:
-    job = kit.prepare_job(None, "hello", environ={})
-    assert job.mission.id == "adhoc" and job.root is None and job.config.origin("endpoint") == "default"
-    with pytest.raises(ConfigError):
-        kit.prepare_job(str(tmp_path / "missing.yaml"), "x", environ={})
-    path = tmp_path / "m.yaml"
-    path.write_text("schema_version: uh.mission.v0\nid: m1\ntitle: t\nobjective: o\nworkflow_profile: w\n"
-                    "runtime_config_overrides: {model: mission-model, request_timeout_ms: 4000}\n")
-    job = kit.prepare_job(str(path), "ignored", model=None, request_timeout_s=2.0, environ={})
-    # the mission's overrides are a layer; the notebook's arguments win over them
-    assert (job.mission.id, job.config.model, job.config.request_timeout_ms) == ("m1", "mission-model", 2000)
-    assert any("workflow 'w' not looked up" in w for w in job.warnings)
-
-
-def test_run_job_runs_under_a_temporary_root_the_target_removes() -> None:
-    job = kit.prepare_job(None, "hello", environ={})
-    with kit.start_target(job.config) as target:
-        result = kit.run_job(job, target)
-        assert result.status == "passed" and result.run_dir.is_dir()
-        assert result.plan.endpoint == target.endpoint
+def test_a_run_job_runs_under_a_temporary_root_the_job_removes() -> None:
+    job = kit.open_job("e2e_smoke", prompt="hello", environ={})
+    result = job.run()
+    assert result.status == "passed" and result.run_dir.is_dir() and result.plan.endpoint == job.target.endpoint
+    job.close()
     assert not result.run_dir.exists()
+
+
+def test_a_mission_s_overrides_are_a_layer_under_the_notebook_s_options(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text("schema_version: uh.mission.v0\nid: m1\ntitle: t\nobjective: o\n"
+                    "runtime_config_overrides: {model: mission-model, temperature: 0.5}\n")
+    with serve_emulator(models=["mission-model", "flag-model"]) as emu:
+        job = kit.open_job("e2e_smoke", mission=str(path), endpoint=emu.endpoint, root=str(tmp_path), environ={})
+        sent = job.run()
+        flagged = kit.open_job("e2e_smoke", mission=str(path), endpoint=emu.endpoint, model="flag-model",
+                               root=str(tmp_path), environ={}).run()
+        bodies = [r.json for r in emu.requests if r.path.endswith("/chat/completions")]
+    assert sent.status == flagged.status == "passed"
+    assert [(b["model"], b["temperature"]) for b in bodies] == [("mission-model", 0.5), ("flag-model", 0.5)]
 
 
 def test_record_verdict_displays_then_raises_unless_passed(monkeypatch) -> None:

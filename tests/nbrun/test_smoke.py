@@ -291,7 +291,6 @@ def test_the_runner_starts_a_notebooks_emulator_only_where_the_notebook_would(tm
     known before it listens); a given endpoint or emulator, a template without the parameter, or a scenario the
     emulator refuses (the kernel then raises the emulator's own error) gets none."""
     import httpx
-
     from hermes_nb.nbrun.emulators import notebook_emulator
 
     declared = _emulator_template(tmp_path, 'endpoint = None\nprofile = "upstream"\nscenario = "ok"\nemulator = None')
@@ -395,9 +394,9 @@ def test_detect_emulator_on_every_profile(profile: str) -> None:
 
 def test_detect_emulator_is_none_for_a_real_upstream_or_nothing_listening() -> None:
     import httpx
+    from hermes_nb.proxy.identity import PROBE_SCENARIO, detect_emulator
 
     from hermes_nb.emulator import SCENARIO_HEADER
-    from hermes_nb.proxy.identity import PROBE_SCENARIO, detect_emulator
 
     seen: list[httpx.Request] = []
 
@@ -490,6 +489,7 @@ def test_importing_the_runner_is_light_so_kernels_start_first() -> None:
 def test_detect_emulator_through_the_real_proxy(monkeypatch) -> None:
     """The real proxy forwards the scenario header to its upstream: a rig behind --endpoint is no live proxy."""
     from hermes_nb.proxy.identity import detect_emulator
+
     from hermes_nb.proxy.rig import real_proxy
 
     monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))

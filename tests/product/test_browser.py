@@ -30,7 +30,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.helpers import BROWSER_MARKS, BVENV, ROOT, drive, free_port
+from tests.helpers import BROWSER_MARKS, BVENV, ROOT, drive, free_port, run_smoke_on
 
 #: read at import: the suite's autouse fixture clears HERMES_* variables before each test
 UPDATE_SCREENSHOTS = os.environ.get("HERMES_NB_UPDATE_SCREENSHOTS") == "1"
@@ -280,10 +280,8 @@ def _measured_pages(seen: dict) -> None:
 
 
 def test_receipt_and_run_index_in_the_browser(tmp_path: Path) -> None:
-    from hermes_nb import SmokeTarget
-    from hermes_nb.nbrun.smoke import run_smoke
 
-    result = run_smoke(SmokeTarget(), out_dir=tmp_path / "receipts")
+    result = run_smoke_on(tmp_path / "receipts")
     assert result.verdict == "passed"
     e2e = next(r for r in result.runs if r.name == "e2e_smoke")
     shots = {"receipt": str(tmp_path / "receipt.png"), "index": str(tmp_path / "receipt-index.png"),
@@ -310,10 +308,8 @@ def test_receipt_and_run_index_in_the_browser(tmp_path: Path) -> None:
 
 def test_index_html_links_work_from_jupyterlabs_file_browser(jupyterlab: dict, tmp_path: Path) -> None:
     """Issue 19 §13: opened inside JupyterLab, index.html's links gave 403 "Blocking request from unknown origin"."""
-    from hermes_nb import SmokeTarget
-    from hermes_nb.nbrun.smoke import run_smoke
 
-    result = run_smoke(SmokeTarget(), out_dir=jupyterlab["root"] / "receipts", only=["adapter_check"])
+    result = run_smoke_on(jupyterlab["root"] / "receipts", only=["adapter_check"])
     assert result.verdict == "passed"
     seen = drive(_lab(jupyterlab, "index_in_lab", "receipts/index.html"), tmp_path)
     assert "403" not in seen["followed_text"] and "Blocking request" not in seen["followed_text"], seen

@@ -82,8 +82,9 @@ def test_run_and_dry_run_warn_in_their_documents(tmp_path: Path, capsys: pytest.
 
 def test_the_smoke_receipt_and_output_warn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    import hermes_nb.nbrun.smoke as smoke_mod
     import hermes_nb.nbrun.smoke_target as target_mod
+
+    import hermes_nb.nbrun.smoke as smoke_mod
     from hermes_nb import SmokeTarget
     from hermes_nb.cli.app import main
     from hermes_nb.core.redaction import Redactor

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from hermes_nb.proxy.identity import hermes_agent_version
 
 from hermes_nb import HermesProxyRuntimeConfig, RigError, check
 from hermes_nb.cli import main
@@ -21,7 +22,6 @@ from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.server import _ServerThread
 from hermes_nb.proxy import executable
 from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
-from hermes_nb.proxy.identity import hermes_agent_version
 from hermes_nb.proxy.rig import real_proxy
 from tests.helpers import ROOT
 

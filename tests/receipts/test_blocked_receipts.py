@@ -23,7 +23,7 @@ def stale_smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
 
     out = tmp_path_factory.mktemp("receipts")
     with serve_emulator(scenario="auth-stale") as emu:
-        outcome = smoke(endpoint=emu.endpoint, out=out, only=["e2e_smoke", "adapter_check"], timeout_s=60,
+        outcome = smoke(endpoint=emu.endpoint, out=out, only=["e2e_smoke", "adapter_check"], cell_timeout_s=60,
                         environ={}, handle_signals=False)
     return out, outcome.to_dict()
 

@@ -17,6 +17,7 @@ from hermes_nb.receipts.render import render_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 from hermes_nb.views.htmlkit import badge
 from hermes_nb.views.timeline import StreamTimeline
+from tests.helpers import run_smoke_on
 
 CANARY = "sk-canary-pages-0123456789"
 
@@ -84,10 +85,8 @@ def test_index_html_is_scanned_before_it_is_written(tmp_path: Path) -> None:
 
 
 def test_a_smoke_run_writes_receipts_with_timelines_and_the_index_page(tmp_path: Path) -> None:
-    from hermes_nb import SmokeTarget
-    from hermes_nb.nbrun.smoke import run_smoke
 
-    result = run_smoke(SmokeTarget(), out_dir=tmp_path)
+    result = run_smoke_on(tmp_path)
     assert result.verdict == "passed"
     pages = {r.name: r.receipt_path.with_suffix(".html").read_text() for r in result.runs}
     for name in ("e2e_smoke", "wire_format_spike"):

@@ -15,6 +15,7 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import append_index, index_entry
 from hermes_nb.receipts.promote import RECORDS_HEADING, PromotionRefused, check_receipt, promote
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
+from tests.helpers import run_smoke_on
 
 CANARY = "sk-canary-promote-0123456789"
 
@@ -173,9 +174,8 @@ def test_the_success_path_end_to_end_a_smoke_receipt_against_a_non_emulator_endp
     import threading
     from http.server import ThreadingHTTPServer
 
-    from hermes_nb import SmokeTarget, verify_receipts
+    from hermes_nb import verify_receipts
     from hermes_nb.emulator import serve_emulator
-    from hermes_nb.nbrun.smoke import run_smoke
 
     with serve_emulator() as emu:
         handler = type("Relay", (_Relay,), {"upstream": emu.base_url})
@@ -184,7 +184,7 @@ def test_the_success_path_end_to_end_a_smoke_receipt_against_a_non_emulator_endp
         thread.start()
         try:
             endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1"
-            result = run_smoke(SmokeTarget("live", endpoint), out_dir=tmp_path / "live", only=["e2e_smoke"],
+            result = run_smoke_on(endpoint=endpoint, out_dir=tmp_path / "live", only=["e2e_smoke"],
                                html=False)
         finally:
             server.shutdown()

@@ -122,11 +122,14 @@ def test_smoke_summary_displays_each_notebook_verdict(tmp_path: Path) -> None:
                         duration_s=1.25),
             NotebookRun(name="e2e_smoke", template=tmp_path, parameters={}, verdict="blocked", reason="auth",
                         duration_s=2.5)]
-    result = SmokeResult("blocked", "20260101T000000Z-abcdef", tmp_path, runs, 3.0)
+    from hermes_nb.target import Target
+
+    result = SmokeResult("blocked", "20260101T000000Z-abcdef", tmp_path, runs, 3.0,
+                         Target(endpoint="http://127.0.0.1:1/v1", kind="emulator"))
     data = _formats(result)
     assert badge("blocked") in data["text/html"] and "1.250 s" in data["text/html"]
-    assert data["text/plain"] == ("SmokeResult(blocked, run 20260101T000000Z-abcdef, target emulator None, 3.000 s: "
-                                  "adapter_check passed, e2e_smoke blocked)")
+    assert data["text/plain"] == ("SmokeResult(blocked, run 20260101T000000Z-abcdef, target emulator "
+                                  "http://127.0.0.1:1/v1, 3.000 s: adapter_check passed, e2e_smoke blocked)")
 
 
 def test_timeline_marks_idle_gaps_and_a_stop() -> None:
