@@ -29,7 +29,6 @@ from typing import Any, Literal
 import httpx
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.errors import HermesError
 from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import provider_by_allowed_paths, provider_by_display_name
 from hermes_nb.emulator import serve_emulator
@@ -37,7 +36,7 @@ from hermes_nb.emulator.scenarios import SCENARIO_HEADER
 from hermes_nb.wire.client import HermesClient
 
 __all__ = ["Target", "TargetKind", "ProviderFacts", "identify", "establish", "embedded_target", "detect_provider",
-           "allowed_paths_of", "emulator_evidence", "release_of", "PROBE_SCENARIO", "UNKNOWN"]
+           "allowed_paths_of", "emulator_evidence", "PROBE_SCENARIO", "UNKNOWN"]
 
 TargetKind = Literal["emulator", "rig", "live"]
 UNKNOWN = "unknown"
@@ -170,17 +169,6 @@ def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", rel
                   upstream=facts.upstream, release=release or UNKNOWN,
                   release_source=release_source if release else None, executable=executable or "hermes",
                   evidence=None, healthy=healthy, warnings=facts.warnings)
-
-
-def release_of(hermes_bin: str | Path) -> tuple[str, str, str]:
-    """(release, source, executable name) of an executable the operator named; raises HermesError if unusable."""
-    from hermes_nb.proxy.executable import hermes_version  # the rig's wing, reached at --hermes-bin only
-
-    path = Path(hermes_bin)
-    version = hermes_version(path)
-    if version is None:
-        raise HermesError(f"--hermes-bin {path}: cannot tell its hermes-agent release")
-    return version, f"--hermes-bin {path}", path.name
 
 
 def establish(config: HermesProxyRuntimeConfig, stack: ExitStack, *, rig: Any = None, scenario: str = "ok",

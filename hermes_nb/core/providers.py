@@ -198,7 +198,8 @@ def reauth_hint(provider: str | None = None, message: str | None = None, executa
     if info is None:
         return (f"run `{executable} proxy status` (it shows which provider is logged in) and re-authenticate it: "
                 f"{_every('login_command', executable)}")
-    hint = f"run {_run(info.status_command, executable)} and re-authenticate with {_run(info.login_command, executable)}"
+    hint = (f"run {_run(info.status_command, executable)} and re-authenticate with "
+            f"{_run(info.login_command, executable)}")
     if parked:
         return f"{hint}; {parked}"
     if info.reset_command:

@@ -114,7 +114,8 @@ def start_target(config: HermesProxyRuntimeConfig | None = None, *, profile: str
 
     stack = ExitStack()
     extra = {} if delay_s is None else {"delay_s": delay_s}  # the slow scenario's pause before each delta
-    handle = stack.enter_context(serve_emulator(profile=profile, scenario=scenario, seed=seed, provider=provider, **extra))
+    handle = stack.enter_context(serve_emulator(profile=profile, scenario=scenario, seed=seed, provider=provider,
+                                                **extra))
     target = Target(endpoint=handle.endpoint, kind="emulator", profile=profile, scenario=scenario, handle=handle,
                     origin="emulator", _stack=stack)
     target.config = target.point(config)

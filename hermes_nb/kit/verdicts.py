@@ -49,7 +49,7 @@ def _timeline(exchange: Any) -> dict[str, Any] | None:
     """The stream's timing marks for the receipt's timeline picture (None when nothing streamed)."""
     if exchange is None or not getattr(exchange, "streamed", False):
         return None
-    from hermes_nb.views.timeline import StreamTimeline
+    from hermes_nb.core.timeline import StreamTimeline
 
     return StreamTimeline.from_exchange(exchange).to_dict()
 
@@ -124,8 +124,9 @@ def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig
         return verdict_summary(
             E2E_SMOKE, "failed", reason="model-not-listed", errors=list(check.errors),
             warnings=list(check.warnings), endpoint=config.endpoint, model=check.model, target=target.kind,
-            hermes_version=target.release, provider=provider, details={"hint": check.hint, "models": list(check.models), "provider": provider,
-                                        "model_origin": check.model_origin, "not_sent": True},
+            hermes_version=target.release, provider=provider,
+            details={"hint": check.hint, "models": list(check.models), "provider": provider,
+                     "model_origin": check.model_origin, "not_sent": True},
             redactor=Redactor(config.secrets()))
     doc = dict(getattr(result, "result", {}) or {})
     status = str(doc.get("status", "failed"))

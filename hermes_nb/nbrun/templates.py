@@ -128,7 +128,7 @@ against a **live** proxy is what `hermes-nb promote` accepts.""", [("## Run", "r
 
 def load() -> nbformat.NotebookNode:
     params = [
-        ("endpoint", '"Optional[str]"', "None", "proxy endpoint incl. /v1 (None: HERMES_NB_ENDPOINT, else an emulator)"),
+        ("endpoint", '"Optional[str]"', "None", "proxy endpoint incl. /v1 (None: an emulator)"),
         ("model", '"Optional[str]"', "None", "model id, sent verbatim (None: HERMES_NB_MODEL, else the default)"),
         ("profile", "str", '"hermes-agent"', "emulator profile (only when endpoint is None)"),
         ("scenario", "str", '"paced"', "emulator scenario (only when endpoint is None): paced, concurrency-limited, …"),

@@ -38,6 +38,7 @@ from hermes_nb.core.providers import default_model_for, provider_info
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt
+from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, release_of, version_tuple
 from hermes_nb.target import Target, identify
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.reading import CHECK_STATES, Reading, hint, read
@@ -170,14 +171,16 @@ def _state(r: Reading, endpoint: str, target: Target, budget_s: float) -> tuple[
     status = f"HTTP {r.status}: " if r.status is not None else ""
     error = {
         "ready": None,
-        "unreachable": f"endpoint unreachable: {endpoint} ({r.kind.replace('_', ' ')})",
+        "unreachable": f"endpoint unreachable: {endpoint} (connection refused)" if r.kind == "refused" else
+                       f"no answer from {endpoint} in time ({r.kind.replace('_', ' ')})",
         "slow": f"the proxy answered /health at once, but GET {endpoint}/models did not answer within "
                 f"{budget_s:g} s ({r.kind.replace('_', ' ')})",
         "not_local": f"{status}{r.code}: {r.detail}",
         "locked": f"configured but locked: {status}from proxy: {r.detail}",
         "rate_limited": f"rate limited: {status}{r.detail}"
                         + (f"; retry after {r.retry_after_s:g} s" if r.retry_after_s is not None else ""),
-    }.get(state, f"{status}{r.detail}" if r.kind != "not_openai" else
+    }.get(state, f"{status}{r.detail}" if r.kind not in ("not_openai", "dns") else
+          f"cannot resolve the host of {endpoint}: {r.detail}" if r.kind == "dns" else
           f"{status}{endpoint}/models is not a model list: {r.detail}")
     if state == "slow":
         action = (f"its upstream may be slow: re-run with a longer budget (now {budget_s:g} s); "
@@ -202,15 +205,10 @@ def check(config: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any]
         resolved = spec.runtime_config() if config is None else _config_of(config)
     except ConfigError as exc:
         return CheckResult.misconfigured(exc)
+    named = release_of(spec.hermes_bin) if spec.hermes_bin else None
     if target is None:
-        release = None
-        if spec.hermes_bin:
-            from hermes_nb.target import release_of
-
-            release = release_of(spec.hermes_bin)
-        target = identify(resolved, transport=transport, release=release[0] if release else None,
-                          release_source=release[1] if release else None,
-                          executable=release[2] if release else None)
+        target = identify(resolved, transport=transport, release=named[0] if named else None,
+                          release_source=named[1] if named else None, executable=named[2] if named else None)
     with HermesClient(resolved, transport=transport) as client:
         exchange = client.models(deadline_s=spec.budget_s)
     r = read(exchange, resolved.endpoint)
@@ -223,6 +221,9 @@ def check(config: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any]
     elif state == "ready":
         models = [str(m.get("id")) for m in body["data"] if isinstance(m, dict) and m.get("id") is not None]
     warnings = [*filter(None, [plain_http_warning(resolved.endpoint)]), *target.warnings]
+    if target.release != "unknown" and version_tuple(target.release) < version_tuple(MINIMUM_HERMES_PROXY_VERSION):
+        warnings.append(f"hermes-agent {target.release} is older than {MINIMUM_HERMES_PROXY_VERSION}, the first "
+                        "release with `hermes proxy`")
     choice = resolve_model(resolved, target.provider, models)
     if state == "ready" and not choice.usable:
         state, error, action = "misconfigured", choice.error, f"set runtime_config.model (or --model), e.g. " \

@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.errors import RigError
+from hermes_nb.core.errors import ConfigError, HermesError, RigError
 from hermes_nb.core.facts import ENV_HERMES_BIN
 
 __all__ = ["wait_until_answers", "ENV_HERMES_BIN", "INSTALL_HINT", "MINIMUM_HERMES_PROXY_VERSION",
            "find_hermes_bin", "require_hermes_bin", "hermes_version", "version_tuple", "detect_hermes",
-           "site_packages", "live_supported", "stop_process", "base_env"]
+           "site_packages", "live_supported", "stop_process", "base_env", "release_of"]
 
 INSTALL_HINT = (
     "no `hermes` found: run `make rig-venv` (creates .venv-hermes with hermes-agent==0.19.0), "
@@ -260,3 +260,14 @@ def detect_hermes(hermes_bin: str | os.PathLike[str] | None = None) -> tuple[str
         warnings.append(f"hermes {version} at {path} is older than {MINIMUM_HERMES_PROXY_VERSION}, "
                         "the first release with `hermes proxy`; upgrade hermes-agent")
     return str(path), version, warnings
+
+
+def release_of(hermes_bin: str | Path) -> tuple[str, str, str]:
+    """(release, source, executable name) of an executable the operator named; raises HermesError if unusable."""
+    path = Path(hermes_bin)
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise ConfigError(f"--hermes-bin {path}: not an executable file")
+    version = hermes_version(path)
+    if version is None:
+        raise HermesError(f"--hermes-bin {path}: cannot tell its hermes-agent release")
+    return version, f"--hermes-bin {path}", path.name

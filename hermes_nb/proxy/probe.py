@@ -27,6 +27,7 @@ from hermes_nb.core.records import Exchange
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt
+from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.proxy.report import (
     RATE_LIMIT_HEADER_RE,
     AuthCase,
@@ -43,7 +44,6 @@ from hermes_nb.proxy.report import (
     stream_failure_shape,
 )
 from hermes_nb.target import allowed_paths_of, detect_provider
-from hermes_nb.views.timeline import StreamTimeline
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import answered_by, body_kind, ended, hint, read, route_outcome

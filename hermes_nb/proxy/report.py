@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
-from hermes_nb.core.model import StrictModel
+from hermes_nb.core.model import Shown, StrictModel
 from hermes_nb.core.providers import start_hint
 from hermes_nb.core.records import Exchange
 from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, Owner
@@ -208,13 +208,7 @@ class AuthCase(StrictModel):
     retry_after_s: float | None = None
 
 
-def _esc(value: Any) -> str:
-    from hermes_nb.views.reprs import esc
-
-    return esc(value)
-
-
-class WireReport(StrictModel):
+class WireReport(Shown, StrictModel):
     endpoint: str
     #: stale (forwarded routes answer upstream_auth_failed), live (they answer 2xx), unreachable, unknown
     state: ProxyState = "unknown"
@@ -276,9 +270,6 @@ class WireReport(StrictModel):
                 f"bearer_required={self.bearer_required}, stream_failure_shape={self.stream_failure_shape}"
                 f"{drift}, {self.elapsed_s:.3f} s; routes: {routes})")
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text("WireReport(...)" if cycle else self._repr_text_())
-
     @property
     def verdict(self) -> str:
         """passed (live and, when compared, no drift; or what it could not judge was only a slow upstream),
@@ -300,43 +291,6 @@ class WireReport(StrictModel):
             f"{self.state}: {DriftList(self.drift, contract=self.contract).headline}")
         reasons = ", ".join(dict.fromkeys(n.reason for n in self.not_judged))
         return line + (f"; {len(self.not_judged)} not judged ({reasons})" if self.not_judged else "")
-
-    def _repr_html_(self) -> str:
-        from hermes_nb.proxy.drift import drift_table
-        from hermes_nb.views.reprs import box, details, kv_html, seconds, table_html
-        from hermes_nb.views.timeline import timeline_svg
-
-        provider = (f"{self.provider} ({self.upstream})" if self.provider and self.upstream
-                    else self.provider or self.upstream)
-        head = kv_html([("endpoint", self.endpoint), ("provider", provider), ("state", self.state),
-                        ("reachable", self.reachable),
-                        ("bearer required", self.bearer_required), ("stream failure shape", self.stream_failure_shape),
-                        ("server", self.server_product), ("contract", self.contract),
-                        ("elapsed", seconds(self.elapsed_s))], badges=("state",))
-        parts = [head]
-        if self.drift:
-            parts += [f"<div><b>{_esc(self.headline)}</b></div>", drift_table(self.drift)]
-        if self.upstream_differences:
-            parts.append(details(f"upstream differences: {len(self.upstream_differences)} (information: the "
-                                 "upstream owns these fields, never drift)", drift_table(self.upstream_differences)))
-        rows = [{"route": r.name, "method": r.method, "path": r.path, "status": r.status, "outcome": r.outcome,
-                 "body": r.body_kind, "error type": r.error_type or r.transport_error,
-                 "elapsed": seconds(r.elapsed_s)} for r in self.routes]
-        parts += ["<div><b>routes</b></div>",
-                  table_html(rows, ("route", "method", "path", "status", "outcome", "body", "error type", "elapsed"),
-                             badges=())]
-        if self.auth:
-            parts += ["<div><b>auth handoff</b> (GET /v1/models)</div>",
-                      table_html([a.model_dump() for a in self.auth], ("case", "header", "status", "error_type",
-                                                                        "outcome"), badges=())]
-        for name, marks in self.timelines.items():
-            parts.append(f"<div><b>stream timeline</b> ({name})</div>" + timeline_svg(marks, title=f"{name} stream"))
-        if self.warnings:
-            parts.append("<ul>" + "".join(f"<li>{_esc(w)}</li>" for w in self.warnings) + "</ul>")
-        if self.not_judged:
-            parts.append("<div><b>not judged</b> (the upstream's trouble, not the proxy's)</div><ul>"
-                         + "".join(f"<li>{_esc(n)}</li>" for n in self.not_judged) + "</ul>")
-        return box("wire-format report", self.verdict, *parts, headline=self.headline)
 
     def summary(self) -> dict[str, Any]:
         """The ``--json`` object: routes, bearer_required, stream_failure_shape, server, drift, …"""

@@ -83,7 +83,8 @@ class Reading:
 
 
 def _short(text: str, limit: int = 500) -> str:
-    text = text.strip()
+    """One line (whitespace collapsed: an HTML error page is one line too), at most ``limit`` characters."""
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "…"
 
 

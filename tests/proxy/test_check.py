@@ -64,10 +64,6 @@ def cfg(endpoint: str, scenario: str = "ok", **extra: Any) -> Any:
                             "extra_headers": {"x-hermes-emulator-scenario": scenario}, **extra})
 
 
-def check(config: Any, **kw: Any) -> CheckResult:
-    return check(config, **kw)
-
-
 def test_ready_lists_models_with_bearer_and_extra_headers(emu: Any) -> None:
     emu.clear()
     result = check(cfg(emu.endpoint))
@@ -171,20 +167,22 @@ def test_manifest_accepted(emu: Any) -> None:
 
 def fake_hermes(tmp_path: Path, version: str) -> Path:
     path = tmp_path / "bin" / "hermes"
-    path.parent.mkdir()
+    path.parent.mkdir(parents=True)
     path.write_text(f"#!/bin/sh\necho 'Hermes Agent v{version} (fake)'\n")
     path.chmod(0o755)
     return path
 
 
 @pytest.mark.parametrize("version, warns", [("0.15.2", True), (MINIMUM_HERMES_PROXY_VERSION, False),
-                                            ("0.19.0", False)])
-def test_hermes_version_reported(emu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str,
-                                 warns: bool) -> None:
-    monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(fake_hermes(tmp_path, version)))
-    result = check(cfg(emu.endpoint))
-    assert result.hermes_version == version
-    assert any("older than 0.16.0" in w for w in result.warnings) is warns
+                                            ("0.22.2.post1", False)])
+def test_the_release_is_the_named_executables_and_never_a_local_installs(emu: Any, tmp_path: Path, version: str,
+                                                                        warns: bool, monkeypatch: Any) -> None:
+    monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(fake_hermes(tmp_path, "0.19.0")))  # an unrelated local install
+    assert check(cfg(emu.endpoint)).release == "unknown"
+    named = fake_hermes(tmp_path / "named", version)
+    result = check(cfg(emu.endpoint), hermes_bin=str(named))
+    assert (result.release, result.release_source) == (version, f"--hermes-bin {named}")
+    assert any(f"older than {MINIMUM_HERMES_PROXY_VERSION}" in w for w in result.warnings) is warns
 
 
 def test_version_tuple() -> None:
@@ -245,10 +243,3 @@ def test_cli_check_env_endpoint(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert main(["check", "--json", "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert json.loads(out)["endpoint"] == emu.endpoint and CANARY not in out
-
-
-def test_bad_hermes_bin_env_is_a_warning(emu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(tmp_path / "missing-hermes"))
-    result = check(cfg(emu.endpoint))
-    assert result.state == "ready" and result.hermes_version is None
-    assert any("not an executable file" in w for w in result.warnings)
