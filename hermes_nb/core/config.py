@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal, TypeGuard, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -45,11 +45,6 @@ __all__ = [
 #: :data:`~hermes_nb.core.providers.PROXY_PROVIDERS`, the table's rows): anything else is refused in one line
 Provider = Literal["nous", "xai"]
 PROVIDERS: tuple[Provider, ...] = get_args(Provider)
-
-
-def is_provider(name: str | None) -> TypeGuard[Provider]:
-    """True for a provider name runtime_config accepts (:data:`PROVIDERS`)."""
-    return name in PROVIDERS
 
 
 #: The keys UH's own strict hermes-proxy runtime_config schema accepts.

@@ -24,11 +24,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
+from pydantic import BeforeValidator, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError, PydanticUndefined
 
 from hermes_nb.core.errors import UsageError
+from hermes_nb.core.model import StrictModel
 
 __all__ = ["Face", "Opt", "Spec", "CommaList", "conflict", "flag_of"]
 
@@ -100,11 +101,9 @@ def _type_text(annotation: Any) -> str:
     return f'"Optional[{name}]"' if optional else name
 
 
-class Spec(BaseModel):
+class Spec(StrictModel):
     """A job's options. Unknown keys are refused; every value is validated where it is set; a path may be given
     as a :class:`os.PathLike` (the library face) and is kept as its text."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
 
     @model_validator(mode="before")
     @classmethod

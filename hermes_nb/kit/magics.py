@@ -59,8 +59,6 @@ __all__ = ["HermesMagics", "ChatSpec", "ChatResult", "load_ipython_extension", "
 
 #: stream display updates at most this often (the final text always goes out)
 UPDATE_EVERY_S = 0.05
-#: how ``%%hermes_chat --format`` shows the answer
-FORMATS = ("markdown", "text", "code", "json")
 
 
 @dataclass

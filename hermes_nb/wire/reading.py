@@ -50,9 +50,6 @@ PROXY_OWN_TYPES = PROXY_ERROR_TYPES | GUARD_CODES | {"path_not_allowed", "upstre
 Kind = Literal["refused", "connect_timeout", "dns", "tls_mismatch", "connect_error", "deadline", "read_timeout",
                "broken", "not_local", "auth", "rate_limited", "upstream_down", "path_not_allowed", "model_missing",
                "not_found", "too_large", "http_error", "in_band_error", "protocol_error", "not_openai", "ok"]
-#: the kinds with no HTTP answer at all, and those of them that mean "nothing listens there"
-NO_ANSWER: frozenset[str] = frozenset({"refused", "connect_timeout", "dns", "tls_mismatch", "connect_error",
-                                       "deadline", "read_timeout", "broken"})
 #: what OpenSSL says when the server on an https endpoint's port answers plain http (1.1/3.0, then 3.2+)
 _PLAIN_HTTP_MARKERS = ("wrong version number", "record layer failure", "packet length too long", "http request")
 _EXCERPT = 200
