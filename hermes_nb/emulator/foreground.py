@@ -47,6 +47,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="paced, concurrency-limited: pause between the next deltas (default 0.01)")
     p.add_argument("--max-concurrent", type=int, default=4, metavar="N",
                    help="concurrency-limited: 429 with Retry-After beyond N chat requests in flight (default 4)")
+    p.add_argument("--reasoning-tokens", type=int, default=0, metavar="N",
+                   help="paced, concurrency-limited: reasoning deltas before the answer (default 0)")
+    p.add_argument("--stall", type=float, default=0.0, metavar="SECONDS",
+                   help="paced, concurrency-limited: a pause after half the answer (default 0)")
+    p.add_argument("--trailer", type=float, default=0.0, metavar="SECONDS",
+                   help="paced, concurrency-limited: a pause before the finish, usage and [DONE] chunks (default 0)")
+    p.add_argument("--reuse-port", action="store_true",
+                   help="bind with SO_REUSEPORT: several emulator processes share one port (the load probe's)")
     p.add_argument("--allow-non-loopback", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -72,8 +80,10 @@ def run(args: argparse.Namespace, *, line: Callable[[str], None], emit: Callable
         raise UsageError(f"--scenario {args.scenario} is a fault of the proxy; use --profile hermes-agent or seed")
     if args.profile == "minimal" and args.scenario != "ok":
         raise UsageError(f"--scenario {args.scenario}: the minimal profile has one scenario, ok")
-    if min(args.delay, args.retry_after, args.first_delta, args.token_interval) < 0:
-        raise UsageError("--delay, --retry-after, --first-delta and --token-interval must be >= 0")
+    if min(args.delay, args.retry_after, args.first_delta, args.token_interval, args.reasoning_tokens, args.stall,
+           args.trailer) < 0:
+        raise UsageError("--delay, --retry-after, --first-delta, --token-interval, --reasoning-tokens, --stall and "
+                         "--trailer must be >= 0")
     if args.max_concurrent < 1:
         raise UsageError(f"--max-concurrent must be >= 1, got {args.max_concurrent}")
     models = _models(args.models)
@@ -100,7 +110,8 @@ async def _serve(args: argparse.Namespace, models: list[str] | None, line: Calla
 
     app = create_app(profile=args.profile, scenario=args.scenario, seed=args.seed, models=models,
                      delay_s=args.delay, retry_after=args.retry_after, first_delta_s=args.first_delta,
-                     token_interval_s=args.token_interval, max_concurrent=args.max_concurrent, provider=args.provider)
+                     token_interval_s=args.token_interval, max_concurrent=args.max_concurrent, provider=args.provider,
+                     reasoning_tokens=args.reasoning_tokens, stall_s=args.stall, trailer_s=args.trailer)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     stop = asyncio.Event()
@@ -108,7 +119,7 @@ async def _serve(args: argparse.Namespace, models: list[str] | None, line: Calla
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        site = web.TCPSite(runner, host=args.host, port=args.port)
+        site = web.TCPSite(runner, host=args.host, port=args.port, reuse_port=args.reuse_port or None)
         await site.start()
         port = int(runner.addresses[0][1])
         netloc = f"[{args.host}]" if ":" in args.host else args.host
