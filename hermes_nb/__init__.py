@@ -36,12 +36,13 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "runtime_final_message_instruction": "wire.sentinel", "wrap_final_message": "wire.sentinel",
     # emulator
     "serve_emulator": ("emulator", "serve"), "EmulatorHandle": "emulator",
-    # proxy: check, probe, contracts, real-proxy rig, the load probe
+    # proxy: check, probe, contracts, real-proxy rig
     "adapter_check": "proxy.check", "CheckResult": "proxy.check", "probe_endpoint": ("proxy.probe", "probe"),
     "WireReport": "proxy.report", "compare_contract": ("proxy.contracts", "compare"),
     "load_contract": "proxy.contracts",
     "real_proxy": "proxy.rig", "find_hermes_bin": "proxy.executable",
-    "run_load": "proxy.load.run", "LoadReport": "proxy.load.report",
+    # the load probe (a wing: hermes_nb/load)
+    "run_load": "load.run", "LoadReport": "load.report",
     # harness: missions and runs
     "Mission": "harness.mission", "load_mission": "harness.mission", "render_prompt": "harness.prompt",
     "plan_run": "harness.plan", "RunPlan": "harness.plan", "dry_run": "harness.run", "run_mission": "harness.run",

@@ -23,7 +23,6 @@ _LAZY = {
     "artifact_digests": "verdicts", "record_verdict": "verdicts",
     "wire_summary": "verdicts", "check_summary": "verdicts", "run_summary": "verdicts",
     "ModelPreflight": "preflight", "model_preflight": "preflight",
-    "measure_load": "load", "load_summary": "load",
     "ConsoleActions": "session", "ProbeConsole": "console", "ConsoleSession": "session",
 }
 

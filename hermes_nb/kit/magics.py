@@ -5,10 +5,11 @@
 ``%hermes_probe [--compare NAME] [--endpoint URL] [--model M] [--scenario S] [--deadline S]``
     the wire-format probe (and its drift from a recorded contract); returns the
     :class:`~hermes_nb.proxy.report.WireReport`.
-``%hermes_load [--endpoint URL] [--concurrency 1,4,16] [--requests N | --duration S] [--rate R] [--direct URL] …``
-    the load probe (the flags of ``hermes-nb load``; no endpoint = the session's emulator in the ``paced``
-    scenario); returns the :class:`~hermes_nb.proxy.load.report.LoadReport` ``hermes-nb load`` reports. A kernel
-    interrupt stops it and returns what was measured.
+``%hermes_load [--endpoint URL] [--concurrency 1,4,16] [--requests N | --level-budget-s S] [--direct URL] …``
+    the load probe (the options of ``hermes-nb load``, from one declaration; ``%hermes_load?`` lists them; no
+    endpoint = the embedded emulator in processes of its own); returns the
+    :class:`~hermes_nb.load.report.LoadReport` ``hermes-nb load`` reports. A kernel interrupt stops it and
+    returns what was measured.
 ``%%hermes_chat [--endpoint URL] [--model M] [--manifest PATH] [--scenario S] [--format markdown|text|code|json]``
     the cell body is the prompt; the answer streams into the output as it arrives (one display updated in
     place; rendered as Markdown by default, raw HTML in it escaped, nothing in it run), then the verdict and
@@ -25,6 +26,7 @@ stopped by ``%unload_ext hermes_nb``). The token comes from ``HERMES_NB_AUTH_TOK
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,6 +42,7 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.usage import Usage
 from hermes_nb.kit.models import ModelCatalog
 from hermes_nb.kit.target import Target, runtime_config, start_target
+from hermes_nb.load.spec import LoadSpec
 
 if TYPE_CHECKING:
     from hermes_nb.core.config import HermesProxyRuntimeConfig
@@ -51,6 +54,8 @@ __all__ = ["HermesMagics", "ChatResult", "load_ipython_extension", "unload_ipyth
 UPDATE_EVERY_S = 0.05
 #: how ``%%hermes_chat --format`` shows the answer
 FORMATS = ("markdown", "text", "code", "json")
+_LOAD_PARSER = LoadSpec.parser("%hermes_load", "The load probe: the options of hermes-nb load; returns the "
+                                               "LoadReport.")
 
 
 @dataclass
@@ -260,34 +265,17 @@ class HermesMagics(Magics):
             apply_contract(report, contract)
         return report
 
-    # ---- %hermes_load
-    @magic_arguments()
-    @argument("--endpoint", default=None, help="proxy endpoint incl. /v1 (else HERMES_NB_ENDPOINT, else an emulator)")
-    @argument("--model", default=None, help="model id (else HERMES_NB_MODEL, else the default)")
-    @argument("--scenario", default="paced", help="emulator scenario (only without an endpoint)")
-    @argument("--concurrency", default="1,4,16,64", help="concurrency levels, comma-separated")
-    @argument("--requests", type=int, default=None, help="requests per level")
-    @argument("--duration", type=float, default=None, help="seconds per level instead of --requests")
-    @argument("--rate", type=float, default=None, help="open loop: Poisson arrivals per second")
-    @argument("--prompt-tokens", type=int, default=64, help="prompt length in tokens")
-    @argument("--max-tokens", type=int, default=16, help="max_tokens of each request")
-    @argument("--timeout", type=float, default=60.0, help="per request, seconds")
-    @argument("--direct", default=None, help="the upstream behind the proxy: the proxy's added latency")
-    @argument("--allow-non-loopback", action="store_true", help="load a proxy that is not on this machine")
+    # ---- %hermes_load: the load wing's options, declared once (LoadSpec); ``%hermes_load?`` is its help
     @line_magic
     def hermes_load(self, line: str) -> Any:
-        """The load probe; returns the :class:`~hermes_nb.proxy.load.report.LoadReport`."""
-        from hermes_nb.kit.load import measure_load
+        from hermes_nb.load.run import run_load  # the wing's generator (aiohttp) loads when the magic is used
 
-        args = parse_argstring(self.hermes_load, line)
         try:
-            target, config = self._aim(args)
-            return measure_load(target, config, concurrency=args.concurrency, requests=args.requests,
-                                duration_s=args.duration, rate=args.rate, prompt_tokens=args.prompt_tokens,
-                                max_tokens=args.max_tokens, timeout_s=args.timeout, direct=args.direct,
-                                allow_non_loopback=args.allow_non_loopback)
+            return run_load(spec=LoadSpec.from_args(_LOAD_PARSER.parse_args(shlex.split(line)), face="magic"))
         except HermesError as exc:
             self._fail(exc)
+
+    hermes_load.__doc__ = _LOAD_PARSER.format_help()
 
     # ---- %%hermes_chat
     @magic_arguments()
