@@ -7,9 +7,9 @@ client (C HTTP parser) under 1 ms. The requests still come from the one request 
 (:mod:`hermes_nb.wire.sse`, :class:`hermes_nb.wire.payloads.ChatStream`).
 
 Every moment is read on the loop (``time.perf_counter``) when the bytes are handed over, so the loop's own
-lateness bounds every figure: :func:`run_level` measures it (a 10 ms ticker), with the CPU of the whole process
-and how busy the machine was, and warns on fixed bounds. A level first sends ``warmup_rounds`` rounds that are
-not measured (connections opened; a failure there ends the level and is reported), then runs closed loop
+lateness bounds every figure: :func:`run_level` measures it (how late a 50 ms ticker wakes), with the CPU of the
+whole process and how busy the machine was, and warns on fixed bounds. A level first sends ``warmup_rounds``
+rounds that are not measured (connections opened; a failure there ends the level and is reported), then runs closed loop
 (``concurrency`` workers back to back) or open loop (Poisson arrivals at ``rate``, at most ``concurrency`` in
 flight) until its budget, on the first 429 (those in flight finish), at the run's budget, or on ``stop`` (Ctrl-C:
 those in flight are cancelled, not measured).
@@ -39,7 +39,7 @@ from hermes_nb.wire.sse import SSEDecoder
 __all__ = ["Prepared", "LevelRun", "measure_one", "run_level", "open_session"]
 
 ERROR_BODY_BYTES = 64 * 1024
-LAG_TICK_S = 0.01
+LAG_TICK_S = 0.05
 PROGRESS_EVERY_S = 1.0
 #: a level is warned about when its loop ran later than this (p99), the process used more than this share of a
 #: CPU, or the machine's CPUs were busier than this: fixed bounds, whatever the figures measured

@@ -108,7 +108,7 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
     ``confirm``: check a ``live`` target first (:func:`confirm_target`); pass False only for a target
     that already went through it. ``guard``: a caller's signal guard, armed while the notebooks run (a
     signal then cancels them; at any other moment it waits until they are done). ``parameters``: notebook
-    name → extra papermill parameters (the load receipt's report, :mod:`hermes_nb.nbrun.load`), over the
+    name → extra papermill parameters (the load receipt's report, :mod:`hermes_nb.load.receipt`), over the
     target's. ``kernels``: launched already by :func:`launch_kernels` (then ``only`` and ``templates`` are
     its own); taken over and closed.
     """
