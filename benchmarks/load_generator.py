@@ -174,7 +174,8 @@ def rig() -> None:
     from hermes_nb.proxy.rig import real_proxy
 
     with real_proxy("live", upstream_scenario="paced") as handle:
-        report = run_load(handle.endpoint, concurrency="1,4,16", requests=32, direct=handle.upstream.endpoint)
+        report = run_load(handle.endpoint, concurrency="1,4,16", requests=32, max_tokens=TOKENS,
+                          direct=handle.upstream.endpoint)
     print(report_text(report))
 
 
