@@ -4,7 +4,7 @@
 light: each name loads its module on first use, and always resolves to the
 same object, whatever was imported before. The package is layered, read
 bottom-up (docs/architecture/layers.md): ``core`` → ``wire`` → ``emulator`` →
-``proxy`` | ``harness`` → ``receipts`` → ``kit`` | ``nbrun`` → ``cli``.
+``proxy`` | ``harness`` → ``receipts`` → ``kit`` | ``nbrun`` → ``load`` (a wing) → ``cli``.
 """
 
 # Nothing is imported here (not even __future__): this runs before ``hermes-nb`` owns Ctrl-C

@@ -146,7 +146,8 @@ async def measure_one(session: aiohttp.ClientSession, request: Prepared, sample:
                 chat = ChatStream()
                 body = await response.read()
                 sample.last_byte_s = time.perf_counter() - origin
-                chat.feed_chunk(json.loads(body))
+                whole = json.loads(body)
+                chat.feed_chunk(whole if isinstance(whole, dict) else {})
                 chat.done = True
                 _tokens(sample, chat, 1 if chat.text else 0, redactor)
             else:

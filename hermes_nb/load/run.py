@@ -132,16 +132,19 @@ class _LoadThread(threading.Thread):
                 target="direct" if name == "direct" else "proxy", concurrency=concurrency,
                 overhead=worst.overhead, cancelled=sum(r.cancelled for r in rs),
                 stopped_by=next((r.stopped_by for r in rs if r.stopped_by), None)))
-        now = level_result([s for s in self.samples if s.target == "proxy" and s.concurrency == concurrency],
-                           concurrency=concurrency)
-        if self.progress is not None:
-            self.progress(level_line(now))
+        shown = [level_result([s for s in self.samples if s.target == name and s.concurrency == concurrency],
+                              concurrency=concurrency, target="direct" if name == "direct" else "proxy")
+                 for name in targets]
+        say = self.progress or (lambda line: None)
+        for level in shown:
+            say(level_line(level))
+        now = shown[0]
         prior, self.throughput = self.throughput, now.request_throughput
         saturated = prior is not None and spec.saturation_gain > 0 and now.succeeded > 0 \
             and now.request_throughput < prior * (1 + spec.saturation_gain)
-        if saturated and self.progress is not None:
-            self.progress(f"throughput stopped growing at concurrency {concurrency} ({now.request_throughput:g} "
-                          f"req/s, {prior:g} at the level before): saturated, the ramp stops")
+        if saturated:
+            say(f"throughput stopped growing at concurrency {concurrency} ({now.request_throughput:g} req/s, "
+                f"{prior:g} at the level before): saturated, the ramp stops")
         stopped = stop.is_set() or any(r.stopped_by for rs in runs.values() for r in rs)
         return not (stopped or now.unreachable or not now.succeeded or saturated)
 

@@ -97,7 +97,7 @@ def test_a_trailer_moves_the_last_byte_not_the_itl(hermes_emulator_factory) -> N
     """A usage chunk and [DONE] 150 ms after 20 tokens 5 ms apart: the old ITL (to the last byte) would read 12.9 ms."""
     emu = hermes_emulator_factory(scenario="paced", first_delta_s=0.02, token_interval_s=0.005, trailer_s=0.15)
     lv = run_load(emu.endpoint, concurrency="4", requests=8, max_tokens=20).levels[0]
-    assert 5.0 <= lv.itl_ms.p50 <= 7.5
+    assert 5.0 <= lv.itl_ms.p50 <= 9.0  # the pacing is a floor; the old reading is 4 ms further up
     assert lv.last_byte_ms.p50 - lv.e2e_ms.p50 >= 0.9 * 150
 
 
@@ -106,7 +106,7 @@ def test_reasoning_first_token_first_answer_token_and_itl(hermes_emulator_factor
     emu = hermes_emulator_factory(scenario="paced", first_delta_s=0.02, token_interval_s=0.005, reasoning_tokens=5)
     lv = run_load(emu.endpoint, concurrency="2", requests=6, max_tokens=10).levels[0]
     assert 20.0 <= lv.ttft_ms.p50 < lv.ttfat_ms.p50 - 15.0 and lv.ttfat_ms.p50 >= 45.0
-    assert 5.0 <= lv.itl_ms.p50 <= 7.5
+    assert 5.0 <= lv.itl_ms.p50 <= 9.0  # the answer's span over every token (the old reading): about 3.6 ms
 
 
 def test_a_stall_in_every_stream_shows_as_a_gap(hermes_emulator_factory) -> None:
