@@ -1,21 +1,22 @@
-"""P7: the load probe's generator (not a test). docs/performance.md, docs/load.md.
+"""P8: the load probe's fidelity and cost (not a test). docs/performance.md, docs/load.md.
 
-The target is ``hermes-nb emulator --scenario paced`` in its own process (first delta after 100 ms, then a
-token every 10 ms, 16 tokens): a known TTFT to measure against.
+The target is ``python -m hermes_nb.emulator --scenario paced`` in its own process with the side-by-side's known
+pacing: the first token after 100 ms, then one every 10 ms, 30 tokens. Its **floor** is measured in the same run
+by the named baseline, a bare aiohttp reader at concurrency 1 that only notes when each chunk arrives (no SSE
+decoding, no bookkeeping): TTFT = first content chunk, ITL = (last − first) / 29, E2E = last content chunk.
 
-* **P8a, 256 concurrent streams**: the generator (``hermes_nb.proxy.load.generator.run_level``: asyncio +
-  aiohttp) runs 1,024 requests at concurrency 256; the **baseline** is the same closed loop with
-  ``httpx.AsyncClient`` (the same SSE decoder and chunk interpreter), interleaved in the same run. Printed:
-  errors, the most streams open at once, TTFT p50/p99, the generator's CPU per request, its loop lag, the
-  emulator's CPU, and the ratios httpx / aiohttp.
-* **P8b, accuracy against the named baseline "the emulator's 100 ms first delta"**: ``run_load`` at
-  concurrency 1 and 16, 48 requests each; TTFT p50 must be 100 ms ± 10 ms at 1 and ± 15 % at 16. Then the
-  issue's command itself, ``hermes-nb load --concurrency 1,16 --requests 48 --json`` (its embedded emulator,
-  in-process), for the same two rows.
-* **P7c, with ``--rig``**: the real proxy (``.venv-hermes``) in front of the paced emulator, ``--direct`` at
-  it: the proxy's added TTFT and E2E per level (the worked example of docs/load.md).
+* **P8a, fidelity**: ``run_load`` at concurrency 1, 16 and 64 (60, 320, 1,280 requests): TTFT, ITL and E2E p50
+  as ratios to the floor (target about 1.06, the side-by-side's), and the generator's CPU per request (all the
+  process's threads) against the bare reader's at the same concurrency, run right after (at concurrency 1 both
+  are mostly the event loop's wake-ups).
+* **P8b, the embedded default at 256**: ``hermes-nb load --concurrency 256 --requests 1024 --max-tokens 30`` (its
+  emulator in processes of its own) against ``run_load`` of the out-of-process emulator at the same level:
+  the E2E p50 ratio (target ≤ 1.25×, or the report warns).
+* **P8c, the transport** (``--httpx``): 1,024 requests at 256 with aiohttp (``run_level``) and with
+  ``httpx.AsyncClient`` (the baseline: the same closed loop, SSE decoder and chunk reader), CPU per request.
+* **P8d** (``--rig``): the real proxy (``.venv-hermes``) in front of the paced emulator, ``--direct`` at it.
 
-    .venv/bin/python benchmarks/load_generator.py [--rounds 1] [--skip-httpx] [--rig]
+    .venv/bin/python benchmarks/load_generator.py [--quick] [--httpx] [--rig]
 """
 
 from __future__ import annotations
@@ -23,66 +24,120 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 
+import aiohttp
 import httpx
 
-from _child import EMULATOR, endpoint_child
-from emulator_load import cpu_seconds
+from _child import endpoint_child
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.proxy.load.generator import LevelRun, Prepared, run_level
-from hermes_nb.proxy.load.report import Percentiles, Sample, level_result
-from hermes_nb.proxy.load.run import run_load
+from hermes_nb.load.generator import LevelRun, Prepared, run_level
+from hermes_nb.load.metrics import level_result
+from hermes_nb.load.run import run_load
+from hermes_nb.load.samples import Sample
+from hermes_nb.load.spec import LoadSpec
+from hermes_nb.load.views import report_text
 from hermes_nb.wire.payloads import ChatStream
 from hermes_nb.wire.sse import SSEDecoder
 
-PACED = [*EMULATOR, "--scenario", "paced", "--first-delta", "0.1", "--token-interval", "0.01"]
-FIRST_DELTA_MS = 100.0
+TOKENS = 30
+PACED = [sys.executable, "-m", "hermes_nb.emulator", "--port", "0", "--scenario", "paced", "--first-delta", "0.1",
+         "--token-interval", "0.01"]
+BODY = {"model": "m", "stream": True, "max_tokens": TOKENS, "stream_options": {"include_usage": True},
+        "messages": [{"role": "user", "content": "floor" + " the" * 64}]}
 
 
-def _builder(endpoint: str) -> Callable[[], Prepared]:
-    numbers = iter(range(10**9))
-    headers = {"content-type": "application/json", "accept": "text/event-stream", "authorization": "Bearer bench"}
-
-    def build() -> Prepared:
-        body = {"model": "m", "stream": True, "max_tokens": 16, "stream_options": {"include_usage": True},
-                "messages": [{"role": "user", "content": f"request {next(numbers)}" + " the" * 64}]}
-        return Prepared(f"{endpoint}/chat/completions", headers, json.dumps(body).encode())
-
-    return build
+def _machine() -> str:
+    return f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
 
 
-async def _httpx_level(build: Callable[[], Prepared], concurrency: int, total: int) -> LevelRun:
-    """The baseline: the same closed loop and figures with httpx.AsyncClient."""
+async def _bare(endpoint: str, concurrency: int, n: int) -> dict[str, float]:
+    """The named baseline: a bare closed loop that only notes when each chunk arrives (p50s of ``n`` requests after
+    one unmeasured round), and the CPU per request it costs."""
+    ttft, itl, e2e = [], [], []
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+        async def one(measured: bool) -> None:
+            start, seen = time.perf_counter(), []
+            async with session.post(f"{endpoint}/chat/completions", json=BODY) as response:
+                async for chunk in response.content.iter_any():
+                    if b'"content":"tok' in chunk:
+                        seen.append(time.perf_counter())
+            if measured and len(seen) >= 2:
+                ttft.append(seen[0] - start)
+                itl.append((seen[-1] - seen[0]) / (TOKENS - 1))
+                e2e.append(seen[-1] - start)
+
+        async def worker(count: int) -> None:
+            for _ in range(count):
+                await one(True)
+
+        await asyncio.gather(*(one(False) for _ in range(concurrency)))
+        cpu0 = time.process_time()
+        await asyncio.gather(*(worker(n // concurrency) for _ in range(concurrency)))
+        cpu = time.process_time() - cpu0
+    return {**{k: statistics.median(v) * 1000 for k, v in (("ttft", ttft), ("itl", itl), ("e2e", e2e))},
+            "cpu": cpu * 1000 / max(len(e2e), 1)}
+
+
+def fidelity(endpoint: str, quick: bool) -> None:
+    floor = asyncio.run(_bare(endpoint, 1, 20))
+    print(f"P8 floor (bare reader, c=1, {_machine()}): TTFT {floor['ttft']:.1f} ms, ITL {floor['itl']:.2f} ms, "
+          f"E2E {floor['e2e']:.1f} ms (nominal 100 / 10 / 390), CPU {floor['cpu']:.2f} ms/request", flush=True)
+    requests = "20,80,320" if quick else "60,320,1280"
+    report = run_load(endpoint, concurrency="1,16,64", requests=requests, max_tokens=TOKENS, saturation_gain=0)
+    for lv in report.levels:
+        bare = floor if lv.concurrency == 1 else asyncio.run(_bare(endpoint, lv.concurrency, 4 * lv.concurrency))
+        ratios = {k: getattr(lv, f"{k}_ms").p50 / floor[k] for k in ("ttft", "itl", "e2e")}
+        cpu = lv.overhead.cpu_per_request_ms or 0.0
+        print(f"P8a c={lv.concurrency} n={lv.succeeded}: TTFT {lv.ttft_ms.p50:.1f} ms ({ratios['ttft']:.3f}x), "
+              f"ITL {lv.itl_ms.p50:.2f} ms ({ratios['itl']:.3f}x), E2E {lv.e2e_ms.p50:.1f} ms "
+              f"({ratios['e2e']:.3f}x) of the floor: {'within' if max(ratios.values()) <= 1.06 else 'NOT within'} "
+              f"6 % (the bare reader at c={lv.concurrency}: {bare['ttft']:.1f} / {bare['itl']:.2f} / "
+              f"{bare['e2e']:.1f}); CPU {cpu:.2f} ms/request, the bare reader's {bare['cpu']:.2f} "
+              f"({cpu / bare['cpu']:.2f}x); largest gap {lv.gaps.gap_ms.max:.1f} ms; machine "
+              f"{lv.overhead.machine_busy:.0%} busy, load {lv.overhead.load_avg}"
+              + ("; WARNED" if lv.overhead.warning else ""), flush=True)
+
+
+def embedded_vs_out_of_process(endpoint: str, quick: bool) -> None:
+    requests = "512" if quick else "1024"
+    ours = run_load(endpoint, concurrency="256", requests=requests, max_tokens=TOKENS).levels[0]
+    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "load", "--concurrency", "256", "--requests",
+                           requests, "--max-tokens", str(TOKENS), "--json"], capture_output=True, text=True,
+                          timeout=900)
+    doc = json.loads(proc.stdout)
+    embedded = doc["levels"][0]
+    ratio = embedded["e2e_ms"]["p50"] / ours.e2e_ms.p50
+    warned = embedded["overhead"]["warning"]
+    print(f"P8b c=256 E2E p50: embedded default {embedded['e2e_ms']['p50']:.1f} ms "
+          f"({doc['target']['emulator_processes']} emulator processes) vs out-of-process {ours.e2e_ms.p50:.1f} ms: "
+          f"{ratio:.3f}x; {'within 1.25x' if ratio <= 1.25 else 'above 1.25x'}, "
+          f"{'warned' if warned else 'no warning'} (machine {embedded['overhead']['machine_busy']:.0%} busy, "
+          f"{_machine()}); out-of-process run {'warned' if ours.overhead.warning else 'no warning'}; "
+          f"generator CPU {embedded['overhead']['cpu_per_request_ms']:.2f} ms/request", flush=True)
+
+
+async def _httpx_level(endpoint: str, concurrency: int, total: int) -> LevelRun:
+    """P8c's baseline: the same closed loop and chunk reader with httpx.AsyncClient."""
     run, issued, origin = LevelRun(), 0, time.perf_counter()
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(limits=limits, timeout=120.0, trust_env=False) as client:
         async def one() -> Sample:
-            request = build()
-            start = time.perf_counter()
-            sample = Sample(start_s=start - origin, end_s=start - origin)
+            sample = Sample("proxy", concurrency, 0, time.perf_counter() - origin)
             decoder, chat = SSEDecoder(), ChatStream()
-            try:
-                async with client.stream("POST", request.url, content=request.body, headers=request.headers) as r:
-                    sample.status = r.status_code
-                    async for chunk in r.aiter_raw():
-                        now = time.perf_counter()
-                        sample.end_s = now - origin
-                        for event in decoder.feed(chunk):
-                            if chat.feed(event) and sample.ttft_s is None:
-                                sample.ttft_s = now - start
-                usage = (chat.usage or {}).get("completion_tokens")
-                if isinstance(usage, int):
-                    sample.output_tokens, sample.token_source = usage, "usage"
-                else:
-                    sample.output_tokens, sample.token_source = 0, "deltas"
-                if r.status_code != 200 or not chat.done:
-                    sample.error = "transport"
-            except httpx.HTTPError as exc:
-                sample.error, sample.detail = "transport", str(exc)
+            async with client.stream("POST", f"{endpoint}/chat/completions", json=BODY) as r:
+                async for chunk in r.aiter_raw():
+                    now = time.perf_counter() - origin
+                    for event in decoder.feed(chunk):
+                        if chat.feed(event):
+                            sample.first_token_s = sample.first_token_s or now
+                            sample.last_token_s = now
+                    sample.last_byte_s = now
+            sample.tokens = (chat.usage or {}).get("completion_tokens", 0)
             return sample
 
         async def worker() -> None:
@@ -91,94 +146,54 @@ async def _httpx_level(build: Callable[[], Prepared], concurrency: int, total: i
                 issued += 1
                 run.samples.append(await one())
 
-        cpu0 = time.thread_time()
+        cpu0 = time.process_time()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        run.overhead.cpu_s = time.thread_time() - cpu0
+        run.overhead.cpu_s = time.process_time() - cpu0
     return run
 
 
-def _most_open(samples: list[Sample]) -> int:
-    """The most requests in flight at one moment (start/end sweep)."""
-    edges = sorted([(s.start_s, 1) for s in samples] + [(s.end_s, -1) for s in samples])
-    best = current = 0
-    for _, step in edges:
-        current += step
-        best = max(best, current)
-    return best
+def transport(endpoint: str) -> None:
+    spec = LoadSpec.build(max_tokens=TOKENS, warmup_rounds=0)
+    body = json.dumps(BODY).encode()
+
+    def build() -> Prepared:
+        return Prepared(f"{endpoint}/chat/completions", {"content-type": "application/json"}, body)
+
+    ours = asyncio.run(run_level(build, spec, target="proxy", concurrency=256, repeat=0, budget=1024,
+                                 stop=asyncio.Event(), deadline=time.perf_counter() + 600,
+                                 origin=time.perf_counter(), redactor=Redactor()))
+    base = asyncio.run(_httpx_level(endpoint, 256, 1024))
+    mine, theirs = (r.overhead.cpu_s * 1000 / len(r.samples) for r in (ours, base))
+    print(f"P8c c=256 n=1024: aiohttp {mine:.2f} ms CPU/request, TTFT p50 "
+          f"{level_result(ours.samples, concurrency=256).ttft_ms.p50:.0f} ms; httpx {theirs:.2f} ms, TTFT p50 "
+          f"{level_result(base.samples, concurrency=256).ttft_ms.p50:.0f} ms: httpx/aiohttp {theirs / mine:.1f}x CPU",
+          flush=True)
 
 
-def p7a(endpoint: str, emulator_pid: int, client: str, concurrency: int = 256, total: int = 1024) -> dict:
-    build = _builder(endpoint)
-    cpu_before = cpu_seconds(emulator_pid)
-    started = time.perf_counter()
-    if client == "aiohttp":
-        run = asyncio.run(run_level(build, concurrency=concurrency, budget=total, duration_s=None, rate=None,
-                                    timeout_s=120.0, stop=asyncio.Event(), deadline=time.perf_counter() + 600,
-                                    redactor=Redactor()))
-    else:
-        run = asyncio.run(_httpx_level(build, concurrency, total))
-    wall = time.perf_counter() - started
-    emulator_cpu = (cpu_seconds(emulator_pid) or 0.0) - (cpu_before or 0.0)
-    level = level_result(run.samples, concurrency=concurrency, overhead=run.overhead)
-    lag = run.overhead.loop_lag_ms if client == "aiohttp" else Percentiles()
-    row = {"client": client, "errors": level.errors.total, "most_open": _most_open(run.samples),
-           "ttft_p50": level.ttft_ms.p50, "ttft_p99": level.ttft_ms.p99, "wall_s": wall,
-           "cpu_ms_per_request": run.overhead.cpu_s * 1000 / max(len(run.samples), 1),
-           "lag_p99": lag.p99, "emulator_cpu_ms_per_request": emulator_cpu * 1000 / max(len(run.samples), 1)}
-    print(f"P8a {client:7} c={concurrency} n={len(run.samples)}: errors {row['errors']}, most open at once "
-          f"{row['most_open']}, TTFT p50 {row['ttft_p50']:.1f} ms p99 {row['ttft_p99']:.1f} ms, wall {wall:.2f} s, "
-          f"generator CPU {row['cpu_ms_per_request']:.2f} ms/request"
-          + (f", loop lag p99 {row['lag_p99']:.1f} ms" if row["lag_p99"] is not None else "")
-          + f"; emulator CPU {row['emulator_cpu_ms_per_request']:.2f} ms/request", flush=True)
-    return row
-
-
-def _accuracy(label: str, levels: list[dict]) -> None:
-    for lv in levels:
-        c, p50 = lv["concurrency"], lv["ttft_ms"]["p50"]
-        tolerance = 10.0 if c == 1 else 0.15 * FIRST_DELTA_MS
-        ok = abs(p50 - FIRST_DELTA_MS) <= tolerance
-        print(f"P8b {label} c={c}: TTFT p50 {p50:.1f} ms vs baseline {FIRST_DELTA_MS:.0f} ms: "
-              f"{p50 / FIRST_DELTA_MS:.3f}x ({p50 - FIRST_DELTA_MS:+.1f} ms; tolerance ±{tolerance:.0f} ms: "
-              f"{'met' if ok else 'NOT met'}); ITL p50 {lv['itl_ms']['p50']:.1f} ms; generator CPU "
-              f"{lv['overhead']['cpu_share']:.0%}, loop lag p99 {lv['overhead']['loop_lag_ms']['p99']:.1f} ms",
-              flush=True)
-
-
-def p7c() -> None:
+def rig() -> None:
     from hermes_nb.proxy.rig import real_proxy
 
-    with real_proxy("live", upstream_scenario="paced") as rig:
-        report = run_load(rig.endpoint, concurrency="1,4,16", requests=32, direct=rig.upstream.endpoint)
-    print(report._repr_text_())
+    with real_proxy("live", upstream_scenario="paced") as handle:
+        report = run_load(handle.endpoint, concurrency="1,4,16", requests=32, max_tokens=TOKENS,
+                          direct=handle.upstream.endpoint)
+    print(report_text(report))
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=1, help="P8a rounds (aiohttp and httpx alternate)")
-    parser.add_argument("--skip-httpx", action="store_true", help="P8a without the httpx baseline")
-    parser.add_argument("--rig", action="store_true", help="also P7c: the real proxy's added latency")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller budgets (a quick look, not the rows)")
+    parser.add_argument("--httpx", action="store_true", help="also P8c: aiohttp against httpx at 256 streams")
+    parser.add_argument("--rig", action="store_true", help="also P8d: the real proxy's added latency")
     args = parser.parse_args()
-    with endpoint_child(PACED) as (proc, endpoint):
-        print(f"emulator {endpoint} (paced: first delta 100 ms, then 10 ms a token)", flush=True)
-        for _ in range(args.rounds):
-            ours = p7a(endpoint, proc.pid, "aiohttp")
-            if not args.skip_httpx:
-                base = p7a(endpoint, proc.pid, "httpx")
-                cpu = base["cpu_ms_per_request"] / ours["cpu_ms_per_request"]
-                print(f"P8a ratio httpx/aiohttp: CPU per request {cpu:.1f}x, "
-                      f"TTFT p50 {base['ttft_p50'] / ours['ttft_p50']:.1f}x, "
-                      f"wall {base['wall_s'] / ours['wall_s']:.1f}x",
-                      flush=True)
-        report = run_load(endpoint, concurrency="1,16", requests=48)
-        _accuracy("run_load, emulator in its own process", [lv.model_dump() for lv in report.levels])
-    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "load", "--concurrency", "1,16", "--requests", "48",
-                           "--json"], capture_output=True, text=True, timeout=600)
-    doc = json.loads(proc.stdout)
-    _accuracy("`hermes-nb load --concurrency 1,16 --requests 48 --json` (embedded emulator)", doc["levels"])
-    print(f"P8b exit code {proc.returncode}, verdict {doc['verdict']}")
+    print(f"P8 start: {_machine()}", flush=True)
+    with endpoint_child(PACED) as (_, endpoint):
+        fidelity(endpoint, args.quick)
+        embedded_vs_out_of_process(endpoint, args.quick)
+        if args.httpx:
+            transport(endpoint)
     if args.rig:
-        p7c()
+        rig()
+    print(f"P8 end: {_machine()}", flush=True)
     return 0
 
 

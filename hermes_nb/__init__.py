@@ -23,7 +23,7 @@ _LAZY: dict[str, str] = {
     "probe": "proxy.probe", "WireReport": "proxy.report",
     "run_mission": "harness.prepare", "RunResult": "harness.results",
     "smoke": "nbrun.jobs", "SmokeOutcome": "nbrun.jobs",
-    "run_load": "proxy.load.run", "LoadReport": "proxy.load.report",
+    "run_load": "load.run", "LoadReport": "load.report",
     "Target": "target",
     "HermesProxyRuntimeConfig": "core.config", "resolve_runtime_config": "core.resolve",
     "HermesClient": "wire.client", "Exchange": "core.records",

@@ -32,7 +32,7 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import provider_by_allowed_paths, provider_by_display_name
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.emulator.scenarios import SCENARIO_HEADER
+from hermes_nb.emulator.scenarios import PROFILE_HEADER, SCENARIO_HEADER
 from hermes_nb.wire.client import HermesClient
 
 __all__ = ["Target", "TargetKind", "ProviderFacts", "identify", "establish", "embedded_target", "detect_provider",
@@ -132,14 +132,18 @@ def _health(client: HermesClient, budget_s: float) -> tuple[bool, Any]:
     return answer.status is not None, answer.json_body if answer.status == 200 else None
 
 
-def emulator_evidence(client: HermesClient, budget_s: float) -> str | None:
-    """Evidence that hermes_nb's emulator answers at (or behind) the client's endpoint, else None."""
+def emulator_evidence(client: HermesClient, budget_s: float) -> tuple[str | None, str | None]:
+    """(evidence, profile) when hermes_nb's emulator answers at or behind the client's endpoint, else (None, None).
+
+    A scenario no emulator knows is answered 400 ``unknown_scenario``, naming the emulator's profile; the real proxy
+    forwards the header to its upstream, a real upstream ignores it."""
     exchange = client.models(headers={SCENARIO_HEADER: PROBE_SCENARIO}, deadline_s=budget_s)
     code = exchange.envelope.code if exchange.envelope is not None else None
-    if exchange.status == 400 and code == "unknown_scenario":
-        return (f"GET {client.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 "
-                "unknown_scenario: the answers come from hermes_nb's emulator (directly or behind a proxy)")
-    return None
+    if exchange.status != 400 or code != "unknown_scenario":
+        return None, None
+    profile = {k.lower(): v for k, v in exchange.headers.items()}.get(PROFILE_HEADER.lower())
+    return (f"GET {client.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 unknown_scenario "
+            f"from the emulator's {profile or 'hermes-agent'} profile"), profile
 
 
 def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", release: str | None = None,
@@ -152,13 +156,16 @@ def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", rel
     caller knows (the rig's, ``--hermes-bin``'s); ``executable``: its name; ``ask_emulator``: also ask whether
     hermes_nb's emulator answers (the smoke's receipts must not call an emulator live).
     """
-    evidence = None
+    evidence = profile = None
     with HermesClient(config, transport=transport, connect_timeout_s=min(budget_s, 2.0)) as client:
         healthy, body = _health(client, budget_s)
         if kind == "live" and healthy and ask_emulator:
-            evidence = emulator_evidence(client, budget_s)
+            evidence, profile = emulator_evidence(client, budget_s)
     facts = detect_provider(health=body, configured=config.provider, executable=executable or "hermes")
-    if kind == "emulator" or evidence is not None:
+    if evidence is not None and profile in ("upstream", "minimal") and isinstance(body, dict) and "upstream" in body:
+        # a real hermes proxy (its /health) in front of the emulator's upstream profile: the proxy is the target
+        kind, evidence = "rig", f"a hermes proxy in front of the emulator's {profile} profile ({evidence})"
+    elif kind == "emulator" or evidence is not None:
         return Target(endpoint=config.endpoint, kind="emulator", provider=facts.provider,
                       provider_source=facts.source, upstream=facts.upstream, evidence=evidence, healthy=healthy,
                       warnings=facts.warnings)
@@ -168,7 +175,7 @@ def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", rel
     return Target(endpoint=config.endpoint, kind=kind, provider=facts.provider, provider_source=facts.source,
                   upstream=facts.upstream, release=release or UNKNOWN,
                   release_source=release_source if release else None, executable=executable or "hermes",
-                  evidence=None, healthy=healthy, warnings=facts.warnings)
+                  evidence=evidence, healthy=healthy, warnings=facts.warnings)
 
 
 def establish(config: HermesProxyRuntimeConfig, stack: ExitStack, *, rig: Any = None, scenario: str = "ok",

@@ -95,7 +95,9 @@ def _type_text(annotation: Any) -> str:
     if get_origin(inner) is Literal:
         inner = type(get_args(inner)[0])
     if get_origin(inner) in (list, Sequence):
-        name = f"list[{getattr(get_args(inner)[0], '__name__', 'str')}]"
+        item = get_args(inner)[0]
+        item = get_args(item)[0] if get_origin(item) is Annotated else item  # a constrained item: its type
+        name = f"list[{getattr(item, '__name__', 'str')}]"
     else:
         name = getattr(inner, "__name__", "str")
     return f'"Optional[{name}]"' if optional else name

@@ -34,6 +34,7 @@ from . import content as c
 from .responses import RESPONSES_ROUTE, method_not_allowed, responses_reply
 from .scenarios import (
     ALL_SCENARIOS,
+    PROFILE_HEADER,
     PROFILES,
     PROXY_SCENARIOS,
     SCENARIO_HEADER,
@@ -122,7 +123,9 @@ def _unknown_scenario(request: web.Request) -> Reply | None:
     known = [s for s in ALL_SCENARIOS if not (upstream and s in PROXY_SCENARIOS)]
     msg = f"Unknown emulator scenario {name!r} for the {request.app[SETTINGS_KEY].profile} profile. " \
           f"Known: {', '.join(known)}"
-    return json_reply(400, c.envelope(msg, "invalid_request_error", "unknown_scenario"))
+    # which profile answered: behind a real proxy (the rig) it is ``upstream``, and the proxy is the target
+    return json_reply(400, c.envelope(msg, "invalid_request_error", "unknown_scenario"),
+                      {PROFILE_HEADER: request.app[SETTINGS_KEY].profile})
 
 
 def _proxy_fault(scenario: str) -> web.Response | None:
@@ -292,6 +295,9 @@ def create_app(
     provider: str = "nous",
     first_byte_s: float = 6.0,
     answer_s: float = 25.0,
+    reasoning_tokens: int = 0,
+    stall_s: float = 0.0,
+    trailer_s: float = 0.0,
 ) -> web.Application:
     """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request.
 
@@ -302,7 +308,7 @@ def create_app(
     settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
                         retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
                         max_concurrent=max_concurrent, provider=provider, first_byte_s=first_byte_s,
-                        answer_s=answer_s)
+                        answer_s=answer_s, reasoning_tokens=reasoning_tokens, stall_s=stall_s, trailer_s=trailer_s)
     max_size = UPSTREAM_MAX_BYTES if profile == "upstream" else MAX_REQUEST_BYTES
     if profile == "minimal":
         from .minimal import create_minimal_app

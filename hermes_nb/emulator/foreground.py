@@ -53,6 +53,12 @@ class EmulatorSpec(Spec):
                                                             "deltas")
     max_concurrent: int = Field(4, ge=1, description="concurrency-limited: 429 with Retry-After beyond N chat "
                                                      "requests in flight")
+    reasoning_tokens: int = Field(0, ge=0, description="paced, concurrency-limited: reasoning deltas before the answer")
+    stall_s: float = Field(0.0, ge=0, description="paced, concurrency-limited: a pause after half the answer")
+    trailer_s: float = Field(0.0, ge=0, description="paced, concurrency-limited: a pause before the finish, usage "
+                                                    "and [DONE] chunks")
+    reuse_port: bool = Field(False, description="bind with SO_REUSEPORT: several emulator processes share one port "
+                                                "(the load probe's)")
 
     @model_validator(mode="after")
     def _known(self) -> EmulatorSpec:
@@ -91,7 +97,8 @@ async def _serve(args: EmulatorSpec, line: Callable[[str], None], emit: Callable
     app = create_app(profile=args.profile, scenario=args.scenario, seed=args.seed, models=models,
                      delay_s=args.delay_s, retry_after=args.retry_after_s, first_delta_s=args.first_delta_s,
                      token_interval_s=args.token_interval_s, max_concurrent=args.max_concurrent,
-                     provider=args.provider)
+                     provider=args.provider, reasoning_tokens=args.reasoning_tokens, stall_s=args.stall_s,
+                     trailer_s=args.trailer_s)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     stop = asyncio.Event()
@@ -99,7 +106,7 @@ async def _serve(args: EmulatorSpec, line: Callable[[str], None], emit: Callable
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        site = web.TCPSite(runner, host=args.host, port=args.port)
+        site = web.TCPSite(runner, host=args.host, port=args.port, reuse_port=args.reuse_port or None)
         await site.start()
         port = int(runner.addresses[0][1])
         netloc = f"[{args.host}]" if ":" in args.host else args.host

@@ -21,6 +21,7 @@ __all__ = [
     "check_profile",
     "PROFILES",
     "SCENARIO_HEADER",
+    "PROFILE_HEADER",
     "SCENARIOS",
     "PROXY_SCENARIOS",
     "ALL_SCENARIOS",
@@ -42,6 +43,8 @@ __all__ = [
 
 #: per-request scenario override (the real proxy forwards it to its upstream)
 SCENARIO_HEADER = "X-Hermes-Emulator-Scenario"
+#: on the answer to an unknown scenario: the profile that answered (``upstream`` behind a real proxy)
+PROFILE_HEADER = "X-Hermes-Emulator-Profile"
 PROFILES: tuple[str, ...] = ("hermes-agent", "seed", "upstream", "minimal")
 SCENARIOS: tuple[str, ...] = (
     "ok", "no-sentinel", "empty", "length", "auth-stale", "rate-limited", "server-error", "bad-gateway",
@@ -113,6 +116,11 @@ class Settings:
     token_interval_s: float = 0.01
     #: ``concurrency-limited``: requests in flight beyond this many are answered 429 with Retry-After
     max_concurrent: int = 4
+    #: load scenarios: reasoning deltas before the answer, a pause after half the answer (a stall), and a pause
+    #: between the last answer token and the finish, usage and ``[DONE]`` chunks (a trailer)
+    reasoning_tokens: int = 0
+    stall_s: float = 0.0
+    trailer_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,30 +276,41 @@ PACED_MAX_TOKENS = 4096
 
 
 def paced_reply(settings: Settings, route: str, body: dict[str, Any], model: str) -> Reply:
-    """A load-scenario chat answer: ``max_tokens`` one-token deltas (``tok``), the first after ``first_delta_s``, each
-    next one ``token_interval_s`` later; the usage chunk counts them exactly (prompt: ~4 characters a token)."""
-    requested = body.get("max_tokens")
-    count = requested if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0 \
-        else PACED_DEFAULT_TOKENS
-    count = min(count, PACED_MAX_TOKENS)
-    text = "tok " * count
+    """A load-scenario chat answer: ``reasoning_tokens`` reasoning deltas (``reasoning_content``), then
+    ``max_tokens`` (or ``max_completion_tokens``) one-token answer deltas (``tok``); the first delta after
+    ``first_delta_s``, each next one ``token_interval_s`` later, ``stall_s`` more after half the answer, and
+    ``trailer_s`` before the closing chunks; the usage chunk counts them exactly (prompt: ~4 characters a token)."""
+    requested = next((v for v in (body.get("max_tokens"), body.get("max_completion_tokens"))
+                      if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
+    count = min(requested or PACED_DEFAULT_TOKENS, PACED_MAX_TOKENS)
+    thinking = settings.reasoning_tokens
     cid = c.request_id("chatcmpl", settings.seed, route, body)
     created = c.created_at(settings.seed)
     prompt = c.prompt_text(body)
-    usage = {**c.usage_for(prompt, ""), "completion_tokens": count}
-    usage["total_tokens"] = usage["prompt_tokens"] + count
+    usage: dict[str, Any] = {**c.usage_for(prompt, ""), "completion_tokens": count + thinking}
+    usage["total_tokens"] = usage["prompt_tokens"] + count + thinking
+    if thinking:
+        usage["completion_tokens_details"] = {"reasoning_tokens": thinking}
+    finish = "length" if requested else "stop"
+    took = settings.first_delta_s + settings.token_interval_s * (count + thinking - 1)
     if body.get("stream") is not True:
-        whole = c.chat_completion(cid, created, model, text, "length" if requested else "stop", prompt)
+        whole = c.chat_completion(cid, created, model, "tok " * count, finish, prompt)
         whole["usage"] = usage
-        return Reply(200, JSON_CT, [Pause(settings.first_delta_s + settings.token_interval_s * (count - 1)),
-                                    json.dumps(whole).encode()])
+        return Reply(200, JSON_CT, [Pause(took + settings.stall_s + settings.trailer_s), json.dumps(whole).encode()])
     parts: list[Part] = [c.sse(c.chat_chunk(cid, created, model, content="", role=True)), Pause(settings.first_delta_s)]
+    reasoning = c.chat_chunk(cid, created, model)
+    reasoning["choices"][0]["delta"] = {"reasoning_content": "think "}
+    thought = c.sse(reasoning)
     delta = c.sse(c.chat_chunk(cid, created, model, content="tok "))
-    for i in range(count):
+    for i in range(thinking + count):
         if i and settings.token_interval_s > 0:
             parts.append(Pause(settings.token_interval_s))
-        parts.append(delta)
-    parts.append(c.sse(c.chat_chunk(cid, created, model, finish_reason="length" if requested else "stop")))
+        if i == thinking + count // 2 and settings.stall_s > 0:
+            parts.append(Pause(settings.stall_s))
+        parts.append(thought if i < thinking else delta)
+    if settings.trailer_s > 0:
+        parts.append(Pause(settings.trailer_s))
+    parts.append(c.sse(c.chat_chunk(cid, created, model, finish_reason=finish)))
     parts.append(c.sse(c.chat_chunk(cid, created, model, usage=usage, empty_choices=True)))
     parts.append(c.sse("[DONE]"))
     return Reply(200, SSE_CT, parts, {"Cache-Control": "no-cache"}, streamed=True)

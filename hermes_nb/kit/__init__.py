@@ -14,10 +14,8 @@ from typing import Any
 
 _LAZY = {
     "Job": "job", "open_job": "job",
-    "Target": "target", "start_target": "target", "runtime_config": "target",
     "artifact_digests": "verdicts", "record_verdict": "verdicts",
     "wire_summary": "verdicts", "check_summary": "verdicts", "run_summary": "verdicts",
-    "measure_load": "load", "load_summary": "load",
     "ConsoleActions": "session", "ProbeConsole": "console", "ConsoleSession": "session",
 }
 

@@ -43,6 +43,9 @@ from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, Spec
 from hermes_nb.core.usage import Usage
 from hermes_nb.kit.models import ModelCatalog, unlisted_note
+from hermes_nb.load.report import LoadReport  # the load wing, reached from the kit by this magic only
+from hermes_nb.load.run import run_load
+from hermes_nb.load.spec import LoadSpec
 from hermes_nb.proxy.check import CheckResult, CheckSpec, check
 from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
 from hermes_nb.proxy.probe import ProbeSpec, probe
@@ -259,11 +262,11 @@ class HermesMagics(Magics):
         return report
 
     @line_magic
-    def hermes_load(self, line: str) -> Any:
-        """The load probe (the flags of ``hermes-nb load``); returns the ``LoadReport``."""
-        from hermes_nb.kit.load import load_magic  # the load wing: reached only by this magic
-
-        return load_magic(self, line)
+    @_magic(LoadSpec, "%hermes_load")
+    def hermes_load(self, spec: LoadSpec) -> LoadReport:
+        """The load probe (the options of ``hermes-nb load``; no endpoint = the embedded emulator in processes of its
+        own); returns the ``LoadReport``. A kernel interrupt stops it and returns what was measured."""
+        return run_load(spec=spec)
 
     @cell_magic
     @_magic(ChatSpec, "%%hermes_chat")

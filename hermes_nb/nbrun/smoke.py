@@ -109,7 +109,7 @@ def run_smoke(target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path
     parameters; the bearer reaches its kernel in ``HERMES_NB_AUTH_TOKEN`` only. ``secrets``: more values no output
     may contain (the rig's). ``guard``: a caller's signal guard, armed while the notebooks run (a
     signal then cancels them; at any other moment it waits until they are done). ``parameters``: notebook
-    name → extra papermill parameters (the load receipt's report, :mod:`hermes_nb.nbrun.load`), over the
+    name → extra papermill parameters (the load receipt's report, :mod:`hermes_nb.load.receipt`), over the
     target's. ``kernels``: launched already by :func:`launch_kernels` (then ``only`` and ``templates`` are
     its own); taken over and closed.
     """

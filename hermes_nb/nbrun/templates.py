@@ -22,6 +22,7 @@ import nbformat
 from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, LOAD_NOTEBOOK, TEMPLATED_NOTEBOOKS, WIRE_SPIKE
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.harness.prepare import RunSpec
+from hermes_nb.load.spec import LoadSpec  # the load wing's notebook: its parameters are LoadSpec's
 from hermes_nb.proxy.check import CheckSpec
 from hermes_nb.proxy.probe import ProbeSpec
 
@@ -127,72 +128,55 @@ against a **live** proxy is what `hermes-nb promote` accepts.""", [("## Run", "r
 
 
 def load() -> nbformat.NotebookNode:
-    params = [
-        ("endpoint", '"Optional[str]"', "None", "proxy endpoint incl. /v1 (None: an emulator)"),
-        ("model", '"Optional[str]"', "None", "model id, sent verbatim (None: HERMES_NB_MODEL, else the default)"),
-        ("profile", "str", '"hermes-agent"', "emulator profile (only when endpoint is None)"),
-        ("scenario", "str", '"paced"', "emulator scenario (only when endpoint is None): paced, concurrency-limited, …"),
-        ("emulator", '"Optional[str]"', "None", "an emulator already running for this notebook"),
-        ("concurrency", "str", '"1,4"', "concurrency levels, comma-separated, ascending"),
-        ("requests", '"Optional[int]"', "8", "requests per level (None: four rounds of each level, or duration_s)"),
-        ("duration_s", '"Optional[float]"', "None", "seconds per level instead of a request count"),
-        ("rate", '"Optional[float]"', "None", "open loop: Poisson arrivals per second (None: closed loop)"),
-        ("prompt_length", "int", "64", "input sequence length: prompt tokens per request (about)"),
-        ("output_length", "int", "16", "output sequence length: the max_tokens of every request"),
-        ("direct", '"Optional[str]"', "None", "the upstream itself (its /v1 URL): the proxy's added latency per level"),
-        ("report", '"Optional[str]"', "None",
-         "a LoadReport JSON measured by `hermes-nb load --out` (None: measure here)"),
-    ]
+    """The load receipt's notebook: its parameters are :class:`~hermes_nb.load.spec.LoadSpec`'s (one declaration);
+    the cells call the load wing and display."""
+    names = ", ".join(f"{name}={name}" for name, _, _ in LoadSpec.options("notebook"))
     return _notebook([
         _md(f"""
 # Load probe
 
-How many streams one proxy carries: streamed chat completions at rising concurrency, with the figures
-LLM-serving benchmarks report (NVIDIA genai-perf's definitions, see `docs/load.md`): **TTFT** (time to first
-token), **ITL** (inter-token latency), **E2E** (end-to-end latency) p50/p90/p99, requests and output tokens per
-second, errors by class, the first level where errors appear, and where a 429 (with its Retry-After) stopped the
-ramp. With `direct` (the upstream behind the proxy), each level runs against the upstream too and the report
-gives what the proxy adds. The generator's own overhead (CPU, event-loop lag) is reported per level.
-**Passed** = every request succeeded; **blocked** = 429s stopped the ramp, or nobody answered; **failed** =
-other errors, or interrupted.
+How many streams one proxy carries: chat completions at rising concurrency, with the figures LLM-serving
+benchmarks report (definitions beside AIPerf's and vLLM's in `docs/load.md`): **TTFT** (first token of any kind),
+**TTFAT** (first answer token), **ITL**, **E2E** and the stream's last byte, p50/p95/p99 with their counts, the
+**gaps between tokens** (stalls), throughput, errors by class, where a 429 (with its Retry-After) stopped the ramp,
+and the generator's and the machine's own load per level. Every figure is computed from the raw samples (one
+record per request), kept beside this notebook in the receipt. **Passed** = every request succeeded;
+**blocked** = 429s, or nobody answered; **failed** = other errors, or interrupted.
 
 Runbook: `hermes-nb load --endpoint http://127.0.0.1:8645/v1 --concurrency 1,4,16 --out runbooks/receipts/load`
 measures, then executes this notebook with `report` set to what it measured. {_SECRETS_NOTE}
 """),
-        _params("\n".join(f"{n}: {t} = {d}  # {h}" for n, t, d, h in params)),
-        _code("from IPython.display import HTML\n\nfrom hermes_nb import kit\n\n"
-              "target = kit.start_target(kit.runtime_config(endpoint, model), profile=profile, scenario=scenario,\n"
-              "                          emulator=emulator)\nconfig = target.config"),
-        _md("## Measure\n\nOne row per level; `sent` counts requests started, `ok` those that streamed to the end. "
-            "The pictures follow, one per cell, as images (they render on GitHub too)."),
-        _code("result = kit.measure_load(target, config, report=report, concurrency=concurrency, requests=requests,\n"
-              "                          duration_s=duration_s, rate=rate, prompt_tokens=prompt_length,\n"
-              "                          max_tokens=output_length, direct=direct)\n"
-              "HTML(result.html(plots=False))", tags=_MEASURED),
+        _code(LoadSpec.parameters_source(), tags=["parameters"]),
+        _code("from IPython.display import HTML\n\nfrom hermes_nb import kit\n"
+              "from hermes_nb.load import receipt, views\nfrom hermes_nb.load.plots import plot\n"
+              "from hermes_nb.load.spec import LoadSpec\n\n"
+              f"spec = LoadSpec.build(\"notebook\", {names})\nspec"),
+        _md("## Measure\n\nOne row per level (`*`: a percentile resting on too few samples). The pictures follow, "
+            "one per cell, as images (they render on GitHub too)."),
+        _code("result = receipt.measure_or_read(spec)\nHTML(views.report_html(result, plots=False))", tags=_MEASURED),
         _md("""
 ## Latency by concurrency
 
-Each panel: p50 (the typical request), p90 and p99 (the slow tail) in milliseconds. A TTFT that grows with
-concurrency while ITL stays flat means requests queue before they start; a growing ITL means the streams
-themselves slow down. The dashed line is the upstream's own p50 (with `direct`).
+p50 (the typical request), p95 and p99 (the slow tail); hollow points rest on too few samples. A TTFT that grows
+with concurrency while ITL stays flat means requests queue before they start; a growing ITL means the streams
+themselves slow down. Dashed: the upstream's own p50 and p99 (with `direct`).
 """),
-        _code('result.plot("latency")', tags=_MEASURED),
-        _md("""
-## Throughput by concurrency
-
-Requests and output tokens per second over each level's duration. Where the curve flattens while latency still
-rises, the proxy (or what is behind it) is saturated: more concurrency only adds waiting.
-"""),
-        _code('result.plot("throughput")', tags=_MEASURED),
-        _md("""
-## Errors by class
-
-The share of each level's requests that failed: rate limited (429), other 4xx, 5xx, timeouts, transport
-(connection refused or cut), errors inside a 200 stream. The ramp stops after the first level with a 429.
-"""),
-        _code('result.plot("errors")', tags=_MEASURED),
-        _md("## Verdict\n\nStops the embedded emulator, records the summary for the receipt, raises unless passed."),
-        _code("target.close()\nkit.record_verdict(kit.load_summary(result, report=report))"),
+        _code('plot(result, "latency")', tags=_MEASURED),
+        _md("## Gaps between tokens\n\nEvery pause between two tokens, pooled: a p99 or max far above the ITL is a "
+            "stall or a buffer; the second panel is the share of streams with a gap over `stall_s`."),
+        _code('plot(result, "gaps")', tags=_MEASURED),
+        _md("## Throughput\n\nWhere requests/s flattens while latency still rises, something is saturated; the "
+            "second panel is latency against the throughput achieved."),
+        _code('plot(result, "throughput")', tags=_MEASURED),
+        _md("## Errors by class\n\nThe share of each level's requests that failed; the ramp stops after the first "
+            "level with a 429."),
+        _code('plot(result, "errors")', tags=_MEASURED),
+        _md("## Every request\n\nThe E2E distribution per level and each request's E2E over the run, from the raw "
+            "samples."),
+        _code('plot(result, "distribution")', tags=_MEASURED),
+        _md("## Verdict\n\nRecords the summary (with the digests of the report and its samples) and raises unless "
+            "passed."),
+        _code("kit.record_verdict(receipt.summary(result, spec.report))"),
     ], LOAD_NOTEBOOK)
 
 

@@ -212,7 +212,7 @@ class ChatStream:
 
     __slots__ = (
         "_parts", "_text", "_over", "done", "finish_reason", "usage", "model", "error", "in_band_error",
-        "protocol_errors", "chunks", "skipped", "warnings",
+        "protocol_errors", "chunks", "skipped", "warnings", "reasoning",
     )
 
     def __init__(self) -> None:
@@ -231,6 +231,8 @@ class ChatStream:
         self.skipped = 0
         #: things worth telling that are not errors (e.g. a whole message after deltas)
         self.warnings: list[str] = []
+        #: deltas that carried reasoning (``reasoning_content`` or ``reasoning``) rather than answer text
+        self.reasoning = 0
 
     @property
     def finished(self) -> bool:
@@ -317,6 +319,10 @@ class ChatStream:
                 piece = content
                 self._parts.append(content)
                 self._text = None
+            else:
+                thought = holder.get("reasoning_content") or holder.get("reasoning")
+                if thought and thought.__class__ is str:
+                    self.reasoning += 1
         finish = choice.get("finish_reason")
         if finish and finish.__class__ is str:
             self.finish_reason = finish

@@ -98,7 +98,8 @@ def test_title_narrative_and_verdict_cell_last(name: str) -> None:
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
     assert "HERMES_NB_AUTH_TOKEN" in nb.cells[0].source
     last = nb.cells[-1]
-    assert last.cell_type == "code" and "kit.record_verdict(" in last.source and "target.close()" in last.source
+    assert last.cell_type == "code" and "kit.record_verdict(" in last.source
+    assert "target.close()" in last.source or name == LOAD_NOTEBOOK  # the load run stops its own emulators
     assert any(VERDICT_MIME in (o.get("metadata") or {}) for o in last.outputs)
     for cell in nb.cells:
         if cell.cell_type == "code" and "parameters" not in cell.metadata.get("tags", []):
