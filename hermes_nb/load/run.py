@@ -198,7 +198,7 @@ def run_load(target: HermesProxyRuntimeConfig | str | None = None, *, spec: Load
             info = TargetInfo(kind="emulator", scenario=spec.scenario or EMBEDDED_SCENARIO,
                               emulator_processes=processes)
         else:
-            info = identify(config)
+            info = identify(config, spec.hermes_bin)
         numbers = itertools.count()
         builds = {"proxy": _builder(config, spec, stack, numbers)}
         if spec.direct:  # the same config (bearer, headers, model) aimed at the upstream

@@ -95,6 +95,8 @@ class LoadSpec(ConfigOptions):
     first_delta_s: float = Field(0.1, ge=0, le=60, description="the embedded emulator's first delta after this long")
     token_interval_s: Annotated[float, Opt(faces=SHELL)] = Field(
         0.01, ge=0, le=10, description="the embedded emulator's next tokens, one each this long")
+    hermes_bin: Annotated[str | None, Opt(faces=SHELL)] = Field(
+        None, description="the hermes executable of the proxy under test: its release is recorded")
     out: Annotated[str | None, Opt(faces=CLI, metavar="DIR|URL")] = Field(
         None, description="also write a receipt: the load notebook executed, indexed, verified")
     html: Annotated[bool, Opt(faces=CLI)] = Field(True, description="the receipt's HTML render (with --out)")
@@ -140,7 +142,7 @@ class LoadSpec(ConfigOptions):
     def settings(self) -> dict[str, Any]:
         """What the report records: every option that shapes the measurement."""
         return self.model_dump(exclude={"endpoint", "model", "provider", "manifest", "root", "runtime_config_overrides",
-                                        "out", "html", "report"})
+                                        "out", "html", "report", "hermes_bin"})
 
 
 def guard(flag: str, url: str, *, allow_non_loopback: bool) -> list[str]:

@@ -20,6 +20,7 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ProxyUnreachable
 from hermes_nb.load.report import TargetInfo
 from hermes_nb.load.spec import LoadSpec
+from hermes_nb.proxy.executable import release_of
 from hermes_nb.target import UNKNOWN
 from hermes_nb.target import identify as identify_target
 
@@ -76,10 +77,12 @@ def embedded_emulator(spec: LoadSpec, processes: int) -> Iterator[str]:
         yield endpoint
 
 
-def identify(config: HermesProxyRuntimeConfig) -> TargetInfo:
+def identify(config: HermesProxyRuntimeConfig, hermes_bin: str | None = None) -> TargetInfo:
     """What answers at ``config.endpoint`` (the job's one identity step, :func:`hermes_nb.target.identify`): the
     emulator, a real proxy with the emulator as its upstream (the rig: the proxy is the target), or live; the
-    release only as the thing under test tells it (never a local install's)."""
-    target = identify_target(config, ask_emulator=True, budget_s=5.0)
+    release as the thing under test tells it, or as the executable the operator named (never a local install's)."""
+    named = release_of(hermes_bin) if hermes_bin else (None, None, None)
+    target = identify_target(config, ask_emulator=True, budget_s=5.0, release=named[0], release_source=named[1],
+                             executable=named[2])
     return TargetInfo(kind=target.kind, release=None if target.release == UNKNOWN else target.release,
                       evidence=target.evidence)

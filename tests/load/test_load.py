@@ -102,8 +102,8 @@ def test_concurrency_limited_answers_429_with_retry_after_beyond_n_in_flight(her
 
 def test_the_emulator_cli_takes_the_load_settings(capsys) -> None:
     assert main(["emulator", "--max-concurrent", "0", "--json"]) == 2
-    assert "--max-concurrent must be >= 1" in json.loads(capsys.readouterr().out)["error"]
-    assert main(["emulator", "--stall", "-1", "--json"]) == 2
+    assert "--max-concurrent: must be >= 1" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["emulator", "--stall-s", "-1", "--json"]) == 2
 
 
 # --------------------------------------------------------------------------- sweeps

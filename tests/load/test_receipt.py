@@ -112,11 +112,12 @@ def test_the_receipt_html_shows_the_plots_in_a_browser(hermes_emulator_factory, 
 @needs_hermes
 def test_the_real_proxy_is_the_target_its_added_latency_and_429s() -> None:
     with rig.real_proxy("live", hermes_bin=HERMES_BIN, upstream_scenario="paced") as handle:
-        report = run_load(handle.endpoint, concurrency="2", requests=2, max_tokens=4, direct=handle.upstream.endpoint)
+        report = run_load(handle.endpoint, concurrency="2", requests=2, max_tokens=4, direct=handle.upstream.endpoint,
+                          hermes_bin=str(handle.hermes_bin))
         upstream_429 = resolve_runtime_config(endpoint=handle.endpoint, environ={},
                                               overrides={"extra_headers": {SCENARIO_HEADER: "rate-limited"}})
         limited = run_load(upstream_429, concurrency="1,4", requests=2)  # the proxy forwards the scenario header
-    assert (report.target.kind, report.verdict) == ("rig", "passed") and report.target.release
+    assert (report.target.kind, report.verdict) == ("rig", "passed") and report.target.release == handle.hermes_version
     assert [lv.succeeded for lv in report.levels + report.direct_levels] == [2, 2]
     assert all(a.ttft_ms["p50"] is not None for a in report.added)
     assert all(lv.ttft_ms.min >= 100.0 for lv in report.levels + report.direct_levels)  # the upstream's first delta
