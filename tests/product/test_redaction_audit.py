@@ -61,7 +61,7 @@ def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
         assert job("check", "--root", str(root)) == 0
         assert job("check", "--json", "--root", str(root)) == 0
-        job("probe", "--endpoint", emu.endpoint, "--deadline", "10", "--out", str(root / "probe.json"))
+        job("probe", "--endpoint", emu.endpoint, "--budget-s", "10", "--out", str(root / "probe.json"))
         assert job("run", "--prompt", PROMPT, "--root", str(root), "--no-sandbox") == 0
         assert job("run", "--json", "--prompt", PROMPT, "--root", str(root), "--no-sandbox") == 0
         receipts = root / "runbooks" / "receipts" / "audit"
