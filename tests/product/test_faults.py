@@ -168,6 +168,9 @@ class FaultServer:
                 more = sock.recv(65536)
                 if not more:
                     return
+                if not data and more[:1] == b"\x16":  # a TLS ClientHello on a plain-http port: aiohttp's answer
+                    sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    return
                 data += more
             raw_head, _, body = data.partition(b"\r\n\r\n")
             lines = raw_head.decode("latin-1").split("\r\n")
@@ -278,6 +281,23 @@ def non_utf8(conn: Conn, req: Request) -> None:
     conn.answer(status, ctype, [p.replace(b"fault", b"fa\xfclt\xff") for p in parts])
 
 
+def local_only_guard(conn: Conn, req: Request) -> None:
+    """hermes-agent 0.22's guard refusing the request's Host on every route, /health included."""
+    body = {"error": {"message": "Request refused: browser requests and foreign Host names are not accepted by "
+                                 "this proxy.", "type": "host_not_allowed", "code": "host_not_allowed"}}
+    conn.answer(403, "application/json", [json.dumps(body).encode()])
+
+
+def dead_upstream(conn: Conn, req: Request) -> None:
+    """The proxy is up (its /health answers) and answers its own 502 for everything it forwards."""
+    if req.path == "/health":
+        conn.answer(200, "application/json", [b'{"status": "ok", "upstream": "Nous Portal"}'])
+        return
+    body = {"error": {"message": "upstream connection failed: Cannot connect to host inference-api.nousresearch.com"
+                                 ":443", "type": "upstream_unreachable", "code": "upstream_unreachable"}}
+    conn.answer(502, "application/json", [json.dumps(body).encode()])
+
+
 def empty_200(conn: Conn, req: Request) -> None:
     _, ctype, _ = normal(req)
     conn.answer(200, ctype, [])
@@ -307,7 +327,7 @@ FAULTS = [
     Fault("reset mid-stream", reset_mid_stream, ("failed", {"stream_broken"}), {"error"}, {"unknown"},
           partial=True),
     Fault("stall before headers", stall_before_headers, ("failed", TIMEOUTS), {"unreachable"}, {"unreachable"}),
-    Fault("stall mid-stream", stall_mid_stream, ("failed", TIMEOUTS), {"error"}, {"unknown"}, partial=True),
+    Fault("stall mid-stream", stall_mid_stream, ("failed", TIMEOUTS), {"slow"}, {"unknown"}, partial=True),
     Fault("slow drip within the idle deadline", slow_drip, ("passed", {"ok"}), {"ready"}, {"live"},
           text="".join(DELTAS)),
     Fault("truncated stream", truncated, ("failed", {"truncated"}), {"error"}, {"unknown"}, partial=True),
@@ -320,7 +340,21 @@ FAULTS = [
     Fault("redirect to another host (not followed)", None, ("failed", {"http_error"}), {"error"}, {"unknown"}),
     Fault("TLS endpoint with a bad certificate", ok, ("failed", {"unreachable"}), {"error"}, {"unreachable"}),
     Fault("200 with an empty body", empty_200, ("failed", {"empty"}), {"error"}, {"unknown"}),
+    Fault("the local-only guard refuses the Host", local_only_guard, ("blocked", {"host_not_allowed"}),
+          {"not_local"}, {"not_local"}),
+    Fault("a dead upstream behind a live proxy", dead_upstream, ("failed", {"upstream_unreachable"}), {"error"},
+          {"unknown"}),
+    Fault("https to the proxy's plain-http port", ok, ("failed", {"unreachable"}), {"misconfigured"},
+          {"unreachable"}),
 ]
+
+#: the one action every job gives for the same answer (run's hint, check's hint, probe's action)
+ACTIONS = {
+    "connection refused": "hermes proxy start",
+    "the local-only guard refuses the Host": "http://127.0.0.1:",
+    "https to the proxy's plain-http port": "use http://127.0.0.1:",
+    "a dead upstream behind a live proxy": "its upstream",
+}
 
 
 @pytest.fixture
@@ -362,6 +396,10 @@ def endpoint_for(no_dns: None,
             return f"http://127.0.0.1:{_refused_port()}/v1", []
         if fault.name == "unresolvable host":
             return "http://nonexistent.invalid:8645/v1", []
+        if fault.name.startswith("https"):
+            server = FaultServer(ok)
+            servers.append(server)
+            return server.endpoint.replace("http://", "https://"), [server]
         if fault.name.startswith("redirect"):
             elsewhere = FaultServer(ok, host="127.0.0.2")  # another host (still loopback): must see nothing
 
@@ -432,6 +470,15 @@ def test_fault_matrix(fault: Fault, endpoint_for: Any, tmp_path: Path) -> None:
                                         request_budget_s=0.5))
     assert report.state in fault.probe, (report.state, report.warnings)
     assert took < 2.0 + fault.deadline_s
+
+    # one reading: the same action from every job for the same answer
+    if fault.name in ACTIONS:
+        if fault.name.startswith("a dead upstream"):
+            from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
+
+            apply_contract(report, load_contract(resolve_contract("hermes-agent-0.19.0")))
+        actions = (result.outcome.hint, checked.hint, report.action)
+        assert all(a is not None and ACTIONS[fault.name] in a for a in actions), actions
 
     if fault.name.startswith("redirect"):
         origin, elsewhere = servers

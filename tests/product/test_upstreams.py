@@ -115,7 +115,7 @@ def test_an_upstream_command_that_dies_is_a_rig_error_with_its_output(tmp_path: 
 
 def test_smoke_upstream_needs_rig_live(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["smoke", "--upstream", "minimal"]) == 2
-    assert "an upstream needs the live rig" in capsys.readouterr().err  # worded for any caller (issue 21, 8)
+    assert "an upstream sits behind the live rig" in capsys.readouterr().err  # worded for any caller (issue 21, 8)
     assert main(["smoke", "--rig", "stale", "--upstream", "minimal"]) == 2
 
 
