@@ -20,7 +20,7 @@ BSTAMP := $(BVENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 BROWSER_DEPS := $(if $(wildcard $(CHROMIUM)),browser-venv,)
 
-.PHONY: install rig-venv upstream-venv browser-venv test smoke notebooks screenshots schema lock lock-hermes lock-upstream lock-browser bench fuzz soak sizes clean
+.PHONY: install rig-venv upstream-venv browser-venv test smoke notebooks screenshots schema docs lock lock-hermes lock-upstream lock-browser bench fuzz soak sizes clean
 
 install: $(STAMP)
 
@@ -79,6 +79,10 @@ screenshots: install browser-venv
 
 schema: install
 	$(BIN)/hermes-nb schema --write docs/schema
+
+# docs/cli.md: every command's --help, generated from the specs (a test keeps it equal)
+docs: install schema
+	$(BIN)/python -c "from hermes_nb.cli.app import reference; print(reference(), end='')" > docs/cli.md
 
 # P1-P8 of docs/performance.md; each benchmark prints its ratio against its baseline, measured in the same run
 bench: install

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import io
 import os
@@ -37,6 +38,8 @@ __all__ = ["main", "build_parser", "COMMANDS"]
 COMMANDS = ("check", "run", "adapter", "schema", "emulator", "probe", "rig", "load", "smoke",
             "matrix", "receipts", "promote", "notebooks")
 
+#: every help page is 100 columns wide, whatever the terminal: the same text in a terminal and in docs/cli.md
+FORMATTER = functools.partial(argparse.RawDescriptionHelpFormatter, width=100)
 EPILOG = """exit codes: 0 passed/ready, 1 failed, 2 usage or configuration error,
 3 blocked (operator action or a later retry needed).
 --json prints exactly one JSON object on stdout."""
@@ -60,7 +63,7 @@ def _command_in(args_list: Sequence[str]) -> str | None:
 def _add(sub: Any, name: str, spec: type[Spec], handler: Callable[..., int], help_text: str, description: str,
          parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(name, parents=[parent], help=help_text, description=description,
-                                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                                epilog=EPILOG, formatter_class=FORMATTER)
     spec.add_arguments(p)
     p.set_defaults(handler=handler, spec=spec)
     return p
@@ -72,7 +75,7 @@ def _register(sub: Any, name: str, module: ModuleType, parent: argparse.Argument
     if actions is None:
         _add(sub, name, module.SPEC, module.handle, module.HELP, description, parent)
         return
-    p = sub.add_parser(name, parents=[parent], help=module.HELP, description=description)
+    p = sub.add_parser(name, parents=[parent], help=module.HELP, description=description, formatter_class=FORMATTER)
     inner = p.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     for action, (spec, handler, help_text) in actions.items():
         _add(inner, action, spec, handler, help_text, help_text, parent)
@@ -81,7 +84,7 @@ def _register(sub: Any, name: str, module: ModuleType, parent: argparse.Argument
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole CLI; with ``only``, register just that command (start-up cost: its imports alone)."""
-    parser = _Parser(prog="hermes-nb", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = _Parser(prog="hermes-nb", epilog=EPILOG, formatter_class=FORMATTER,
                      description="Prove a local Hermes proxy works as a UH runtime, and keep the evidence.")
     parser.add_argument("--version", action="version", version=f"hermes-nb {__version__}")
     # also accepted before the command (`hermes-nb --json run …`); main() reads it from argv either way
@@ -163,3 +166,18 @@ def _fail(out: Output, exc: Exception, code: int) -> int:
     for problem in problems:
         print(f"hermes-nb: error: {problem}", file=sys.stderr)
     return code
+
+
+def reference() -> str:
+    """docs/cli.md: every command's ``--help``, generated from the specs (``make docs``; a test keeps it equal)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    parts = ["# hermes-nb command reference", "",
+             "Generated from the commands' specs by `make docs` (the same text as each `--help`).", "",
+             "```text", parser.format_help().strip(), "```"]
+    for name, command in sub.choices.items():
+        actions = next((a for a in command._actions if isinstance(a, argparse._SubParsersAction)), None)
+        pages = [(f"{name} {verb}", p) for verb, p in actions.choices.items()] if actions else [(name, command)]
+        for title, page in pages:
+            parts += ["", f"## {title}", "", "```text", page.format_help().strip(), "```"]
+    return "\n".join(parts) + "\n"

@@ -68,3 +68,10 @@ def test_every_flag_in_the_readme_exists(line):
     flags = {m for m in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", line)}
     missing = sorted(flags - options)
     assert not missing, f"`hermes-nb {name}` has no {missing}"
+
+
+def test_the_cli_reference_is_generated_from_the_specs() -> None:
+    """docs/cli.md is every command's --help (``make docs``): a flag, a default or a word changed in a spec shows."""
+    from hermes_nb.cli.app import reference
+
+    assert (ROOT / "docs" / "cli.md").read_text(encoding="utf-8") == reference()
