@@ -163,10 +163,12 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
 
 def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT_BLOCKED,
                        hermes_version: str | None = None, verdict: str = "blocked", cancelled_by: str | None = None,
-                       environ: Mapping[str, str] | None = None, redactor: Redactor | None = None) -> dict[str, Any]:
+                       environ: Mapping[str, str] | None = None, redactor: Redactor | None = None,
+                       notebooks: Sequence[str] = ()) -> dict[str, Any]:
     """The CI report of a smoke whose target never started (the rig refused or did not come up, or a signal came
-    first): one case named after the target carrying the reason (as the operator action when blocked), so CI
-    shows why. It still has a run id, a start time and the host."""
+    first): one case per requested notebook (``notebooks``), else one named after the target, each carrying the
+    reason (as the operator action when blocked), so CI shows why. It still has a run id, a start time and the
+    host."""
     ctx = ci_context(environ)
     now = iso_now()
     report = {
@@ -174,10 +176,12 @@ def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT
         "exit_code": smoke_exit_code(verdict, blocked_exit, cancelled_by), "cancelled_by": cancelled_by,
         "run_id": new_run_id(), "started_at": now, "target_kind": target_kind, "endpoint": None,
         "hermes_version": hermes_version, "target_evidence": None, "out": None, "duration_s": 0.0,
-        "notebooks": [{"name": target_kind, "verdict": verdict, "status": "not started", "reason": "not started",
+        "notebooks": [{"name": name, "verdict": verdict, "status": "not started",
+                       "reason": error if verdict == "cancelled" else "not started",
                        "errors": [error], "hint": None, "drift": [],
                        "operator_action": error if verdict == "blocked" else None,
-                       "duration_s": 0.0, "started_at": now, "receipt": None, "receipt_url": None}],
+                       "duration_s": 0.0, "started_at": now, "receipt": None, "receipt_url": None}
+                      for name in (notebooks or [target_kind])],
     }
     return (redactor or Redactor()).data(report)
 

@@ -34,7 +34,7 @@ from pydantic import Field, model_validator
 
 from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.errors import RigError
-from hermes_nb.core.facts import RECEIPTS_RELPATH
+from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
 from hermes_nb.core.io import prove_dir
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
@@ -170,7 +170,8 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
         store.check()
     else:
         _receipts_home(out)
-    with ExitStack() as cleanup:
+    # a signal from here on, before any notebook ran, still gets the CI outputs (every notebook cancelled)
+    with SignalGuard(handle_signals) as guard, ExitStack() as cleanup:
         kernels = None
         if not rig:  # the kernels boot while the config and the target resolve (a rig first: it may take minutes)
             from hermes_nb.nbrun.launch import launch_kernels
@@ -190,11 +191,11 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
                                        step_summary=step, warnings=warnings, problems=problems)
             return SmokeOutcome(report, result, written, warnings, error, problems)
 
-        with SignalGuard(handle_signals) as guard, ExitStack() as stack:
+        with ExitStack() as stack:
             target: Target | None = None
             handle = None
             try:
-                guard.arm()  # a signal while the target starts stops it here (the rig's context cleans up)
+                guard.arm()  # a signal while the kernels, config or target started stops it here (cleaned up)
                 if rig:
                     handle = _start_rig(stack, rig, hermes_version=hermes_version, upstream=upstream, say=say,
                                         json_quiet=progress is None, provider=provider or "nous")
@@ -211,7 +212,8 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
                 error = f"cancelled by {signal_name(exc)} before any notebook ran"
                 kind = "rig" if rig else (target.kind if target else "emulator")
                 report = not_started_report(error, target_kind=kind, blocked_exit=blocked_exit, verdict="cancelled",
-                                            cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets))
+                                            cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets),
+                                            notebooks=list(dict.fromkeys(only)) if only else NOTEBOOKS)
                 return finish(report, None, error)
             if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
                 say(f"warning: {insecure}")
