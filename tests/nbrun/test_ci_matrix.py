@@ -95,6 +95,9 @@ def test_matrix_runner_writes_one_verifiable_receipts_run_per_version(tmp_path: 
         assert verify_receipts(tmp_path / version).ok
     doc = json.loads((tmp_path / "matrix.json").read_text())
     assert [v["notebooks"] for v in doc["versions"]] == [{"adapter_check": "passed"}] * 2
+    whole = verify_receipts(tmp_path)  # the matrix directory itself: its versions' receipts, and matrix.json/.md
+    assert whole.ok, whole.problems
+    assert [r["path"].split("/")[0] for r in whole.receipts] == ["0.18.2", "0.19.0"]
 
 
 def test_cache_dir_is_ours_or_platformdirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
