@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_nb.cli import interrupts
 from hermes_nb.emulator import EmulatorHandle, serve_emulator
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -236,8 +237,12 @@ def hook(event, args):  # the first import inside pydantic-core's init (datetime
         print("signalled inside the native init", flush=True)
         os.kill(os.getpid(), signal.SIGINT)
 
-from hermes_nb.cli import interrupts
+import importlib.util
 from hermes_nb.harness.signals import Cancelled, SignalGuard
+# the program's handlers alone: importing the hermes_nb.cli package would import pydantic before the test can
+spec = importlib.util.spec_from_file_location("interrupts", sys.argv[2])
+interrupts = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(interrupts)
 interrupts.install()  # what the program does first; a guard (a smoke's, a run's) takes over like this
 guard = SignalGuard(True).__enter__() if sys.argv[1] == "guard" else None
 guard.arm() if guard else interrupts.arm()
@@ -256,8 +261,8 @@ print(pydantic_core.SchemaValidator.__name__)
 def test_a_signal_inside_a_native_modules_init_is_an_interrupt_not_a_panic(handler: str) -> None:
     """A KeyboardInterrupt raised inside pydantic-core's (pyo3's) init was a pyo3_runtime.PanicException: rc 1, a
     traceback, no JSON. The handler is held back until the init is done, then runs."""
-    proc = subprocess.run([sys.executable, "-c", NATIVE_INIT_SIGNAL, handler], capture_output=True, text=True,
-                          timeout=LIMIT_S)
+    proc = subprocess.run([sys.executable, "-c", NATIVE_INIT_SIGNAL, handler, interrupts.__file__],
+                          capture_output=True, text=True, timeout=LIMIT_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     expected = "KeyboardInterrupt" if handler == "program" else "Cancelled"
     assert proc.stdout.splitlines() == ["signalled inside the native init", expected, "SchemaValidator"]

@@ -11,14 +11,12 @@ import pytest
 import xmlschema
 from junitparser import Failure, JUnitXml, Skipped
 
-from hermes_nb import SmokeTarget
 from hermes_nb.cli import main
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.nbrun.ci_report import ci_report, smoke_exit_code, write_ci_outputs
-from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.receipts.junit import junit_text, xml_safe
 from hermes_nb.receipts.summary import summary_markdown
-from tests.helpers import JUNIT_XSD
+from tests.helpers import JUNIT_XSD, run_smoke_on
 
 CANARY = "sk-canary-ci-0123456789abcdef0123"
 PARAMS = 'endpoint: "Optional[str]" = None  # where\nmodel: str = "m"  # model'
@@ -55,8 +53,8 @@ def fixture_report(tmp_path_factory: pytest.TempPathFactory):
     mp = pytest.MonkeyPatch()
     mp.setenv("HERMES_NB_AUTH_TOKEN", CANARY)
     try:
-        result = run_smoke(SmokeTarget("emulator", None, None, secrets=[CANARY]), out_dir=out, only=list(FIXTURES),
-                           templates=templates, timeout_s=20, html=False)
+        result = run_smoke_on(out, secrets=[CANARY], only=list(FIXTURES), templates=templates, timeout_s=20,
+                              html=False)
     finally:
         mp.undo()
     return result, ci_report(result, redactor=Redactor([CANARY]))
