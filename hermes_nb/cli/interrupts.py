@@ -6,7 +6,9 @@ interrupt during start-up is one line and exit 128 + the signal (130 for SIGINT,
 a traceback. A SIGTERM is handled like a Ctrl-C (raised as ``KeyboardInterrupt``, so every cleanup runs:
 a run's sandbox copy, temporary directories), only the exit code differs. A run's or a smoke's
 :class:`~hermes_nb.harness.signals.SignalGuard` takes over while it works and sets the same flag, so a
-second signal never changes the exit code it decided. What comes before our first line (the interpreter's
+second signal never changes the exit code it decided. A native module's init runs with the handler held
+back (:func:`~hermes_nb.harness.signals.defer_in_native_init`): raised inside pydantic-core's, a
+``KeyboardInterrupt`` becomes a pyo3 panic. What comes before our first line (the interpreter's
 start, ``site``, and the console script's own ``import re``) is CPython's: a signal there can still print
 CPython's traceback.
 """
@@ -19,7 +21,7 @@ import sys
 import threading
 from types import FrameType
 
-from hermes_nb.harness.signals import INTERRUPTED
+from hermes_nb.harness.signals import INTERRUPTED, defer_in_native_init, deferred
 
 __all__ = ["install", "is_program", "on_sigint", "arm", "disarm", "exit_code", "SIGNALS"]
 
@@ -31,7 +33,7 @@ _state: dict[str, object] = {"armed": False, "pending": False, "signum": None}
 def on_sigint(signum: int, frame: FrameType | None) -> None:
     """The first SIGINT/SIGTERM raises KeyboardInterrupt inside :func:`hermes_nb.cli.app.main` (or, when it comes
     before main is running, as soon as main arms); later ones are ignored (the first one's code stands)."""
-    if INTERRUPTED.is_set():
+    if deferred(on_sigint, signum) or INTERRUPTED.is_set():  # held back while a native module initialises
         return
     INTERRUPTED.set()
     _state["signum"] = signum
@@ -72,7 +74,8 @@ def is_program() -> bool:
 
 
 def install() -> None:
-    """Own SIGINT and SIGTERM (main thread only)."""
+    """Own SIGINT and SIGTERM (main thread only), never raising inside a native module's init."""
     if threading.current_thread() is threading.main_thread():
         for signum in SIGNALS:
             signal.signal(signum, on_sigint)
+        defer_in_native_init()

@@ -26,7 +26,7 @@ from pydantic import (
 from hermes_nb.core.errors import ConfigError, UnknownKeyError
 from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_TIMEOUT_MS
 from hermes_nb.core.model import StrictModel
-from hermes_nb.core.redaction import REDACTED, SENSITIVE_HEADERS, redact_headers
+from hermes_nb.core.redaction import REDACTED, is_secret_name, redact_headers
 
 __all__ = [
     "FORBIDDEN_EXTRA_HEADERS",
@@ -211,7 +211,7 @@ class HermesProxyRuntimeConfig(StrictModel):
         """Every secret value this config holds (for redaction)."""
         found = [self.auth_token.get_secret_value()]
         for key, val in self.extra_headers.items():
-            if key in SENSITIVE_HEADERS:
+            if is_secret_name(key):
                 found.append(val)
                 if " " in val:
                     found.append(val.split(" ", 1)[1])

@@ -17,6 +17,7 @@ from hermes_nb.core.config import (
 )
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_MODEL, DEFAULT_TIMEOUT_MS, RUNTIME
+from hermes_nb.core.io import write_atomic
 from hermes_nb.core.model import StrictModel
 from hermes_nb.core.yamlio import dump_yaml, load_yaml, read_text_file
 
@@ -103,9 +104,4 @@ def save_manifest(manifest: AdapterManifest, path: str | os.PathLike[str], *, fo
     p = Path(path)
     if p.exists() and not force:
         raise ConfigError(f"{p}: already exists (use --force to overwrite)")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    text = dump_yaml(manifest_document(manifest), block_strings=False)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, p)
-    return p
+    return write_atomic(p, dump_yaml(manifest_document(manifest), block_strings=False), what="manifest")

@@ -6,6 +6,10 @@ Authorization values, auth-store contents) and the *shapes* of secrets
 hermes_nb — artifacts, logs, receipts, JSON output — goes through one. The
 streaming redactor (:mod:`hermes_nb.core.stream_redaction`) uses the same
 shapes, each with the pattern of a tail that could still grow into it.
+
+Which names hold a secret is one rule, :func:`is_secret_name` (:data:`SECRET_NAME_RE`): a header such as
+``X-Auth-Token`` or ``Private-Token`` is masked however few lists name it, and its value is a known secret
+of every redactor built from the config (:meth:`~hermes_nb.core.config.HermesProxyRuntimeConfig.secrets`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 __all__ = [
     "REDACTED",
     "SENSITIVE_HEADERS",
+    "SECRET_NAME_RE",
+    "is_secret_name",
     "PUBLIC_TOKENS",
     "SecretShape",
     "SHAPES",
@@ -30,8 +36,13 @@ __all__ = [
 ]
 
 REDACTED = "<redacted>"
+#: a name that looks like it holds a credential (a header, an auth store's key): the one rule
+SECRET_NAME_RE = re.compile(r"(?i)token|secret|passw|key|auth|cookie|session|signature|credential|jwt"
+                            r"|code_verifier|device_code")
+#: well-known credential headers, for the docs and the tests: each matches :data:`SECRET_NAME_RE`, which decides
 SENSITIVE_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie"}
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie",
+     "x-auth-token", "x-goog-api-key", "private-token", "x-amz-security-token"}
 )
 #: The placeholder bearers are not secrets; they are the documented defaults.
 PUBLIC_TOKENS = frozenset({"hermes-proxy", "probe", "x", REDACTED})
@@ -129,12 +140,22 @@ SHAPES: tuple[SecretShape, ...] = (
 )
 
 
+def is_secret_name(name: str) -> bool:
+    """True for a header or key name that looks like it holds a credential (:data:`SECRET_NAME_RE`)."""
+    return SECRET_NAME_RE.search(name) is not None
+
+
+def _header_shaped(name: str) -> bool:
+    """A key of any document that names a header (``x-auth-token``, ``cookie``), not a field (``auth_state``)."""
+    return "-" in name or name in SENSITIVE_HEADERS
+
+
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """Lower-case header names; replace sensitive values (keeping the auth scheme)."""
+    """Lower-case header names; replace the values of credential-named ones (keeping the auth scheme)."""
     out: dict[str, str] = {}
     for key, value in headers.items():
         k = key.lower()
-        if k in SENSITIVE_HEADERS:
+        if is_secret_name(k):
             scheme = value.split(" ", 1)[0] if " " in value else ""
             out[k] = f"{scheme} {REDACTED}".strip()
         else:
@@ -184,7 +205,7 @@ class Redactor:
             out = {}
             for k, v in value.items():
                 key = self.text(k) if isinstance(k, str) else k
-                if isinstance(k, str) and k.lower() in SENSITIVE_HEADERS and isinstance(v, str):
+                if isinstance(k, str) and isinstance(v, str) and _header_shaped(k.lower()) and is_secret_name(k):
                     out[key] = redact_headers({k: v})[k.lower()]
                 else:
                     out[key] = self.data(v)
@@ -209,9 +230,6 @@ def find_secrets(text: str, secrets: Iterable[str] = (), *, shapes: bool = True)
     return found
 
 
-_SECRET_KEY_RE = re.compile(r"(?i)token|secret|key|password|cookie|jwt|credential|code_verifier|device_code")
-
-
 def auth_store_secrets(document: Any) -> list[str]:
     """The secret values of an auth store (``auth.json``): token/secret/key-named fields and JWTs."""
     if isinstance(document, (str, bytes)):
@@ -228,7 +246,7 @@ def auth_store_secrets(document: Any) -> list[str]:
         elif isinstance(node, list):
             for v in node:
                 walk(v, key)
-        elif isinstance(node, str) and len(node) >= 8 and (_SECRET_KEY_RE.search(key) or JWT_RE.search(node)):
+        elif isinstance(node, str) and len(node) >= 8 and (is_secret_name(key) or JWT_RE.search(node)):
             out.append(node)
 
     walk(document)

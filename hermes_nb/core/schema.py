@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.io import write_atomic
 from hermes_nb.core.manifest import AdapterManifest
 
 __all__ = ["schema_documents", "write_schemas"]
@@ -28,9 +29,6 @@ def schema_documents() -> dict[str, dict[str, Any]]:
 def write_schemas(directory: str | os.PathLike[str]) -> list[Path]:
     out = []
     d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
     for name, doc in schema_documents().items():
-        p = d / name
-        p.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        out.append(p)
+        out.append(write_atomic(d / name, json.dumps(doc, indent=2, sort_keys=True) + "\n", what="schema"))
     return out

@@ -7,18 +7,25 @@ naming the file and the line.
 
 from __future__ import annotations
 
+import os
+import stat
 from typing import Any
 
 import yaml
 
 from hermes_nb.core.errors import ConfigError
 
-__all__ = ["SafeLoader", "load_yaml", "dump_yaml", "C_YAML", "read_text_file", "read_bytes_file", "decode_utf8"]
+__all__ = ["SafeLoader", "load_yaml", "dump_yaml", "C_YAML", "read_text_file", "read_bytes_file", "read_limited",
+           "decode_utf8"]
 
 SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 #: True when libyaml does the work
 C_YAML = SafeLoader is not yaml.SafeLoader
+
+
+#: the most one read asks for beyond what the file says it holds: a limit is a bound, never an allocation
+READ_CHUNK = 1 << 20
 
 
 def read_text_file(path: Any, what: str, *, max_bytes: int | None = None) -> str:
@@ -33,16 +40,46 @@ def read_bytes_file(path: Any, what: str, *, max_bytes: int | None = None) -> by
     """The bytes of a user file, with :func:`read_text_file`'s errors (all but the UTF-8 one)."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+            if max_bytes is None:
+                return handle.read()
+            data: bytes = read_limited(handle, max_bytes, what)
+            return data
     except FileNotFoundError:
         raise ConfigError(f"{what} not found") from None
     except IsADirectoryError:
         raise ConfigError(f"{what} is a directory, expected a file") from None
     except OSError as exc:
         raise ConfigError(f"{what}: cannot read: {exc.strerror}") from None
-    if max_bytes is not None and len(data) > max_bytes:
+
+
+def read_limited(handle: Any, max_bytes: int, what: str) -> Any:
+    """At most ``max_bytes`` from ``handle`` (bytes, or characters of a text stream), else one ConfigError line.
+
+    Read a chunk at a time: a limit of 4 GB costs nothing for a 7-byte file (``read(max_bytes + 1)`` would
+    allocate it first), and the whole of a regular file comes in one read of the size it says it has (one copy,
+    no join)."""
+    parts: list[Any] = []
+    left = max_bytes + 1
+    size_hint = _regular_size(handle)
+    while left > 0:
+        part = handle.read(min(left, max(READ_CHUNK, size_hint + 1)))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    data = parts[0] if len(parts) == 1 else (parts[0][:0] if parts else b"").join(parts)
+    if left <= 0:
         raise ConfigError(f"{what} is larger than {max_bytes} bytes (the limit; raise it if you mean it)")
     return data
+
+
+def _regular_size(handle: Any) -> int:
+    """The size a regular file says it has (0 for a pipe, a device, a stream without a descriptor)."""
+    try:
+        status = os.fstat(handle.fileno())
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return 0
+    return status.st_size if stat.S_ISREG(status.st_mode) else 0
 
 
 def decode_utf8(data: bytes, what: str) -> str:

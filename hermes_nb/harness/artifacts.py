@@ -22,7 +22,6 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import tempfile
 from pathlib import Path
 from typing import IO, Any
@@ -30,6 +29,7 @@ from typing import IO, Any
 from hermes_nb.core.clock import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.facts import AUDIT_RELPATH, MISSIONS_RELPATH
+from hermes_nb.core.io import write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.yamlio import dump_yaml
 from hermes_nb.harness import documents
@@ -202,15 +202,10 @@ class MissionArtifacts:
             with self.open(path, "w") as fh:
                 _write_pieces(fh, text)
             return path
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        self._check(tmp, inside=path.parent)
-        with self.open(tmp, "w") as fh:
-            _write_pieces(fh, text)
-        try:
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise ArtifactError(f"cannot replace {path}: {exc.strerror}") from None
-        return path
+        self._mkdirs(path.parent)  # refusing symlinks on the way; the document replaces a final one, never follows it
+        if path.is_symlink():
+            raise ArtifactError(f"refusing to write through symlink {path}")
+        return write_atomic(path, text)
 
     def write_bytes(self, path: Path, data: bytes) -> Path:
         self._mkdirs(path.parent)

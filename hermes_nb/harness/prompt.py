@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, TextIO
 
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import MAX_PROMPT_BYTES, PROMPT_FILE
-from hermes_nb.core.yamlio import read_bytes_file
+from hermes_nb.core.yamlio import read_bytes_file, read_limited
 from hermes_nb.harness.mission import Mission, Workflow
 from hermes_nb.wire.sentinel import runtime_final_message_instruction
 
@@ -78,8 +78,8 @@ def read_prompt(source: str | BinaryIO | TextIO, *, what: str, max_bytes: int = 
     if isinstance(source, str):
         data: bytes | str = read_bytes_file(source, what, max_bytes=max_bytes)
     else:
-        try:
-            data = source.read(max_bytes + 1)  # a text stream (no .buffer) gives characters: at least as many bytes
+        try:  # a text stream (no .buffer) gives characters: at least as many bytes
+            data = read_limited(source, max_bytes, what)
         except OSError as exc:
             raise ConfigError(f"{what}: cannot read: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:

@@ -4,11 +4,18 @@
 thread only; the previous handlers come back after). While ``armed`` (the
 request is in flight) a signal raises :class:`Cancelled` out of the client
 call; otherwise it is remembered (``pending``) and the run finishes normally.
+
+A handler never raises while the main thread initialises a native module: an exception raised inside a Rust
+(pyo3) module's init, pydantic-core's among them, is a panic (``pyo3_runtime.PanicException``), not a
+``KeyboardInterrupt``. :func:`defer_in_native_init` (the program installs it, :mod:`hermes_nb.cli.interrupts`)
+loads extension modules through a loader that holds the handler back until the init is done, then runs it.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import signal
+import sys
 import threading
 from types import FrameType
 
@@ -16,13 +23,64 @@ TYPE_CHECKING = False  # typing is not imported: the CLI installs its handlers t
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["SIGNAL_NAMES", "Cancelled", "SignalGuard", "INTERRUPTED"]
+__all__ = ["SIGNAL_NAMES", "Cancelled", "SignalGuard", "INTERRUPTED", "defer_in_native_init", "deferred"]
 
 #: SIGHUP too: a closed terminal must not leave latest.json "running"
 SIGNAL_NAMES: dict[int, str] = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 #: set once a guard has seen a signal: the CLI's own SIGINT handler then ignores later ones (one Ctrl-C is
 #: enough; a second one must not change the exit code the run already decided)
 INTERRUPTED = threading.Event()
+
+
+#: the main thread's native inits under way, and the first handler call held back meanwhile
+_NATIVE: dict[str, Any] = {"depth": 0, "held": None}
+
+
+def deferred(handler: Any, signum: int) -> bool:
+    """True (and ``handler(signum)`` held back) while the main thread initialises a native module."""
+    if not _NATIVE["depth"]:
+        return False
+    if _NATIVE["held"] is None:
+        _NATIVE["held"] = (handler, signum)
+    return True
+
+
+def _native_init(call: Any, *args: Any) -> Any:
+    """``call(*args)`` with signal handlers held back (main thread); the held handler runs right after."""
+    if threading.current_thread() is not threading.main_thread():
+        return call(*args)
+    _NATIVE["depth"] += 1
+    try:
+        return call(*args)
+    finally:
+        _NATIVE["depth"] -= 1
+        held = None if _NATIVE["depth"] else _NATIVE["held"]
+        if held is not None:
+            _NATIVE["held"] = None
+            held[0](held[1], None)
+
+
+class _NativeLoader(importlib.machinery.ExtensionFileLoader):
+    """An extension module's loader whose init runs with signal handlers held back."""
+
+    def create_module(self, spec: Any) -> Any:
+        return _native_init(super().create_module, spec)
+
+    def exec_module(self, module: Any) -> None:
+        _native_init(super().exec_module, module)
+
+
+def defer_in_native_init() -> None:
+    """Load extension modules found on ``sys.path`` from now on through :class:`_NativeLoader` (a ``FileFinder``
+    path hook with the standard loaders but that one, ahead of the others; once per process)."""
+    if any(getattr(hook, "hermes_nb_native", False) for hook in sys.path_hooks):
+        return
+    m = importlib.machinery
+    hook = m.FileFinder.path_hook((_NativeLoader, m.EXTENSION_SUFFIXES), (m.SourceFileLoader, m.SOURCE_SUFFIXES),
+                                  (m.SourcelessFileLoader, m.BYTECODE_SUFFIXES))
+    hook.hermes_nb_native = True  # type: ignore[attr-defined]  # marks our hook (installed once)
+    sys.path_hooks.insert(0, hook)
+    sys.path_importer_cache.clear()  # the finders made before use the standard loaders
 
 
 class Cancelled(BaseException):
@@ -43,6 +101,8 @@ class SignalGuard:
         self._previous: dict[int, Any] = {}
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
+        if deferred(self._handler, signum):
+            return
         INTERRUPTED.set()
         if self.armed:
             self.armed = False

@@ -18,20 +18,21 @@ from __future__ import annotations
 import os
 import signal
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.clock import iso_now, new_run_id
-from hermes_nb.core.errors import UsageError
-from hermes_nb.core.facts import EXIT_BLOCKED, exit_code_for, exit_code_for_signal
+from hermes_nb.core.errors import ArtifactError, UsageError
+from hermes_nb.core.facts import EXIT_BLOCKED, EXIT_USAGE, exit_code_for, exit_code_for_signal
+from hermes_nb.core.io import prove_writable
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.verdict import operator_action, proxy_state
 
 __all__ = ["BLOCKED_EXIT_CHOICES", "CI_REPORT_SCHEMA", "STATUS_WORDS", "CiContext", "ci_context", "ci_report",
            "smoke_exit_code", "operator_action", "write_ci_outputs", "not_started_report",
-           "check_output_paths", "step_summary_path", "unwritable_reason"]
+           "check_output_paths", "step_summary_path", "with_problems"]
 
 CI_REPORT_SCHEMA = "hermes-nb.smoke-ci.v1"
 #: what ``--blocked-exit`` may map a blocked smoke to: 3 (default: its own code), 0 (pass), 1 (fail)
@@ -134,14 +135,16 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
         })
     target = result.target
     cancelled_by = getattr(result, "cancelled_by", None)
+    problems = [str(p) for p in getattr(result, "problems", ())]  # its receipts' outputs that were not written
     states = {proxy_state(run.summary) for run in result.runs}
     started = [n["started_at"] for n in notebooks if n["started_at"]]
     report = {
         **_base(ctx, blocked_exit=blocked_exit),
         "provider": target.provider,
         "verdict": result.verdict,
-        "exit_code": smoke_exit_code(result.verdict, blocked_exit, cancelled_by),
+        "exit_code": with_problems(smoke_exit_code(result.verdict, blocked_exit, cancelled_by), problems),
         "cancelled_by": cancelled_by,
+        "problems": problems,
         "run_id": result.run_id,
         "started_at": min(started) if started else iso_now(),
         "target_kind": target.kind,
@@ -160,10 +163,12 @@ def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redact
 
 def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT_BLOCKED,
                        hermes_version: str | None = None, verdict: str = "blocked", cancelled_by: str | None = None,
-                       environ: Mapping[str, str] | None = None, redactor: Redactor | None = None) -> dict[str, Any]:
+                       environ: Mapping[str, str] | None = None, redactor: Redactor | None = None,
+                       notebooks: Sequence[str] = ()) -> dict[str, Any]:
     """The CI report of a smoke whose target never started (the rig refused or did not come up, or a signal came
-    first): one case named after the target carrying the reason (as the operator action when blocked), so CI
-    shows why. It still has a run id, a start time and the host."""
+    first): one case per requested notebook (``notebooks``), else one named after the target, each carrying the
+    reason (as the operator action when blocked), so CI shows why. It still has a run id, a start time and the
+    host."""
     ctx = ci_context(environ)
     now = iso_now()
     report = {
@@ -171,77 +176,73 @@ def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT
         "exit_code": smoke_exit_code(verdict, blocked_exit, cancelled_by), "cancelled_by": cancelled_by,
         "run_id": new_run_id(), "started_at": now, "target_kind": target_kind, "endpoint": None,
         "hermes_version": hermes_version, "target_evidence": None, "out": None, "duration_s": 0.0,
-        "notebooks": [{"name": target_kind, "verdict": verdict, "status": "not started", "reason": "not started",
+        "notebooks": [{"name": name, "verdict": verdict, "status": "not started",
+                       "reason": error if verdict == "cancelled" else "not started",
                        "errors": [error], "hint": None, "drift": [],
                        "operator_action": error if verdict == "blocked" else None,
-                       "duration_s": 0.0, "started_at": now, "receipt": None, "receipt_url": None}],
+                       "duration_s": 0.0, "started_at": now, "receipt": None, "receipt_url": None}
+                      for name in (notebooks or [target_kind])],
     }
     return (redactor or Redactor()).data(report)
 
 
-def unwritable_reason(path: str | Path) -> str | None:
-    """Why a file cannot be written at ``path`` (checked without creating it), None when it can."""
-    target = Path(path)
-    if target.is_dir():
-        return "is a directory"
-    if target.exists():
-        return None if os.access(target, os.W_OK) else "permission denied"
-    parent = target.parent
-    while not parent.exists():  # created when the file is written: the nearest existing ancestor decides
-        if parent == parent.parent:
-            break
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"{parent} is not a directory"
-    return None if os.access(parent, os.W_OK | os.X_OK) else f"cannot create files in {parent}"
-
-
 def check_output_paths(**paths: str | Path | None) -> None:
-    """Every output file asked for can be written, else a :class:`UsageError` before anything runs."""
+    """Every output file asked for is proven writable by creating a file where it goes (:func:`prove_writable`),
+    else a :class:`UsageError` before anything runs."""
     for what, path in paths.items():
-        if path is not None and (why := unwritable_reason(path)) is not None:
-            raise UsageError(f"{what.replace('_', ' ')} output {path}: not writable ({why})")
+        if path is not None:
+            prove_writable(path, f"{what.replace('_', ' ')} output")
 
 
 def step_summary_path(given: str | Path | None, environ: Mapping[str, str], warnings: list[str]) -> str | None:
     """The step summary to append to (``given``, else ``$GITHUB_STEP_SUMMARY``); an unwritable one is a warning,
     added once to ``warnings``, and skipped."""
     path = str(given) if given is not None else (environ.get("GITHUB_STEP_SUMMARY") or None)
-    if path and (why := unwritable_reason(path)) is not None:
-        warnings.append(f"GITHUB_STEP_SUMMARY {path}: not writable ({why}); the summary is not appended there")
+    try:
+        return str(prove_writable(path, "GITHUB_STEP_SUMMARY", append=True)) if path else None
+    except UsageError as exc:
+        warnings.append(f"{exc}; the summary is not appended there")
         return None
-    return path
+
+
+def with_problems(code: int, problems: Sequence[str]) -> int:
+    """The exit code of a job some of whose outputs were not written: its own when that already fails, else 2."""
+    return (code or EXIT_USAGE) if problems else code
 
 
 def write_ci_outputs(report: dict[str, Any], *, redactor: Redactor, junit_xml: str | Path | None = None,
                      summary_md: str | Path | None = None, step_summary: str | Path | None = None,
-                     warnings: list[str] | None = None, junit_text: str | None = None,
-                     summary_text: str | None = None) -> dict[str, str]:
+                     warnings: list[str] | None = None, problems: list[str] | None = None,
+                     junit_text: str | None = None, summary_text: str | None = None) -> dict[str, str]:
     """Write the JUnit XML, the Markdown summary, and append the summary to ``$GITHUB_STEP_SUMMARY``.
 
-    Returns ``{"junit_xml": path, "summary_md": path, "step_summary": path}`` for what was written.
-    ``junit_text``/``summary_text``: documents made elsewhere (the matrix's) instead of the report's. With
-    ``warnings``, a file that cannot be written after all (the disk filled up during the run) is one warning
-    there instead of an error; a document that would carry a secret is refused either way.
+    Returns ``{"junit_xml": path, "summary_md": path, "step_summary": path}`` for what was written; each is
+    written whole or not at all. ``junit_text``/``summary_text``: documents made elsewhere (the matrix's) instead
+    of the report's. An output that cannot be written after all (the disk filled up during the run) is one line in
+    ``problems`` (the job then fails naming it; without ``problems`` it is raised); the step summary is GitHub's,
+    appended to: a failure there is one line in ``warnings``. A document that would carry a secret is refused.
     """
     from hermes_nb.receipts.junit import write_junit
     from hermes_nb.receipts.summary import write_summary
 
     written: dict[str, str] = {}
-    jobs: list[tuple[str, Any, Callable[[], Path]]] = [
-        ("junit_xml", junit_xml, lambda: write_junit(report, str(junit_xml), redactor=redactor, text=junit_text)),
+    jobs: list[tuple[str, Any, Callable[[], Path], list[str] | None]] = [
+        ("junit_xml", junit_xml, lambda: write_junit(report, str(junit_xml), redactor=redactor, text=junit_text),
+         problems),
         ("summary_md", summary_md,
-         lambda: write_summary(report, str(summary_md), redactor=redactor, text=summary_text)),
+         lambda: write_summary(report, str(summary_md), redactor=redactor, text=summary_text), problems),
         ("step_summary", step_summary,
-         lambda: write_summary(report, str(step_summary), redactor=redactor, append=True, text=summary_text)),
+         lambda: write_summary(report, str(step_summary), redactor=redactor, append=True, text=summary_text),
+         warnings),
     ]
-    for key, path, write in jobs:
+    for key, path, write, failures in jobs:
         if not path:
             continue
         try:
             written[key] = str(write())
-        except OSError as exc:
-            if warnings is None:
+        except (ArtifactError, OSError) as exc:
+            if failures is None:
                 raise
-            warnings.append(f"{key.replace('_', ' ')} {path}: not written ({exc.strerror or exc})")
+            failures.append(str(exc) if isinstance(exc, ArtifactError)
+                            else f"{key.replace('_', ' ')} {path}: not written ({exc.strerror or exc})")
     return written

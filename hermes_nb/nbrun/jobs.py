@@ -34,7 +34,8 @@ from pydantic import Field, model_validator
 
 from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.errors import RigError
-from hermes_nb.core.facts import RECEIPTS_RELPATH
+from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
+from hermes_nb.core.io import prove_dir
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, conflict
@@ -44,6 +45,7 @@ from hermes_nb.nbrun.ci_report import (
     ci_report,
     not_started_report,
     step_summary_path,
+    with_problems,
     write_ci_outputs,
 )
 from hermes_nb.nbrun.smoke import SmokeResult, run_smoke
@@ -109,6 +111,8 @@ class SmokeOutcome:
     warnings: list[str] = field(default_factory=list)
     #: why the target never started (the rig refused, or a signal came first), else None
     error: str | None = None
+    #: outputs asked for that were not written after all, one line each (the disk filled up): the smoke fails
+    problems: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -116,7 +120,7 @@ class SmokeOutcome:
 
     @property
     def exit_code(self) -> int:
-        return int(self.report["exit_code"])
+        return with_problems(int(self.report["exit_code"]), self.problems)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: the smoke's result (or the reason it did not start), the exit code, the outputs."""
@@ -125,7 +129,7 @@ class SmokeOutcome:
                 else {"error": self.error, "verdict": self.verdict, "target_kind": self.report.get("target_kind")})
         return redactor.data({**head, "exit_code": self.exit_code, "blocked_exit": self.report.get("blocked_exit"),
                               "ci_run_url": self.report.get("ci_run_url"), "warnings": list(self.warnings),
-                              **self.written})
+                              "problems": list(self.problems), **self.written})
 
     def _repr_html_(self) -> str:
         return self.result._repr_html_() if self.result is not None else f"<p>smoke {self.verdict}: {self.error}</p>"
@@ -133,9 +137,7 @@ class SmokeOutcome:
 
 def _receipts_home(out: str | Path | None) -> Path:
     """The directory receipts go to is checked before anything runs (created if needed, writable)."""
-    from hermes_nb.nbrun.smoke import writable_dir
-
-    return writable_dir(Path(out) if out else RECEIPTS_RELPATH)
+    return prove_dir(Path(out) if out else RECEIPTS_RELPATH, "receipts directory")
 
 
 def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = None,
@@ -168,7 +170,8 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
         store.check()
     else:
         _receipts_home(out)
-    with ExitStack() as cleanup:
+    # a signal from here on, before any notebook ran, still gets the CI outputs (every notebook cancelled)
+    with SignalGuard(handle_signals) as guard, ExitStack() as cleanup:
         kernels = None
         if not rig:  # the kernels boot while the config and the target resolve (a rig first: it may take minutes)
             from hermes_nb.nbrun.launch import launch_kernels
@@ -183,15 +186,16 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
 
         def finish(report: dict[str, Any], result: SmokeResult | None, error: str | None) -> SmokeOutcome:
             redactor = Redactor(result.secrets if result is not None else secrets)
+            problems = list(report.get("problems") or [])
             written = write_ci_outputs(report, redactor=redactor, junit_xml=junit_xml, summary_md=summary_md,
-                                       step_summary=step, warnings=warnings)
-            return SmokeOutcome(report, result, written, warnings, error)
+                                       step_summary=step, warnings=warnings, problems=problems)
+            return SmokeOutcome(report, result, written, warnings, error, problems)
 
-        with SignalGuard(handle_signals) as guard, ExitStack() as stack:
+        with ExitStack() as stack:
             target: Target | None = None
             handle = None
             try:
-                guard.arm()  # a signal while the target starts stops it here (the rig's context cleans up)
+                guard.arm()  # a signal while the kernels, config or target started stops it here (cleaned up)
                 if rig:
                     handle = _start_rig(stack, rig, hermes_version=hermes_version, upstream=upstream, say=say,
                                         json_quiet=progress is None, provider=provider or "nous")
@@ -208,7 +212,8 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
                 error = f"cancelled by {signal_name(exc)} before any notebook ran"
                 kind = "rig" if rig else (target.kind if target else "emulator")
                 report = not_started_report(error, target_kind=kind, blocked_exit=blocked_exit, verdict="cancelled",
-                                            cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets))
+                                            cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets),
+                                            notebooks=list(dict.fromkeys(only)) if only else NOTEBOOKS)
                 return finish(report, None, error)
             if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
                 say(f"warning: {insecure}")

@@ -104,6 +104,8 @@ class MatrixResult:
     #: the signal that stopped the matrix (``SIGINT``, ``SIGTERM``), None when it ran to the end
     cancelled_by: str | None = None
     providers: tuple[str, ...] = ("nous",)
+    #: outputs not written (a version's index, matrix.json, the CI files), one line each: the matrix fails
+    problems: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -116,9 +118,9 @@ class MatrixResult:
 
     @property
     def exit_code(self) -> int:
-        from hermes_nb.nbrun.ci_report import smoke_exit_code
+        from hermes_nb.nbrun.ci_report import smoke_exit_code, with_problems
 
-        return smoke_exit_code(self.verdict, self.blocked_exit, self.cancelled_by)
+        return with_problems(smoke_exit_code(self.verdict, self.blocked_exit, self.cancelled_by), self.problems)
 
     def changes(self) -> list[dict[str, Any]]:
         """Between consecutive versions that ran (per provider): verdict changes per notebook, drift lines
@@ -144,7 +146,7 @@ class MatrixResult:
 
         versions = sorted({r.version for r in self.runs}, key=version_key)
         return {"schema": MATRIX_SCHEMA, "state": self.state, "verdict": self.verdict, "exit_code": self.exit_code,
-                "blocked_exit": self.blocked_exit, "cancelled_by": self.cancelled_by,
+                "blocked_exit": self.blocked_exit, "cancelled_by": self.cancelled_by, "problems": list(self.problems),
                 "reference_contract": REFERENCE_CONTRACT, "out_dir": str(self.out_dir),
                 "providers": list(self.providers),
                 "duration_s": round(self.duration_s, 3), "versions": [r.to_dict() for r in self.runs],
@@ -231,7 +233,7 @@ def run_matrix(versions: Sequence[str], *, state: str, out_dir: Path, runner: Ru
 
     A runner that raises :class:`~hermes_nb.harness.signals.Cancelled` (a signal while a venv or rig started),
     or whose report says ``cancelled_by``, stops the matrix: the versions after it are recorded ``cancelled``."""
-    from hermes_nb.core.errors import HermesError
+    from hermes_nb.core.errors import ArtifactError, HermesError
     from hermes_nb.nbrun.jobs import signal_name
     from hermes_nb.proxy.contracts import contract_file_name
     from hermes_nb.proxy.venvs import unsupported_reason
@@ -272,18 +274,23 @@ def run_matrix(versions: Sequence[str], *, state: str, out_dir: Path, runner: Ru
             say(f"{run.label}: cancelled by {result.cancelled_by}")
             continue
         run.verdict, run.reason, run.report = report.get("verdict"), f"exit {report.get('exit_code')}", report
+        result.problems += report.get("problems") or []
         result.runs.append(run)
         result.cancelled_by = report.get("cancelled_by") or None
         say(f"{run.label}: {report.get('verdict')}")
     result.duration_s = time.perf_counter() - t0
-    from hermes_nb.receipts.write import check_clean, write_text_atomic
+    from hermes_nb.core.io import write_atomic
+    from hermes_nb.receipts.write import check_clean
 
     redactor = redactor or Redactor()
     doc = redactor.data(result.to_dict())
     for name, text in (("matrix.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n"),
                        ("matrix.md", matrix_markdown(doc))):
         check_clean(name, text, redactor)  # redacted, then scanned: a secret refuses the write
-        write_text_atomic(out_dir / name, text)
+        try:
+            write_atomic(out_dir / name, text)
+        except ArtifactError as exc:  # e.g. the disk filled up: the matrix fails naming the file
+            result.problems.append(str(exc))
     return result
 
 
@@ -346,9 +353,9 @@ def matrix(versions: Sequence[str] = DEFAULT_VERSIONS, *, state: str = "live", o
     :meth:`MatrixResult.to_dict` plus the CI outputs written and any warnings). Bad arguments and unwritable
     outputs raise :class:`~hermes_nb.core.errors.UsageError` before anything runs."""
     from hermes_nb.core.errors import UsageError
+    from hermes_nb.core.io import prove_dir
     from hermes_nb.nbrun.ci_report import BLOCKED_EXIT_CHOICES, check_output_paths, step_summary_path, write_ci_outputs
     from hermes_nb.nbrun.jobs import quiet_notebook_loggers
-    from hermes_nb.nbrun.smoke import writable_dir
     from hermes_nb.proxy.venvs import _check_version
 
     env = os.environ if environ is None else environ
@@ -373,7 +380,7 @@ def matrix(versions: Sequence[str] = DEFAULT_VERSIONS, *, state: str = "live", o
     check_output_paths(junit_xml=junit_xml, summary_md=summary_md)
     warnings: list[str] = []
     step = step_summary_path(step_summary, env, warnings)
-    out_dir = writable_dir(Path(out) if out is not None else RECEIPTS_RELPATH / "matrix")
+    out_dir = prove_dir(Path(out) if out is not None else RECEIPTS_RELPATH / "matrix", "receipts directory")
     quiet_notebook_loggers()
     secrets = env_secrets(env)
     redactor = Redactor(secrets)
@@ -388,6 +395,7 @@ def matrix(versions: Sequence[str] = DEFAULT_VERSIONS, *, state: str = "live", o
     text = junit_suites_text(_junit_suites(result, env), name=f"hermes-nb matrix {state}") if junit_xml else None
     report = {"verdict": doc["verdict"], "exit_code": doc["exit_code"], "notebooks": []}
     written = write_ci_outputs(report, redactor=redactor, junit_xml=junit_xml, summary_md=summary_md,
-                               step_summary=step, warnings=warnings, junit_text=text,
+                               step_summary=step, warnings=warnings, problems=result.problems, junit_text=text,
                                summary_text=matrix_markdown(doc))
-    return result, {**doc, "warnings": warnings, **written}
+    return result, {**doc, "exit_code": result.exit_code, "problems": list(result.problems), "warnings": warnings,
+                    **written}

@@ -20,7 +20,6 @@ files live in the pool's private directory, removed with it whatever happened to
 
 from __future__ import annotations
 
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,8 +31,9 @@ from typing import Any
 
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.errors import SecretLeak, UsageError
+from hermes_nb.core.errors import ArtifactError, HermesError, SecretLeak, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, worst_verdict
+from hermes_nb.core.io import prove_dir
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
@@ -45,7 +45,7 @@ from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 from hermes_nb.target import Target
 
-__all__ = ["SmokeResult", "run_smoke", "writable_dir"]
+__all__ = ["SmokeResult", "run_smoke"]
 
 
 @dataclass
@@ -62,6 +62,8 @@ class SmokeResult:
     secrets: list[str] = field(default_factory=list, repr=False)
     #: the signal that stopped the run (``SIGINT``, ``SIGTERM``, ``SIGHUP``), None when it ran to the end
     cancelled_by: str | None = None
+    #: outputs not written (the index on a full disk), one line each: the smoke fails naming them
+    problems: list[str] = field(default_factory=list)
 
     def _repr_html_(self) -> str:  # a cell can end with the smoke's result (hermes_nb.nbrun.smoke_view)
         from hermes_nb.nbrun.smoke_view import smoke_html
@@ -142,7 +144,7 @@ def _run(kernels: SmokeKernels, target: Target, config: HermesProxyRuntimeConfig
         say(f"target kind: emulator ({target.evidence})")
     started = datetime.now(UTC)
     run_id = run_id or new_run_id(started)
-    out_dir = writable_dir(Path(out_dir).resolve())
+    out_dir = prove_dir(Path(out_dir).resolve(), "receipts directory")
     receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
     redactor = Redactor(secrets)
     renderer = HtmlRenderer() if html else None
@@ -177,8 +179,8 @@ def _run(kernels: SmokeKernels, target: Target, config: HermesProxyRuntimeConfig
         try:
             files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, renderer=renderer,
                                   artifacts=artifacts)
-        except (SecretLeak, OSError) as exc:
-            reason = str(exc) if isinstance(exc, SecretLeak) else f"receipt not written: {exc}"
+        except (SecretLeak, ArtifactError, OSError) as exc:
+            reason = str(exc) if isinstance(exc, HermesError) else f"receipt not written: {exc}"
             run.verdict, run.reason = "failed", reason
             run.errors.append(reason)
             say(f"{run.name}: failed: {reason}")
@@ -203,23 +205,17 @@ def _run(kernels: SmokeKernels, target: Target, config: HermesProxyRuntimeConfig
             if guard is not None:
                 guard.armed = False  # from here on a signal waits: the receipts and index get written
     entries = [index_entry(out_dir, *r.written) for r in runs if r.written is not None]
-    append_index(out_dir, entries, redactor=redactor)
-    write_index_html(out_dir, redactor=redactor)  # DIR/index.html: each run's verdicts together
+    problems: list[str] = []
+    try:
+        append_index(out_dir, entries, redactor=redactor)
+        write_index_html(out_dir, redactor=redactor)  # DIR/index.html: each run's verdicts together
+    except (ArtifactError, OSError) as exc:  # e.g. the disk filled up: the smoke fails naming the file
+        problems.append(str(exc) if isinstance(exc, ArtifactError) else f"receipts index not written: {exc}")
     for r in runs:
         r.nb = r.written = None  # the receipts on disk are the record; drop the in-memory copies
     verdict = "cancelled" if cancelled_by else worst_verdict(r.verdict for r in runs)
-    return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target, secrets, cancelled_by)
-
-
-def writable_dir(path: Path) -> Path:
-    """``path`` created if needed and writable, else a usage error before any notebook runs."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as exc:
-        raise UsageError(f"receipts directory {path}: not a writable directory ({exc.strerror or exc})") from None
-    return path
+    return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target, secrets, cancelled_by,
+                       problems)
 
 
 def _empty_notebook(template: Path) -> Any:

@@ -19,8 +19,9 @@ from typing import Any
 
 from hermes_nb.core.digests import json_digest
 from hermes_nb.core.errors import ArtifactError
+from hermes_nb.core.io import write_atomic
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.receipts.write import ReceiptFiles, check_clean, write_text_atomic
+from hermes_nb.receipts.write import ReceiptFiles, check_clean
 
 __all__ = ["INDEX_SCHEMA", "INDEXED_FIELDS", "LATER_FIELDS", "load_index", "index_entry", "append_index",
            "entry_digest", "render_readme"]
@@ -83,8 +84,8 @@ def append_index(directory: Path, entries: Iterable[Mapping[str, Any]], *, redac
             text = json.dumps(index, indent=2, ensure_ascii=False) + "\n"
             readme = render_readme(index)
             check_clean("index.json", text, redactor)
-            write_text_atomic(directory / "index.json", text)
-            write_text_atomic(directory / "README.md", readme)
+            write_atomic(directory / "index.json", text)
+            write_atomic(directory / "README.md", readme)
         finally:
             os.close(fd)  # releases the lock
     return directory / "index.json"

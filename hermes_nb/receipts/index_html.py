@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.facts import worst_verdict
+from hermes_nb.core.io import write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import load_index
-from hermes_nb.receipts.write import check_clean, write_text_atomic
+from hermes_nb.receipts.write import check_clean
 from hermes_nb.views.htmlkit import BORDER, badge, edge_colour, page_css, tone_of
 
 __all__ = ["render_index_html", "write_index_html", "target_label"]
@@ -123,5 +124,5 @@ def write_index_html(directory: Path, *, redactor: Redactor | None = None) -> Pa
     text = render_index_html(load_index(directory))
     check_clean("index.html", text, redactor or Redactor())
     path = directory / "index.html"
-    write_text_atomic(path, text)
+    write_atomic(path, text)
     return path

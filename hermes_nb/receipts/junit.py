@@ -38,6 +38,7 @@ from socket import gethostname
 from typing import Any
 
 from hermes_nb.core.clock import iso_now
+from hermes_nb.core.io import write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.write import check_clean
 
@@ -150,7 +151,4 @@ def write_junit(report: Mapping[str, Any], path: str | Path, *, redactor: Redact
     """Write the JUnit XML of ``report`` (or the given ``text``; redacted, then scanned: a secret refuses the write)."""
     text = junit_text(redactor.data(dict(report))) if text is None else redactor.text(text)
     check_clean(str(path), text, redactor)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-    return target
+    return write_atomic(path, text, what="JUnit XML")

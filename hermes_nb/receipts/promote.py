@@ -16,7 +16,6 @@ and digest, model, endpoint) is appended to the smoke runbook. Otherwise
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +25,7 @@ from typing import Any
 from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError, HermesError, PromotionRefused, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH
+from hermes_nb.core.io import prove_writable, write_atomic
 from hermes_nb.core.manifest import load_manifest, save_manifest
 from hermes_nb.core.yamlio import read_text_file
 from hermes_nb.receipts.index import load_index
@@ -122,27 +122,21 @@ def promote(receipt: Path, *, manifest: Path = MANIFEST_RELPATH, runbook: Path =
     digest = receipt_digest(meta)
     record = _record(stamp, Path(receipt), digest, meta, manifest)
     runbook = Path(runbook)
-    # the record is staged first: an unwritable runbook must not leave an active manifest without its record
-    try:
-        text = read_text_file(runbook, f"runbook {runbook}") if runbook.is_file() else "# Hermes proxy smoke\n"
-        if RECORDS_HEADING not in text:
-            text = text.rstrip("\n") + f"\n\n{RECORDS_HEADING}\n\n"
-        text = text if text.endswith("\n") else text + "\n"
-        runbook.parent.mkdir(parents=True, exist_ok=True)
-        tmp = runbook.with_name(runbook.name + ".tmp")
-        tmp.write_text(text + record, encoding="utf-8")
-    except OSError as exc:
-        raise ArtifactError(f"runbook {runbook}: cannot append the promotion record ({exc.strerror or exc}); "
-                            "nothing was promoted") from None
+    text = read_text_file(runbook, f"runbook {runbook}") if runbook.is_file() else "# Hermes proxy smoke\n"
+    if RECORDS_HEADING not in text:
+        text = text.rstrip("\n") + f"\n\n{RECORDS_HEADING}\n\n"
+    text = text if text.endswith("\n") else text + "\n"
+    before = manifest.read_bytes()
     loaded.status = "active"
-    try:
+    try:  # an active manifest never stands without its record: the runbook is proven first, undone after
+        prove_writable(runbook, "runbook")
         save_manifest(loaded, manifest, force=True)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise ArtifactError(f"{manifest}: cannot write ({exc.strerror or exc}); nothing was promoted") from None
-    except HermesError:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, runbook)
+        try:
+            write_atomic(runbook, text + record, what="runbook")
+        except ArtifactError:
+            write_atomic(manifest, before, what="manifest")
+            raise
+    except (UsageError, ArtifactError) as exc:
+        raise ArtifactError(f"{exc}; nothing was promoted") from None
     return Promotion(manifest, runbook, Path(receipt), digest, meta.get("model"), meta.get("endpoint"), stamp,
                      record)

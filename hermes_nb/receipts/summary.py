@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.core.io import write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.write import check_clean
 
@@ -116,8 +117,9 @@ def write_summary(report: Mapping[str, Any], path: str | Path, *, redactor: Reda
     secret refuses the write)."""
     text = summary_markdown(redactor.data(dict(report))) if text is None else redactor.text(text)
     check_clean(str(path), text, redactor)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("a" if append else "w", encoding="utf-8") as fh:
-        fh.write(("\n" if append and target.stat().st_size else "") + text)
+    if not append:
+        return write_atomic(path, text, what="summary")
+    target = Path(path)  # GitHub's step summary: appended to, as GitHub asks
+    with target.open("a", encoding="utf-8") as fh:
+        fh.write(("\n" if target.stat().st_size else "") + text)
     return target

@@ -1,5 +1,8 @@
 """``receipts verify``: recompute every digest, check the index chain, re-scan every file for secrets.
 
+A ``matrix --out`` directory (one receipts directory per version, ``matrix.json``/``.md`` beside them, no index
+at the top) is verified as the set of its receipts directories, and what lies beside them is scanned too.
+
 The digests are not signatures: they catch edits and accidents, not someone
 who recomputes them all.
 """
@@ -16,7 +19,7 @@ from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.redaction import find_secrets
 from hermes_nb.receipts.index import INDEXED_FIELDS, LATER_FIELDS, entry_digest, load_index
-from hermes_nb.receipts.store import index_documents
+from hermes_nb.receipts.store import INDEX_DIR, index_documents
 from hermes_nb.receipts.write import SIDECAR_SUFFIX, receipt_digest
 
 __all__ = ["VerifyReport", "verify_receipt", "verify_receipts", "scan_tree"]
@@ -38,11 +41,12 @@ class VerifyReport:
                 "problems": self.problems, "files_scanned": self.files_scanned}
 
 
-def scan_tree(directory: Path, secrets: Iterable[str] = ()) -> tuple[int, list[str]]:
-    """Scan every file under ``directory`` for known secrets and secret shapes."""
+def scan_tree(directory: Path, secrets: Iterable[str] = (), *, skip: Iterable[Path] = ()) -> tuple[int, list[str]]:
+    """Scan every file under ``directory`` (but those under ``skip``) for known secrets and secret shapes."""
     known = [s for s in secrets if s]
+    skipped = set(skip)
     count, problems = 0, []
-    for path in sorted(p for p in Path(directory).rglob("*") if p.is_file()):
+    for path in sorted(p for p in Path(directory).rglob("*") if p.is_file() and not skipped & set(p.parents)):
         count += 1
         text = path.read_bytes().decode("utf-8", errors="replace")
         for what in find_secrets(text, known):
@@ -125,6 +129,8 @@ def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyRe
     except ArtifactError as exc:
         report.problems.append(str(exc))
         return report
+    if not indexes and (parts := _receipts_directories(directory)):  # a matrix: one receipts directory per version
+        return _verify_matrix(directory, parts, list(secrets), report)
     if not indexes:  # verifying nothing must not read as "verified"
         report.problems.append(f"{directory}: no index.json (not a receipts directory, or nothing was written)")
         indexes = [(directory / "index.json", load_index(directory))]
@@ -168,3 +174,24 @@ def _verify_tree(directory: Path, known: list[str], indexed: set[Path], report: 
             report.problems.append(f"{path}: not listed in any receipt sidecar")
     report.files_scanned, leaks = scan_tree(directory, known)
     report.problems.extend(p for p in leaks if p not in report.problems)
+
+
+def _receipts_directories(directory: Path) -> list[Path]:
+    """The directories right under ``directory`` that hold a receipts index (a matrix's versions)."""
+    return [d for d in sorted(directory.iterdir())
+            if d.is_dir() and ((d / "index.json").is_file() or (d / INDEX_DIR).is_dir())]
+
+
+def _verify_matrix(directory: Path, parts: list[Path], known: list[str], report: VerifyReport) -> VerifyReport:
+    for part in parts:
+        sub = verify_receipts(part, secrets=known)
+        report.receipts += [{**r, "path": f"{part.name}/{r['path']}"} for r in sub.receipts]
+        report.problems += sub.problems
+        report.files_scanned += sub.files_scanned
+    for path in sorted(directory.rglob("*")):  # beside the versions: matrix.json and matrix.md, nothing deeper
+        if path.is_file() and len(path.relative_to(directory).parts) > 1 and not set(parts) & set(path.parents):
+            report.problems.append(f"{path}: in no receipts directory of the matrix")
+    count, leaks = scan_tree(directory, known, skip=parts)
+    report.files_scanned += count
+    report.problems += leaks
+    return report

@@ -17,8 +17,8 @@ raises :class:`SecretLeak` otherwise).
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_nb.core.digests import json_digest, sha256_file
 from hermes_nb.core.errors import ArtifactError, SecretLeak
+from hermes_nb.core.io import write_atomic
 from hermes_nb.core.redaction import Redactor
 
 if TYPE_CHECKING:  # nbformat is imported where it is used: the smoke runner starts its kernels first
@@ -40,7 +41,6 @@ __all__ = [
     "HtmlRenderer",
     "ReceiptFiles",
     "write_receipt",
-    "write_text_atomic",
     "check_clean",
 ]
 
@@ -106,12 +106,6 @@ def check_clean(label: str, text: str, redactor: Redactor) -> None:
         raise SecretLeak(f"{label}: refusing to write: {', '.join(found)}")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_receipt(nb: Any, receipt_dir: Path, name: str, receipt: Mapping[str, Any], *,
                   redactor: Redactor, renderer: HtmlRenderer | None = None,
                   artifacts: Mapping[str, Path] | None = None) -> ReceiptFiles:
@@ -134,23 +128,22 @@ def write_receipt(nb: Any, receipt_dir: Path, name: str, receipt: Mapping[str, A
         copies[f"artifacts/{name}/{art_name}"] = redactor.text(Path(src).read_text(encoding="utf-8", errors="replace"))
         check_clean(f"artifact {art_name}", copies[f"artifacts/{name}/{art_name}"], redactor)
 
-    nb_path = receipt_dir / f"{name}.ipynb"
-    write_text_atomic(nb_path, nb_text)
-    files = {nb_path.name: sha256_file(nb_path)}
-    html_path = None
-    if html_text is not None:
-        html_path = receipt_dir / f"{name}.html"
-        write_text_atomic(html_path, html_text)
-        files[html_path.name] = sha256_file(html_path)
-    for rel, text in copies.items():
-        target = receipt_dir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(target, text)
-        files[rel] = sha256_file(target)
-    digest = receipt_digest(meta)
-    sidecar = {"schema": RECEIPT_SCHEMA, "receipt": meta, "receipt_sha256": digest, "files": files}
-    sidecar_text = json.dumps(sidecar, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    check_clean(f"{name}{SIDECAR_SUFFIX}", sidecar_text, redactor)
+    documents = {f"{name}.ipynb": nb_text, **({f"{name}.html": html_text} if html_text is not None else {}), **copies}
     sidecar_path = receipt_dir / f"{name}{SIDECAR_SUFFIX}"
-    write_text_atomic(sidecar_path, sidecar_text)
-    return ReceiptFiles(nb_path, html_path, sidecar_path, digest, sha256_file(sidecar_path), files)
+    files: dict[str, str] = {}
+    try:  # a receipt is one unit: when one file cannot be written, the ones written before it go too
+        for rel, text in documents.items():
+            files[rel] = sha256_file(write_atomic(receipt_dir / rel, text))
+        digest = receipt_digest(meta)
+        sidecar = {"schema": RECEIPT_SCHEMA, "receipt": meta, "receipt_sha256": digest, "files": files}
+        sidecar_text = json.dumps(sidecar, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        check_clean(f"{name}{SIDECAR_SUFFIX}", sidecar_text, redactor)
+        write_atomic(sidecar_path, sidecar_text)
+    except BaseException:
+        for rel in files:
+            with contextlib.suppress(OSError):
+                (receipt_dir / rel).unlink()
+        raise
+    html_path = receipt_dir / f"{name}.html" if html_text is not None else None
+    return ReceiptFiles(receipt_dir / f"{name}.ipynb", html_path, sidecar_path, digest, sha256_file(sidecar_path),
+                        files)

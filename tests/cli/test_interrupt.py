@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_nb.cli import interrupts
 from hermes_nb.emulator import EmulatorHandle, serve_emulator
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -189,3 +190,79 @@ def test_sigterm_while_run_copies_its_sandbox_leaves_nothing_in_tmpdir(tmp_path:
     assert code in (1, 143), err[-2000:]  # 1: the signal came once the run had started: it ends cancelled
     assert "Traceback" not in err
     assert list(tmp.iterdir()) == [], (code, err)
+
+
+def _import_lines(seen: bytes) -> int:
+    """How many imports completed since the program owned its signals (``-X importtime`` lines after ours)."""
+    return seen.split(b"hermes_nb.cli.interrupts", 1)[-1].count(b"import time:")
+
+
+def test_a_signal_at_any_moment_of_start_up_is_one_line_and_its_exit_code(emu: EmulatorHandle, tmp_path: Path) -> None:
+    """From the program's first line to the command's work: a signal after the k-th import for k across the whole
+    start-up (pydantic-core's native init among them), SIGINT and SIGTERM in turn. Synchronised on the imports the
+    child reports, never on time."""
+    args = ["check", "--json", "--model", "hermes-4-405b", "--runtime-config-overrides", STALL]
+    reference = spawn([*args, "--endpoint", "http://127.0.0.1:9/v1"], tmp_path, "-X", "importtime")  # refused: ends
+    lines = reference.communicate(timeout=LIMIT_S)[1]
+    total = _import_lines(lines)
+    assert total > 100 and b"pydantic_core" in lines.split(b"hermes_nb.cli.interrupts", 1)[-1], total
+    args.extend(["--endpoint", emu.endpoint])  # stalled: alive whenever the signal comes
+    for n, count in enumerate(range(0, total * 4 // 5, max(1, total // 15))):  # after the request: the test above
+        signum = (signal.SIGINT, signal.SIGTERM)[n % 2]
+        proc = spawn(args, tmp_path, "-X", "importtime")
+        assert proc.stderr is not None
+        seen = read_until(proc.stderr.fileno(), b"hermes_nb.cli.interrupts")
+        while _import_lines(seen) < count:
+            ready, _, _ = select.select([proc.stderr.fileno()], [], [], LIMIT_S)
+            assert ready, f"the start-up stopped after {_import_lines(seen)} imports"
+            seen += os.read(proc.stderr.fileno(), 65536)
+        proc.send_signal(signum)
+        code, out, err = finish(proc, seen)
+        assert code == 128 + signum, (count, err[-2000:])
+        assert "Traceback" not in err and "PanicException" not in err, (count, err[-2000:])
+        assert our_lines(err) == ["hermes-nb: error: interrupted"] and json.loads(out)["exit_code"] == code, count
+
+
+NATIVE_INIT_SIGNAL = """
+import os, signal, sys
+state = {"init": False, "sent": False}
+
+def hook(event, args):  # the first import inside pydantic-core's init (datetime's C API) gets the signal
+    if event != "import":
+        return
+    if args[0] == "pydantic_core._pydantic_core" and args[2] is None:  # _imp.create_dynamic: the init starts
+        state["init"] = not state["sent"]
+    elif state["init"]:
+        state["init"], state["sent"] = False, True
+        print("signalled inside the native init", flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+
+import importlib.util
+from hermes_nb.harness.signals import Cancelled, SignalGuard
+# the program's handlers alone: importing the hermes_nb.cli package would import pydantic before the test can
+spec = importlib.util.spec_from_file_location("interrupts", sys.argv[2])
+interrupts = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(interrupts)
+interrupts.install()  # what the program does first; a guard (a smoke's, a run's) takes over like this
+guard = SignalGuard(True).__enter__() if sys.argv[1] == "guard" else None
+guard.arm() if guard else interrupts.arm()
+assert "pydantic_core" not in sys.modules
+sys.addaudithook(hook)
+try:
+    import pydantic_core
+except (KeyboardInterrupt, Cancelled) as exc:
+    print(type(exc).__name__, flush=True)
+import pydantic_core  # whole, once the signal has been delivered
+print(pydantic_core.SchemaValidator.__name__)
+"""
+
+
+@pytest.mark.parametrize("handler", ["program", "guard"])
+def test_a_signal_inside_a_native_modules_init_is_an_interrupt_not_a_panic(handler: str) -> None:
+    """A KeyboardInterrupt raised inside pydantic-core's (pyo3's) init was a pyo3_runtime.PanicException: rc 1, a
+    traceback, no JSON. The handler is held back until the init is done, then runs."""
+    proc = subprocess.run([sys.executable, "-c", NATIVE_INIT_SIGNAL, handler, interrupts.__file__],
+                          capture_output=True, text=True, timeout=LIMIT_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    expected = "KeyboardInterrupt" if handler == "program" else "Cancelled"
+    assert proc.stdout.splitlines() == ["signalled inside the native init", expected, "SchemaValidator"]

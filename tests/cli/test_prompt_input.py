@@ -44,6 +44,35 @@ def test_dev_zero_is_refused_quickly_under_a_4_gb_address_space_cap(tmp_path: Pa
     assert took < 20, took  # generous for a loaded machine; the read itself is ~10 MB (it used to read 24 GB)
 
 
+def test_a_huge_limit_is_a_bound_not_an_allocation_under_a_3_gb_address_space_cap(tmp_path: Path) -> None:
+    """``--max-prompt-bytes 4000000000`` and a 7-byte file: the 7 bytes are read (it used to ask for 4 GB in one
+    read and end in MemoryError)."""
+    prompt = tmp_path / "small.txt"
+    prompt.write_bytes(b"7 bytes")
+    code = ("import resource, sys\n"
+            f"resource.setrlimit(resource.RLIMIT_AS, ({3 * GB}, {3 * GB}))\n"
+            "from hermes_nb.cli.app import main\n"
+            f"sys.exit(main(['run', '--prompt-file', {str(prompt)!r}, '--max-prompt-bytes', '4000000000',"
+            f" '--root', {str(tmp_path)!r}, '--model', 'm', '--dry-run', '--json']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    planned = json.loads(proc.stdout)
+    assert "\n\n7 bytes\n\n" in (Path(planned["run_dir"]) / "prompt.md").read_text()
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+@pytest.mark.parametrize("source", [["--prompt", "hi"], ["--prompt-file", "p.txt"], ["--prompt", "-"]],
+                         ids=["inline", "file", "stdin"])
+def test_the_limit_must_be_positive_whatever_the_source(tmp_path: Path, limit: str, source: list[str]) -> None:
+    (tmp_path / "p.txt").write_text("hi")
+    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "run", *source, "--max-prompt-bytes", limit,
+                           "--root", str(tmp_path), "--json"], input="hi", capture_output=True, text=True,
+                          timeout=60, env=_env(), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["error"] == "--max-prompt-bytes: must be > 0"
+    assert not (tmp_path / ".harness").exists()
+
+
 def test_the_limit_is_just_above_the_proxy_body_cap_and_can_be_changed(tmp_path: Path) -> None:
     assert PROXY_MAX_REQUEST_BYTES < MAX_PROMPT_BYTES < 1.1 * PROXY_MAX_REQUEST_BYTES
     prompt = tmp_path / "p.txt"

@@ -37,7 +37,8 @@ def test_the_smoke_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, 
     assert kwargs == {"progress": None}
     doc = json.loads(capsys.readouterr().out)
     assert doc == {"error": "the rig did not start", "verdict": "blocked", "target_kind": "rig", "exit_code": 0,
-                   "blocked_exit": 0, "ci_run_url": None, "warnings": ["a warning"], "junit_xml": "j.xml"}
+                   "blocked_exit": 0, "ci_run_url": None, "warnings": ["a warning"], "problems": [],
+                   "junit_xml": "j.xml"}
 
 
 def test_the_matrix_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
@@ -50,7 +51,8 @@ def test_the_matrix_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch,
 
     def fake(versions: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         seen.append((versions, kwargs))
-        return Result(), {"versions": [], "changes": [], "warnings": [], "exit_code": 0, "verdict": "blocked"}
+        return Result(), {"versions": [], "changes": [], "warnings": [], "problems": [], "exit_code": 0,
+                          "verdict": "blocked"}
 
     monkeypatch.setattr(matrix_cmd, "matrix", fake)
     assert main(["matrix", "--versions", "0.18.2,0.19.0", "--state", "stale", "--junit-xml", "m.xml",

@@ -11,14 +11,12 @@ import pytest
 import xmlschema
 from junitparser import Failure, JUnitXml, Skipped
 
-from hermes_nb import SmokeTarget
 from hermes_nb.cli import main
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.nbrun.ci_report import ci_report, smoke_exit_code, write_ci_outputs
-from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.receipts.junit import junit_text, xml_safe
 from hermes_nb.receipts.summary import summary_markdown
-from tests.helpers import JUNIT_XSD
+from tests.helpers import JUNIT_XSD, run_smoke_on
 
 CANARY = "sk-canary-ci-0123456789abcdef0123"
 PARAMS = 'endpoint: "Optional[str]" = None  # where\nmodel: str = "m"  # model'
@@ -55,8 +53,8 @@ def fixture_report(tmp_path_factory: pytest.TempPathFactory):
     mp = pytest.MonkeyPatch()
     mp.setenv("HERMES_NB_AUTH_TOKEN", CANARY)
     try:
-        result = run_smoke(SmokeTarget("emulator", None, None, secrets=[CANARY]), out_dir=out, only=list(FIXTURES),
-                           templates=templates, timeout_s=20, html=False)
+        result = run_smoke_on(out, secrets=[CANARY], only=list(FIXTURES), templates=templates, timeout_s=20,
+                              html=False)
     finally:
         mp.undo()
     return result, ci_report(result, redactor=Redactor([CANARY]))
@@ -188,3 +186,35 @@ def test_a_rig_that_cannot_start_still_gives_ci_a_blocked_report(tmp_path: Path,
     assert f'hostname="{socket.gethostname()}"' in text and 'timestamp="20' in text and 'id=""' not in text
     assert main(["smoke", "--rig", "stale", "--summary-md", str(tmp_path / "s.md"), "--blocked-exit", "0"]) == 0
     assert "**rig**:" in (tmp_path / "s.md").read_text() and "blocked (exit 0)" in (tmp_path / "s.md").read_text()
+
+
+def test_a_signal_before_any_notebook_started_still_gives_ci_every_notebook_cancelled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM during a slow start (here: while the config resolves, after the kernels were launched) used to end in
+    {"error": "interrupted"} with no JUnit, summary or receipts: now every requested notebook is a cancelled case."""
+    import os
+    import signal
+
+    import hermes_nb.core.resolve as resolve
+    from hermes_nb.core.facts import NOTEBOOKS
+    from hermes_nb.nbrun.jobs import smoke
+
+    real = resolve.resolve_runtime_config
+
+    def slow_start(**kwargs: object) -> object:
+        os.kill(os.getpid(), signal.SIGTERM)  # the CI runner cancels the job now, before the first "running" line
+        return real(**kwargs)
+
+    monkeypatch.setattr(resolve, "resolve_runtime_config", slow_start)
+    lines: list[str] = []
+    junit, summary = tmp_path / "j.xml", tmp_path / "s.md"
+    outcome = smoke(out=tmp_path / "receipts", junit_xml=junit, summary_md=summary, environ={}, progress=lines.append)
+    assert (outcome.verdict, outcome.exit_code) == ("cancelled", 143)
+    assert outcome.error == "cancelled by SIGTERM before any notebook ran"
+    assert not any(line.endswith(": running") for line in lines)
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(junit))
+    cases = list(next(iter(JUnitXml.fromfile(str(junit)))))
+    assert [c.name for c in cases] == list(NOTEBOOKS)
+    assert all(c.result[0]._tag == "error" and c.result[0].type == "cancelled" for c in cases)
+    text = summary.read_text()
+    assert "### Cancelled" in text and all(f"**{name}**: cancelled by SIGTERM" in text for name in NOTEBOOKS)

@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb import RigError, SmokeTarget, verify_receipts
+from hermes_nb import RigError, verify_receipts
 from hermes_nb.cli import main
 from hermes_nb.nbrun.ci_report import ci_report
 from hermes_nb.nbrun.matrix import matrix_markdown, run_matrix
-from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.proxy.executable import find_hermes_bin
 from hermes_nb.proxy.venvs import cache_dir, ensure_hermes, pins_for, support_table, unsupported_reason, venv_dir
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_smoke_on
 
 HERMES_BIN = find_hermes_bin()  # read at collection, before the autouse fixture clears HERMES_*
 VERSIONS = ["0.19.0", "0.16.0", "0.18.1", "0.17.0", "0.18.0"]  # given unsorted on purpose
@@ -86,7 +85,7 @@ def test_a_version_that_cannot_be_had_is_unavailable_and_blocks(tmp_path: Path) 
 def test_matrix_runner_writes_one_verifiable_receipts_run_per_version(tmp_path: Path) -> None:
     """A per-version runner that smokes the emulator: the matrix's receipts layout, for real."""
     def emulator_runner(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict:
-        result = run_smoke(SmokeTarget("emulator"), out_dir=out_dir, only=["adapter_check"], html=False)
+        result = run_smoke_on(out_dir, only=["adapter_check"], html=False)
         return ci_report(result)
 
     result = run_matrix(["0.18.2", "0.19.0"], state="live", out_dir=tmp_path, runner=emulator_runner)
@@ -95,6 +94,9 @@ def test_matrix_runner_writes_one_verifiable_receipts_run_per_version(tmp_path: 
         assert verify_receipts(tmp_path / version).ok
     doc = json.loads((tmp_path / "matrix.json").read_text())
     assert [v["notebooks"] for v in doc["versions"]] == [{"adapter_check": "passed"}] * 2
+    whole = verify_receipts(tmp_path)  # the matrix directory itself: its versions' receipts, and matrix.json/.md
+    assert whole.ok, whole.problems
+    assert [r["path"].split("/")[0] for r in whole.receipts] == ["0.18.2", "0.19.0"]
 
 
 def test_cache_dir_is_ours_or_platformdirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from hermes_nb import verify_receipts
 from hermes_nb.cli import main
 from hermes_nb.receipts.store import RemoteStore, index_documents
-from tests.helpers import S3_BUCKET
+from tests.helpers import S3_BUCKET, run_smoke_on
 
 
 def _smoke(out: str, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -100,10 +100,7 @@ def test_two_local_smokes_into_one_directory_keep_one_valid_chain(tmp_path: Path
 
 def test_an_interrupted_run_is_published_under_the_run_id_its_staged_index_names(s3_env, tmp_path: Path,
                                                                                  capsys) -> None:
-    from hermes_nb import SmokeTarget
-    from hermes_nb.nbrun.smoke import run_smoke
-
-    result = run_smoke(SmokeTarget(), out_dir=tmp_path, only=["adapter_check"], html=False)
+    result = run_smoke_on(tmp_path, only=["adapter_check"], html=False)
     store = RemoteStore(f"s3://{S3_BUCKET}/interrupted")
     assert store.publish(tmp_path / "empty-staging") == []  # nothing staged: nothing published
     uploaded = store.publish(tmp_path)  # no run id given

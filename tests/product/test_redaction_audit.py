@@ -1,10 +1,12 @@
 """The redaction audit: every job, canaries everywhere a secret can come from, zero hits in anything produced.
 
 Canaries: the auth token in the adapter manifest, another in ``HERMES_NB_AUTH_TOKEN``, a key in the
-``x-api-key`` extra header, and -- in the prompt's neighbourhood -- an ``sk-`` key and a JWT that no
-configuration names (only their shapes can catch them; the emulator echoes the prompt back). The jobs
-(docs/hardening.md lists them): check, probe, run, smoke (three notebooks, receipts, HTML, index), the
-widgets console's actions (check, probe, run prompt), the IPython magics (check, probe, chat) and promote. Every
+``x-api-key`` extra header and one under each of ``X-Auth-Token``, ``X-Goog-Api-Key``, ``Private-Token`` and
+``X-Amz-Security-Token`` (names no list had to know: the name rule masks them), and -- in the prompt's
+neighbourhood -- an ``sk-`` key and a JWT that no configuration names (only their shapes can catch them; the
+emulator echoes the prompt back). The jobs (docs/hardening.md lists them): check, probe, run (and its dry run),
+adapter show, smoke (three notebooks, receipts, HTML, index), the widgets console's actions (check, probe, run
+prompt), the IPython magics (check, probe, chat) and promote. Every
 file they produced (the project tree, the receipts) and everything they printed (stdout and stderr) is scanned
 for each canary and for JWT-, bearer- and key-shaped strings.
 """
@@ -27,7 +29,10 @@ ENV_TOKEN = "canary-audit-env-Tok3n-0123456789abcdef"
 HEADER_KEY = "canary-audit-header-K3y-0123456789abcdef"
 PROMPT_KEY = "sk-canary-audit-prompt-0123456789abcdef"
 PROMPT_JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnktYXVkaXQifQ.c2lnbmF0dXJlLWNhbmFyeQ"
-CANARIES = [MANIFEST_TOKEN, ENV_TOKEN, HEADER_KEY, PROMPT_KEY, PROMPT_JWT]
+#: credential-named extra headers no list in the package had to name
+NAMED_HEADERS = {name: f"canary-audit-{name.lower()}-0123456789abcdef"
+                 for name in ("X-Auth-Token", "X-Goog-Api-Key", "Private-Token", "X-Amz-Security-Token")}
+CANARIES = [MANIFEST_TOKEN, ENV_TOKEN, HEADER_KEY, PROMPT_KEY, PROMPT_JWT, *NAMED_HEADERS.values()]
 PROMPT = f"Audit {PROMPT_KEY} and {PROMPT_JWT} please.\nThe rest of the mission."
 
 
@@ -47,7 +52,8 @@ def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             "config:\n  pass_session_id: false\n  runtime_config:\n"
             f"    endpoint: {emu.endpoint}\n    model: nousresearch/hermes-4-405b\n"
             f"    auth_token: {MANIFEST_TOKEN}\n    request_timeout_ms: 20000\n"
-            f"    extra_headers:\n      x-api-key: {HEADER_KEY}\n")
+            f"    extra_headers:\n      x-api-key: {HEADER_KEY}\n"
+            + "".join(f"      {name}: {value}\n" for name, value in NAMED_HEADERS.items()))
         before = _files(root)
         monkeypatch.chdir(root)
         monkeypatch.setenv("HERMES_NB_AUTH_TOKEN", ENV_TOKEN)
@@ -64,6 +70,9 @@ def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         job("probe", "--endpoint", emu.endpoint, "--budget-s", "10", "--out", str(root / "probe.json"))
         assert job("run", "--prompt", PROMPT, "--root", str(root), "--no-sandbox") == 0
         assert job("run", "--json", "--prompt", PROMPT, "--root", str(root), "--no-sandbox") == 0
+        assert job("run", "--json", "--dry-run", "--prompt", PROMPT, "--root", str(root)) == 0
+        assert job("adapter", "show", "--root", str(root)) == 0
+        assert job("adapter", "show", "--json", "--root", str(root)) == 0
         receipts = root / "runbooks" / "receipts" / "audit"
         assert job("smoke", "--out", str(receipts)) == 0
 

@@ -9,6 +9,7 @@ import nbformat
 import pytest
 
 from hermes_nb import verify_receipts
+from hermes_nb.cli import main
 from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.redaction import Redactor
@@ -200,8 +201,6 @@ def test_nbconvert_engine_is_available_on_request() -> None:
 
 
 def test_receipts_cli_verify_and_list(tmp_path: Path, capsys) -> None:
-    from hermes_nb.cli import main
-
     _write(tmp_path)
     assert main(["receipts", "verify", str(tmp_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
@@ -291,3 +290,27 @@ def test_the_receipt_page_never_shows_a_bare_none_for_the_hermes_agent_version(k
     nb = _nb("out")
     nb.metadata["receipt"] = {**_meta(), "target_kind": kind, "hermes_agent_version": version}
     assert f"<th>hermes_agent_version</th><td>{shown}</td>" in render_html(nb)
+
+
+def test_verify_understands_a_matrix_directory(tmp_path: Path, capsys) -> None:
+    """``matrix --out``: one receipts directory per version and matrix.json/.md beside them, no index at the top
+    (it used to report every receipt as unindexed)."""
+    for version in ("0.18.2", "0.19.0"):
+        _write(tmp_path / version)
+    (tmp_path / "matrix.json").write_text("{}\n")
+    (tmp_path / "matrix.md").write_text("# matrix\n")
+    report = verify_receipts(tmp_path)
+    assert report.ok, report.problems
+    assert [r["path"] for r in report.receipts] == [
+        f"{v}/2026-01-01/20260101T000000Z-abcdef/e2e_smoke.ipynb" for v in ("0.18.2", "0.19.0")]
+    assert report.files_scanned == 2 * 5 + 2
+    assert main(["receipts", "verify", str(tmp_path)]) == 0
+    capsys.readouterr()
+    (tmp_path / "matrix.md").write_text(f"# matrix {CANARY}\n")  # beside the versions: scanned too
+    (tmp_path / "0.19.0" / "2026-01-01" / "20260101T000000Z-abcdef" / "e2e_smoke.html").write_text("edited")
+    (tmp_path / "stray").mkdir()
+    (tmp_path / "stray" / "x.txt").write_text("x")
+    problems = verify_receipts(tmp_path, secrets=[CANARY]).problems
+    assert any(p.startswith(f"{tmp_path / 'matrix.md'}: secret found") for p in problems)
+    assert any("e2e_smoke.html: sha256 does not match" in p for p in problems)
+    assert f"{tmp_path / 'stray' / 'x.txt'}: in no receipts directory of the matrix" in problems

@@ -20,6 +20,8 @@ def handle(spec: MatrixSpec, out: Output) -> int:
                          progress=None if out.json_mode else out.info, providers=spec.providers, model=spec.model)
     for warning in doc["warnings"]:
         out.info(f"warning: {warning}")
+    for problem in doc["problems"]:  # an output not written: the matrix fails naming it
+        out.info(f"hermes-nb: error: {problem}")
     for v in doc["versions"]:
         reason = f"  ({v['reason']})" if v["status"] != "ran" else ""
         out.line(f"{v['version']:8} {v['provider']:5} {v['status']:11} {v['verdict'] or '—':8} "

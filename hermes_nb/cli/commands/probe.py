@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.cli.output import Output
-from hermes_nb.core.errors import ArtifactError, UsageError
+from hermes_nb.core.errors import UsageError
+from hermes_nb.core.io import write_atomic
 from hermes_nb.core.providers import start_hint
 from hermes_nb.proxy.contracts import (
     apply_contract,
@@ -61,10 +62,7 @@ _VARIANTS = {spec.name: f" ({spec.variant})" for spec in ROUTES if spec.variant}
 
 
 def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, "utf-8")
-    except OSError as exc:
-        raise ArtifactError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    write_atomic(path, text)  # whole or not at all: ArtifactError "cannot write <path>: <why>"
 
 
 def _cell(value: Any) -> str:

@@ -18,6 +18,8 @@ def handle(spec: SmokeSpec, out: Output) -> int:
     outcome = smoke(spec, progress=None if out.json_mode else out.info)
     for warning in outcome.warnings:
         out.info(f"warning: {warning}")
+    for problem in outcome.problems:  # an output not written: the smoke fails naming it
+        out.info(f"hermes-nb: error: {problem}")
     result = outcome.result
     if result is None:
         out.line(f"[{outcome.verdict.upper()}] {outcome.report.get('target_kind')}: {outcome.error}")
