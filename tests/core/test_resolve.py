@@ -66,17 +66,21 @@ def test_none_arguments_are_not_given_and_bad_layers_are_one_line(root: Path) ->
         resolve_runtime_config(manifest=other, environ={})
 
 
-def test_the_kernel_side_target_follows_the_environment() -> None:
-    with kit.start_target(environ={ENV_ENDPOINT: "http://127.0.0.1:5/v1/"}) as target:
-        assert (target.kind, target.endpoint, target.origin) == ("given", "http://127.0.0.1:5/v1",
-                                                                 "env HERMES_NB_ENDPOINT")
-    with kit.start_target(environ={}) as target:
-        assert target.kind == "emulator" and target.origin == "emulator" and target.endpoint.endswith("/v1")
-    with kit.start_target(kit.runtime_config("http://127.0.0.1:6/v1", environ={ENV_ENDPOINT: "http://127.0.0.1:5/v1"})
-                          ) as target:
-        assert target.endpoint == "http://127.0.0.1:6/v1" and target.origin == "argument"
-    config = kit.runtime_config("http://127.0.0.1:6/v1", None, environ={"HERMES_NB_MODEL": "env-model"})
-    assert config.model == "env-model"
+def test_the_kernel_side_job_follows_the_environment() -> None:
+    with serve_emulator() as emu:
+        job = kit.open_job("adapter_check", environ={ENV_ENDPOINT: emu.endpoint + "/"})
+        assert (job.target.kind, job.target.endpoint, job.config.origin("endpoint")) == (
+            "live", emu.endpoint, f"env {ENV_ENDPOINT}")
+        job.close()
+    job = kit.open_job("adapter_check", environ={})
+    assert job.target.kind == "emulator" and job.config.origin("endpoint") == "emulator"
+    job.close()
+    with serve_emulator() as emu:
+        job = kit.open_job("adapter_check", endpoint=emu.endpoint, environ={ENV_ENDPOINT: "http://127.0.0.1:5/v1"})
+        assert job.config.endpoint == emu.endpoint and job.config.origin("endpoint") == "argument"
+        job.close()
+    assert kit.open_job("adapter_check", endpoint="http://127.0.0.1:6/v1",
+                        environ={"HERMES_NB_MODEL": "env-model"}).config.model == "env-model"
 
 
 def test_smoke_targets_hermes_nb_endpoint_and_the_receipt_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
