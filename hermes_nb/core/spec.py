@@ -171,8 +171,9 @@ class Spec(StrictModel):
             action = "append" if opt.repeat else "store"
             # pydantic converts the text of every other type; a Literal of numbers only matches numbers
             numbers = get_origin(inner) is Literal and all(isinstance(a, int) for a in get_args(inner))
+            extra: dict[str, Any] = {"type": int} if numbers else {}
             parser.add_argument(*names, dest=name, action=action, default=None, metavar=metavar, help=help_text,
-                                **({"type": int} if numbers else {}))
+                                **extra)
 
     @classmethod
     def from_args(cls, namespace: argparse.Namespace | Mapping[str, Any], face: Face = "cli", **fixed: Any) -> Self:

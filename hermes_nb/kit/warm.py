@@ -16,7 +16,6 @@ import httpcore  # noqa: F401  (httpx imports it with its first client)
 import hermes_nb.core.records  # noqa: F401  (the exchange records every probe, check and run keeps)
 import hermes_nb.core.resolve  # noqa: F401  (pydantic and the runtime config: every notebook resolves one)
 import hermes_nb.kit.display  # noqa: F401  (the notebooks' tables)
-import hermes_nb.kit.target  # noqa: F401
 import hermes_nb.kit.verdicts  # noqa: F401  (every notebook's last cell)
 import hermes_nb.wire.client  # noqa: F401  (httpx: every notebook talks to its target)
 

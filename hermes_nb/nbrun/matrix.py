@@ -301,11 +301,12 @@ def rig_runner(*, install: bool = True, only: Sequence[str] | None = None, timeo
     """The real runner: the version's venv, the real proxy in ``state``, the smoke against it. ``guard``: the
     matrix's signal guard, armed while the venv is built and the rig starts, and by the smoke while it runs."""
     def run(version: str, state: str, out_dir: Path, provider: str = "nous") -> dict[str, Any]:
+        from hermes_nb.core.resolve import resolve_runtime_config
         from hermes_nb.nbrun.ci_report import ci_report
-        from hermes_nb.nbrun.jobs import choose_target
         from hermes_nb.nbrun.smoke import run_smoke
         from hermes_nb.proxy.rig import real_proxy
         from hermes_nb.proxy.venvs import ensure_hermes
+        from hermes_nb.target import establish
 
         with ExitStack() as stack:
             if guard is not None:
@@ -316,9 +317,10 @@ def rig_runner(*, install: bool = True, only: Sequence[str] | None = None, timeo
             finally:
                 if guard is not None:
                     guard.armed = False
-            target = choose_target(model=model, rig=rig, secrets=secrets)
-            result = run_smoke(target, out_dir=out_dir, only=only, timeout_s=timeout_s, html=html,
-                               progress=progress, confirm=False, guard=guard)
+            config = resolve_runtime_config(environ=environ, model=model, provider=provider)
+            target, config = establish(config, stack, rig=rig)
+            result = run_smoke(target, config, out_dir=out_dir, only=only, timeout_s=timeout_s, html=html,
+                               progress=progress, secrets=[*secrets, *rig.redactor.secrets], guard=guard)
         return ci_report(result, environ=environ)
 
     return run

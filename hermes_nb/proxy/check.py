@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import httpx
 from pydantic import BaseModel, Field
@@ -162,9 +162,9 @@ def _listed(models: list[str]) -> str:
     return ", ".join(models[:10]) + (f", … ({len(models)} in all)" if len(models) > 10 else "")
 
 
-def _state(r: Reading, endpoint: str, target: Target, budget_s: float) -> tuple[str, str | None, str | None]:
+def _state(r: Reading, endpoint: str, target: Target, budget_s: float) -> tuple[CheckState, str | None, str | None]:
     """(state, error, hint) of the ``/models`` answer's reading."""
-    state = CHECK_STATES[r.kind]
+    state = cast(CheckState, CHECK_STATES[r.kind])
     action = hint(r, endpoint=endpoint, provider=target.provider, executable=target.executable)
     if state == "slow" and not target.healthy:
         state = "unreachable"  # nothing answered at all, not even /health

@@ -23,7 +23,7 @@ HELP = "write or show the hermes-proxy adapter manifest"
 
 class AddSpec(Spec):
     runtime: Annotated[Literal["hermes-proxy"], Opt(positional=True)] = Field(
-        RUNTIME, description="the runtime to add, as in UH's `adapter add <runtime>` (only hermes-proxy)")
+        "hermes-proxy", description="the runtime to add, as in UH's `adapter add <runtime>` (only hermes-proxy)")
     root: str | None = Field(None, description="project root (default: the current directory)")
     uh_strict: bool = Field(False, description="write only the runtime_config keys UH's strict schema accepts")
     force: bool = Field(False, description="overwrite an existing manifest")
