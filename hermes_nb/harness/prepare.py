@@ -9,7 +9,7 @@ mission sends the same request from every face.
 
 The project root: ``root`` when given, else ``R`` for a mission read from
 ``R/.harness/missions/<dir>/mission.yaml``, else ``fallback_root`` (the current directory for the CLI
-and :func:`hermes_nb.harness.run.run_mission`; ``None`` for the kit, whose runs write under a
+and :func:`hermes_nb.harness.prepare.run_mission`; ``None`` for the kit, whose runs write under a
 temporary directory: then only an explicit ``manifest`` is read and no workflow is looked up).
 """
 

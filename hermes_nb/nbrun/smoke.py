@@ -1,21 +1,10 @@
 """Run the notebooks headlessly through papermill and keep them as receipts.
 
-The three notebooks run **concurrently**, each in its own thread with its own
-fresh kernel (:class:`~hermes_nb.nbrun.kernels.KernelPool`), launched first
-(:mod:`hermes_nb.nbrun.launch`), and, against the embedded emulator, its own
-emulator, started here (:mod:`hermes_nb.nbrun.emulators`); nothing is shared
-between receipts and the process never ``chdir``s (absolute paths only; the
-kernel's working directory is a private temp dir). The notebooks are the ones
-shipped in the package (:func:`hermes_nb.core.resources.notebooks_dir`). One
-notebook's execution and its truthful verdict: :mod:`hermes_nb.nbrun.execute`;
-the target: :mod:`hermes_nb.nbrun.smoke_target`; the receipts:
-:mod:`hermes_nb.receipts`.
-
-Interrupted (``KeyboardInterrupt``, or :class:`~hermes_nb.harness.signals.Cancelled` from the signal guard of
-:func:`hermes_nb.nbrun.jobs.smoke`) while the notebooks run: the kernels are killed, every notebook that was
-still running is recorded ``cancelled`` with what it had, the finished receipts are kept, every receipt is
-indexed, and the result says which signal (``cancelled_by``); nothing is re-raised. The kernels' own temporary
-files live in the pool's private directory, removed with it whatever happened to a kernel.
+The notebooks run concurrently, each on a fresh kernel, against one target established before them
+(:func:`hermes_nb.target.establish`), handed to each as a parameter with the resolved config. Interrupted
+(``KeyboardInterrupt``, or :class:`~hermes_nb.harness.signals.Cancelled`) while they run: the kernels are stopped,
+the running notebooks recorded ``cancelled`` with what they had, the finished receipts kept and indexed; nothing is
+re-raised.
 """
 
 from __future__ import annotations

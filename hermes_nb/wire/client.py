@@ -2,7 +2,7 @@
 
 Sync only (notebooks already run an event loop, so no ``asyncio.run``). Every
 call returns an :class:`~hermes_nb.core.records.Exchange` and never raises for HTTP
-or network failures; :func:`hermes_nb.wire.classify.classify` judges it.
+or network failures; :func:`hermes_nb.wire.reading.classify` judges it.
 
 Deadlines (:mod:`hermes_nb.wire.watchdog`): connect (:data:`~hermes_nb.core.facts.CONNECT_TIMEOUT_S`);
 ``request_timeout_ms`` bounds the wait for the response to start and each silence between signs of

@@ -41,7 +41,7 @@ def test_every_dotted_reference_resolves() -> None:
 
 
 @pytest.mark.parametrize("reference, ok", [
-    ("hermes_nb.core.resolve.resolve_runtime_config", True), ("hermes_nb.kit.start_target", True),
+    ("hermes_nb.core.resolve.resolve_runtime_config", True), ("hermes_nb.kit.open_job", True),
     ("hermes_nb.resolve_runtime_config", True), ("hermes_nb.records.Exchange", False),
     ("hermes_nb.core.records.NoSuchThing", False),
 ])
