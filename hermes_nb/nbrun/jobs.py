@@ -44,7 +44,7 @@ from hermes_nb.nbrun.ci_report import (
 )
 from hermes_nb.nbrun.smoke_target import SmokeTarget
 
-if TYPE_CHECKING:  # the receipts' modules load once the kernels are launched (hermes_nb.nbrun.launch)
+if TYPE_CHECKING:  # the runner loads once the arguments are checked
     from hermes_nb.nbrun.smoke import SmokeResult
 
 __all__ = ["DEFAULT_TIMEOUT_S", "SmokeOutcome", "smoke", "choose_target", "quiet_notebook_loggers", "signal_name"]
@@ -180,10 +180,6 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str 
     env = os.environ if environ is None else environ
     _check(timeout_s=timeout_s, rig=rig, hermes_version=hermes_version, upstream=upstream, model=model,
            blocked_exit=blocked_exit, provider=provider)
-    from hermes_nb.nbrun.kernels import zygote_env
-    from hermes_nb.nbrun.zygote import prestart
-
-    prestart(zygote_env())  # opt-in (HERMES_NB_KERNEL_FORK=1): the fork server imports while config and target resolve
     from hermes_nb.receipts.store import is_url, open_store
 
     check_output_paths(junit_xml=junit_xml, summary_md=summary_md)
@@ -197,7 +193,7 @@ def smoke(*, endpoint: str | None = None, rig: str | None = None, provider: str 
     with ExitStack() as cleanup:
         kernels = None
         if not rig:  # the kernels boot while the config and the target resolve (a rig first: it may take minutes)
-            from hermes_nb.nbrun.launch import launch_kernels
+            from hermes_nb.nbrun.smoke import launch_kernels
 
             kernels = launch_kernels(only)
             cleanup.callback(kernels.close)  # run_smoke takes them over; stopped here if it is never reached

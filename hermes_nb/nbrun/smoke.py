@@ -1,9 +1,8 @@
 """Run the notebooks headlessly through papermill and keep them as receipts.
 
 The three notebooks run **concurrently**, each in its own thread with its own
-fresh kernel (:class:`~hermes_nb.nbrun.kernels.KernelPool`), launched first
-(:mod:`hermes_nb.nbrun.launch`), and, against the embedded emulator, its own
-emulator, started here (:mod:`hermes_nb.nbrun.emulators`); nothing is shared
+fresh kernel (papermill starts it, :class:`~hermes_nb.nbrun.kernels.KernelPool`)
+and, against the embedded emulator, its own emulator, started here (:mod:`hermes_nb.nbrun.emulators`); nothing is shared
 between receipts and the process never ``chdir``s (absolute paths only; the
 kernel's working directory is a private temp dir). The notebooks are the ones
 shipped in the package (:func:`hermes_nb.core.resources.notebooks_dir`). One
@@ -32,19 +31,20 @@ from typing import Any
 
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.errors import SecretLeak, UsageError
-from hermes_nb.core.facts import E2E_SMOKE, worst_verdict
+from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, worst_verdict
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.resources import notebooks_dir
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.emulators import notebook_emulator
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
-from hermes_nb.nbrun.launch import SmokeKernels, launch_kernels
+from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
 from hermes_nb.nbrun.smoke_target import SmokeTarget, confirm_target
 from hermes_nb.receipts.index import append_index, index_entry
 from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 
-__all__ = ["SmokeResult", "run_smoke", "writable_dir"]
+__all__ = ["SmokeResult", "launch_kernels", "run_smoke", "writable_dir"]
 
 
 @dataclass
@@ -97,37 +97,57 @@ class SmokeResult:
         }
 
 
+def launch_kernels(only: Sequence[str] | None = None, templates: Path | None = None) -> KernelPool:
+    """The smoke's kernels, started now, one per notebook in its working directory: they boot while the caller
+    resolves its config and target and the runner imports papermill (P4: worth ~0.2 s; docs/performance.md)."""
+    names, _ = _notebooks(only, templates)
+    pool = KernelPool()
+    try:
+        pool.launch([pool.dir / "work" / name for name in names])
+    except BaseException:
+        pool.close()
+        raise
+    return pool
+
+
+def _notebooks(only: Sequence[str] | None, templates: Path | None) -> tuple[list[str], Path]:
+    names = list(dict.fromkeys(only)) if only else list(NOTEBOOKS)  # a repeated --only runs once
+    template_dir = templates or notebooks_dir()
+    for name in names:
+        if not (template_dir / f"{name}.ipynb").is_file():
+            raise UsageError(f"no notebook {name!r} in {template_dir}")
+    return names, template_dir
+
+
 def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None = None,
               timeout_s: float = 120.0, html: bool = True, templates: Path | None = None,
               progress: Callable[[str], None] | None = None, run_id: str | None = None,
               confirm: bool = True, guard: SignalGuard | None = None,
               parameters: Mapping[str, Mapping[str, Any]] | None = None,
-              kernels: SmokeKernels | None = None) -> SmokeResult:
+              kernels: KernelPool | None = None) -> SmokeResult:
     """Execute the notebooks concurrently and write one receipt each, plus the index.
 
     ``confirm``: check a ``live`` target first (:func:`confirm_target`); pass False only for a target
     that already went through it. ``guard``: a caller's signal guard, armed while the notebooks run (a
     signal then cancels them; at any other moment it waits until they are done). ``parameters``: notebook
     name → extra papermill parameters (the load receipt's report, :mod:`hermes_nb.nbrun.load`), over the
-    target's. ``kernels``: launched already by :func:`launch_kernels` (then ``only`` and ``templates`` are
-    its own); taken over and closed.
+    target's. ``kernels``: started already by :func:`launch_kernels` with the same ``only`` and ``templates``;
+    taken over and closed.
     """
-    if timeout_s <= 0:
-        if kernels is not None:
-            kernels.close()
-        raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
-    kernels = kernels if kernels is not None else launch_kernels(only, templates)
-    try:
-        return _run(kernels, target, out_dir=out_dir, timeout_s=timeout_s, html=html, progress=progress,
-                    run_id=run_id, confirm=confirm, guard=guard, parameters=parameters)
-    finally:
-        kernels.close()
+    with kernels if kernels is not None else KernelPool() as pool:
+        if timeout_s <= 0:
+            raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
+        names, template_dir = _notebooks(only, templates)
+        work = pool.dir / "work"
+        for name in names:
+            (work / name).mkdir(parents=True, exist_ok=True)
+        return _run(names, template_dir, work, pool, target, out_dir=out_dir, timeout_s=timeout_s, html=html,
+                    progress=progress, run_id=run_id, confirm=confirm, guard=guard, parameters=parameters)
 
 
-def _run(kernels: SmokeKernels, target: SmokeTarget, *, out_dir: Path, timeout_s: float, html: bool,
-         progress: Callable[[str], None] | None, run_id: str | None, confirm: bool, guard: SignalGuard | None,
-         parameters: Mapping[str, Mapping[str, Any]] | None) -> SmokeResult:
-    names, template_dir, work, pool = kernels.names, kernels.templates, kernels.work, kernels.pool
+def _run(names: list[str], template_dir: Path, work: Path, pool: KernelPool, target: SmokeTarget, *, out_dir: Path,
+         timeout_s: float, html: bool, progress: Callable[[str], None] | None, run_id: str | None, confirm: bool,
+         guard: SignalGuard | None, parameters: Mapping[str, Mapping[str, Any]] | None) -> SmokeResult:
     say_lock = threading.Lock()
 
     def say(msg: str) -> None:  # one whole line at a time from the worker threads
