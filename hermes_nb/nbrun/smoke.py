@@ -1,10 +1,11 @@
 """Run the notebooks headlessly through papermill and keep them as receipts.
 
-The three notebooks run **concurrently**, each in its own thread with its own
-fresh kernel (papermill starts it, :class:`~hermes_nb.nbrun.kernels.KernelPool`)
-and, against the embedded emulator, its own emulator, started here (:mod:`hermes_nb.nbrun.emulators`); nothing is shared
-between receipts and the process never ``chdir``s (absolute paths only; the
-kernel's working directory is a private temp dir). The notebooks are the ones
+The three notebooks run **concurrently** through papermill, each in its own thread
+with its own fresh kernel, started before anything else (:func:`launch_kernels`),
+and, against the embedded emulator, its own emulator, started here
+(:mod:`hermes_nb.nbrun.emulators`); nothing is shared between receipts and the
+process never ``chdir``s (absolute paths only; each kernel's working directory is
+in the pool's private directory). The notebooks are the ones
 shipped in the package (:func:`hermes_nb.core.resources.notebooks_dir`). One
 notebook's execution and its truthful verdict: :mod:`hermes_nb.nbrun.execute`;
 the target: :mod:`hermes_nb.nbrun.smoke_target`; the receipts:
@@ -99,7 +100,7 @@ class SmokeResult:
 
 def launch_kernels(only: Sequence[str] | None = None, templates: Path | None = None) -> KernelPool:
     """The smoke's kernels, started now, one per notebook in its working directory: they boot while the caller
-    resolves its config and target and the runner imports papermill (P4: worth ~0.2 s; docs/performance.md)."""
+    resolves its config and target and the runner imports papermill (kept for speed: P4, docs/performance.md)."""
     names, _ = _notebooks(only, templates)
     pool = KernelPool()
     try:
@@ -134,13 +135,13 @@ def run_smoke(target: SmokeTarget, *, out_dir: Path, only: Sequence[str] | None 
     target's. ``kernels``: started already by :func:`launch_kernels` with the same ``only`` and ``templates``;
     taken over and closed.
     """
-    with kernels if kernels is not None else KernelPool() as pool:
-        if timeout_s <= 0:
-            raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
+    if timeout_s <= 0:
+        if kernels is not None:
+            kernels.close()
+        raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
+    with kernels if kernels is not None else launch_kernels(only, templates) as pool:
         names, template_dir = _notebooks(only, templates)
         work = pool.dir / "work"
-        for name in names:
-            (work / name).mkdir(parents=True, exist_ok=True)
         return _run(names, template_dir, work, pool, target, out_dir=out_dir, timeout_s=timeout_s, html=html,
                     progress=progress, run_id=run_id, confirm=confirm, guard=guard, parameters=parameters)
 
