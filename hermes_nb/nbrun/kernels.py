@@ -40,8 +40,12 @@ __all__ = ["KERNEL_ARGV", "KERNEL_NAME", "QUIET_ENV", "KernelPool"]
 
 KERNEL_NAME = "hermes-nb-python"
 QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+#: run by each kernel as it starts (IPython's ``exec_lines``), while the runner still imports papermill: the
+#: notebooks' first cells then find pydantic, the runtime config and httpx loaded (P4); it leaves no name behind
+WARM = "import hermes_nb.core.resolve as _r, hermes_nb.wire.client as _c; del _r, _c"
 #: the kernel's command; no history database (the kernels of a run would share one)
-KERNEL_ARGV = ("-m", "ipykernel_launcher", "-f", "{connection_file}", "--HistoryManager.enabled=False")
+KERNEL_ARGV = ("-m", "ipykernel_launcher", "-f", "{connection_file}", "--HistoryManager.enabled=False",
+               f"--IPKernelApp.exec_lines={json.dumps([WARM])}")
 
 
 class KernelPool:

@@ -79,6 +79,22 @@ def test_a_kernel_launched_ahead_is_the_one_its_notebook_gets_and_an_unclaimed_o
     assert launched["unused"].poll() is not None  # the unclaimed kernel is gone with the pool
 
 
+def test_kernels_import_pydantic_and_httpx_as_they_start_and_leave_the_namespace_alone(tmp_path: Path) -> None:
+    """IPython's exec_lines in the pool's kernelspec: the runtime config (pydantic) and the client (httpx) are
+    loaded before the first cell, and the notebook sees no name it did not make."""
+    nb = nbformat.read(str(_notebook(tmp_path / "t.ipynb")), as_version=4)
+    nb.cells[-1].source = ("import sys\n"
+                           "print([m for m in ('hermes_nb.core.resolve', 'pydantic', 'httpx') if m in sys.modules])\n"
+                           "print([k for k in ('_r', '_c', 'hermes_nb') if k in globals()])")
+    nbformat.write(nb, str(tmp_path / "t.ipynb"))
+    run = NotebookRun(name="t", template=tmp_path / "t.ipynb", parameters={})
+    with KernelPool() as pool:
+        execute_notebook(run, pool, timeout_s=60, cwd=tmp_path)
+    assert run.status == "completed", run.errors
+    printed = [o.get("text") for o in run.nb.cells[-1].outputs]
+    assert printed == ["['hermes_nb.core.resolve', 'pydantic', 'httpx']\n[]\n"]
+
+
 def _descriptors() -> int:
     """Sockets and event-loop descriptors (epoll, eventfd) this process holds."""
     import os
