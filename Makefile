@@ -1,8 +1,15 @@
 # hermes_nb — two commands do all set-up on a fresh machine:
 #   make smoke   run the main job against the embedded emulator
 #   make test    run the whole suite
-# Both bootstrap .venv from requirements.lock through `make install`.
+# Both bootstrap .venv from requirements.lock through `make install`, with uv (pinned, in .tools/).
 PYTHON ?= python3
+UV_VERSION := 0.13.9
+UV     := .tools/bin/uv
+# uv uses the interpreter found ($(PYTHON)), never one it downloads
+export UV_PYTHON_DOWNLOADS := never
+# Python caches the bytecode of what it imports: uv installs without compiling everything up front (pip did:
+# minutes on two cores), so the first runs compile what they use, even where PYTHONDONTWRITEBYTECODE is set
+unexport PYTHONDONTWRITEBYTECODE
 VENV   := .venv
 BIN    := $(VENV)/bin
 HVENV  := .venv-hermes
@@ -24,18 +31,23 @@ BROWSER_DEPS := $(if $(wildcard $(CHROMIUM)),browser-venv,)
 
 install: $(STAMP)
 
+# uv itself, pinned, through the interpreter's own pip; first thing in each venv's recipe (a venv that is up to
+# date needs no uv)
+UV_BOOTSTRAP = @test -x $(UV) || $(PYTHON) -m pip install -qq --disable-pip-version-check --target .tools uv==$(UV_VERSION)
+
+# .venv gets pip too (--seed): the tests build the wheel with it
 $(STAMP): requirements.lock pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
-	@# byte-compile the editable package once: kernels and CLI runs then skip compiling it (PYTHONDONTWRITEBYTECODE may be set)
-	$(BIN)/python -m compileall -q hermes_nb
+	$(UV_BOOTSTRAP)
+	@test -x $(BIN)/python || $(UV) venv -q --seed --python $(PYTHON) $(VENV)
+	$(UV) pip install -q --python $(BIN)/python -r requirements.lock
+	$(UV) pip install -q --python $(BIN)/python --no-deps --no-build-isolation -e .
 	@touch $@
 
 # A side venv from its own lock, never the project's .venv: $(call side-venv,DIR,LOCK)
 define side-venv
-	@test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
-	$(1)/bin/python -m pip install -q --disable-pip-version-check -r $(2)
+	$(UV_BOOTSTRAP)
+	@test -x $(1)/bin/python || $(UV) venv -q --python $(PYTHON) $(1)
+	$(UV) pip install -q --python $(1)/bin/python -r $(2)
 	@touch $@
 endef
 
@@ -132,4 +144,4 @@ lock-upstream:
 	{ echo "# Exact pins for .venv-upstream: llmock, a third-party OpenAI-compatible server the rig puts behind the real proxy (never the project's venv). Regenerate: make lock-upstream"; /tmp/hermes-nb-ulock/bin/pip freeze; } > requirements-upstream.lock
 
 clean:
-	rm -rf $(VENV) $(HVENV) $(UVENV) $(BVENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(HVENV) $(UVENV) $(BVENV) .tools .pytest_cache .hypothesis

@@ -25,7 +25,6 @@ orchestration errors, and for callers that *require* an answer
 
     outside the tree, never escaping to a caller:
     Cancelled (BaseException)  harness/signals.py: a signal ending a run, turned into a cancelled result
-    ZygoteError (RuntimeError) nbrun/zygote.py: the kernel fork server failed; the kernel starts the standard way
 
 Every error's ``str()`` is one line and never contains a secret.
 """

@@ -21,6 +21,7 @@ returns nothing) the receipt still shows every output up to the failure.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -28,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jupyter_core.utils import ensure_event_loop
+
 from hermes_nb.core.clock import iso_now
-from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool, StartedKernel
+from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
 from hermes_nb.receipts.verdict import find_verdict
 
 __all__ = ["NotebookRun", "decide_verdict", "execute_notebook", "notebook_schema_ready"]
@@ -40,7 +43,7 @@ _schema_lock = threading.Lock()
 def notebook_schema_ready() -> None:
     """nbformat compiles its notebook schema into a validator on first use (~0.1 s of CPU) and caches it; the
     notebooks' threads, reading their templates at the same moment, would each compile it: compile it once."""
-    import nbformat
+    import nbformat  # with papermill (below): the kernels are started first
 
     with _schema_lock:
         nbformat.validate(nbformat.v4.new_notebook())
@@ -65,8 +68,6 @@ class NotebookRun:
     receipt_path: Path | str | None = None
     #: (ReceiptFiles, metadata.receipt) once the receipt is written
     written: Any = None
-    #: how its kernel started: "fork-server" (forked from :mod:`hermes_nb.nbrun.zygote`) or "process"
-    kernel_launch: str = ""
     #: a cell error's cell index and exception name (``cell_error`` only)
     cell: int | None = None
     ename: str | None = None
@@ -91,13 +92,8 @@ def close_thread_loop() -> None:
     """Close the event loop jupyter_core's ``run_sync`` made for this worker thread (papermill, nbclient and
     the kernel's stop ran on it): left open, its selector and self-pipe outlive the thread, three descriptors
     per notebook. Not in the main thread, whose loop belongs to whoever runs us."""
-    import asyncio
-    import threading
-
     if threading.current_thread() is threading.main_thread():
         return
-    from jupyter_core.utils import ensure_event_loop
-
     loop = ensure_event_loop()
     if loop.is_running():
         return
@@ -111,15 +107,10 @@ def close_thread_loop() -> None:
 
 def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path,
                      on_start: Callable[[], None] | None = None) -> NotebookRun:
-    """Run one notebook on a fresh kernel; record status, the executed notebook and our verdict.
-
-    A kernel that dies before it is ready because a port picked for it was taken meanwhile ("Address already
-    in use") is started once more, with fresh ports; no cell has run then. ``on_start``: called once its kernel
-    is ready and its first cell is about to run.
-    """
+    """Run one notebook on a fresh kernel in ``cwd``; record status, the executed notebook and our verdict.
+    ``on_start``: called once its kernel is ready and its first cell is about to run."""
     run.started_at = iso_now()
     t0 = time.perf_counter()
-    error: str | None = None
     executing: list[Any] = []  # the notebook papermill executes, as it fills it (on_notebook_start)
 
     def started(notebook: Any) -> None:
@@ -128,11 +119,7 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
             on_start()
 
     try:
-        for attempt in (1, 2):
-            error, retry = _attempt(run, pool, timeout_s=timeout_s, cwd=cwd, started=started, executing=executing,
-                                    last=attempt == 2)
-            if not retry:
-                break
+        error = _execute(run, pool, timeout_s=timeout_s, cwd=cwd, started=started)
     finally:
         close_thread_loop()
     if pool.cancelled.is_set() and run.status not in ("completed", "interrupted"):
@@ -148,28 +135,21 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
     return run
 
 
-def _attempt(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path, started: Callable[[Any], None],
-             executing: list[Any], last: bool) -> tuple[str | None, bool]:
-    """One kernel start and, once it is ready, the notebook; (error, whether to start again with fresh ports)."""
+def _execute(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path,
+             started: Callable[[Any], None]) -> str | None:
+    """papermill as papermill, on a kernel of the pool: sets ``run.status`` and returns the error, if any."""
     error: str | None = None
-    kernel: StartedKernel | None = None
+    km = None
     try:
-        if pool.fork_server is not None:  # forked kernels wait for the fork server's imports: do the runner's meanwhile
-            import papermill  # noqa: F401
-        if pool.cancelled.is_set():
-            raise KeyboardInterrupt
-        # start the kernel first: it boots while this thread imports papermill and parameterises
-        kernel = pool.start(cwd)
-        run.kernel_launch = kernel.launch
-        import papermill as pm
+        km = pool.start(cwd)  # first: it boots while this thread imports papermill and parameterises
+        import papermill as pm  # here, not at the top: the kernels are started by then (docs/performance.md, P4)
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
         from papermill.exceptions import PapermillExecutionError
 
         notebook_schema_ready()
-
         try:
             pm.execute_notebook(
-                str(run.template), None, parameters=run.parameters, kernel_name=KERNEL_NAME, km=kernel.manager,
+                str(run.template), None, parameters=run.parameters, kernel_name=KERNEL_NAME, km=km,
                 language="python", progress_bar=False, log_output=False, execution_timeout=timeout_s,
                 start_timeout=60, on_notebook_start=started,
             )
@@ -185,15 +165,9 @@ def _attempt(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path,
         run.status, error = "interrupted", "stopped before its kernel started"
     except (RuntimeError, TimeoutError, OSError) as exc:
         run.status, error = "kernel_error", f"{type(exc).__name__}: {exc}"
-        if kernel is not None and not executing:  # it died before it was ready: its stderr says why
-            if not last and kernel.port_collision():
-                kernel.stop()
-                return error, True
-            if kernel.last_words():
-                error += f" (kernel stderr: {kernel.last_words()})"
     except Exception as exc:  # noqa: BLE001 — worker-thread edge: every notebook must end with a verdict
         run.status, error = "runner_error", f"{type(exc).__name__}: {exc}"
     finally:
-        if kernel is not None:
-            kernel.stop()
-    return error, False
+        if km is not None:
+            pool.stop(km)
+    return error

@@ -146,8 +146,11 @@ def execute_guide(nb: nbformat.NotebookNode, directory: Path, *, timeout_s: floa
     from hermes_nb.nbrun.refresh import sanitize_outputs, sanitize_rules
 
     with KernelPool() as pool:
-        NotebookClient(nb, timeout=timeout_s, kernel_name=KERNEL_NAME, kernel_manager_class=pool.manager_class(),
-                       resources={"metadata": {"path": str(directory)}}).execute()
+        km = pool.start(directory)
+        try:
+            NotebookClient(nb, km=km, timeout=timeout_s, kernel_name=KERNEL_NAME).execute()
+        finally:
+            pool.stop(km)
     nb.metadata.pop("widgets", None)  # the widgets' live state: session noise, never evidence
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}

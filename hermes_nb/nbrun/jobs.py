@@ -156,10 +156,6 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
     rig, provider, hermes_version, upstream, out = spec.rig, spec.provider, spec.hermes_version, spec.upstream, spec.out
     only, timeout_s, html, blocked_exit = spec.only or None, spec.cell_timeout_s, spec.html, spec.blocked_exit
     junit_xml, summary_md = spec.junit_xml, spec.summary_md
-    from hermes_nb.nbrun.kernels import zygote_env
-    from hermes_nb.nbrun.zygote import prestart
-
-    prestart(zygote_env())  # opt-in (HERMES_NB_KERNEL_FORK=1): the fork server imports while config and target resolve
     from hermes_nb.receipts.store import is_url, open_store
 
     check_output_paths(junit_xml=junit_xml, summary_md=summary_md)
@@ -174,7 +170,7 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
     with SignalGuard(handle_signals) as guard, ExitStack() as cleanup:
         kernels = None
         if not rig:  # the kernels boot while the config and the target resolve (a rig first: it may take minutes)
-            from hermes_nb.nbrun.launch import launch_kernels
+            from hermes_nb.nbrun.smoke import launch_kernels
 
             kernels = launch_kernels(only)
             cleanup.callback(kernels.close)  # run_smoke takes them over; stopped here if it is never reached

@@ -1,280 +1,157 @@
-"""Kernels for headless runs: a private kernelspec bound to this interpreter, quiet and encrypted.
+"""Fresh kernels for headless runs, from one plain kernelspec bound to this interpreter; quiet and hermetic.
 
-``KernelPool`` writes one kernelspec (``hermes-nb-python``) whose argv is
-``sys.executable -m ipykernel_launcher``, into a private directory read by
-its own :class:`~jupyter_client.kernelspec.KernelSpecManager`: no
-``JUPYTER_PATH`` mutation, and "kernel not found" or "wrong environment"
-cannot happen. Each notebook gets a fresh kernel (never shared between
-receipts); kernels are started concurrently by the caller's threads
-(:meth:`KernelPool.start`), or launched ahead, one per notebook, before the
-caller's own set-up (:meth:`KernelPool.launch_ahead`, the smoke's default:
-the kernels boot while the runner resolves its config, imports papermill and
-starts the notebooks' emulators).
+:class:`KernelPool` writes one kernelspec (``hermes-nb-python``: this interpreter's ``-m ipykernel_launcher``)
+into a private directory read by its own :class:`~jupyter_client.kernelspec.KernelSpecManager`: "kernel not
+found" or "wrong environment" cannot happen, and no ``JUPYTER_PATH`` is touched. Its environment keeps kernels
+quiet (``JUPYTER_PLATFORM_DIRS``, ``PYDEVD_DISABLE_FILE_VALIDATION``) and hermetic: ``IPYTHONDIR`` and
+``TMPDIR`` point into the private directory, so the user's IPython profile cannot change a receipt and a killed
+kernel's temporary files go with the directory. Kernels talk over IPC: no ports to pick (none can be taken by
+another process meanwhile) and no "running over TCP without encryption" warning.
 
-Quiet at the source: ``JUPYTER_PLATFORM_DIRS=1`` (jupyter_core's
-platformdirs deprecation), ``PYDEVD_DISABLE_FILE_VALIDATION=1`` (debugpy's
-frozen-modules note), and CurveZMQ transport encryption when pyzmq has it
-(ipykernel 7.4 warns "running over TCP without encryption" otherwise), IPC
-transport as the fallback.
-
-Hermetic: ``IPYTHONDIR`` points into the pool's private directory, so the
-user's IPython profile (startup scripts, config) cannot change what a
-receipt's notebook does, and nothing is written to ``~/.ipython``; the
-history database is off (``--HistoryManager.enabled=False``). Both also trim
-kernel start-up (~0.1 s each kernel: no sqlite history, no user config). Each
-kernel imports the kit's common modules as it starts (:mod:`hermes_nb.kit.warm`,
-through IPython's ``exec_lines``), while the runner is still importing
-papermill: the notebook's first cell then finds them loaded.
-
-A kernel's stderr goes to a file of the pool, copied to this process's stderr
-once the kernel has stopped: when a kernel dies before it is ready, its last
-lines say why, and a kernel that could not bind a port jupyter_client picked
-for it ("Address already in use": another process took the port meanwhile) is
-recognised, so the caller can start it once more with fresh ports
-(:meth:`StartedKernel.port_collision`).
-
-``KernelPool(fork=True)`` (opt-in: ``HERMES_NB_KERNEL_FORK=1``) starts a kernel
-fork server at once (:mod:`hermes_nb.nbrun.zygote`) and names it in the
-kernelspec (``metadata.kernel_provisioner``: the ``hermes-nb-fork`` provisioner
-of :mod:`hermes_nb.nbrun.fork_provisioner`, registered under jupyter_client's
-``jupyter_client.kernel_provisioners`` entry point) — still a fresh process per
-notebook, with the same argv, env and cwd.
+Each notebook gets a fresh kernel (:meth:`KernelPool.start`), started through jupyter_client's public
+``AsyncKernelManager`` and handed to papermill as ``km=`` (:mod:`hermes_nb.nbrun.execute`). Starting it ourselves
+is for speed only: the kernel boots while the runner imports papermill and parameterises the notebook, instead of
+after (docs/performance.md, P4). nbclient leaves running the client of a kernel it was handed, so the pool's
+managers make clients it can stop (:meth:`KernelPool.stop`). :meth:`KernelPool.cancel` (Ctrl-C, SIGTERM) kills
+every kernel at once, and refuses the ones asked for after it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import shutil
 import sys
 import tempfile
 import threading
+import time
+import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
-__all__ = ["KERNEL_NAME", "QUIET_ENV", "KERNEL_ARGS", "KernelPool", "StartedKernel", "zygote_env"]
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
+
+__all__ = ["KERNEL_ARGV", "KERNEL_NAME", "QUIET_ENV", "KernelPool"]
 
 KERNEL_NAME = "hermes-nb-python"
 QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-#: no history database; and the kit's common modules imported at start-up, while the runner prepares the notebook
-#: (IPython's ``exec_lines``: :mod:`hermes_nb.kit.warm`; the line leaves no name behind)
-KERNEL_ARGS = ("--HistoryManager.enabled=False",
-               '--IPKernelApp.exec_lines=["import hermes_nb.kit.warm as _hermes_nb_warm; del _hermes_nb_warm"]')
-#: what a kernel prints when a port picked for it was taken before it could bind it (errno EADDRINUSE)
-PORT_TAKEN = "Address already in use"
-_PROVISIONERS = "jupyter_client.kernel_provisioners"
-
-
-def zygote_env() -> dict[str, str]:
-    """The kernel fork server's environment: this one, quiet (each kernel still gets exactly its spec's env)."""
-    return {**os.environ, **QUIET_ENV}
-
-
-def _fork_provisioner_installed() -> bool:
-    from hermes_nb.nbrun.fork_provisioner import PROVISIONER_NAME
-
-    return bool(entry_points(group=_PROVISIONERS, name=PROVISIONER_NAME))
-
-
-@dataclass
-class StartedKernel:
-    """A kernel :meth:`KernelPool.start` launched: its manager and the file its stderr goes to."""
-
-    manager: Any
-    stderr_path: Path
-    _stopped: bool = False
-
-    @property
-    def launch(self) -> str:
-        """How it started, as receipts record it: ``fork-server`` or ``process``."""
-        return "fork-server" if getattr(self.manager.provisioner, "forked", False) else "process"
-
-    def stderr_text(self) -> str:
-        try:
-            return self.stderr_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
-
-    def last_words(self, lines: int = 3) -> str:
-        """The last non-empty lines the kernel wrote to stderr (why it died), one line."""
-        text = [line.strip() for line in self.stderr_text().splitlines() if line.strip()]
-        return " | ".join(text[-lines:])
-
-    def port_collision(self) -> bool:
-        """It died because a port chosen for it was already taken (worth one more start with fresh ports)."""
-        return PORT_TAKEN in self.stderr_text()
-
-    def stop(self) -> None:
-        """Kill it if it runs, then copy what it wrote to stderr to ours (nothing of it is lost); once."""
-        from jupyter_core.utils import run_sync
-
-        if self._stopped:
-            return
-        self._stopped = True
-        try:
-            # the clients made from its manager (nbclient's: it leaves a client of a manager it was handed
-            # running): their channels, heartbeat thread and zmq context would outlive the run otherwise
-            for client in getattr(self.manager, "clients", ()):
-                client.stop_channels()
-            if self.manager.has_kernel:
-                run_sync(_kill_now)(self.manager)
-        finally:
-            text = self.stderr_text()
-            if text:
-                sys.stderr.write(text)
-                sys.stderr.flush()
-
-
-async def _kill_now(km: Any) -> None:
-    """``shutdown_kernel(now=True)``, without its 0.1 s poll: SIGKILL the kernel's process group through its
-    provisioner and wait for the process itself, so the manager finds it gone at its first look."""
-    import asyncio
-
-    provisioner = km.provisioner
-    process = getattr(provisioner, "process", None)
-    if process is not None:
-        await provisioner.kill()
-        try:
-            await asyncio.to_thread(process.wait, 5)
-        except Exception:  # noqa: BLE001 — still there (or no such process): the manager's own shutdown decides
-            pass
-    await km.shutdown_kernel(now=True)
+#: run by each kernel as it starts (IPython's ``exec_lines``), while the runner still imports papermill: the
+#: notebooks' first cells then find pydantic, the runtime config and httpx loaded (P4); it leaves no name behind
+WARM = "import hermes_nb.core.resolve as _r, hermes_nb.wire.client as _c; del _r, _c"
+#: the kernel's command; no history database (the kernels of a run would share one)
+KERNEL_ARGV = ("-m", "ipykernel_launcher", "-f", "{connection_file}", "--HistoryManager.enabled=False",
+               f"--IPKernelApp.exec_lines={json.dumps([WARM])}")
 
 
 class KernelPool:
-    """Creates kernel managers bound to ``sys.executable``; ``close()`` removes the private spec dir."""
+    """The private kernelspec and the kernels started from it; ``close()`` kills what is left, removes the dir."""
 
-    def __init__(self, python: str | None = None, fork: bool = False) -> None:
+    def __init__(self, python: str | None = None) -> None:
         self.python = python or sys.executable
-        self.fork_server: Any = None
-        if fork:
-            from hermes_nb.nbrun.zygote import ForkServer, adopt, fork_supported
-
-            if fork_supported() and _fork_provisioner_installed():
-                try:
-                    self.fork_server = adopt(self.python) or ForkServer(self.python, env=zygote_env())
-                except OSError:  # no such interpreter, or no socket: the normal launch reports it per notebook
-                    self.fork_server = None
-        self._dir = Path(tempfile.mkdtemp(prefix="hermes-nb-kernels-"))
-        spec_dir = self._dir / "kernels" / KERNEL_NAME
+        self.dir = Path(tempfile.mkdtemp(prefix="hermes-nb-"))  # short: the kernels' socket paths are under it
+        spec_dir = self.dir / "kernels" / KERNEL_NAME
         spec_dir.mkdir(parents=True)
-        metadata: dict[str, Any] = {"supported_encryption": ["curve"]}
-        if self.fork_server is not None:
-            from hermes_nb.nbrun.fork_provisioner import PROVISIONER_NAME
-
-            metadata["kernel_provisioner"] = {"provisioner_name": PROVISIONER_NAME,
-                                              "config": {"server": self.fork_server.address, "python": self.python}}
-        spec = {
-            "argv": [self.python, "-m", "ipykernel_launcher", "-f", "{connection_file}", *KERNEL_ARGS],
-            "display_name": "Python 3 (hermes-nb)",
-            "language": "python",
-            "metadata": metadata,
-            # TMPDIR: a kernel's temporary files (a run's sandbox copy) go with this dir, even if the kernel is killed
-            "env": {**QUIET_ENV, "IPYTHONDIR": str(self._dir / "ipython"), "TMPDIR": str(self._dir / "tmp")},
-        }
-        (self._dir / "tmp").mkdir()
+        (self.dir / "tmp").mkdir()
+        spec = {"argv": [self.python, *KERNEL_ARGV],
+                "display_name": "Python 3 (hermes-nb)", "language": "python",
+                "env": {**QUIET_ENV, "IPYTHONDIR": str(self.dir / "ipython"), "TMPDIR": str(self.dir / "tmp")}}
         (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
-        self.spec_dirs = [str(self._dir / "kernels")]
+        self.specs = KernelSpecManager(kernel_dirs=[str(spec_dir.parent)], ensure_native_kernel=False)
         self.cancelled = threading.Event()
-        self._managers: list[Any] = []
-        self._ahead: dict[str, StartedKernel] = {}
+        self._kernels: list[AsyncKernelManager] = []
+        self._clients: list[AsyncKernelClient] = []
+        self._ahead: dict[str, AsyncKernelManager] = {}
         self._lock = threading.Lock()
+        pool = self
 
-    def launch_ahead(self, cwds: Sequence[Path | str]) -> None:
-        """Launch one fresh kernel per working directory now, in this thread; :meth:`start` of that directory then
-        takes it instead of launching another. The kernels boot while the caller does its own set-up."""
+        class Client(AsyncKernelClient):
+            def start_channels(self, *args: Any, **kw: Any) -> None:
+                with pool._lock:
+                    pool._clients.append(self)
+                super().start_channels(*args, **kw)
+
+            async def wait_for_ready(self, timeout: float | None = None) -> None:
+                """The protocol's handshake (``kernel_info`` answered on shell, IOPub connected), without the
+                0.2 s jupyter_client then spends draining IOPub (nbclient reads IOPub by parent id anyway)."""
+                deadline = time.monotonic() + (timeout or 60)
+                while time.monotonic() < deadline:
+                    self.kernel_info()
+                    with contextlib.suppress(Empty):
+                        if (await self.get_shell_msg(timeout=1))["msg_type"] == "kernel_info_reply":
+                            with contextlib.suppress(Empty):
+                                await self.get_iopub_msg(timeout=0.2)
+                                return
+                    if not await self.is_alive():
+                        raise RuntimeError("Kernel died before replying to kernel_info")
+                raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+
+        self.client_class = Client
+
+    def launch(self, cwds: Sequence[Path]) -> list[AsyncKernelManager]:
+        """Start a kernel in each directory now (created if needed); :meth:`start` there then takes it. For speed
+        only: the smoke's kernels boot while its caller resolves the config and imports papermill (P4)."""
+        launched = []
         for cwd in cwds:
-            kernel = self._launch(cwd)
+            cwd.mkdir(parents=True, exist_ok=True)
+            launched.append(km := self.start(cwd))
             with self._lock:
-                self._ahead[str(cwd)] = kernel
+                self._ahead[str(cwd)] = km
+        return launched
 
-    def start(self, cwd: Path | str) -> StartedKernel:
-        """A fresh kernel in ``cwd``: the one :meth:`launch_ahead` launched there (once), else one launched now
-        (from a worker thread); it is :meth:`track`-ed for :meth:`cancel`."""
+    def start(self, cwd: Path | str) -> AsyncKernelManager:
+        """A fresh kernel in ``cwd``: the one :meth:`launch` started there, else one started now; refused
+        (``KeyboardInterrupt``) once the pool is cancelled."""
         with self._lock:
-            kernel = self._ahead.pop(str(cwd), None)
-        return kernel if kernel is not None else self._launch(cwd)
-
-    def _launch(self, cwd: Path | str) -> StartedKernel:
-        from jupyter_core.utils import run_sync
-
-        km = self.manager_class()(kernel_name=KERNEL_NAME)
-        fd, name = tempfile.mkstemp(prefix="kernel-", suffix=".stderr", dir=self._dir)
-        kernel = StartedKernel(km, Path(name))
-        try:
-            with os.fdopen(fd, "wb") as stderr:  # the kernel has its own copy once launched
-                run_sync(km.start_kernel)(cwd=str(cwd), stderr=stderr)
-        except BaseException:
-            kernel.stop()
-            raise
-        self.track(km)
-        return kernel
-
-    def track(self, km: Any) -> None:
-        """Remember a started kernel so :meth:`cancel` can stop it (killed at once if already cancelled)."""
-        with self._lock:
-            self._managers.append(km)
+            ahead = self._ahead.pop(str(cwd), None)
+        if ahead is not None:
+            return ahead
         if self.cancelled.is_set():
+            raise KeyboardInterrupt
+        name = str(self.dir / f"k{uuid.uuid4().hex[:8]}")  # absolute: jupyter_client's default is cwd-relative
+        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=self.specs, transport="ipc", ip=name,
+                                connection_file=f"{name}.json", client_factory=self.client_class)
+        with self._lock:
+            self._kernels.append(km)
+        run_sync(km.start_kernel)(cwd=str(cwd))
+        if self.cancelled.is_set():  # cancelled while it started
             _kill(km)
+        return km
+
+    def stop(self, km: AsyncKernelManager) -> None:
+        """Stop the channels of its clients, kill the kernel and clean up (connection file, sockets)."""
+        with self._lock:
+            clients = [c for c in self._clients if c.parent is km]
+            self._clients = [c for c in self._clients if c.parent is not km]
+        for client in clients:
+            client.stop_channels()
+        _kill(km)  # at once: shutdown_kernel(now=True) would poll for the exit every 0.1 s
+        if km.has_kernel:
+            run_sync(km.shutdown_kernel)(now=True)
 
     def cancel(self) -> None:
-        """Ctrl-C: kill every kernel of this pool; the notebooks then end as ``interrupted``."""
+        """Kill every kernel of this pool now; the notebooks then end as ``interrupted``."""
         self.cancelled.set()
         with self._lock:
-            managers = list(self._managers)
-        for km in managers:
+            kernels = list(self._kernels)
+        for km in kernels:
             _kill(km)
 
-    def manager_class(self) -> type:
-        """An ``AsyncKernelManager`` bound to the private spec (nbclient creates and owns it): trait defaults only."""
-        import zmq
-        from jupyter_client.kernelspec import KernelSpecManager
-        from jupyter_client.manager import AsyncKernelManager
-        from traitlets import List, default
-
-        spec_dirs = list(self.spec_dirs)
-        curve = bool(zmq.has("curve"))
-
-        class HermesNbKernelManager(AsyncKernelManager):
-            #: the clients made from this manager (:class:`ReadyClient` adds itself), stopped with the kernel
-            clients: List[Any] = List()
-
-            @default("kernel_spec_manager")
-            def _private_specs(self) -> KernelSpecManager:
-                return KernelSpecManager(kernel_dirs=spec_dirs, ensure_native_kernel=False)
-
-            @default("transport_encryption")
-            def _encrypt(self) -> str:
-                return "auto" if curve else "disabled"
-
-            @default("transport")
-            def _transport(self) -> str:
-                return "tcp" if curve else "ipc"
-
-            @default("client_factory")
-            def _ready_client(self) -> type:
-                from hermes_nb.nbrun.kernel_client import ReadyClient
-
-                return ReadyClient
-
-        return HermesNbKernelManager
-
     def describe(self) -> dict[str, Any]:
-        return {"name": KERNEL_NAME, "python": self.python,
-                "argv": ["<python>", "-m", "ipykernel_launcher", "-f", "{connection_file}", *KERNEL_ARGS]}
+        return {"name": KERNEL_NAME, "python": self.python, "argv": ["<python>", *KERNEL_ARGV]}
 
     def close(self) -> None:
-        """Stop the kernels launched ahead that nobody took, stop the fork server, remove the private directory."""
+        """Stop the kernels launched that nobody took, kill any other left, remove the private directory."""
         with self._lock:
             unclaimed, self._ahead = list(self._ahead.values()), {}
-        for kernel in unclaimed:
-            kernel.stop()
-        if self.fork_server is not None:
-            self.fork_server.close()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        for km in unclaimed:
+            self.stop(km)
+        self.cancel()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> KernelPool:
         return self
@@ -283,11 +160,9 @@ class KernelPool:
         self.close()
 
 
-def _kill(km: Any) -> None:
-    """SIGKILL the kernel process (thread-safe: only ``Popen.kill``; its manager's thread reaps it)."""
-    process = getattr(getattr(km, "provisioner", None), "process", None)
-    if process is not None:
-        try:
-            process.kill()
-        except OSError:  # already gone
-            pass
+def _kill(km: AsyncKernelManager) -> None:
+    """SIGKILL the kernel's process and reap it (``Popen`` only: safe from any thread)."""
+    process = getattr(km.provisioner, "process", None)
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()

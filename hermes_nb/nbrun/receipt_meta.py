@@ -122,7 +122,7 @@ def receipt_metadata(run: NotebookRun, *, run_id: str, target: Target, pool: Ker
         "model": summary.get("model") or (run.parameters.get("config") or {}).get("model"),
         "hermes_nb_version": __version__,
         "python": {"version": sys.version.split()[0], "implementation": sys.implementation.name},
-        "kernel": {**pool.describe(), "launch": run.kernel_launch or None, "language_version":
+        "kernel": {**pool.describe(), "language_version":
                    (run.nb.metadata.get("language_info", {}).get("version") if run.nb is not None else None)},
         "papermill_version": _version("papermill"),
         "nbclient_version": _version("nbclient"),

@@ -21,12 +21,13 @@ from typing import Any
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ArtifactError, HermesError, SecretLeak, UsageError
-from hermes_nb.core.facts import E2E_SMOKE, worst_verdict
+from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, worst_verdict
 from hermes_nb.core.io import prove_dir
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.resources import notebooks_dir
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
-from hermes_nb.nbrun.launch import SmokeKernels, launch_kernels
+from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
 from hermes_nb.nbrun.templates import JOB_SPECS
 from hermes_nb.receipts.index import append_index, index_entry
@@ -34,7 +35,7 @@ from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 from hermes_nb.target import Target
 
-__all__ = ["SmokeResult", "run_smoke"]
+__all__ = ["SmokeResult", "launch_kernels", "run_smoke"]
 
 
 @dataclass
@@ -89,38 +90,58 @@ class SmokeResult:
         }
 
 
+def launch_kernels(only: Sequence[str] | None = None, templates: Path | None = None) -> KernelPool:
+    """The smoke's kernels, started now, one per notebook in its working directory: they boot while the caller
+    resolves its config and target and the runner imports papermill (kept for speed: P4, docs/performance.md)."""
+    names, _ = _notebooks(only, templates)
+    pool = KernelPool()
+    try:
+        pool.launch([pool.dir / "work" / name for name in names])
+    except BaseException:
+        pool.close()
+        raise
+    return pool
+
+
+def _notebooks(only: Sequence[str] | None, templates: Path | None) -> tuple[list[str], Path]:
+    names = list(dict.fromkeys(only)) if only else list(NOTEBOOKS)  # a repeated --only runs once
+    template_dir = templates or notebooks_dir()
+    for name in names:
+        if not (template_dir / f"{name}.ipynb").is_file():
+            raise UsageError(f"no notebook {name!r} in {template_dir}")
+    return names, template_dir
+
+
 def run_smoke(target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path,
               only: Sequence[str] | None = None, timeout_s: float = 120.0, html: bool = True,
               templates: Path | None = None, progress: Callable[[str], None] | None = None, run_id: str | None = None,
               secrets: Sequence[str] = (), guard: SignalGuard | None = None,
               parameters: Mapping[str, Mapping[str, Any]] | None = None,
-              kernels: SmokeKernels | None = None) -> SmokeResult:
+              kernels: KernelPool | None = None) -> SmokeResult:
     """Execute the notebooks concurrently against ``target`` (established once by the caller, ``config`` aimed at
     it) and write one receipt each, plus the index. Each job notebook gets the target and the config as
     parameters; the bearer reaches its kernel in ``HERMES_NB_AUTH_TOKEN`` only. ``secrets``: more values no output
-    may contain (the rig's). ``guard``: a caller's signal guard, armed while the notebooks run (a
-    signal then cancels them; at any other moment it waits until they are done). ``parameters``: notebook
-    name → extra papermill parameters (the load receipt's report, :mod:`hermes_nb.load.receipt`), over the
-    target's. ``kernels``: launched already by :func:`launch_kernels` (then ``only`` and ``templates`` are
-    its own); taken over and closed.
+    may contain (the rig's). ``guard``: a caller's signal guard, armed while the notebooks run (a signal then
+    cancels them; at any other moment it waits until they are done). ``parameters``: notebook name → extra
+    papermill parameters (the load receipt's report). ``kernels``: started already by :func:`launch_kernels` with
+    the same ``only`` and ``templates``; taken over and closed.
     """
     if timeout_s <= 0:
         if kernels is not None:
             kernels.close()
         raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
-    kernels = kernels if kernels is not None else launch_kernels(only, templates)
-    try:
-        return _run(kernels, target, config, out_dir=out_dir, timeout_s=timeout_s, html=html, progress=progress,
-                    run_id=run_id, secrets=[*config.secrets(), *secrets], guard=guard, parameters=parameters)
-    finally:
-        kernels.close()
+    with kernels if kernels is not None else launch_kernels(only, templates) as pool:
+        names, template_dir = _notebooks(only, templates)
+        work = pool.dir / "work"
+        return _run(names, template_dir, work, pool, target, config, out_dir=out_dir, timeout_s=timeout_s,
+                    html=html, progress=progress, run_id=run_id, secrets=[*config.secrets(), *secrets], guard=guard,
+                    parameters=parameters)
 
 
-def _run(kernels: SmokeKernels, target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path,
-         timeout_s: float, html: bool, progress: Callable[[str], None] | None, run_id: str | None,
-         secrets: list[str], guard: SignalGuard | None, parameters: Mapping[str, Mapping[str, Any]] | None
-         ) -> SmokeResult:
-    names, template_dir, work, pool = kernels.names, kernels.templates, kernels.work, kernels.pool
+def _run(names: list[str], template_dir: Path, work: Path, pool: KernelPool, target: Target,
+         config: HermesProxyRuntimeConfig, *, out_dir: Path, timeout_s: float, html: bool,
+         progress: Callable[[str], None] | None, run_id: str | None, secrets: list[str], guard: SignalGuard | None,
+         parameters: Mapping[str, Mapping[str, Any]] | None) -> SmokeResult:
     say_lock = threading.Lock()
 
     def say(msg: str) -> None:  # one whole line at a time from the worker threads

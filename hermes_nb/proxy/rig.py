@@ -167,9 +167,6 @@ class RigHandle(EndpointHandle):
         """First request lines the proxy sent toward the outside world (each ended at the sink, locally)."""
         return self.egress_sink.attempts if self.egress_sink is not None else []
 
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
     def log_text(self) -> str:
         """The child's output so far, redacted."""
         try:

@@ -88,9 +88,11 @@ def test_magics_in_a_kernel_executed_by_nbclient(tmp_path) -> None:
             return super().process_message(msg, cell, cell_index)
 
     with KernelPool() as pool:
-        client = Recording(nb, timeout=60, kernel_name=KERNEL_NAME, kernel_manager_class=pool.manager_class(),
-                           resources={"metadata": {"path": str(tmp_path)}})
-        client.execute()
+        km = pool.start(tmp_path)
+        try:
+            Recording(nb, km=km, timeout=60, kernel_name=KERNEL_NAME).execute()
+        finally:
+            pool.stop(km)
     chat = nb.cells[1].outputs
     assert seen.count("update_display_data") >= 2  # the answer streamed into the output
     display = next(o for o in chat if o.output_type == "display_data")

@@ -20,7 +20,6 @@ from hermes_nb.core.facts import worst_verdict as overall_verdict
 from hermes_nb.nbrun.execute import decide_verdict
 from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
 from hermes_nb.nbrun.smoke import run_smoke
-from hermes_nb.nbrun.zygote import fork_wanted
 from hermes_nb.receipts.index import load_index
 
 CANARY = "sk-canary-smoke-0123456789abcdef"
@@ -115,12 +114,12 @@ def test_run_id_shape() -> None:
 
 def test_kernel_pool_spec_is_this_interpreter() -> None:
     with KernelPool() as pool:
-        spec = json.loads((Path(pool.spec_dirs[0]) / KERNEL_NAME / "kernel.json").read_text())
+        spec = json.loads((pool.dir / "kernels" / KERNEL_NAME / "kernel.json").read_text())
         assert spec["argv"][0] == sys.executable
         assert spec["env"]["JUPYTER_PLATFORM_DIRS"] == "1"
-        km = pool.manager_class()(kernel_name=KERNEL_NAME)
-        assert km.kernel_spec.argv[0] == sys.executable
-    assert not Path(pool.spec_dirs[0]).exists()
+        assert pool.specs.get_kernel_spec(KERNEL_NAME).argv[0] == sys.executable
+        assert set(pool.specs.find_kernel_specs()) == {KERNEL_NAME}  # no user's python3 can be picked
+    assert not pool.dir.exists()
 
 
 def test_each_fixture_gets_the_truthful_verdict(fixture_run) -> None:
@@ -161,7 +160,6 @@ def test_receipt_metadata_matches_the_verdict_even_where_papermill_misleads(fixt
                     "target_kind", "execution_timeout_s"):
             assert key in receipt, key
         assert receipt["kernel"]["name"] == KERNEL_NAME and len(receipt["template"]["sha256"]) == 64
-        assert receipt["kernel"]["launch"] == ("fork-server" if fork_wanted() else "process")
     slow = next(r for r in result.runs if r.name == "slow")
     recorded = nbformat.read(str(slow.receipt_path), as_version=4).metadata.receipt["papermill_exception_recorded"]
     assert recorded is not True  # papermill itself did not flag the timeout; our verdict did
@@ -320,20 +318,17 @@ def test_bad_config_after_the_kernels_launched_leaves_no_kernel_and_no_directory
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setenv("HERMES_NB_ENDPOINT", "ftp://nowhere")
-    import hermes_nb.nbrun.kernels as kernels_mod
-
     launched: list = []
-    real = kernels_mod.KernelPool._launch
+    real = KernelPool.launch
 
-    def launch(self, cwd):
-        kernel = real(self, cwd)
-        launched.append(kernel)
-        return kernel
+    def launch(self, cwds):
+        launched.extend(real(self, cwds))
+        return launched
 
-    monkeypatch.setattr(kernels_mod.KernelPool, "_launch", launch)
+    monkeypatch.setattr(KernelPool, "launch", launch)
     assert main(["smoke", "--out", str(tmp_path / "out"), "--json"]) == 2
     assert "ftp://nowhere" in json.loads(capsys.readouterr().out)["error"]
-    assert len(launched) == 3 and not any(k.manager.has_kernel for k in launched)
+    assert len(launched) == 3 and not any(km.has_kernel for km in launched)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
@@ -351,13 +346,12 @@ def test_building_the_cli_does_not_import_the_notebook_stack() -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("fork", [False, True], ids=["popen", "fork-server"])
-def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Path, fork: bool) -> None:
+def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Path) -> None:
     from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 
     _write_fixture(tmp_path, "ok", FIXTURES["ok"])
     run = NotebookRun(name="ok", template=tmp_path / "ok.ipynb", parameters={})
-    with KernelPool(python=str(tmp_path / "no-such-python"), fork=fork) as pool:
+    with KernelPool(python=str(tmp_path / "no-such-python")) as pool:
         execute_notebook(run, pool, timeout_s=5, cwd=tmp_path)
     assert (run.status, run.verdict) == ("kernel_error", "failed")
     assert run.reason.startswith("kernel error: FileNotFoundError") and run.nb is None
@@ -454,8 +448,7 @@ def test_cli_failing_endpoint_exits_1_with_a_verified_failed_receipt(tmp_path: P
     assert verify_receipts(tmp_path).ok
 
 
-@pytest.mark.parametrize("fork", [False, True], ids=["popen", "fork-server"])
-def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: Path, monkeypatch, fork: bool) -> None:
+def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: Path, monkeypatch) -> None:
     """A startup script in the user's IPython profile must not change what a receipt's notebook does."""
     from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 
@@ -467,7 +460,7 @@ def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: 
         "import os\nprint('LEAKED' in globals(), get_ipython().history_manager.enabled, "
         "os.environ['IPYTHONDIR'] == " + repr(str(user_dir)) + ")", None)])
     run = NotebookRun(name="probe", template=tmp_path / "probe.ipynb", parameters={})
-    with KernelPool(fork=fork) as pool:
+    with KernelPool() as pool:
         execute_notebook(run, pool, timeout_s=30, cwd=tmp_path)
     assert run.status == "completed", run.errors
     out = next(c for c in run.nb.cells if "LEAKED" in c.source).outputs
@@ -476,9 +469,10 @@ def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: 
 
 
 def test_importing_the_runner_is_light_so_kernels_start_first() -> None:
-    """The kernels boot while the runner imports papermill/nbformat/pydantic: none of them at import time."""
+    """The kernels boot while the runner imports papermill/nbformat/pydantic: none of them at import time (only
+    jupyter_client, which starts them)."""
     code = ("import sys, hermes_nb.nbrun.smoke; "
-            "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'pydantic', 'httpx', 'jupyter_client') "
+            "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'pydantic', 'httpx') "
             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
@@ -561,7 +555,7 @@ def test_ctrl_c_kills_the_kernels_and_still_writes_receipts_and_index(tmp_path: 
 
 
 def _descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (from /proc: the kernels, the fork server and its forks)."""
+    """Every process below ``pid`` (from /proc: the kernels and anything they started)."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

@@ -75,7 +75,7 @@ def _lab_env(home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    from hermes_nb.nbrun.kernels import KERNEL_ARGS, QUIET_ENV
+    from hermes_nb.nbrun.kernels import KERNEL_ARGV, QUIET_ENV
 
     home = tmp_path_factory.mktemp("jupyter")
     (home / "hermes-home").mkdir()
@@ -83,7 +83,7 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         spec_dir = home / "path" / "kernels" / name
         spec_dir.mkdir(parents=True)
         (spec_dir / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", *KERNEL_ARGS],
+            "argv": [sys.executable, *KERNEL_ARGV],
             "display_name": display, "language": "python",
             "env": {**QUIET_ENV, "IPYTHONDIR": str(home / "ipython")},
         }))

@@ -17,10 +17,8 @@ vulture = pytest.importorskip("vulture")
 #: names only a framework calls, each with the framework
 ALLOWED = {
     "formatter_class": "argparse reads it from the parser (cli/app.py)",
-    "pgid": "jupyter_client's LocalProvisioner reads it to signal the kernel's process group",
-    "_private_specs": "jupyter_client's KernelSpecManager hook (nbrun/kernels.py)",
-    "_ready_client": "jupyter_client's KernelManager hook (nbrun/kernels.py)",
-    "_encrypt": "jupyter_client's KernelManager hook (nbrun/kernels.py)",
+    "start_channels": "nbclient calls it on the kernel client it makes (nbrun/kernels.py)",
+    "wait_for_ready": "nbclient calls it on the kernel client it makes (nbrun/kernels.py)",
     "SAFE_PROTOCOLS": "mistune's HTMLRenderer reads it when it sanitises a link (core/htmlkit.py)",
     "image": "mistune's HTMLRenderer calls it for each image (core/htmlkit.py)",
 }
