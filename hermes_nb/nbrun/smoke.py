@@ -29,7 +29,6 @@ from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
-from hermes_nb.nbrun.templates import JOB_SPECS
 from hermes_nb.receipts.index import append_index, index_entry
 from hermes_nb.receipts.index_html import write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
@@ -163,7 +162,7 @@ def _run(names: list[str], template_dir: Path, work: Path, pool: KernelPool, tar
     stopped = {"by": "SIGINT"}  # the signal's name, set before the kernels are killed (the workers read it)
     for name in names:
         params: dict[str, Any] = ({"target": target.to_parameter(), "config": config.to_parameter()}
-                                  if name in JOB_SPECS else {"endpoint": target.endpoint, "model": config.model})
+                                  if name in NOTEBOOKS else {"endpoint": target.endpoint, "model": config.model})
         if name == E2E_SMOKE:
             (work / "e2e-root").mkdir()
             params["root"] = str(work / "e2e-root")

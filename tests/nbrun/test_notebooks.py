@@ -98,8 +98,8 @@ def test_title_narrative_and_verdict_cell_last(name: str) -> None:
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
     assert "HERMES_NB_AUTH_TOKEN" in nb.cells[0].source
     last = nb.cells[-1]
-    assert last.cell_type == "code" and "kit.record_verdict(" in last.source
-    assert "target.close()" in last.source or name == LOAD_NOTEBOOK  # the load run stops its own emulators
+    # the verdict cell stops what the job started (job.finish); the load run stops its own emulators
+    assert last.cell_type == "code" and ("job.finish(" in last.source or name == LOAD_NOTEBOOK)
     assert any(VERDICT_MIME in (o.get("metadata") or {}) for o in last.outputs)
     for cell in nb.cells:
         if cell.cell_type == "code" and "parameters" not in cell.metadata.get("tags", []):
@@ -211,8 +211,8 @@ def test_nbval_fails_when_a_stored_output_changes(tmp_path: Path) -> None:
 def test_refresh_needs_a_positive_timeout(tmp_path: Path, capsys) -> None:
     from hermes_nb.cli import main
 
-    assert main(["notebooks", "refresh", "--dir", str(tmp_path), "--timeout", "0", "--json"]) == 2
-    assert json.loads(capsys.readouterr().out)["error"] == "--timeout must be > 0, got 0"
+    assert main(["notebooks", "refresh", "--dir", str(tmp_path), "--cell-timeout-s", "0", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == "--cell-timeout-s: must be > 0"
     assert list(tmp_path.iterdir()) == []
 
 

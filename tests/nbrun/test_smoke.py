@@ -8,19 +8,23 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
 
-from hermes_nb import SmokeTarget, verify_receipts
+from hermes_nb import verify_receipts
 from hermes_nb.cli import main
 from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.facts import NOTEBOOKS
 from hermes_nb.core.facts import worst_verdict as overall_verdict
+from hermes_nb.core.resolve import resolve_runtime_config
+from hermes_nb.emulator import serve_emulator
 from hermes_nb.nbrun.execute import decide_verdict
 from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
-from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.receipts.index import load_index
+from hermes_nb.target import Target, identify
+from tests.helpers import ROOT, run_smoke_on
 
 CANARY = "sk-canary-smoke-0123456789abcdef"
 PARAMS = ('endpoint: "Optional[str]" = None  # where\nmodel: str = "m"  # model', ["parameters"])
@@ -67,8 +71,7 @@ def fixture_run(tmp_path_factory: pytest.TempPathFactory):
     old = os.environ.get("HERMES_NB_AUTH_TOKEN")
     os.environ["HERMES_NB_AUTH_TOKEN"] = CANARY
     try:
-        result = run_smoke(SmokeTarget("emulator", None, None, secrets=[CANARY]), out_dir=out,
-                           only=list(FIXTURES), templates=templates, timeout_s=8)
+        result = run_smoke_on(out, secrets=[CANARY], only=list(FIXTURES), templates=templates, timeout_s=8)
     finally:
         if old is None:
             os.environ.pop("HERMES_NB_AUTH_TOKEN", None)
@@ -187,9 +190,9 @@ def test_unknown_notebook_and_bad_timeout_are_usage_errors(tmp_path: Path) -> No
     from hermes_nb import UsageError
 
     with pytest.raises(UsageError):
-        run_smoke(SmokeTarget(), out_dir=tmp_path, only=["nope"])
+        run_smoke_on(tmp_path, only=["nope"])
     with pytest.raises(UsageError):
-        run_smoke(SmokeTarget(), out_dir=tmp_path, timeout_s=0)
+        run_smoke_on(tmp_path, timeout_s=0)
 
 
 @pytest.mark.parametrize("argv", [
@@ -250,10 +253,10 @@ def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path)
     assert [r["notebook"] for r in out["receipts"]] == list(NOTEBOOKS)
     assert all(r["verdict"] == "passed" for r in out["receipts"])
     receipts = [nbformat.read(r["path"], as_version=4).metadata.receipt for r in out["receipts"]]
-    for receipt in receipts:  # each notebook's own emulator, started by the runner and named in its parameters
+    for receipt in receipts:  # one target, established once by the runner and handed to each notebook
         assert receipt["target_kind"] == "emulator" and receipt["summary"]["target"] == "emulator"
-        assert receipt["parameters"]["emulator"] == receipt["endpoint"]
-    assert len({receipt["endpoint"] for receipt in receipts}) == 3  # never shared between receipts
+        assert receipt["parameters"]["target"]["endpoint"] == receipt["endpoint"]
+    assert len({receipt["endpoint"] for receipt in receipts}) == 1
     e2e = nbformat.read(next(r["path"] for r in out["receipts"] if r["notebook"] == "e2e_smoke"), as_version=4)
     kept = {"runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
             "request.json"}
@@ -284,32 +287,6 @@ def _emulator_template(directory: Path, params: str, name: str = "t") -> Path:
     return path
 
 
-def test_the_runner_starts_a_notebooks_emulator_only_where_the_notebook_would(tmp_path: Path) -> None:
-    """A template with an ``emulator`` parameter and no endpoint gets one (its profile and scenario, endpoint
-    known before it listens); a given endpoint or emulator, a template without the parameter, or a scenario the
-    emulator refuses (the kernel then raises the emulator's own error) gets none."""
-    import httpx
-    from hermes_nb.nbrun.emulators import notebook_emulator
-
-    declared = _emulator_template(tmp_path, 'endpoint = None\nprofile = "upstream"\nscenario = "ok"\nemulator = None')
-    params: dict = {"endpoint": None}
-    with notebook_emulator(declared, params) as emulator:
-        assert emulator is not None and params["emulator"] == emulator.endpoint
-        assert (emulator.profile, emulator.scenario) == ("upstream", "ok")
-        reply = httpx.get(emulator.endpoint + "/models", timeout=10)  # waits in the backlog if it is not up yet
-        assert reply.status_code == 200
-        emulator.wait()
-        assert emulator.handle.profile == "upstream" and emulator.error is None
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(emulator.endpoint + "/models", timeout=2)
-    for template, given in [(declared, {"endpoint": "http://127.0.0.1:9/v1"}), (declared, {"emulator": "x"}),
-                            (declared, {"endpoint": None, "scenario": "no-such-scenario"}),
-                            (_emulator_template(tmp_path, "endpoint = None", "plain"), {"endpoint": None})]:
-        before = dict(given)
-        with notebook_emulator(template, given) as emulator:
-            assert emulator is None and given == before
-
-
 def test_bad_config_after_the_kernels_launched_leaves_no_kernel_and_no_directory(tmp_path: Path, monkeypatch,
                                                                                    capsys) -> None:
     """The kernels launch before the config resolves (they boot meanwhile): a bad HERMES_NB_ENDPOINT is still
@@ -330,20 +307,6 @@ def test_bad_config_after_the_kernels_launched_leaves_no_kernel_and_no_directory
     assert "ftp://nowhere" in json.loads(capsys.readouterr().out)["error"]
     assert len(launched) == 3 and not any(km.has_kernel for km in launched)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-
-
-def test_cli_constants_mirror_the_library() -> None:
-    from hermes_nb.cli.commands import smoke as smoke_cmd
-
-    assert smoke_cmd.NOTEBOOKS == NOTEBOOKS
-
-
-def test_building_the_cli_does_not_import_the_notebook_stack() -> None:
-    code = ("import sys, hermes_nb.cli.app as c; c.build_parser(); "
-            "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'hermes_nb.nbrun.smoke') "
-            "if m in sys.modules))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
 
 
 def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Path) -> None:
@@ -376,42 +339,43 @@ def test_artifacts_changed_after_the_run_fail_the_verdict(tmp_path: Path) -> Non
 
 # --------------------------------------------------------------------------- target kind: an emulator is never "live"
 
+def _identify(endpoint: str, **kw: Any) -> Target:
+    return identify(resolve_runtime_config(environ={}, endpoint=endpoint), ask_emulator=True, **kw)
+
+
 @pytest.mark.parametrize("profile", ["hermes-agent", "seed", "upstream"])
-def test_detect_emulator_on_every_profile(profile: str) -> None:
-    from hermes_nb.proxy.identity import detect_emulator
-
+def test_the_emulator_is_told_on_every_profile(profile: str) -> None:
     with serve_emulator(profile=profile) as emu:
-        evidence = detect_emulator(emu.endpoint)
-        assert evidence is not None and "unknown_scenario" in evidence
-        assert [r.path for r in emu.requests] == ["/v1/models"]
+        target = _identify(emu.endpoint)
+        assert target.kind == "emulator" and "unknown_scenario" in (target.evidence or "")
+        assert [r.path for r in emu.requests] == ["/health", "/v1/models"]
 
 
-def test_detect_emulator_is_none_for_a_real_upstream_or_nothing_listening() -> None:
+def test_a_real_upstream_is_live_and_nothing_listening_is_not_the_emulator() -> None:
     import httpx
-    from hermes_nb.proxy.identity import PROBE_SCENARIO, detect_emulator
 
     from hermes_nb.emulator import SCENARIO_HEADER
+    from hermes_nb.target import PROBE_SCENARIO
 
     seen: list[httpx.Request] = []
 
     def upstream(request: httpx.Request) -> httpx.Response:  # a real proxy ignores the header
         seen.append(request)
+        if request.url.path == "/health":
+            return httpx.Response(200, json={"status": "ok", "upstream": "Nous Portal"})
         return httpx.Response(200, json={"object": "list", "data": [{"id": "m", "object": "model"}]})
 
-    assert detect_emulator("http://127.0.0.1:8645/v1", transport=httpx.MockTransport(upstream)) is None
-    assert seen[0].headers[SCENARIO_HEADER] == PROBE_SCENARIO and seen[0].url.path == "/v1/models"
-    assert detect_emulator(f"http://127.0.0.1:{_closed_port()}/v1") is None
+    target = _identify("http://127.0.0.1:8645/v1", transport=httpx.MockTransport(upstream))
+    assert (target.kind, target.evidence, target.provider) == ("live", None, "nous")
+    assert seen[1].headers[SCENARIO_HEADER] == PROBE_SCENARIO and seen[1].url.path == "/v1/models"
+    assert _identify(f"http://127.0.0.1:{_closed_port()}/v1").kind == "live"  # not an emulator: unreachable
 
 
-def test_confirm_target_relabels_only_live_targets() -> None:
-    from hermes_nb.nbrun.smoke_target import confirm_target
-
+def test_a_target_hermes_nb_started_keeps_its_kind() -> None:
     with serve_emulator() as emu:
-        live = confirm_target(SmokeTarget("live", emu.endpoint, hermes_version="0.19.0"))
-        assert (live.kind, live.hermes_version) == ("emulator", None) and live.evidence
-        rig = SmokeTarget("rig", emu.endpoint)
-        assert confirm_target(rig) is rig
-    assert confirm_target(SmokeTarget("emulator")).kind == "emulator"
+        config = resolve_runtime_config(environ={}, endpoint=emu.endpoint)
+        rig = identify(config, kind="rig", release="0.19.0", release_source="rig: /x/hermes")
+        assert (rig.kind, rig.release) == ("rig", "0.19.0") and [r.path for r in emu.requests] == ["/health"]
 
 
 def test_cli_endpoint_at_an_emulator_gives_emulator_receipts_the_gate_refuses(tmp_path: Path, capsys) -> None:
@@ -426,7 +390,7 @@ def test_cli_endpoint_at_an_emulator_gives_emulator_receipts_the_gate_refuses(tm
     receipt_path = Path(out["receipts"][0]["path"])
     receipt = nbformat.read(str(receipt_path), as_version=4).metadata.receipt
     assert receipt["target_kind"] == "emulator" and "unknown_scenario" in receipt["target_evidence"]
-    assert receipt["hermes_agent_version"] is None  # the local hermes says nothing about an emulator
+    assert receipt["hermes_agent_version"] == "unknown"  # the local hermes says nothing about an emulator
     assert load_index(tmp_path / "r")["receipts"][0]["target_kind"] == "emulator"
     manifest = tmp_path / "hermes-proxy.yaml"
     save_manifest(manifest_template(), manifest)
@@ -468,28 +432,17 @@ def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: 
     assert sorted(p.name for p in user_dir.rglob("*")) == ["00-leak.py", "profile_default", "startup"]
 
 
-def test_importing_the_runner_is_light_so_kernels_start_first() -> None:
-    """The kernels boot while the runner imports papermill/nbformat/pydantic: none of them at import time (only
-    jupyter_client, which starts them)."""
-    code = ("import sys, hermes_nb.nbrun.smoke; "
-            "print(','.join(m for m in ('papermill', 'nbformat', 'nbclient', 'pydantic', 'httpx') "
-            "if m in sys.modules))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
-
-
 @pytest.mark.real_proxy
 @pytest.mark.skipif(HERMES_BIN is None, reason="no hermes: run `make rig-venv`")
-def test_detect_emulator_through_the_real_proxy(monkeypatch) -> None:
-    """The real proxy forwards the scenario header to its upstream: a rig behind --endpoint is no live proxy."""
-    from hermes_nb.proxy.identity import detect_emulator
-
+def test_the_real_proxy_in_front_of_the_emulator_is_the_rig_not_a_live_proxy(monkeypatch) -> None:
+    """The real proxy forwards the scenario header to its upstream: behind --endpoint, it is the rig (the proxy is
+    the target, its upstream the emulator), never a live proxy the promotion gate would accept."""
     from hermes_nb.proxy.rig import real_proxy
 
     monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))
     with real_proxy("live") as rig:
-        evidence = detect_emulator(rig.endpoint)
-    assert evidence is not None and "unknown_scenario" in evidence
+        target = _identify(rig.endpoint)
+    assert target.kind == "rig" and "upstream profile" in (target.evidence or "")
 
 
 def test_an_unwritable_out_is_a_usage_error_before_any_notebook_runs(tmp_path: Path, capsys) -> None:
@@ -511,7 +464,7 @@ def test_a_receipt_that_cannot_be_written_fails_that_notebook_not_the_process(tm
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(smoke, "write_receipt", disk_full)
-    result = run_smoke(SmokeTarget(), out_dir=tmp_path / "out", only=["ok"], templates=templates, timeout_s=30)
+    result = run_smoke_on(tmp_path / "out", only=["ok"], templates=templates, timeout_s=30)
     assert result.verdict == "failed" and result.runs[0].receipt_path is None
     assert result.runs[0].reason == "receipt not written: [Errno 28] No space left on device"
     assert load_index(tmp_path / "out")["receipts"] == []
@@ -529,12 +482,12 @@ def test_ctrl_c_kills_the_kernels_and_still_writes_receipts_and_index(tmp_path: 
     _write_fixture(templates, "block", [PARAMS, (f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(300)",
                                                  None), _verdict_cell("passed")])
     out = tmp_path / "out"
-    script = ("import sys\nfrom pathlib import Path\nfrom hermes_nb.nbrun.smoke import run_smoke\n"
-              "from hermes_nb.nbrun.smoke_target import SmokeTarget\n"
-              f"result = run_smoke(SmokeTarget(), out_dir=Path({str(out)!r}), only=['block'], "
+    script = ("import sys\nfrom pathlib import Path\nfrom tests.helpers import run_smoke_on\n"
+              f"result = run_smoke_on(Path({str(out)!r}), only=['block'], "
               f"templates=Path({str(templates)!r}), timeout_s=280)\n"
               "sys.exit(130 if (result.verdict, result.cancelled_by) == ('cancelled', 'SIGINT') else 0)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():  # poll with a deadline: the cell is running
@@ -643,8 +596,8 @@ def test_a_cell_timeout_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "NOUS_", "GITHUB_"))}
         env["TMPDIR"] = str(tmp)
         proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", "--endpoint", emu.endpoint,
-                               "--only", "e2e_smoke", "--timeout", "4", "--no-html", "--out", str(tmp_path / "r"),
-                               "--json"], env=env, capture_output=True, text=True, timeout=120)
+                               "--only", "e2e_smoke", "--cell-timeout-s", "4", "--no-html", "--out",
+                               str(tmp_path / "r"), "--json"], env=env, capture_output=True, text=True, timeout=120)
     doc = json.loads(proc.stdout)
     assert (proc.returncode, doc["verdict"]) == (1, "failed"), proc.stderr[-2000:]
     assert doc["receipts"][0]["status"] == "timeout"
@@ -666,3 +619,13 @@ def test_the_environment_digest_lists_what_the_metadata_parser_reads() -> None:
             "\nName: in-the-description\n")
     assert _name_and_version(text) == ("Real", "1.0")
     assert _name_and_version("Version: 2\n") == (None, "2")
+
+
+def test_the_target_is_identified_once_and_no_notebook_asks_again(tmp_path: Path) -> None:
+    """One identity step per job: the runner asks ``/health`` (and whether the emulator answers) once; the
+    notebooks get the target and the config as parameters and ask neither again."""
+    with serve_emulator() as emu:
+        code = main(["smoke", "--endpoint", emu.endpoint, "--only", "adapter_check", "--only", "e2e_smoke",
+                     "--no-html", "--out", str(tmp_path), "--json"])
+        identity = [r for r in emu.requests if r.path == "/health" or "x-hermes-emulator-scenario" in r.headers]
+    assert code == 0 and [r.path for r in identity] == ["/health", "/v1/models"]

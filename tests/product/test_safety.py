@@ -82,26 +82,23 @@ def test_run_and_dry_run_warn_in_their_documents(tmp_path: Path, capsys: pytest.
 
 def test_the_smoke_receipt_and_output_warn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    import hermes_nb.nbrun.smoke_target as target_mod
-
-    import hermes_nb.nbrun.smoke as smoke_mod
-    from hermes_nb import SmokeTarget
+    import hermes_nb.nbrun.jobs as jobs
     from hermes_nb.cli.app import main
     from hermes_nb.core.redaction import Redactor
     from hermes_nb.nbrun.execute import NotebookRun
     from hermes_nb.nbrun.kernels import KernelPool
     from hermes_nb.nbrun.receipt_meta import receipt_metadata
+    from hermes_nb.target import Target
 
-    target = SmokeTarget("live", REMOTE, "m")
     with KernelPool() as pool:
-        meta = receipt_metadata(NotebookRun("e2e_smoke", Path(__file__), {}), run_id="r", target=target, pool=pool,
+        meta = receipt_metadata(NotebookRun("e2e_smoke", Path(__file__), {}), run_id="r",
+                                target=Target(endpoint=REMOTE, kind="live"), pool=pool, timeout_s=1,
+                                redactor=Redactor())
+        assert any("not loopback" in w for w in meta["target_warnings"])
+        meta = receipt_metadata(NotebookRun("e2e_smoke", Path(__file__), {}), run_id="r",
+                                target=Target(endpoint="http://127.0.0.1:1/v1", kind="emulator"), pool=pool,
                                 timeout_s=1, redactor=Redactor())
-    assert any("not loopback" in w for w in meta["target_warnings"])
-    local = SmokeTarget("emulator", "http://127.0.0.1:1/v1", "m")
-    with KernelPool() as pool:
-        meta = receipt_metadata(NotebookRun("e2e_smoke", Path(__file__), {}), run_id="r", target=local, pool=pool,
-                                timeout_s=1, redactor=Redactor())
-    assert meta["target_warnings"] == []
+        assert meta["target_warnings"] == []
 
     class Stop(Exception):
         pass
@@ -109,12 +106,11 @@ def test_the_smoke_receipt_and_output_warn(tmp_path: Path, monkeypatch: pytest.M
     def no_smoke(*args: Any, **kwargs: Any) -> Any:
         raise Stop  # the warning is printed before any notebook runs; nothing is sent anywhere
 
-    monkeypatch.setattr(smoke_mod, "run_smoke", no_smoke)
-    monkeypatch.setattr(target_mod, "confirm_target", lambda t, **kw: t)
+    monkeypatch.setattr(jobs, "run_smoke", no_smoke)
+    monkeypatch.setattr(jobs, "establish", lambda config, stack, **kw: (Target(endpoint=REMOTE, kind="live"), config))
     with pytest.raises(Stop):
         main(["smoke", "--endpoint", REMOTE, "--out", str(tmp_path)])
     assert "warning: endpoint " in capsys.readouterr().err
-
 
 def test_the_client_never_follows_redirects() -> None:
     from hermes_nb import HermesClient
