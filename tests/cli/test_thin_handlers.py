@@ -72,7 +72,8 @@ def test_matrix_help_shows_the_ci_flags(capsys) -> None:
 def test_the_cli_and_the_library_share_one_declaration_of_each_default(capsys) -> None:
     """The flag's default in --help is the spec's, and the library call without it gets the same value."""
     assert main(["smoke", "--help"]) == 0
-    assert f"(default: {SmokeSpec.model_fields['cell_timeout_s'].default:g})" in " ".join(capsys.readouterr().out.split())
+    default = SmokeSpec.model_fields["cell_timeout_s"].default
+    assert f"(default: {default:g})" in " ".join(capsys.readouterr().out.split())
     assert SmokeSpec.build().cell_timeout_s == SmokeSpec.model_fields["cell_timeout_s"].default
 
 

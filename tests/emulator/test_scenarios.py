@@ -21,7 +21,8 @@ IDLE_S = 0.5
 
 @pytest.fixture(scope="module")
 def emus() -> Iterator[dict[str, EmulatorHandle]]:
-    with serve_emulator() as agent, serve_emulator(profile="upstream") as upstream, serve_emulator(profile="seed") as seed:
+    with serve_emulator() as agent, serve_emulator(profile="upstream") as upstream, \
+            serve_emulator(profile="seed") as seed:
         yield {"hermes-agent": agent, "upstream": upstream, "seed": seed}
 
 

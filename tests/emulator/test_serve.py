@@ -1,4 +1,4 @@
-"""serve_emulator() life cycle, the pytest fixtures, the foreground CLI, and serve_emulator() inside a running Jupyter kernel."""
+"""serve_emulator() life cycle, the pytest fixtures, the foreground CLI, and serve_emulator() inside a running kernel."""
 
 from __future__ import annotations
 
@@ -209,7 +209,8 @@ def test_serve_inside_a_running_kernel(tmp_path: Path) -> None:
         f"r = httpx.post(emu.endpoint + '/chat/completions', json={CHAT!r}, "
         f"headers={{'{SCENARIO_HEADER}': 'ok'}}, trust_env=False)\n"
         "print(r.status_code, r.text.rstrip().endswith('data: [DONE]'))",
-        "with serve_emulator(profile='upstream') as other:\n    print(httpx.get(other.endpoint + '/models').status_code)\n"
+        "with serve_emulator(profile='upstream') as other:\n"
+        "    print(httpx.get(other.endpoint + '/models').status_code)\n"
         "emu.close()\nprint(emu.running, other.running)",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in cells])
