@@ -1,4 +1,4 @@
-"""serve_emulator() life cycle, the pytest fixtures, the foreground CLI, and serve_emulator() inside a running kernel."""
+"""serve_emulator() life cycle, the pytest fixtures, the foreground CLI, and the emulator in a running kernel."""
 
 from __future__ import annotations
 
