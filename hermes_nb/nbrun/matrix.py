@@ -41,12 +41,12 @@ from hermes_nb.core.facts import EXIT_BLOCKED, NOTEBOOKS, RECEIPTS_RELPATH, env_
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.spec import CommaList, Opt, Spec
 from hermes_nb.harness.signals import Cancelled, SignalGuard
+from hermes_nb.proxy.probe import REFERENCE_CONTRACT
 
 __all__ = ["MATRIX_SCHEMA", "REFERENCE_CONTRACT", "DEFAULT_VERSIONS", "VersionRun", "MatrixResult", "run_matrix",
            "rig_runner", "matrix_markdown", "version_key", "matrix"]
 
 MATRIX_SCHEMA = "hermes-nb.proxy-matrix.v1"
-REFERENCE_CONTRACT = "hermes-agent-0.19.0"
 #: the hermes-agent releases with a proxy (the command exists from 0.16.0)
 DEFAULT_VERSIONS = ("0.16.0", "0.17.0", "0.18.0", "0.18.1", "0.18.2", "0.19.0")
 

@@ -186,8 +186,14 @@ def _state(r: Reading, endpoint: str, target: Target, budget_s: float) -> tuple[
         action = (f"its upstream may be slow: re-run with a longer budget (now {budget_s:g} s); "
                   "GET /health answered, so the proxy itself is up")
     if r.kind == "path_not_allowed" and not httpx.URL(endpoint).path.rstrip("/").endswith("/v1"):
+        url = httpx.URL(endpoint)
+        parts = url.path.split("/")
+        base = str(url.copy_with(path="/".join(parts[: parts.index("v1") + 1]))) if "v1" in parts else None
         error = f"HTTP 404 path_not_allowed for {endpoint}/models: the endpoint names a route, it should end at /v1"
-        action = "set the endpoint to end at /v1"
+        action = f"set the endpoint to end at /v1: {base}" if base else "set the endpoint to end at /v1"
+    elif r.kind == "path_not_allowed":
+        error = f"HTTP 404 path_not_allowed: {r.detail} (this proxy version does not forward /models)"
+        action = f"use hermes-agent >= {MINIMUM_HERMES_PROXY_VERSION} and check the endpoint path"
     return state, error, action
 
 

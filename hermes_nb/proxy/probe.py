@@ -48,16 +48,18 @@ from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import answered_by, body_kind, ended, hint, read, route_outcome
 
-__all__ = ["ProbeSpec", "ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "RouteSpec", "probe", "probe_config"]
+__all__ = ["ProbeSpec", "REFERENCE_CONTRACT", "ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "RouteSpec", "probe", "probe_config"]
 
 _CLI = frozenset({"cli"})
+#: what a probe compares with unless told otherwise: the newest release recorded from the package index
+REFERENCE_CONTRACT = "hermes-agent-0.19.0"
 
 
 class ProbeSpec(ConfigOptions):
     """The probe's options (``hermes-nb probe``, ``%hermes_probe``, the wire_format_spike notebook)."""
 
-    compare: str | None = Field(None, description="the contract to compare with: a shipped name "
-                                                  "(hermes-agent-0.19.0; the detected provider's), seed, or a file")
+    compare: str | None = Field(REFERENCE_CONTRACT, description="the contract to compare with: a shipped name (the "
+                                                                "detected provider's), seed, or a file")
     state: Annotated[Literal["stale", "live"] | None, Opt(faces=_CLI)] = Field(
         None, description="the contract section to compare with (default: the state the probe detects)")
     out: Annotated[str | None, Opt(faces=_CLI)] = Field(None, description="also write the report (JSON) here")

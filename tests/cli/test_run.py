@@ -375,7 +375,7 @@ def test_uh_mission_with_an_extra_key_runs_with_a_warning(capsys: pytest.Capture
 
 
 @pytest.mark.parametrize("argv", [["--json"], ["--json", "run", "--bogus"], ["run", "--json", "--root"],
-                                  ["--json", "adapter"], ["--json", "check", "--deadline", "x"]])
+                                  ["--json", "adapter"], ["--json", "check", "--budget-s", "x"]])
 def test_json_usage_errors_print_one_object(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     assert main(argv) == 2
     doc = json.loads(capsys.readouterr().out)

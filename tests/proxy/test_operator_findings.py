@@ -14,15 +14,16 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from hermes_nb.proxy.identity import hermes_agent_version
 
 from hermes_nb import HermesProxyRuntimeConfig, RigError, check
 from hermes_nb.cli import main
+from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.server import _ServerThread
 from hermes_nb.proxy import executable
 from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
 from hermes_nb.proxy.rig import real_proxy
+from hermes_nb.target import identify
 from tests.helpers import ROOT
 
 HERMES_BIN = find_hermes_bin()
@@ -52,19 +53,21 @@ def health_server() -> Iterator[str]:
 # --------------------------------------------------------------------------- hermes-agent version
 
 
-def test_version_from_health_wins_over_the_local_executable(health_server: str) -> None:
-    assert hermes_agent_version(health_server) == ("0.20.1", "/health")
+def _release(endpoint: str) -> tuple[str, str | None]:
+    target = identify(resolve_runtime_config(environ={}, endpoint=endpoint))
+    return target.release, target.release_source
 
 
-def test_version_from_the_local_executable_then_unknown(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_version_the_proxy_reports_is_the_release_under_test(health_server: str) -> None:
+    assert _release(health_server) == ("0.20.1", "/health")
+
+
+def test_otherwise_the_release_is_unknown_never_a_local_installs(monkeypatch: pytest.MonkeyPatch) -> None:
+    if HERMES_BIN is not None:
+        monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))  # an install beside the project says nothing
     with serve_emulator(profile="hermes-agent") as emu:  # /health without a version, like every release so far
-        if HERMES_BIN is not None:
-            version, source = hermes_agent_version(emu.endpoint, hermes_bin=HERMES_BIN)
-            assert version[0].isdigit() and source == str(HERMES_BIN)
-        monkeypatch.setattr(executable, "find_hermes_bin", lambda explicit=None: None)
-        assert hermes_agent_version(emu.endpoint) == ("unknown", None)
-    # nothing listening: still an answer, never an exception
-    assert hermes_agent_version("http://127.0.0.1:1/v1") == ("unknown", None)
+        assert _release(emu.endpoint) == ("unknown", None)
+    assert _release("http://127.0.0.1:1/v1") == ("unknown", None)  # nothing listening: an answer, no exception
 
 
 @pytest.mark.real_proxy
@@ -143,5 +146,5 @@ def test_logged_out_rig_points_at_hermes_auth_before_proxy_start(provider: str, 
 def test_unreachable_hints_mention_hermes_auth(capsys: pytest.CaptureFixture[str]) -> None:
     result = check(HermesProxyRuntimeConfig(endpoint="http://127.0.0.1:1/v1", model="m"))
     assert result.state == "unreachable" and "hermes auth" in (result.hint or "")
-    assert main(["probe", "--endpoint", "http://127.0.0.1:1/v1", "--deadline", "3"]) == 3
+    assert main(["probe", "--endpoint", "http://127.0.0.1:1/v1", "--budget-s", "3"]) == 3
     assert "hermes auth" in capsys.readouterr().out

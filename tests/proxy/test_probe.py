@@ -242,8 +242,8 @@ def test_invalid_endpoint_is_a_config_error() -> None:
 def test_non_positive_deadline_is_a_usage_error(kwargs: dict, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(UsageError, match="must be > 0"):
         probe("http://127.0.0.1:1/v1", **kwargs)
-    assert main(["probe", "--endpoint", "http://127.0.0.1:1/v1", "--deadline", "0"]) == 2
-    assert "--deadline must be > 0" in capsys.readouterr().err
+    assert main(["probe", "--endpoint", "http://127.0.0.1:1/v1", "--budget-s", "0"]) == 2
+    assert "--budget-s: must be > 0" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- contracts
@@ -462,13 +462,14 @@ _LENGTH = {"content-length": "44"}
     ({"status": None, "failure": ("connect_refused", "connect")}, False, None),
 ])
 def test_answered_by_table(kwargs: dict, root: bool, expected: str | None) -> None:
-    from hermes_nb.proxy.report import answered_by
+    from hermes_nb.wire.reading import answered_by
 
     assert answered_by(_exchange(**kwargs), root=root) == expected
 
 
 def test_floor_missing_and_ended() -> None:
-    from hermes_nb.proxy.report import ended, floor_missing
+    from hermes_nb.proxy.report import floor_missing
+    from hermes_nb.wire.reading import ended
 
     ok = _exchange(200, "application/json", json_body={"id": "x", "object": "chat.completion", "model": "m",
                                                          "choices": []})
@@ -516,7 +517,7 @@ def test_stream_failure_shape_and_bearer_count_only_the_proxys_own_answers() -> 
     ({"status": None, "failure": ("reset", "body")}, False, "transport_error"),
 ])
 def test_route_outcome_table(kwargs: dict, root: bool, expected: str) -> None:
-    from hermes_nb.proxy.report import route_outcome
+    from hermes_nb.wire.reading import route_outcome
 
     assert route_outcome(_exchange(**kwargs), root=root) == expected
 
@@ -554,7 +555,7 @@ def test_cli_unwritable_out_is_one_error_line_not_a_traceback(tmp_path: Path,
     assert main(["probe", "--endpoint", endpoint, "--out", str(tmp_path / "missing" / "r.json")]) == 2
     assert "its directory does not exist" in capsys.readouterr().err
     # the directory exists but the target is a directory: the write fails after the probe, still exit 2
-    assert main(["probe", "--endpoint", endpoint, "--deadline", "3", "--json", "--write-contract", str(tmp_path)]) == 2
+    assert main(["probe", "--endpoint", endpoint, "--budget-s", "3", "--json", "--write-contract", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     assert json.loads(captured.out)["error"].startswith(f"cannot write {tmp_path}")  # exactly one JSON object
     assert "Traceback" not in captured.err

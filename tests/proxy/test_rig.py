@@ -295,7 +295,7 @@ def test_bad_upstream_scenario_and_deadline_are_usage_errors_before_anything_sta
 
 @pytest.mark.parametrize("argv,needle", [
     (["rig", "--state", "live", "--scenario", "bogus"], "invalid choice: 'bogus'"),
-    (["rig", "--state", "stale", "--deadline", "0"], "--deadline must be > 0"),
+    (["rig", "--state", "stale", "--budget-s", "0"], "--deadline must be > 0"),
     (["rig", "--port", "70000"], "--port must be 0..65535"),
 ])
 def test_cli_rig_bad_arguments_exit_2(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -325,7 +325,7 @@ time.sleep(600)
 """
     binary = _exe(venv / "bin" / "hermes", fake)
     env = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")}
-    proc = subprocess.Popen(_cli("rig", "--state", "stale", "--hermes-bin", str(binary), "--deadline", "60"),
+    proc = subprocess.Popen(_cli("rig", "--state", "stale", "--hermes-bin", str(binary), "--budget-s", "60"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         limit = time.monotonic() + 30
