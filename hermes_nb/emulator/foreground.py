@@ -52,6 +52,8 @@ class EmulatorSpec(Spec):
     first_delta_s: float = Field(0.1, ge=0, description="paced, concurrency-limited: pause before the first delta")
     token_interval_s: float = Field(0.01, ge=0, description="paced, concurrency-limited: pause between the next "
                                                             "deltas")
+    local_only: bool = Field(False, description="hermes-agent 0.22's guard before every route: 403 for a foreign "
+                                                "Host (127.1), an Origin or a cross-site Sec-Fetch-Site")
     max_concurrent: int = Field(4, ge=1, description="concurrency-limited: 429 with Retry-After beyond N chat "
                                                      "requests in flight")
 
@@ -91,7 +93,7 @@ async def _serve(args: EmulatorSpec, line: Callable[[str], None], emit: Callable
     app = create_app(profile=args.profile, scenario=args.scenario, seed=args.seed, models=models,
                      delay_s=args.delay_s, retry_after=args.retry_after_s, first_delta_s=args.first_delta_s,
                      token_interval_s=args.token_interval_s, max_concurrent=args.max_concurrent,
-                     provider=args.provider)
+                     provider=args.provider, local_only=args.local_only)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     stop = asyncio.Event()

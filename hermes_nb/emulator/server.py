@@ -171,6 +171,7 @@ def serve_emulator(
     provider: str = "nous",
     first_byte_s: float = 6.0,
     answer_s: float = 25.0,
+    local_only: bool = False,
     sock: socket.socket | None = None,
 ) -> EmulatorHandle:
     """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``).
@@ -189,7 +190,7 @@ def serve_emulator(
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
                      retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
                      max_concurrent=max_concurrent, requests=log, provider=provider, first_byte_s=first_byte_s,
-                     answer_s=answer_s)
+                     answer_s=answer_s, local_only=local_only)
     thread = _ServerThread(app, host, port, sock)
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S):
