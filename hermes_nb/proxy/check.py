@@ -164,7 +164,8 @@ def _listed(models: list[str]) -> str:
 def _state(r: Reading, endpoint: str, target: Target, budget_s: float) -> tuple[str, str | None, str | None]:
     """(state, error, hint) of the ``/models`` answer's reading."""
     state = CHECK_STATES[r.kind]
-    action = hint(r, endpoint=endpoint, provider=target.provider, executable=target.executable)
+    action = hint(r, endpoint=endpoint, provider=target.provider, executable=target.executable,
+                  release=target.release)
     if state == "slow" and not target.healthy:
         state = "unreachable"  # nothing answered at all, not even /health
     status = f"HTTP {r.status}: " if r.status is not None else ""
