@@ -146,7 +146,7 @@ def _accuracy(label: str, levels: list[dict]) -> None:
 
 
 def p7c() -> None:
-    from hermes_nb.proxy.rig import real_proxy
+    from hermes_nb.rig.rig import real_proxy
 
     with real_proxy("live", upstream_scenario="paced") as rig:
         report = run_load(rig.endpoint, concurrency="1,4,16", requests=32, direct=rig.upstream.endpoint)

@@ -174,27 +174,26 @@ def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", rel
 
 def release_of(hermes_bin: str | Path) -> tuple[str, str, str]:
     """(release, source, executable name) of an executable the operator named; raises HermesError if unusable."""
-    from hermes_nb.proxy.executable import hermes_version  # the rig's wing, reached at --hermes-bin only
+    from hermes_nb.rig.executable import install_of  # the rig's wing, reached at --hermes-bin only
 
-    path = Path(hermes_bin)
-    version = hermes_version(path)
-    if version is None:
-        raise HermesError(f"--hermes-bin {path}: cannot tell its hermes-agent release")
-    return version, f"--hermes-bin {path}", path.name
+    install = install_of(hermes_bin)
+    if install.version is None:
+        raise HermesError(f"--hermes-bin {install.bin}: cannot tell its release")
+    return install.version, f"--hermes-bin {install.bin} ({install.package or 'package unknown'})", install.executable
 
 
 def establish(config: HermesProxyRuntimeConfig, stack: ExitStack, *, rig: Any = None, scenario: str = "ok",
               release: tuple[str, str, str] | None = None, ask_emulator: bool = False,
               transport: httpx.BaseTransport | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
-    """The job's one identity step: the ``rig`` hermes_nb started (a :class:`~hermes_nb.proxy.rig.RigHandle`),
+    """The job's one identity step: the ``rig`` hermes_nb started (a :class:`~hermes_nb.rig.rig.RigHandle`),
     else the configured endpoint, else (none configured anywhere) an embedded emulator entered on ``stack``.
     Returns the target and ``config`` aimed at it. ``release``: (release, source, executable) the operator
     named (``--hermes-bin``)."""
     if rig is not None:
         aimed = config.with_endpoint(rig.endpoint, origin="rig")
-        exe = Path(str(rig.hermes_bin))
-        return identify(aimed, kind="rig", release=rig.hermes_version, release_source=f"rig: {exe}",
-                        executable=exe.name, transport=transport), aimed
+        install = rig.install
+        return identify(aimed, kind="rig", release=install.version, transport=transport, executable=install.executable,
+                        release_source=f"rig: {install.bin} ({install.package or 'package unknown'})"), aimed
     if config.origin("endpoint") == "default":
         return stack.enter_context(embedded_target(config, scenario=scenario))
     named = release or (None, None, None)

@@ -35,7 +35,7 @@ from hermes_nb.core.spec import Spec
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 COMMANDS = ("check", "run", "adapter", "schema", "emulator", "probe", "rig", "load", "smoke",
-            "matrix", "receipts", "promote", "notebooks")
+            "matrix", "contract", "receipts", "promote", "notebooks")
 
 EPILOG = """exit codes: 0 passed/ready, 1 failed, 2 usage or configuration error,
 3 blocked (operator action or a later retry needed).
