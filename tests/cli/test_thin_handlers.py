@@ -41,23 +41,23 @@ def test_the_smoke_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, 
 
 
 def test_the_matrix_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    import hermes_nb.nbrun.matrix as matrix_mod
+    import hermes_nb.cli.commands.matrix as matrix_cmd
 
-    seen: list[tuple[Any, dict[str, Any]]] = []
+    seen: list[Any] = []
 
     class Result:
         verdict, exit_code, out_dir = "blocked", 0, Path("m")
 
-    def fake(versions: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        seen.append((versions, kwargs))
+    def fake(spec: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        seen.append(spec)
         return Result(), {"versions": [], "changes": [], "warnings": [], "exit_code": 0, "verdict": "blocked"}
 
-    monkeypatch.setattr(matrix_mod, "matrix", fake)
+    monkeypatch.setattr(matrix_cmd, "matrix", fake)
     assert main(["matrix", "--versions", "0.18.2,0.19.0", "--state", "stale", "--junit-xml", "m.xml",
-                 "--summary-md", "m.md", "--blocked-exit", "0", "--no-install", "--json"]) == 0
-    [(versions, kwargs)] = seen
-    assert versions == ["0.18.2", "0.19.0"] and kwargs["state"] == "stale" and kwargs["install"] is False
-    assert (kwargs["junit_xml"], kwargs["summary_md"], kwargs["blocked_exit"]) == ("m.xml", "m.md", 0)
+                 "--summary-md", "m.md", "--no-install", "--json"]) == 0
+    [spec] = seen
+    assert spec.versions == ["0.18.2", "0.19.0"] and spec.state == "stale" and spec.install is False
+    assert (spec.junit_xml, spec.summary_md) == ("m.xml", "m.md")
     assert json.loads(capsys.readouterr().out)["verdict"] == "blocked"
 
 

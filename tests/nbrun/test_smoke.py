@@ -205,7 +205,7 @@ def test_cli_usage_errors_exit_2(argv, capsys) -> None:
 
 
 #: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
-HERMES_BIN = __import__("hermes_nb.proxy.executable", fromlist=["find_hermes_bin"]).find_hermes_bin()
+HERMES_BIN = __import__("hermes_nb.rig.executable", fromlist=["find_hermes_bin"]).find_hermes_bin()
 
 
 @pytest.mark.real_proxy
@@ -490,7 +490,7 @@ def test_importing_the_runner_is_light_so_kernels_start_first() -> None:
 def test_detect_emulator_through_the_real_proxy(monkeypatch) -> None:
     """The real proxy forwards the scenario header to its upstream: a rig behind --endpoint is no live proxy."""
     from hermes_nb.proxy.identity import detect_emulator
-    from hermes_nb.proxy.rig import real_proxy
+    from hermes_nb.rig.rig import real_proxy
 
     monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))
     with real_proxy("live") as rig:
