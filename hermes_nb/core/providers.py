@@ -190,31 +190,35 @@ def _span(seconds: int) -> str:
         f"about {seconds} s"
 
 
-def cooldown_note(provider: str | None, status: int | None, executable: str = "hermes", *,
-                  release: str | None = None) -> str | None:
-    """What a relayed 429/401 did to the provider's credential pool: parked for a while, per release (``release``:
-    the one under test; unknown: every release's span); None when the provider has no pool rule."""
-    info = provider_info(provider)
-    ttl = info.cooldown_s.get(status or 0) if info is not None else None
-    if info is None or ttl is None:
-        return None
-    versions = _releases(release)
-    span = _span(ttl)
+def _cooldown(info: ProviderInfo, status: int, executable: str, versions: list[tuple[int, ...]]) -> tuple[str, str]:
+    """(how long a relayed ``status`` parks the pool's only credential, what the reset command does) per release."""
+    span = _span(info.cooldown_s[status])
     if status == 429 and info.sole_cooldown is not None:
         since, sole = info.sole_cooldown
         newer = {v[:2] >= since for v in versions}
         span = (_span(sole) if newer == {True} else span if newer == {False} else
                 f"{span} on hermes-agent before {'.'.join(map(str, since))}, {_span(sole)} from it on")
-    fix = ""
-    if info.reset_command:
-        reset = _run(info.reset_command, executable)
-        lo, hi = info.reset_noop or ((), ())
-        noop = {lo <= v < hi for v in versions}
-        fix = (f"; {reset} clears it" if noop == {False} else f"; {reset} does not clear it on this release (a "
-               "no-op on 0.20.x): wait it out" if noop == {True} else f"; {reset} clears it (a no-op on 0.20.x: "
-               "wait it out there)")
+    if not info.reset_command:
+        return span, ""
+    reset = _run(info.reset_command, executable)
+    lo, hi = info.reset_noop or ((), ())
+    noop = {lo <= v < hi for v in versions}
+    return span, (f"{reset} clears it" if noop == {False} else f"{reset} does not clear it on this release (a no-op "
+                  "on 0.20.x): wait it out" if noop == {True} else f"{reset} clears it (a no-op on 0.20.x: wait it "
+                  "out there)")
+
+
+def cooldown_note(provider: str | None, status: int | None, executable: str = "hermes", *,
+                  release: str | None = None) -> str | None:
+    """What a relayed 429/401 did to the provider's credential pool: parked for a while, per release (``release``:
+    the one under test; unknown: every release's span); None when the provider has no pool rule. The load probe
+    warns with it before a ramp against such a provider, and stops at the first 429."""
+    info = provider_info(provider)
+    if info is None or (status or 0) not in info.cooldown_s:
+        return None
+    span, fix = _cooldown(info, int(status or 0), executable, _releases(release))
     return (f"the proxy has now parked this {info.display_name} credential for {span} (HTTP {status}): every "
-            f"request until then is refused{fix}")
+            f"request until then is refused" + (f"; {fix}" if fix else ""))
 
 
 #: the Nous free tier's answers (hermes-agent 0.22 ``anon_auth``), relayed as 401 upstream_auth_failed: each one's
@@ -253,11 +257,9 @@ def reauth_hint(provider: str | None = None, message: str | None = None, executa
     parked = cooldown_note(info.id if info else None, status, executable, release=release) if relayed else None
     if own:
         own = own.replace("`hermes ", f"`{executable} ")
-        lo, hi = info.reset_noop if info is not None and info.reset_noop else ((), ())
-        if not parked and info is not None and info.reset_noop and any(lo <= v < hi for v in _releases(release)
-                                                                        or [lo]):
-            parked = (f"{_run(str(info.reset_command), executable)} is a no-op on 0.20.x: a credential a relayed "
-                      f"429 parked comes back after about 60 s, after a 401 in 5 min")
+        if not parked and info is not None and 429 in info.cooldown_s:  # a credential parked by a relayed 429/401?
+            (span, fix), (span401, _) = (_cooldown(info, code, executable, _releases(release)) for code in (429, 401))
+            parked = f"a credential a relayed 429 parked comes back after {span}, after a 401 in {span401}; {fix}"
         return f"the proxy says: {own}" + (f" ({parked})" if parked else "")
     if info is None:
         return (f"run `{executable} proxy status` (it shows which provider is logged in) and re-authenticate it: "

@@ -61,6 +61,11 @@ __all__ = ["MATRIX_SCHEMA", "MatrixSpec", "Release", "VersionRun", "MatrixResult
            "matrix_markdown", "matrix"]
 
 MATRIX_SCHEMA = "hermes-nb.proxy-matrix.v2"
+#: what a change between two recorded contracts is, named by the fields it touches
+NAMED_CHANGES = {"admission[": "the local-only guard: a foreign or non-canonical Host, an Origin, a cross-site fetch "
+                               "get 403 before any route",
+                 "(upstream sends no [DONE])": "the proxy appends [DONE] to a stream that ended without one",
+                 "(1.5 MB body)": "the proxy's own request body cap"}
 
 
 @dataclass(frozen=True)
@@ -241,8 +246,9 @@ def matrix_markdown(doc: dict[str, Any]) -> str:
         lines.append("- fewer than two releases: nothing to compare")
     for c in doc["changes"]:
         items = [f"{n}: {a} → {b}" for n, (a, b) in c["verdicts"].items()]
+        named = [name for key, name in NAMED_CHANGES.items() if any(key in d for d in c["contracts"] or [])]
         items += (["no recorded contract for one of them (`hermes-nb contract record`)"] if c["contracts"] is None
-                  else [f"the proxy: {d}" for d in c["contracts"]])
+                  else [f"**{name}**" for name in named] + [f"the proxy: {d}" for d in c["contracts"]])
         extra = f" ({c['provider']})" if c["provider"] != "nous" else ""
         lines.append(f"- **{c['from']} → {c['to']}**{extra}: " + ("none" if not items else ""))
         lines += [f"  - {md_cell(i)}" for i in items]

