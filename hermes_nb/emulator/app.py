@@ -235,7 +235,7 @@ async def _capacity(request: web.Request, handler: Callable[[web.Request], Await
 async def _minimal_scenario(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                             ) -> web.StreamResponse:
     """The minimal profile knows one scenario; naming another is a 400 ``unknown_scenario``, as on every
-    profile, so :func:`hermes_nb.proxy.identity.detect_emulator` tells it from a real upstream."""
+    profile, so :func:`hermes_nb.target.emulator_evidence` tells it from a real upstream."""
     name = (request.headers.get(SCENARIO_HEADER) or "").strip()
     if name and name != "ok":
         msg = f"Unknown emulator scenario {name!r} for the minimal profile. Known: ok"

@@ -12,7 +12,7 @@ prints the outcome:
   (:mod:`hermes_nb.receipts.store`), an interrupted run's too;
 * the **CI outputs** (:mod:`hermes_nb.nbrun.ci_report`): JUnit XML, the Markdown summary and
   ``$GITHUB_STEP_SUMMARY``; every output path is checked writable before anything runs;
-* **signals**, in this one place for the smoke and the matrix (:func:`hermes_nb.nbrun.matrix.matrix`): SIGINT,
+* **signals**, in this one place for the smoke and the matrix (:func:`hermes_nb.rig.matrix.matrix`): SIGINT,
   SIGTERM (what a CI runner sends when it cancels a job) and SIGHUP, main thread only. The notebooks still
   running are recorded ``cancelled`` with what they had, the finished receipts are kept and indexed, the CI
   outputs name the cancelled cases, the staging directory, kernels and their temporary files are removed,

@@ -146,7 +146,7 @@ def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = No
     """Probe ``target`` (a resolved runtime config, or an endpoint ``http://host:port/v1``) with
     :func:`probe_config`'s config; never raises for HTTP/network failures.
 
-    First whether hermes_nb's upstream answers (:attr:`~hermes_nb.proxy.report.WireReport.upstream_known`), then
+    First whether hermes_nb's upstream answers (the report's ``upstream_known``), then
     the proxy's own routes, the forwarded ones (once one gets no answer, or no whole answer, within
     ``request_budget_s`` the rest are ``skipped``: ``upstream_slow``), the auth handoff and the admission cases, all
     within ``budget_s`` (what it cannot afford is ``skipped``). ``provider``: the one expected (a mismatch warns);

@@ -31,7 +31,6 @@ class _Loopback:
 
     def __init__(self) -> None:
         self._server: Any = self.server_class(("127.0.0.1", 0), self.handler)
-        self._server.daemon_threads = True
         self._lines: list[str] = []
         self._server.owner = self  # the handlers report to their owner
         self.port = int(self._server.server_address[1])

@@ -23,10 +23,12 @@ ALLOWED = {
     "_encrypt": "jupyter_client's KernelManager hook (nbrun/kernels.py)",
     "SAFE_PROTOCOLS": "mistune's HTMLRenderer reads it when it sanitises a link (core/htmlkit.py)",
     "image": "mistune's HTMLRenderer calls it for each image (core/htmlkit.py)",
+    "do_POST": "http.server's handler calls it for each POST (rig/egress.py: the fake portal)",
+    "log_message": "http.server's handler calls it to log (rig/egress.py: silenced)",
 }
 #: decorators whose functions a framework calls (pydantic validators, IPython magics)
 DECORATORS = ["@field_validator", "@model_validator", "@field_serializer", "@magic_arguments", "@line_magic",
-              "@cell_magic", "@*.setter"]
+              "@cell_magic", "@*.setter", "@card"]
 #: protocol names a framework calls: pydantic's config, IPython's display hooks, lazy modules, pytest hooks
 PROTOCOLS = ["model_config", "_repr_*", "_ipython_display_", "__getattr__", "__dir__", "pytest_*"]
 
