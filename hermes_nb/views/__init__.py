@@ -84,8 +84,9 @@ def wire_report_card(report: Any) -> str:
     if report.drift:
         parts += [f"<div><b>{esc(report.headline)}</b></div>", _drift_table(report.drift)]
     if report.upstream_differences:
-        parts.append(details(f"differences the proxy does not own: {len(report.upstream_differences)} "
-                             "(information, never drift)", _drift_table(report.upstream_differences)))
+        parts.append(details(f"upstream differences: {len(report.upstream_differences)} (information: the "
+                             "upstream's fields, or a stream nobody can attribute; never drift)",
+                             _drift_table(report.upstream_differences)))
     rows = [{"route": r.name, "method": r.method, "path": r.path, "status": r.status, "outcome": r.outcome,
              "body": r.body_kind, "error type": r.error_type or r.transport_error, "elapsed": seconds(r.elapsed_s)}
             for r in report.routes]
