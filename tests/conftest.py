@@ -28,6 +28,8 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     monkeypatch.setenv("HERMES_HOME", str(tmp_path_factory.mktemp("hermes-home")))
     # per-version hermes-agent venvs (hermes-nb matrix) never land in the user's cache dir
     monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path_factory.mktemp("hermes-nb-cache")))
+    # recorded contract sets (hermes-nb contract record) never land in the user's data dir
+    monkeypatch.setenv("HERMES_NB_CONTRACTS_DIR", str(tmp_path_factory.mktemp("hermes-nb-contracts")))
 
 
 # ------------------------------------------------------------------ receipts in S3 (tests/nbrun)

@@ -36,7 +36,7 @@ from hermes_nb.core.spec import Spec
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 COMMANDS = ("check", "run", "adapter", "schema", "emulator", "probe", "rig", "load", "smoke",
-            "matrix", "receipts", "promote", "notebooks")
+            "matrix", "contract", "receipts", "promote", "notebooks")
 
 #: every help page is 100 columns wide, whatever the terminal: the same text in a terminal and in docs/cli.md
 FORMATTER = functools.partial(argparse.RawDescriptionHelpFormatter, width=100)

@@ -26,6 +26,7 @@ __all__ = [
     "exit_code_for", "exit_code_for_signal", "worst_verdict", "VERDICTS", "OUTCOMES", "RUNTIME", "ERROR_PREFIX",
     "DEFAULT_ENDPOINT", "DEFAULT_MODEL", "DEFAULT_AUTH_TOKEN", "DEFAULT_TIMEOUT_MS", "CONNECT_TIMEOUT_S",
     "ENV_PREFIX", "ENV_ENDPOINT", "ENV_MODEL", "ENV_AUTH_TOKEN", "ENV_PROVIDER", "ENV_HERMES_BIN", "ENV_CONFIG",
+    "MINIMUM_HERMES_PROXY_VERSION",
     "env_secrets", "NOTEBOOKS", "WIRE_SPIKE", "ADAPTER_CHECK", "E2E_SMOKE", "LOAD_NOTEBOOK", "GUIDES",
     "TEMPLATED_NOTEBOOKS", "SHIPPED_NOTEBOOKS",
     "HARNESS_DIR", "MISSIONS_RELPATH",
@@ -113,6 +114,8 @@ ENV_MODEL = ENV_PREFIX + "MODEL"
 ENV_AUTH_TOKEN = ENV_PREFIX + "AUTH_TOKEN"
 ENV_PROVIDER = ENV_PREFIX + "PROVIDER"
 ENV_HERMES_BIN = ENV_PREFIX + "HERMES_BIN"
+#: the first hermes-agent release with `hermes proxy`
+MINIMUM_HERMES_PROXY_VERSION = "0.16.0"
 #: the runtime_config keys the environment sets, each with its variable (the resolver's env layer)
 ENV_CONFIG: Mapping[str, str] = {"endpoint": ENV_ENDPOINT, "model": ENV_MODEL, "auth_token": ENV_AUTH_TOKEN,
                                  "provider": ENV_PROVIDER}

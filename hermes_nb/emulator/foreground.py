@@ -51,6 +51,8 @@ class EmulatorSpec(Spec):
     first_delta_s: float = Field(0.1, ge=0, description="paced, concurrency-limited: pause before the first delta")
     token_interval_s: float = Field(0.01, ge=0, description="paced, concurrency-limited: pause between the next "
                                                             "deltas")
+    local_only: bool = Field(False, description="hermes-agent 0.22's guard before every route: 403 for a foreign "
+                                                "Host (127.1), an Origin or a cross-site Sec-Fetch-Site")
     max_concurrent: int = Field(4, ge=1, description="concurrency-limited: 429 with Retry-After beyond N chat "
                                                      "requests in flight")
     reasoning_tokens: int = Field(0, ge=0, description="paced, concurrency-limited: reasoning deltas before the answer")
@@ -98,7 +100,7 @@ async def _serve(args: EmulatorSpec, line: Callable[[str], None], emit: Callable
                      delay_s=args.delay_s, retry_after=args.retry_after_s, first_delta_s=args.first_delta_s,
                      token_interval_s=args.token_interval_s, max_concurrent=args.max_concurrent,
                      provider=args.provider, reasoning_tokens=args.reasoning_tokens, stall_s=args.stall_s,
-                     trailer_s=args.trailer_s)
+                     trailer_s=args.trailer_s, local_only=args.local_only)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     stop = asyncio.Event()

@@ -48,7 +48,7 @@ PROFILE_HEADER = "X-Hermes-Emulator-Profile"
 PROFILES: tuple[str, ...] = ("hermes-agent", "seed", "upstream", "minimal")
 SCENARIOS: tuple[str, ...] = (
     "ok", "no-sentinel", "empty", "length", "auth-stale", "rate-limited", "server-error", "bad-gateway",
-    "model-missing", "stream-error-event", "truncated", "slow", "stall", "reset", "malformed",
+    "model-missing", "stream-error-event", "truncated", "slow", "stall", "reset", "malformed", "no-done",
 )
 #: faults of the proxy itself (hermes-agent and seed profiles; the real proxy's own 502/504 envelopes)
 PROXY_SCENARIOS: tuple[str, ...] = ("upstream-unreachable", "upstream-timeout")
@@ -367,6 +367,8 @@ def _generate(settings: Settings, scenario: str, route: str, body: dict[str, Any
         parts += deltas[: len(deltas) // 2] + [c.sse({**whole, "object": "chat.completion.chunk"})] + tail
     elif scenario == "truncated":
         parts += deltas[:3]
+    elif scenario == "no-done":  # a clean end with a finish_reason but no [DONE] (hermes-agent >= 0.21 appends one)
+        parts += deltas + tail[:-1]
     elif scenario == "stall":
         parts += deltas[:2] + [STALL]
     elif scenario == "reset":

@@ -174,6 +174,7 @@ def serve_emulator(
     reasoning_tokens: int = 0,
     stall_s: float = 0.0,
     trailer_s: float = 0.0,
+    local_only: bool = False,
     sock: socket.socket | None = None,
 ) -> EmulatorHandle:
     """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``).
@@ -192,7 +193,8 @@ def serve_emulator(
     app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
                      retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
                      max_concurrent=max_concurrent, requests=log, provider=provider, first_byte_s=first_byte_s,
-                     answer_s=answer_s, reasoning_tokens=reasoning_tokens, stall_s=stall_s, trailer_s=trailer_s)
+                     answer_s=answer_s, reasoning_tokens=reasoning_tokens, stall_s=stall_s, trailer_s=trailer_s,
+                     local_only=local_only)
     thread = _ServerThread(app, host, port, sock)
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S):

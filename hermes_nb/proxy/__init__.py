@@ -1,2 +1,2 @@
-"""Layer 4, the proxy: adapter check, wire-format probe, reports and contracts, the real-proxy rig,
-finding the ``hermes`` executable, telling an emulator from a proxy. Imports core, wire and the emulator."""
+"""Layer 4, the proxy: adapter check, wire-format probe, reports and contracts. Imports core, wire and the
+emulator (the real-proxy rig is its own wing, :mod:`hermes_nb.rig`)."""

@@ -31,15 +31,15 @@ from pydantic import BaseModel, Field
 from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
 from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.errors import ConfigError
-from hermes_nb.core.facts import DEFAULT_MODEL, ERROR_PREFIX
+from hermes_nb.core.facts import DEFAULT_MODEL, ERROR_PREFIX, MINIMUM_HERMES_PROXY_VERSION
 from hermes_nb.core.manifest import AdapterManifest
 from hermes_nb.core.model import Shown
 from hermes_nb.core.providers import default_model_for, provider_info
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt
-from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, release_of, version_tuple
-from hermes_nb.target import Target, identify
+from hermes_nb.proxy.contracts import version_key
+from hermes_nb.target import Target, identify, release_of
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.reading import CHECK_STATES, Reading, hint, read
 
@@ -165,7 +165,8 @@ def _listed(models: list[str]) -> str:
 def _state(r: Reading, endpoint: str, target: Target, budget_s: float) -> tuple[CheckState, str | None, str | None]:
     """(state, error, hint) of the ``/models`` answer's reading."""
     state = cast(CheckState, CHECK_STATES[r.kind])
-    action = hint(r, endpoint=endpoint, provider=target.provider, executable=target.executable)
+    action = hint(r, endpoint=endpoint, provider=target.provider, executable=target.executable,
+                  release=target.release)
     if state == "slow" and not target.healthy:
         state = "unreachable"  # nothing answered at all, not even /health
     status = f"HTTP {r.status}: " if r.status is not None else ""
@@ -193,7 +194,6 @@ def _state(r: Reading, endpoint: str, target: Target, budget_s: float) -> tuple[
         action = f"set the endpoint to end at /v1: {base}" if base else "set the endpoint to end at /v1"
     elif r.kind == "path_not_allowed":
         error = f"HTTP 404 path_not_allowed: {r.detail} (this proxy version does not forward /models)"
-        action = f"use hermes-agent >= {MINIMUM_HERMES_PROXY_VERSION} and check the endpoint path"
     return state, error, action
 
 
@@ -227,7 +227,7 @@ def check(config: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any]
     elif state == "ready":
         models = [str(m.get("id")) for m in body["data"] if isinstance(m, dict) and m.get("id") is not None]
     warnings = [*filter(None, [plain_http_warning(resolved.endpoint)]), *target.warnings]
-    if target.release != "unknown" and version_tuple(target.release) < version_tuple(MINIMUM_HERMES_PROXY_VERSION):
+    if target.release != "unknown" and version_key(target.release) < version_key(MINIMUM_HERMES_PROXY_VERSION):
         warnings.append(f"hermes-agent {target.release} is older than {MINIMUM_HERMES_PROXY_VERSION}, the first "
                         "release with `hermes proxy`")
     choice = resolve_model(resolved, target.provider, models)

@@ -1,94 +1,95 @@
-"""Wire contracts: the documented or observed behaviour of a proxy, and drift against a probe.
+"""Wire contracts: the documented or observed behaviour of a proxy, and drift against a probe (docs/wire-contract.md).
 
-A contract file (``hermes_nb/data/contracts/<name>.json``, shipped in the wheel; format
-``hermes-nb.wire-contract/2``) holds one section per auth state (``stale``,
-``live``); each section lists the compared fields of every route, the auth
-handoff, the stream-failure shape, the server product and the CORS and
-rate-limit header names. Every field is tagged with its owner: the proxy
-(drift when it differs) or the upstream behind it (shown, never a failure).
-``null`` (or a missing key) means "not specified": not compared. The format is
-deterministic (no ports, timestamps, versions of the server's libraries in compared
-fields); see docs/wire-contract.md.
-
-One file per hermes-agent release and provider: ``hermes-agent-<v>.json`` is the proxy's default
-provider (``nous``), ``hermes-agent-<v>-<provider>.json`` another (``xai``); :func:`resolve_contract`
-picks the detected provider's. What the upstream could not answer — in time, at all (the proxy's own
-502/504), or yet (429) — is not judged (:func:`not_judged`); an unreachable proxy is one line, no drift.
+A contract file holds one section per auth state (``stale``, ``live``) with the compared fields of every route, the
+auth handoff and the admission cases, each tagged with its owner: the proxy (drift when it differs), the upstream
+behind it, or nobody can tell (a relayed stream behind an upstream that is not hermes_nb's); ``null`` is "not
+specified". A contract set is one release: ``<package>-<version>[-<provider>].json``, shipped or in the user's
+contracts directory (where ``hermes-nb contract record`` writes). What the upstream could not answer is not judged;
+an unreachable or guarded proxy is one line, no drift.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
+from copy import copy
+from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+import platformdirs
 
 from hermes_nb.core.errors import UsageError
+from hermes_nb.core.facts import ENV_PREFIX
 from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS, upstream_down_hint
-from hermes_nb.core.resources import contract_names, contracts_dir
-from hermes_nb.proxy.drift import NotJudged, Owner
-from hermes_nb.proxy.not_judged import section_not_judged
-from hermes_nb.proxy.probe import ROUTES
-from hermes_nb.proxy.report import Drift, DriftList, WireReport
+from hermes_nb.core.records import ErrorEnvelope
+from hermes_nb.core.resources import contracts_dir
+from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, NotJudgedReason, Owner
+from hermes_nb.proxy.report import LABELS, ROUTES, WireReport
+from hermes_nb.wire.reading import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
 
-__all__ = [
-    "FORMAT", "ROUTE_FIELDS", "message_template", "contract_section", "contract_document", "load_contract",
-    "resolve_contract", "compare", "contract_label", "apply_contract", "judge", "not_judged",
-    "upstream_differences", "contract_file_name", "owners", "upgrade_document", "section_diff",
-    "section_drift", "contract_drift", "dumps_contract",
-]
+__all__ = ["FORMAT", "ROUTE_FIELDS", "ENV_CONTRACTS_DIR", "message_template", "contract_section", "contract_document",
+           "load_contract", "resolve_contract", "compare", "contract_label", "apply_contract", "judge", "not_judged",
+           "contract_file_name", "owners", "section_diff", "contract_drift", "dumps_contract", "user_contracts_dir",
+           "recorded_contracts", "behaves_as", "closest_contract", "release_contract", "release_changes", "version_key"]
 
 FORMAT = "hermes-nb.wire-contract/2"
-#: formats :func:`load_contract` reads (``/1`` files are converted: owners tagged by the rule)
-READ_FORMATS = ("hermes-nb.wire-contract/1", FORMAT)
+ENV_CONTRACTS_DIR = ENV_PREFIX + "CONTRACTS_DIR"
 #: per-route fields a contract compares (``json_keys``: the contract's keys must be present)
 ROUTE_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
                 "body_excerpt", "json_keys", "outcome", "answered_by", "ended", "floor_missing", "sse_events")
 #: route fields that describe the upstream when the proxy relayed the answer (``answered_by: upstream``)
-RELAYED_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
-                  "body_excerpt", "json_keys", "outcome", "sse_events")
+RELAYED_FIELDS = tuple(f for f in ROUTE_FIELDS if f not in ("answered_by", "ended", "floor_missing"))
+#: relayed fields the proxy may rewrite (it appends ``[DONE]``): its own when hermes_nb's upstream answered
+STREAM_FIELDS = ("sse_events",)
 AUTH_FIELDS = ("status", "error_type", "outcome", "answered_by")
 AUTH_RELAYED_FIELDS = ("status", "error_type", "outcome")
+ADMISSION_FIELDS = ("status", "error_type", "outcome")
 #: section-level fields and their owners
 TOP_OWNERS: dict[str, Owner] = {
-    "provider": "proxy",
-    "bearer_required": "proxy", "stream_failure_shape": "proxy", "server_product": "proxy",
-    "cors_headers": "proxy", "rate_limit_headers": "proxy",
-    "relayed_cors_headers": "upstream", "relayed_rate_limit_headers": "upstream",
-}
-TOP_FIELDS = tuple(TOP_OWNERS)
+    **dict.fromkeys(("provider", "bearer_required", "stream_failure_shape", "server_product", "cors_headers",
+                     "rate_limit_headers"), "proxy"), **dict.fromkeys(("relayed_cors_headers",
+                                                                     "relayed_rate_limit_headers"), "upstream")}
 #: proxy errors whose message wraps an underlying exception text (``<prefix>: <why>``)
 _WRAPPING = frozenset({"upstream_auth_failed", "upstream_unreachable", "upstream_timeout", "proxy_error"})
 _LOOPBACK_PORT = re.compile(r"\b(127\.0\.0\.1|localhost|\[::1\]):\d+")
-_LIST_FIELDS = frozenset({"cors_headers", "rate_limit_headers", "relayed_cors_headers", "relayed_rate_limit_headers"})
+_LIST_FIELDS = frozenset(f for f in TOP_OWNERS if f.endswith("_headers"))
 
 
-def owners(fields: tuple[str, ...], relayed_fields: tuple[str, ...], answered: Any) -> dict[str, list[str]]:
-    """The owner tags of one route or auth entry: everything is the proxy's unless the upstream answered."""
-    upstream = [f for f in fields if answered == "upstream" and f in relayed_fields]
-    return {"proxy": [f for f in fields if f not in upstream], "upstream": upstream}
+def owners(fields: tuple[str, ...], relayed_fields: tuple[str, ...], answered: Any,
+           stream_owner: Owner = "unknown") -> dict[str, list[str]]:
+    """The owner tags of one route or auth entry: everything is the proxy's unless the upstream answered; then
+    its relayed fields are the upstream's, and its stream fields ``stream_owner``'s."""
+    relayed = {f: ("upstream" if f not in STREAM_FIELDS else stream_owner)
+               for f in fields if answered == "upstream" and f in relayed_fields}
+    tags: dict[str, list[str]] = {"proxy": [f for f in fields if f not in relayed], "upstream": []}
+    for field, owner in relayed.items():
+        tags.setdefault(owner, []).append(field)
+    return tags
 
 
-def _owner_map(entry: Mapping[str, Any], fields: tuple[str, ...], relayed: tuple[str, ...], *,
-               observed: Mapping[str, Any] | None = None) -> dict[str, Owner]:
-    """Each field's owner: the expected entry's tags, except that an answer the proxy now gives
-    itself (observed ``answered_by: proxy``) is the proxy's in every field."""
+def _owner_map(entry: Mapping[str, Any], fields: tuple[str, ...], relayed: tuple[str, ...],
+               observed: Mapping[str, Any], upstream_known: Any) -> dict[str, Owner]:
+    """Each field's owner: the expected entry's tags, except that an answer the proxy now gives itself is the proxy's in
+    every field, and a relayed stream field is the proxy's only behind hermes_nb's upstream (else ``unknown``)."""
     out: dict[str, Owner] = {f: "proxy" for f in fields}
-    if observed is not None and observed.get("answered_by") == "proxy":
+    if observed.get("answered_by") == "proxy":
         return out
     tags = entry.get("owners") or owners(fields, relayed, entry.get("answered_by"))
-    out.update({f: "upstream" for f in tags.get("upstream", [])})
+    for side, names in tags.items():
+        out.update({f: cast(Owner, side) for f in names if f in out})
+    for f in STREAM_FIELDS:
+        if f in out and entry.get("answered_by") == "upstream":
+            out[f] = "proxy" if out[f] == "proxy" and upstream_known else "unknown"
     return out
 
 
 def message_template(error_type: str | None, message: str | None) -> str | None:
-    """The compared form of an error message.
-
-    Loopback ports become ``<port>``; for the proxy's wrapping errors the text
-    after the first ``": "`` (the environment-specific reason) becomes ``<why>``:
-    ``Failed to refresh Nous Portal credentials: <why>``.
-    """
+    """The compared form of an error message: loopback ports become ``<port>``; for the proxy's wrapping errors
+    the text after the first ``": "`` (the environment-specific reason) becomes ``<why>``."""
     if message is None:
         return None
     text = _LOOPBACK_PORT.sub(r"\1:<port>", message)
@@ -97,89 +98,39 @@ def message_template(error_type: str | None, message: str | None) -> str | None:
     return text
 
 
-def _route_fields(route: Any) -> dict[str, Any]:
-    out = {f: getattr(route, f) for f in ROUTE_FIELDS}
-    out["error_message"] = message_template(route.error_type, route.error_message)
-    return out
-
-
 def contract_section(report: WireReport) -> dict[str, Any]:
-    """The compared fields of one probe report (deterministic; the endpoint and timings left out).
-
-    Every route and auth entry carries ``owners``: which of its fields describe the proxy and
-    which the upstream (see docs/wire-contract.md, "Who owns a field").
-    """
+    """The compared fields of one probe report (deterministic; the endpoint and timings left out), every route,
+    auth and admission entry tagged with its owners (docs/wire-contract.md, "Who owns a field")."""
+    stream_owner: Owner = "proxy" if report.upstream_known else "unknown"
     routes = []
     for spec in ROUTES:
         found = report.route(spec.name)
         entry: dict[str, Any] = {"name": spec.name, "method": spec.method, "path": spec.display_path}
-        entry |= _route_fields(found) if found else {f: None for f in ROUTE_FIELDS}
-        entry["owners"] = owners(ROUTE_FIELDS, RELAYED_FIELDS, entry["answered_by"])
+        entry |= {f: getattr(found, f) if found else None for f in ROUTE_FIELDS}
+        if found:
+            entry["error_message"] = message_template(found.error_type, found.error_message)
+        entry["owners"] = owners(ROUTE_FIELDS, RELAYED_FIELDS, entry["answered_by"], stream_owner)
         routes.append(entry)
     auth = {}
     for c in report.auth:
         item: dict[str, Any] = {f: getattr(c, f) for f in AUTH_FIELDS}
-        item["owners"] = owners(AUTH_FIELDS, AUTH_RELAYED_FIELDS, item["answered_by"])
-        auth[c.case] = item
+        auth[c.case] = item | {"owners": owners(AUTH_FIELDS, AUTH_RELAYED_FIELDS, item["answered_by"])}
     return {
-        "routes": routes,
-        "auth": auth,
-        "provider": report.provider,
-        "bearer_required": report.bearer_required,
-        "stream_failure_shape": report.stream_failure_shape,
-        "server_product": report.server_product,
-        # recorded, not compared: the aiohttp version belongs to the install, not to the proxy
-        "server_observed": report.server,
-        "cors_headers": list(report.cors_headers),
-        "rate_limit_headers": list(report.rate_limit_headers),
-        "relayed_cors_headers": list(report.relayed_cors_headers),
-        "relayed_rate_limit_headers": list(report.relayed_rate_limit_headers),
-        "owners": _top_owners(),
+        "routes": routes, "auth": auth, **{f: copy(getattr(report, f)) for f in TOP_OWNERS},
+        "admission": {c.case: {f: getattr(c, f) for f in ADMISSION_FIELDS} for c in report.admission} or None,
+        # recorded, not compared: the aiohttp version belongs to the install; the upstream to the environment
+        "server_observed": report.server, "upstream_known": report.upstream_known,
+        "owners": {side: [f for f, o in TOP_OWNERS.items() if o == side] for side in ("proxy", "upstream")},
     }
-
-
-def _top_owners() -> dict[str, list[str]]:
-    return {side: [f for f, o in TOP_OWNERS.items() if o == side] for side in ("proxy", "upstream")}
-
-
-def _answered_from_outcome(outcome: Any) -> str | None:
-    """``/1`` files have no ``answered_by``: a forwarded answer was the upstream's, anything else the proxy's."""
-    if outcome is None:
-        return None
-    return "upstream" if outcome in ("forwarded", "bad_response") else "proxy"
-
-
-def upgrade_document(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``/1`` contract as ``/2``: ``answered_by`` from each outcome, new fields unspecified, owners tagged."""
-    out = json.loads(json.dumps(doc))
-    out["format"] = FORMAT
-    for section in out.get("states", {}).values():
-        for entry in section.get("routes", []):
-            entry.setdefault("answered_by", _answered_from_outcome(entry.get("outcome")))
-            for f in ROUTE_FIELDS:
-                entry.setdefault(f, None)
-            entry.setdefault("owners", owners(ROUTE_FIELDS, RELAYED_FIELDS, entry["answered_by"]))
-        for item in (section.get("auth") or {}).values():
-            item.setdefault("answered_by", _answered_from_outcome(item.get("outcome")))
-            item.setdefault("owners", owners(AUTH_FIELDS, AUTH_RELAYED_FIELDS, item["answered_by"]))
-        for f in TOP_FIELDS:
-            section.setdefault(f, None)
-        section.setdefault("owners", _top_owners())
-    return out
 
 
 def contract_document(sections: Mapping[str, WireReport], *, target: str, source: str = "observed",
-                      notes: list[str] | None = None, provider: str | None = None) -> dict[str, Any]:
-    """A whole contract file from one probe report per state (``provider``: the one the proxy fronted)."""
+                      notes: list[str] | None = None, provider: str | None = None, **about: Any) -> dict[str, Any]:
+    """A whole contract file from one probe report per state (``provider``: the one the proxy fronted; ``about``:
+    ``package``, ``version``, ``executable`` of the release it came from)."""
     seen = provider or next((r.provider for r in sections.values() if r.provider), None)
-    return {
-        "format": FORMAT,
-        "source": source,
-        "target": target,
-        "provider": seen,
-        "notes": list(notes or []),
-        "states": {state: contract_section(report) for state, report in sorted(sections.items())},
-    }
+    return {"format": FORMAT, "source": source, "target": target, "provider": seen, "notes": list(notes or []),
+            **about, "states": {state: contract_section(report) for state, report in sorted(sections.items())}}
 
 
 def contract_file_name(name: str, provider: str | None = None) -> str:
@@ -200,30 +151,108 @@ def load_contract(path: str | Path) -> dict[str, Any]:
         raise UsageError(f"cannot read contract {p}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise UsageError(f"contract {p} is not valid JSON: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("format") not in READ_FORMATS or not isinstance(doc.get("states"), dict):
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("states"), dict):
         raise UsageError(f"contract {p} is not a {FORMAT} document")
-    return doc if doc["format"] == FORMAT else upgrade_document(doc)
+    return doc
+
+
+def user_contracts_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where recorded contract sets go and are found after the shipped ones: ``$HERMES_NB_CONTRACTS_DIR``, else
+    platformdirs' user data directory for ``hermes-nb`` (``~/.local/share/hermes-nb/contracts``)."""
+    env = os.environ if environ is None else environ
+    given = env.get(ENV_CONTRACTS_DIR)
+    return Path(given).expanduser().absolute() if given else Path(platformdirs.user_data_dir("hermes-nb")) / "contracts"
+
+
+def _sibling(path: Path, provider: str | None) -> Path:
+    """The file of ``provider`` in the set ``path`` belongs to (``x.json`` ↔ ``x-xai.json``), else ``path``."""
+    stem = path.stem
+    for p in PROXY_PROVIDERS:
+        stem = stem.removesuffix(f"-{p}")
+    own = path.with_name(f"{contract_file_name(stem, provider)}.json")
+    return own if provider in PROXY_PROVIDERS and own.is_file() else path
 
 
 def resolve_contract(name: str, provider: str | None = None) -> Path:
-    """``seed`` / ``hermes-agent-0.19.0`` (a contract shipped with hermes_nb) or a ``.json`` file path.
-
-    ``provider`` (the one the probe detected): a shipped name resolves to that provider's contract
-    (``hermes-agent-0.19.0`` + ``xai`` → ``hermes-agent-0.19.0-xai.json``) when there is one.
-    """
+    """A ``.json`` file (its ``provider`` sibling when there is one), or a name: shipped (``seed``,
+    ``hermes-agent-0.19.0``), then the user's contracts directory; ``provider`` picks that provider's file."""
     candidate = Path(name)
-    if candidate.suffix == ".json" and candidate.exists():
-        return candidate
-    if provider in PROXY_PROVIDERS and candidate.suffix != ".json":
-        own = contracts_dir() / f"{contract_file_name(name, provider)}.json"
-        if own.is_file():
-            return own
-    shipped = contracts_dir() / f"{name}.json"
-    if candidate.suffix != ".json" and shipped.is_file():
-        return shipped
     if candidate.suffix == ".json":
-        raise UsageError(f"contract file {name} not found")
-    raise UsageError(f"unknown contract {name!r}; shipped: {', '.join(contract_names())}, or give a .json file")
+        if not candidate.is_file():
+            raise UsageError(f"contract file {name} not found")
+        return _sibling(candidate, provider)
+    for home in (contracts_dir(), user_contracts_dir()):
+        if (home / f"{name}.json").is_file():
+            return _sibling(home / f"{name}.json", provider)
+    known = ", ".join(sorted(recorded_contracts()))
+    raise UsageError(f"unknown contract {name!r}; recorded: seed, {known}, or give a .json file")
+
+
+@lru_cache(maxsize=256)
+def _load_cached(path: str, mtime: float) -> dict[str, Any]:
+    return load_contract(path)
+
+
+def recorded_contracts() -> dict[str, dict[str, Any]]:
+    """Every observed contract file, shipped then the user's (which wins): file stem → document."""
+    found: dict[str, dict[str, Any]] = {}
+    for home in (contracts_dir(), user_contracts_dir()):
+        for path in sorted(home.glob("*.json")) if home.is_dir() else []:
+            try:
+                doc = _load_cached(str(path), path.stat().st_mtime)
+            except UsageError:
+                continue  # a stray file in the user's directory is not a contract
+            if doc.get("source") == "observed":
+                found[path.stem] = doc
+    return found
+
+
+def _release_of(doc: Mapping[str, Any]) -> tuple[str, str]:
+    """(package, version) of a contract: its own fields, else its ``target`` (``hermes-agent 0.19.0``)."""
+    package, _, version = str(doc.get("target") or "").rpartition(" ")
+    return str(doc.get("package") or package), str(doc.get("version") or version)
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """``0.22.2.post1`` → ``(0, 22, 2, 1)``: numeric parts in order."""
+    return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+def _set_name(name: str, doc: Mapping[str, Any]) -> str:
+    """The name of the set a contract file belongs to (``hermes-agent-0.19.0-xai`` → ``hermes-agent-0.19.0``)."""
+    return name.removesuffix(f"-{doc.get('provider')}") if doc.get("provider") != DEFAULT_PROVIDER else name
+
+
+def release_contract(package: str, version: str) -> str | None:
+    """The name of the recorded contract set of one release (matched on the package and either its own version or
+    the one ``hermes --version`` printed), None when none is recorded."""
+    for name, doc in recorded_contracts().items():
+        pkg, ver = _release_of(doc)
+        if pkg == package and version in (ver, str(doc.get("target", "")).rpartition(" ")[2]):
+            return _set_name(name, doc)
+    return None
+
+
+def closest_contract(report: WireReport) -> str | None:
+    """The set name of the recorded release ``report`` drifts least from on proxy-owned fields (ties: the newest)."""
+    scored = sorted((sum(d.owner == "proxy" for d in judge(report, doc)), [-n for n in version_key(
+        _release_of(doc)[1])], _set_name(name, doc)) for name, doc in recorded_contracts().items()
+        if (doc.get("provider") or DEFAULT_PROVIDER) == (report.provider or DEFAULT_PROVIDER))
+    return scored[0][2] if scored else None
+
+
+def behaves_as(report: WireReport) -> list[str]:
+    """The recorded releases (their ``target``) ``report`` answers exactly like on every proxy-owned field, in its
+    state and for its provider; only contracts that judge the admission layer count."""
+    if report.state not in ("stale", "live"):
+        return []
+    found = []
+    for doc in recorded_contracts().values():
+        section = doc["states"].get(report.state)
+        if section and section.get("admission") and doc.get("provider") == report.provider \
+                and not any(d.owner == "proxy" for d in judge(report, doc)):
+            found.append(str(doc.get("target")))
+    return sorted(dict.fromkeys(found), key=lambda t: version_key(t.rpartition(" ")[2]))
 
 
 def _pick_state(report: WireReport, contract: Mapping[str, Any], state: str | None) -> tuple[str, dict[str, Any]]:
@@ -246,50 +275,91 @@ def _differs(field: str, expected: Any, observed: Any) -> bool:
         return bool(observed) and sorted(observed) != sorted(expected)
     if field in _LIST_FIELDS:
         return sorted(expected) != sorted(observed or [])
-    return expected != observed
+    return bool(expected != observed)
+
+
+def _judgement(report: WireReport, contract: Mapping[str, Any],
+               state: str | None) -> tuple[list[Drift], list[NotJudged]]:
+    """(every difference with its owner, what could not be judged) of ``report`` against ``contract``."""
+    if not report.reachable or report.state == "not_local":
+        first = report.routes[0].transport_error if report.routes else None
+        why = (f"no route got an HTTP answer from {report.endpoint} ({first or 'no answer'})" if not report.reachable
+               else report.action or "")
+        return [], [NotJudged(field="(every field)", reason="unreachable" if not report.reachable else "not_local",
+                              detail=why)]
+    name, section = _pick_state(report, contract, state)
+    drift = [Drift(field="state", expected=name, observed=report.state)] if (
+        report.state != name and report.state in ("stale", "live")) else []
+    observed = contract_section(report)
+    skipped = _section_not_judged(section, observed, report)
+    return drift + section_diff(section, observed, skip={n.field for n in skipped}), skipped
 
 
 def judge(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> list[Drift]:
-    """Every difference between ``report`` and the contract's section for its state, each with its owner.
+    """Every difference between ``report`` and the contract's section for its state (``state`` if given, else the
+    detected one, else the contract's first), each with its owner; nulls and what cannot be judged left out."""
+    return _judgement(report, contract, state)[0]
 
-    The section is ``state`` if given, else the report's detected state
-    (``stale``/``live``), else the contract's first. Fields the contract leaves
-    null are not compared. ``owner="proxy"`` differences are drift; ``owner="upstream"``
-    ones describe whatever answers behind the proxy and are information only. What
-    :func:`not_judged` lists is left out (an unreachable proxy: nothing is compared).
-    """
-    if not report.reachable:
-        return []
-    name, section = _pick_state(report, contract, state)
-    drift: list[Drift] = []
-    if report.state != name and report.state in ("stale", "live"):
-        drift.append(Drift(field="state", expected=name, observed=report.state))
-    observed = contract_section(report)
-    skipped = section_not_judged(section, observed, report)
-    return drift + section_diff(section, observed, skip={n.field for n in skipped})
+
+def _why_not(exp: Mapping[str, Any], got: Mapping[str, Any],
+             retry: float | None) -> tuple[NotJudgedReason, str] | None:
+    """``(reason, detail)`` when an observed answer cannot judge the expected one."""
+    if got.get("outcome") == "skipped" and got.get("transport_error") != "upstream_slow":
+        return "probe_deadline", "not sent: the probe's overall deadline ran out"
+    if exp.get("answered_by") != "upstream":
+        return None  # the proxy's own answer: always judged
+    codes = ErrorEnvelope(type=got.get("error_type"), code=got.get("error_code")).codes
+    if got.get("answered_by") == "proxy" and codes & UPSTREAM_DOWN_CODES:
+        return "upstream_down", f"the proxy answered {got.get('status')} {got.get('error_type')}: " \
+                                f"{got.get('error_message') or ''}".rstrip(": ")
+    if got.get("status") == 429 or codes & RATE_LIMIT_CODES:
+        return "rate_limited", f"HTTP {got.get('status')} from the upstream" + (
+            f"; Retry-After {retry:g} s" if retry is not None else "")
+    if got.get("outcome") == "skipped":
+        return "upstream_slow", "not sent: the upstream was too slow for an earlier forwarded request"
+    if got.get("outcome") == "timeout":
+        return "upstream_slow", f"no answer within the probe's per-request deadline ({got.get('transport_error')})"
+    if got.get("ended") in ("deadline", "read_timeout"):
+        return "upstream_slow", f"the answer did not end within the probe's per-request deadline ({got.get('ended')})"
+    return None
+
+
+def _section_not_judged(section: Mapping[str, Any], observed: Mapping[str, Any],
+                        report: WireReport) -> list[NotJudged]:
+    """The entries of ``section`` (expected) that ``observed`` (``contract_section(report)``) cannot judge."""
+    out: list[NotJudged] = []
+    obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
+    results = {r.name: r for r in report.routes}
+    pairs: list[tuple[str, Mapping[str, Any], dict[str, Any] | None, float | None]] = []
+    for exp in section.get("routes", []):
+        got, result = obs_routes.get(exp.get("name")), results.get(exp.get("name"))
+        if got is not None and result is not None:
+            pairs.append((f"routes[{LABELS.get(exp['name'], exp['name'])}]", exp,
+                          {**got, "transport_error": result.transport_error}, result.retry_after_s))
+    cases = {c.case: c for c in report.auth}
+    for case, exp in (section.get("auth") or {}).items():
+        if (seen := cases.get(case)) is not None:
+            pairs.append((f"auth[{case}]", exp, seen.model_dump(), seen.retry_after_s))
+    for field, exp, got, retry in pairs:
+        if (why := _why_not(exp, got or {}, retry)) is not None:
+            out.append(NotJudged(field=field, reason=why[0], detail=why[1],
+                                 retry_after_s=retry if why[0] == "rate_limited" else None))
+    if report.bearer_required is None and any(n.field.startswith("auth[") for n in out):
+        out.append(NotJudged(field="bearer_required", reason=next(n.reason for n in out if n.field.startswith("auth[")),
+                             detail="the auth cases it is told from were not judged"))
+    return out
 
 
 def not_judged(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> list[NotJudged]:
-    """What the judgement leaves out, and why: the upstream's trouble is never the proxy's drift.
-
-    Unreachable proxy: one entry, nothing compared. A route (or auth case) the contract expects the
-    upstream to answer is not judged when the upstream did not answer in time (``upstream_slow``; also
-    an answer the probe's deadline cut), when the proxy answered its own 502/504 instead
-    (``upstream_down``) or when the answer was a 429 (``rate_limited``, with its Retry-After). A route
-    the probe's overall deadline left unsent is ``probe_deadline``. Routes the proxy answers itself are
-    always judged.
-    """
-    if not report.reachable:
-        first = report.routes[0].transport_error if report.routes else None
-        return [NotJudged(field="(every field)", reason="unreachable",
-                          detail=f"no route got an HTTP answer from {report.endpoint} ({first or 'no answer'})")]
-    _, section = _pick_state(report, contract, state)
-    return section_not_judged(section, contract_section(report), report)
+    """What the judgement leaves out, and why: nothing answered, or the guard refused everything (one entry); a
+    route the upstream did not answer in time (``upstream_slow``), the proxy's own 502/504 instead
+    (``upstream_down``), a 429 (``rate_limited``), unsent at the probe's deadline (``probe_deadline``). Routes the
+    proxy answers itself are always judged."""
+    return _judgement(report, contract, state)[1]
 
 
 def contract_label(contract: Mapping[str, Any]) -> str:
-    """How a display names a contract: its ``target`` (``hermes-agent 0.19.0``), with the provider when it is
-    not the default one (``hermes-agent 0.19.0 (xai)``)."""
+    """``hermes-agent 0.19.0``, ``hermes-agent 0.19.0 (xai)``: its ``target``, and a provider other than the default."""
     label = str(contract.get("target") or "the recorded contract")
     provider = contract.get("provider")
     return f"{label} ({provider})" if provider and provider != DEFAULT_PROVIDER else label
@@ -302,12 +372,11 @@ def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | Non
 
 
 def apply_contract(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> WireReport:
-    """Judge ``report`` against ``contract`` in place: its drift, its upstream differences, what it could not
-    judge (:func:`not_judged`), the contract's name."""
-    judged = judge(report, contract, state=state)
+    """Judge ``report`` against ``contract`` in place: its drift, the differences it does not own, what it could
+    not judge (:func:`not_judged`), the contract's name."""
+    judged, report.not_judged = _judgement(report, contract, state)
     report.drift = [d for d in judged if d.owner == "proxy"]
-    report.upstream_differences = [d for d in judged if d.owner == "upstream"]
-    report.not_judged = not_judged(report, contract, state=state)
+    report.upstream_differences = [d for d in judged if d.owner != "proxy"]
     report.contract = contract_label(contract)
     blocking = next((n for n in report.not_judged if n.reason in ("rate_limited", "upstream_down")), None)
     if report.action is None and blocking is not None:
@@ -317,12 +386,6 @@ def apply_contract(report: WireReport, contract: Mapping[str, Any], *, state: st
     return report
 
 
-def upstream_differences(report: WireReport, contract: Mapping[str, Any], *,
-                         state: str | None = None) -> list[Drift]:
-    """Differences on upstream-owned fields: shown, never a failure."""
-    return [d for d in judge(report, contract, state=state) if d.owner == "upstream"]
-
-
 def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "",
                  skip: set[str] | frozenset[str] = frozenset()) -> list[Drift]:
     """Field-by-field differences between two sections, owners taken from ``expected`` (nulls not compared).
@@ -330,55 +393,44 @@ def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, pr
     ``skip``: entries not judged (``routes[<label>]``, ``auth[<case>]``, a top-level field name).
     """
     drift: list[Drift] = []
+    known = bool(observed.get("upstream_known"))
+
+    def diff(label: str, exp: Mapping[str, Any], got: Mapping[str, Any], fields: tuple[str, ...],
+             owned: Mapping[str, Owner]) -> None:
+        drift.extend(Drift(field=f"{prefix}{label}.{f}", expected=exp.get(f), observed=got.get(f), owner=owned[f])
+                     for f in fields if _differs(f, exp.get(f), got.get(f)))
+
     obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
-    labels = {spec.name: spec.label for spec in ROUTES}
     for exp in expected.get("routes", []):
         fallback = f"{exp.get('method')} {exp.get('path')}"
-        label = f"{prefix}routes[{labels.get(exp.get('name'), fallback)}]"
-        if label[len(prefix):] in skip:
+        label = f"routes[{LABELS.get(exp.get('name'), fallback)}]"
+        if label in skip:
             continue
         got = obs_routes.get(exp.get("name"))
         if got is None:
-            drift.append(Drift(field=label, expected="probed", observed="missing"))
+            drift.append(Drift(field=prefix + label, expected="probed", observed="missing"))
             continue
-        owned = _owner_map(exp, ROUTE_FIELDS, RELAYED_FIELDS, observed=got)
-        for f in ROUTE_FIELDS:
-            if _differs(f, exp.get(f), got.get(f)):
-                drift.append(Drift(field=f"{label}.{f}", expected=exp.get(f), observed=got.get(f),
-                                   owner=owned[f]))
+        diff(label, exp, got, ROUTE_FIELDS, _owner_map(exp, ROUTE_FIELDS, RELAYED_FIELDS, got, known))
     for case, exp in (expected.get("auth") or {}).items():
-        if f"auth[{case}]" in skip:
-            continue
-        got = (observed.get("auth") or {}).get(case, {})
-        owned = _owner_map(exp, AUTH_FIELDS, AUTH_RELAYED_FIELDS, observed=got)
-        for f in AUTH_FIELDS:
-            if _differs(f, exp.get(f), got.get(f)):
-                drift.append(Drift(field=f"{prefix}auth[{case}].{f}", expected=exp.get(f), observed=got.get(f),
-                                   owner=owned[f]))
+        if f"auth[{case}]" not in skip:
+            got = (observed.get("auth") or {}).get(case, {})
+            diff(f"auth[{case}]", exp, got, AUTH_FIELDS, _owner_map(exp, AUTH_FIELDS, AUTH_RELAYED_FIELDS, got, known))
+    for case, exp in (expected.get("admission") or {}).items():
+        diff(f"admission[{case}]", exp, (observed.get("admission") or {}).get(case, {}), ADMISSION_FIELDS,
+             dict.fromkeys(ADMISSION_FIELDS, "proxy"))
     top: dict[str, Owner] = dict(TOP_OWNERS)
     for side, names in (expected.get("owners") or {}).items():
-        top.update({n: side for n in names})
-    for f in TOP_FIELDS:
-        if f in skip:
-            continue
-        if _differs(f, expected.get(f), observed.get(f)):
-            drift.append(Drift(field=f"{prefix}{f}", expected=expected.get(f), observed=observed.get(f),
-                               owner=top[f]))
+        top.update({n: cast(Owner, side) for n in names})
+    drift += [Drift(field=f"{prefix}{f}", expected=expected.get(f), observed=observed.get(f), owner=top[f])
+              for f in TOP_OWNERS if f not in skip and _differs(f, expected.get(f), observed.get(f))]
     return drift
-
-
-def section_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "") -> list[Drift]:
-    """The proxy-owned differences between two sections."""
-    return [d for d in section_diff(expected, observed, prefix=prefix) if d.owner == "proxy"]
 
 
 def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *,
                    include_upstream: bool = False) -> list[Drift]:
-    """Differences between two contract documents, state by state (``stale.routes[GET /].status: …``).
-
-    Proxy-owned differences only, unless ``include_upstream``. A state section present on one
-    side only is one drift (``live: not probed → probed``).
-    """
+    """Differences between two contract documents, state by state (``stale.routes[GET /].status: …``): proxy-owned
+    ones only, unless ``include_upstream``. A state present on one side only is one drift (``live: not probed →
+    probed``)."""
     drift: list[Drift] = []
     exp_states, obs_states = expected.get("states", {}), observed.get("states", {})
     for state in sorted(set(exp_states) | set(obs_states)):
@@ -391,3 +443,10 @@ def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *,
     return drift
 
 
+def release_changes(names: list[str] | None = None,
+                    provider: str = DEFAULT_PROVIDER) -> list[tuple[str, str, list[Drift]]]:
+    """``(from, to, proxy-owned differences)`` between consecutive recorded releases (``names``: of these sets)."""
+    docs = [d for n, d in recorded_contracts().items() if (d.get("provider") or DEFAULT_PROVIDER) == provider
+            and (names is None or _set_name(n, d) in names)]
+    docs.sort(key=lambda d: version_key(_release_of(d)[1]))
+    return [(str(a["target"]), str(b["target"]), contract_drift(a, b)) for a, b in pairwise(docs)]

@@ -1,7 +1,8 @@
 """A difference between an observed wire report and a recorded contract, and a list of them that displays itself.
 
-Each difference names its owner: the proxy's own behaviour (drift, a failure) or whatever upstream answers
-behind it (information only; see ``docs/wire-contract.md``, "Who owns a field").
+Each difference names its owner: the proxy's own behaviour (drift, a failure), whatever upstream answers behind it,
+or nobody can tell (a relayed stream behind an upstream that is not hermes_nb's): the last two are information only
+(``docs/wire-contract.md``, "Who owns a field"). The cards are :mod:`hermes_nb.views`'.
 """
 
 from __future__ import annotations
@@ -12,15 +13,15 @@ from hermes_nb.core.model import Shown, StrictModel
 
 __all__ = ["Owner", "Drift", "DriftList", "NotJudged", "NotJudgedReason", "fmt"]
 
-#: who a contract field describes: the proxy's own behaviour, or whatever upstream answers behind it
-Owner = Literal["proxy", "upstream"]
+#: who a contract field describes: the proxy, whatever upstream answers behind it, or nobody can tell
+Owner = Literal["proxy", "upstream", "unknown"]
 
 
 class Drift(Shown, StrictModel):
     field: str
     expected: Any = None
     observed: Any = None
-    #: who the field describes; upstream-owned differences are information, never drift
+    #: who the field describes; only proxy-owned differences are drift
     owner: Owner = "proxy"
 
     def __str__(self) -> str:
@@ -30,10 +31,10 @@ class Drift(Shown, StrictModel):
         return f"Drift({self})"
 
 
-#: why a field was not judged: nothing answered (``unreachable``); the upstream did not answer in time
-#: (``upstream_slow``), the proxy reported it down (``upstream_down``: its own 502/504), it refused for now
-#: (``rate_limited``: 429); the probe's overall deadline ran out first (``probe_deadline``)
-NotJudgedReason = Literal["unreachable", "upstream_slow", "upstream_down", "rate_limited", "probe_deadline"]
+#: why a field was not judged: nothing answered, the local-only guard refused everything; the upstream was slow, down
+#: (the proxy's own 502/504) or rate-limited (429); the probe's overall deadline ran out first
+NotJudgedReason = Literal["unreachable", "not_local", "upstream_slow", "upstream_down", "rate_limited",
+                          "probe_deadline"]
 
 
 class NotJudged(StrictModel):
@@ -50,10 +51,8 @@ class NotJudged(StrictModel):
 
 
 class DriftList(Shown, list["Drift"]):
-    """The drift of a report from a contract: a plain list of :class:`Drift` that also displays itself.
-
-    ``contract``: the contract compared with (its ``target``), named by the display.
-    """
+    """The drift of a report from a contract (``contract``: its ``target``): a plain list of :class:`Drift` that also
+    displays itself."""
 
     def __init__(self, items: Any = (), contract: str | None = None) -> None:
         super().__init__(items)

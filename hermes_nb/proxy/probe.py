@@ -1,21 +1,18 @@
-"""The seed's wire-format spike as code: probe every route, the auth handoff and the failure shapes.
+"""The seed's wire-format spike as code: probe every route, the auth handoff, the admission layer and the failure
+shapes.
 
 :func:`probe` reproduces seed §3–5 and §11 against one endpoint and returns a
 :class:`~hermes_nb.proxy.report.WireReport`. Every request goes through
-:meth:`hermes_nb.wire.client.HermesClient.request` (the one request builder);
-bodies ask for ``max_tokens`` 8 so probing stays cheap. HTTP and network
-failures never raise: an unreachable, hanging or wrong endpoint gives a
-report whose routes say what happened, within the overall deadline.
-
-The report's records and the pure reading of each answer live in
-:mod:`hermes_nb.proxy.report`; comparison with a contract file lives in
-:mod:`hermes_nb.proxy.contracts`.
+:meth:`hermes_nb.wire.client.HermesClient.request` (the one request builder); bodies ask for ``max_tokens`` 8 so
+probing stays cheap. HTTP and network failures never raise: an unreachable, hanging or wrong endpoint gives a
+report whose routes say what happened, within the overall deadline. What it sends is
+:mod:`hermes_nb.proxy.report`'s (routes, auth and admission cases); the releases the answers match are
+:func:`hermes_nb.proxy.contracts.behaves_as`'.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 import httpx
@@ -28,11 +25,18 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt
 from hermes_nb.core.timeline import StreamTimeline
+from hermes_nb.emulator.scenarios import SCENARIO_HEADER
+from hermes_nb.proxy.contracts import behaves_as, closest_contract, release_contract
 from hermes_nb.proxy.report import (
+    ADMISSION_CASES,
+    AUTH_CASES,
+    LOCAL_ROUTES,
     RATE_LIMIT_HEADER_RE,
+    ROUTES,
+    STREAM_VARIANTS,
     AuthCase,
-    AuthCaseName,
     RouteResult,
+    RouteSpec,
     WireReport,
     bearer_required,
     floor_missing,
@@ -43,87 +47,35 @@ from hermes_nb.proxy.report import (
     sse_events,
     stream_failure_shape,
 )
-from hermes_nb.target import allowed_paths_of, detect_provider
+from hermes_nb.target import PROBE_SCENARIO, UNKNOWN, Target, allowed_paths_of, detect_provider
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import answered_by, body_kind, ended, hint, read, route_outcome
 
-__all__ = ["ProbeSpec", "REFERENCE_CONTRACT", "ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "RouteSpec", "probe", "probe_config"]
+__all__ = ["ProbeSpec", "probe", "probe_config", "spike_contract"]
 
 _CLI = frozenset({"cli"})
-#: what a probe compares with unless told otherwise: the newest release recorded from the package index
-REFERENCE_CONTRACT = "hermes-agent-0.19.0"
 
 
 class ProbeSpec(ConfigOptions):
     """The probe's options (``hermes-nb probe``, ``%hermes_probe``, the wire_format_spike notebook)."""
 
-    compare: str | None = Field(REFERENCE_CONTRACT, description="the contract to compare with: a shipped name (the "
-                                                                "detected provider's), seed, or a file")
+    compare: str | None = Field(None, description="the contract to compare with: a recorded release's name (`hermes-nb "
+                                                  "contract list`; the detected provider's), seed, or a file (its "
+                                                  "provider siblings beside it)")
     state: Annotated[Literal["stale", "live"] | None, Opt(faces=_CLI)] = Field(
         None, description="the contract section to compare with (default: the state the probe detects)")
     out: Annotated[str | None, Opt(faces=_CLI)] = Field(None, description="also write the report (JSON) here")
     write_contract: Annotated[str | None, Opt(faces=_CLI)] = Field(
         None, description="write the observed contract (this probe as its only state section) here")
+    hermes_bin: Annotated[str | None, Opt(faces=_CLI)] = Field(
+        None, description="the hermes executable of the proxy under test: its release is reported, hints name it")
     budget_s: float = Field(30.0, gt=0, description="the longest the whole probe may take")
     request_budget_s: float = Field(5.0, gt=0, description="the longest one probed request may take")
     scenario: Annotated[str, Opt(faces=frozenset({"magic", "notebook"}))] = Field(
         "ok", description="the embedded emulator's scenario (only when no endpoint is configured)")
 
-UNKNOWN_V1_PATH = "/hermes-nb-probe/unknown"
 LARGE_BODY_BYTES = 1_500_000
-
-
-@dataclass(frozen=True)
-class RouteSpec:
-    """One probed route. ``path`` is relative to the endpoint, or to its origin when ``root``."""
-
-    name: str
-    method: str
-    path: str
-    root: bool = False
-    #: "chat" | "chat_stream" | "chat_large" | "completions" | "embeddings" | "responses" | "responses_stream"
-    body: str | None = None
-    sse: bool = False
-    #: tells routes with the same method and path apart in drift lines
-    variant: str = ""
-
-    @property
-    def display_path(self) -> str:
-        return self.path if self.root else "/v1" + self.path
-
-    @property
-    def label(self) -> str:
-        """``POST /v1/chat/completions (stream)``: how drift lines name the route."""
-        return f"{self.method} {self.display_path}" + (f" ({self.variant})" if self.variant else "")
-
-
-#: the proxy's own routes first (they answer at once, whatever the upstream does), then the forwarded ones
-ROUTES: tuple[RouteSpec, ...] = (
-    RouteSpec("health", "GET", "/health", root=True),
-    RouteSpec("root", "GET", "/", root=True),
-    RouteSpec("v1_health", "GET", "/health"),
-    # a streaming request the proxy itself refuses: the shape of a proxy-layer stream failure
-    RouteSpec("unknown_v1", "POST", UNKNOWN_V1_PATH, body="chat_stream", sse=True),
-    RouteSpec("chat", "POST", "/chat/completions", body="chat"),
-    RouteSpec("chat_stream", "POST", "/chat/completions", body="chat_stream", sse=True, variant="stream"),
-    # 1.5 MB: over aiohttp's 1 MiB default body cap, under the proxy's 10 MB one (hermes-agent >= 0.18.1)
-    RouteSpec("chat_large", "POST", "/chat/completions", body="chat_large", variant="1.5 MB body"),
-    RouteSpec("completions", "POST", "/completions", body="completions"),
-    RouteSpec("embeddings", "POST", "/embeddings", body="embeddings"),
-    RouteSpec("models", "GET", "/models"),
-    # OpenAI's Responses API: forwarded by xai, 404 path_not_allowed on nous (a proxy-owned fact either way)
-    RouteSpec("responses", "POST", "/responses", body="responses"),
-    RouteSpec("responses_stream", "POST", "/responses", body="responses_stream", sse=True, variant="stream"),
-)
-#: the routes the proxy answers itself, never its upstream
-LOCAL_ROUTES = frozenset({"health", "root", "v1_health", "unknown_v1"})
-#: auth handoff cases on ``GET /v1/models``: header value sent (False = no header)
-AUTH_CASES: tuple[tuple[AuthCaseName, bool | str], ...] = (
-    ("none", False),
-    ("malformed", "Basic cHJvYmU6cHJvYmU="),
-    ("bearer", True),
-)
 
 
 def _result(spec: RouteSpec, ex: Exchange, elapsed: float, redactor: Redactor) -> RouteResult:
@@ -148,24 +100,15 @@ def _result(spec: RouteSpec, ex: Exchange, elapsed: float, redactor: Redactor) -
     )
 
 
-def _upstream_slow(ex: Exchange) -> bool:
-    """A forwarded request the upstream did not answer, or did not finish answering, within the probe's deadline."""
-    failure = ex.transport_error
-    return failure is not None and failure.kind in ("read_timeout", "deadline")
-
-
-# --------------------------------------------------------------------------- probing
-
-
-@dataclass
-class _Budget:
-    deadline: float
-    per_request_s: float
-    skipped: list[str] = field(default_factory=list)
-
-    def next(self) -> float | None:
-        left = self.deadline - time.monotonic()
-        return None if left <= 0.05 else min(self.per_request_s, left)
+def _case(case: str, header: str, ex: Exchange | None, *, root: bool, unsent: str = "deadline") -> AuthCase:
+    """One request of the auth handoff or the admission layer: the header sent and what came back."""
+    if ex is None:
+        return AuthCase(case=case, header=header, transport_error=unsent)
+    env = ex.envelope
+    return AuthCase(case=case, header=header, status=ex.status, error_type=(env.type or env.code_str) if env else None,
+                    outcome=route_outcome(ex, root=root), answered_by=answered_by(ex, root=root),
+                    transport_error=ex.transport_error.kind if ex.transport_error else None,
+                    retry_after_s=ex.retry_after_s)
 
 
 def _body(kind: str | None, model: str, config: HermesProxyRuntimeConfig) -> Any:
@@ -196,29 +139,19 @@ def probe_config(target: HermesProxyRuntimeConfig | str, *, auth_token: str | No
     return merge_runtime_config(base, cheap, {k: v for k, v in given.items() if v is not None}, where="probe")
 
 
-def probe(
-    target: HermesProxyRuntimeConfig | str,
-    *,
-    auth_token: str | None = None,
-    model: str | None = None,
-    transport: httpx.BaseTransport | None = None,
-    budget_s: float = ProbeSpec.model_fields["budget_s"].default,
-    request_budget_s: float = ProbeSpec.model_fields["request_budget_s"].default,
-    headers: dict[str, str] | None = None,
-    provider: str | None = None,
-) -> WireReport:
-    """Probe ``target`` (a resolved runtime config, or an endpoint ``http://host:port/v1``); never raises
-    for HTTP/network failures.
+def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = None, model: str | None = None,
+          transport: httpx.BaseTransport | None = None, budget_s: float = ProbeSpec.model_fields["budget_s"].default,
+          request_budget_s: float = ProbeSpec.model_fields["request_budget_s"].default,
+          headers: dict[str, str] | None = None, provider: str | None = None, executable: str = "hermes") -> WireReport:
+    """Probe ``target`` (a resolved runtime config, or an endpoint ``http://host:port/v1``) with
+    :func:`probe_config`'s config; never raises for HTTP/network failures.
 
-    The config sent with is :func:`probe_config`'s. ``budget_s`` bounds the whole probe; each request
-    gets at most ``request_budget_s``. Requests the budget cannot afford are marked ``skipped``. The
-    proxy's own routes go first; once a forwarded request gets no answer within ``request_budget_s``
-    (the upstream is slow) or does not finish in it, the remaining forwarded requests are not sent
-    (``skipped``, ``upstream_slow``).
-    ``provider``: the one expected (default: the config's); the report names the one the proxy says it
-    fronts, and a mismatch warns.
-    Raises :class:`~hermes_nb.core.errors.ConfigError` only for an invalid endpoint URL and
-    :class:`~hermes_nb.core.errors.UsageError` for a budget that is not positive.
+    First whether hermes_nb's upstream answers (the report's ``upstream_known``), then
+    the proxy's own routes, the forwarded ones (once one gets no answer, or no whole answer, within
+    ``request_budget_s`` the rest are ``skipped``: ``upstream_slow``), the auth handoff and the admission cases, all
+    within ``budget_s`` (what it cannot afford is ``skipped``). ``provider``: the one expected (a mismatch warns);
+    ``executable``: the name hints give the operator's ``hermes``. Raises ConfigError for an invalid endpoint URL,
+    UsageError for a budget that is not positive.
     """
     ProbeSpec.build(budget_s=budget_s, request_budget_s=request_budget_s)  # the spec's checks, once
 
@@ -226,25 +159,35 @@ def probe(
     endpoint, model, auth_token = config.endpoint, config.model, config.auth_token.get_secret_value()
     redactor = Redactor(config.secrets())
     started = time.monotonic()
-    budget = _Budget(started + budget_s, request_budget_s)
     results: list[RouteResult] = []
     cases: list[AuthCase] = []
     seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}
     connect_s = min(CONNECT_TIMEOUT_S, request_budget_s)
     with HermesClient(config, transport=transport, connect_timeout_s=connect_s) as client:
 
-        def call(spec: RouteSpec, auth: bool | str = True) -> tuple[Exchange | None, float]:
-            allowed = budget.next()
-            if allowed is None:
-                return None, 0.0
+        def call(spec: RouteSpec, auth: bool | str = True,
+                 extra: dict[str, str] | None = None) -> tuple[Exchange | None, float]:
             t0 = time.monotonic()
+            allowed = min(request_budget_s, started + budget_s - t0)
+            if allowed <= 0.05:
+                return None, 0.0
+            sent = {**({SCENARIO_HEADER: spec.scenario} if spec.scenario and known else {}), **(extra or {})}
             ex = client.request(spec.method, spec.path, json=_body(spec.body, model, config), auth=auth,
-                                root=spec.root, deadline_s=allowed, sse=spec.sse)
+                                root=spec.root, deadline_s=allowed, sse=spec.sse, headers=sent or None)
             owner = answered_by(ex, root=spec.root)
             if owner is not None:
                 seen[owner].update(response_headers(ex))
             return ex, time.monotonic() - t0
 
+        # hermes_nb's upstream (behind the proxy, or the emulator itself) names the scenarios it plays: only then are
+        # the stream variants asked for (a stale proxy never forwards the question)
+        known: bool | None = None
+        models = next(s for s in ROUTES if s.name == "models")
+        asked, _ = call(models, extra={SCENARIO_HEADER: PROBE_SCENARIO})
+        if asked is not None and asked.status is not None:
+            env = asked.envelope
+            known = (asked.status == 400 and env is not None and env.code_str == "unknown_scenario"
+                     and all(v in (env.message or "") for v in STREAM_VARIANTS))
         timelines: dict[str, dict[str, Any]] = {}
         exchanges: dict[str, Exchange] = {}
         slow: str | None = None  # the forwarded route the upstream did not answer, or finish, in time
@@ -263,35 +206,32 @@ def probe(
                 allowed = allowed_paths_of(results[-1].error_message)
             if ex.streamed and ex.events:
                 timelines[spec.name] = StreamTimeline.from_exchange(ex).to_dict()
-            if forwarded and _upstream_slow(ex) and any(r.status is not None for r in results):
-                slow = spec.name  # the proxy answers, its upstream not in time: spare the rest of the budget
-        models = next(s for s in ROUTES if s.name == "models")
+            cut = ex.transport_error is not None and ex.transport_error.kind in ("read_timeout", "deadline")
+            if forwarded and cut and any(r.status is not None for r in results):
+                slow = spec.name  # the proxy answers, its upstream not (or not all) in time: spare the rest
         for case, auth in AUTH_CASES:
-            ex, _ = (None, 0.0) if slow else call(models, auth)
             shown = ("(none)" if auth is False
                      else "Bearer " + auth_token if auth is True else auth.split(" ")[0] + " <redacted>")
-            if ex is None:
-                cases.append(AuthCase(case=case, header=redactor.text(shown),
-                                      transport_error="upstream_slow" if slow else "deadline"))
-                continue
-            env = ex.envelope
-            cases.append(AuthCase(case=case, header=redactor.text(shown), status=ex.status,
-                                  error_type=(env.type or env.code_str) if env else None,
-                                  outcome=route_outcome(ex, root=False), answered_by=answered_by(ex, root=False),
-                                  transport_error=ex.transport_error.kind if ex.transport_error else None,
-                                  retry_after_s=ex.retry_after_s))
+            cases.append(_case(case, redactor.text(shown), None if slow else call(models, auth)[0], root=False,
+                               unsent="upstream_slow" if slow else "deadline"))
+        port = httpx.URL(endpoint).port or 80
+        admission = [_case(which, f"{name}: {value.format(port='<port>')}",
+                           call(ROUTES[0], False, {name: value.format(port=port)})[0], root=True)
+                     for which, name, value in ADMISSION_CASES]
     health = next((r for r in results if r.name == "health" and r.server), None)
     server = health.server if health else next((r.server for r in results if r.server), None)
     refused = next((r.error_message for r in results if r.outcome == "path_not_allowed" and r.error_message), None)
     health_ex = exchanges.get("health")
     facts = detect_provider(health=health_ex.json_body if health_ex is not None and health_ex.status == 200 else None,
-                            allowed_message=refused, configured=provider or config.provider)
+                            allowed_message=refused, configured=provider or config.provider, executable=executable)
     report = WireReport(
-        endpoint=endpoint, routes=results, auth=cases, reachable=any(r.status is not None for r in results),
+        endpoint=endpoint, routes=results, auth=cases, admission=admission, upstream_known=known,
+        reachable=any(r.status is not None for r in results),
         bearer_required=bearer_required(cases), stream_failure_shape=stream_failure_shape(results),
         server=server, server_product=server_product(server),
-        cors_headers=_cors(seen["proxy"]), rate_limit_headers=_rate_limit(seen["proxy"]),
-        relayed_cors_headers=_cors(seen["upstream"]), relayed_rate_limit_headers=_rate_limit(seen["upstream"]),
+        cors_headers=_headers(seen["proxy"], "access-control-"), rate_limit_headers=_headers(seen["proxy"]),
+        relayed_cors_headers=_headers(seen["upstream"], "access-control-"),
+        relayed_rate_limit_headers=_headers(seen["upstream"]),
         elapsed_s=round(time.monotonic() - started, 3),
         provider=facts.provider, provider_source=facts.source, upstream=facts.upstream,
         allowed_paths=allowed_paths_of(refused),
@@ -301,15 +241,31 @@ def probe(
     first = next((exchanges[r.name] for r in results if r.name in exchanges and (
         r.outcome in ("unreachable", "timeout", "transport_error", "not_local"))), None)
     if first is not None and report.state in ("unreachable", "not_local"):
-        report.action = hint(read(first, endpoint), endpoint=endpoint, provider=report.provider)
+        report.action = hint(read(first, endpoint), endpoint=endpoint, provider=report.provider, executable=executable)
     report.warnings = report_warnings(report) + facts.warnings
+    report.matches = behaves_as(report)
     return report
 
 
-def _cors(headers: dict[str, str]) -> list[str]:
-    return sorted(h for h in headers if h.startswith("access-control-"))
+def _headers(headers: dict[str, str], prefix: str | None = None) -> list[str]:
+    """The CORS (``prefix``) or rate-limit header names among ``headers``."""
+    return sorted(h for h in headers if (h.startswith(prefix) if prefix else RATE_LIMIT_HEADER_RE.match(h)))
 
 
-def _rate_limit(headers: dict[str, str]) -> list[str]:
-    return sorted(h for h in headers if RATE_LIMIT_HEADER_RE.match(h))
-
+def spike_contract(target: Target, config: HermesProxyRuntimeConfig, given: str | None = None, *,
+                   package: str | None = None) -> tuple[str | None, Target]:
+    """The contract a smoke's spike compares with, and the target with its release told: ``given`` (``--contract``);
+    a known release's own (the rig's, ``--hermes-bin``'s: ``package``); for a live proxy of unknown release, probed
+    once, the newest it behaves as (its release: ``contract match``), else the closest. hermes_nb's emulator: none."""
+    if given:
+        return given, target
+    if package and target.release != UNKNOWN:
+        return release_contract(package, target.release), target
+    if target.kind != "live":
+        return None, target
+    report = probe(config, provider=target.provider, executable=target.executable)
+    if not report.matches:
+        return closest_contract(report), target
+    package, _, version = report.matches[-1].rpartition(" ")
+    return release_contract(package, version), target.model_copy(update={
+        "release": ", ".join(report.matches), "release_source": "contract match: behaves as"})

@@ -1,14 +1,12 @@
-"""The probe's report: its records (routes, auth cases, the report), the report-level facts read from them
-(proxy state, bearer requirement, stream-failure shape, warnings), and how it displays itself.
-
-:mod:`hermes_nb.proxy.probe` sends the requests; :mod:`hermes_nb.wire.reading` reads each answer. No IO.
-The outcome vocabulary is documented in docs/wire-contract.md.
-"""
+"""The probe's records: what it sends (routes, auth and admission cases), what it saw, and the report-level facts
+read from them (proxy state, bearer requirement, stream-failure shape, warnings). No IO; the card is
+:mod:`hermes_nb.views`'. The outcome vocabulary: docs/wire-contract.md."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
@@ -19,36 +17,89 @@ from hermes_nb.core.records import Exchange
 from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, Owner
 from hermes_nb.wire.reading import RouteOutcome
 
-__all__ = ["RouteResult", "AuthCase", "WireReport", "StreamShape", "ProxyState", "AuthCaseName", "OPENAI_FLOOR",
-           "RATE_LIMIT_HEADER_RE", "server_product", "floor_missing", "sse_events", "response_headers",
-           "stream_failure_shape", "bearer_required", "report_state", "report_warnings"]
+__all__ = ["RouteSpec", "ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "ADMISSION_CASES", "STREAM_VARIANTS", "RouteResult",
+           "AuthCase", "WireReport", "ProxyState", "RATE_LIMIT_HEADER_RE", "server_product",
+           "floor_missing", "sse_events", "response_headers", "stream_failure_shape", "bearer_required", "report_state",
+           "report_warnings"]
+
+UNKNOWN_V1_PATH = "/hermes-nb-probe/unknown"
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """One probed route. ``path`` is relative to the endpoint, or to its origin when ``root``."""
+
+    name: str
+    method: str
+    path: str
+    root: bool = False
+    body: str | None = None
+    sse: bool = False
+    #: tells routes with the same method and path apart in drift lines
+    variant: str = ""
+    #: the emulator scenario asked of the upstream (an upstream variant; a foreign upstream ignores the header)
+    scenario: str | None = None
+
+    @property
+    def display_path(self) -> str:
+        return self.path if self.root else "/v1" + self.path
+
+    @property
+    def label(self) -> str:  # how drift lines name the route: POST /v1/chat/completions (stream)
+        return f"{self.method} {self.display_path}" + (f" ({self.variant})" if self.variant else "")
+
+
+#: the proxy's own routes first (they answer at once, whatever the upstream does), then the forwarded ones
+ROUTES: tuple[RouteSpec, ...] = (
+    RouteSpec("health", "GET", "/health", root=True),
+    RouteSpec("root", "GET", "/", root=True),
+    RouteSpec("v1_health", "GET", "/health"),
+    # a streaming request the proxy itself refuses: the shape of a proxy-layer stream failure
+    RouteSpec("unknown_v1", "POST", UNKNOWN_V1_PATH, body="chat_stream", sse=True),
+    RouteSpec("chat", "POST", "/chat/completions", body="chat"),
+    RouteSpec("chat_stream", "POST", "/chat/completions", body="chat_stream", sse=True, variant="stream"),
+    # hermes_nb's upstream ends this stream with a finish_reason and no [DONE]: does the proxy add one?
+    RouteSpec("chat_stream_no_done", "POST", "/chat/completions", body="chat_stream", sse=True,
+              variant="upstream sends no [DONE]", scenario="no-done"),
+    # 1.5 MB: over aiohttp's 1 MiB default body cap, under the proxy's 10 MB one (hermes-agent >= 0.18.1)
+    RouteSpec("chat_large", "POST", "/chat/completions", body="chat_large", variant="1.5 MB body"),
+    RouteSpec("completions", "POST", "/completions", body="completions"),
+    RouteSpec("embeddings", "POST", "/embeddings", body="embeddings"),
+    RouteSpec("models", "GET", "/models"),
+    # OpenAI's Responses API: forwarded by xai, 404 path_not_allowed on nous (a proxy-owned fact either way)
+    RouteSpec("responses", "POST", "/responses", body="responses"),
+    RouteSpec("responses_stream", "POST", "/responses", body="responses_stream", sse=True, variant="stream"),
+)
+LABELS = {spec.name: spec.label for spec in ROUTES}
+#: the routes the proxy answers itself, never its upstream
+LOCAL_ROUTES = frozenset({"health", "root", "v1_health", "unknown_v1"})
+#: the upstream scenarios the stream-variant routes ask for: an upstream that plays them is hermes_nb's
+STREAM_VARIANTS = tuple(s.scenario for s in ROUTES if s.scenario)
+#: auth handoff cases on ``GET /v1/models``: header value sent (False = no header)
+AUTH_CASES: tuple[tuple[str, bool | str], ...] = (
+    ("none", False), ("malformed", "Basic cHJvYmU6cHJvYmU="), ("bearer", True))
+#: the admission layer, on ``GET /health``: a request a browser or a foreign name would send (``{port}``: the
+#: endpoint's). A local-only proxy (hermes-agent 0.22) refuses each with 403 ``host_not_allowed`` /
+#: ``origin_not_allowed``; older ones answer 200.
+ADMISSION_CASES: tuple[tuple[str, str, str], ...] = (
+    ("host", "Host", "127.1:{port}"), ("origin", "Origin", "http://evil.example"),
+    ("fetch_site", "Sec-Fetch-Site", "cross-site"))
 
 StreamShape = Literal["json", "sse", "text", "none"]
-#: what a probe saw of the proxy as a whole (:func:`report_state`)
 ProxyState = Literal["stale", "live", "unreachable", "not_local", "unknown"]
-#: the authorization a probe sends to ``/v1/models``: none, a malformed one, the configured bearer
-AuthCaseName = Literal["none", "malformed", "bearer"]
-#: the failure shape a proxy's own answer to a streaming request has, by its body kind
 _FAILURE_SHAPES: dict[str, StreamShape] = {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text",
                                            "html": "text"}
+_CHAT_FLOOR = ("choices", "created", "id", "model", "object")
 #: the OpenAI floor: top-level keys every OpenAI-compatible 2xx JSON answer of a route carries
 OPENAI_FLOOR: dict[str, tuple[str, ...]] = {
-    "chat": ("choices", "created", "id", "model", "object"),
-    "chat_large": ("choices", "created", "id", "model", "object"),
-    "completions": ("choices", "created", "id", "model", "object"),
-    "embeddings": ("data", "object"),
-    "models": ("data", "object"),
-    "responses": ("id", "object", "output", "status"),
-}
+    "chat": _CHAT_FLOOR, "chat_large": _CHAT_FLOOR, "completions": _CHAT_FLOOR, "embeddings": ("data", "object"),
+    "models": ("data", "object"), "responses": ("id", "object", "output", "status")}
 RATE_LIMIT_HEADER_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
 
 
-
 def server_product(server: str | None) -> str | None:
-    """``Python/3.11 aiohttp/3.14.5`` → ``Python aiohttp`` (versions vary with the install, not the proxy)."""
-    if not server:
-        return None
-    names = [tok.split("/", 1)[0] for tok in server.split() if tok and not tok.startswith("(")]
+    """``Python/3.11 aiohttp/3.14.5`` → ``Python aiohttp`` (the versions are the install's, not the proxy's)."""
+    names = [tok.split("/", 1)[0] for tok in (server or "").split() if tok and not tok.startswith("(")]
     return " ".join(names) or None
 
 
@@ -72,27 +123,23 @@ def sse_events(ex: Exchange) -> list[str] | None:
             name = "[DONE]"
         elif name is None and data.startswith("{"):
             try:
-                obj = json.loads(data)
+                found = json.loads(data)
             except ValueError:
-                obj = None
-            if isinstance(obj, dict):
-                found = obj.get("type") or obj.get("object")
-                name = found if isinstance(found, str) else None
+                found = None
+            found = found.get("type") or found.get("object") if isinstance(found, dict) else None
+            name = found if isinstance(found, str) else None
         if name and name not in names:
             names.append(name)
     return names
 
 
 def response_headers(ex: Exchange) -> dict[str, str]:
-    """The response headers with lower-cased names."""
     return {k.lower(): v for k, v in ex.headers.items()}
 
 
 def stream_failure_shape(results: list[RouteResult]) -> StreamShape:
-    """How the proxy answers a streaming request it fails itself: one JSON body, SSE, text, or none seen.
-
-    Only the proxy's own answers count: an upstream's failure is relayed as the upstream sent it.
-    """
+    """How the proxy answers a streaming request it fails itself (only its own answers count): one JSON body, SSE,
+    text, or none seen."""
     for name in ("chat_stream", "unknown_v1"):
         r = next((x for x in results if x.name == name), None)
         if r is None or r.status is None or 200 <= r.status < 300 or r.answered_by == "upstream":
@@ -107,24 +154,19 @@ def bearer_required(cases: list[AuthCase]) -> bool | None:
     bearer, none = by.get("bearer"), by.get("none")
     if bearer is None or none is None or bearer.status is None or none.status is None:
         return None
-    rejected = [
-        c for c in (none, by.get("malformed"))
-        if c is not None and c.status in (401, 403) and c.answered_by != "upstream"
-        and (c.status, c.error_type) != (bearer.status, bearer.error_type)
-    ]
-    return bool(rejected)
+    return any(c is not None and c.status in (401, 403) and c.answered_by != "upstream"
+               and (c.status, c.error_type) != (bearer.status, bearer.error_type)
+               for c in (none, by.get("malformed")))
 
 
 def report_state(results: list[RouteResult]) -> ProxyState:
-    """``stale``/``live`` from the chat and models routes; ``unreachable``; else ``unknown``.
-
-    ``live`` means the proxy relayed both to its upstream and the chat answer is a 2xx
-    JSON body; ``/v1/models`` may answer anything the upstream likes (an upstream without
-    the route answers 404 there: still live).
-    """
-    if not any(r.status is not None for r in results):
+    """``stale``/``live`` from the chat and models routes; ``unreachable``; ``not_local`` (the local-only guard
+    refused everything); else ``unknown``. ``live``: the proxy relayed both to its upstream and the chat answer is
+    a 2xx JSON body (``/v1/models`` may answer anything the upstream likes)."""
+    answered = [r for r in results if r.status is not None]
+    if not answered:
         return "unreachable"
-    if all(r.outcome == "not_local" for r in results if r.status is not None):
+    if all(r.outcome == "not_local" for r in answered):
         return "not_local"
     forwarded = [r for r in results if r.name in ("chat", "models")]
     if forwarded and all(r.outcome == "auth_failed" for r in forwarded):
@@ -187,8 +229,7 @@ class RouteResult(StrictModel):
     transport_error: str | None = None
     #: ``data: [DONE]`` seen (streams)
     done: bool | None = None
-    #: the stream's shape: each event name once, in order (``event:``, else the data's ``type``/``object``;
-    #: ``[DONE]``), e.g. ``[response.created, …, response.completed]`` (None: not a stream)
+    #: the stream's shape: each event name once, in order (:func:`sse_events`; None: not a stream)
     sse_events: list[str] | None = None
     #: Retry-After of the answer, seconds (a 429 says when to come back)
     retry_after_s: float | None = None
@@ -196,8 +237,10 @@ class RouteResult(StrictModel):
 
 
 class AuthCase(StrictModel):
-    case: AuthCaseName
-    #: what was sent, redacted (``(none)``, ``Basic <redacted>``, ``Bearer probe``)
+    """One request of the auth handoff (``none``, ``malformed``, ``bearer``) or the admission layer (``host``,
+    ``origin``, ``fetch_site``): what was sent, redacted (``Basic <redacted>``, ``Host: 127.1:<port>``), the answer."""
+
+    case: str
     header: str
     status: int | None = None
     error_type: str | None = None
@@ -210,11 +253,14 @@ class AuthCase(StrictModel):
 
 class WireReport(Shown, StrictModel):
     endpoint: str
-    #: stale (forwarded routes answer upstream_auth_failed), live (they answer 2xx), unreachable, unknown
+    #: stale (forwarded routes answer upstream_auth_failed), live (they answer 2xx), unreachable, not_local, unknown
     state: ProxyState = "unknown"
     reachable: bool = False
     routes: list[RouteResult] = Field(default_factory=list)
     auth: list[AuthCase] = Field(default_factory=list)
+    admission: list[AuthCase] = Field(default_factory=list)
+    #: hermes_nb's upstream answers (it plays the stream variants): relayed streams are then the proxy's to judge
+    upstream_known: bool | None = None
     #: None when it could not be told (endpoint unreachable)
     bearer_required: bool | None = None
     stream_failure_shape: StreamShape = "none"
@@ -230,7 +276,7 @@ class WireReport(Shown, StrictModel):
     warnings: list[str] = Field(default_factory=list)
     #: differences from a contract on proxy-owned fields (these fail the probe)
     drift: list[Drift] = Field(default_factory=list)
-    #: differences on upstream-owned fields: information, never a failure
+    #: differences on fields the proxy does not own (the upstream's, or nobody can tell): information
     upstream_differences: list[Drift] = Field(default_factory=list)
     #: what could not be judged, and why (the upstream was slow, down or rate-limited; the proxy unreachable)
     not_judged: list[NotJudged] = Field(default_factory=list)
@@ -242,11 +288,13 @@ class WireReport(Shown, StrictModel):
     upstream: str | None = None
     #: the paths the proxy says it forwards (from a ``path_not_allowed`` envelope)
     allowed_paths: list[str] | None = None
+    #: the release under test and where that came from (``0.22.2.post1 (--hermes-bin …)``), when told
+    release: str | None = None
     #: the contract drift and upstream differences were judged against (its ``target``; None: not compared)
     contract: str | None = None
     #: the one thing the operator does (start the proxy, fix the endpoint, re-run later); None when nothing
     action: str | None = None
-    #: the recorded contracts this proxy answers exactly like (a release it behaves as)
+    #: the recorded contracts this proxy answers exactly like (the releases it behaves as)
     matches: list[str] = Field(default_factory=list)
     elapsed_s: float = 0.0
 
@@ -263,32 +311,33 @@ class WireReport(Shown, StrictModel):
 
     def _repr_text_(self) -> str:
         routes = ", ".join(f"{r.name} {r.status if r.status is not None else r.outcome}" for r in self.routes)
-        drift = f", {len(self.drift)} drift" if self.drift else ""
-        drift += f", {len(self.not_judged)} not judged" if self.not_judged else ""
-        provider = f", provider {self.provider}" if self.provider else ""
-        return (f"WireReport({self.endpoint}: {self.state}{provider}, reachable={self.reachable}, "
-                f"bearer_required={self.bearer_required}, stream_failure_shape={self.stream_failure_shape}"
-                f"{drift}, {self.elapsed_s:.3f} s; routes: {routes})")
+        more = (f", provider {self.provider}" if self.provider else "") + f", reachable={self.reachable}, " \
+            f"bearer_required={self.bearer_required}, stream_failure_shape={self.stream_failure_shape}" + \
+            (f", {len(self.drift)} drift" if self.drift else "") + \
+            (f", {len(self.not_judged)} not judged" if self.not_judged else "")
+        return f"WireReport({self.endpoint}: {self.state}{more}, {self.elapsed_s:.3f} s; routes: {routes})"
 
     @property
     def verdict(self) -> str:
-        """passed (live and, when compared, no drift; or what it could not judge was only a slow upstream),
-        failed (drift), blocked (stale, unreachable, an upstream rate-limited or reported down)."""
+        """passed (live, no drift; or only a slow upstream not judged), failed (drift), blocked (stale, unreachable,
+        refused by the local-only guard, an upstream rate-limited or reported down)."""
         reasons = {n.reason for n in self.not_judged}
         if self.reachable and reasons & {"rate_limited", "upstream_down"} and not self.drift:
             return "blocked"
         slow = self.state == "unknown" and reasons and reasons <= {"upstream_slow", "probe_deadline"}
-        base = {"live": "passed", "stale": "blocked", "unreachable": "blocked"}.get(self.state,
-                                                                                     "passed" if slow else "failed")
+        base = {"live": "passed", "stale": "blocked", "unreachable": "blocked", "not_local": "blocked"}.get(
+            self.state, "passed" if slow else "failed")
         return "failed" if self.drift and base == "passed" else base
 
     @property
     def headline(self) -> str:
         """One line that agrees with the drift: ``no drift vs <contract>`` / ``drift: N proxy-owned lines vs …``."""
+        if self.state == "not_local":
+            return f"not_local: the proxy refused every request ({self.action})"
         if self.contract is None:
             return f"{self.state} (not compared with a contract)"
-        line = DriftList(self.drift, contract=self.contract).headline if self.verdict != "blocked" else (
-            f"{self.state}: {DriftList(self.drift, contract=self.contract).headline}")
+        line = DriftList(self.drift, contract=self.contract).headline
+        line = line if self.verdict != "blocked" else f"{self.state}: {line}"
         reasons = ", ".join(dict.fromkeys(n.reason for n in self.not_judged))
         return line + (f"; {len(self.not_judged)} not judged ({reasons})" if self.not_judged else "")
 

@@ -41,9 +41,10 @@ def check_card(result: Any) -> str:
 
 
 def drift_table(drifts: Any) -> str:
-    """One row per difference: field, expected, observed."""
-    rows = [{"field": d.field, "expected": fmt(d.expected), "observed": fmt(d.observed)} for d in drifts]
-    return table_html(rows, ("field", "expected", "observed"))
+    """One row per difference: field, expected, observed, and who owns the field."""
+    rows = [{"field": d.field, "expected": fmt(d.expected), "observed": fmt(d.observed), "owner": d.owner}
+            for d in drifts]
+    return table_html(rows, ("field", "expected", "observed", "owner"))
 
 
 @card("DriftList")
@@ -56,34 +57,37 @@ def drift_card(drifts: Any) -> str:
 
 @card("Drift")
 def one_drift_card(drift: Any) -> str:
-    return box("wire contract", "failed", drift_table([drift]), headline=str(drift))
+    return box("wire contract", "failed" if drift.owner == "proxy" else None, drift_table([drift]),
+               headline=str(drift))
 
 
 @card("WireReport")
 def wire_card(report: Any) -> str:
     provider = (f"{report.provider} ({report.upstream})" if report.provider and report.upstream
                 else report.provider or report.upstream)
-    head = kv_html([("endpoint", report.endpoint), ("provider", provider), ("state", report.state),
-                    ("reachable", report.reachable), ("bearer required", report.bearer_required),
-                    ("stream failure shape", report.stream_failure_shape), ("server", report.server_product),
-                    ("contract", report.contract), ("behaves as", ", ".join(report.matches) or None),
-                    ("action", report.action), ("elapsed", seconds(report.elapsed_s))], badges=("state",))
-    parts = [head]
+    parts = [kv_html([("endpoint", report.endpoint), ("provider", provider), ("state", report.state),
+                      ("reachable", report.reachable), ("release", report.release),
+                      ("behaves as", ", ".join(report.matches) or None), ("bearer required", report.bearer_required),
+                      ("stream failure shape", report.stream_failure_shape), ("server", report.server_product),
+                      ("contract", report.contract), ("action", report.action),
+                      ("elapsed", seconds(report.elapsed_s))], badges=("state",))]
     if report.drift:
         parts += [f"<div><b>{esc(report.headline)}</b></div>", drift_table(report.drift)]
     if report.upstream_differences:
         parts.append(details(f"upstream differences: {len(report.upstream_differences)} (information: the "
-                             "upstream owns these fields, never drift)", drift_table(report.upstream_differences)))
+                             "upstream's fields, or a stream nobody can attribute; never drift)",
+                             drift_table(report.upstream_differences)))
     rows = [{"route": r.name, "method": r.method, "path": r.path, "status": r.status, "outcome": r.outcome,
              "body": r.body_kind, "error type": r.error_type or r.transport_error, "elapsed": seconds(r.elapsed_s)}
             for r in report.routes]
-    parts += ["<div><b>routes</b></div>",
-              table_html(rows, ("route", "method", "path", "status", "outcome", "body", "error type", "elapsed"),
-                         badges=())]
-    if report.auth:
-        parts += ["<div><b>auth handoff</b> (GET /v1/models)</div>",
-                  table_html([a.model_dump() for a in report.auth], ("case", "header", "status", "error_type",
-                                                                      "outcome"), badges=())]
+    parts += ["<div><b>routes</b></div>", table_html(rows, ("route", "method", "path", "status", "outcome", "body",
+                                                            "error type", "elapsed"), badges=())]
+    for title, cases in (("auth handoff</b> (GET /v1/models)", report.auth),
+                         ("admission</b> (GET /health)", report.admission)):
+        if cases:
+            parts += [f"<div><b>{title}</div>", table_html([c.model_dump() for c in cases],
+                                                           ("case", "header", "status", "error_type", "outcome"),
+                                                           badges=())]
     for name, marks in report.timelines.items():
         parts.append(f"<div><b>stream timeline</b> ({name})</div>" + timeline_svg(marks, title=f"{name} stream"))
     if report.warnings:

@@ -179,8 +179,10 @@ def _host_port(endpoint: str) -> str:
         return ""
 
 
-def hint(reading: Reading, *, endpoint: str, provider: str | None = None, executable: str = "hermes") -> str | None:
-    """What the operator does about ``reading`` (None when nothing: a passed answer, an unexplained error)."""
+def hint(reading: Reading, *, endpoint: str, provider: str | None = None, executable: str = "hermes",
+         release: str | None = None) -> str | None:
+    """What the operator does about ``reading`` (None when nothing: a passed answer, an unexplained error);
+    ``release``: the one under test (the provider facts that follow it)."""
     kind = reading.kind
     if kind in ("refused", "connect_timeout"):
         return start_hint(provider, executable)
@@ -201,10 +203,10 @@ def hint(reading: Reading, *, endpoint: str, provider: str | None = None, execut
                 "are fine)")
     if kind == "auth":
         return reauth_hint(provider, reading.envelope.message if reading.envelope else None, executable,
-                           status=reading.status)
+                           status=reading.status, relayed=reading.code not in PROXY_OWN_TYPES, release=release)
     if kind == "rate_limited":
         after = f" (Retry-After: {reading.retry_after_s:g} s)" if reading.retry_after_s is not None else ""
-        parked = cooldown_note(provider, 429, executable)
+        parked = cooldown_note(provider, 429, executable, release=release)
         return f"re-run later{after}" + (f"; {parked}" if parked else "")
     if kind == "upstream_down":
         return upstream_down_hint(provider, reading.detail)

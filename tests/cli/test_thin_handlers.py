@@ -1,5 +1,5 @@
 """Thin CLI handlers (issue 21, deliverable 8): ``hermes-nb smoke`` and ``matrix`` turn flags into one library
-call each (:func:`hermes_nb.smoke`, :func:`hermes_nb.nbrun.matrix.matrix`) and print what it returns, so a
+call each (:func:`hermes_nb.smoke`, :func:`hermes_nb.rig.matrix.matrix`) and print what it returns, so a
 notebook or a script gets the same run: target choice, venvs, storage staging and CI outputs live in the library.
 As papermill's tests check its CLI: the library call is replaced and its arguments are checked."""
 
@@ -44,22 +44,22 @@ def test_the_smoke_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, 
 def test_the_matrix_command_is_one_library_call(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from hermes_nb.cli.commands import matrix as matrix_cmd
 
-    seen: list[tuple[Any, dict[str, Any]]] = []
+    seen: list[Any] = []
 
     class Result:
         verdict, exit_code, out_dir = "blocked", 0, Path("m")
 
-    def fake(versions: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        seen.append((versions, kwargs))
+    def fake(spec: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        seen.append(spec)
         return Result(), {"versions": [], "changes": [], "warnings": [], "problems": [], "exit_code": 0,
                           "verdict": "blocked"}
 
     monkeypatch.setattr(matrix_cmd, "matrix", fake)
     assert main(["matrix", "--versions", "0.18.2,0.19.0", "--state", "stale", "--junit-xml", "m.xml",
-                 "--summary-md", "m.md", "--blocked-exit", "0", "--no-install", "--json"]) == 0
-    [(versions, kwargs)] = seen
-    assert versions == ["0.18.2", "0.19.0"] and kwargs["state"] == "stale" and kwargs["install"] is False
-    assert (kwargs["junit_xml"], kwargs["summary_md"], kwargs["blocked_exit"]) == ("m.xml", "m.md", 0)
+                 "--summary-md", "m.md", "--no-install", "--json"]) == 0
+    [spec] = seen
+    assert spec.versions == ["0.18.2", "0.19.0"] and spec.state == "stale" and spec.install is False
+    assert (spec.junit_xml, spec.summary_md) == ("m.xml", "m.md")
     assert json.loads(capsys.readouterr().out)["verdict"] == "blocked"
 
 

@@ -1,6 +1,6 @@
 """Differential fidelity: the ``hermes-agent`` profile answers byte for byte like the real proxy.
 
-The real ``hermes proxy`` (hermes-agent from .venv-hermes, via ``hermes_nb.proxy.rig``) runs in its ``live``
+The real ``hermes proxy`` (hermes-agent from .venv-hermes, via ``hermes_nb.rig.rig``) runs in its ``live``
 state in front of the emulator's ``upstream`` profile; the same requests go to the emulator's
 ``hermes-agent`` profile. Status, headers (except Date), body bytes and the way the body ends must match.
 """
@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from hermes_nb.emulator import SCENARIO_HEADER, SCENARIOS, EmulatorHandle, serve_emulator
-from hermes_nb.proxy import rig
+from hermes_nb.rig import executable, rig
 
-HERMES_BIN = rig.find_hermes_bin()
-pytestmark = [pytest.mark.real_proxy, pytest.mark.skipif(HERMES_BIN is None, reason=rig.INSTALL_HINT)]
+HERMES_BIN = executable.find_hermes_bin()
+pytestmark = [pytest.mark.real_proxy, pytest.mark.skipif(HERMES_BIN is None, reason=executable.INSTALL_HINT)]
 
 CHAT = {"model": "hermes-4-405b", "messages": [{"role": "user", "content": "hi"}]}
 

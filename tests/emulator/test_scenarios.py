@@ -60,7 +60,7 @@ def text_of(datas: list[str]) -> str:
 def test_scenario_list_is_the_contract() -> None:
     assert SCENARIOS == ("ok", "no-sentinel", "empty", "length", "auth-stale", "rate-limited", "server-error",
                          "bad-gateway", "model-missing", "stream-error-event", "truncated", "slow", "stall", "reset",
-                         "malformed")
+                         "malformed", "no-done")
 
 
 @pytest.mark.parametrize("profile", ["hermes-agent", "upstream", "seed"])
@@ -157,6 +157,7 @@ STREAM_TABLE = {
     "stall": ("failed", "read_timeout", True),
     "reset": ("failed", "truncated", True),  # the proxy turns the upstream's RST into a clean end
     "malformed": ("failed", "protocol_error", True),
+    "no-done": ("passed", "ok", True),  # a finish_reason ends it; hermes-agent >= 0.21 appends the [DONE]
 }
 #: where the non-streamed answer differs
 NON_STREAM = {

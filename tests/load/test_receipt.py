@@ -28,13 +28,14 @@ from hermes_nb.load.report import REPORT_FILE
 from hermes_nb.load.run import level_line
 from hermes_nb.load.samples import SAMPLES_CSV, SAMPLES_JSONL, read_samples
 from hermes_nb.load.spec import LoadSpec
-from hermes_nb.proxy import rig
 from hermes_nb.receipts.verdict import find_verdict
+from hermes_nb.rig.executable import INSTALL_HINT, find_hermes_bin
+from hermes_nb.rig.rig import real_proxy
 from tests.helpers import drive, needs_browser
 from tests.load.conftest import FAST
 
-HERMES_BIN = rig.find_hermes_bin()  # read at collection, before the autouse fixture clears HERMES_*
-needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=rig.INSTALL_HINT)
+HERMES_BIN = find_hermes_bin()  # read at collection, before the autouse fixture clears HERMES_*
+needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -111,7 +112,7 @@ def test_the_receipt_html_shows_the_plots_in_a_browser(hermes_emulator_factory, 
 @pytest.mark.real_proxy
 @needs_hermes
 def test_the_real_proxy_is_the_target_its_added_latency_and_429s() -> None:
-    with rig.real_proxy("live", hermes_bin=HERMES_BIN, upstream_scenario="paced") as handle:
+    with real_proxy("live", hermes_bin=HERMES_BIN, upstream_scenario="paced") as handle:
         report = run_load(handle.endpoint, concurrency="2", requests=2, max_tokens=4, direct=handle.upstream.endpoint,
                           hermes_bin=str(handle.hermes_bin))
         upstream_429 = resolve_runtime_config(endpoint=handle.endpoint, environ={},

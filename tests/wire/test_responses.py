@@ -100,7 +100,8 @@ def test_every_recorded_contract_says_what_responses_does() -> None:
             by = {r["name"]: r for r in section["routes"]}
             if doc["provider"] == "xai" and state == "live":
                 assert by["responses_stream"]["sse_events"] == STREAM_SHAPE, path.name
-                assert "sse_events" in by["responses_stream"]["owners"]["upstream"]
+                # recorded behind hermes_nb's upstream: what the stream's events are is the proxy's to keep
+                assert "sse_events" in by["responses_stream"]["owners"]["proxy"]
             elif doc["provider"] == "xai":
                 assert by["responses"]["outcome"] == "auth_failed", path.name
             else:

@@ -1,9 +1,11 @@
-"""Probe every route, the auth handoff and the stream-failure shape of a Hermes proxy; with --compare, print
-each difference from a recorded contract as `field: expected → observed`, against the detected provider's
-contract. Only fields the proxy owns drift; what its upstream answers differently is information, and what it
-could not answer (too slow, down, 429) is not judged.
-exit: 0 no drift, 1 drift, 2 usage (bad flags, unknown contract, invalid URL), 3 unreachable (one line and the
-action, no drift) or an upstream that is down or rate-limited (not judged; a later retry)."""
+"""Probe every route, the auth handoff, the admission layer (a foreign Host, an Origin, a cross-site fetch) and the
+stream-failure shape of a Hermes proxy, and name the recorded releases it behaves as; with --compare, print each
+difference from a recorded contract as `field: expected → observed`, against the detected provider's contract. Only
+fields the proxy owns drift; what its upstream answers differently is information, and what it could not answer (too
+slow, down, 429) is not judged.
+exit: 0 no drift, 1 drift, 2 usage (bad flags, unknown contract, invalid URL), 3 unreachable or refused by the
+proxy's local-only guard (one line and the action, no drift) or an upstream that is down or rate-limited (not
+judged; a later retry)."""
 
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ from hermes_nb.proxy.contracts import (
     load_contract,
     resolve_contract,
 )
-from hermes_nb.proxy.probe import ROUTES, ProbeSpec, probe
-from hermes_nb.proxy.report import WireReport
+from hermes_nb.proxy.probe import ProbeSpec, probe
+from hermes_nb.proxy.report import ROUTES, WireReport
+from hermes_nb.target import release_of
 
 HELP = "probe a proxy's wire format; compare with a contract"
 SPEC = ProbeSpec
@@ -35,12 +38,15 @@ def handle(spec: ProbeSpec, out: Output) -> int:
     if spec.compare:
         resolve_contract(spec.compare)  # an unknown contract is a usage error before anything is sent
     config = spec.runtime_config()
-    report = probe(config, budget_s=spec.budget_s, request_budget_s=spec.request_budget_s)
+    release = release_of(spec.hermes_bin) if spec.hermes_bin else None
+    report = probe(config, budget_s=spec.budget_s, request_budget_s=spec.request_budget_s,
+                   executable=release[2] if release else "hermes")
+    report.release = f"{release[0]} ({release[1]})" if release else None
     compared = None
     if spec.compare:
         path = resolve_contract(spec.compare, provider=report.provider)
         compared = spec.compare if path.stem == spec.compare or path.name == spec.compare else \
-            f"{spec.compare} ({path.stem}, provider {report.provider})"
+            f"{spec.compare} ({path.name}, provider {report.provider})"
         apply_contract(report, load_contract(path), state=spec.state)
     if spec.out:
         _write(spec.out, report.model_dump_json(indent=2) + "\n")
@@ -50,7 +56,7 @@ def handle(spec: ProbeSpec, out: Output) -> int:
     for line in render(report, compared=compared):
         out.line(line)
     out.emit(report.summary())
-    if not report.reachable:
+    if not report.reachable or report.state == "not_local":
         return 3
     if report.drift:
         return 1
@@ -75,9 +81,16 @@ def render(report: WireReport, *, compared: str | None = None) -> list[str]:
         why = report.routes[0].transport_error if report.routes else None
         return [f"endpoint {report.endpoint} unreachable ({why or 'no answer'}): nothing judged",
                 f"action: {start_hint(report.provider)}"]
+    if report.state == "not_local":
+        refused = next((r for r in report.routes if r.error_type), None)
+        return [f"endpoint {report.endpoint} refused by the proxy's local-only guard "
+                f"(403 {refused.error_type if refused else 'host_not_allowed'}): nothing judged",
+                f"action: {report.action}"]
     provider = (f"{report.provider} ({report.upstream or report.provider_source})" if report.provider
                 else _cell(report.upstream))
     lines = [f"endpoint {report.endpoint}  provider {provider}  state {report.state}  server {_cell(report.server)}"]
+    lines += [f"release: {report.release}"] if report.release else []
+    lines.append(f"behaves as: {', '.join(report.matches) or 'no recorded release'}")
     rows = [("METHOD", "PATH", "STATUS", "CONTENT-TYPE", "ERROR", "OUTCOME", "ANSWERED-BY")]
     for r in report.routes:
         err = r.error_type or r.body_excerpt or r.transport_error
@@ -89,6 +102,8 @@ def render(report: WireReport, *, compared: str | None = None) -> list[str]:
     lines.append(f"auth handoff (GET /v1/models): {auth or '-'}")
     required = {True: "yes", False: "no", None: "unknown"}[report.bearer_required]
     lines.append(f"bearer required: {required}   stream failure shape: {report.stream_failure_shape}")
+    admission = "; ".join(f"{c.header} → {_cell(c.status)} {c.error_type or c.outcome}" for c in report.admission)
+    lines.append(f"admission (GET /health): {admission or '-'}")
     lines.append(f"CORS headers: {', '.join(report.cors_headers) or 'none'}   "
                  f"rate-limit headers: {', '.join(report.rate_limit_headers) or 'none'}")
     lines += [f"warning: {w}" for w in report.warnings]
@@ -99,6 +114,7 @@ def render(report: WireReport, *, compared: str | None = None) -> list[str]:
             lines.append(f"not judged (the upstream's trouble, not the proxy's): {len(report.not_judged)}")
             lines += [f"  {n}" for n in report.not_judged]
         if report.upstream_differences:
-            lines.append(f"upstream differences (information, not drift): {len(report.upstream_differences)}")
-            lines += [f"  {d}" for d in report.upstream_differences]
+            lines.append(f"differences the proxy does not own (information, not drift): "
+                         f"{len(report.upstream_differences)}")
+            lines += [f"  {d} ({d.owner})" for d in report.upstream_differences]
     return lines

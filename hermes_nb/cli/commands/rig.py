@@ -1,4 +1,5 @@
-"""Run the real `hermes proxy start --provider P` on 127.0.0.1 with a throwaway HERMES_HOME (never ~/.hermes).
+"""Run the real `hermes proxy start --provider P` of any release (--hermes-bin: hermes, hermesx; --package: a cached
+venv) on 127.0.0.1 with a throwaway HERMES_HOME (never ~/.hermes).
 The first stdout line is the endpoint; with --json the single JSON object is printed once the proxy is ready.
 Ctrl-C or SIGTERM stops the proxy (and the live state's upstream) cleanly, exit 0; during start-up too (exit
 130). Exit 3 when the proxy cannot be started (no hermes, logged-out, not ready), 1 when it dies while running."""
@@ -11,26 +12,28 @@ from types import FrameType
 from typing import Any
 
 from hermes_nb.cli.output import Output
-from hermes_nb.proxy.rig import RigSpec, real_proxy
+from hermes_nb.rig.rig import RigSpec, real_proxy
+from hermes_nb.rig.venvs import ensure_release
 
-HELP = "run the real `hermes proxy start` on loopback (stale|live|logged-out; --provider nous|xai)"
+HELP = "run the real `hermes proxy start` on loopback (stale|live|logged-out|challenge; --provider nous|xai)"
 SPEC = RigSpec
 
 
 def handle(args: RigSpec, out: Output) -> int:
     previous = _sigterm_as_interrupt()  # from the start: a SIGTERM during startup must still stop the proxy
     try:
-        with real_proxy(args.state, provider=args.provider, port=args.port, hermes_bin=args.hermes_bin,
+        binary = ensure_release(args.package, progress=out.info) if args.package else args.hermes_bin
+        with real_proxy(args.state, provider=args.provider, port=args.port, hermes_bin=binary,
                         upstream_scenario=args.scenario, upstream=args.upstream,
                         deadline_s=args.ready_budget_s) as rig:
             out.line(rig.endpoint)
             out.emit({
                 "endpoint": rig.endpoint, "provider": rig.provider, "state": rig.state,
-                "hermes_version": rig.hermes_version,
+                "hermes_version": rig.hermes_version, "package": rig.install.package,
                 "hermes_bin": str(rig.hermes_bin), "pid": rig.pid, "startup_s": round(rig.startup_s, 3),
                 "upstream": _upstream(rig.upstream), "upstream_kind": rig.upstream_kind,
             })
-            out.info(f"hermes proxy {rig.hermes_version or '?'} --provider {rig.provider} ({rig.state}) pid {rig.pid}, "
+            out.info(f"{rig.install.label} proxy --provider {rig.provider} ({rig.state}) pid {rig.pid}, "
                      f"ready in {rig.startup_s:.2f}s; log {rig.log_path}")
             if rig.upstream is not None:
                 out.info(f"upstream ({rig.upstream_kind}): {_upstream(rig.upstream)}")

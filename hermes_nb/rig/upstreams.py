@@ -1,6 +1,6 @@
 """What answers behind the rig's live proxy: the emulator, the minimal upstream, or a server from a command.
 
-``real_proxy(upstream=…)`` (:mod:`hermes_nb.proxy.rig`) takes ``emulator`` (the emulator's
+``real_proxy(upstream=…)`` (:mod:`hermes_nb.rig.rig`) takes ``emulator`` (the emulator's
 ``upstream`` profile), ``minimal`` (:mod:`hermes_nb.emulator.minimal`) or a command line with
 ``{port}`` that starts any OpenAI-compatible server on ``127.0.0.1:{port}/v1`` (e.g. llmock from
 ``.venv-upstream``). A command upstream runs in the rig's temp home with a minimal environment, is
@@ -10,7 +10,6 @@ ready once ``GET /v1/models`` gets any HTTP answer, and is stopped with the rig.
 from __future__ import annotations
 
 import shlex
-import socket
 import subprocess
 from contextlib import ExitStack
 from pathlib import Path
@@ -20,20 +19,9 @@ from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.handles import EndpointHandle
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.content import MODELS_BY_PROVIDER
-from hermes_nb.proxy.executable import base_env, stop_process, wait_until_answers
+from hermes_nb.rig.executable import base_env, free_port, last_lines, stop_process, wait_until_answers
 
 __all__ = ["UPSTREAMS", "CommandUpstream", "upstream_command", "start_upstream"]
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _last_lines(text: str, n: int = 3) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return " | ".join(lines[-n:])
 
 
 #: ``upstream=`` names the rig knows; anything else is a command line (see :func:`real_proxy`)
@@ -74,7 +62,7 @@ def _wait_upstream(proc: subprocess.Popen[Any], endpoint: str, *, deadline_s: fl
                               lambda client: client.request("GET", "/models", auth=False, deadline_s=1.0).status
                               is not None,
                               deadline_s=deadline_s, what=f"upstream command did not answer GET {endpoint}/models"):
-        tail = _last_lines(log_path.read_text("utf-8", "replace"))
+        tail = last_lines(log_path.read_text("utf-8", "replace"))
         raise RigError(f"upstream command exited {proc.returncode} before it answered: {tail or '(no output)'}")
 
 
@@ -87,7 +75,7 @@ def start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path
             return stack.enter_context(serve_emulator(profile="minimal", scenario=scenario))
         return stack.enter_context(serve_emulator(profile="upstream", scenario=scenario,
                                                   models=MODELS_BY_PROVIDER[provider]))
-    port = _free_port()
+    port = free_port()
     argv = upstream_command(upstream, port)
     if "/" in argv[0] and not Path(argv[0]).is_absolute():  # the command runs in the rig's temp home
         argv[0] = str(Path(argv[0]).absolute())

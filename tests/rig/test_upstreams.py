@@ -1,10 +1,11 @@
 """Three upstreams behind the REAL proxy: the spike judges the proxy, whatever answers behind it.
 
 For each upstream — the emulator's ``upstream`` profile, the deliberately minimal upstream and
-llmock (a third-party OpenAI-compatible server from PyPI, in ``.venv-upstream``) — one live rig
-per module, then ``hermes-nb probe --compare hermes-agent-0.19.0`` (exit 0, no drift; the
-upstream's own differences listed as information) and ``hermes-nb smoke --endpoint …``
-(all three notebooks pass).
+llmock (a third-party OpenAI-compatible server from PyPI, in ``.venv-upstream``) — one live rig,
+then ``hermes-nb probe --compare hermes-agent-0.19.0`` (exit 0, no drift; the upstream's own
+differences listed as information, a stream difference behind an upstream that is not hermes_nb's
+as nobody's) and, behind the two foreign upstreams, ``hermes-nb smoke --endpoint …`` (all three
+notebooks pass; behind the emulator the xai smoke below and tests/rig/test_releases.py run it).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import pytest
 from hermes_nb import RigError, UsageError
 from hermes_nb.cli import main
 from hermes_nb.emulator.minimal import MINIMAL_MODELS
-from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin
-from hermes_nb.proxy.rig import RigHandle, real_proxy, upstream_command
+from hermes_nb.rig.rig import RigHandle, real_proxy
+from hermes_nb.rig.upstreams import upstream_command
 from tests.helpers import ROOT
+from tests.rig.conftest import RELEASES, release_bin
 
-HERMES_BIN = find_hermes_bin()
+HERMES_BIN = RELEASES["0.19"][0] if RELEASES["0.19"][0].is_file() else None
+INSTALL_HINT = "no .venv-hermes: run `make rig-venv`"
 LLMOCK = ROOT / ".venv-upstream" / "bin" / "llmock"
 LLMOCK_COMMAND = f"{LLMOCK} serve --host 127.0.0.1 --port {{port}} --latency-ms 0"
 needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)
@@ -35,14 +38,15 @@ UPSTREAMS = {
 
 
 @pytest.fixture(scope="module", params=list(UPSTREAMS))
-def live(request: pytest.FixtureRequest) -> Iterator[tuple[str, RigHandle, str]]:
+def live(request: pytest.FixtureRequest, shared_rig) -> Iterator[tuple[str, RigHandle, str]]:
     name = request.param
-    if HERMES_BIN is None:
-        pytest.skip(INSTALL_HINT)
     if name == "llmock" and not LLMOCK.exists():
         pytest.skip("llmock is not installed: make upstream-venv")
     upstream, model = UPSTREAMS[name]
-    with real_proxy("live", hermes_bin=HERMES_BIN, upstream=upstream) as rig:
+    if name == "emulator":
+        yield name, shared_rig("0.19", "live"), model
+        return
+    with real_proxy("live", hermes_bin=release_bin("0.19"), upstream=upstream) as rig:
         yield name, rig, model
 
 
@@ -54,7 +58,9 @@ def test_probe_compare_has_no_drift_whatever_the_upstream(live: tuple, capsys: p
     assert report["state"] == "live", name
     assert (code, report["drift"]) == (0, []), name
     differences = {d["field"] for d in report["upstream_differences"]}
-    assert all(d["owner"] == "upstream" for d in report["upstream_differences"])
+    # a foreign upstream plays no stream variant: who shaped a stream cannot be told there
+    assert report["upstream_known"] is (name == "emulator")
+    assert all(d["owner"] in ("upstream", "unknown") for d in report["upstream_differences"])
     if name == "emulator":  # the contract was recorded with this upstream
         assert differences == set()
     else:  # neither sends system_fingerprint, and neither has /v1/completions
@@ -71,12 +77,19 @@ def test_probe_compare_has_no_drift_whatever_the_upstream(live: tuple, capsys: p
 def test_smoke_passes_all_three_notebooks_whatever_the_upstream(live: tuple, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     name, rig, model = live
+    if name != "llmock":
+        pytest.skip("behind the emulator: the xai smoke below and tests/rig/test_releases.py; minimal: the spike below")
     code = main(["smoke", "--endpoint", rig.endpoint, "--model", model, "--out", str(tmp_path), "--no-html",
                  "--json"])
     summary = json.loads(capsys.readouterr().out)
     verdicts = {job["notebook"]: job["verdict"] for job in summary["receipts"]}
     assert code == 0, (name, summary)
     assert verdicts == {"wire_format_spike": "passed", "adapter_check": "passed", "e2e_smoke": "passed"}, name
+    # a live proxy whose release nobody named: the recorded releases it behaves as, never a local install's version
+    assert summary["target_kind"] == "live"
+    meta = json.loads(Path(summary["receipts"][0]["path"]).with_suffix(".receipt.json").read_text("utf-8"))
+    assert "hermes-agent 0.19.0" in meta["receipt"]["hermes_agent_version"]
+    assert meta["receipt"]["hermes_agent_version_source"] == "contract match: behaves as"
 
 
 # --------------------------------------------------------------------------- choosing the upstream
@@ -115,7 +128,7 @@ def test_an_upstream_command_that_dies_is_a_rig_error_with_its_output(tmp_path: 
 
 def test_smoke_upstream_needs_rig_live(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["smoke", "--upstream", "minimal"]) == 2
-    assert "an upstream sits behind the live rig" in capsys.readouterr().err  # worded for any caller (issue 21, 8)
+    assert "an upstream sits behind the live rig" in capsys.readouterr().err
     assert main(["smoke", "--rig", "stale", "--upstream", "minimal"]) == 2
 
 
@@ -132,16 +145,11 @@ def test_smoke_rig_live_with_the_minimal_upstream(tmp_path: Path, capsys: pytest
 # --------------------------------------------------------------------------- the xai provider (issue 18)
 
 
-@pytest.fixture(scope="module", params=["emulator", "minimal"])
-def live_xai(request: pytest.FixtureRequest) -> Iterator[tuple[str, RigHandle, str]]:
-    """The real proxy with ``--provider xai``: its credential pool's ``base_url`` is the loopback upstream."""
-    if HERMES_BIN is None:
-        pytest.skip(INSTALL_HINT)
-    upstream, model = UPSTREAMS[request.param]
-    if request.param == "emulator":
-        model = "grok-4.3"  # behind an xai proxy the emulator lists Grok models
-    with real_proxy("live", provider="xai", hermes_bin=HERMES_BIN, upstream=upstream) as rig:
-        yield request.param, rig, model
+@pytest.fixture
+def live_xai(shared_rig) -> tuple[str, RigHandle, str]:
+    """The real proxy with ``--provider xai``: its credential pool's ``base_url`` is the loopback upstream (the
+    emulator, which lists Grok models behind an xai proxy)."""
+    return "emulator", shared_rig("0.19", "live", "xai"), "grok-4.3"
 
 
 @pytest.mark.real_proxy
@@ -153,7 +161,7 @@ def test_xai_probe_compare_selects_the_xai_contract_and_exits_0(live_xai: tuple,
     text = capsys.readouterr().out
     assert code == 0, text
     assert "provider xai (xAI Grok OAuth)" in text.splitlines()[0]
-    assert "drift vs hermes-agent-0.19.0 (hermes-agent-0.19.0-xai, provider xai): none" in text
+    assert "drift vs hermes-agent-0.19.0 (hermes-agent-0.19.0-xai.json, provider xai): none" in text
     code = main(["probe", "--endpoint", rig.endpoint, "--compare", "hermes-agent-0.19.0", "--model", model, "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["provider"] == "xai" and report["drift"] == []
@@ -167,13 +175,9 @@ def test_xai_probe_compare_selects_the_xai_contract_and_exits_0(live_xai: tuple,
 def test_xai_smoke_passes_and_every_receipt_names_the_provider(live_xai: tuple, tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     name, rig, model = live_xai
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", "--endpoint", rig.endpoint, "--model", model,
-                           "--out", str(tmp_path), "--no-html", "--json", "--junit-xml", str(tmp_path / "junit.xml")],
-                          capture_output=True, text=True, timeout=600)
-    code, summary = done.returncode, json.loads(done.stdout)
+    code = main(["smoke", "--endpoint", rig.endpoint, "--model", model, "--out", str(tmp_path), "--no-html", "--json",
+                 "--junit-xml", str(tmp_path / "junit.xml")])
+    summary = json.loads(capsys.readouterr().out)
     assert code == 0, (name, summary)
     assert [r["verdict"] for r in summary["receipts"]] == ["passed"] * 3 and summary["provider"] == "xai"
     for receipt in summary["receipts"]:
@@ -181,5 +185,7 @@ def test_xai_smoke_passes_and_every_receipt_names_the_provider(live_xai: tuple, 
         assert sidecar["receipt"]["provider"] == "xai", receipt["notebook"]
     index = json.loads((tmp_path / "index.json").read_text("utf-8"))
     assert {e["provider"] for e in index["receipts"]} == {"xai"}
-    assert 'name="provider" value="xai"' in (tmp_path / "junit.xml").read_text("utf-8")
-    assert "provider xai" in (tmp_path / "index.html").read_text("utf-8")
+    junit = (tmp_path / "junit.xml").read_text("utf-8")
+    assert 'name="provider" value="xai"' in junit and "provider xai" in (tmp_path / "index.html").read_text("utf-8")
+    # its answers come from hermes_nb's emulator (behind the proxy): no release claimed, never a local install's
+    assert 'name="hermes_version" value="unknown"' in junit

@@ -1,13 +1,12 @@
 """Conformance: the emulator's ``hermes-agent`` profile against the REAL ``hermes proxy`` (via the rig).
 
-Each rig state starts once per module (the real proxy takes about a second to start).
+Each rig state starts once per session (tests/rig/conftest.py: ``shared_rig``).
 Skipped with a visible reason only when no ``hermes`` can be had (``make rig-venv``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +15,19 @@ import pytest
 from hermes_nb import HermesClient, HermesProxyRuntimeConfig, WireReport
 from hermes_nb.cli import main
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.proxy.contracts import compare, contract_document, contract_section, load_contract, resolve_contract
-from hermes_nb.proxy.executable import INSTALL_HINT, find_hermes_bin, hermes_version
+from hermes_nb.proxy.contracts import (
+    compare,
+    contract_document,
+    contract_section,
+    load_contract,
+    release_contract,
+    resolve_contract,
+)
 from hermes_nb.proxy.probe import probe
-from hermes_nb.proxy.rig import RigHandle, real_proxy
+from hermes_nb.rig.rig import RigHandle
 from hermes_nb.wire.reading import classify
 
-#: read at collection, before the autouse fixture clears HERMES_* (HERMES_NB_HERMES_BIN included)
-HERMES_BIN = find_hermes_bin()
-pytestmark = [pytest.mark.real_proxy, pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)]
+pytestmark = pytest.mark.real_proxy
 EMULATOR_SCENARIO = {"stale": "auth-stale", "live": "ok"}
 MODEL = "nousresearch/hermes-4-405b"
 #: (scenario, stream) -> (status, reason); a truncated JSON body is a cut-off document, not a cut-off stream
@@ -35,21 +38,19 @@ EXPECTED_FAILURE = {
 }
 
 
-@pytest.fixture(scope="module")
-def stale_rig() -> Iterator[RigHandle]:
-    with real_proxy("stale", hermes_bin=HERMES_BIN) as rig:
-        yield rig
+@pytest.fixture
+def stale_rig(shared_rig) -> RigHandle:
+    return shared_rig("0.19", "stale")
+
+
+@pytest.fixture
+def live_rig(shared_rig) -> RigHandle:
+    return shared_rig("0.19", "live")
 
 
 @pytest.fixture(scope="module")
-def live_rig() -> Iterator[RigHandle]:
-    with real_proxy("live", hermes_bin=HERMES_BIN) as rig:
-        yield rig
-
-
-@pytest.fixture(scope="module")
-def real_reports(stale_rig: RigHandle, live_rig: RigHandle) -> dict[str, WireReport]:
-    return {"stale": probe(stale_rig.endpoint), "live": probe(live_rig.endpoint)}
+def real_reports(shared_rig) -> dict[str, WireReport]:
+    return {state: probe(shared_rig("0.19", state).endpoint) for state in ("stale", "live")}
 
 
 @pytest.fixture(scope="module")
@@ -93,14 +94,14 @@ def test_real_proxy_differs_from_the_seed_where_the_seed_is_wrong(real_reports: 
         assert not any(f.startswith(("routes[POST /v1/chat/completions]", "stream_failure_shape")) for f in fields)
 
 
-def test_committed_contract_is_what_the_real_proxy_does(real_reports: dict) -> None:
-    version = hermes_version(HERMES_BIN)
-    path = Path(resolve_contract("seed")).parent / f"hermes-agent-{version}.json"
-    if not path.exists():
-        pytest.skip(f"no committed contract for hermes-agent {version} (run scripts/contract_matrix.py)")
-    contract = load_contract(path)
+def test_committed_contract_is_what_the_real_proxy_does(real_reports: dict, shared_rig) -> None:
+    install = shared_rig("0.19", "live").install
+    name = release_contract(str(install.package), str(install.version))
+    assert name == "hermes-agent-0.19.0"
+    contract = load_contract(resolve_contract(name))
     for state, report in real_reports.items():
         assert compare(report, contract, state=state) == [], state
+        assert "hermes-agent 0.19.0" in report.matches
 
 
 # --------------------------------------------------------------------------- check and run

@@ -5,17 +5,21 @@ Where each provider keeps its credentials is hermes-agent's own layout (``hermes
 
 ``nous``
     ``providers.nous`` (the Nous Portal OAuth state). The proxy resolves the inference URL from
-    ``NOUS_INFERENCE_BASE_URL`` (the rig's environment, :func:`hermes_nb.proxy.rig.child_environment`).
+    ``NOUS_INFERENCE_BASE_URL`` (the rig's environment, :func:`hermes_nb.rig.rig.child_environment`).
 ``xai``
     ``credential_pool["xai-oauth"]``: one pooled OAuth entry whose ``base_url`` is the upstream the
     proxy forwards to (the xAI adapter takes the entry's ``base_url`` as is).
 
-States: ``live`` — an unsigned JWT (``alg: none``; the proxy reads claims without verifying) with a
-future ``exp`` (+24 h, beyond xAI's proactive-refresh window), so no refresh is needed; ``stale`` —
+States: ``challenge`` (nous) — a free-tier guest (``auth_method: anonymous``, an expired ``agent_key``, no refresh
+token) whose credential exchange at the portal is answered with the browser challenge
+(:class:`hermes_nb.rig.egress.FakePortal`): hermes-agent 0.22 relays "Finish the quick check in your browser, then
+try again." as 401 ``upstream_auth_failed``; ``live`` — an unsigned JWT (``alg: none``; the proxy reads claims
+without verifying) with a future ``exp`` (+24 h, beyond xAI's proactive-refresh window), so no refresh is needed;
+``stale`` —
 credentials the proxy must refresh first (nous: an access token that is not a JWT; xai: a JWT whose
 ``exp`` is an hour past), and every refresh fails on this machine: the Nous portal is a loopback port
 that refuses connections, the xAI token endpoint is reached only through the rig's egress sink
-(:mod:`hermes_nb.proxy.egress`); ``logged-out`` — no ``auth.json``.
+(:mod:`hermes_nb.rig.egress`); ``logged-out`` — no ``auth.json``.
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ from hermes_nb.core.providers import PROXY_PROVIDERS, auth_store_id
 
 __all__ = ["STATES", "INVOKE_SCOPE", "unsigned_jwt", "auth_store_document", "check_provider"]
 
-STATES: tuple[str, ...] = ("stale", "live", "logged-out")
+STATES: tuple[str, ...] = ("stale", "live", "logged-out", "challenge")
 INVOKE_SCOPE = "inference:invoke"
 #: an hour past: an xai ``stale`` token the pool must refresh before use
 _STALE_AGE_S = 3_600
+#: long past: the guest's ``agent_key`` must be exchanged again at the portal
+_PAST = "2020-01-01T00:00:00+00:00"
 
 
 def _b64url(data: bytes) -> str:
@@ -72,6 +78,17 @@ def _nous(state: str, moment: datetime, ttl_s: int, refresh: str) -> dict[str, A
     return {"version": 1, "providers": {"nous": nous}}
 
 
+def _guest(portal_url: str) -> dict[str, Any]:
+    """A Nous free-tier guest (hermes-agent 0.22's ``auth_method: anonymous``) whose key expired long ago."""
+    key = unsigned_jwt({"sub": "hermes-nb-rig", "scope": INVOKE_SCOPE, "account_tier": "anonymous", "exp": 1577836800,
+                        "jti": secrets.token_hex(12)})
+    nous = {"auth_method": "anonymous", "account_tier": "anonymous", "anon_token": f"anon_{secrets.token_urlsafe(18)}",
+            "client_id": "nas-anonymous", "portal_base_url": portal_url, "welcome_claim": True, "access_token": key,
+            "agent_key": key, "token_type": "Bearer", "scope": INVOKE_SCOPE, "expires_at": _PAST,
+            "agent_key_expires_at": _PAST}
+    return {"version": 1, "providers": {"nous": nous}}
+
+
 def _xai(state: str, moment: datetime, ttl_s: int, refresh: str, base_url: str) -> dict[str, Any]:
     exp = moment + (timedelta(seconds=ttl_s) if state == "live" else -timedelta(seconds=_STALE_AGE_S))
     token = unsigned_jwt({"sub": "hermes-nb-rig", "iat": int(moment.timestamp()), "exp": int(exp.timestamp()),
@@ -83,16 +100,22 @@ def _xai(state: str, moment: datetime, ttl_s: int, refresh: str, base_url: str) 
 
 
 def auth_store_document(state: str, *, provider: str = "nous", base_url: str = "http://127.0.0.1:9/v1",
-                        now: datetime | None = None, ttl_s: int = 86_400) -> dict[str, Any] | None:
+                        now: datetime | None = None, ttl_s: int = 86_400,
+                        portal_url: str = "http://127.0.0.1:9") -> dict[str, Any] | None:
     """The ``auth.json`` of ``provider`` in ``state`` (``None`` for logged-out). Tokens are fresh random values.
 
-    ``base_url``: where the xai credential sends requests (the rig's upstream; nous takes it from its env).
+    ``base_url``: where the xai credential sends requests (the rig's upstream; nous takes it from its env);
+    ``portal_url``: the guest's portal (``challenge``).
     """
     if state not in STATES:
         raise RigError(f"unknown rig state {state!r}; choose one of {', '.join(STATES)}")
     check_provider(provider)
+    if state == "challenge" and provider != "nous":
+        raise RigError("the challenge state is Nous Portal's free tier: use --provider nous")
     if state == "logged-out":
         return None
+    if state == "challenge":
+        return _guest(portal_url)
     moment = now or datetime.now(UTC)
     refresh = f"rig-refresh-{secrets.token_urlsafe(18)}"
     if provider == "xai":

