@@ -1,17 +1,8 @@
-"""What a job notebook's cells call: open the job once, do it, record the verdict.
-
-::
-
-    job = kit.open_job("adapter_check", target=target, config=config, budget_s=budget_s, …)  # the parameters
-    result = job.check()     # or job.probe(), job.run()
-    job.finish(result)       # the verdict cell: records the summary for the receipt, raises unless passed
-
-The parameters cell is the job's spec (:meth:`hermes_nb.core.spec.Spec.parameters_source`) plus ``target`` and
-``config``: ``hermes-nb smoke`` established the target once (:class:`hermes_nb.target.Target`) and resolved the
-runtime config once, and hands both in; the kernel neither asks the endpoint who it is nor resolves the config
-again (the bearer reaches the kernel in ``HERMES_NB_AUTH_TOKEN``, never as a parameter). Run alone, the
-notebook resolves its config from its parameters and identifies its target itself: the configured endpoint, or
-an embedded emulator when none is configured anywhere.
+"""What a job notebook's cells call: ``job = kit.open_job(name, **parameters)``, then ``job.check()`` (or
+``probe()``, ``run()``), then ``job.finish(result)`` (the verdict cell). ``hermes-nb smoke`` hands the target it
+identified and the config it resolved in as ``target`` and ``config`` (the bearer in ``HERMES_NB_AUTH_TOKEN``);
+run alone, the notebook resolves its config and identifies its target itself (an embedded emulator when no
+endpoint is configured anywhere).
 """
 
 from __future__ import annotations
@@ -44,8 +35,7 @@ SMOKE_PROMPT = "Summarise in one sentence what a smoke test proves."
 
 
 def notebook_config(config: dict[str, Any], environ: dict[str, str] | None = None) -> HermesProxyRuntimeConfig:
-    """The runtime config the runner resolved (:meth:`HermesProxyRuntimeConfig.to_parameter`), made whole again
-    with the bearer from ``HERMES_NB_AUTH_TOKEN``."""
+    """The config the runner resolved, made whole again with the bearer from ``HERMES_NB_AUTH_TOKEN``."""
     env = os.environ if environ is None else environ
     return HermesProxyRuntimeConfig.from_parameter(config, env.get(ENV_AUTH_TOKEN))
 
@@ -77,10 +67,8 @@ class Job(Shown):
         return report
 
     def run(self) -> RunResult | CheckResult:
-        """The mission (or the prompt) prepared and run as ``hermes-nb run`` does it (the mission's
-        runtime_config_overrides a layer, unless the runner resolved the config), with the model the adapter check
-        resolved: a model the proxy does not list is not sent, and the check's verdict is the run's (both notebooks
-        agree)."""
+        """The mission (or prompt) run as ``hermes-nb run`` runs it, with the model the adapter check resolved: a
+        model the proxy does not list is not sent and the check's verdict is the run's (both notebooks agree)."""
         spec = self.spec
         mission = spec.mission or None
         prepared = prepare_mission(mission, prompt=None if mission else (spec.prompt or SMOKE_PROMPT),
@@ -101,8 +89,7 @@ class Job(Shown):
     def summary(self, result: Any) -> dict[str, Any]:
         """The verdict summary of this job's result (what the receipt records)."""
         if self.name == WIRE_SPIKE:
-            return wire_summary(result, target=self.target, model=self.config.model,
-                                contract=self.spec.compare)
+            return wire_summary(result, target=self.target, model=self.config.model, contract=self.spec.compare)
         if self.name == ADAPTER_CHECK:
             return check_summary(result, target=self.target)
         return run_summary(result, target=self.target, config=self.config)
@@ -124,7 +111,7 @@ class Job(Shown):
 
 def open_job(name: str, *, target: dict[str, Any] | Target | None = None, config: dict[str, Any] | None = None,
              environ: dict[str, str] | None = None, **options: Any) -> Job:
-    """Open the job ``name`` with its parameters (see the module docstring)."""
+    """The job ``name`` with its parameters (see the module docstring)."""
     spec = JOB_SPECS[name].build("notebook", **{k: v for k, v in options.items() if v is not None})
     stack = ExitStack()
     resolved = notebook_config(config, environ) if config is not None else spec.runtime_config(environ=environ)

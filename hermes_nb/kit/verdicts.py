@@ -1,57 +1,47 @@
-"""The kernel side of a notebook job's verdict: the three jobs' summaries and the verdict cell.
-
-The notebooks only call these functions and :mod:`hermes_nb.kit.display`;
-every decision lives here and is unit tested. The record format itself (the
-MIME type the smoke runner reads back) is :mod:`hermes_nb.receipts.verdict`.
-"""
+"""The kernel side of a job's verdict: the three jobs' summaries and the verdict cell (its record format, the MIME
+type the smoke reads back, is :mod:`hermes_nb.receipts.verdict`'s)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from IPython.display import display
+
+from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import NotebookFailed
 from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, ERROR_PREFIX, VERDICTS, WIRE_SPIKE
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.harness.results import artifact_digests
 from hermes_nb.proxy.check import CheckResult
-from hermes_nb.receipts.verdict import VERDICT_MIME, verdict_summary
+from hermes_nb.receipts.verdict import VERDICT_MIME, operator_action, verdict_summary
 from hermes_nb.target import Target
+from hermes_nb.views.htmlkit import esc, kv_html
 
-if TYPE_CHECKING:
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
+__all__ = ["artifact_digests", "record_verdict", "verdict_html", "wire_summary", "check_summary", "run_summary"]
 
-__all__ = [
-    "artifact_digests",
-    "record_verdict",
-    "wire_summary",
-    "check_summary",
-    "run_summary",
-]
+
+def verdict_html(summary: Mapping[str, Any]) -> str:
+    """The verdict cell's view: stable fields only (no digests, no timings); a blocked job's operator action."""
+    keys = ["job", "verdict", "reason", "target", "endpoint", "model"]
+    shown = dict(summary)
+    if summary.get("verdict") == "blocked":  # an expected outcome: what to do about it, not a traceback
+        shown["operator action"] = operator_action(summary)
+        keys.append("operator action")
+    out = kv_html([(k, shown[k]) for k in keys if k in shown], badges=("verdict",), title="verdict")
+    errors = list(summary.get("errors") or [])
+    return out + (f"<p><b>errors</b></p><ul>{''.join(f'<li>{esc(e)}</li>' for e in errors)}</ul>" if errors else "")
+
 
 def record_verdict(summary: Mapping[str, Any]) -> None:
     """Display the verdict output, then raise :class:`NotebookFailed` unless it passed."""
-    from IPython.display import display
-
-    from hermes_nb.kit.display import verdict_html
-
     line = f"verdict: {summary['verdict']} ({summary['reason']})"
     display({"text/plain": line, "text/html": verdict_html(summary)}, raw=True,
             metadata={VERDICT_MIME: dict(summary)})
     if summary["verdict"] != "passed":
         first = (summary.get("errors") or [summary["reason"]])[0]
         raise NotebookFailed(f"{summary['job']} {summary['verdict']}: {first}", notebook=str(summary["job"]))
-
-
-# --------------------------------------------------------------------------- the three jobs
-
-def _timeline(exchange: Any) -> dict[str, Any] | None:
-    """The stream's timing marks for the receipt's timeline picture (None when nothing streamed)."""
-    if exchange is None or not getattr(exchange, "streamed", False):
-        return None
-    from hermes_nb.core.timeline import StreamTimeline
-
-    return StreamTimeline.from_exchange(exchange).to_dict()
 
 
 def wire_summary(report: Any, *, target: Target, model: str, contract: str | None) -> dict[str, Any]:
@@ -98,19 +88,15 @@ def wire_summary(report: Any, *, target: Target, model: str, contract: str | Non
     )
 
 
-def check_summary(result: Any, *, target: Target) -> dict[str, Any]:
+def check_summary(result: CheckResult, *, target: Target) -> dict[str, Any]:
     """Adapter-check verdict: ready → passed; locked/unreachable → blocked; misconfigured/error → failed."""
-    state = str(getattr(result, "state", "error"))
     return verdict_summary(
-        ADAPTER_CHECK, getattr(result, "verdict", "failed"), reason=state,
-        errors=list(getattr(result, "errors", [])), warnings=list(getattr(result, "warnings", [])),
-        endpoint=target.endpoint, model=getattr(result, "model", None), target=target.kind,
-        hermes_version=target.release, provider=getattr(result, "provider", None),
-        details={"models": list(getattr(result, "models", [])), "hint": getattr(result, "hint", None),
-                 "http_status": getattr(result, "http_status", None),
-                 "provider": getattr(result, "provider", None), "upstream": getattr(result, "upstream", None),
-                 "model_origin": getattr(result, "model_origin", None),
-                 "retry_after_s": getattr(result, "retry_after_s", None)},
+        ADAPTER_CHECK, result.verdict, reason=str(result.state), errors=list(result.errors),
+        warnings=list(result.warnings), endpoint=target.endpoint, model=result.model, target=target.kind,
+        hermes_version=target.release, provider=result.provider,
+        details={"models": list(result.models), "hint": result.hint, "http_status": result.http_status,
+                 "provider": result.provider, "upstream": result.upstream, "model_origin": result.model_origin,
+                 "retry_after_s": result.retry_after_s},
     )
 
 
@@ -129,6 +115,8 @@ def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig
                      "model_origin": check.model_origin, "not_sent": True},
             redactor=Redactor(config.secrets()))
     doc = dict(getattr(result, "result", {}) or {})
+    exchange = getattr(result, "exchange", None)
+    timeline = StreamTimeline.from_exchange(exchange).to_dict() if exchange is not None and exchange.streamed else None
     status = str(doc.get("status", "failed"))
     outcome = getattr(result, "outcome", None)
     run_dir = getattr(result, "run_dir", None)
@@ -136,12 +124,11 @@ def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig
         E2E_SMOKE, status if status in VERDICTS else "failed",
         reason=str(doc.get("reason") or getattr(outcome, "reason", None) or status),
         errors=list(doc.get("errors") or []), warnings=list(doc.get("warnings") or []),
-        endpoint=config.endpoint, model=getattr(getattr(result, "exchange", None), "model", None) or config.model,
+        endpoint=config.endpoint, model=getattr(exchange, "model", None) or config.model,
         target=target.kind, hermes_version=target.release, provider=provider, artifacts=artifact_digests(run_dir),
         run_dir=str(run_dir) if run_dir else None,
         details={"run_id": getattr(result, "run_id", None), "exit_code": getattr(result, "exit_code", None),
                  "final_message": getattr(outcome, "final_message", None), "usage": doc.get("usage"),
-                 "hint": doc.get("hint"), "provider": provider,
-                 "timeline": _timeline(getattr(result, "exchange", None))},
+                 "hint": doc.get("hint"), "provider": provider, "timeline": timeline},
         redactor=Redactor(config.secrets()),
     )

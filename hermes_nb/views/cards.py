@@ -1,8 +1,5 @@
-"""The card of each record a cell can end with: the adapter check, the wire report and its drift, a run's result.
-
-Allow-listed fields only; every string escaped and masked by secret shape (:mod:`hermes_nb.views.htmlkit`).
-Registered with :func:`hermes_nb.views.card` by the record's class name.
-"""
+"""The card of each record a cell can end with (registered by class name): the adapter check, the wire report and
+its drift, a run's result, a ``%%hermes_chat`` answer. Allow-listed fields only, escaped and masked."""
 
 from __future__ import annotations
 
@@ -14,6 +11,7 @@ from hermes_nb.harness.results import artifact_digests
 from hermes_nb.proxy.drift import fmt
 from hermes_nb.views.htmlkit import box, details, esc, kv_html, pre, seconds, table_html
 from hermes_nb.views.registry import card
+from hermes_nb.views.reprs import judged_html
 from hermes_nb.views.timeline import timeline_svg
 
 __all__ = ["drift_table"]
@@ -118,3 +116,13 @@ def run_card(run: Any) -> str:
         parts.append("<div><b>run artifacts</b></div>" + table_html(
             [{"artifact": k, "sha256": v} for k, v in digests.items()], ("artifact", "sha256")))
     return box("runtime result", doc.get("status"), *parts)
+
+
+@card("ChatResult")
+def chat_card(chat: Any) -> str:
+    out = chat.outcome
+    return judged_html("hermes chat", chat.verdict, chat.exchange,
+                       reason="interrupted" if chat.stopped else out.reason if out else None,
+                       hint=out.hint if out else None, errors=out.errors if out else (),
+                       warnings=[*chat.warnings, *(out.warnings if out else [])], stopped=chat.stopped,
+                       stream="answer stream")

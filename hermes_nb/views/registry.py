@@ -1,4 +1,4 @@
-"""Which card draws which record: a table by the record's class name (the records never import the views)."""
+"""Which card draws which record, by the record's class name (records never import the views)."""
 
 from __future__ import annotations
 

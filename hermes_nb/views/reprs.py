@@ -1,78 +1,35 @@
-"""Rich reprs: small HTML building blocks and the ``_repr_html_`` / plain-text views of the records.
-
-Every record a cell can end with (``Exchange`` here; ``CheckResult``,
-``WireReport``, ``RunResult`` and the smoke result in their own layers, built
-from these blocks) shows itself compactly: a coloured verdict, the few fields
-a person looks at first, durations written ``n.nnn s``. Only allow-listed
-fields are shown, every string goes through a :class:`Redactor` (secret
-shapes) and :func:`html.escape`; raw request headers, tokens and settings
-never appear. Tables wrap long values and scroll inside their box instead of
-overflowing the page.
-
-The building blocks (colours from JupyterLab's theme variables, the one table style) are
-:mod:`hermes_nb.views.htmlkit`'s, re-exported here. This module is in ``core`` so that records of every
-layer can use it without importing upward.
-"""
+"""An exchange shown compactly: alone (the ``Exchange`` repr), or judged (the console's response panel,
+``%%hermes_chat``'s result). Allow-listed fields only; raw request headers and tokens never appear."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.core.usage import Usage
-from hermes_nb.views.htmlkit import (
-    VERDICT_COLOURS,
-    badge,
-    box,
-    colour_of,
-    details,
-    esc,
-    kv_html,
-    pre,
-    raw,
-    seconds,
-    table_html,
-)
+from hermes_nb.views.htmlkit import box, details, kv_html, pre, seconds
+from hermes_nb.views.timeline import timeline_svg
 
-__all__ = [
-    "VERDICT_COLOURS",
-    "colour_of",
-    "badge",
-    "esc",
-    "seconds",
-    "kv_html",
-    "table_html",
-    "box",
-    "details",
-    "raw",
-    "pretty_text",
-    "exchange_html",
-]
+__all__ = ["exchange_html", "judged_html"]
 
-_SHAPES = Redactor()
-
-
-def pretty_text(obj: Any, p: Any, cycle: bool) -> None:
-    """IPython's ``_repr_pretty_``: the object's compact text (``text/plain`` in notebooks)."""
-    p.text(type(obj).__name__ + "(...)" if cycle else obj._repr_text_())
-
-
-# --------------------------------------------------------------------------- Exchange
 
 def _excerpt(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
-def exchange_html(ex: Any, *, timeline: bool = True) -> str:
-    """A compact view of one exchange: request line, status, timings, text, error, stream timeline."""
-    from hermes_nb.views.timeline import StreamTimeline, timeline_svg
+def _status(ex: Any) -> str | None:
+    return f"{ex.status} {ex.reason or ''}".strip() if ex.status is not None else None
 
+
+def exchange_html(ex: Any, *, timeline: bool = True) -> str:
+    """One exchange: request line, status, timings, text, error, stream timeline."""
     t = ex.timings
     verdict = "ok" if ex.ok_status and ex.transport_error is None and not ex.in_band_error else (
         "error" if ex.status is not None or ex.transport_error is not None else None)
     pairs: list[tuple[str, Any]] = [
-        ("request", f"{ex.request.method} {ex.request.url}"),
-        ("status", f"{ex.status} {ex.reason or ''}".strip() if ex.status is not None else None),
+        ("request", f"{ex.request.method} {ex.request.url}"), ("status", _status(ex)),
         ("content type", ex.content_type),
         ("headers / first delta / total", " / ".join(seconds(v) or "—" for v in (t.headers_s, t.first_delta_s,
                                                                               t.total_s))),
@@ -99,3 +56,27 @@ def exchange_html(ex: Any, *, timeline: bool = True) -> str:
     if timeline and ex.streamed:
         body.append(timeline_svg(StreamTimeline.from_exchange(ex)))
     return box("exchange", verdict, *body)
+
+
+def judged_html(title: str, verdict: str, ex: Any | None, *, reason: str | None, hint: str | None = None,
+                extra: Iterable[tuple[str, Any]] = (), errors: Iterable[str] = (), warnings: Iterable[str] = (),
+                stopped: bool = False, headers: bool = False, stream: str = "stream timeline",
+                redactor: Redactor | None = None) -> str:
+    """An exchange under its verdict: reason and hint, status, timings, usage, errors, error envelope, the stream
+    timeline and (``headers``) the response headers."""
+    pairs: list[tuple[str, Any]] = [("verdict", verdict), ("reason", reason), ("hint", hint), *extra]
+    if ex is not None:
+        t = ex.timings
+        pairs += [("status", _status(ex)), ("time to headers", seconds(t.headers_s)),
+                  ("time to first delta", seconds(t.first_delta_s)), ("total", seconds(t.total_s))]
+        if ex.text or ex.usage or ex.streamed:
+            pairs.append(("usage", Usage.from_exchange(ex).line()))
+        if ex.envelope is not None:
+            pairs.append(("error envelope", ex.envelope.model_dump(mode="json", exclude_none=True)))
+    pairs += [("error", e) for e in errors] + [("warning", w) for w in warnings]
+    parts = [kv_html(pairs, badges=("verdict",), redactor=redactor)]
+    if ex is not None and ex.streamed:
+        parts.append(timeline_svg(StreamTimeline.from_exchange(ex, stopped=stopped), title=stream))
+    if ex is not None and ex.headers and headers:
+        parts.append(details("response headers", kv_html(sorted(ex.headers.items()), badges=(), redactor=redactor)))
+    return box(title, verdict, *parts)

@@ -1,4 +1,4 @@
-"""The console's request state machine, without widgets or a browser (kit/request_state.py).
+"""The console's request state machine, without widgets or a browser (kit/session.py).
 
 Issue 19 §2: "sending…" left on screen after a request that failed at once; a blank result with Stop enabled
 and nothing running; the previous answer kept under "done" after a failure; failed streams saying "done";
@@ -14,8 +14,7 @@ import pytest
 
 from hermes_nb import ConfigError, Exchange
 from hermes_nb.core.records import RequestRecord, Timings
-from hermes_nb.kit.exchanges import HistoryEntry
-from hermes_nb.kit.request_state import (
+from hermes_nb.kit.session import (
     BLOCKED,
     DONE,
     FAILED,
@@ -23,6 +22,7 @@ from hermes_nb.kit.request_state import (
     SENDING,
     STOPPED,
     STREAMING,
+    HistoryEntry,
     RequestState,
     status_of,
 )
