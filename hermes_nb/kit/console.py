@@ -27,12 +27,7 @@ from hermes_nb.core.facts import DEFAULT_MODEL, ENV_AUTH_TOKEN
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.emulator.scenarios import ALL_SCENARIOS  # every one (``stall`` too: the request deadline decides)
 from hermes_nb.kit.session import (
-    BLOCKED,
-    DONE,
-    FAILED,
-    METHODS,
     ROUTES,
-    ConsoleActions,
     ConsoleSession,
     HistoryEntry,
     RequestState,
@@ -44,6 +39,7 @@ from hermes_nb.kit.session import (
 from hermes_nb.views.htmlkit import (
     BORDER,
     MUTED,
+    VERDICT_COLOURS,
     box,
     edge_colour,
     esc,
@@ -122,7 +118,6 @@ def snippets(request: Any, redactor: Redactor | None = None) -> dict[str, str]:
 KEYS_HINT = "Ctrl+Enter or Shift+Enter: send · Enter: new line · Esc (or the send keys again): stop"
 RESTART_NOTICE = ("The kernel behind this console has restarted or stopped: run this cell again for a working "
                   "console (ProbeConsole(history=PATH) reloads the history from PATH).")
-_TONE = {DONE: "good", FAILED: "bad", BLOCKED: "warn"}
 _COPY_LABELS = {"curl": "copy as curl", "httpx": "copy as Python (httpx)", "openai": "copy as Python (openai)"}
 
 #: in the keyboard hint's HTML: the notice a console shows once its kernel is gone (ipywidgets marks the view
@@ -191,24 +186,38 @@ def _source(key: str, text: str, cls: str = "") -> str:
     return f'<pre{klass} hidden data-hermes-source="{key}">{html.escape(text)}</pre>'
 
 
-def answer_html(view: View, *, raw: bool = False, redactor: Redactor | None = None) -> str:
-    """The answer box: the status (named by the verdict), usage, copy button, the answer (Markdown or as sent)."""
+def json_of(text: str) -> Any:
+    """The answer as JSON (a surrounding code fence allowed); ValueError when it is not."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1].rsplit("```", 1)[0] if "\n" in body else ""
+    return json.loads(body)
+
+
+def answer_html(status: str, text: str, *, fmt: str = "markdown", usage: str | None = None, copy: bool = True,
+                redactor: Redactor | None = None) -> str:
+    """An answer under its status line (in the colour of the verdict it names) and usage: as Markdown (nothing in
+    it runs), as sent (``text``, ``code``) or pretty JSON; ``copy``: a copy button (the console's page script)."""
     red = redactor or Redactor()
-    text = red.text(view.text)
-    tone = _TONE.get(view.phase)
-    head = [f'<span class="hermes-stream-state" style="color:{text_colour(tone) if tone else MUTED};'
-            f'font-weight:bold">{esc(view.status)}</span>']
-    if view.usage is not None:
-        head.append(f'<span class="hermes-usage" style="color:{MUTED}">usage: {esc(view.usage)}</span>')
-    if text:
+    text = red.text(text)
+    word = status.split(":", 1)[0]
+    colour = VERDICT_COLOURS.get({"interrupted": "stopped"}.get(word, word), MUTED)
+    head = [f'<span class="hermes-stream-state" style="color:{colour};font-weight:bold">{esc(status)}</span>']
+    if usage is not None:
+        head.append(f'<span class="hermes-usage" style="color:{MUTED}">usage: {esc(usage)}</span>')
+    if text and copy:
         head.append(_button("hermes-copy-answer", "answer", "copy answer"))
-    as_code = raw or (view.entry is not None and not view.entry.exchange.text)  # a body, not an assistant's text
-    body = "" if not text else pre(text, red) if as_code else markdown_html(text, red)
+    body = markdown_html(text, red) if text and fmt == "markdown" else pre(text, red) if text else ""
+    if text and fmt == "json":
+        try:
+            body = pre(json.dumps(json_of(text), indent=2, ensure_ascii=False), red)
+        except ValueError as exc:
+            body = note(f"not JSON ({exc}): shown as text") + body
     return (f'<div class="hermes-stream" data-hermes-copy-scope style="border:1px solid {BORDER};padding:4px 8px;'
             f'max-height:24em;overflow:auto">'
             f'<div style="display:flex;flex-wrap:wrap;gap:.3em 1em;align-items:center">{"".join(head)}</div>'
             f'<div class="hermes-stream-text">{body}</div>'
-            f"{_source('answer', text, 'hermes-answer-source')}</div>")
+            f"{_source('answer', text, 'hermes-answer-source') if copy else ''}</div>")
 
 
 def snippets_html(entry: HistoryEntry | None, redactor: Redactor | None = None) -> str:
@@ -226,30 +235,12 @@ def snippets_html(entry: HistoryEntry | None, redactor: Redactor | None = None) 
             f"HERMES_NB_AUTH_TOKEN, never from here)</summary>{shown}</details></div>")
 
 
-def keys_hint_html() -> str:
-    """The hint under the prompt, carrying the console's stylesheet."""
-    return (f'<style>{CONSOLE_CSS}</style><small class="hermes-keys" style="color:{MUTED};display:block;'
-            f'line-height:1.4">{html.escape(KEYS_HINT)}</small>')
-
-
 def response_html(entry: HistoryEntry, redactor: Redactor | None = None, *, headers: bool = True) -> str:
     """The response panel (headers left out of the static picture: ``date`` and the like are noise there)."""
     ex = entry.exchange
     return judged_html(f"response #{entry.number}", entry.verdict, ex, reason=entry.reason, hint=entry.hint,
                        extra=[("request", f"{ex.request.method} {ex.request.url}"), ("provider", entry.provider)],
                        errors=entry.errors, stopped=entry.stopped, headers=headers, redactor=redactor)
-
-
-def snapshot_html(fields: list[tuple[str, Any]], view: View, entries: list[HistoryEntry], *,
-                  response: str = "", redactor: Redactor | None = None) -> str:
-    """A static picture of the console, for a notebook opened without its kernel (survives Lab's sanitiser)."""
-    history = table_html([{"#": e.number, "request": f"{e.exchange.request.method} {e.route}",
-                           "status": e.exchange.status, "verdict": e.verdict, "reason": e.reason} for e in entries],
-                         ("#", "request", "status", "verdict", "reason"), badges=("verdict",), redactor=redactor)
-    picture = ("<p><i>A static picture of the probe console: run this cell for the live one "
-               "(Send, Stop, history, copy as code).</i></p>")
-    return box("ProbeConsole", None, picture, kv_html(fields, redactor=redactor),
-               answer_html(view, redactor=redactor), response, f"<div><b>history</b></div>{history}")
 
 
 # --------------------------------------------------------------------------- the widgets
@@ -280,12 +271,9 @@ class ProbeConsole:
 
     def __init__(self, *, endpoint: str = "", model: str = DEFAULT_MODEL, scenario: str = "ok",
                  prompt: str = "Summarise in one sentence what a smoke test proves.", route: str = "chat (streamed)",
-                 delay_s: float | None = 0.25, actions: ConsoleActions | None = None,
-                 environ: Mapping[str, str] | None = None, history: str | os.PathLike[str] | None = None,
-                 provider: str = "nous") -> None:
+                 delay_s: float | None = 0.25, environ: Mapping[str, str] | None = None,
+                 history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
         self.session = ConsoleSession(delay_s=delay_s, environ=environ, history=history, provider=provider)
-        if actions is not None:
-            self.session.actions = actions
         self.actions = self.session.actions
         self.state = RequestState()
         named = {"style": {"description_width": "initial"}}
@@ -302,13 +290,15 @@ class ProbeConsole:
                                 layout=_grow("14em"), **named)
         self.token_status = w.HTML(value=self._token_note())
         self.route = w.Dropdown(options=list(ROUTES), value=route, description="route", layout=auto, **named)
-        self.method = w.Dropdown(options=METHODS, value="GET", description="method", disabled=True, layout=auto,
-                                 **named)
+        self.method = w.Dropdown(options=("GET", "POST", "PUT", "DELETE"), value="GET", description="method",
+                                 disabled=True, layout=auto, **named)
         self.path = w.Text(value="", description="path", placeholder="/models (forwarded path)", disabled=True,
                            layout=_grow("12em"), **named)
         self.prompt = _classed(w.Textarea(value=prompt, description="prompt", rows=3, layout=auto, **named),
                                "hermes-prompt")
-        self.keys_hint = _classed(w.HTML(value=keys_hint_html()), "hermes-keys-hint")
+        self.keys_hint = _classed(w.HTML(value=f'<style>{CONSOLE_CSS}</style><small class="hermes-keys" style="color:'
+                                                 f'{MUTED};display:block;line-height:1.4">{html.escape(KEYS_HINT)}'
+                                                 "</small>"), "hermes-keys-hint")
         self.body = w.Textarea(value="", description="JSON body", placeholder="empty: built from the prompt",
                                layout=w.Layout(width="auto", height="6em"), **named)
         self.body_message = w.HTML(value="")
@@ -388,9 +378,9 @@ class ProbeConsole:
 
     # ---- the model picker
     def _flag_model(self) -> None:
-        flag = self.session.model_flag(self.model.value)
-        endpoint = self.session.endpoint_in_use
-        known = self.session.catalog.known(endpoint) if endpoint is not None else None
+        endpoint = self.session.endpoint_in_use or ""
+        flag = self.session.catalog.flag(endpoint, self.model.value.strip())
+        known = self.session.catalog.known(endpoint)
         self.model_flag.value = (note(f"⚠ {flag}", "warn") if flag else
                                  note(f"✓ listed by the proxy ({len(known)} models)", "good") if known else "")
 
@@ -414,9 +404,9 @@ class ProbeConsole:
             self._last_push = now
             view = self.state.snapshot()
             red = self.session.redactor
-            self.stream_view.value = answer_html(view, raw=self.view.value == "raw", redactor=red)
-            self.send_button.disabled = not view.send_enabled
-            self.stop_button.disabled = not view.stop_enabled
+            self.stream_view.value = self._answer_html(view, raw=self.view.value == "raw")
+            self.send_button.disabled = view.running
+            self.stop_button.disabled = not view.running
             if view.running:
                 self.output.value = ""
             elif view.entry is not None:
@@ -426,12 +416,17 @@ class ProbeConsole:
             self.snippets.value = snippets_html(view.entry, red)
             self._sync_history(view.entry)
 
+    def _answer_html(self, view: View, *, raw: bool = False) -> str:
+        as_code = raw or (view.entry is not None and not view.entry.exchange.text)  # a body, not an assistant's text
+        return answer_html(view.status, view.text, fmt="text" if as_code else "markdown", usage=view.usage,
+                           redactor=self.session.redactor)
+
     def _sync_history(self, shown: HistoryEntry | None) -> None:
-        entries = self.session.history.entries
+        entries = self.session.history
         self._syncing = True
         try:
             if len(self.history.options) != len(entries):
-                self.history.options = self.session.history.labels()
+                self.history.options = [(e.label, i) for i, e in reversed(list(enumerate(entries)))]  # newest first
             index = next((i for i, e in enumerate(entries) if e is shown), None)
             if self.history.value != index:
                 self.history.value = index
@@ -509,13 +504,20 @@ class ProbeConsole:
                 "console")
 
     def snapshot_html(self) -> str:
-        """A static picture of the console now (what a notebook shows without its kernel)."""
-        view = self.state.snapshot()
+        """A static picture of the console now, for a notebook opened without its kernel (plain HTML that
+        survives JupyterLab's sanitiser)."""
+        view, red = self.state.snapshot(), self.session.redactor
         fields = [("endpoint", self.endpoint.value or "(embedded emulator)"), ("model", self.model.value),
                   ("scenario", self.scenario.value), ("route", self.route.value), ("prompt", self.prompt.value)]
-        red = self.session.redactor
-        response = response_html(view.entry, red, headers=False) if view.entry is not None else ""
-        return snapshot_html(fields, view, list(self.session.history.entries), response=response, redactor=red)
+        history = table_html([{"#": e.number, "request": f"{e.exchange.request.method} {e.route}",
+                               "status": e.exchange.status, "verdict": e.verdict, "reason": e.reason}
+                              for e in self.session.history],
+                             ("#", "request", "status", "verdict", "reason"), badges=("verdict",), redactor=red)
+        return box("ProbeConsole", None, "<p><i>A static picture of the probe console: run this cell for the live "
+                   "one (Send, Stop, history, copy as code).</i></p>", kv_html(fields, redactor=red),
+                   self._answer_html(view),
+                   response_html(view.entry, red, headers=False) if view.entry is not None else "",
+                   f"<div><b>history</b></div>{history}")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """The live widget, and a static picture (``text/html``) for where no widget can show."""

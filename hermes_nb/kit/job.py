@@ -8,7 +8,6 @@ endpoint is configured anywhere).
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -83,7 +82,8 @@ class Job(Shown):
             return checked
         config = config.model_copy(update={"model": checked.model or config.model,
                                            "provider": checked.provider or config.provider})
-        root = prepared.root or Path(self._temp_dir())
+        root = prepared.root or Path(self._stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="hermes-nb-run-", ignore_cleanup_errors=True)))
         return prepared.replace(config=config, root=root).run(handle_signals=False)
 
     def summary(self, result: Any) -> dict[str, Any]:
@@ -99,11 +99,6 @@ class Job(Shown):
         summary = self.summary(result)
         self.close()
         record_verdict(summary)
-
-    def _temp_dir(self) -> str:
-        path = tempfile.mkdtemp(prefix="hermes-nb-run-")
-        self._stack.callback(shutil.rmtree, path, True)
-        return path
 
     def close(self) -> None:
         self._stack.close()

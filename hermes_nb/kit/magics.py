@@ -9,7 +9,6 @@ Every result is the cell's value; a kernel interrupt keeps what arrived (the par
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, Spec
 from hermes_nb.core.usage import Usage
+from hermes_nb.kit.console import answer_html, json_of
 from hermes_nb.kit.session import ModelCatalog, Targets, unlisted_note
 from hermes_nb.load.report import LoadReport  # the load wing, reached from the kit by this magic only
 from hermes_nb.load.run import run_load
@@ -38,7 +38,7 @@ from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_con
 from hermes_nb.proxy.probe import ProbeSpec, probe
 from hermes_nb.proxy.report import WireReport
 from hermes_nb.target import Target
-from hermes_nb.views.htmlkit import MUTED, badge, esc, markdown_html, pre, tone_of
+from hermes_nb.views.htmlkit import badge
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import responses_request_body
 from hermes_nb.wire.reading import classify
@@ -83,33 +83,6 @@ class ChatResult(Shown):
         return f"verdict: {self.verdict} ({reason}), {len(self.text)} characters{took}"
 
 
-def _json_of(text: str) -> Any:
-    """The answer as JSON (a surrounding code fence allowed); raises ValueError when it is not."""
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.split("\n", 1)[1] if "\n" in body else ""
-        body = body.rsplit("```", 1)[0]
-    return json.loads(body)
-
-
-def answer_html(text: str, state: str, fmt: str = "markdown", *, final: bool = False) -> str:
-    """The streamed answer as ``fmt`` under its status line (in its verdict's colour)."""
-    word = {"done": "passed", "interrupted": "stopped"}.get(state.split(":", 1)[0], state.split(":", 1)[0])
-    head = (f'<small class="hermes-chat-state">{badge(word, state)}</small>' if tone_of(word)
-            else f'<small class="hermes-chat-state" style="color:{MUTED}">{esc(state)}</small>')
-    if fmt == "markdown":
-        body = f'<div class="hermes-chat-text">{markdown_html(text)}</div>'
-    elif fmt == "json" and final:
-        try:
-            body = pre(json.dumps(_json_of(text), indent=2, ensure_ascii=False), cls="hermes-chat-text")
-        except ValueError as exc:
-            body = (f'<small style="color:{MUTED}">not JSON ({esc(str(exc))}): shown as text</small>'
-                    + pre(text, cls="hermes-chat-text"))
-    else:  # text, code, and json while it streams
-        body = pre(text, cls="hermes-chat-text")
-    return f'<div class="hermes-chat">{head}{body}</div>'
-
-
 class _Answer:
     """The streamed answer's display (``text/plain`` + ``text/html``), updated in place at most every
     :data:`UPDATE_EVERY_S`."""
@@ -120,12 +93,14 @@ class _Answer:
         self._last = 0.0
         self.handle = display(self._bundle("waiting for the first delta…"), raw=True, display_id=True)
 
-    def _bundle(self, state: str, *, final: bool = False) -> dict[str, Any]:
+    def _bundle(self, state: str, *, final: bool = False, usage: str | None = None) -> dict[str, Any]:
         text = self.redactor.text("".join(self.pieces))
-        bundle: dict[str, Any] = {"text/plain": text, "text/html": answer_html(text, state, self.fmt, final=final)}
-        if self.fmt == "json" and final:
+        fmt = "text" if self.fmt == "json" and not final else self.fmt  # JSON once it is whole
+        bundle: dict[str, Any] = {"text/plain": text, "text/html": answer_html(state, text, fmt=fmt, usage=usage,
+                                                                               copy=False)}
+        if fmt == "json":
             try:
-                bundle["application/json"] = _json_of(text)
+                bundle["application/json"] = json_of(text)
             except ValueError:
                 pass
         return bundle
@@ -137,8 +112,8 @@ class _Answer:
             self._last = now
             self.handle.update(self._bundle("streaming…"), raw=True)
 
-    def finish(self, state: str) -> None:
-        self.handle.update(self._bundle(state, final=True), raw=True)
+    def finish(self, state: str, usage: str | None) -> None:
+        self.handle.update(self._bundle(state, final=True, usage=usage), raw=True)
 
 
 class ChatSpec(ConfigOptions):
@@ -247,7 +222,7 @@ class HermesMagics(Magics):
             outcome = classify(exchange, config, executable=target.executable)
         text = exchange.text if exchange is not None else answer.redactor.text("".join(answer.pieces))
         result = ChatResult(exchange=exchange, outcome=outcome, text=text, stopped=stopped, warnings=warnings)
-        answer.finish(result.status + (f" · usage: {result.usage.line()}" if exchange is not None else ""))
+        answer.finish(result.status, result.usage.line() if exchange is not None else None)
         return result
 
 

@@ -33,11 +33,10 @@ from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import classify, route_outcome
 
-__all__ = ["ROUTES", "METHODS", "RouteChoice", "BodyCheck", "check_body", "Targets", "ConsoleActions",
-           "ModelCatalog", "StreamJob", "HistoryEntry", "History", "RequestState", "View", "ConsoleSession",
+__all__ = ["ROUTES", "RouteChoice", "BodyCheck", "check_body", "Targets", "ConsoleActions",
+           "ModelCatalog", "StreamJob", "HistoryEntry", "RequestState", "View", "ConsoleSession",
            "error_html", "unlisted_note"]
 
-METHODS = ("GET", "POST", "PUT", "DELETE")
 
 
 @dataclass(frozen=True)
@@ -217,11 +216,6 @@ class ModelCatalog:
     def asked(self, endpoint: str) -> bool:
         return endpoint.rstrip("/") in self._lists
 
-    def feed(self, endpoint: str, models: Sequence[str] | None) -> None:
-        """A ``/models`` answer seen elsewhere (the console's models route)."""
-        if models is not None:
-            self._lists[endpoint.rstrip("/")] = list(models)
-
     def lookup(self, config: HermesProxyRuntimeConfig, *, deadline_s: float = 5.0) -> list[str] | None:
         key = config.endpoint.rstrip("/")
         with self._asking:
@@ -356,48 +350,16 @@ class HistoryEntry(StrictModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
-class History:
-    """The session's exchanges, oldest first (appended from stream threads). ``path``: a JSON-lines file, read
-    back when the console starts and appended to, every string through ``redactor``: it survives a restart."""
-
-    def __init__(self, path: str | os.PathLike[str] | None = None, redactor: Redactor | None = None) -> None:
-        self.entries: list[HistoryEntry] = []
-        self._lock = threading.Lock()
-        self.path = Path(path) if path is not None else None
-        self._redactor = redactor or Redactor()
-        lines = self.path.read_text(encoding="utf-8").splitlines() if self.path and self.path.is_file() else []
-        for n, line in enumerate(lines, 1):
-            try:
-                self.entries += [HistoryEntry.model_validate_json(line)] if line.strip() else []
-            except ValidationError as exc:
-                raise ConfigError(f"history file {path}, line {n}: not a console exchange "
-                                  f"({exc.errors()[0]['msg']})") from None
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def __getitem__(self, i: int) -> HistoryEntry:
-        return self.entries[i]
-
-    def add(self, **fields: Any) -> HistoryEntry:
-        with self._lock:
-            entry = HistoryEntry(number=self.entries[-1].number + 1 if self.entries else 1, **fields)
-            self.entries.append(entry)
-            if self.path is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self.path.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(self._redactor.data(entry.to_dict()), ensure_ascii=False, sort_keys=True)
-                             + "\n")
-        return entry
-
-    def labels(self) -> list[tuple[str, int]]:
-        """``(label, index)`` pairs for a picker, newest first."""
-        return [(e.label, i) for i, e in reversed(list(enumerate(self.entries)))]
-
-    def export_json(self, index: int, redactor: Redactor | None = None) -> str:
-        """The selected exchange as JSON, secrets masked."""
-        data = (redactor or Redactor()).data(self.entries[index].to_dict())
-        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
+def load_history(path: Path) -> list[HistoryEntry]:
+    """The entries of a history file (a ConfigError naming the line that is not one)."""
+    entries = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines() if path.is_file() else [], 1):
+        try:
+            entries += [HistoryEntry.model_validate_json(line)] if line.strip() else []
+        except ValidationError as exc:
+            raise ConfigError(f"history file {path}, line {n}: not a console exchange "
+                              f"({exc.errors()[0]['msg']})") from None
+    return entries
 
 
 # --------------------------------------------------------------------------- the request's state machine
@@ -436,20 +398,11 @@ class View:
     entry: HistoryEntry | None
     #: why a request ended without an exchange
     error: str | None
-    #: bumps with every change
-    version: int
 
     @property
     def running(self) -> bool:
+        """Stop is enabled exactly then, Send exactly otherwise."""
         return self.phase in RUNNING
-
-    @property
-    def send_enabled(self) -> bool:
-        return not self.running
-
-    @property
-    def stop_enabled(self) -> bool:
-        return self.running
 
 
 class RequestState:
@@ -460,13 +413,12 @@ class RequestState:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._gen = self._version = 0
+        self._gen = 0
         self._pieces: list[str] = []
         self._show(IDLE)
 
     def _show(self, phase: str, entry: HistoryEntry | None = None, text: str = "", error: str | None = None) -> None:
         self._phase, self._entry, self._text, self._error = phase, entry, text, error
-        self._version += 1
 
     def begin(self) -> int:
         """A new request: sending, the previous answer cleared. Its generation, for its callbacks."""
@@ -515,7 +467,7 @@ class RequestState:
             return View(phase=self._phase, status=status_of(self._phase, entry, self._error),
                         text="".join(self._pieces) if self._phase in RUNNING else self._text,
                         usage=Usage.from_exchange(entry.exchange).line() if entry is not None else None,
-                        entry=entry, error=self._error, version=self._version)
+                        entry=entry, error=self._error)
 
 
 # --------------------------------------------------------------------------- the session
@@ -533,14 +485,18 @@ def _judge(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig,
 
 
 class ConsoleSession:
-    """Inputs in, a :class:`StreamJob` out, a :class:`HistoryEntry` when it ends. The bearer comes from
+    """Inputs in, a :class:`StreamJob` out, a :class:`HistoryEntry` in :attr:`history` when it ends (appended to the
+    ``history`` file too, secrets masked, so it survives a kernel restart). The bearer comes from
     ``HERMES_NB_AUTH_TOKEN`` or :meth:`set_token` (the password field), and its redactor knows it."""
 
     def __init__(self, *, delay_s: float | None = None, environ: Mapping[str, str] | None = None,
                  history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
         self.actions = ConsoleActions(delay_s=delay_s, provider=provider)
         self.redactor = Redactor()
-        self.history = History(history, self.redactor)
+        self.history_path = Path(history) if history is not None else None
+        #: this session's exchanges, oldest first
+        self.history = load_history(self.history_path) if self.history_path is not None else []
+        self._history_lock = threading.Lock()
         self.environ = environ
         self.job: StreamJob | None = None
         self._token: str | None = None
@@ -601,15 +557,24 @@ class ConsoleSession:
             if job.exchange is not None:
                 stopped = job.stopped.is_set()
                 verdict, reason, hint, errors, outcome = _judge(choice, job.exchange, config, stopped)
-                entry = self.history.add(route=choice.label if choice.path else req_path, exchange=job.exchange,
-                                         verdict=verdict, reason=reason, hint=hint, errors=errors, stopped=stopped,
-                                         outcome=outcome, provider=target.provider)
-                if choice.path == "/models":
-                    self.catalog.feed(config.endpoint, models_of(job.exchange))
+                entry = self._record(route=choice.label if choice.path else req_path, exchange=job.exchange,
+                                     verdict=verdict, reason=reason, hint=hint, errors=errors, stopped=stopped,
+                                     outcome=outcome, provider=target.provider)
             if on_done is not None:
                 on_done(job, entry)
 
         return StreamJob(client, request, sse=choice.sse, on_delta=on_delta, on_done=done)
+
+    def _record(self, **fields: Any) -> HistoryEntry:
+        with self._history_lock:  # entries come from stream threads
+            entry = HistoryEntry(number=self.history[-1].number + 1 if self.history else 1, **fields)
+            self.history.append(entry)
+            if self.history_path is not None:
+                self.history_path.parent.mkdir(parents=True, exist_ok=True)
+                with self.history_path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(self.redactor.data(entry.to_dict()), ensure_ascii=False, sort_keys=True)
+                             + "\n")
+        return entry
 
     def start(self, job: StreamJob) -> StreamJob:
         """Start a prepared request (refused while another runs)."""
@@ -626,17 +591,14 @@ class ConsoleSession:
         """The models the target lists (one ``GET /models`` per endpoint for the session; None: no list)."""
         return self.catalog.lookup(self.config(endpoint, model, scenario)[1])
 
-    def model_flag(self, model: str) -> str | None:
-        """Why ``model`` looks wrong for the endpoint in use (None: listed, or nothing known yet)."""
-        endpoint = self.endpoint_in_use
-        return self.catalog.flag(endpoint, model.strip()) if endpoint is not None else None
-
     def stop(self) -> None:
         if self.job is not None:
             self.job.stop()
 
     def export(self, index: int) -> str:
-        return self.history.export_json(index, self.redactor)
+        """History entry ``index`` as JSON, secrets masked."""
+        data = self.redactor.data(self.history[index].to_dict())
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
 
     def close(self) -> None:
         self.stop()

@@ -45,14 +45,9 @@ def record_verdict(summary: Mapping[str, Any]) -> None:
 
 
 def wire_summary(report: Any, *, target: Target, model: str, contract: str | None) -> dict[str, Any]:
-    """Spike verdict: only proxy-owned facts judge it (the report carries its drift, its upstream differences and
-    what it could not judge, :func:`hermes_nb.proxy.contracts.apply_contract`).
-
-    unreachable → blocked (one line, one action); the local-only guard refused the probe → blocked (the fix);
-    drift → failed; an upstream that answered 429 → blocked (``rate_limited``, re-run after Retry-After); an
-    upstream the proxy reports down (its own 502/504) → blocked (``upstream_down``, the upstream named); else
-    passed — what a slow upstream could not answer in time is listed as not judged.
-    """
+    """Spike verdict, from proxy-owned facts only: unreachable or refused by the local-only guard → blocked (one
+    line, one action); drift → failed; an upstream that answered 429 or that the proxy reports down → blocked;
+    else passed, with what a slow upstream could not answer listed as not judged."""
     drift_lines = [str(d) for d in report.drift]
     skipped = list(report.not_judged)
     reasons = {n.reason for n in skipped}
@@ -101,9 +96,8 @@ def check_summary(result: CheckResult, *, target: Target) -> dict[str, Any]:
 
 
 def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
-    """E2E verdict: the runtime result's status (cancelled counts as failed) plus the artifact digests; a
-    :class:`~hermes_nb.proxy.check.CheckResult` instead of a run (the model is not in the proxy's list: not sent)
-    is the adapter check's verdict: failed, its errors and hint."""
+    """E2E verdict: the run's status (cancelled counts as failed) and artifact digests; a ``CheckResult`` instead
+    (the model is not in the proxy's list: not sent) is failed, with the check's errors and hint."""
     provider = getattr(result, "provider", None) or target.provider or config.provider
     if isinstance(result, CheckResult):
         check = result
