@@ -237,10 +237,9 @@ def snippets_html(entry: HistoryEntry | None, redactor: Redactor | None = None) 
 
 def response_html(entry: HistoryEntry, redactor: Redactor | None = None, *, headers: bool = True) -> str:
     """The response panel (headers left out of the static picture: ``date`` and the like are noise there)."""
-    ex = entry.exchange
-    return judged_html(f"response #{entry.number}", entry.verdict, ex, reason=entry.reason, hint=entry.hint,
-                       extra=[("request", f"{ex.request.method} {ex.request.url}"), ("provider", entry.provider)],
-                       errors=entry.errors, stopped=entry.stopped, headers=headers, redactor=redactor)
+    return judged_html(f"response #{entry.number}", entry.verdict, entry.exchange, reason=entry.reason,
+                       hint=entry.hint, extra=[("provider", entry.provider)], errors=entry.errors,
+                       stopped=entry.stopped, headers=headers, redactor=redactor)
 
 
 # --------------------------------------------------------------------------- the widgets

@@ -22,6 +22,7 @@ from pydantic import Field
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import HermesError
+from hermes_nb.core.facts import ADAPTER_CHECK, WIRE_SPIKE
 from hermes_nb.core.model import Shown
 from hermes_nb.core.records import Exchange, Outcome
 from hermes_nb.core.redaction import Redactor
@@ -29,13 +30,14 @@ from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, Spec
 from hermes_nb.core.usage import Usage
 from hermes_nb.kit.console import answer_html, json_of
-from hermes_nb.kit.session import ModelCatalog, Targets, unlisted_note
+from hermes_nb.kit.job import Job
+from hermes_nb.kit.session import ModelCatalog, Targets, phase_of, status_of, unlisted_note
 from hermes_nb.load.report import LoadReport  # the load wing, reached from the kit by this magic only
 from hermes_nb.load.run import run_load
 from hermes_nb.load.spec import LoadSpec
-from hermes_nb.proxy.check import CheckResult, CheckSpec, check
-from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
-from hermes_nb.proxy.probe import ProbeSpec, probe
+from hermes_nb.proxy.check import CheckResult, CheckSpec
+from hermes_nb.proxy.contracts import resolve_contract
+from hermes_nb.proxy.probe import ProbeSpec
 from hermes_nb.proxy.report import WireReport
 from hermes_nb.target import Target
 from hermes_nb.views.htmlkit import badge
@@ -69,18 +71,17 @@ class ChatResult(Shown):
         return Usage.from_exchange(self.exchange)
 
     @property
+    def reason(self) -> str:
+        return "interrupted" if self.stopped else self.outcome.reason if self.outcome else "no exchange"
+
+    @property
     def status(self) -> str:
-        """``done: passed (ok)``, ``blocked: auth``, ``interrupted: partial text kept`` (a failure never says
-        "done")."""
-        if self.stopped:
-            return "interrupted: partial text kept"
-        reason = self.outcome.reason if self.outcome else "no exchange"
-        return f"done: passed ({reason})" if self.verdict == "passed" else f"{self.verdict}: {reason}"
+        """The console's status line: ``done: passed (ok)``, ``blocked: auth`` (never "done" for a failure)."""
+        return "interrupted: partial text kept" if self.stopped else status_of(phase_of(self), self)
 
     def _repr_text_(self) -> str:
-        reason = "interrupted" if self.stopped else (self.outcome.reason if self.outcome else "no exchange")
         took = f" in {self.exchange.timings.total_s:.3f} s" if self.exchange is not None else ""
-        return f"verdict: {self.verdict} ({reason}), {len(self.text)} characters{took}"
+        return f"verdict: {self.verdict} ({self.reason}), {len(self.text)} characters{took}"
 
 
 class _Answer:
@@ -167,8 +168,7 @@ class HermesMagics(Magics):
     @_magic(CheckSpec, "%hermes_check")
     def hermes_check(self, spec: CheckSpec) -> CheckResult:
         """The adapter check against the configured proxy (or an embedded emulator)."""
-        target, config = self.aim(spec)
-        return check(config, spec=spec, target=target)
+        return Job(ADAPTER_CHECK, spec, *self.aim(spec)).check()
 
     @line_magic
     @_magic(ProbeSpec, "%hermes_probe")
@@ -177,11 +177,7 @@ class HermesMagics(Magics):
         detected, and what it could not judge."""
         if spec.compare:
             resolve_contract(spec.compare)  # an unknown name fails before anything is sent
-        _, config = self.aim(spec)
-        report = probe(config, budget_s=spec.budget_s, request_budget_s=spec.request_budget_s)
-        if spec.compare:
-            apply_contract(report, load_contract(resolve_contract(spec.compare, provider=report.provider)))
-        return report
+        return Job(WIRE_SPIKE, spec, *self.aim(spec)).probe()
 
     @line_magic
     @_magic(LoadSpec, "%hermes_load")

@@ -370,11 +370,12 @@ RUNNING = frozenset({SENDING, STREAMING})
 _PHASE = {"passed": DONE, "failed": FAILED, "blocked": BLOCKED, "stopped": STOPPED}
 
 
-def phase_of(entry: HistoryEntry | None) -> str:
+def phase_of(entry: Any) -> str:
+    """The phase an entry (anything with a ``verdict``; None: no exchange) ends in."""
     return FAILED if entry is None else _PHASE.get(entry.verdict, FAILED)
 
 
-def status_of(phase: str, entry: HistoryEntry | None = None, error: str | None = None) -> str:
+def status_of(phase: str, entry: Any = None, error: str | None = None) -> str:
     """``sending…``, ``done: passed (ok)``, ``failed: unreachable``, ``stopped: partial text kept`` (a failure never
     says "done")."""
     if phase in RUNNING:

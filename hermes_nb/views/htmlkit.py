@@ -21,15 +21,23 @@ __all__ = ["TONES", "VERDICT_TONES", "VERDICT_COLOURS", "tone_of", "text_colour"
            "CODE_BACKGROUND", "note", "esc", "seconds", "badge", "kv_html", "table_html", "box", "details", "pre",
            "markdown_html", "page_css", "TH_STYLE", "TD_STYLE"]
 
-#: tone → (JupyterLab variable, fallback outside Lab)
-TONES: dict[str, tuple[str, str]] = {
-    "good": ("--jp-success-color1", "#388e3c"),
-    "bad": ("--jp-error-color1", "#d32f2f"),
-    "warn": ("--jp-warn-color1", "#f57c00"),
-    "accent": ("--jp-brand-color1", "#1976d2"),
-    "info": ("--jp-info-color1", "#0097a7"),
-    "muted": ("--jp-content-font-color2", "rgba(0,0,0,.54)"),
+#: JupyterLab's own theme values: the fallbacks outside Lab, and a standalone page's variables (light; dark on request)
+_LIGHT = {
+    "content-font-color0": "#000", "content-font-color1": "rgba(0,0,0,.87)", "content-font-color2": "rgba(0,0,0,.54)",
+    "layout-color0": "#fff", "border-color2": "#e0e0e0", "cell-editor-background": "#f5f5f5",
+    "success-color1": "#388e3c", "error-color1": "#d32f2f", "warn-color1": "#f57c00", "brand-color1": "#1976d2",
+    "info-color1": "#0097a7",
 }
+_DARK = {
+    "content-font-color0": "#fff", "content-font-color1": "#fff", "content-font-color2": "rgba(255,255,255,.7)",
+    "layout-color0": "#111", "border-color2": "#424242", "cell-editor-background": "#212121",
+    "success-color1": "#4caf50", "error-color1": "#f44336", "warn-color1": "#ff9800", "brand-color1": "#2196f3",
+    "info-color1": "#00bcd4",
+}
+#: tone → (JupyterLab variable, fallback outside Lab)
+TONES: dict[str, tuple[str, str]] = {tone: (f"--jp-{var}", _LIGHT[var]) for tone, var in (
+    ("good", "success-color1"), ("bad", "error-color1"), ("warn", "warn-color1"), ("accent", "brand-color1"),
+    ("info", "info-color1"), ("muted", "content-font-color2"))}
 #: how much of the tone a text colour keeps; the rest is the theme's strongest font colour
 _TONE_SHARE = 65
 _FONT0 = "var(--jp-content-font-color0,#000)"
@@ -179,21 +187,6 @@ def markdown_html(text: str, redactor: Redactor | None = None) -> str:
 
 
 # --------------------------------------------------------------------------- standalone pages
-
-#: JupyterLab's own theme values, so a standalone page looks like Lab (light, and dark on request)
-_LIGHT = {
-    "content-font-color0": "#000", "content-font-color1": "rgba(0,0,0,.87)", "content-font-color2": "rgba(0,0,0,.54)",
-    "layout-color0": "#fff", "border-color2": "#e0e0e0", "cell-editor-background": "#f5f5f5",
-    "success-color1": "#388e3c", "error-color1": "#d32f2f", "warn-color1": "#f57c00", "brand-color1": "#1976d2",
-    "info-color1": "#0097a7",
-}
-_DARK = {
-    "content-font-color0": "#fff", "content-font-color1": "#fff", "content-font-color2": "rgba(255,255,255,.7)",
-    "layout-color0": "#111", "border-color2": "#424242", "cell-editor-background": "#212121",
-    "success-color1": "#4caf50", "error-color1": "#f44336", "warn-color1": "#ff9800", "brand-color1": "#2196f3",
-    "info-color1": "#00bcd4",
-}
-
 
 def _vars(values: Mapping[str, str]) -> str:
     return ";".join(f"--jp-{k}:{v}" for k, v in values.items())

@@ -1,4 +1,4 @@
-"""An exchange shown compactly: alone (the ``Exchange`` repr), or judged (the console's response panel,
+"""An exchange shown compactly: alone (the ``Exchange`` repr) or under its verdict (the console's response panel,
 ``%%hermes_chat``'s result). Allow-listed fields only; raw request headers and tokens never appear."""
 
 from __future__ import annotations
@@ -19,41 +19,37 @@ def _excerpt(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
-def _status(ex: Any) -> str | None:
-    return f"{ex.status} {ex.reason or ''}".strip() if ex.status is not None else None
-
-
-def exchange_html(ex: Any, *, timeline: bool = True) -> str:
-    """One exchange: request line, status, timings, text, error, stream timeline."""
-    t = ex.timings
-    verdict = "ok" if ex.ok_status and ex.transport_error is None and not ex.in_band_error else (
-        "error" if ex.status is not None or ex.transport_error is not None else None)
-    pairs: list[tuple[str, Any]] = [
-        ("request", f"{ex.request.method} {ex.request.url}"), ("status", _status(ex)),
+def _rows(ex: Any) -> list[tuple[str, Any]]:
+    t, env, cut = ex.timings, ex.envelope, ex.transport_error
+    rows: list[tuple[str, Any]] = [
+        ("request", f"{ex.request.method} {ex.request.url}"),
+        ("status", f"{ex.status} {ex.reason or ''}".strip() if ex.status is not None else None),
         ("content type", ex.content_type),
         ("headers / first delta / total", " / ".join(seconds(v) or "—" for v in (t.headers_s, t.first_delta_s,
-                                                                              t.total_s))),
-    ]
+                                                                              t.total_s)))]
     if ex.streamed:
-        pairs.append(("stream", f"{len(ex.events)} events, [DONE] {'seen' if ex.done else 'not seen'}, "
-                                f"finish_reason {ex.finish_reason or '—'}"))
-    if ex.envelope is not None:
-        env = ex.envelope
-        pairs.append(("error envelope", {k: v for k, v in (("type", env.type), ("code", env.code),
-                                                            ("message", env.message)) if v is not None}))
-    if ex.transport_error is not None:
-        pairs.append(("transport", f"{ex.transport_error.kind} ({ex.transport_error.phase}): "
-                                   f"{ex.transport_error.message}"))
+        rows.append(("stream", f"{len(ex.events)} events, [DONE] {'seen' if ex.done else 'not seen'}, "
+                               f"finish_reason {ex.finish_reason or '—'}"))
+    if env is not None:
+        rows.append(("error envelope", {k: v for k, v in (("type", env.type), ("code", env.code),
+                                                           ("message", env.message)) if v is not None}))
+    if cut is not None:
+        rows.append(("transport", f"{cut.kind} ({cut.phase}): {cut.message}"))
     if ex.retry_after_s is not None:
-        pairs.append(("retry after", seconds(ex.retry_after_s)))
+        rows.append(("retry after", seconds(ex.retry_after_s)))
     if ex.text or ex.usage or ex.streamed:
-        pairs.append(("usage", Usage.from_exchange(ex).line()))
-    body = [kv_html(pairs, badges=())]
-    if ex.text:
-        body.append(pre(_excerpt(ex.text)))
-    elif ex.body_text and not ex.ok_status:
-        body.append(pre(_excerpt(ex.body_text, 300)))
-    if timeline and ex.streamed:
+        rows.append(("usage", Usage.from_exchange(ex).line()))
+    return rows
+
+
+def exchange_html(ex: Any) -> str:
+    """One exchange: request line, status, timings, usage, error, the text's excerpt, the stream timeline."""
+    ok = ex.ok_status and ex.transport_error is None and not ex.in_band_error
+    verdict = "ok" if ok else "error" if ex.status is not None or ex.transport_error is not None else None
+    body = [kv_html(_rows(ex), badges=())]
+    if ex.text or (ex.body_text and not ex.ok_status):
+        body.append(pre(_excerpt(ex.text) if ex.text else _excerpt(ex.body_text, 300)))
+    if ex.streamed:
         body.append(timeline_svg(StreamTimeline.from_exchange(ex)))
     return box("exchange", verdict, *body)
 
@@ -62,17 +58,9 @@ def judged_html(title: str, verdict: str, ex: Any | None, *, reason: str | None,
                 extra: Iterable[tuple[str, Any]] = (), errors: Iterable[str] = (), warnings: Iterable[str] = (),
                 stopped: bool = False, headers: bool = False, stream: str = "stream timeline",
                 redactor: Redactor | None = None) -> str:
-    """An exchange under its verdict: reason and hint, status, timings, usage, errors, error envelope, the stream
-    timeline and (``headers``) the response headers."""
-    pairs: list[tuple[str, Any]] = [("verdict", verdict), ("reason", reason), ("hint", hint), *extra]
-    if ex is not None:
-        t = ex.timings
-        pairs += [("status", _status(ex)), ("time to headers", seconds(t.headers_s)),
-                  ("time to first delta", seconds(t.first_delta_s)), ("total", seconds(t.total_s))]
-        if ex.text or ex.usage or ex.streamed:
-            pairs.append(("usage", Usage.from_exchange(ex).line()))
-        if ex.envelope is not None:
-            pairs.append(("error envelope", ex.envelope.model_dump(mode="json", exclude_none=True)))
+    """An exchange under its verdict, reason and hint: its rows, errors and warnings, the stream timeline and
+    (``headers``) the response headers."""
+    pairs = [("verdict", verdict), ("reason", reason), ("hint", hint), *extra, *(_rows(ex) if ex else [])]
     pairs += [("error", e) for e in errors] + [("warning", w) for w in warnings]
     parts = [kv_html(pairs, badges=("verdict",), redactor=redactor)]
     if ex is not None and ex.streamed:

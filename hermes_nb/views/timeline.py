@@ -27,12 +27,9 @@ def idle_gaps(tl: StreamTimeline) -> list[tuple[float, float]]:
     return [(a, b) for a, b in pairwise(marks) if b - a >= threshold]
 
 
-#: label layout: an upper bound of the width of one character of the 11 px label font, and the row pitch (more
-#: than the height of an 11 px text box, descenders included)
-CHAR_W = 6.6
-ROW_H = 15
-#: idle-gap labels take at most this many rows; the ones that do not fit keep only their tooltip
-GAP_LABEL_ROWS = 3
+#: label layout: an upper bound of a character's width in the 11 px font, the row pitch (an 11 px text box and
+#: more), and the rows idle-gap labels may take (those that do not fit keep only their tooltip)
+CHAR_W, ROW_H, GAP_LABEL_ROWS = 6.6, 15, 3
 
 
 def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = None,
@@ -122,11 +119,9 @@ def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, ti
                      f'<title>{html.escape(label)} at {t:.3f} s</title></line>')
         parts.append(f'<text class="label" x="{round(x0 if anchor == "start" else x1, 1)}" y="{y}" '
                      f'text-anchor="{anchor}" style="fill:{colour}">{html.escape(text)}</text>')
-    unlabelled = sum(row is None for row in gap_rows)
     footer = f"{len(tl.deltas)} deltas · total {tl.total_s:.3f} s"
-    if unlabelled:
+    if None in gap_rows:
         footer += f" · {len(gaps)} idle gaps (hover for each)"
     parts.append(f'<text class="label" x="{width - right}" y="{footer_y}" text-anchor="end" style="fill:{muted}">'
-                 f"{footer}</text>")
-    parts.append("</svg>")
+                 f"{footer}</text></svg>")
     return "".join(parts)
