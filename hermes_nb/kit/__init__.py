@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_LAZY = {"Job": "job", "open_job": "job", "artifact_digests": "verdicts", "record_verdict": "verdicts",
-         "wire_summary": "verdicts", "check_summary": "verdicts", "run_summary": "verdicts",
+_LAZY = {"Job": "job", "open_job": "job", "artifact_digests": "job", "record_verdict": "job",
+         "wire_summary": "job", "check_summary": "job", "run_summary": "job",
          "ConsoleActions": "session", "ConsoleSession": "session", "ProbeConsole": "console"}
 
 __all__ = sorted(_LAZY)

@@ -38,7 +38,6 @@ __all__ = ["ROUTES", "RouteChoice", "BodyCheck", "check_body", "Targets", "Conso
            "error_html", "unlisted_note"]
 
 
-
 @dataclass(frozen=True)
 class RouteChoice:
     """One entry of the route picker (``method``/``path`` None: the method picker's and the path field's)."""

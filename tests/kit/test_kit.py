@@ -153,7 +153,7 @@ def test_a_mission_s_overrides_are_a_layer_under_the_notebook_s_options(tmp_path
 
 def test_record_verdict_displays_then_raises_unless_passed(monkeypatch) -> None:
     shown = []
-    monkeypatch.setattr("hermes_nb.kit.verdicts.display", lambda obj, **kw: shown.append((obj, kw)))
+    monkeypatch.setattr("hermes_nb.kit.job.display", lambda obj, **kw: shown.append((obj, kw)))
     passed = verdict.verdict_summary("j", "passed", reason="ok")
     kit.record_verdict(passed)
     blocked = verdict.verdict_summary("j", "blocked", reason="auth", errors=["hermes-proxy: locked"])
@@ -168,7 +168,7 @@ def test_record_verdict_displays_then_raises_unless_passed(monkeypatch) -> None:
 
 
 def test_the_verdict_cell_shows_stable_fields_escaped_and_masked_and_a_blocked_job_s_action() -> None:
-    from hermes_nb.kit.verdicts import verdict_html
+    from hermes_nb.kit.job import verdict_html
 
     summary = {"job": "e2e_smoke", "verdict": "failed", "reason": "<script>x</script>", "target": "emulator",
                "endpoint": "http://127.0.0.1:5/v1", "model": "m", "errors": [f"leak {CANARY}"],
