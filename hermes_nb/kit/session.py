@@ -353,8 +353,10 @@ def load_history(path: Path) -> list[HistoryEntry]:
     """The entries of a history file (a ConfigError naming the line that is not one)."""
     entries = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines() if path.is_file() else [], 1):
+        if not line.strip():
+            continue
         try:
-            entries += [HistoryEntry.model_validate_json(line)] if line.strip() else []
+            entries.append(HistoryEntry.model_validate_json(line))
         except ValidationError as exc:
             raise ConfigError(f"history file {path}, line {n}: not a console exchange "
                               f"({exc.errors()[0]['msg']})") from None
@@ -379,8 +381,10 @@ def status_of(phase: str, entry: Any = None, error: str | None = None) -> str:
     says "done")."""
     if phase in RUNNING:
         return f"{phase}…"
-    if phase in (STOPPED, IDLE):
-        return "stopped: partial text kept" if phase == STOPPED else IDLE
+    if phase == STOPPED:
+        return "stopped: partial text kept"
+    if phase == IDLE:
+        return IDLE
     if entry is None:
         return f"{phase}: {error or 'no exchange'}"
     return f"{phase}: {entry.verdict} ({entry.reason})" if phase == DONE else f"{phase}: {entry.reason}"
