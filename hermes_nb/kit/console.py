@@ -1,151 +1,323 @@
-"""The probe console: exploratory wire probing in Jupyter, streaming live.
+"""The probe console: exploratory wire probing in Jupyter, streaming live (``from hermes_nb import ProbeConsole``).
 
-    from hermes_nb import ProbeConsole
-    console = ProbeConsole()     # endpoint empty = an embedded emulator for the session (scenario picker)
-    console                      # endpoint · model (the listed ones offered) · scenario · token, route/method/path,
-                                 # prompt (Ctrl/Shift+Enter send, Esc stops), JSON body, Send / Stop, adapter check /
-                                 # probe all routes / run prompt, the answer (Markdown or raw, copy), usage, the
-                                 # response, history (copy as curl / Python), export
-
-The widgets only wire inputs to plain classes that hold the logic and are tested without a browser:
-:mod:`hermes_nb.kit.session` (routes, body, target, library calls), :mod:`hermes_nb.kit.exchanges` (the
-request's thread, the history), :mod:`hermes_nb.kit.request_state` (one state machine for a request: what
-the answer box, the status and the buttons show) and :mod:`hermes_nb.kit.console_view` (the HTML). Widget
-values are set from the stream's thread (the documented ipywidgets pattern): the kernel stays idle while a
-stream runs, so a Stop click is handled at once. Every rendering holds one lock and shows one consistent
-snapshot, so a late callback can never put back an older state.
-
-Auth: ``HERMES_NB_AUTH_TOKEN`` in the kernel, or the password field. The field's value is taken into the
-session and the field is emptied at once, so the token is never echoed back, never kept in widget state and
-never written into the notebook; every output goes through a :class:`Redactor` that knows it.
-
-``history=PATH`` keeps the history in a file as well (secrets masked) and reloads it: after a kernel restart
-the stale view says to run the cell again, and the new console starts with the old history.
+The widgets only wire inputs to :mod:`hermes_nb.kit.session` (the logic, tested without a browser) and render its
+:class:`~hermes_nb.kit.session.RequestState`. Widget values are set from the stream's thread (the documented
+ipywidgets pattern), so the kernel stays idle and handles a Stop click at once; each rendering holds one lock and
+shows one snapshot, so a late callback never brings back an older state. The password field is emptied as soon as
+it is read: the bearer is never echoed, kept in widget state or written into the notebook.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import os
+import pprint
+import shlex
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import ipywidgets as w
+from IPython.display import display
+
 from hermes_nb.core.errors import HermesError
-from hermes_nb.core.facts import DEFAULT_MODEL
+from hermes_nb.core.facts import DEFAULT_MODEL, ENV_AUTH_TOKEN
+from hermes_nb.core.redaction import Redactor
 from hermes_nb.emulator.scenarios import ALL_SCENARIOS  # every one (``stall`` too: the request deadline decides)
-from hermes_nb.kit.console_view import CONSOLE_JS, answer_html, keys_hint_html, snapshot_html, snippets_html
-from hermes_nb.kit.exchanges import HistoryEntry, StreamJob
-from hermes_nb.kit.request_state import RequestState
 from hermes_nb.kit.session import (
-    METHODS,
     ROUTES,
-    BodyCheck,
-    ConsoleActions,
     ConsoleSession,
+    HistoryEntry,
+    RequestState,
+    StreamJob,
+    View,
     check_body,
     error_html,
-    response_html,
 )
-from hermes_nb.views.htmlkit import MUTED, text_colour
+from hermes_nb.views.htmlkit import (
+    BORDER,
+    MUTED,
+    VERDICT_COLOURS,
+    box,
+    edge_colour,
+    esc,
+    kv_html,
+    markdown_html,
+    note,
+    pre,
+    table_html,
+    text_colour,
+)
+from hermes_nb.views.reprs import judged_html
 
-__all__ = ["ProbeConsole"]
+__all__ = ["ProbeConsole", "snippets", "response_html"]
 
-_VIEWS = ("rendered", "raw")
+# --------------------------------------------------------------------------- copy as code
+
+#: headers a client sets by itself: left out of the code
+_OWN = {"authorization", "content-length", "host", "accept-encoding", "connection", "user-agent"}
+_API_ROUTES = ("/chat/completions", "/completions", "/responses", "/models", "/embeddings")
 
 
-def _note(text: str, tone: str | None = None) -> str:
-    colour = text_colour(tone) if tone else MUTED
-    return f'<small style="color:{colour}">{html.escape(text)}</small>'
+def snippets(request: Any, redactor: Redactor | None = None) -> dict[str, str]:
+    """One recorded request as ``curl``, Python (httpx) and Python (openai). Built from the record, never the
+    config: a bearer is read from ``HERMES_NB_AUTH_TOKEN`` by the code, never written into it."""
+    red = redactor or Redactor()
+    method, url, body = request.method, request.url, request.body
+    bearer = any(k.lower() == "authorization" for k in request.headers or {})
+    headers = {k: v for k, v in (request.headers or {}).items() if k.lower() not in _OWN}
+    streams = isinstance(body, dict) and body.get("stream") is True
+
+    curl = [f"curl -sS{' -N' if streams else ''} -X {method} {shlex.quote(url)}"]
+    curl += [f'-H "Authorization: Bearer ${ENV_AUTH_TOKEN}"'] if bearer else []
+    curl += [f"-H {shlex.quote(f'{k}: {v}')}" for k, v in headers.items()]
+    curl += [f"--data-raw {shlex.quote(json.dumps(body, ensure_ascii=False))}"] if body is not None else []
+
+    items = [f'"Authorization": "Bearer " + os.environ["{ENV_AUTH_TOKEN}"]'] if bearer else []
+    items += [f"{k!r}: {v!r}" for k, v in headers.items()]
+    sent = "" if body is None else f",\n    json={pprint.pformat(body, sort_dicts=False, width=100)}"
+    call = f'"{method}", {url!r},\n    headers={{{", ".join(items)}}}{sent},\n    timeout=300.0,'
+    if streams:
+        httpx_code = (f"with httpx.stream(\n    {call}\n) as response:\n    print(response.status_code)\n"
+                      "    for line in response.iter_lines():\n        print(line)\n")
+    else:
+        httpx_code = f"response = httpx.request(\n    {call}\n)\nprint(response.status_code)\nprint(response.text)\n"
+
+    route = next((r for r in _API_ROUTES if url.endswith(r)), None)
+    if route is not None:
+        base = url[: -len(route)]
+    else:
+        head, sep, tail = url.partition("/v1/")
+        base, route = (head + "/v1", "/" + tail) if sep else (url.rsplit("/", 1)[0], "/" + url.rsplit("/", 1)[1])
+    key = f'os.environ.get("{ENV_AUTH_TOKEN}", "not-needed")' if bearer else '"not-needed"'
+    args = ",\n    ".join(f"{k}={pprint.pformat(v, sort_dicts=False, width=100)}"
+                          for k, v in (body if isinstance(body, dict) else {}).items())
+    if route == "/chat/completions" and method == "POST" and streams:
+        sdk = (f"stream = client.chat.completions.create(\n    {args},\n)\nfor chunk in stream:\n"
+               "    if chunk.choices:\n        print(chunk.choices[0].delta.content or \"\", end=\"\", flush=True)\n"
+               "    if chunk.usage:\n        print(\"\\n\", chunk.usage)\n")
+    elif route == "/chat/completions" and method == "POST":
+        sdk = (f"completion = client.chat.completions.create(\n    {args},\n)\n"
+               "print(completion.choices[0].message.content)\nprint(completion.usage)\n")
+    elif route == "/models" and method == "GET":
+        sdk = "for model in client.models.list():\n    print(model.id)\n"
+    else:
+        options = f", body={pprint.pformat(body, sort_dicts=False)}" if body is not None else ""
+        sdk = (f"# not one of the SDK's own calls: its raw request helper\n"
+               f"answer = client.{method.lower()}({route!r}, cast_to=object{options})\nprint(answer)\n")
+    return {"curl": red.text(" \\\n  ".join(curl)) + "\n",
+            "httpx": red.text(f"import os\n\nimport httpx\n\n{httpx_code}"),
+            "openai": red.text(f"import os\n\nfrom openai import OpenAI\n\nclient = OpenAI(base_url={base!r}, "
+                               f"api_key={key})  # the proxy attaches the real credentials\n\n{sdk}")}
+
+
+# --------------------------------------------------------------------------- the console's HTML
+
+KEYS_HINT = "Ctrl+Enter or Shift+Enter: send · Enter: new line · Esc (or the send keys again): stop"
+RESTART_NOTICE = ("The kernel behind this console has restarted or stopped: run this cell again for a working "
+                  "console (ProbeConsole(history=PATH) reloads the history from PATH).")
+_COPY_LABELS = {"curl": "copy as curl", "httpx": "copy as Python (httpx)", "openai": "copy as Python (openai)"}
+
+#: in the keyboard hint's HTML: the notice a console shows once its kernel is gone (ipywidgets marks the view
+#: ``jupyter-widgets-disconnected``), and the answer's typography
+CONSOLE_CSS = (
+    f'.hermes-console.jupyter-widgets-disconnected::before{{content:"{RESTART_NOTICE}";display:block;'
+    f"font:inherit;white-space:normal;padding:.4em .6em;margin-bottom:.4em;"
+    f"border:2px solid {edge_colour('warn')};color:{text_colour('warn')}}}"
+    ".hermes-console .widget-html-content{line-height:1.45}"
+    ".hermes-stream-text pre,.hermes-stream-text code{background:var(--jp-cell-editor-background,transparent)}"
+    ".hermes-stream-text pre{padding:4px 6px;white-space:pre-wrap;overflow-wrap:anywhere}"
+    ".hermes-stream-text p{margin:.3em 0}"
+)
+
+#: published once per console (``application/javascript``): the prompt's keys (Ctrl/Shift+Enter send, Escape
+#: stops, Enter stays a newline) and the copy buttons; where no script runs the code is under "show the code"
+CONSOLE_JS = """(function () {
+  if (window.__hermesNbConsole) { return; }
+  window.__hermesNbConsole = true;
+  function live(b) { return b && !b.disabled; }
+  window.addEventListener('keydown', function (e) {
+    var t = e.target;
+    if (!(t instanceof HTMLTextAreaElement) || !t.closest('.hermes-prompt')) { return; }
+    var root = t.closest('.hermes-console');
+    if (!root) { return; }
+    var send = root.querySelector('.hermes-send'), stop = root.querySelector('.hermes-stop');
+    var submit = e.key === 'Enter' && (e.ctrlKey || e.shiftKey || e.metaKey);
+    if ((e.key === 'Escape' || submit) && live(stop)) {
+      e.preventDefault(); e.stopPropagation(); stop.click(); return;
+    }
+    if (submit) {
+      e.preventDefault(); e.stopPropagation();
+      t.dispatchEvent(new Event('change', {bubbles: true}));
+      setTimeout(function () { if (live(send)) { send.click(); } }, 60);
+    }
+  }, true);
+  function copy(text) {
+    if (navigator.clipboard && window.isSecureContext) { return navigator.clipboard.writeText(text); }
+    var area = document.createElement('textarea');
+    area.value = text; document.body.appendChild(area); area.select();
+    try { document.execCommand('copy'); } finally { area.remove(); }
+    return Promise.resolve();
+  }
+  document.addEventListener('click', function (e) {
+    var b = e.target instanceof Element ? e.target.closest('[data-hermes-copy]') : null;
+    if (!b) { return; }
+    var scope = b.closest('[data-hermes-copy-scope]') || document;
+    var src = scope.querySelector('[data-hermes-source="' + b.getAttribute('data-hermes-copy') + '"]');
+    if (!src) { return; }
+    e.preventDefault();
+    var label = b.textContent;
+    copy(src.textContent).then(function () {
+      b.textContent = 'copied ✓'; setTimeout(function () { b.textContent = label; }, 1500);
+    });
+  }, true);
+})();"""
+
+
+def _button(cls: str, key: str, label: str) -> str:
+    return (f'<button class="jupyter-button {cls}" type="button" style="width:auto;margin:0 2px" '
+            f'data-hermes-copy="{key}">{html.escape(label)}</button>')
+
+
+def _source(key: str, text: str, cls: str = "") -> str:
+    klass = f' class="{cls}"' if cls else ""
+    return f'<pre{klass} hidden data-hermes-source="{key}">{html.escape(text)}</pre>'
+
+
+def json_of(text: str) -> Any:
+    """The answer as JSON (a surrounding code fence allowed); ValueError when it is not."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1].rsplit("```", 1)[0] if "\n" in body else ""
+    return json.loads(body)
+
+
+def answer_html(status: str, text: str, *, fmt: str = "markdown", usage: str | None = None, copy: bool = True,
+                redactor: Redactor | None = None) -> str:
+    """An answer under its status line (in the colour of the verdict it names) and usage: as Markdown (nothing in
+    it runs), as sent (``text``, ``code``) or pretty JSON; ``copy``: a copy button (the console's page script)."""
+    red = redactor or Redactor()
+    text = red.text(text)
+    word = status.split(":", 1)[0]
+    colour = VERDICT_COLOURS.get({"interrupted": "stopped"}.get(word, word), MUTED)
+    head = [f'<span class="hermes-stream-state" style="color:{colour};font-weight:bold">{esc(status)}</span>']
+    if usage is not None:
+        head.append(f'<span class="hermes-usage" style="color:{MUTED}">usage: {esc(usage)}</span>')
+    if text and copy:
+        head.append(_button("hermes-copy-answer", "answer", "copy answer"))
+    body = markdown_html(text, red) if text and fmt == "markdown" else pre(text, red) if text else ""
+    if text and fmt == "json":
+        try:
+            body = pre(json.dumps(json_of(text), indent=2, ensure_ascii=False), red)
+        except ValueError as exc:
+            body = note(f"not JSON ({exc}): shown as text") + body
+    return (f'<div class="hermes-stream" data-hermes-copy-scope style="border:1px solid {BORDER};padding:4px 8px;'
+            f'max-height:24em;overflow:auto">'
+            f'<div style="display:flex;flex-wrap:wrap;gap:.3em 1em;align-items:center">{"".join(head)}</div>'
+            f'<div class="hermes-stream-text">{body}</div>'
+            f"{_source('answer', text, 'hermes-answer-source') if copy else ''}</div>")
+
+
+def snippets_html(entry: HistoryEntry | None, redactor: Redactor | None = None) -> str:
+    """Copy the shown exchange as curl / Python (httpx) / Python (openai); the code also shown, collapsed."""
+    if entry is None:
+        return ""
+    code = snippets(entry.exchange.request, redactor)
+    buttons = "".join(_button(f"hermes-copy-{k}", k, _COPY_LABELS[k]) for k in code)
+    sources = "".join(_source(k, v) for k, v in code.items())
+    shown = "".join(f"<div><b>{html.escape(_COPY_LABELS[k].removeprefix('copy as '))}</b></div>{pre(v, redactor)}"
+                    for k, v in code.items())
+    return (f'<div class="hermes-snippets" data-hermes-copy-scope style="display:flex;flex-wrap:wrap;gap:.3em;'
+            f'align-items:center"><span style="color:{MUTED}">#{entry.number}:</span>{buttons}{sources}'
+            f'<details style="flex-basis:100%"><summary>show the code (the bearer comes from '
+            f"HERMES_NB_AUTH_TOKEN, never from here)</summary>{shown}</details></div>")
+
+
+def response_html(entry: HistoryEntry, redactor: Redactor | None = None, *, headers: bool = True) -> str:
+    """The response panel (headers left out of the static picture: ``date`` and the like are noise there)."""
+    return judged_html(f"response #{entry.number}", entry.verdict, entry.exchange, reason=entry.reason,
+                       hint=entry.hint, extra=[("provider", entry.provider)], errors=entry.errors,
+                       stopped=entry.stopped, headers=headers, redactor=redactor)
+
+
+# --------------------------------------------------------------------------- the widgets
+
+def _grow(basis: str) -> w.Layout:
+    return w.Layout(width="auto", flex=f"1 1 {basis}", min_width="10em")
+
+
+def _row(*children: Any) -> w.Box:
+    return w.Box(list(children), layout=w.Layout(display="flex", flex_flow="row wrap", width="100%",
+                                                 align_items="center"))
+
+
+def _classed(widget: Any, cls: str) -> Any:
+    widget.add_class(cls)
+    return widget
 
 
 class ProbeConsole:
-    """The widgets. Public attributes to drive: ``endpoint``, ``model``, ``prompt``, ``body``, ``view``,
-    ``send_button``, ``stop_button``, ``history`` (the picker), ``session.history`` (the records),
-    ``state`` (the request's state machine).
-
-    ``delay_s``: the embedded emulator's pause before each delta in the ``slow`` scenario (0.25 s: streaming is
-    visible to a person; None: the emulator's default). ``history``: a JSON-lines file the history is kept in
-    and reloaded from. ``provider``: what the embedded emulator fronts (``xai`` also forwards ``/v1/responses``,
-    the route picker's *responses* entries).
-    """
+    """The widgets; ``endpoint``, ``model``, ``prompt``, ``body``, ``view``, ``send_button``, ``stop_button`` and
+    ``history`` (the picker) can be driven from code, ``session`` is the logic and ``state`` the request's state
+    machine. ``delay_s``: the embedded emulator's pause before each delta of the ``slow`` scenario (visible
+    streaming); ``history``: a JSON-lines file the history is kept in and reloaded from; ``provider``: what the
+    embedded emulator fronts (``xai`` forwards ``/v1/responses``)."""
 
     #: widget updates from the stream thread at most this often (the last one always goes out)
     UPDATE_EVERY_S = 0.05
 
     def __init__(self, *, endpoint: str = "", model: str = DEFAULT_MODEL, scenario: str = "ok",
                  prompt: str = "Summarise in one sentence what a smoke test proves.", route: str = "chat (streamed)",
-                 delay_s: float | None = 0.25, actions: ConsoleActions | None = None,
-                 environ: Mapping[str, str] | None = None, history: str | os.PathLike[str] | None = None,
-                 provider: str = "nous") -> None:
-        import ipywidgets as w
-
+                 delay_s: float | None = 0.25, environ: Mapping[str, str] | None = None,
+                 history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
         self.session = ConsoleSession(delay_s=delay_s, environ=environ, history=history, provider=provider)
-        if actions is not None:
-            self.session.actions = actions
         self.actions = self.session.actions
         self.state = RequestState()
-        described = {"description_width": "initial"}
-
-        def grow(basis: str) -> Any:
-            return w.Layout(width="auto", flex=f"1 1 {basis}", min_width="10em")
-
-        def row(*children: Any) -> Any:
-            return w.Box(list(children), layout=w.Layout(display="flex", flex_flow="row wrap", width="100%",
-                                                         align_items="center"))
-
-        self.endpoint = w.Text(value=endpoint, description="endpoint", placeholder="empty: embedded emulator",
-                               style=described, layout=grow("18em"))
-        self.model = w.Combobox(value=model, options=[], ensure_option=False, description="model",
-                                placeholder="the proxy's models are offered once known", style=described,
-                                layout=grow("16em"))
-        self.model.add_class("hermes-model")
-        self.model_flag = w.HTML(value="", layout=w.Layout(width="auto"))
-        self.model_flag.add_class("hermes-model-flag")
-        self.scenario = w.Dropdown(options=ALL_SCENARIOS, value=scenario, description="scenario", style=described,
-                                   layout=w.Layout(width="auto"))
-        self.token = w.Password(value="", description="token", placeholder="else HERMES_NB_AUTH_TOKEN",
-                                style=described, layout=grow("14em"))
-        self.token_status = w.HTML(value=self._token_note())
-        self.route = w.Dropdown(options=list(ROUTES), value=route, description="route", style=described,
-                                layout=w.Layout(width="auto"))
-        self.method = w.Dropdown(options=METHODS, value="GET", description="method", disabled=True, style=described,
-                                 layout=w.Layout(width="auto"))
-        self.path = w.Text(value="", description="path", placeholder="/models (forwarded path)", disabled=True,
-                           style=described, layout=grow("12em"))
-        self.prompt = w.Textarea(value=prompt, description="prompt", rows=3, style=described,
-                                 layout=w.Layout(width="auto"))
-        self.prompt.add_class("hermes-prompt")
-        self.keys_hint = w.HTML(value=keys_hint_html())
-        self.keys_hint.add_class("hermes-keys-hint")
-        self.body = w.Textarea(value="", description="JSON body", placeholder="empty: built from the prompt",
-                               style=described, layout=w.Layout(width="auto", height="6em"))
-        self.body_message = w.HTML(value="")
+        named = {"style": {"description_width": "initial"}}
         auto = w.Layout(width="auto")
-        self.send_button = w.Button(description="Send", button_style="primary", icon="paper-plane", layout=auto)
-        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop", disabled=True,
-                                    layout=auto)
-        self.check_button = w.Button(description="adapter check", layout=auto)
-        self.probe_button = w.Button(description="probe all routes", layout=auto)
-        self.run_button = w.Button(description="run prompt", layout=auto)
-        for button, cls in ((self.send_button, "hermes-send"), (self.stop_button, "hermes-stop"),
-                            (self.check_button, "hermes-check"), (self.probe_button, "hermes-probe"),
-                            (self.run_button, "hermes-run")):
-            button.add_class(cls)
-        self.view = w.ToggleButtons(options=_VIEWS, value="rendered", tooltips=("the answer as Markdown",
-                                                                                "the answer as sent"),
-                                    style={"button_width": "auto"}, layout=auto)
-        self.view.add_class("hermes-view-toggle")
-        self.stream_view = w.HTML(value="", layout=w.Layout(width="auto"))
-        self.output = w.HTML(value="", layout=w.Layout(width="auto"))
-        self.output.add_class("hermes-response")
-        self.history = w.Select(options=[], description="history", rows=5, style=described,
-                                layout=w.Layout(width="auto"))
-        self.history.add_class("hermes-history")
-        self.snippets = w.HTML(value="", layout=w.Layout(width="auto"))
+        self.endpoint = w.Text(value=endpoint, description="endpoint", placeholder="empty: embedded emulator",
+                               layout=_grow("18em"), **named)
+        self.model = _classed(w.Combobox(value=model, options=[], ensure_option=False, description="model",
+                                         placeholder="the proxy's models are offered once known",
+                                         layout=_grow("16em"), **named), "hermes-model")
+        self.model_flag = _classed(w.HTML(value="", layout=auto), "hermes-model-flag")
+        self.scenario = w.Dropdown(options=ALL_SCENARIOS, value=scenario, description="scenario", layout=auto,
+                                   **named)
+        self.token = w.Password(value="", description="token", placeholder="else HERMES_NB_AUTH_TOKEN",
+                                layout=_grow("14em"), **named)
+        self.token_status = w.HTML(value=self._token_note())
+        self.route = w.Dropdown(options=list(ROUTES), value=route, description="route", layout=auto, **named)
+        self.method = w.Dropdown(options=("GET", "POST", "PUT", "DELETE"), value="GET", description="method",
+                                 disabled=True, layout=auto, **named)
+        self.path = w.Text(value="", description="path", placeholder="/models (forwarded path)", disabled=True,
+                           layout=_grow("12em"), **named)
+        self.prompt = _classed(w.Textarea(value=prompt, description="prompt", rows=3, layout=auto, **named),
+                               "hermes-prompt")
+        self.keys_hint = _classed(w.HTML(value=f'<style>{CONSOLE_CSS}</style><small class="hermes-keys" style="color:'
+                                                 f'{MUTED};display:block;line-height:1.4">{html.escape(KEYS_HINT)}'
+                                                 "</small>"), "hermes-keys-hint")
+        self.body = w.Textarea(value="", description="JSON body", placeholder="empty: built from the prompt",
+                               layout=w.Layout(width="auto", height="6em"), **named)
+        self.body_message = w.HTML(value="")
+        self.send_button = _classed(w.Button(description="Send", button_style="primary", icon="paper-plane",
+                                             layout=auto), "hermes-send")
+        self.stop_button = _classed(w.Button(description="Stop", button_style="danger", icon="stop", disabled=True,
+                                             layout=auto), "hermes-stop")
+        self.check_button = _classed(w.Button(description="adapter check", layout=auto), "hermes-check")
+        self.probe_button = _classed(w.Button(description="probe all routes", layout=auto), "hermes-probe")
+        self.run_button = _classed(w.Button(description="run prompt", layout=auto), "hermes-run")
         self.export_button = w.Button(description="export selected (JSON)", layout=auto)
-        self.export_view = w.HTML(value="", layout=w.Layout(width="auto"))
+        self.view = _classed(w.ToggleButtons(options=("rendered", "raw"), value="rendered",
+                                             tooltips=("the answer as Markdown", "the answer as sent"),
+                                             style={"button_width": "auto"}, layout=auto), "hermes-view-toggle")
+        self.stream_view = w.HTML(value="", layout=auto)
+        self.output = _classed(w.HTML(value="", layout=auto), "hermes-response")
+        self.history = _classed(w.Select(options=[], description="history", rows=5, layout=auto, **named),
+                                "hermes-history")
+        self.snippets = w.HTML(value="", layout=auto)
+        self.export_view = w.HTML(value="", layout=auto)
         self._last_push = 0.0
         self._render_lock = threading.RLock()
         self._syncing = False
@@ -153,32 +325,26 @@ class ProbeConsole:
 
         self.token.observe(self._take_token, names="value")
         self.route.observe(self._route_changed, names="value")
-        self.body.observe(lambda _c: self._validate(), names="value")
-        self.method.observe(lambda _c: self._validate(), names="value")
+        for widget in (self.body, self.method):
+            widget.observe(lambda _c: self._validate(), names="value")
         self.model.observe(lambda _c: self._flag_model(), names="value")
         self.view.observe(lambda _c: self._render(), names="value")
+        self.history.observe(lambda _c: self._show_selected(), names="value")
         self.send_button.on_click(lambda _b: self.send())
         self.stop_button.on_click(lambda _b: self.stop())
-        self.check_button.on_click(lambda _b: self._check())
-        self.probe_button.on_click(lambda _b: self._action("probing every route…", lambda: self.actions.probe(
-            *self._inputs(), environ=self.session.environ, auth_token=self.session._token)))
+        self.check_button.on_click(lambda _b: self._action("running the adapter check…", self.actions.check))
+        self.probe_button.on_click(lambda _b: self._action("probing every route…", self.actions.probe))
         self.run_button.on_click(lambda _b: self._action("running the prompt as a mission…",
-                                                         lambda: self.actions.run_prompt(
-            *self._inputs(), self.prompt.value, environ=self.session.environ, auth_token=self.session._token)))
+                                                         self.actions.run_prompt, self.prompt.value))
         self.export_button.on_click(lambda _b: self.export())
-        self.history.observe(lambda _c: self._show_selected(), names="value")
         self._route_changed(None)
-        self.widget = w.VBox([
-            row(self.endpoint, self.model, self.scenario), self.model_flag,
-            row(self.token, self.token_status),
-            row(self.route, self.method, self.path),
-            self.prompt, self.keys_hint, self.body, self.body_message,
-            row(self.send_button, self.stop_button, self.check_button, self.probe_button, self.run_button,
-                self.view),
-            self.stream_view, self.output,
-            self.history, self.snippets, row(self.export_button), self.export_view,
-        ], layout=w.Layout(width="100%"))
-        self.widget.add_class("hermes-console")
+        self.widget = _classed(w.VBox([
+            _row(self.endpoint, self.model, self.scenario), self.model_flag, _row(self.token, self.token_status),
+            _row(self.route, self.method, self.path), self.prompt, self.keys_hint, self.body, self.body_message,
+            _row(self.send_button, self.stop_button, self.check_button, self.probe_button, self.run_button,
+                 self.view),
+            self.stream_view, self.output, self.history, self.snippets, _row(self.export_button), self.export_view,
+        ], layout=w.Layout(width="100%")), "hermes-console")
         self._render()
 
     # ---- inputs
@@ -186,47 +352,36 @@ class ProbeConsole:
         return self.endpoint.value, self.model.value, self.scenario.value
 
     def _token_note(self) -> str:
-        return _note(f"bearer from: {self.session.token_source}")
+        return note(f"bearer from: {self.session.token_source}")
 
     def _take_token(self, change: Any) -> None:
         """Take the typed token into the session and empty the field (never kept in widget state)."""
-        value = change["new"]
-        if not value:
-            return
-        self.session.set_token(value)
-        self.token.value = ""
-        self.token_status.value = self._token_note()
+        if change["new"]:
+            self.session.set_token(change["new"])
+            self.token.value = ""
+            self.token_status.value = self._token_note()
 
     def _route_changed(self, _change: Any) -> None:
         choice = ROUTES[self.route.value]
-        free = choice.method is None
-        self.method.disabled = not free
-        self.path.disabled = not free
-        if not free:
+        self.method.disabled = self.path.disabled = choice.method is not None
+        if choice.method is not None:
             self.method.value = choice.method
         self.prompt.disabled = not choice.chat
         self._validate()
 
-    def _validate(self) -> BodyCheck:
+    def _validate(self) -> None:
         checked = check_body(self.body.value, ROUTES[self.route.value], method=self.method.value)
-        lines = [_note(f"✗ {e}", "bad") for e in checked.errors]
-        lines += [_note(n) for n in checked.notes]
-        if checked.ok and self.body.value.strip():
-            lines.insert(0, _note("✓ valid JSON", "good"))
+        lines = [note("✓ valid JSON", "good")] if checked.ok and self.body.value.strip() else []
+        lines += [note(f"✗ {e}", "bad") for e in checked.errors] + [note(n) for n in checked.notes]
         self.body_message.value = "<br>".join(lines)
-        return checked
 
     # ---- the model picker
     def _flag_model(self) -> None:
-        flag = self.session.model_flag(self.model.value)
-        endpoint = self.session.endpoint_in_use
-        known = self.session.catalog.known(endpoint) if endpoint is not None else None
-        if flag:
-            self.model_flag.value = _note(f"⚠ {flag}", "warn")
-        elif known:
-            self.model_flag.value = _note(f"✓ listed by the proxy ({len(known)} models)", "good")
-        else:
-            self.model_flag.value = ""
+        endpoint = self.session.endpoint_in_use or ""
+        flag = self.session.catalog.flag(endpoint, self.model.value.strip())
+        known = self.session.catalog.known(endpoint)
+        self.model_flag.value = (note(f"⚠ {flag}", "warn") if flag else
+                                 note(f"✓ listed by the proxy ({len(known)} models)", "good") if known else "")
 
     def refresh_models(self) -> list[str] | None:
         """Ask the target for its models (once per endpoint for the session) and offer them in the model field."""
@@ -239,9 +394,6 @@ class ProbeConsole:
         self._flag_model()
         return models
 
-    def _refresh_models_later(self) -> None:
-        threading.Thread(target=self.refresh_models, name="hermes-nb-console-models", daemon=True).start()
-
     # ---- rendering (any thread)
     def _render(self, *, force: bool = True) -> None:
         with self._render_lock:
@@ -251,9 +403,9 @@ class ProbeConsole:
             self._last_push = now
             view = self.state.snapshot()
             red = self.session.redactor
-            self.stream_view.value = answer_html(view, raw=self.view.value == "raw", redactor=red)
-            self.send_button.disabled = not view.send_enabled
-            self.stop_button.disabled = not view.stop_enabled
+            self.stream_view.value = self._answer_html(view, raw=self.view.value == "raw")
+            self.send_button.disabled = view.running
+            self.stop_button.disabled = not view.running
             if view.running:
                 self.output.value = ""
             elif view.entry is not None:
@@ -263,28 +415,30 @@ class ProbeConsole:
             self.snippets.value = snippets_html(view.entry, red)
             self._sync_history(view.entry)
 
+    def _answer_html(self, view: View, *, raw: bool = False) -> str:
+        as_code = raw or (view.entry is not None and not view.entry.exchange.text)  # a body, not an assistant's text
+        return answer_html(view.status, view.text, fmt="text" if as_code else "markdown", usage=view.usage,
+                           redactor=self.session.redactor)
+
     def _sync_history(self, shown: HistoryEntry | None) -> None:
-        entries = self.session.history.entries
+        entries = self.session.history
         self._syncing = True
         try:
             if len(self.history.options) != len(entries):
-                self.history.options = self.history_labels()
+                self.history.options = [(e.label, i) for i, e in reversed(list(enumerate(entries)))]  # newest first
             index = next((i for i, e in enumerate(entries) if e is shown), None)
             if self.history.value != index:
                 self.history.value = index
         finally:
             self._syncing = False
 
-    def _show(self, html_text: str) -> None:
-        self.output.value = html_text
-
     # ---- actions
     def send(self) -> StreamJob | None:
         """What the Send button does; returns the running job (None when the inputs were refused)."""
         gen = 0
 
-        def delta(_piece: str) -> None:
-            if self.state.delta(gen, _piece):
+        def delta(piece: str) -> None:
+            if self.state.delta(gen, piece):
                 self._render(force=False)
 
         def done(job: StreamJob, entry: HistoryEntry | None) -> None:
@@ -292,7 +446,7 @@ class ProbeConsole:
                 f"{type(job.error).__name__}: {job.error}" if job.error is not None else "no exchange")
             if self.state.finish(gen, entry, error):
                 self._render()
-            if not self._closed and not self.session.catalog.asked(job.client.config.endpoint):
+            if not self._closed and not self.session.catalog.asked(job.client.endpoint):
                 self.refresh_models()
 
         try:
@@ -301,7 +455,7 @@ class ProbeConsole:
                                        on_delta=delta, on_done=done)
             gen = self.state.begin()
         except HermesError as exc:
-            self._show(error_html(exc))
+            self.output.value = error_html(exc)
             return None
         self._render()
         self._flag_model()
@@ -310,20 +464,13 @@ class ProbeConsole:
         except HermesError as exc:
             self.state.abandon(gen)
             self._render()
-            self._show(error_html(exc))
+            self.output.value = error_html(exc)
             return None
 
-    def _action(self, running: str, call: Any) -> None:
-        self._show(_note(running))
-        self._show(call())
-
-    def _check(self) -> None:
-        self._action("running the adapter check…", lambda: self.actions.check(
-            *self._inputs(), environ=self.session.environ, auth_token=self.session._token))
+    def _action(self, running: str, action: Callable[..., str], *args: Any) -> None:
+        self.output.value = note(running)
+        self.output.value = self.session.call(action, *self._inputs(), *args)
         self._flag_model()
-
-    def history_labels(self) -> list[tuple[str, int]]:
-        return self.session.history.labels()
 
     def stop(self) -> None:
         """What the Stop button does: cancel the running request, keep the partial text."""
@@ -335,12 +482,9 @@ class ProbeConsole:
         return True if job is None else job.wait(timeout)
 
     def _show_selected(self) -> None:
-        if self._syncing:
-            return
         index = self.history.value
-        if index is None or not 0 <= index < len(self.session.history):
-            return
-        if self.state.select(self.session.history[index]):
+        if (not self._syncing and index is not None and 0 <= index < len(self.session.history)
+                and self.state.select(self.session.history[index])):
             self._render()
 
     def export(self) -> str | None:
@@ -359,30 +503,32 @@ class ProbeConsole:
                 "console")
 
     def snapshot_html(self) -> str:
-        """A static picture of the console now (what a notebook shows without its kernel)."""
-        view = self.state.snapshot()
+        """A static picture of the console now, for a notebook opened without its kernel (plain HTML that
+        survives JupyterLab's sanitiser)."""
+        view, red = self.state.snapshot(), self.session.redactor
         fields = [("endpoint", self.endpoint.value or "(embedded emulator)"), ("model", self.model.value),
                   ("scenario", self.scenario.value), ("route", self.route.value), ("prompt", self.prompt.value)]
-        red = self.session.redactor
-        response = response_html(view.entry, red, headers=False) if view.entry is not None else ""
-        return snapshot_html(fields, view, list(self.session.history.entries), response=response, redactor=red)
+        history = table_html([{"#": e.number, "request": f"{e.exchange.request.method} {e.route}",
+                               "status": e.exchange.status, "verdict": e.verdict, "reason": e.reason}
+                              for e in self.session.history],
+                             ("#", "request", "status", "verdict", "reason"), badges=("verdict",), redactor=red)
+        return box("ProbeConsole", None, "<p><i>A static picture of the probe console: run this cell for the live "
+                   "one (Send, Stop, history, copy as code).</i></p>", kv_html(fields, redactor=red),
+                   self._answer_html(view),
+                   response_html(view.entry, red, headers=False) if view.entry is not None else "",
+                   f"<div><b>history</b></div>{history}")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """The live widget, and a static picture (``text/html``) for where no widget can show."""
         bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
-        bundle["text/plain"] = self._repr_text_()
-        bundle["text/html"] = self.snapshot_html()
-        return bundle
+        return {**bundle, "text/plain": self._repr_text_(), "text/html": self.snapshot_html()}
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display as ipy_display
-
-        ipy_display(self._repr_mimebundle_(), raw=True)
-        ipy_display({"application/javascript": CONSOLE_JS}, raw=True)  # the keys and the copy buttons
-        self._refresh_models_later()
+        display(self._repr_mimebundle_(), raw=True)
+        display({"application/javascript": CONSOLE_JS}, raw=True)  # the keys and the copy buttons
+        threading.Thread(target=self.refresh_models, name="hermes-nb-console-models", daemon=True).start()
 
     def close(self) -> None:
         self._closed = True
         self.session.close()
         self.widget.close()
-

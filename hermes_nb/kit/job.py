@@ -1,51 +1,49 @@
-"""What a job notebook's cells call: open the job once, do it, record the verdict.
-
-::
-
-    job = kit.open_job("adapter_check", target=target, config=config, budget_s=budget_s, …)  # the parameters
-    result = job.check()     # or job.probe(), job.run()
-    job.finish(result)       # the verdict cell: records the summary for the receipt, raises unless passed
-
-The parameters cell is the job's spec (:meth:`hermes_nb.core.spec.Spec.parameters_source`) plus ``target`` and
-``config``: ``hermes-nb smoke`` established the target once (:class:`hermes_nb.target.Target`) and resolved the
-runtime config once, and hands both in; the kernel neither asks the endpoint who it is nor resolves the config
-again (the bearer reaches the kernel in ``HERMES_NB_AUTH_TOKEN``, never as a parameter). Run alone, the
-notebook resolves its config from its parameters and identifies its target itself: the configured endpoint, or
-an embedded emulator when none is configured anywhere.
+"""What a job notebook's cells call: ``job = kit.open_job(name, **parameters)``, then ``job.check()`` (or
+``probe()``, ``run()``), then ``job.finish(result)`` (the verdict cell). ``hermes-nb smoke`` hands the target it
+identified and the config it resolved in as ``target`` and ``config`` (the bearer in ``HERMES_NB_AUTH_TOKEN``);
+run alone, the notebook resolves its config and identifies its target itself (an embedded emulator when no
+endpoint is configured anywhere). The verdict cell's record format, the MIME type the smoke reads back, is
+:mod:`hermes_nb.receipts.verdict`'s.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from IPython.display import display
+
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.facts import ADAPTER_CHECK, ENV_AUTH_TOKEN, WIRE_SPIKE
+from hermes_nb.core.errors import NotebookFailed
+from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, ENV_AUTH_TOKEN, ERROR_PREFIX, VERDICTS, WIRE_SPIKE
 from hermes_nb.core.model import Shown
+from hermes_nb.core.redaction import Redactor
+from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.harness.prepare import prepare_mission
-from hermes_nb.harness.results import RunResult
-from hermes_nb.kit.verdicts import check_summary, record_verdict, run_summary, wire_summary
+from hermes_nb.harness.results import RunResult, artifact_digests
 from hermes_nb.nbrun.templates import JOB_SPECS
 from hermes_nb.proxy.check import CheckResult, CheckSpec, check
 from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
 from hermes_nb.proxy.probe import probe
 from hermes_nb.proxy.report import WireReport
+from hermes_nb.receipts.verdict import VERDICT_MIME, operator_action, verdict_summary
 from hermes_nb.target import Target, establish
+from hermes_nb.views.htmlkit import esc, kv_html
 
-__all__ = ["Job", "open_job", "notebook_config", "SMOKE_PROMPT"]
+__all__ = ["Job", "open_job", "notebook_config", "SMOKE_PROMPT", "artifact_digests", "record_verdict",
+           "verdict_html", "wire_summary", "check_summary", "run_summary"]
 
 #: the e2e notebook's ad-hoc prompt when it is given neither a mission nor a prompt
 SMOKE_PROMPT = "Summarise in one sentence what a smoke test proves."
 
 
 def notebook_config(config: dict[str, Any], environ: dict[str, str] | None = None) -> HermesProxyRuntimeConfig:
-    """The runtime config the runner resolved (:meth:`HermesProxyRuntimeConfig.to_parameter`), made whole again
-    with the bearer from ``HERMES_NB_AUTH_TOKEN``."""
+    """The config the runner resolved, made whole again with the bearer from ``HERMES_NB_AUTH_TOKEN``."""
     env = os.environ if environ is None else environ
     return HermesProxyRuntimeConfig.from_parameter(config, env.get(ENV_AUTH_TOKEN))
 
@@ -77,10 +75,8 @@ class Job(Shown):
         return report
 
     def run(self) -> RunResult | CheckResult:
-        """The mission (or the prompt) prepared and run as ``hermes-nb run`` does it (the mission's
-        runtime_config_overrides a layer, unless the runner resolved the config), with the model the adapter check
-        resolved: a model the proxy does not list is not sent, and the check's verdict is the run's (both notebooks
-        agree)."""
+        """The mission (or prompt) run as ``hermes-nb run`` runs it, with the model the adapter check resolved: a
+        model the proxy does not list is not sent and the check's verdict is the run's (both notebooks agree)."""
         spec = self.spec
         mission = spec.mission or None
         prepared = prepare_mission(mission, prompt=None if mission else (spec.prompt or SMOKE_PROMPT),
@@ -95,14 +91,14 @@ class Job(Shown):
             return checked
         config = config.model_copy(update={"model": checked.model or config.model,
                                            "provider": checked.provider or config.provider})
-        root = prepared.root or Path(self._temp_dir())
+        root = prepared.root or Path(self._stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="hermes-nb-run-", ignore_cleanup_errors=True)))
         return prepared.replace(config=config, root=root).run(handle_signals=False)
 
     def summary(self, result: Any) -> dict[str, Any]:
         """The verdict summary of this job's result (what the receipt records)."""
         if self.name == WIRE_SPIKE:
-            return wire_summary(result, target=self.target, model=self.config.model,
-                                contract=self.spec.compare)
+            return wire_summary(result, target=self.target, model=self.config.model, contract=self.spec.compare)
         if self.name == ADAPTER_CHECK:
             return check_summary(result, target=self.target)
         return run_summary(result, target=self.target, config=self.config)
@@ -113,18 +109,13 @@ class Job(Shown):
         self.close()
         record_verdict(summary)
 
-    def _temp_dir(self) -> str:
-        path = tempfile.mkdtemp(prefix="hermes-nb-run-")
-        self._stack.callback(shutil.rmtree, path, True)
-        return path
-
     def close(self) -> None:
         self._stack.close()
 
 
 def open_job(name: str, *, target: dict[str, Any] | Target | None = None, config: dict[str, Any] | None = None,
              environ: dict[str, str] | None = None, **options: Any) -> Job:
-    """Open the job ``name`` with its parameters (see the module docstring)."""
+    """The job ``name`` with its parameters (see the module docstring)."""
     spec = JOB_SPECS[name].build("notebook", **{k: v for k, v in options.items() if v is not None})
     stack = ExitStack()
     resolved = notebook_config(config, environ) if config is not None else spec.runtime_config(environ=environ)
@@ -135,3 +126,111 @@ def open_job(name: str, *, target: dict[str, Any] | Target | None = None, config
     elif target.endpoint != resolved.endpoint:
         resolved = resolved.with_endpoint(target.endpoint, origin=f"target ({target.kind})")
     return Job(name=name, spec=spec, target=target, config=resolved, given_config=config is not None, _stack=stack)
+
+
+# --------------------------------------------------------------------------- the verdict cell
+
+def verdict_html(summary: Mapping[str, Any]) -> str:
+    """The verdict cell's view: stable fields only (no digests, no timings); a blocked job's operator action."""
+    keys = ["job", "verdict", "reason", "target", "endpoint", "model"]
+    shown = dict(summary)
+    if summary.get("verdict") == "blocked":  # an expected outcome: what to do about it, not a traceback
+        shown["operator action"] = operator_action(summary)
+        keys.append("operator action")
+    out = kv_html([(k, shown[k]) for k in keys if k in shown], badges=("verdict",), title="verdict")
+    errors = list(summary.get("errors") or [])
+    return out + (f"<p><b>errors</b></p><ul>{''.join(f'<li>{esc(e)}</li>' for e in errors)}</ul>" if errors else "")
+
+
+def record_verdict(summary: Mapping[str, Any]) -> None:
+    """Display the verdict output, then raise :class:`NotebookFailed` unless it passed."""
+    line = f"verdict: {summary['verdict']} ({summary['reason']})"
+    display({"text/plain": line, "text/html": verdict_html(summary)}, raw=True,
+            metadata={VERDICT_MIME: dict(summary)})
+    if summary["verdict"] != "passed":
+        first = (summary.get("errors") or [summary["reason"]])[0]
+        raise NotebookFailed(f"{summary['job']} {summary['verdict']}: {first}", notebook=str(summary["job"]))
+
+
+def wire_summary(report: Any, *, target: Target, model: str, contract: str | None) -> dict[str, Any]:
+    """Spike verdict, from proxy-owned facts only: unreachable or refused by the local-only guard → blocked (one
+    line, one action); drift → failed; an upstream that answered 429 or that the proxy reports down → blocked;
+    else passed, with what a slow upstream could not answer listed as not judged."""
+    drift_lines = [str(d) for d in report.drift]
+    skipped = list(report.not_judged)
+    reasons = {n.reason for n in skipped}
+    provider, warnings, hint = report.provider, list(report.warnings), report.action
+    if not report.reachable or report.state == "not_local":
+        status, reason = "blocked", "unreachable" if not report.reachable else "not_local"
+        errors = [f"{ERROR_PREFIX}{report.headline}"]
+        warnings = []  # the one line and the one action say it all
+    elif drift_lines:
+        status, reason = "failed", "drift"
+        errors = [f"wire drift from {contract}: {line}" for line in drift_lines]
+    elif "rate_limited" in reasons:
+        status, reason = "blocked", "rate_limited"
+        errors = [f"{ERROR_PREFIX}the upstream answered 429 (rate limited): the wire could not be judged"]
+    elif "upstream_down" in reasons:
+        first = next(n for n in skipped if n.reason == "upstream_down")
+        status, reason = "blocked", "upstream_down"
+        errors = [f"{ERROR_PREFIX}the proxy reports its upstream down: {first.detail}"]
+    else:
+        status, reason, errors, hint = "passed", "matches-contract", [], None
+    if skipped and status == "passed":
+        warnings.append(f"{len(skipped)} not judged (the upstream's trouble, not the proxy's): "
+                        + "; ".join(str(n) for n in skipped[:3]) + (" …" if len(skipped) > 3 else ""))
+    return verdict_summary(
+        WIRE_SPIKE, status, reason=reason, errors=errors, warnings=warnings, endpoint=target.endpoint, model=model,
+        target=target.kind, hermes_version=target.release, provider=provider,
+        details={"contract": contract, "state": report.state, "provider": provider, "upstream": report.upstream,
+                 "release_source": target.release_source, "matches": list(report.matches),
+                 "bearer_required": report.bearer_required, "stream_failure_shape": report.stream_failure_shape,
+                 "server": report.server, "drift": drift_lines, "hint": hint,
+                 "not_judged": [str(n) for n in skipped], "timeline": report.timelines.get("chat_stream"),
+                 "upstream_differences": [str(d) for d in report.upstream_differences]},
+    )
+
+
+def check_summary(result: CheckResult, *, target: Target) -> dict[str, Any]:
+    """Adapter-check verdict: ready → passed; locked/unreachable → blocked; misconfigured/error → failed."""
+    return verdict_summary(
+        ADAPTER_CHECK, result.verdict, reason=str(result.state), errors=list(result.errors),
+        warnings=list(result.warnings), endpoint=target.endpoint, model=result.model, target=target.kind,
+        hermes_version=target.release, provider=result.provider,
+        details={"models": list(result.models), "hint": result.hint, "http_status": result.http_status,
+                 "provider": result.provider, "upstream": result.upstream, "model_origin": result.model_origin,
+                 "retry_after_s": result.retry_after_s},
+    )
+
+
+def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
+    """E2E verdict: the run's status (cancelled counts as failed) and artifact digests; a ``CheckResult`` instead
+    (the model is not in the proxy's list: not sent) is failed, with the check's errors and hint."""
+    provider = getattr(result, "provider", None) or target.provider or config.provider
+    if isinstance(result, CheckResult):
+        check = result
+        return verdict_summary(
+            E2E_SMOKE, "failed", reason="model-not-listed", errors=list(check.errors),
+            warnings=list(check.warnings), endpoint=config.endpoint, model=check.model, target=target.kind,
+            hermes_version=target.release, provider=provider,
+            details={"hint": check.hint, "models": list(check.models), "provider": provider,
+                     "model_origin": check.model_origin, "not_sent": True},
+            redactor=Redactor(config.secrets()))
+    doc = dict(getattr(result, "result", {}) or {})
+    exchange = getattr(result, "exchange", None)
+    timeline = StreamTimeline.from_exchange(exchange).to_dict() if exchange is not None and exchange.streamed else None
+    status = str(doc.get("status", "failed"))
+    outcome = getattr(result, "outcome", None)
+    run_dir = getattr(result, "run_dir", None)
+    return verdict_summary(
+        E2E_SMOKE, status if status in VERDICTS else "failed",
+        reason=str(doc.get("reason") or getattr(outcome, "reason", None) or status),
+        errors=list(doc.get("errors") or []), warnings=list(doc.get("warnings") or []),
+        endpoint=config.endpoint, model=getattr(exchange, "model", None) or config.model,
+        target=target.kind, hermes_version=target.release, provider=provider, artifacts=artifact_digests(run_dir),
+        run_dir=str(run_dir) if run_dir else None,
+        details={"run_id": getattr(result, "run_id", None), "exit_code": getattr(result, "exit_code", None),
+                 "final_message": getattr(outcome, "final_message", None), "usage": doc.get("usage"),
+                 "hint": doc.get("hint"), "provider": provider, "timeline": timeline},
+        redactor=Redactor(config.secrets()),
+    )

@@ -1,31 +1,16 @@
-"""IPython magics: ``%load_ext hermes_nb`` registers them. Their arguments are generated from the jobs' specs, so
-``%hermes_check?`` states the same options, words and defaults as ``hermes-nb check --help`` and the notebooks'
-parameters cells:
-
-``%hermes_check``   the adapter check (:class:`~hermes_nb.proxy.check.CheckSpec`); returns the ``CheckResult``.
-``%hermes_probe``   the wire-format probe and its drift from a contract (:class:`~hermes_nb.proxy.probe.ProbeSpec`);
-                    returns the ``WireReport``.
-``%hermes_load``    the load probe (its spec: the flags of ``hermes-nb load``); returns the ``LoadReport``. A kernel
-                    interrupt stops it and returns what was measured.
-``%%hermes_chat``   the cell body is the prompt (:class:`ChatSpec`); the answer streams into the output as it arrives
-                    (one display updated in place; Markdown by default, raw HTML in it escaped, nothing in it run),
-                    then the verdict and the token usage; returns a :class:`ChatResult`. A model the proxy does not
-                    list is warned about first (one ``GET /models`` per endpoint for the session). A kernel
-                    interrupt stops the stream and keeps the partial text.
-
-Every result is the cell's value (``_`` in the next cell). The config is resolved the way the CLI does it
-(defaults < manifest < ``HERMES_NB_*`` < flags); no endpoint anywhere = an embedded emulator for the session
-(one per scenario and provider, stopped by ``%unload_ext hermes_nb``). The token comes from
-``HERMES_NB_AUTH_TOKEN`` only.
+"""IPython magics, registered by ``%load_ext hermes_nb``: ``%hermes_check``, ``%hermes_probe``, ``%hermes_load`` and
+``%%hermes_chat`` (the cell body is the prompt; the answer streams into one display updated in place, Markdown by
+default with nothing in it run, then the verdict and usage). Their arguments are generated from the jobs' specs, so
+``%hermes_check?`` states what ``hermes-nb check --help`` states; the config is resolved as the CLI resolves it, and
+with no endpoint anywhere each scenario gets an embedded emulator for the session (``%unload_ext`` stops them).
+Every result is the cell's value; a kernel interrupt keeps what arrived (the partial answer, the load measured).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -37,23 +22,25 @@ from pydantic import Field
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import HermesError
+from hermes_nb.core.facts import ADAPTER_CHECK, WIRE_SPIKE
+from hermes_nb.core.model import Shown
 from hermes_nb.core.records import Exchange, Outcome
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, Spec
 from hermes_nb.core.usage import Usage
-from hermes_nb.kit.models import ModelCatalog, unlisted_note
+from hermes_nb.kit.console import answer_html, json_of
+from hermes_nb.kit.job import Job
+from hermes_nb.kit.session import ModelCatalog, Targets, phase_of, status_of, unlisted_note
 from hermes_nb.load.report import LoadReport  # the load wing, reached from the kit by this magic only
 from hermes_nb.load.run import run_load
 from hermes_nb.load.spec import LoadSpec
-from hermes_nb.proxy.check import CheckResult, CheckSpec, check
-from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
-from hermes_nb.proxy.probe import ProbeSpec, probe
+from hermes_nb.proxy.check import CheckResult, CheckSpec
+from hermes_nb.proxy.contracts import resolve_contract
+from hermes_nb.proxy.probe import ProbeSpec
 from hermes_nb.proxy.report import WireReport
-from hermes_nb.target import Target, embedded_target, identify
-from hermes_nb.views.htmlkit import MUTED, badge, esc, markdown_html, pre, tone_of
-from hermes_nb.views.reprs import box, kv_html, seconds
-from hermes_nb.views.timeline import StreamTimeline, timeline_svg
+from hermes_nb.target import Target
+from hermes_nb.views.htmlkit import badge
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import responses_request_body
 from hermes_nb.wire.reading import classify
@@ -64,8 +51,8 @@ __all__ = ["HermesMagics", "ChatSpec", "ChatResult", "load_ipython_extension", "
 UPDATE_EVERY_S = 0.05
 
 
-@dataclass
-class ChatResult:
+@dataclass(repr=False)  # IPython's text repr is then Shown's one line, not the dataclass's repr
+class ChatResult(Shown):
     """What ``%%hermes_chat`` returns: the exchange, its classification, the text (partial when stopped)."""
 
     exchange: Exchange | None
@@ -84,90 +71,37 @@ class ChatResult:
         return Usage.from_exchange(self.exchange)
 
     @property
+    def reason(self) -> str:
+        return "interrupted" if self.stopped else self.outcome.reason if self.outcome else "no exchange"
+
+    @property
     def status(self) -> str:
-        """``done: passed (ok)``, ``failed: …``, ``blocked: …``, ``interrupted: partial text kept`` (never "done"
-        for a failure)."""
-        if self.stopped:
-            return "interrupted: partial text kept"
-        reason = self.outcome.reason if self.outcome else "no exchange"
-        return f"done: passed ({reason})" if self.verdict == "passed" else f"{self.verdict}: {reason}"
+        """The console's status line: ``done: passed (ok)``, ``blocked: auth`` (never "done" for a failure)."""
+        return "interrupted: partial text kept" if self.stopped else status_of(phase_of(self), self)
 
     def _repr_text_(self) -> str:
-        reason = "interrupted" if self.stopped else (self.outcome.reason if self.outcome else "no exchange")
         took = f" in {self.exchange.timings.total_s:.3f} s" if self.exchange is not None else ""
-        return f"verdict: {self.verdict} ({reason}), {len(self.text)} characters{took}"
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text("ChatResult(...)" if cycle else self._repr_text_())
-
-    def _repr_html_(self) -> str:
-        out, ex = self.outcome, self.exchange
-        pairs: list[tuple[str, Any]] = [("verdict", self.verdict),
-                                        ("reason", "interrupted" if self.stopped else out.reason if out else None),
-                                        ("hint", out.hint if out else None)]
-        if ex is not None:
-            t = ex.timings
-            pairs += [("status", ex.status), ("time to headers", seconds(t.headers_s)),
-                      ("time to first delta", seconds(t.first_delta_s)), ("total", seconds(t.total_s)),
-                      ("usage", self.usage.line())]
-        pairs += [("error", e) for e in (out.errors if out else [])]
-        pairs += [("warning", w) for w in [*self.warnings, *(out.warnings if out else [])]]
-        parts = [kv_html(pairs, badges=("verdict",))]
-        if ex is not None and ex.streamed:
-            parts.append(timeline_svg(StreamTimeline.from_exchange(ex, stopped=self.stopped), title="answer stream"))
-        return box("hermes chat", self.verdict, *parts)
-
-
-def _json_of(text: str) -> Any:
-    """The answer as JSON (a surrounding code fence allowed); raises ValueError when it is not."""
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.split("\n", 1)[1] if "\n" in body else ""
-        body = body.rsplit("```", 1)[0]
-    return json.loads(body)
-
-
-def answer_html(text: str, state: str, fmt: str = "markdown", *, final: bool = False) -> str:
-    """The streamed answer as ``fmt`` under its status line (the status in its verdict's colour)."""
-    word = state.split(":", 1)[0]
-    head = (f'<small class="hermes-chat-state">{badge(tone_word(word), state)}</small>' if tone_word(word)
-            else f'<small class="hermes-chat-state" style="color:{MUTED}">{esc(state)}</small>')
-    if fmt == "markdown":
-        body = f'<div class="hermes-chat-text">{markdown_html(text)}</div>'
-    elif fmt == "json" and final:
-        try:
-            body = pre(json.dumps(_json_of(text), indent=2, ensure_ascii=False), cls="hermes-chat-text")
-        except ValueError as exc:
-            body = (f'<small style="color:{MUTED}">not JSON ({esc(str(exc))}): shown as text</small>'
-                    + pre(text, cls="hermes-chat-text"))
-    else:  # text, code, and json while it streams
-        body = pre(text, cls="hermes-chat-text")
-    return f'<div class="hermes-chat">{head}{body}</div>'
-
-
-def tone_word(word: str) -> str | None:
-    """The verdict word a status starts with, when it has a colour (``done`` → passed)."""
-    verdict = {"done": "passed", "interrupted": "stopped"}.get(word, word)
-    return verdict if tone_of(verdict) else None
+        return f"verdict: {self.verdict} ({self.reason}), {len(self.text)} characters{took}"
 
 
 class _Answer:
-    """The streamed answer's display: ``text/plain`` + ``text/html``, updated in place (throttled)."""
+    """The streamed answer's display (``text/plain`` + ``text/html``), updated in place at most every
+    :data:`UPDATE_EVERY_S`."""
 
     def __init__(self, redactor: Redactor, fmt: str = "markdown") -> None:
         self.pieces: list[str] = []
-        self.redactor = redactor
-        self.fmt = fmt
+        self.redactor, self.fmt = redactor, fmt
         self._last = 0.0
         self.handle = display(self._bundle("waiting for the first delta…"), raw=True, display_id=True)
 
     def _bundle(self, state: str, *, final: bool = False, usage: str | None = None) -> dict[str, Any]:
         text = self.redactor.text("".join(self.pieces))
-        shown = answer_html(text, state + (f" · usage: {usage}" if usage else ""), self.fmt, final=final)
-        bundle: dict[str, Any] = {"text/plain": text, "text/html": shown}
-        if self.fmt == "json" and final:
+        fmt = "text" if self.fmt == "json" and not final else self.fmt  # JSON once it is whole
+        bundle: dict[str, Any] = {"text/plain": text, "text/html": answer_html(state, text, fmt=fmt, usage=usage,
+                                                                               copy=False)}
+        if fmt == "json":
             try:
-                bundle["application/json"] = _json_of(text)
+                bundle["application/json"] = json_of(text)
             except ValueError:
                 pass
         return bundle
@@ -179,7 +113,7 @@ class _Answer:
             self._last = now
             self.handle.update(self._bundle("streaming…"), raw=True)
 
-    def finish(self, state: str, usage: str | None = None) -> None:
+    def finish(self, state: str, usage: str | None) -> None:
         self.handle.update(self._bundle(state, final=True, usage=usage), raw=True)
 
 
@@ -218,35 +152,23 @@ class HermesMagics(Magics):
 
     def __init__(self, shell: Any = None) -> None:
         super().__init__(shell)
-        self._stack = ExitStack()
-        self._emulators: dict[tuple[str, str], Target] = {}
+        self.targets = Targets()
         #: the models each endpoint lists: one ``GET /models`` per endpoint for the session
         self.catalog = ModelCatalog()
 
     def aim(self, spec: Any, provider: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
-        """The options' config, resolved once, and its target: the configured endpoint (identified), else this
-        session's emulator for the scenario and provider; the config aimed at the target."""
+        """The options' config, resolved once, and its target (the configured endpoint, else this session's
+        emulator for the scenario and provider); the config aimed at the target."""
         config = spec.runtime_config()
         if provider and not config.provider:
             config = config.model_copy(update={"provider": provider})
-        if config.origin("endpoint") != "default":
-            return identify(config), config
-        key = (spec.scenario, config.provider or "nous")
-        if key not in self._emulators:
-            self._emulators[key], _ = self._stack.enter_context(embedded_target(config, scenario=spec.scenario))
-        target = self._emulators[key]
-        return target, config.with_endpoint(target.endpoint, origin="emulator")
-
-    def close(self) -> None:
-        self._stack.close()
-        self._emulators.clear()
+        return self.targets.aim(config, spec.scenario)
 
     @line_magic
     @_magic(CheckSpec, "%hermes_check")
     def hermes_check(self, spec: CheckSpec) -> CheckResult:
         """The adapter check against the configured proxy (or an embedded emulator)."""
-        target, config = self.aim(spec)
-        return check(config, spec=spec, target=target)
+        return Job(ADAPTER_CHECK, spec, *self.aim(spec)).check()
 
     @line_magic
     @_magic(ProbeSpec, "%hermes_probe")
@@ -255,11 +177,7 @@ class HermesMagics(Magics):
         detected, and what it could not judge."""
         if spec.compare:
             resolve_contract(spec.compare)  # an unknown name fails before anything is sent
-        _, config = self.aim(spec)
-        report = probe(config, budget_s=spec.budget_s, request_budget_s=spec.request_budget_s)
-        if spec.compare:
-            apply_contract(report, load_contract(resolve_contract(spec.compare, provider=report.provider)))
-        return report
+        return Job(WIRE_SPIKE, spec, *self.aim(spec)).probe()
 
     @line_magic
     @_magic(LoadSpec, "%hermes_load")
@@ -300,7 +218,7 @@ class HermesMagics(Magics):
             outcome = classify(exchange, config, executable=target.executable)
         text = exchange.text if exchange is not None else answer.redactor.text("".join(answer.pieces))
         result = ChatResult(exchange=exchange, outcome=outcome, text=text, stopped=stopped, warnings=warnings)
-        answer.finish(result.status, usage=result.usage.line() if exchange is not None else None)
+        answer.finish(result.status, result.usage.line() if exchange is not None else None)
         return result
 
 
@@ -313,4 +231,4 @@ def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext hermes_nb``: stop the session's emulators."""
     magics = ipython.magics_manager.registry.get(HermesMagics.__name__)
     if isinstance(magics, HermesMagics):
-        magics.close()
+        magics.targets.close()

@@ -1,56 +1,46 @@
-"""The probe console's logic, without widgets: routes, the body editor, the target, one session.
-
-* :data:`ROUTES` and :func:`check_body` — the route picker and the JSON body editor's validation messages;
-* :class:`ConsoleActions` — the target's life cycle (an embedded emulator restarted when the scenario changes)
-  and the library calls behind the buttons (adapter check, probe all routes, run a prompt as a mission);
-* :class:`ConsoleSession` — inputs in, a :class:`~hermes_nb.kit.exchanges.StreamJob` out, a history entry
-  when it ends (kept in a file too with ``history=PATH``); the bearer from ``HERMES_NB_AUTH_TOKEN`` or the
-  password field, known to its redactor; the models the proxy lists (:class:`~hermes_nb.kit.models.ModelCatalog`);
-* :func:`response_html` — the response panel (the answer itself is the answer box's: :mod:`hermes_nb.kit.console_view`).
-
-Tested without a browser (tests/kit/test_console.py); :mod:`hermes_nb.kit.console` wires ipywidgets to it.
-"""
+"""The probe console's logic without widgets (tested without a browser): routes and the body editor, the targets,
+one request streamed on its own thread, the request's state machine, the history and the models each endpoint
+lists. :mod:`hermes_nb.kit.console` wires ipywidgets to it; the magics share its targets and model catalog."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ConfigError, HermesError
+from hermes_nb.core.model import StrictModel
 from hermes_nb.core.records import Exchange, Outcome
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.core.usage import Usage
 from hermes_nb.harness.prepare import prepare_mission
-from hermes_nb.kit import display
-from hermes_nb.kit.exchanges import History, HistoryEntry, StreamJob
-from hermes_nb.kit.models import ModelCatalog, models_of
 from hermes_nb.proxy.check import check
 from hermes_nb.proxy.probe import probe
 from hermes_nb.target import Target, embedded_target, identify
-from hermes_nb.views.reprs import box, kv_html, seconds
-from hermes_nb.views.timeline import StreamTimeline, timeline_svg
+from hermes_nb.views.htmlkit import kv_html
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import classify, route_outcome
 
-__all__ = ["ROUTES", "METHODS", "RouteChoice", "BodyCheck", "check_body", "ConsoleActions",
-           "ConsoleSession", "response_html", "error_html"]
-
-METHODS = ("GET", "POST", "PUT", "DELETE")
+__all__ = ["ROUTES", "RouteChoice", "BodyCheck", "check_body", "Targets", "ConsoleActions",
+           "ModelCatalog", "StreamJob", "HistoryEntry", "RequestState", "View", "ConsoleSession",
+           "error_html", "unlisted_note"]
 
 
 @dataclass(frozen=True)
 class RouteChoice:
-    """One entry of the route picker. ``method``/``path`` None: taken from the method picker and path field."""
+    """One entry of the route picker (``method``/``path`` None: the method picker's and the path field's)."""
 
     label: str
     method: str | None
@@ -58,8 +48,7 @@ class RouteChoice:
     root: bool = False
     sse: bool = False
     chat: bool = False
-    #: the body the prompt becomes on a chat route: ``chat`` (messages) or ``responses`` (OpenAI's Responses API:
-    #: ``input``; forwarded by an xai proxy, 404 path_not_allowed on nous)
+    #: what a prompt becomes: ``chat`` (messages) or ``responses`` (OpenAI's Responses API: ``input``)
     api: str = "chat"
 
 
@@ -74,11 +63,9 @@ ROUTES: dict[str, RouteChoice] = {r.label: r for r in (
 )}
 
 
-# --------------------------------------------------------------------------- the body editor
-
 @dataclass(frozen=True)
 class BodyCheck:
-    """The JSON body editor's verdict: the value to send (None: no body) and what is wrong with it."""
+    """The body editor's verdict: the value to send (None: no body), what is wrong, what to know."""
 
     value: Any = None
     errors: tuple[str, ...] = ()
@@ -90,13 +77,11 @@ class BodyCheck:
 
 
 def check_body(text: str, route: RouteChoice, *, method: str | None = None) -> BodyCheck:
-    """Validate the body editor's text for ``route`` (empty text on a chat route: built from the prompt)."""
+    """Validate the body editor's text for ``route`` (empty on a chat route: built from the prompt)."""
     stripped = text.strip()
     method = (route.method or method or "GET").upper()
     if not stripped:
-        if route.chat:
-            return BodyCheck(notes=("empty: the body is built from the prompt",))
-        return BodyCheck()
+        return BodyCheck(notes=("empty: the body is built from the prompt",)) if route.chat else BodyCheck()
     if method == "GET":
         return BodyCheck(errors=(f"{method} sends no body: clear the editor or pick POST",))
     try:
@@ -105,10 +90,10 @@ def check_body(text: str, route: RouteChoice, *, method: str | None = None) -> B
         return BodyCheck(errors=(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",))
     if not route.chat:
         return BodyCheck(value=value)
-    errors: list[str] = []
-    notes: list[str] = []
     if not isinstance(value, dict):
         return BodyCheck(errors=("a chat body must be a JSON object",))
+    errors: list[str] = []
+    notes: list[str] = []
     messages = value.get("messages")
     if route.api == "responses":
         if not isinstance(value.get("input"), (str, list)) or not value.get("input"):
@@ -116,9 +101,8 @@ def check_body(text: str, route: RouteChoice, *, method: str | None = None) -> B
     elif not isinstance(messages, list) or not messages:
         errors.append('"messages" must be a non-empty list')
     else:
-        for i, message in enumerate(messages):
-            if not isinstance(message, dict) or "role" not in message or "content" not in message:
-                errors.append(f'messages[{i}] needs "role" and "content"')
+        errors += [f'messages[{i}] needs "role" and "content"' for i, m in enumerate(messages)
+                   if not isinstance(m, dict) or "role" not in m or "content" not in m]
     if not isinstance(value.get("model"), str) or not value.get("model"):
         notes.append('no "model": the model field is used')
     if route.sse and value.get("stream") is not True:
@@ -128,97 +112,373 @@ def check_body(text: str, route: RouteChoice, *, method: str | None = None) -> B
     return BodyCheck(value=value, errors=tuple(errors), notes=tuple(notes))
 
 
-# --------------------------------------------------------------------------- target and library calls
-
 def error_html(exc: HermesError | str) -> str:
-    return display.kv_table({"status": "error", "error": str(exc)}, title="error")
+    return kv_html([("status", "error"), ("error", str(exc))], title="error")
 
 
-@dataclass
-class ConsoleActions:
-    """The target's life cycle and the library calls of the buttons; each call returns HTML."""
+# --------------------------------------------------------------------------- targets and the buttons' calls
 
-    profile: str = "hermes-agent"
-    #: the ``slow`` scenario's pause before each delta (None: the emulator's default)
-    delay_s: float | None = None
-    #: what the embedded emulator fronts (``xai`` forwards ``/v1/responses``)
-    provider: str = "nous"
-    _target: Target | None = field(default=None, repr=False)
-    _key: tuple[str, str, str] | None = field(default=None, repr=False)
-    _stack: ExitStack = field(default_factory=ExitStack, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+class Targets:
+    """A session's targets: a configured endpoint is identified on each call; with none configured, an embedded
+    emulator per scenario and provider, started on first use and stopped by :meth:`close`."""
 
-    def target(self, config: HermesProxyRuntimeConfig, scenario: str) -> Target:
-        """The target of a resolved ``config``, identified once per endpoint; the embedded emulator (no endpoint
-        configured) restarts when the scenario changed."""
-        given = config.origin("endpoint") != "default"
-        key = (config.endpoint if given else "", scenario, self.profile)
+    def __init__(self, *, delay_s: float | None = None, provider: str = "nous") -> None:
+        #: the ``slow`` scenario's pause before each delta (None: the emulator's default)
+        self.delay_s = delay_s
+        #: what an embedded emulator fronts when the config names no provider (``xai`` forwards ``/v1/responses``)
+        self.provider = provider
+        self.emulators: dict[tuple[str, str], Target] = {}
+        self._stack = ExitStack()
+        self._lock = threading.Lock()
+
+    def aim(self, config: HermesProxyRuntimeConfig, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
+        """``config``'s target, and ``config`` aimed at it."""
+        if config.origin("endpoint") != "default":
+            return identify(config), config
+        config = config.model_copy(update={"provider": config.provider or self.provider})
+        key = (scenario, config.provider or "nous")
         with self._lock:
-            if self._target is None or self._key != key:
-                self._close()
-                if given:
-                    self._target = identify(config)
-                else:
-                    extra = {} if self.delay_s is None else {"delay_s": self.delay_s}
-                    fronted = config.model_copy(update={"provider": config.provider or self.provider})
-                    self._target, _ = self._stack.enter_context(
-                        embedded_target(fronted, scenario=scenario, profile=self.profile, **extra))
-                self._key = key
-            return self._target
-
-    def aim(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
-            auth_token: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
-        """The inputs' config, resolved once, and its target; the config aimed at the target."""
-        config = resolve_runtime_config(environ=environ, endpoint=endpoint.strip() or None, model=model or None,
-                                        auth_token=auth_token or None)
-        target = self.target(config, scenario)
-        return target, config if target.endpoint == config.endpoint else config.with_endpoint(target.endpoint,
-                                                                                              origin="emulator")
-
-    def check(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
-              auth_token: str | None = None) -> str:
-        try:
-            target, config = self.aim(endpoint, model, scenario, environ=environ, auth_token=auth_token)
-        except HermesError as exc:
-            return error_html(exc)
-        return check(config, target=target)._repr_html_()
-
-    def probe(self, endpoint: str, model: str, scenario: str, *, budget_s: float = 30.0,
-              environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> str:
-        try:
-            _, config = self.aim(endpoint, model, scenario, environ=environ, auth_token=auth_token)
-            report = probe(config, budget_s=budget_s)
-        except HermesError as exc:
-            return error_html(exc)
-        return report._repr_html_()
-
-    def run_prompt(self, endpoint: str, model: str, scenario: str, prompt: str, *,
-                   root: str | None = None, environ: Mapping[str, str] | None = None,
-                   auth_token: str | None = None) -> str:
-        """Run ``prompt`` as a mission, prepared as ``hermes-nb run --prompt`` prepares it."""
-        try:
-            _, config = self.aim(endpoint, model, scenario, environ=environ, auth_token=auth_token)
-            prepared = prepare_mission(prompt=prompt, root=root, fallback_root=None)
-            work = root or self._stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-run-"))
-            result = prepared.replace(config=config, root=Path(work)).run(handle_signals=False)
-        except HermesError as exc:
-            return error_html(exc)
-        return result._repr_html_()
-
-    def _close(self) -> None:
-        self._stack.close()
-        self._target = None
-        self._key = None
+            if key not in self.emulators:
+                extra: dict[str, Any] = {} if self.delay_s is None else {"delay_s": self.delay_s}
+                self.emulators[key], _ = self._stack.enter_context(embedded_target(config, scenario=scenario, **extra))
+        target = self.emulators[key]
+        return target, config.with_endpoint(target.endpoint, origin="emulator")
 
     def close(self) -> None:
         with self._lock:
-            self._close()
+            self._stack.close()
+            self.emulators.clear()
 
+
+class ConsoleActions(Targets):
+    """The console's targets and the library calls of its buttons; each call returns HTML."""
+
+    def resolve(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
+                auth_token: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
+        """The inputs' config, resolved once as the CLI does it, and its target."""
+        config = resolve_runtime_config(environ=environ, endpoint=endpoint.strip() or None, model=model or None,
+                                        auth_token=auth_token or None)
+        return self.aim(config, scenario)
+
+    def _shown(self, inputs: tuple[str, str, str], environ: Mapping[str, str] | None, auth_token: str | None,
+               call: Callable[[Target, HermesProxyRuntimeConfig], Any]) -> str:
+        try:
+            return str(call(*self.resolve(*inputs, environ=environ, auth_token=auth_token))._repr_html_())
+        except HermesError as exc:
+            return error_html(exc)
+
+    def check(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
+              auth_token: str | None = None) -> str:
+        return self._shown((endpoint, model, scenario), environ, auth_token, lambda t, c: check(c, target=t))
+
+    def probe(self, endpoint: str, model: str, scenario: str, *, budget_s: float = 30.0,
+              environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> str:
+        return self._shown((endpoint, model, scenario), environ, auth_token, lambda _t, c: probe(c, budget_s=budget_s))
+
+    def run_prompt(self, endpoint: str, model: str, scenario: str, prompt: str, *, root: str | None = None,
+                   environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> str:
+        """Run ``prompt`` as a mission, prepared as ``hermes-nb run --prompt`` prepares it."""
+        def run(_target: Target, config: HermesProxyRuntimeConfig) -> Any:
+            work = root or self._stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-run-"))
+            prepared = prepare_mission(prompt=prompt, root=root, fallback_root=None)
+            return prepared.replace(config=config, root=Path(work)).run(handle_signals=False)
+        return self._shown((endpoint, model, scenario), environ, auth_token, run)
+
+
+# --------------------------------------------------------------------------- the models each endpoint lists
+
+def models_of(exchange: Exchange | None) -> list[str] | None:
+    """The model ids of a ``/models`` answer (None: not a model list)."""
+    body = exchange.json_body if exchange is not None and exchange.ok_status else None
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        return None
+    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id") is not None]
+
+
+def unlisted_note(model: str, models: Sequence[str], endpoint: str) -> str:
+    listed = ", ".join(models[:8]) + (f", … ({len(models)} in all)" if len(models) > 8 else "")
+    return f"model {model!r} is not listed by the proxy at {endpoint} (listed: {listed or 'none'})"
+
+
+class ModelCatalog:
+    """Endpoint → the models it lists (None: asked, no list): one ``GET /models`` per endpoint for the session.
+    An endpoint without a list flags nothing (the adapter check judges a missing list)."""
+
+    def __init__(self) -> None:
+        self._lists: dict[str, list[str] | None] = {}
+        self._asking = threading.Lock()  # two threads asking at once: one request, the other waits for it
+
+    def known(self, endpoint: str) -> list[str] | None:
+        return self._lists.get(endpoint.rstrip("/"))
+
+    def asked(self, endpoint: str) -> bool:
+        return endpoint.rstrip("/") in self._lists
+
+    def lookup(self, config: HermesProxyRuntimeConfig, *, deadline_s: float = 5.0) -> list[str] | None:
+        key = config.endpoint.rstrip("/")
+        with self._asking:
+            if key not in self._lists:
+                with HermesClient(config) as client:
+                    self._lists[key] = models_of(client.models(deadline_s=deadline_s))
+        return self._lists[key]
+
+    def flag(self, endpoint: str, model: str) -> str | None:
+        """Why ``model`` looks wrong for ``endpoint`` (None: listed, or no list known)."""
+        models = self.known(endpoint)
+        return None if models is None or not model or model in models else unlisted_note(model, models, endpoint)
+
+
+# --------------------------------------------------------------------------- one request on its own thread
+
+class StreamJob:
+    """One request off the kernel's main thread (the kernel stays idle and handles a Stop click); each delta goes
+    to ``on_delta`` as it arrives. :meth:`stop` shuts the socket down (taken from httpcore's ``connect_tcp``
+    trace event): the blocked read returns at once and the exchange keeps every delta that arrived."""
+
+    def __init__(self, client: HermesClient, request: Any, *, sse: bool,
+                 on_delta: Callable[[str], None] | None = None,
+                 on_done: Callable[[StreamJob], None] | None = None) -> None:
+        self.client, self.request, self.sse = client, request, sse
+        self.on_delta, self.on_done = on_delta, on_done
+        self.pieces: list[str] = []
+        self.exchange: Exchange | None = None
+        self.error: BaseException | None = None
+        self.stopped = threading.Event()
+        #: the request ended (set before ``on_done`` runs: a new request may start from then on)
+        self.ended = threading.Event()
+        #: ``on_done`` ran too: the history entry and the widgets show the end
+        self.done = threading.Event()
+        self._sock: socket.socket | None = None
+        self._thread = threading.Thread(target=self._run, name="hermes-nb-console-stream", daemon=True)
+        request.extensions["trace"] = self._trace
+
+    @property
+    def text(self) -> str:
+        """Every delta received so far (the partial text after a stop)."""
+        return "".join(self.pieces)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive() and not self.ended.is_set()
+
+    def start(self) -> StreamJob:
+        self._thread.start()
+        return self
+
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        if event == "connection.connect_tcp.complete":
+            stream: Any = info.get("return_value")  # httpcore's network stream
+            sock = stream.get_extra_info("socket") if hasattr(stream, "get_extra_info") else None
+            self._sock = sock if isinstance(sock, socket.socket) else None
+            if self.stopped.is_set():
+                self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already closed: the stream has ended anyway
+                pass
+
+    def _delta(self, piece: str) -> None:
+        self.pieces.append(piece)
+        if self.on_delta is not None:
+            self.on_delta(piece)
+
+    def _run(self) -> None:
+        try:
+            self.exchange = self.client.send(self.request, sse=self.sse, on_delta=self._delta)
+        except BaseException as exc:  # thread edge: kept for the caller, shown in the response panel
+            self.error = exc
+        finally:
+            self.client.close()
+            self.ended.set()
+            try:
+                if self.on_done is not None:
+                    self.on_done(self)
+            finally:
+                self.done.set()
+
+    def stop(self) -> None:
+        """Cancel the request; what arrived stays in :attr:`text` and in the exchange."""
+        if not self.done.is_set():
+            self.stopped.set()
+            self._shutdown()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the request ended and ``on_done`` ran (scripts and tests; cells never need it)."""
+        return self.done.wait(timeout)
+
+
+# --------------------------------------------------------------------------- history
+
+class HistoryEntry(StrictModel):
+    """One exchange of the session and its verdict; its JSON is the export and a history file's line."""
+
+    schema_: Literal["hermes-nb.console-exchange.v1"] = Field("hermes-nb.console-exchange.v1", alias="schema")
+    number: int
+    route: str
+    #: the provider the proxy fronts (its ``/health``), when it says
+    provider: str | None = None
+    verdict: str
+    reason: str
+    hint: str | None = None
+    errors: list[str] = Field(default_factory=list)
+    stopped: bool = False
+    outcome: Outcome | None = None
+    exchange: Exchange
+
+    @property
+    def label(self) -> str:
+        ex = self.exchange
+        status = ex.status if ex.status is not None else "—"
+        return f"#{self.number} {ex.request.method} {self.route} → {status} {self.verdict} ({self.reason})"
+
+    @property
+    def answer(self) -> str:
+        """The assistant text, else the body (JSON pretty-printed)."""
+        ex = self.exchange
+        if ex.text:
+            return ex.text
+        if ex.json_body is not None:
+            return json.dumps(ex.json_body, indent=2, ensure_ascii=False)
+        return ex.body_text or ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def load_history(path: Path) -> list[HistoryEntry]:
+    """The entries of a history file (a ConfigError naming the line that is not one)."""
+    entries = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines() if path.is_file() else [], 1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(HistoryEntry.model_validate_json(line))
+        except ValidationError as exc:
+            raise ConfigError(f"history file {path}, line {n}: not a console exchange "
+                              f"({exc.errors()[0]['msg']})") from None
+    return entries
+
+
+# --------------------------------------------------------------------------- the request's state machine
+
+IDLE, SENDING, STREAMING = "idle", "sending", "streaming"
+DONE, FAILED, BLOCKED, STOPPED = "done", "failed", "blocked", "stopped"
+RUNNING = frozenset({SENDING, STREAMING})
+_PHASE = {"passed": DONE, "failed": FAILED, "blocked": BLOCKED, "stopped": STOPPED}
+
+
+def phase_of(entry: Any) -> str:
+    """The phase an entry (anything with a ``verdict``; None: no exchange) ends in."""
+    return FAILED if entry is None else _PHASE.get(entry.verdict, FAILED)
+
+
+def status_of(phase: str, entry: Any = None, error: str | None = None) -> str:
+    """``sending…``, ``done: passed (ok)``, ``failed: unreachable``, ``stopped: partial text kept`` (a failure never
+    says "done")."""
+    if phase in RUNNING:
+        return f"{phase}…"
+    if phase == STOPPED:
+        return "stopped: partial text kept"
+    if phase == IDLE:
+        return IDLE
+    if entry is None:
+        return f"{phase}: {error or 'no exchange'}"
+    return f"{phase}: {entry.verdict} ({entry.reason})" if phase == DONE else f"{phase}: {entry.reason}"
+
+
+@dataclass(frozen=True)
+class View:
+    """What the console shows, all from one moment."""
+
+    phase: str
+    status: str
+    #: the answer so far (streaming) or the shown entry's answer
+    text: str
+    usage: str | None
+    entry: HistoryEntry | None
+    #: why a request ended without an exchange
+    error: str | None
+
+    @property
+    def running(self) -> bool:
+        """Stop is enabled exactly then, Send exactly otherwise."""
+        return self.phase in RUNNING
+
+
+class RequestState:
+    """idle ─begin→ sending ─delta→ streaming ─finish→ done | failed | blocked | stopped; :meth:`select` shows a
+    finished entry. Each request has a generation: a delta or an end of an older one is ignored, so nothing
+    outlives its request (no "sending…" left behind, no old answer under a new status). One lock: a snapshot is
+    one moment, whichever thread asks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._gen = 0
+        self._pieces: list[str] = []
+        self._show(IDLE)
+
+    def _show(self, phase: str, entry: HistoryEntry | None = None, text: str = "", error: str | None = None) -> None:
+        self._phase, self._entry, self._text, self._error = phase, entry, text, error
+
+    def begin(self) -> int:
+        """A new request: sending, the previous answer cleared. Its generation, for its callbacks."""
+        with self._lock:
+            if self._phase in RUNNING:
+                raise ConfigError("a request is still running: stop it first")
+            self._gen += 1
+            self._pieces = []
+            self._show(SENDING)
+            return self._gen
+
+    def abandon(self, gen: int) -> None:
+        """Request ``gen`` was refused before it was sent: back to idle."""
+        with self._lock:
+            if gen == self._gen and self._phase in RUNNING:
+                self._show(IDLE)
+
+    def delta(self, gen: int, piece: str) -> bool:
+        with self._lock:
+            if gen != self._gen or self._phase not in RUNNING:
+                return False
+            self._pieces.append(piece)
+            self._show(STREAMING)
+            return True
+
+    def finish(self, gen: int, entry: HistoryEntry | None, error: str | None = None) -> bool:
+        """Request ``gen`` ended: its entry (None with ``error``: no exchange at all)."""
+        with self._lock:
+            if gen != self._gen or self._phase not in RUNNING:
+                return False
+            self._show(phase_of(entry), entry, entry.answer if entry is not None else "".join(self._pieces), error)
+            return True
+
+    def select(self, entry: HistoryEntry) -> bool:
+        """Show a finished entry; refused (False) while a request runs."""
+        with self._lock:
+            if self._phase in RUNNING:
+                return False
+            if entry is not self._entry:
+                self._show(phase_of(entry), entry, entry.answer)
+            return True
+
+    def snapshot(self) -> View:
+        with self._lock:
+            entry = self._entry
+            return View(phase=self._phase, status=status_of(self._phase, entry, self._error),
+                        text="".join(self._pieces) if self._phase in RUNNING else self._text,
+                        usage=Usage.from_exchange(entry.exchange).line() if entry is not None else None,
+                        entry=entry, error=self._error)
+
+
+# --------------------------------------------------------------------------- the session
 
 def _judge(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig,
            stopped: bool) -> tuple[str, str, str | None, list[str], Outcome | None]:
     """(verdict, reason, hint, errors, outcome) of one console exchange."""
-
     if stopped:
         return ("stopped", "stopped", "the stream was stopped from the console; the partial text is kept",
                 [f"stopped after {len(ex.text)} characters"], None)
@@ -228,94 +488,53 @@ def _judge(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig,
     return "passed", route_outcome(ex, root=route.root), None, [], None
 
 
-def response_html(entry: HistoryEntry, redactor: Redactor | None = None, *, headers: bool = True) -> str:
-    """The response panel: verdict and hint, status, timings, usage, error envelope, timeline, headers (not in
-    the console's static picture: ``date`` and the like are session noise there)."""
-
-    red = redactor or Redactor()
-    ex = entry.exchange
-    t = ex.timings
-    pairs: list[tuple[str, Any]] = [
-        ("verdict", entry.verdict), ("reason", entry.reason), ("hint", entry.hint),
-        ("request", f"{ex.request.method} {ex.request.url}"), ("provider", entry.provider),
-        ("status", f"{ex.status} {ex.reason or ''}".strip() if ex.status is not None else None),
-        ("time to headers", seconds(t.headers_s)), ("time to first delta", seconds(t.first_delta_s)),
-        ("total", seconds(t.total_s)),
-    ]
-    if ex.text or ex.usage or ex.streamed:
-        pairs.append(("usage", Usage.from_exchange(ex).line()))
-    if entry.errors:
-        pairs.append(("errors", entry.errors))
-    if ex.envelope is not None:
-        pairs.append(("error envelope", ex.envelope.model_dump(mode="json", exclude_none=True)))
-    parts = [kv_html(pairs, badges=("verdict",), redactor=red)]
-    if ex.streamed:
-        parts.append(timeline_svg(StreamTimeline.from_exchange(ex, stopped=entry.stopped)))
-    if ex.headers and headers:
-        parts.append("<details><summary>response headers</summary>"
-                     + kv_html(sorted(ex.headers.items()), badges=(), redactor=red) + "</details>")
-    return box(f"response #{entry.number}", entry.verdict, *parts)
-
-
-# --------------------------------------------------------------------------- the session
-
 class ConsoleSession:
-    """Inputs in, a :class:`StreamJob` out, a :class:`HistoryEntry` when it ends. No widgets."""
+    """Inputs in, a :class:`StreamJob` out, a :class:`HistoryEntry` in :attr:`history` when it ends (appended to the
+    ``history`` file too, secrets masked, so it survives a kernel restart). The bearer comes from
+    ``HERMES_NB_AUTH_TOKEN`` or :meth:`set_token` (the password field), and its redactor knows it."""
 
-    def __init__(self, *, profile: str = "hermes-agent", delay_s: float | None = None,
-                 environ: Mapping[str, str] | None = None,
+    def __init__(self, *, delay_s: float | None = None, environ: Mapping[str, str] | None = None,
                  history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
-        self.actions = ConsoleActions(profile=profile, delay_s=delay_s, provider=provider)
-        self._redactor = Redactor()
-        self.history = History(history, self._redactor)
+        self.actions = ConsoleActions(delay_s=delay_s, provider=provider)
+        self.redactor = Redactor()
+        self.history_path = Path(history) if history is not None else None
+        #: this session's exchanges, oldest first
+        self.history = load_history(self.history_path) if self.history_path is not None else []
+        self._history_lock = threading.Lock()
         self.environ = environ
         self.job: StreamJob | None = None
         self._token: str | None = None
-        #: the models each endpoint lists, asked once per endpoint for the session
         self.catalog = ModelCatalog()
         #: the endpoint the last request (or models lookup) went to
         self.endpoint_in_use: str | None = None
 
-    # ---- auth
     def set_token(self, value: str | None) -> None:
         """Use ``value`` as the bearer (None or empty: back to ``HERMES_NB_AUTH_TOKEN``)."""
         self._token = value or None
         if value:
-            self._redactor.add(value)
+            self.redactor.add(value)
 
     @property
     def token_source(self) -> str:
         """Where the bearer comes from, never the bearer itself."""
         return "password field" if self._token else "HERMES_NB_AUTH_TOKEN or the default"
 
+    def call(self, action: Callable[..., str], *args: Any, **kw: Any) -> str:
+        """One of :attr:`actions`' buttons with this session's environment and bearer."""
+        return action(*args, environ=self.environ, auth_token=self._token, **kw)
+
     def config(self, endpoint: str, model: str, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
-        target, config = self.actions.aim(endpoint, model, scenario, environ=self.environ, auth_token=self._token)
-        self._redactor.add(*config.secrets())
+        target, config = self.actions.resolve(endpoint, model, scenario, environ=self.environ,
+                                              auth_token=self._token)
+        self.redactor.add(*config.secrets())
         self.endpoint_in_use = config.endpoint
         return target, config
-
-    @property
-    def redactor(self) -> Redactor:
-        """Knows the session's token(s) and the secret shapes."""
-        return self._redactor
-
-
-    # ---- requests
-    @staticmethod
-    def default_body(route: RouteChoice, prompt: str, config: HermesProxyRuntimeConfig) -> dict[str, Any] | None:
-
-        if not route.chat:
-            return None
-        if route.api == "responses":
-            return responses_request_body(config, prompt, stream=route.sse)
-        return chat_request_body(config, [{"role": "user", "content": prompt}], stream=route.sse)
 
     def prepare(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, *, prompt: str = "",
                 body: str = "", method: str = "POST", path: str = "",
                 on_delta: Callable[[str], None] | None = None,
                 on_done: Callable[[StreamJob, HistoryEntry | None], None] | None = None) -> StreamJob:
         """One request, built and not started. Raises :class:`ConfigError` for bad inputs (nothing sent)."""
-
         choice = ROUTES[route] if isinstance(route, str) else route
         req_method = (choice.method or method or "GET").upper()
         req_path = choice.path or path.strip()
@@ -325,7 +544,10 @@ class ConsoleSession:
         if not checked.ok:
             raise ConfigError("body: " + "; ".join(checked.errors))
         target, config = self.config(endpoint, model, scenario)
-        value = checked.value if checked.value is not None else self.default_body(choice, prompt, config)
+        value = checked.value
+        if value is None and choice.chat:
+            value = (responses_request_body(config, prompt, stream=choice.sse) if choice.api == "responses" else
+                     chat_request_body(config, [{"role": "user", "content": prompt}], stream=choice.sse))
         if choice.chat and isinstance(value, dict):
             value = {"model": config.model, **value}
             if choice.sse:
@@ -334,21 +556,29 @@ class ConsoleSession:
         client = HermesClient(config)
         request = client.build_request(req_method, req_path, json=value, root=choice.root, sse=choice.sse)
 
-        provider = target.provider
-
         def done(job: StreamJob) -> None:
             entry = None
             if job.exchange is not None:
-                verdict, reason, hint, errors, outcome = _judge(choice, job.exchange, config, job.stopped.is_set())
-                entry = self.history.add(route=choice.label if choice.path else req_path, exchange=job.exchange,
-                                         verdict=verdict, reason=reason, hint=hint, errors=errors,
-                                         stopped=job.stopped.is_set(), outcome=outcome, provider=provider)
-                if choice.path == "/models":
-                    self.catalog.feed(config.endpoint, models_of(job.exchange))
+                stopped = job.stopped.is_set()
+                verdict, reason, hint, errors, outcome = _judge(choice, job.exchange, config, stopped)
+                entry = self._record(route=choice.label if choice.path else req_path, exchange=job.exchange,
+                                     verdict=verdict, reason=reason, hint=hint, errors=errors, stopped=stopped,
+                                     outcome=outcome, provider=target.provider)
             if on_done is not None:
                 on_done(job, entry)
 
         return StreamJob(client, request, sse=choice.sse, on_delta=on_delta, on_done=done)
+
+    def _record(self, **fields: Any) -> HistoryEntry:
+        with self._history_lock:  # entries come from stream threads
+            entry = HistoryEntry(number=self.history[-1].number + 1 if self.history else 1, **fields)
+            self.history.append(entry)
+            if self.history_path is not None:
+                self.history_path.parent.mkdir(parents=True, exist_ok=True)
+                with self.history_path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(self.redactor.data(entry.to_dict()), ensure_ascii=False, sort_keys=True)
+                             + "\n")
+        return entry
 
     def start(self, job: StreamJob) -> StreamJob:
         """Start a prepared request (refused while another runs)."""
@@ -357,32 +587,22 @@ class ConsoleSession:
         self.job = job
         return job.start()
 
-    def send(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, *, prompt: str = "",
-             body: str = "", method: str = "POST", path: str = "",
-             on_delta: Callable[[str], None] | None = None,
-             on_done: Callable[[StreamJob, HistoryEntry | None], None] | None = None) -> StreamJob:
-        """Start one request on its own thread. Raises :class:`ConfigError` for bad inputs (nothing sent)."""
-        if self.job is not None and self.job.running:
-            raise ConfigError("a request is still running: stop it first")
-        return self.start(self.prepare(endpoint, model, scenario, route, prompt=prompt, body=body, method=method,
-                                       path=path, on_delta=on_delta, on_done=on_done))
+    def send(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, **inputs: Any) -> StreamJob:
+        """Start one request on its own thread (``inputs``: :meth:`prepare`'s)."""
+        return self.start(self.prepare(endpoint, model, scenario, route, **inputs))
 
     def models(self, endpoint: str, model: str, scenario: str) -> list[str] | None:
         """The models the target lists (one ``GET /models`` per endpoint for the session; None: no list)."""
-        _, config = self.config(endpoint, model, scenario)
-        return self.catalog.lookup(config)
-
-    def model_flag(self, model: str) -> str | None:
-        """Why ``model`` looks wrong for the endpoint in use (None: listed, or nothing known yet)."""
-        endpoint = self.endpoint_in_use
-        return self.catalog.flag(endpoint, model.strip()) if endpoint is not None else None
+        return self.catalog.lookup(self.config(endpoint, model, scenario)[1])
 
     def stop(self) -> None:
         if self.job is not None:
             self.job.stop()
 
     def export(self, index: int) -> str:
-        return self.history.export_json(index, self._redactor)
+        """History entry ``index`` as JSON, secrets masked."""
+        data = self.redactor.data(self.history[index].to_dict())
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
 
     def close(self) -> None:
         self.stop()

@@ -1,7 +1,7 @@
 """The smoke result's rich display: the run's verdict, each notebook's verdict and duration, where the receipts are.
 
 Built from :meth:`hermes_nb.nbrun.smoke.SmokeResult.to_dict` (the ``--json`` object) with the blocks of
-:mod:`hermes_nb.views.reprs`: allow-listed fields, secret shapes masked, verdicts in colour.
+:mod:`hermes_nb.views.htmlkit`: allow-listed fields, secret shapes masked, verdicts in colour.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.views.reprs import box, kv_html, seconds, table_html
+from hermes_nb.views.htmlkit import box, kv_html, seconds, table_html
 
 __all__ = ["smoke_html", "smoke_text"]
 

@@ -1,11 +1,9 @@
-"""The card of each record a cell can end with: the adapter check, the wire report and its drift, a run's result.
-
-Allow-listed fields only; every string escaped and masked by secret shape (:mod:`hermes_nb.views.htmlkit`).
-Registered with :func:`hermes_nb.views.card` by the record's class name.
-"""
+"""The card of each record a cell can end with (registered by class name): the adapter check, the wire report and
+its drift, a run's result, a ``%%hermes_chat`` answer. Allow-listed fields only, escaped and masked."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hermes_nb.core.timeline import StreamTimeline
@@ -13,29 +11,44 @@ from hermes_nb.core.usage import Usage
 from hermes_nb.harness.results import artifact_digests
 from hermes_nb.proxy.drift import fmt
 from hermes_nb.views.htmlkit import box, details, esc, kv_html, pre, seconds, table_html
-from hermes_nb.views.registry import card
+from hermes_nb.views.reprs import exchange_html, judged_html
 from hermes_nb.views.timeline import timeline_svg
 
-__all__ = ["drift_table"]
+__all__ = ["card", "html", "drift_table"]
+
+_CARDS: dict[str, Callable[[Any], str]] = {"Exchange": exchange_html}
+
+
+def card(name: str) -> Callable[[Callable[[Any], str]], Callable[[Any], str]]:
+    """Register the card of the record class ``name`` (a decorator): records never import the views."""
+    def register(func: Callable[[Any], str]) -> Callable[[Any], str]:
+        _CARDS[name] = func
+        return func
+    return register
+
+
+def html(record: Any) -> str:
+    """The record's card; a record with none shows its one line."""
+    draw = _CARDS.get(type(record).__name__)
+    return draw(record) if draw is not None else f"<pre>{esc(record._repr_text_())}</pre>"
+
+
+def _noted(value: str | None, *notes: str | None) -> str | None:
+    """``value (note, note)`` with the notes that are set."""
+    shown = [n for n in notes if n]
+    return value + (f" ({', '.join(shown)})" if shown else "") if value else None
 
 
 @card("CheckResult")
 def check_card(result: Any) -> str:
     models = ", ".join(result.models[:8]) + (f", … ({len(result.models)} in all)" if len(result.models) > 8 else "")
-    provider = result.provider or result.upstream
-    if result.provider:
-        extra = [x for x in (result.upstream, f"from {result.provider_source}" if result.provider_source else None)
-                 if x]
-        provider = result.provider + (f" ({', '.join(extra)})" if extra else "")
-    model = None
-    if result.model:
-        origin = result.model_origin
-        model = result.model + (f" ({origin})" if origin and origin != "configured" else "")
-    release = result.release + (f" ({result.release_source})" if result.release_source else "")
-    pairs: list[tuple[str, Any]] = [("state", result.state), ("verdict", result.verdict),
-                                    ("endpoint", result.endpoint), ("provider", provider), ("model", model),
-                                    ("models", models or None), ("HTTP status", result.http_status),
-                                    ("release", release), ("hint", result.hint)]
+    source = f"from {result.provider_source}" if result.provider_source else None
+    pairs: list[tuple[str, Any]] = [
+        ("state", result.state), ("verdict", result.verdict), ("endpoint", result.endpoint),
+        ("provider", _noted(result.provider, result.upstream, source) or result.upstream),
+        ("model", _noted(result.model, result.model_origin if result.model_origin != "configured" else None)),
+        ("models", models or None), ("HTTP status", result.http_status),
+        ("release", _noted(result.release, result.release_source)), ("hint", result.hint)]
     pairs += [("error", e) for e in result.errors] + [("warning", w) for w in result.warnings]
     return box("adapter check", result.state, kv_html(pairs, badges=("state", "verdict")))
 
@@ -63,8 +76,7 @@ def one_drift_card(drift: Any) -> str:
 
 @card("WireReport")
 def wire_card(report: Any) -> str:
-    provider = (f"{report.provider} ({report.upstream})" if report.provider and report.upstream
-                else report.provider or report.upstream)
+    provider = _noted(report.provider, report.upstream) or report.upstream
     parts = [kv_html([("endpoint", report.endpoint), ("provider", provider), ("state", report.state),
                       ("reachable", report.reachable), ("release", report.release),
                       ("behaves as", ", ".join(report.matches) or None), ("bearer required", report.bearer_required),
@@ -122,3 +134,11 @@ def run_card(run: Any) -> str:
         parts.append("<div><b>run artifacts</b></div>" + table_html(
             [{"artifact": k, "sha256": v} for k, v in digests.items()], ("artifact", "sha256")))
     return box("runtime result", doc.get("status"), *parts)
+
+
+@card("ChatResult")
+def chat_card(chat: Any) -> str:
+    out = chat.outcome
+    return judged_html("hermes chat", chat.verdict, chat.exchange, reason=chat.reason, hint=out.hint if out else None,
+                       errors=out.errors if out else (), warnings=[*chat.warnings, *(out.warnings if out else [])],
+                       stopped=chat.stopped, stream="answer stream")

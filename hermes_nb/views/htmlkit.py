@@ -1,24 +1,8 @@
-"""The one HTML toolkit of every face: reprs, the console, the magics, receipts and the receipts index.
+"""The one HTML toolkit of every face (reprs, console, magics, receipts, ``index.html``).
 
-**Colours.** Every colour is one of JupyterLab's theme variables (``--jp-*``) with a fallback for pages
-outside Lab, so a display follows the light, dark and high-contrast themes. A verdict's *text* colour is
-its theme tone mixed with the theme's strongest font colour (``--jp-content-font-color0``: black in light
-themes, white in dark ones): darker on light backgrounds, lighter on dark ones, which keeps every text at
-a contrast of 4.5:1 or more (WCAG AA) in both of JupyterLab's themes (measured in tests/product/test_browser.py).
-Borders and marks use the tone itself. Nothing sets a background except through a theme variable, so no
-light box is ever left behind in a dark theme.
-
-**Tables.** One style: bordered cells, headers that wrap at word boundaries only, values that wrap
-anywhere, the whole table scrolling inside its own box instead of widening the page.
-
-**Pages.** :func:`page_css` is the stylesheet of the standalone pages (receipts, ``index.html``): it
-defines the same ``--jp-*`` variables, light by default and dark under ``prefers-color-scheme: dark``.
-
-**Markdown.** :func:`markdown_html` renders an answer with mistune (a dependency of nbconvert): raw HTML
-is escaped, links keep only safe schemes, images become links (nothing is fetched), so nothing in an
-answer can run.
-
-Every value goes through a :class:`Redactor` (secret shapes) and :func:`html.escape`.
+Every colour is a JupyterLab theme variable (``--jp-*``) with a fallback: a verdict's text colour is its tone mixed
+with the theme's strongest font colour, which reads at >= 4.5:1 (WCAG AA) in Lab's light and dark themes; nothing
+sets a background except through a theme variable. Every value is redacted (secret shapes) and escaped.
 """
 
 from __future__ import annotations
@@ -28,24 +12,32 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import mistune
+from mistune.renderers.html import HTMLRenderer
+
 from hermes_nb.core.redaction import Redactor
 
-__all__ = [
-    "TONES", "VERDICT_TONES", "VERDICT_COLOURS", "tone_of", "text_colour", "edge_colour", "colour_of",
-    "MUTED", "BORDER", "CODE_BACKGROUND", "muted", "esc", "seconds", "badge", "raw", "kv_html", "table_html",
-    "box", "details", "pre", "markdown_html", "page_css", "contrast_ratio", "parse_colour", "TH_STYLE",
-    "TD_STYLE",
-]
+__all__ = ["TONES", "VERDICT_TONES", "VERDICT_COLOURS", "tone_of", "text_colour", "edge_colour", "MUTED", "BORDER",
+           "CODE_BACKGROUND", "note", "esc", "seconds", "badge", "kv_html", "table_html", "box", "details", "pre",
+           "markdown_html", "page_css", "TH_STYLE", "TD_STYLE"]
 
-#: tone → (JupyterLab variable, fallback outside Lab)
-TONES: dict[str, tuple[str, str]] = {
-    "good": ("--jp-success-color1", "#388e3c"),
-    "bad": ("--jp-error-color1", "#d32f2f"),
-    "warn": ("--jp-warn-color1", "#f57c00"),
-    "accent": ("--jp-brand-color1", "#1976d2"),
-    "info": ("--jp-info-color1", "#0097a7"),
-    "muted": ("--jp-content-font-color2", "rgba(0,0,0,.54)"),
+#: JupyterLab's own theme values: the fallbacks outside Lab, and a standalone page's variables (light; dark on request)
+_LIGHT = {
+    "content-font-color0": "#000", "content-font-color1": "rgba(0,0,0,.87)", "content-font-color2": "rgba(0,0,0,.54)",
+    "layout-color0": "#fff", "border-color2": "#e0e0e0", "cell-editor-background": "#f5f5f5",
+    "success-color1": "#388e3c", "error-color1": "#d32f2f", "warn-color1": "#f57c00", "brand-color1": "#1976d2",
+    "info-color1": "#0097a7",
 }
+_DARK = {
+    "content-font-color0": "#fff", "content-font-color1": "#fff", "content-font-color2": "rgba(255,255,255,.7)",
+    "layout-color0": "#111", "border-color2": "#424242", "cell-editor-background": "#212121",
+    "success-color1": "#4caf50", "error-color1": "#f44336", "warn-color1": "#ff9800", "brand-color1": "#2196f3",
+    "info-color1": "#00bcd4",
+}
+#: tone → (JupyterLab variable, fallback outside Lab)
+TONES: dict[str, tuple[str, str]] = {tone: (f"--jp-{var}", _LIGHT[var]) for tone, var in (
+    ("good", "success-color1"), ("bad", "error-color1"), ("warn", "warn-color1"), ("accent", "brand-color1"),
+    ("info", "info-color1"), ("muted", "content-font-color2"))}
 #: how much of the tone a text colour keeps; the rest is the theme's strongest font colour
 _TONE_SHARE = 65
 _FONT0 = "var(--jp-content-font-color0,#000)"
@@ -90,11 +82,6 @@ _WRAP = '<div class="hermes-nb-box" style="max-width:100%;overflow-x:auto">'
 _SHAPES = Redactor()
 
 
-def colour_of(word: Any) -> str | None:
-    """The text colour of a verdict word (None: not a verdict word)."""
-    return VERDICT_COLOURS.get(str(word))
-
-
 def esc(value: Any, redactor: Redactor | None = None) -> str:
     """One value as escaped, redacted text (``—`` for None, JSON for structures)."""
     if value is None:
@@ -112,38 +99,20 @@ def seconds(value: float | None) -> str | None:
     return None if value is None else f"{value:.3f} s"
 
 
-def muted(text: str, *, tag: str = "small", cls: str = "") -> str:
-    """Escaped text in the muted tone (notes, hints)."""
-    klass = f' class="{cls}"' if cls else ""
-    return f'<{tag}{klass} style="color:{MUTED}">{html.escape(text)}</{tag}>'
+def note(text: str, tone: str = "muted") -> str:
+    """A short escaped note (a hint, a validation message) in ``tone``."""
+    return f'<small style="color:{text_colour(tone)}">{html.escape(text)}</small>'
 
 
 def badge(word: Any, text: str | None = None) -> str:
     """A verdict word (or ``text`` in the word's colour), bold."""
-    colour = colour_of(word)
+    colour = VERDICT_COLOURS.get(str(word))
     shown = esc(word if text is None else text)
     return f'<b style="color:{colour}">{shown}</b>' if colour else shown
 
 
-class _Raw:
-    """Already-built HTML (a badge, an SVG) placed in a table cell as is."""
-
-    __slots__ = ("html",)
-
-    def __init__(self, markup: str) -> None:
-        self.html = markup
-
-
-def raw(markup: str) -> _Raw:
-    return _Raw(markup)
-
-
 def _cell(value: Any, marked: bool, redactor: Redactor | None) -> str:
-    if isinstance(value, _Raw):
-        return value.html
-    if marked and value is not None:
-        return badge(value)
-    return esc(value, redactor)
+    return badge(value) if marked and value is not None else esc(value, redactor)
 
 
 def _caption(title: str | None) -> str:
@@ -152,7 +121,7 @@ def _caption(title: str | None) -> str:
 
 def kv_html(pairs: Iterable[tuple[str, Any]], *, badges: Iterable[str] = ("verdict", "status", "state"),
             redactor: Redactor | None = None, title: str | None = None) -> str:
-    """Key/value rows; the values of ``badges`` keys in their verdict colour; raw HTML values kept."""
+    """Key/value rows; the values of ``badges`` keys in their verdict colour."""
     marked = set(badges)
     rows = "".join(f'<tr><th style="{TH_STYLE}">{html.escape(key)}</th>'
                    f'<td style="{TD_STYLE}">{_cell(value, key in marked, redactor)}</td></tr>' for key, value in pairs)
@@ -196,52 +165,28 @@ def pre(text: str, redactor: Redactor | None = None, *, cls: str = "") -> str:
 
 # --------------------------------------------------------------------------- markdown
 
-_MARKDOWN: Any = None
+class _Renderer(HTMLRenderer):
+    """Raw HTML escaped (``escape=True``), only safe link schemes, images shown as links: nothing in an answer
+    runs or fetches."""
+
+    SAFE_PROTOCOLS = ("http:", "https:", "mailto:")
+
+    def image(self, text: str, url: str, title: str | None = None) -> str:
+        return self.link(f"image: {text or url}", url, title)
+
+    def link(self, text: str, url: str, title: str | None = None) -> str:
+        return super().link(text, url, title).replace("<a ", '<a rel="noopener noreferrer" ', 1)
 
 
-def _markdown() -> Any:
-    global _MARKDOWN
-    if _MARKDOWN is None:
-        import mistune
-        from mistune.renderers.html import HTMLRenderer
-
-        class _Renderer(HTMLRenderer):
-            """Raw HTML escaped (``escape=True``), only safe link schemes, images shown as links."""
-
-            SAFE_PROTOCOLS = ("http:", "https:", "mailto:")
-
-            def image(self, text: str, url: str, title: str | None = None) -> str:
-                return self.link(f"image: {text or url}", url, title)
-
-            def link(self, text: str, url: str, title: str | None = None) -> str:
-                return super().link(text, url, title).replace("<a ", '<a rel="noopener noreferrer" ', 1)
-
-        _MARKDOWN = mistune.create_markdown(renderer=_Renderer(escape=True),
-                                            plugins=["strikethrough", "table"])
-    return _MARKDOWN
+_MARKDOWN = mistune.create_markdown(renderer=_Renderer(escape=True), plugins=["strikethrough", "table"])
 
 
 def markdown_html(text: str, redactor: Redactor | None = None) -> str:
-    """``text`` (redacted) rendered as Markdown; nothing in it can run (see the module docs)."""
-    return str(_markdown()((redactor or _SHAPES).text(text)))
+    """``text`` (redacted) rendered as Markdown, sanitised (:class:`_Renderer`)."""
+    return str(_MARKDOWN((redactor or _SHAPES).text(text)))
 
 
 # --------------------------------------------------------------------------- standalone pages
-
-#: JupyterLab's own theme values, so a standalone page looks like Lab (light, and dark on request)
-_LIGHT = {
-    "content-font-color0": "#000", "content-font-color1": "rgba(0,0,0,.87)", "content-font-color2": "rgba(0,0,0,.54)",
-    "layout-color0": "#fff", "border-color2": "#e0e0e0", "cell-editor-background": "#f5f5f5",
-    "success-color1": "#388e3c", "error-color1": "#d32f2f", "warn-color1": "#f57c00", "brand-color1": "#1976d2",
-    "info-color1": "#0097a7",
-}
-_DARK = {
-    "content-font-color0": "#fff", "content-font-color1": "#fff", "content-font-color2": "rgba(255,255,255,.7)",
-    "layout-color0": "#111", "border-color2": "#424242", "cell-editor-background": "#212121",
-    "success-color1": "#4caf50", "error-color1": "#f44336", "warn-color1": "#ff9800", "brand-color1": "#2196f3",
-    "info-color1": "#00bcd4",
-}
-
 
 def _vars(values: Mapping[str, str]) -> str:
     return ";".join(f"--jp-{k}:{v}" for k, v in values.items())
@@ -260,38 +205,3 @@ def page_css() -> str:
         f"pre{{background:{CODE_BACKGROUND};padding:.6em;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}}",
         f"table{{border-collapse:collapse}}td{{{TD_STYLE}}}th{{{TH_STYLE}}}",
     ))
-
-
-# --------------------------------------------------------------------------- contrast (WCAG 2)
-
-def parse_colour(text: str) -> tuple[float, float, float, float]:
-    """``#rgb``, ``#rrggbb``, ``rgb()``/``rgba()`` → (r, g, b, alpha) with channels 0-255."""
-    value = text.strip().lower()
-    if value.startswith("#"):
-        digits = value[1:]
-        if len(digits) == 3:
-            digits = "".join(c * 2 for c in digits)
-        return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16), 1.0
-    if value.startswith("rgb"):
-        parts = [p.strip() for p in value[value.index("(") + 1:value.rindex(")")].replace("/", ",").split(",")]
-        r, g, b = (float(p) for p in parts[:3])
-        return r, g, b, float(parts[3]) if len(parts) > 3 else 1.0
-    raise ValueError(f"not a colour: {text!r}")
-
-
-def _luminance(rgb: Sequence[float]) -> float:
-    def channel(c: float) -> float:
-        c /= 255
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-    r, g, b = (channel(c) for c in rgb[:3])
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def contrast_ratio(fg: str, bg: str) -> float:
-    """WCAG contrast of ``fg`` over the opaque ``bg`` (a translucent ``fg`` is composited over ``bg`` first)."""
-    r, g, b, a = parse_colour(fg)
-    br, bgg, bb, _ = parse_colour(bg)
-    over = (r * a + br * (1 - a), g * a + bgg * (1 - a), b * a + bb * (1 - a))
-    hi, lo = sorted((_luminance(over), _luminance((br, bgg, bb))), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)

@@ -1,15 +1,5 @@
-"""The timing of one streamed answer, and its picture as an inline SVG (no plotting dependency).
-
-:class:`StreamTimeline` holds the marks of one exchange, in seconds since the
-request was sent: response headers, the first delta, every delta, the last
-byte and the total. :func:`timeline_svg` draws them on one axis with the idle
-gaps (no byte for a noticeable while) shaded and labelled, so a stall or a
-slow first token is visible at a glance. The receipts, the console and the
-``Exchange`` repr use the same picture.
-
-Pure and dependency-free (JSON parsing of the recorded events only): drawing
-one timeline costs well under a millisecond.
-"""
+"""The stream timeline as an inline SVG (no plotting dependency): the marks of one streamed answer on one axis,
+idle gaps shaded and labelled, no two labels overlapping. The receipts, the console and the reprs draw it."""
 
 from __future__ import annotations
 
@@ -19,6 +9,7 @@ from itertools import pairwise
 from typing import Any
 
 from hermes_nb.core.timeline import StreamTimeline
+from hermes_nb.views.htmlkit import edge_colour, text_colour
 
 __all__ = ["StreamTimeline", "timeline_svg", "idle_gaps", "place_labels"]
 
@@ -36,20 +27,15 @@ def idle_gaps(tl: StreamTimeline) -> list[tuple[float, float]]:
     return [(a, b) for a, b in pairwise(marks) if b - a >= threshold]
 
 
-#: label layout: an upper bound of the width of one character of the 11 px label font, and the row pitch (more
-#: than the height of an 11 px text box, descenders included)
-CHAR_W = 6.6
-ROW_H = 15
-#: idle-gap labels take at most this many rows; the ones that do not fit keep only their tooltip
-GAP_LABEL_ROWS = 3
+#: label layout: an upper bound of a character's width in the 11 px font, the row pitch (an 11 px text box and
+#: more), and the rows idle-gap labels may take (those that do not fit keep only their tooltip)
+CHAR_W, ROW_H, GAP_LABEL_ROWS = 6.6, 15, 3
 
 
 def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = None,
                  pad: float = 4.0) -> list[int | None]:
-    """A row for each label span ``(x0, x1)`` so that no two labels of a row overlap (None: no room left).
-
-    Greedy, left to right: each label goes into the first row whose last label ends before it starts.
-    """
+    """A row for each label span ``(x0, x1)``, greedy left to right, so no two labels of a row overlap (None: no
+    room left)."""
     order = sorted(range(len(spans)), key=lambda i: spans[i][0])
     ends: list[float] = []
     rows: list[int | None] = [None] * len(spans)
@@ -77,8 +63,6 @@ def _span(x: float, text: str, width: float, right: float) -> tuple[str, tuple[f
 
 def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, title: str = "stream timeline") -> str:
     """The timeline as one inline ``<svg>`` (deterministic for the same marks); no two labels overlap."""
-    from hermes_nb.views.htmlkit import edge_colour, text_colour
-
     if isinstance(tl, Mapping):
         tl = StreamTimeline.from_dict(tl)
     left, right = 10, 10
@@ -135,11 +119,9 @@ def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, ti
                      f'<title>{html.escape(label)} at {t:.3f} s</title></line>')
         parts.append(f'<text class="label" x="{round(x0 if anchor == "start" else x1, 1)}" y="{y}" '
                      f'text-anchor="{anchor}" style="fill:{colour}">{html.escape(text)}</text>')
-    unlabelled = sum(row is None for row in gap_rows)
     footer = f"{len(tl.deltas)} deltas · total {tl.total_s:.3f} s"
-    if unlabelled:
+    if None in gap_rows:
         footer += f" · {len(gaps)} idle gaps (hover for each)"
     parts.append(f'<text class="label" x="{width - right}" y="{footer_y}" text-anchor="end" style="fill:{muted}">'
-                 f"{footer}</text>")
-    parts.append("</svg>")
+                 f"{footer}</text></svg>")
     return "".join(parts)

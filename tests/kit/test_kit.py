@@ -153,7 +153,7 @@ def test_a_mission_s_overrides_are_a_layer_under_the_notebook_s_options(tmp_path
 
 def test_record_verdict_displays_then_raises_unless_passed(monkeypatch) -> None:
     shown = []
-    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append((obj, kw)))
+    monkeypatch.setattr("hermes_nb.kit.job.display", lambda obj, **kw: shown.append((obj, kw)))
     passed = verdict.verdict_summary("j", "passed", reason="ok")
     kit.record_verdict(passed)
     blocked = verdict.verdict_summary("j", "blocked", reason="auth", errors=["hermes-proxy: locked"])
@@ -165,3 +165,16 @@ def test_record_verdict_displays_then_raises_unless_passed(monkeypatch) -> None:
                     for _, kw in shown]}
     assert verdict.find_verdict(nb)["verdict"] == "blocked"
     assert verdict.find_verdict({"cells": []}) is None
+
+
+def test_the_verdict_cell_shows_stable_fields_escaped_and_masked_and_a_blocked_job_s_action() -> None:
+    from hermes_nb.kit.job import verdict_html
+
+    summary = {"job": "e2e_smoke", "verdict": "failed", "reason": "<script>x</script>", "target": "emulator",
+               "endpoint": "http://127.0.0.1:5/v1", "model": "m", "errors": [f"leak {CANARY}"],
+               "artifacts": {"runtime-result.yaml": "cd" * 32}, "run_dir": "/tmp/x"}
+    html = verdict_html(summary)
+    assert "e2e_smoke" in html and "cd" * 32 not in html and "/tmp/x" not in html  # no digests, no paths
+    assert "<script>" not in html and "&lt;script&gt;" in html and CANARY not in html and "leak" in html
+    blocked = verdict_html({**summary, "verdict": "blocked", "reason": "auth", "details": {"hint": "re-auth now"}})
+    assert "operator action" in blocked and "re-auth now" in blocked

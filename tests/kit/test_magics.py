@@ -103,10 +103,10 @@ def test_magics_in_a_kernel_executed_by_nbclient(tmp_path) -> None:
     assert ">ready<" in nb.cells[3].outputs[0].data["text/html"]
 
 
-# --------------------------------------------------------------------------- issue 19: formats, status, usage, models
+# --------------------------------------------------------------------------- formats, status, usage, models
 
 def _final_html(cap) -> str:
-    return next(o for o in reversed(cap.outputs) if o.update or "hermes-chat" in o.data.get("text/html", "")
+    return next(o for o in reversed(cap.outputs) if o.update or "hermes-stream" in o.data.get("text/html", "")
                 ).data["text/html"]
 
 
@@ -126,9 +126,9 @@ def test_chat_formats_the_answer_and_never_runs_markup_from_it(ip, fmt: str, pre
 
 
 def test_json_format_pretty_prints_a_json_answer() -> None:
-    from hermes_nb.kit.magics import answer_html
+    from hermes_nb.kit.console import answer_html
 
-    html = answer_html('```json\n{"b": 1, "a": [1, 2]}\n```', "done: passed (ok)", "json", final=True)
+    html = answer_html("done: passed (ok)", '```json\n{"b": 1, "a": [1, 2]}\n```', fmt="json")
     assert '{\n  &quot;b&quot;: 1,\n  &quot;a&quot;: [\n    1,' in html and "not JSON" not in html
 
 

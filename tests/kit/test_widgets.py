@@ -23,7 +23,7 @@ def test_check_button_shows_ready_against_the_embedded_emulator(console: ProbeCo
     console.check_button.click()
     assert "adapter check" in console.output.value
     assert ">ready<" in console.output.value
-    assert console.actions._target is not None and console.actions._target.kind == "emulator"
+    assert [t.kind for t in console.actions.emulators.values()] == ["emulator"]
 
 
 def test_probe_button_shows_the_wire_report(console: ProbeConsole) -> None:
@@ -44,10 +44,9 @@ def test_run_button_runs_the_prompt_and_never_shows_the_token(console: ProbeCons
 
 def test_scenario_change_restarts_the_emulator_and_shows_the_new_outcome(console: ProbeConsole) -> None:
     console.check_button.click()
-    first = console.actions._target
     console.scenario.value = "auth-stale"
     console.check_button.click()
-    assert console.actions._target is not first
+    assert [scenario for scenario, _ in console.actions.emulators] == ["ok", "auth-stale"]  # one emulator each
     assert ">locked<" in console.output.value
 
 

@@ -1,4 +1,4 @@
-"""The one HTML toolkit (core/htmlkit.py): theme colours and their contrast, one colour map, one table style,
+"""The one HTML toolkit (views/htmlkit.py): theme colours and their contrast, one colour map, one table style,
 sanitised Markdown, the standalone page stylesheet, and timeline labels that never overlap.
 
 The browser test measures the contrast of what JupyterLab really draws (tests/product/test_browser.py); here the
@@ -18,11 +18,9 @@ from hermes_nb.views.htmlkit import (
     TONES,
     VERDICT_COLOURS,
     badge,
-    contrast_ratio,
     kv_html,
     markdown_html,
     page_css,
-    parse_colour,
     table_html,
 )
 from hermes_nb.views.timeline import CHAR_W, StreamTimeline, place_labels, timeline_svg
@@ -37,6 +35,31 @@ LAB = {
     "dark": ({"good": "#4caf50", "bad": "#f44336", "warn": "#ff9800", "accent": "#2196f3", "info": "#00bcd4",
               "muted": "rgba(255,255,255,.7)"}, "#ffffff", ("#111111", "#212121")),
 }
+
+
+def parse_colour(text: str) -> tuple[float, float, float, float]:
+    """``#rgb``, ``#rrggbb``, ``rgb()``/``rgba()`` → (r, g, b, alpha) with channels 0-255."""
+    value = text.strip().lower()
+    if value.startswith("#"):
+        digits = value[1:] if len(value) == 7 else "".join(c * 2 for c in value[1:])
+        return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16), 1.0
+    parts = [p.strip() for p in value[value.index("(") + 1:value.rindex(")")].replace("/", ",").split(",")]
+    r, g, b = (float(p) for p in parts[:3])
+    return r, g, b, float(parts[3]) if len(parts) > 3 else 1.0
+
+
+def _luminance(rgb: tuple[float, ...]) -> float:
+    r, g, b = ((c / 255) / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_ratio(fg: str, bg: str) -> float:
+    """WCAG 2 contrast of ``fg`` over the opaque ``bg`` (a translucent ``fg`` composited over ``bg`` first)."""
+    r, g, b, a = parse_colour(fg)
+    br, bgg, bb, _ = parse_colour(bg)
+    over = (r * a + br * (1 - a), g * a + bgg * (1 - a), b * a + bb * (1 - a))
+    hi, lo = sorted((_luminance(over), _luminance((br, bgg, bb))), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
 
 
 def _mix(tone: str, font: str, share: float, bg: str) -> str:

@@ -17,7 +17,7 @@ from hermes_nb.emulator import serve_emulator
 from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract
 from hermes_nb.proxy.drift import Drift
 from hermes_nb.proxy.probe import probe
-from hermes_nb.views.reprs import VERDICT_COLOURS, badge
+from hermes_nb.views.htmlkit import VERDICT_COLOURS, badge
 from hermes_nb.views.timeline import StreamTimeline, idle_gaps, timeline_svg
 
 CANARY = "sk-canary-reprs-0123456789abcdef"
