@@ -17,7 +17,7 @@ import yaml
 
 from hermes_nb.cli import main
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.harness.documents import LatestRun, RunsIndex, RuntimeSession, validate_result
+from hermes_nb.harness.artifacts import LatestRun, RunsIndex, RuntimeSession, validate_result
 from hermes_nb.proxy.executable import stop_process
 from tests.helpers import ROOT, free_port, no_dns
 

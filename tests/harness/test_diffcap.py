@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.harness import diffcap
-from hermes_nb.harness.sandbox import sandbox_copy, workdir
+from hermes_nb.harness import workdir as diffcap
+from hermes_nb.harness.workdir import workdir
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -89,7 +89,7 @@ def test_sandbox_copy_keeps_git_skips_harness_and_is_removed(repo: Path) -> None
     (repo / ".harness").mkdir()
     (repo / ".harness" / "secret.json").write_text("{}")
     (repo / "link").symlink_to("/etc/passwd")
-    with sandbox_copy(repo) as copy:
+    with workdir(repo, sandbox=True) as copy:
         assert (copy / ".git").is_dir() and (copy / "a.txt").read_text() == "one\n"
         assert not (copy / ".harness").exists()
         assert (copy / "link").is_symlink()
@@ -111,5 +111,6 @@ def test_sandbox_refuses_huge_project(tmp_path: Path) -> None:
 
     for i in range(5):
         (tmp_path / f"f{i}").write_text("x")
-    with pytest.raises(ArtifactError, match="too large for a sandbox copy"), sandbox_copy(tmp_path, max_entries=3):
-        pass
+    with pytest.raises(ArtifactError, match="too large for a sandbox copy"):
+        with workdir(tmp_path, sandbox=True, max_entries=3):
+            pass
