@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, TextIO
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
@@ -29,30 +29,6 @@ from hermes_nb.harness.run import dry_run, plan_run, run
 
 _CLI = frozenset({"cli"})
 PathLike = str | os.PathLike[str]
-
-
-def read_prompt(source: str | BinaryIO | TextIO, *, what: str, max_bytes: int = MAX_PROMPT_BYTES) -> str:
-    """A prompt from a file path or a binary stream (stdin): at most ``max_bytes`` of UTF-8 (``/dev/zero`` is
-    refused after ``max_bytes + 1``), stripped; one :class:`ConfigError` line for too large, not UTF-8 (with the
-    byte offset), unreadable or empty."""
-    if max_bytes <= 0:
-        raise ConfigError(f"the prompt size limit must be > 0 bytes, got {max_bytes}")
-    if isinstance(source, str):
-        data = read_bytes_file(source, what, max_bytes=max_bytes)
-    else:
-        try:  # a text stream (no .buffer, only in tests) gives characters: at least as many bytes
-            data = read_limited(source, max_bytes, what)
-        except OSError as exc:
-            raise ConfigError(f"{what}: cannot read: {exc.strerror or exc}") from None
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{what} is not UTF-8 text (byte {exc.start})") from None
-        data = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-        if len(data) > max_bytes:
-            raise ConfigError(f"{what} is larger than {max_bytes} bytes (the limit; raise it if you mean it)")
-    text = decode_utf8(data, what).strip(" \t\n\r\x0b\x0c")
-    if not text or text.isspace():
-        raise ConfigError(f"{what}: the prompt is empty")
-    return text
 
 
 class RunSpec(ConfigOptions):
@@ -85,19 +61,26 @@ class RunSpec(ConfigOptions):
         return self
 
     def source(self) -> Mission | str:
-        """The mission file, or an ad-hoc mission made from the prompt (read with the limit)."""
-        if self.prompt_file is not None:
-            text = read_prompt(self.prompt_file, what=f"--prompt-file {self.prompt_file}: prompt file",
-                               max_bytes=self.max_prompt_bytes)
-        elif self.prompt == "-":
-            text = read_prompt(getattr(sys.stdin, "buffer", sys.stdin), what="--prompt - (stdin)",
-                               max_bytes=self.max_prompt_bytes)
-        elif self.prompt is not None:
-            text = self.prompt
-        elif self.mission is not None:
+        """The mission file, or an ad-hoc mission made from the prompt (a file or stdin read with the limit:
+        ``/dev/zero`` is refused after ``max_prompt_bytes + 1`` bytes)."""
+        if self.mission is not None:
             return self.mission
+        if self.prompt is not None and self.prompt != "-":
+            return Mission.adhoc(self.prompt)
+        if self.prompt_file is not None:
+            what = f"--prompt-file {self.prompt_file}: prompt file"
+            data = read_bytes_file(self.prompt_file, what, max_bytes=self.max_prompt_bytes)
+        elif self.prompt == "-":
+            what = "--prompt - (stdin)"
+            try:
+                data = read_limited(sys.stdin.buffer, self.max_prompt_bytes, what)
+            except OSError as exc:
+                raise ConfigError(f"{what}: cannot read: {exc.strerror or exc}") from None
         else:
             raise ConfigError("give exactly one of MISSION, --prompt TEXT (- for stdin) or --prompt-file PATH")
+        text = decode_utf8(data, what).strip(" \t\n\r\x0b\x0c")
+        if not text or text.isspace():
+            raise ConfigError(f"{what}: the prompt is empty")
         return Mission.adhoc(text)
 
 

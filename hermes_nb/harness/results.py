@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,8 @@ class RunResult(Shown):
                                f"mission {self.result.get('mission_id')}, exit {self.exit_code}{took}, "
                                f"{len(self.text)} chars of assistant text)")
 
+    __repr__ = _repr_text_  # one safe line, not the dataclass's dump of the whole document and text
+
 
 @dataclass
 class DryRunResult:
@@ -79,7 +81,6 @@ class DryRunResult:
     run_id: str
     session: dict[str, Any]
     exit_code: int = 0
-    files: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"dry_run": True, "run_id": self.run_id, "run_dir": str(self.run_dir), "session": self.session,

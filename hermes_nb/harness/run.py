@@ -103,11 +103,10 @@ def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | P
     if run_dir.exists():
         raise ArtifactError(f"dry-run directory {run_dir} already exists (choose another --run-id)")
     session = _session_doc(plan, "planned", started_at=iso_now())
-    files = [artifacts.write_text(run_dir / PROMPT_FILE, plan.request_prompt),
-             artifacts.write_yaml(run_dir / "runtime-session.yaml", session),
-             artifacts.write_json(run_dir / "request.json", _request(plan))]
-    return DryRunResult(plan=plan, run_dir=run_dir, run_id=rid, session=session,
-                        files=[artifacts.relative(f) for f in files])
+    artifacts.write_text(run_dir / PROMPT_FILE, plan.request_prompt)
+    artifacts.write_yaml(run_dir / "runtime-session.yaml", session)
+    artifacts.write_json(run_dir / "request.json", _request(plan))
+    return DryRunResult(plan=plan, run_dir=run_dir, run_id=rid, session=session)
 
 
 def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, sandbox: bool = True,
