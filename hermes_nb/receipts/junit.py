@@ -1,31 +1,8 @@
-"""JUnit XML of a smoke run: what Jenkins, GitLab and the GitHub test-report actions render.
-
-Shape (valid against Jenkins xunit-plugin's ``junit-10.xsd``, the schema GitLab's and the GitHub
-actions' parsers accept; ``tests/data/junit-10.xsd``):
-
-* one ``<testsuite name="hermes-nb smoke <target kind>">`` per smoke run, wrapped in ``<testsuites>``,
-  with correct ``tests``/``failures``/``errors``/``skipped`` counters, always a ``hostname``, a
-  ``timestamp`` (the run's start, UTC) and an ``id`` (the run id), and ``<properties>``: ``run_id``,
-  ``target_kind``, ``provider``, ``endpoint``, ``hermes_version``, ``verdict``, ``exit_code``, ``blocked_exit``,
-  ``ci_run_url`` and ``receipt:<notebook>`` for each receipt (the schema allows properties on the suite only);
-  a matrix writes one such suite per hermes-agent version (:func:`junit_suites_text`);
-* one ``<testcase name="<notebook>" classname="<target kind>" time="…">`` per notebook; its
-  ``<system-out>`` names the receipt's path relative to the CI artifact root (and its URL, when the CI
-  system gives artifacts one);
-* **failed** → ``<failure type="<kind>" message="<reason>: <first error>">`` with every error and the hint
-  as text; the kind is the notebook's own reason when its verdict cell decided (``drift``), else what
-  happened in words (``cell timeout``, ``kernel died``), never an internal status name;
-* **blocked** → ``<skipped type="blocked" message="blocked (<reason>): <operator action>">``, the message
-  said once, the text holding only further errors: every reader keeps the pipeline green on its own and
-  shows the case as skipped with the action, while the exit code (``--blocked-exit``, default 3) decides
-  whether the job fails (a matrix version that cannot run the rig state is skipped the same way, type
-  ``unsupported``). ``<error>`` would turn all of them red with no way to opt out, so we do not use it
-  for blocked;
-* **cancelled** (stopped by SIGINT/SIGTERM while it ran) → ``<error type="cancelled">``: the case did not
-  complete, which is what ``<error>`` means.
-
-Built with the standard library's ElementTree; ANSI escapes and characters XML 1.0 forbids are
-stripped first (ElementTree writes ``\\x1b`` raw, which no parser reads back).
+"""JUnit XML of a smoke run (one ``<testsuite>`` per run; a matrix: one per version), valid against Jenkins
+xunit-plugin's ``junit-10.xsd`` (``tests/data/``), the shape docs/ci/README.md describes. Blocked is ``<skipped>``,
+not ``<error>``: every reader then keeps the pipeline green on its own and ``--blocked-exit`` decides; cancelled is
+``<error>`` (the case did not complete). ANSI escapes and characters XML 1.0 forbids are stripped (ElementTree
+writes ``\\x1b`` raw, which no parser reads back).
 """
 
 from __future__ import annotations
@@ -41,8 +18,6 @@ from hermes_nb.core.clock import iso_now
 from hermes_nb.core.io import write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.write import check_clean
-
-__all__ = ["junit_element", "junit_suites_element", "junit_text", "junit_suites_text", "write_junit", "xml_safe"]
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -60,8 +35,8 @@ def _seconds(value: Any) -> str:
         return "0.000"
 
 
-def _suite(parent: ET.Element, report: Mapping[str, Any], name: str | None = None) -> tuple[int, int, int, int]:
-    """One ``<testsuite>`` for one smoke report; returns its (tests, failures, errors, skipped)."""
+def _suite(parent: ET.Element, report: Mapping[str, Any], name: str | None) -> tuple[int, int, int]:
+    """One ``<testsuite>`` for one smoke report; returns its (tests, failures, errors)."""
     kind = str(report.get("target_kind") or "emulator")
     notebooks = list(report.get("notebooks") or [])
     errored = sum(1 for n in notebooks if n.get("verdict") == "cancelled")
@@ -79,13 +54,12 @@ def _suite(parent: ET.Element, report: Mapping[str, Any], name: str | None = Non
                  "exit_code", "blocked_exit", "cancelled_by", "ci_run_url"):
         if report.get(prop) is not None:
             ET.SubElement(props, "property", {"name": prop, "value": xml_safe(report[prop])})
-    for n in notebooks:
+    for n in notebooks:  # (the properties element comes first whatever is added to it)
         if n.get("receipt"):
             ET.SubElement(props, "property", {"name": f"receipt:{n.get('name')}",
                                               "value": xml_safe(n.get("receipt_url") or n["receipt"])})
-    for n in notebooks:
         _case(suite, n, kind)
-    return len(notebooks), failed, errored, blocked
+    return len(notebooks), failed, errored
 
 
 def _case(suite: ET.Element, n: Mapping[str, Any], kind: str) -> None:
@@ -116,35 +90,23 @@ def _case(suite: ET.Element, n: Mapping[str, Any], kind: str) -> None:
     out.text = xml_safe("\n".join([f"verdict: {verdict} ({reason})", *where]))
 
 
-def junit_element(report: Mapping[str, Any]) -> ET.Element:
-    """``<testsuites>`` holding the one ``<testsuite>`` of a smoke run
-    (``report``: :func:`~hermes_nb.nbrun.ci_report.ci_report`)."""
-    return junit_suites_element([report], name="hermes-nb smoke")
-
-
-def junit_suites_element(reports: Sequence[tuple[str | None, Mapping[str, Any]] | Mapping[str, Any]], *,
-                         name: str) -> ET.Element:
+def junit_suites_text(reports: Sequence[tuple[str | None, Mapping[str, Any]] | Mapping[str, Any]], *, name: str) -> str:
     """``<testsuites name=name>`` with one ``<testsuite>`` per report (a report, or ``(suite name, report)``)."""
     root = ET.Element("testsuites", {"name": name})
-    totals = [0, 0, 0]
-    time = 0.0
+    totals, time = [0, 0, 0], 0.0
     for item in reports:
         suite_name, report = item if isinstance(item, tuple) else (None, item)
-        tests, failed, errored, _ = _suite(root, report, suite_name)
-        totals = [totals[0] + tests, totals[1] + failed, totals[2] + errored]
+        totals = [a + b for a, b in zip(totals, _suite(root, report, suite_name), strict=True)]
         time += float(_seconds(report.get("duration_s")))
     root.attrib.update({"tests": str(totals[0]), "failures": str(totals[1]), "errors": str(totals[2]),
                         "time": f"{time:.3f}"})
     ET.indent(root)
-    return root
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def junit_text(report: Mapping[str, Any]) -> str:
-    return ET.tostring(junit_element(report), encoding="unicode", xml_declaration=True) + "\n"
-
-
-def junit_suites_text(reports: Sequence[tuple[str | None, Mapping[str, Any]] | Mapping[str, Any]], *, name: str) -> str:
-    return ET.tostring(junit_suites_element(reports, name=name), encoding="unicode", xml_declaration=True) + "\n"
+    """One smoke run's (``report``: :func:`~hermes_nb.nbrun.ci_report.ci_report`)."""
+    return junit_suites_text([report], name="hermes-nb smoke")
 
 
 def write_junit(report: Mapping[str, Any], path: str | Path, *, redactor: Redactor, text: str | None = None) -> Path:

@@ -1,12 +1,6 @@
-"""The Markdown summary of a smoke run: GitHub Actions' job summary, or any file (``--summary-md``).
-
-``hermes-nb smoke`` appends it to ``$GITHUB_STEP_SUMMARY`` when that is set (GitHub gives each step
-its own file, capped at 1 MiB; we append, never truncate) and writes it to ``--summary-md PATH``.
-Contents: the verdict and what the exit code is (with the ``--blocked-exit`` policy stated), the
-target, the CI run's page, a verdict table (notebook, verdict, reason, time, receipt: its path relative to
-the CI artifact root, a link where the CI system gives artifacts a URL), the operator action for every
-blocked notebook, the failures' first errors, the cancelled notebooks and the wire-format drift lines.
-Everything is redacted and scanned before it is written.
+"""The Markdown summary of a smoke run: appended to ``$GITHUB_STEP_SUMMARY`` (GitHub's job summary, capped at
+1 MiB a step; appended, never truncated) and written to ``--summary-md PATH``. Redacted and scanned before it is
+written.
 """
 
 from __future__ import annotations
@@ -18,8 +12,6 @@ from typing import Any
 from hermes_nb.core.io import write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.write import check_clean
-
-__all__ = ["summary_markdown", "write_summary", "md_cell"]
 
 _ICON = {"passed": "✅", "blocked": "⏸️", "failed": "❌", "cancelled": "⏹️"}
 #: GitHub's cap for one step's summary; we keep well under it
