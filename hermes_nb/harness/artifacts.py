@@ -1,9 +1,6 @@
-"""UH's run documents (uh-contract §3) and the safe writer of one mission directory.
-
-Every document is built through its model, so a field UH does not know, or a ``null`` where UH wants the key
-absent (zod ``.optional()``), fails when it is built. Writes refuse symlinks and paths outside the mission
-directory (:class:`~hermes_nb.core.errors.ArtifactError`, exit 2).
-"""
+"""UH's run documents (uh-contract §3), each built through its model (a key UH does not know, or a ``null`` where
+UH wants it absent, fails when it is built), and the writer of a mission directory, which refuses symlinks and
+paths outside it (:class:`~hermes_nb.core.errors.ArtifactError`, exit 2)."""
 
 from __future__ import annotations
 
@@ -70,13 +67,6 @@ class RuntimeSession(StrictModel):
     stderr_path: str = _ABSENT
 
 
-class Verdict(StrictModel):
-    value: str
-    rationale: str
-    recorded_by: str
-    recorded_at: str
-
-
 class RuntimeResult(StrictModel):
     schema_version: Literal["uh.runtime-result.v0"]
     mission_id: str
@@ -91,7 +81,7 @@ class RuntimeResult(StrictModel):
     diff_path: str = _ABSENT
     errors: list[str] = Field(default_factory=list)
     notes: list[str] = _ABSENT
-    verdict: Verdict = _ABSENT
+    verdict: dict[str, Any] = _ABSENT  # {value, rationale, recorded_by, recorded_at}: UH records it, never us
 
 
 class HermesRuntimeResult(RuntimeResult):
@@ -125,18 +115,9 @@ def uh_document(model: type[BaseModel], *, nullable: tuple[str, ...] = (), **fie
     return model.model_validate(present).model_dump(mode="json", exclude_unset=True)
 
 
-def dump_json(obj: Any) -> str:
-    """2-space indent, no final newline (UH's format)."""
-    return json.dumps(obj, indent=2, ensure_ascii=False)
-
-
 def _surely_clean(line: str, redactor: Redactor) -> bool:
-    """True when the JSON text ``line`` cannot hold a secret, so redacting its strings one by one changes nothing.
-
-    A string appears verbatim in the JSON text (``ensure_ascii=False``) unless it holds a character JSON escapes:
-    a known secret without one is in some string only if it is in the line; a shape only where its ``present``
-    test holds on the line. The shortcut is property-tested against the full computation (P5).
-    """
+    """True when the JSON text ``line`` cannot hold a secret (a string appears in it verbatim unless it holds a
+    character JSON escapes), so redacting its strings one by one can be skipped (P5; property-tested)."""
     for secret in redactor.secrets:
         if secret in line or '"' in secret or "\\" in secret or not secret.isprintable():
             return False
@@ -185,42 +166,28 @@ class MissionArtifacts:
     def run_dir(self, run_id: str) -> Path:
         return self.path("runs", validate_run_id(run_id))
 
-    def dry_run_dir(self, run_id: str) -> Path:
-        """Outside ``runs/``: UH lists every ``runs/<id>/`` in its strict index (no ``planned`` status there) and
-        its drift checker flags the others as orphans."""
-        return self.path("dry-runs", validate_run_id(run_id))
-
     def _audit_path(self) -> Path:
         return self._check(self.root / AUDIT_RELPATH / "events.ndjson", inside=self.root / AUDIT_RELPATH)
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
-    def preflight(self, run_id: str, *, explicit: bool = True) -> None:
-        """What can be checked before the first write: safe paths, a readable index, a writable root and, for an
-        explicit id, a fresh run directory (a generated one that is taken is drawn again by :meth:`claim_run_id`)."""
+    def preflight(self, run_id: str) -> None:
+        """What can be checked before the first write: safe paths, a readable index, a writable root."""
         run_dir = self.run_dir(run_id)
         for parts in (("latest.json",), ("runtime-result.yaml",), ("runs", "index.json")):
             self.path(*parts)
         self._audit_path()
         self.read_index()
-        if explicit and run_dir.exists():
-            raise ArtifactError(f"run directory {run_dir} already exists (choose another --run-id)")
-        existing = self.root
-        for part in run_dir.relative_to(self.root).parts:
-            if not (existing / part).exists():
-                break
-            existing = existing / part
-        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-            raise ArtifactError(f"cannot write under {existing}: not writable")
-        try:  # a real probe too: root ignores permission bits, read-only mounts do not
+        existing = next(p for p in (run_dir, *run_dir.parents) if p.exists())
+        try:  # a real probe: root ignores permission bits, read-only mounts do not
             with tempfile.TemporaryFile(dir=existing, prefix=".hermes-nb-probe-"):
                 pass
         except OSError as exc:
-            raise ArtifactError(f"cannot write under {existing}: {exc.strerror or exc}") from None
+            raise ArtifactError(f"cannot write under {existing}: not writable ({exc.strerror or exc})") from None
 
     def claim_run_id(self, run_id: str, *, explicit: bool) -> str:
-        """Create the run directory exclusively: a generated id a concurrent run took is drawn again."""
+        """Create the run directory exclusively: a generated id another run took is drawn again."""
         for _ in range(64):
             run_dir = self.run_dir(run_id)
             self._mkdirs(run_dir.parent)
@@ -278,12 +245,9 @@ class MissionArtifacts:
         handle.write(line + "\n")
         handle.flush()
 
-    def append_line(self, path: Path, obj: dict[str, Any]) -> None:
-        with self.open(path, "a") as fh:
-            self.write_line(fh, obj)
-
     def write_json(self, path: Path, obj: Any) -> Path:
-        return self.write_text(path, dump_json(self.redactor.data(obj)), atomic=True)
+        """2-space indent, no final newline (UH's format)."""
+        return self.write_text(path, json.dumps(self.redactor.data(obj), indent=2, ensure_ascii=False), atomic=True)
 
     def write_yaml(self, path: Path, obj: Any) -> Path:
         return self.write_text(path, dump_yaml(self.redactor.data(obj)), atomic=True)
@@ -329,4 +293,5 @@ class MissionArtifacts:
             os.close(fd)  # releases the lock
 
     def audit(self, event: str, payload: dict[str, Any]) -> None:
-        self.append_line(self._audit_path(), {"type": event, "timestamp": iso_now(), **payload})
+        with self.open(self._audit_path(), "a") as fh:
+            self.write_line(fh, {"type": event, "timestamp": iso_now(), **payload})

@@ -1,9 +1,6 @@
-"""Missions (``uh.mission.v0``, uh-contract §1) and the prompt one becomes (§4).
-
-Unknown keys are dropped as UH drops them (a mission UH runs runs here too), except in the objects UH keeps
-strict; an unknown top-level key is a warning naming the closest valid key. Unlike UH, ``workflow_profile`` is
-optional and a missing workflow file is a warning.
-"""
+"""Missions (``uh.mission.v0``, uh-contract §1) and the prompt one becomes (§4). Unknown keys are dropped as UH
+drops them (a mission UH runs runs here too) but in the objects UH keeps strict; an unknown top-level key is a
+warning. Unlike UH, ``workflow_profile`` is optional and a missing workflow file is a warning."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""THE one way a run is prepared, whoever launches it (the CLI, the e2e notebook, the kit, the console,
-:func:`run_mission`): the mission loaded, its project root found, the runtime config resolved once (the
-mission's ``runtime_config_overrides`` included), the workflow loaded, the warnings collected. So the same
-mission sends the same request from every face.
-"""
+"""THE one way a run is prepared, whoever launches it (the CLI, the notebooks, the kit, the console,
+:func:`run_mission`), so the same mission sends the same request from every face."""
 
 from __future__ import annotations
 
@@ -124,13 +121,10 @@ def prepare_mission(source: Mission | PathLike | None = None, *, prompt: str | N
                     manifest: AdapterManifest | PathLike | None = None,
                     overrides: Mapping[str, Any] | str | None = None, environ: Mapping[str, str] | None = None,
                     **explicit: Any) -> PreparedMission:
-    """Load, resolve and check everything a run needs before its first write (:class:`ConfigError` for bad input).
-
-    ``source``: a mission.yaml or a :class:`Mission` (or ``prompt``). The project root: ``root``, else ``R`` for
-    a mission read from ``R/.harness/missions/<dir>/mission.yaml``, else ``fallback_root`` (None for the kit,
-    whose runs write under a temporary directory: then no workflow is looked up). ``explicit``: runtime_config
-    keys given as arguments (``endpoint=``, ``model=``, …; None: not given), the highest layer.
-    """
+    """The mission (a mission.yaml, a :class:`Mission` or ``prompt``), its root (``root``, else ``R`` for
+    ``R/.harness/missions/<dir>/mission.yaml``, else ``fallback_root``: None for the kit, which writes under a
+    temporary directory), its config resolved once (``explicit``: runtime_config keys as arguments, the highest
+    layer), workflow and warnings; :class:`ConfigError` for bad input, before anything is written."""
     if source is not None and prompt is not None:
         raise ConfigError("give a mission or a prompt, not both")
     if isinstance(source, Mission):
@@ -160,12 +154,9 @@ def prepare_mission(source: Mission | PathLike | None = None, *, prompt: str | N
 def run_mission(source: Mission | PathLike | None = None, *, prompt: str | None = None,
                 spec: RunSpec | None = None, environ: Mapping[str, str] | None = None,
                 on_delta: Callable[[str], None] | None = None, **options: Any) -> RunResult:
-    """Prepare ``source`` (a mission.yaml, a :class:`Mission`) or ``prompt`` and run it, as ``hermes-nb run`` does.
-
-    ``spec`` or ``options``: :class:`RunSpec`'s fields (``endpoint=``, ``model=``, ``root=``, ``sandbox=``, …)
-    plus :func:`hermes_nb.harness.run.run`'s hooks (``transport=``, ``on_event=``, ``handle_signals=``,
-    ``project=``).
-    """
+    """Prepare ``source`` or ``prompt`` and run it as ``hermes-nb run`` does. ``spec`` or ``options``:
+    :class:`RunSpec`'s fields, plus :func:`hermes_nb.harness.run.run`'s ``transport``, ``on_event``,
+    ``handle_signals`` and ``project``."""
     hooks = {k: options.pop(k) for k in ("transport", "on_event", "handle_signals", "project") if k in options}
     spec = spec or RunSpec.build(**options)
     prepared = prepare_mission(source if source is not None or prompt is not None else spec.source(),

@@ -1,12 +1,9 @@
-"""Plan, dry-run and run a mission against the proxy, writing UH's artifact tree (uh-contract §3).
-
-A run keeps the prompt once, in ``prompt.md``; every other record of it (``request.json``, the session's ``args``,
-``runtime.started``, a dry run's ``--json``) carries ``<prompt.md: N bytes, sha256:…>`` instead. A started run
-always ends with its result document and a terminal ``latest.json`` and index entry.
-"""
+"""Plan, dry-run and run a mission against the proxy, writing UH's artifact tree (uh-contract §3). A run keeps the
+prompt once, in ``prompt.md``; every other record carries ``<prompt.md: N bytes, sha256:…>`` instead."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -35,7 +32,7 @@ from hermes_nb.harness.mission import Mission, Workflow, harness_root_of, render
 from hermes_nb.harness.results import DryRunResult, RunPlan, RunResult
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.harness.stream_log import RedactedStream
-from hermes_nb.harness.workdir import DiffResult, capture, snapshot, workdir
+from hermes_nb.harness.workdir import Diff, capture, snapshot, workdir
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body
 from hermes_nb.wire.reading import classify
@@ -80,7 +77,7 @@ def _prepare(mission: Mission, config: HermesProxyRuntimeConfig, root: str | Pat
     artifacts = MissionArtifacts(root, mission.source_path.parent.name if placed and mission.source_path
                                  else mission.id, redactor=Redactor(config.secrets()))
     rid = validate_run_id(run_id) if run_id else new_run_id()
-    artifacts.preflight(rid, explicit=run_id is not None)
+    artifacts.preflight(rid)
     return plan, artifacts, rid, placed
 
 
@@ -99,7 +96,7 @@ def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | P
     """Write ``prompt.md``, a ``planned`` session and ``request.json`` under ``<mission dir>/dry-runs/<run_id>/``
     (outside ``runs/``, which UH's strict index lists whole); send nothing."""
     plan, artifacts, rid, _ = _prepare(mission, config, root, run_id, workflow, warnings)
-    run_dir = artifacts.dry_run_dir(rid)
+    run_dir = artifacts.path("dry-runs", rid)
     if run_dir.exists():
         raise ArtifactError(f"dry-run directory {run_dir} already exists (choose another --run-id)")
     session = _session_doc(plan, "planned", started_at=iso_now())
@@ -114,13 +111,10 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
         on_event: Callable[[SSEEventRecord], None] | None = None, run_id: str | None = None,
         workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = (),
         handle_signals: bool = True, project: str | Path | None = None) -> RunResult:
-    """Execute ``mission``; always ends with the runtime-result document written.
-
-    ``on_delta`` gets exactly the redacted text ``runtime.stdout.log`` gets, after it got it (a tail that could
-    still become a secret waits for the next delta); ``on_event`` each SSE record once its piece is settled. A
-    hook that raises is not called again and becomes a warning; ``KeyboardInterrupt`` from one cancels the run,
-    as SIGINT/SIGTERM/SIGHUP do (main thread, ``handle_signals``), the partial text kept.
-    """
+    """Execute ``mission``; a started run always ends with its result document, ``latest.json`` and index entry.
+    ``on_delta`` gets the redacted text ``runtime.stdout.log`` got, ``on_event`` each SSE record once its piece is
+    settled; a hook that raises becomes a warning. SIGINT/SIGTERM/SIGHUP (``handle_signals``, main thread) or a
+    ``KeyboardInterrupt`` from a hook cancel the run, its partial text kept."""
     plan, artifacts, rid, placed = _prepare(mission, config, root, run_id, workflow, warnings)
     with workdir(Path(project) if project is not None else artifacts.root, sandbox=sandbox) as wd:
         rid = artifacts.claim_run_id(rid, explicit=run_id is not None)  # concurrent runs: one directory each
@@ -150,12 +144,13 @@ class _Runner:
         self.notes: list[str] = []
         self.hook_warnings: list[str] = []
         self.result: dict[str, Any] | None = None
+        self.diff = Diff(artifacts.root)  # an abort before the snapshot writes an empty patch
         self._stdout: Any = None
         self._events: Any = None
         self._stream = RedactedStream(artifacts.redactor, write_text=self._write_stdout, write_event=self._write_sse)
 
     def _file(self, name: str) -> Path:
-        return self.arts.path("runs", self.run_id, name)
+        return self.run_dir / name  # (checked: writes refuse symlinks on the way and at the end)
 
     def _rel(self, name: str) -> str:
         return self.arts.relative(self._file(name))
@@ -220,9 +215,10 @@ class _Runner:
                                         "workflow": self.mission.workflow_profile, "run_id": self.run_id})
         self.arts.write_text(self._file("runtime.stderr.log"), "")
         self._stdout = self.arts.open(self._file("runtime.stdout.log"), "w")
-        base = snapshot(wd)
-        if base.tree is not None:
-            self.notes.append(f"diff base: commit {base.commit or '(none yet)'}, working-tree snapshot {base.tree}")
+        self.diff = snapshot(wd)
+        if self.diff.tree is not None:
+            self.notes.append(f"diff base: commit {self.diff.commit or '(none yet)'}, "
+                              f"working-tree snapshot {self.diff.tree}")
         exchange: Exchange | None = None
         cancelled: Cancelled | None = None
         try:
@@ -235,22 +231,25 @@ class _Runner:
             cancelled = exc
         finally:
             self.guard.armed = False
-        diff = capture(base)
+        capture(self.diff)
         if self.guard.pending is not None and cancelled is None:
             self.notes.append(f"{SIGNAL_NAMES.get(self.guard.pending, self.guard.pending)} received after the "
                               "request finished; run completed")
-        return self._finish(exchange, cancelled, diff)
+        self.notes += self.diff.notes
+        return self._finish(exchange, cancelled)
 
-    def _finish(self, exchange: Exchange | None, cancelled: Cancelled | None, diff: DiffResult) -> RunResult:
-        if exchange is None or cancelled is not None:
+    def _finish(self, exchange: Exchange | None, cancelled: Cancelled | None,
+                outcome: Outcome | None = None) -> RunResult:
+        """The logs, diff, final text and request record, then the terminal documents (``outcome``: an abort's)."""
+        if outcome is None and exchange is not None and cancelled is None:
+            self._stream.text.adopt(exchange.text)  # the same text: one copy, not the pieces and a join (P5)
+            outcome = classify(exchange, self.config)
+        elif outcome is None:
             name = SIGNAL_NAMES.get(cancelled.signum, str(cancelled.signum)) if cancelled else "interrupt"
             size = len(self._stream.text.raw)
             kept = f" ({size} characters of partial text kept)" if size else " (no text had arrived)"
             outcome = Outcome(status="failed", reason="cancelled",
                               errors=[f"{ERROR_PREFIX}run cancelled by {name}{kept}"])
-        else:
-            self._stream.text.adopt(exchange.text)  # the same text: one copy, not the pieces and a join (P5)
-            outcome = classify(exchange, self.config)
         text = self._stream.text.raw
         if exchange is not None and exchange.text != text:
             if exchange.text.startswith(text):  # e.g. a JSON answer: no deltas were streamed
@@ -258,10 +257,9 @@ class _Runner:
             text = exchange.text
         self._stream.finish()
         final = outcome.final_message if outcome.final_message is not None else extract_final_message(text)
-        self.notes.extend(diff.notes)
-        errors = outcome.errors + diff.errors
+        errors = outcome.errors + self.diff.errors
         self.arts.write_text(self._file("runtime.stderr.log"), self._stderr_text(exchange, outcome, errors))
-        self.arts.write_bytes(self._file("diff.patch"), diff.patch)
+        self.arts.write_bytes(self._file("diff.patch"), self.diff.patch)
         self.arts.write_text(self._file("runtime-final.txt"), final or "")
         if exchange is not None:  # the request as the client recorded it, its prompt the reference to prompt.md
             body = exchange.request.body
@@ -304,8 +302,9 @@ class _Runner:
         return doc
 
     def _session(self, status: str, **fields: Any) -> dict[str, Any]:
-        return _session_doc(self.plan, status, started_at=self.started_at, stdout_path=self._rel("runtime.stdout.log"),
-                        stderr_path=self._rel("runtime.stderr.log"), **fields)
+        return _session_doc(self.plan, status, started_at=self.started_at,
+                            stdout_path=self._rel("runtime.stdout.log"), stderr_path=self._rel("runtime.stderr.log"),
+                            **fields)
 
     def _write_terminal(self, status: str, outcome: Outcome, exchange: Exchange | None, text: str,
                         errors: list[str], cancelled: Cancelled | None) -> RunResult:
@@ -341,22 +340,13 @@ class _Runner:
     def _abort(self, exc: BaseException) -> None:
         """Best effort: terminal documents after an unexpected error (which ``execute`` re-raises)."""
         cancelled = isinstance(exc, (KeyboardInterrupt, Cancelled))
-        status = "cancelled" if cancelled else "failed"
         message = "run cancelled" if cancelled else f"run aborted: {type(exc).__name__}: {exc}"
-        outcome = Outcome(status="failed", reason="cancelled" if cancelled else "aborted",
-                          errors=[f"{ERROR_PREFIX}{message}"])
         self.hooks.clear()  # a hook that interrupted once is not called again
         try:
             if self._stdout is None:
                 self._stdout = self.arts.open(self._file("runtime.stdout.log"), "a")
-            self._stream.finish()
-            self.arts.write_text(self._file("runtime.stderr.log"), f"error: {ERROR_PREFIX}{message}\n")
-            for name in ("diff.patch", "runtime-final.txt"):  # every path the result lists must exist
-                if not self._file(name).exists():
-                    self.arts.write_bytes(self._file(name), b"")
-            self._write_terminal(status, outcome, None, self._stream.text.raw, outcome.errors, None)
+            self._finish(None, None, Outcome(status="failed", reason="cancelled" if cancelled else "aborted",
+                                             errors=[f"{ERROR_PREFIX}{message}"]))
         except (OSError, HermesError):  # no documents (disk full?): at least a terminal latest.json
-            try:
-                self.arts.set_latest(self.run_id, self.started_at, status, iso_now())
-            except (OSError, HermesError):
-                return
+            with contextlib.suppress(OSError, HermesError):
+                self.arts.set_latest(self.run_id, self.started_at, "cancelled" if cancelled else "failed", iso_now())

@@ -1,10 +1,6 @@
-"""SIGINT/SIGTERM/SIGHUP during a run: cancel the request, never lose the run's documents.
-
-A handler never raises while the main thread initialises a native module: raised inside a pyo3 module's init
-(pydantic-core's), an exception is a panic, not a ``KeyboardInterrupt``. :func:`defer_in_native_init` holds it
-back until the init is done. The CLI installs its handlers through this module at start-up: it loads nothing
-but ``signal`` and ``threading`` beyond what the interpreter has.
-"""
+"""SIGINT/SIGTERM/SIGHUP during a run: cancel the request, never lose the run's documents. A handler is held back
+while a native module initialises (raised inside pydantic-core's init it is a panic, not a ``KeyboardInterrupt``).
+The CLI installs its handlers through this module at start-up: it loads only ``signal`` and ``threading``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""A run's streamed answer and its SSE events, released in order and redacted.
-
-The client delivers each SSE event, then the content piece it carried. The pieces go through a
-:class:`~hermes_nb.core.stream_redaction.StreamRedactor` (a secret split across deltas never reaches the log);
-each event waits until its piece is settled, so it is logged with its share of any split secret masked.
-"""
+"""A run's streamed answer and its SSE events, released in order and redacted: a secret split across deltas never
+reaches the log (:class:`~hermes_nb.core.stream_redaction.StreamRedactor`), and each event waits until the piece
+it carried is settled, so it is logged with its share of the secret masked."""
 
 from __future__ import annotations
 

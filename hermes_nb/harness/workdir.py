@@ -1,10 +1,6 @@
-"""The directory a run works in (the project, or a throwaway copy: UH's ``directory`` sandbox), and the diff of
-what changed in it, captured without touching the user's git index.
-
-:func:`snapshot` writes the working tree (tracked and untracked files; ignored ones and ``.harness/`` excluded)
-as a git tree through a temporary index; :func:`capture` does it again and diffs the two trees, binary-safe, so
-the patch holds exactly what changed during the run (``b""`` when nothing did).
-"""
+"""The directory a run works in (the project, or a throwaway copy: UH's ``directory`` sandbox) and the diff of what
+changed in it: the working tree written as a git tree through a temporary index (the user's index untouched)
+before and after, the two trees diffed, binary-safe."""
 
 from __future__ import annotations
 
@@ -67,16 +63,11 @@ class _GitFailed(Exception):
 
 
 @dataclass
-class DiffBase:
+class Diff:
     cwd: Path
-    git: bool
-    commit: str | None = None
+    #: the working tree at the start, as a git tree (None: not a git work tree, or git failed)
     tree: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class DiffResult:
+    commit: str | None = None
     patch: bytes = b""
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -113,36 +104,34 @@ def _tree_of_worktree(cwd: Path) -> str:
         return _git(cwd, "write-tree", index=index).stdout.decode().strip()
 
 
-def snapshot(cwd: str | Path) -> DiffBase:
+def snapshot(cwd: str | Path) -> Diff:
     """The base commit (``HEAD``, if any) and the working-tree snapshot at the start of a run."""
     path = Path(cwd)
     try:
         inside = _git(path, "rev-parse", "--is-inside-work-tree", check=False)
     except _GitFailed as exc:
-        return DiffBase(path, git=False, notes=[f"diff capture skipped: {exc}"])
+        return Diff(path, notes=[f"diff capture skipped: {exc}"])
     if inside.returncode != 0 or inside.stdout.strip() != b"true":
-        return DiffBase(path, git=False, notes=[f"diff capture skipped: {path} is not a git work tree"])
+        return Diff(path, notes=[f"diff capture skipped: {path} is not a git work tree"])
     head = _git(path, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
     commit = head.stdout.decode().strip() if head.returncode == 0 else None
     try:
-        return DiffBase(path, git=True, commit=commit, tree=_tree_of_worktree(path))
+        return Diff(path, tree=_tree_of_worktree(path), commit=commit)
     except _GitFailed as exc:
-        return DiffBase(path, git=True, commit=commit, notes=[f"Diff capture failed: {exc}"])
+        return Diff(path, commit=commit, errors=[f"Diff capture failed: {exc}"])
 
 
-def capture(base: DiffBase) -> DiffResult:
-    """The binary-safe patch of what changed since :func:`snapshot`."""
-    if not base.git:
-        return DiffResult(notes=list(base.notes))
-    if base.tree is None:
-        return DiffResult(errors=list(base.notes))
+def capture(diff: Diff) -> Diff:
+    """``diff`` with the binary-safe patch of what changed since :func:`snapshot` (``b""`` when nothing did)."""
+    if diff.tree is None:
+        return diff
     try:
-        tree = _tree_of_worktree(base.cwd)
-        if tree == base.tree:
-            return DiffResult()
-        patch = _git(base.cwd, "diff", "--binary", "--no-color", "--no-ext-diff", base.tree, tree).stdout
+        tree = _tree_of_worktree(diff.cwd)
+        if tree != diff.tree:
+            diff.patch = _git(diff.cwd, "diff", "--binary", "--no-color", "--no-ext-diff", diff.tree, tree).stdout
     except _GitFailed as exc:
-        return DiffResult(errors=[f"Diff capture failed: {exc}"])
-    if len(patch) > MAX_DIFF_BYTES:
-        return DiffResult(patch=patch[:MAX_DIFF_BYTES], errors=[f"Diff capture truncated at {MAX_DIFF_BYTES} bytes"])
-    return DiffResult(patch=patch)
+        diff.errors.append(f"Diff capture failed: {exc}")
+    if len(diff.patch) > MAX_DIFF_BYTES:
+        diff.patch = diff.patch[:MAX_DIFF_BYTES]
+        diff.errors.append(f"Diff capture truncated at {MAX_DIFF_BYTES} bytes")
+    return diff

@@ -58,9 +58,6 @@ class RemoteStore:
             raise UsageError(f"{url}: no papermill I/O handler for {self.scheme}:// "
                              "(s3, gs, abs, adl, hdfs, or one a package registers under `papermill.io`)")
 
-    def __repr__(self) -> str:
-        return f"RemoteStore({self.url!r})"
-
     def _full(self, rel: str) -> str:
         return f"{self.url}/{rel.lstrip('/')}"
 

@@ -36,7 +36,7 @@ def index_digest(root: Path) -> str:
 
 def test_clean_tree_gives_empty_diff(repo: Path) -> None:
     base = diffcap.snapshot(repo)
-    assert base.git and base.commit and base.tree
+    assert base.commit and base.tree
     assert diffcap.capture(base).patch == b""
 
 
@@ -67,7 +67,7 @@ def test_changes_untracked_binary_and_exclusions(repo: Path) -> None:
 def test_repo_without_commits(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
     base = diffcap.snapshot(tmp_path)
-    assert base.git and base.commit is None
+    assert base.tree and base.commit is None
     (tmp_path / "f.txt").write_text("x\n")
     assert b"+x" in diffcap.capture(base).patch
 
