@@ -178,7 +178,7 @@ class MatrixSpec(Spec):
 
 def matrix_markdown(doc: dict[str, Any]) -> str:
     """The matrix summary as Markdown (``doc``: :meth:`MatrixResult.to_dict`)."""
-    from hermes_nb.receipts.summary import md_cell
+    from hermes_nb.receipts.ci import md_cell
 
     names = list(dict.fromkeys([n for v in doc["versions"] for n in v["notebooks"]] or list(NOTEBOOKS)))
     lines = [f"## hermes-nb proxy matrix ({md_cell(doc['state'])}): {doc['verdict']} (exit {doc['exit_code']})", "",
@@ -392,7 +392,7 @@ def matrix(versions: Sequence[str] = DEFAULT_VERSIONS, *, state: str = "live", o
         result = run_matrix(versions, state=state, out_dir=out_dir, runner=run, progress=progress,
                             redactor=redactor, blocked_exit=blocked_exit, providers=providers)
     doc = redactor.data(result.to_dict())
-    from hermes_nb.receipts.junit import junit_suites_text
+    from hermes_nb.receipts.ci import junit_suites_text
 
     text = junit_suites_text(_junit_suites(result, env), name=f"hermes-nb matrix {state}") if junit_xml else None
     report = {"verdict": doc["verdict"], "exit_code": doc["exit_code"], "notebooks": []}

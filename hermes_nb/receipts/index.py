@@ -1,11 +1,6 @@
-"""The receipts index: ``DIR/index.json`` (an append-only hash chain), ``DIR/README.md`` and ``DIR/index.html``.
-
-Each entry holds the receipt's key fields, its sidecar's sha256 and the sha256 of the entry before it
-(``prev_sha256``): removing, editing or reordering an earlier entry breaks the chain; cutting the newest entries
-off does not (git history of a committed receipts directory covers that). Appends lock the directory itself, so
-two smokes writing into one directory keep one chain. The page shows each run's verdicts, newest run first,
-built from the index alone.
-"""
+"""The receipts index: ``DIR/index.json``, ``DIR/README.md`` and ``DIR/index.html`` (each run's verdicts, newest
+first). Each entry names the sha256 of the one before (``prev_sha256``): removing, editing or reordering an earlier
+entry breaks the chain (cutting the newest off does not: git history of a committed directory covers that)."""
 
 from __future__ import annotations
 
@@ -13,7 +8,6 @@ import fcntl
 import html
 import json
 import os
-import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,7 +25,6 @@ INDEX_SCHEMA = "hermes-nb.receipts-index.v1"
 INDEXED_FIELDS = ("run_id", "notebook", "verdict", "target_kind", "endpoint", "model", "started_at", "duration_s")
 #: indexed later: an entry written before has none of them; one that has them must match
 LATER_FIELDS = ("reason", "operator_action", "proxy_state", "provider")
-_INDEX_LOCK = threading.Lock()
 #: In JupyterLab's HTML viewer the page's base is its /files/ URL with ``?_xsrf=…``; relative links lose that query
 #: and jupyter_server answers 403. This carries it over to each relative link (once the viewer trusts the page);
 #: on file:// or S3 there is no _xsrf and nothing changes.
@@ -44,7 +37,7 @@ _NOSCRIPT = ("<noscript><p class=\"note\">Opened in JupyterLab? Its HTML viewer 
              "Tab</i>).</p></noscript>")
 
 
-def parse_index(text: str, where: str) -> dict[str, Any]:
+def parse_index(text: str | bytes, where: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -59,7 +52,7 @@ def load_index(directory: Path) -> dict[str, Any]:
     path = Path(directory) / "index.json"
     if not path.is_file():
         return {"schema": INDEX_SCHEMA, "receipts": []}
-    return parse_index(path.read_text(encoding="utf-8"), str(path))
+    return parse_index(path.read_bytes(), str(path))  # (bytes that are not UTF-8: not valid JSON)
 
 
 def index_entry(directory: Path, files: ReceiptFiles, receipt: Mapping[str, Any]) -> dict[str, Any]:
@@ -82,19 +75,18 @@ def append_index(directory: Path, entries: Iterable[Mapping[str, Any]], *, redac
     """Append entries to ``index.json`` (each naming the digest of the one before) and rewrite ``README.md``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    with _INDEX_LOCK:  # the lock is on the directory itself: no stray lock file in a tree meant to be committed
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            index = load_index(directory)
-            for e in entries:
-                index["receipts"].append({**redactor.data(dict(e)), "prev_sha256": entry_digest(index["receipts"])})
-            text = json.dumps(index, indent=2, ensure_ascii=False) + "\n"
-            check_clean("index.json", text, redactor)
-            write_atomic(directory / "index.json", text)
-            write_atomic(directory / "README.md", render_readme(index))
-        finally:
-            os.close(fd)  # releases the lock
+    fd = os.open(directory, os.O_RDONLY)  # the lock is on the directory: no lock file in a tree meant to be committed
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # (threads too: each opens its own descriptor)
+        index = load_index(directory)
+        for e in entries:
+            index["receipts"].append({**redactor.data(dict(e)), "prev_sha256": entry_digest(index["receipts"])})
+        text = json.dumps(index, indent=2, ensure_ascii=False) + "\n"
+        check_clean("index.json", text, redactor)
+        write_atomic(directory / "index.json", text)
+        write_atomic(directory / "README.md", render_readme(index))
+    finally:
+        os.close(fd)  # releases the lock
     return directory / "index.json"
 
 

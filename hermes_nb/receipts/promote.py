@@ -1,8 +1,6 @@
 """The promotion gate: a manifest goes ``experimental → active`` only on a verified, passed ``e2e_smoke`` receipt
-against a ``live`` target (never the emulator or the rig, nor a live receipt whose own record names an emulator).
-The manifest is rewritten ``active`` and a promotion record appended to the smoke runbook; otherwise
-:class:`PromotionRefused` (exit 1) names every reason and nothing is written.
-"""
+of a ``live`` target, and a promotion record is appended to the smoke runbook; else :class:`PromotionRefused`
+(exit 1) names every reason and nothing is written."""
 
 from __future__ import annotations
 

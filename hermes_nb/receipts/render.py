@@ -1,7 +1,5 @@
-"""A receipt notebook as one self-contained HTML page, in milliseconds (nbconvert's exporter cost ~2 s a run):
-``metadata.receipt``, its digests and stream timeline, then each cell (markdown through the views' renderer, code
-escaped, outputs as Jupyter shows them; an SVG as a ``data:`` image, so it cannot run script).
-"""
+"""A receipt notebook as one self-contained HTML page in milliseconds (nbconvert's exporter cost ~2 s a run):
+``metadata.receipt``, its digests and stream timeline, then the cells (an SVG output as an image: no script)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Receipts in shared storage: ``--out s3://bucket/prefix`` (any URL papermill's I/O handlers accept).
-
-A run writes its receipts locally into a staging directory, then :meth:`RemoteStore.publish` uploads them, then
-its index as ``<prefix>/index.d/<run id>.json``, then ``<prefix>/index.html`` rebuilt from every run's index.
-Objects are named by run id, so runners sharing a prefix never write the same object (no locks, no
-read-modify-write; only the page may miss a run finishing at the same moment, until the next run). Reading back
-(``receipts verify|list URL``) mirrors the objects into a temporary directory. S3-compatible servers:
-``AWS_ENDPOINT_URL``. Errors name the URL, never a flag.
-"""
+"""Receipts in shared storage (``--out s3://bucket/prefix``: any URL papermill's I/O handlers accept). Objects are
+named by run id (one index object per run, ``index.d/<run id>.json``), so runners sharing a prefix never write the
+same object: no locks, no read-modify-write; only ``index.html`` may miss a run finishing at the same moment, until
+the next run. Reading back mirrors the objects into a temporary directory. Errors name the URL, never a flag."""
 
 from __future__ import annotations
 
@@ -133,15 +128,6 @@ class RemoteStore:
         check_clean("index.html", text, redactor or Redactor())
         return self.write_text("index.html", text)
 
-    def mirror(self, destination: Path, *, only_indexes: bool = False) -> int:
-        """Copy the prefix's objects (or just the index objects) into ``destination``; how many."""
-        names = self.list_files(INDEX_DIR) if only_indexes else self.list_files()
-        for rel in names:
-            if ".." in Path(rel).parts:
-                raise ArtifactError(f"{self._full(rel)}: object name escapes the prefix")
-            (destination / rel).parent.mkdir(parents=True, exist_ok=True)
-            (destination / rel).write_text(self.read_text(rel), encoding="utf-8")
-        return len(names)
 
 
 def index_documents(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -150,7 +136,7 @@ def index_documents(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
     directory = Path(directory)
     found = [(directory / "index.json", load_index(directory))] if (directory / "index.json").is_file() else []
     for path in sorted((directory / INDEX_DIR).glob("*.json")):
-        found.append((path, parse_index(path.read_text(encoding="utf-8"), str(path))))
+        found.append((path, parse_index(path.read_bytes(), str(path))))
     return found
 
 
@@ -160,12 +146,16 @@ def open_store(location: str) -> RemoteStore:
 
 @contextmanager
 def mirrored(url: str, *, only_indexes: bool = False) -> Iterator[tuple[RemoteStore, Path]]:
-    """A temporary local copy of a remote receipts prefix (removed afterwards)."""
+    """A temporary local copy of a remote receipts prefix, or of its index objects (removed afterwards)."""
     store = open_store(url)
     store.check()
     tmp = Path(tempfile.mkdtemp(prefix="hermes-nb-mirror-"))
     try:
-        store.mirror(tmp, only_indexes=only_indexes)
+        for rel in store.list_files(INDEX_DIR) if only_indexes else store.list_files():
+            if ".." in Path(rel).parts:
+                raise ArtifactError(f"{store.url}/{rel}: object name escapes the prefix")
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_text(store.read_text(rel), encoding="utf-8")
         yield store, tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,7 +1,6 @@
-"""The verdict record: a notebook's verdict cell displays one output whose ``metadata`` carries the machine summary
-under :data:`VERDICT_MIME`, and the smoke runner reads it back (papermill cannot hand values back). Its
-``text/plain`` and ``text/html`` hold only stable fields, so nbval's diff leaves the digests and timings out.
-"""
+"""The verdict record: a notebook's verdict cell displays it in an output's ``metadata`` (:data:`VERDICT_MIME`) and
+the smoke runner reads it back (papermill cannot hand values back); the output's text holds only stable fields, so
+nbval's diff leaves the digests and timings out."""
 
 from __future__ import annotations
 

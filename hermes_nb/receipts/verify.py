@@ -1,7 +1,6 @@
-"""``receipts verify``: recompute every digest, check the index chains, re-scan every file for secrets. A ``matrix
---out`` directory (one receipts directory per version, ``matrix.json``/``.md`` beside them) is verified as the set
-of its receipts directories. The digests catch edits and accidents, not someone who recomputes them all.
-"""
+"""``receipts verify``: recompute every digest, check the index chains, re-scan every file for secrets (a ``matrix
+--out`` directory: each version's receipts directory). The digests catch edits and accidents, not someone who
+recomputes them all."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""One receipt, under ``DIR/<UTC date>/<run id>/``: the executed notebook redacted and stamped
-(``metadata.receipt``), its HTML page, copies of the run's artifacts (``artifacts/<nb>/``) and the sidecar
-``<nb>.receipt.json`` with the sha256 of ``metadata.receipt`` and of every file. Nothing is written before it is
-redacted and scanned (:class:`~hermes_nb.core.errors.SecretLeak` otherwise).
-"""
+"""One receipt under ``DIR/<UTC date>/<run id>/``: the executed notebook redacted and stamped (``metadata.receipt``),
+its page, copies of the run's artifacts and the sidecar with the sha256 of ``metadata.receipt`` and every file.
+Nothing is written before it is redacted and scanned (:class:`~hermes_nb.core.errors.SecretLeak` otherwise)."""
 
 from __future__ import annotations
 
