@@ -231,12 +231,9 @@ def load_mission(path: str | os.PathLike[str]) -> Mission:
 def harness_root_of(mission: Mission) -> Path | None:
     """``R`` when the mission was read from ``R/.harness/missions/<dir>/mission.yaml``."""
     src = mission.source_path
-    if src is None or src.name not in ("mission.yaml", "mission.yml"):
+    if src is None or src.name not in ("mission.yaml", "mission.yml") or len(src.parents) < 4:
         return None
-    missions = src.parent.parent
-    if missions.parts[-len(MISSIONS_RELPATH.parts):] == MISSIONS_RELPATH.parts:
-        return missions.parents[len(MISSIONS_RELPATH.parts) - 1]
-    return None
+    return src.parents[3] if src.parents[1].parts[-2:] == MISSIONS_RELPATH.parts else None
 
 
 def load_workflow(root: str | Path, mission: Mission) -> tuple[Workflow | None, list[str]]:

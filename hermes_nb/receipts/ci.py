@@ -34,8 +34,8 @@ def _seconds(value: Any) -> str:
         return "0.000"
 
 
-def _suite(parent: ET.Element, report: Mapping[str, Any], name: str | None) -> tuple[int, int, int]:
-    """One ``<testsuite>`` for one smoke report; returns its (tests, failures, errors)."""
+def _suite(parent: ET.Element, report: Mapping[str, Any], name: str | None) -> None:
+    """One ``<testsuite>`` for one smoke report."""
     kind = str(report.get("target_kind") or "emulator")
     notebooks = list(report.get("notebooks") or [])
     errored = sum(1 for n in notebooks if n.get("verdict") == "cancelled")
@@ -58,7 +58,6 @@ def _suite(parent: ET.Element, report: Mapping[str, Any], name: str | None) -> t
             ET.SubElement(props, "property", {"name": f"receipt:{n.get('name')}",
                                               "value": xml_safe(n.get("receipt_url") or n["receipt"])})
         _case(suite, n, kind)
-    return len(notebooks), failed, errored
 
 
 def _case(suite: ET.Element, n: Mapping[str, Any], kind: str) -> None:
@@ -92,13 +91,11 @@ def _case(suite: ET.Element, n: Mapping[str, Any], kind: str) -> None:
 def junit_suites_text(reports: Sequence[tuple[str | None, Mapping[str, Any]] | Mapping[str, Any]], *, name: str) -> str:
     """``<testsuites name=name>`` with one ``<testsuite>`` per report (a report, or ``(suite name, report)``)."""
     root = ET.Element("testsuites", {"name": name})
-    totals, time = [0, 0, 0], 0.0
     for item in reports:
         suite_name, report = item if isinstance(item, tuple) else (None, item)
-        totals = [a + b for a, b in zip(totals, _suite(root, report, suite_name), strict=True)]
-        time += float(_seconds(report.get("duration_s")))
-    root.attrib.update({"tests": str(totals[0]), "failures": str(totals[1]), "errors": str(totals[2]),
-                        "time": f"{time:.3f}"})
+        _suite(root, report, suite_name)
+    root.attrib.update({key: str(sum(int(s.get(key, 0)) for s in root)) for key in ("tests", "failures", "errors")})
+    root.set("time", f"{sum(float(s.get('time', 0)) for s in root):.3f}")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
