@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -108,9 +108,10 @@ def validate_result(doc: dict[str, Any]) -> HermesRuntimeResult:
     return HermesRuntimeResult.model_validate(doc)
 
 
-def uh_document(model: type[BaseModel], *, nullable: tuple[str, ...] = (), **fields: Any) -> dict[str, Any]:
-    """``fields`` as ``model``'s document: a None leaves its key out (UH's optional keys are absent, never null)
-    unless the key is ``nullable``."""
+def uh_document(model: type[BaseModel], **fields: Any) -> dict[str, Any]:
+    """``fields`` as ``model``'s document: a None leaves its key out unless the field is nullable (UH's optional
+    keys are absent, never null)."""
+    nullable = {k for k, f in model.model_fields.items() if type(None) in get_args(f.annotation)}
     present = {k: v for k, v in fields.items() if v is not None or k in nullable}
     return model.model_validate(present).model_dump(mode="json", exclude_unset=True)
 
@@ -254,8 +255,8 @@ class MissionArtifacts:
 
     def set_latest(self, run_id: str, started_at: str, status: str, finished_at: str | None = None) -> None:
         self.write_json(self.path("latest.json"), uh_document(
-            LatestRun, nullable=("finished_at",), schema_version="uh.latest-run.v0", run_id=run_id,
-            started_at=started_at, finished_at=finished_at, status=status))
+            LatestRun, schema_version="uh.latest-run.v0", run_id=run_id, started_at=started_at,
+            finished_at=finished_at, status=status))
 
     def read_index(self) -> dict[str, Any]:
         path = self.path("runs", "index.json")

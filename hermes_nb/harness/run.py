@@ -21,13 +21,7 @@ from hermes_nb.core.facts import CONNECT_TIMEOUT_S, ERROR_PREFIX, PROMPT_FILE, e
 from hermes_nb.core.providers import provider_in_text
 from hermes_nb.core.records import Exchange, Outcome, SSEEventRecord
 from hermes_nb.core.redaction import Redactor, redact_headers
-from hermes_nb.harness.artifacts import (
-    RESULT_EXTRA_FIELDS,
-    HermesRuntimeResult,
-    MissionArtifacts,
-    RuntimeSession,
-    uh_document,
-)
+from hermes_nb.harness.artifacts import HermesRuntimeResult, MissionArtifacts, RuntimeSession, uh_document
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of, render_prompt
 from hermes_nb.harness.results import DryRunResult, RunPlan, RunResult
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
@@ -312,7 +306,7 @@ class _Runner:
         usage = self._usage(exchange, text)
         envelope = exchange.envelope if exchange is not None else None
         self.result = self.arts.redactor.data(uh_document(
-            HermesRuntimeResult, nullable=RESULT_EXTRA_FIELDS, schema_version="uh.runtime-result.v0",
+            HermesRuntimeResult, schema_version="uh.runtime-result.v0",
             mission_id=self.mission.id, runtime=self.plan.runtime, status=status, started_at=self.started_at,
             finished_at=finished_at, exit_code=exit_code, prompt_path=self._rel(PROMPT_FILE),
             stdout_path=self._rel("runtime.stdout.log"), stderr_path=self._rel("runtime.stderr.log"),
