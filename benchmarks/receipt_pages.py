@@ -17,8 +17,7 @@ import nbformat
 from hermes_nb.nbrun.smoke_target import SmokeTarget
 
 from hermes_nb.nbrun.smoke import run_smoke
-from hermes_nb.receipts.index import load_index
-from hermes_nb.receipts.index_html import render_index_html
+from hermes_nb.receipts.index import load_index, render_index_html
 from hermes_nb.receipts.render import render_html
 from hermes_nb.views.timeline import StreamTimeline, timeline_svg
 

@@ -1,19 +1,6 @@
-"""UH's run artifact tree (uh-contract §3), written safely.
-
-::
-
-    <root>/.harness/missions/<dir>/  latest.json  runtime-result.yaml  runs/index.json
-        runs/<run_id>/  prompt.md  runtime-session.yaml  events.ndjson  runtime.stdout.log
-                        runtime.stderr.log  diff.patch  runtime-result.yaml  runtime-final.txt
-    <root>/.harness/audit/events.ndjson
-
-Every path is checked before anything is written: it must stay inside the
-mission directory (or ``.harness/audit``) and no component below ``root``
-may be a symlink; files are opened with ``O_NOFOLLOW``. Violations raise
-:class:`~hermes_nb.core.errors.ArtifactError` (CLI exit 2). JSON is 2-space
-indented without a final newline; times are ISO-8601 UTC with ms and ``Z``.
-The documents themselves are built from UH's models in :mod:`hermes_nb.harness.documents`.
-"""
+"""UH's run documents (uh-contract §3), each built through its model (a key UH does not know, or a ``null`` where
+UH wants it absent, fails when it is built), and the writer of a mission directory, which refuses symlinks and
+paths outside it (:class:`~hermes_nb.core.errors.ArtifactError`, exit 2)."""
 
 from __future__ import annotations
 
@@ -24,49 +11,118 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal, get_args
+
+from pydantic import BaseModel, Field
 
 from hermes_nb.core.clock import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.facts import AUDIT_RELPATH, MISSIONS_RELPATH
 from hermes_nb.core.io import write_atomic
+from hermes_nb.core.model import StrictModel
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.yamlio import dump_yaml
-from hermes_nb.harness import documents
 
-__all__ = ["MISSION_DIR_RE", "dump_json", "refuse_symlinks", "MissionArtifacts"]
+RunStatus = Literal["running", "passed", "failed", "blocked", "cancelled", "timeout"]
+_TS = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
+#: the default of a field UH allows absent but never null: pydantic does not validate a default, an explicit
+#: null is validated and fails (typed Any: None is no value of the field's type)
+_ABSENT: Any = None
 
-MISSION_DIR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+class LatestRun(StrictModel):
+    schema_version: Literal["uh.latest-run.v0"]
+    run_id: str
+    started_at: str = Field(..., pattern=_TS)
+    finished_at: str | None = Field(None, pattern=_TS)
+    status: RunStatus
 
 
-def dump_json(obj: Any) -> str:
-    """2-space indent, no final newline (UH's format)."""
-    return json.dumps(obj, indent=2, ensure_ascii=False)
+class RunsIndexEntry(StrictModel):
+    run_id: str
+    started_at: str = Field(..., pattern=_TS)
+    finished_at: str = Field(_ABSENT, pattern=_TS)
+    status: RunStatus
+    runtime: str = _ABSENT
+    archived: bool = _ABSENT
+    replay_of: str = _ABSENT
+
+
+class RunsIndex(StrictModel):
+    schema_version: Literal["uh.runs-index.v0"]
+    runs: list[RunsIndexEntry]
+
+
+class RuntimeSession(StrictModel):
+    schema_version: Literal["uh.runtime-session.v0"]
+    mission_id: str
+    runtime: str
+    status: Literal["planned", "running", "succeeded", "failed"]
+    command: str = _ABSENT
+    args: list[str] = _ABSENT
+    exit_code: int = _ABSENT
+    started_at: str = Field(_ABSENT, pattern=_TS)
+    finished_at: str = Field(_ABSENT, pattern=_TS)
+    stdout_path: str = _ABSENT
+    stderr_path: str = _ABSENT
+
+
+class RuntimeResult(StrictModel):
+    schema_version: Literal["uh.runtime-result.v0"]
+    mission_id: str
+    runtime: str
+    status: Literal["passed", "failed", "blocked", "cancelled"]
+    started_at: str = Field(..., pattern=_TS)
+    finished_at: str = Field(..., pattern=_TS)
+    exit_code: int = _ABSENT
+    prompt_path: str
+    stdout_path: str
+    stderr_path: str
+    diff_path: str = _ABSENT
+    errors: list[str] = Field(default_factory=list)
+    notes: list[str] = _ABSENT
+    verdict: dict[str, Any] = _ABSENT  # {value, rationale, recorded_by, recorded_at}: UH records it, never us
+
+
+class HermesRuntimeResult(RuntimeResult):
+    """UH's result plus hermes_nb's documented extras (always present, null when unknown)."""
+
+    warnings: list[str] = Field(default_factory=list)
+    reason: str | None = None
+    hint: str | None = None
+    http_status: int | None = None
+    error_type: str | None = None
+    retry_after_s: float | None = None
+    usage: dict[str, Any] | None = None
+    run_id: str | None = None
+    #: the proxy's provider (``nous``, ``xai``): configured, or named by the proxy's own error
+    provider: str | None = None
+
+
+RESULT_EXTRA_FIELDS = tuple(sorted(set(HermesRuntimeResult.model_fields) - set(RuntimeResult.model_fields)))
+
+
+def validate_result(doc: dict[str, Any]) -> HermesRuntimeResult:
+    """The UH fields strictly (unknown keys beyond the documented extras fail), then the extras."""
+    RuntimeResult.model_validate({k: v for k, v in doc.items() if k not in RESULT_EXTRA_FIELDS})
+    return HermesRuntimeResult.model_validate(doc)
+
+
+def uh_document(model: type[BaseModel], **fields: Any) -> dict[str, Any]:
+    """``fields`` as ``model``'s document: a None leaves its key out unless the field is nullable (UH's optional
+    keys are absent, never null)."""
+    nullable = {k for k, f in model.model_fields.items() if type(None) in get_args(f.annotation)}
+    present = {k: v for k, v in fields.items() if v is not None or k in nullable}
+    return model.model_validate(present).model_dump(mode="json", exclude_unset=True)
 
 
 def _surely_clean(line: str, redactor: Redactor) -> bool:
-    """True when the JSON text ``line`` cannot hold a secret, so redacting each of its strings changes nothing.
-
-    A string inside the document appears verbatim in its JSON text (``ensure_ascii=False``) unless it
-    holds a character JSON escapes; so a known secret without such characters is in some string only if
-    it is in the line, and no shape matches where its ``present`` test fails on the line. Anything else
-    (a hit, a secret with ``"``, ``\\`` or a control character, a shape without a ``present`` test)
-    is not surely clean: the caller redacts the document string by string.
-    """
+    """True when the JSON text ``line`` cannot hold a secret (a string appears in it verbatim unless it holds a
+    character JSON escapes), so redacting its strings one by one can be skipped (P5; property-tested)."""
     for secret in redactor.secrets:
         if secret in line or '"' in secret or "\\" in secret or not secret.isprintable():
             return False
     return not any(shape.present is None or shape.present(line) for shape in redactor.shapes)
-
-
-def _write_pieces(handle: Any, text: str, piece: int = 1 << 20) -> None:
-    """Write ``text`` a megabyte of characters at a time: a big prompt is never encoded whole a second time."""
-    if len(text) <= piece:
-        handle.write(text)
-        return
-    for start in range(0, len(text), piece):
-        handle.write(text[start:start + piece])
 
 
 def refuse_symlinks(root: Path, path: Path) -> None:
@@ -79,61 +135,60 @@ def refuse_symlinks(root: Path, path: Path) -> None:
 
 
 class MissionArtifacts:
-    """Safe writer for one mission directory under ``<root>/.harness/missions/``."""
+    """The writer of one mission directory, ``<root>/.harness/missions/<dir>/``."""
 
     def __init__(self, root: str | Path, mission_dir: str, *, redactor: Redactor | None = None) -> None:
-        if not isinstance(mission_dir, str) or not MISSION_DIR_RE.match(mission_dir) or mission_dir in (".", ".."):
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", mission_dir) or mission_dir in (".", ".."):
             raise ArtifactError(f"mission directory name {mission_dir!r} is not a safe path component "
-                                f"(use an id matching {MISSION_DIR_RE.pattern} or put the mission at "
+                                "(use an id matching ^[A-Za-z0-9][A-Za-z0-9._-]*$ or put the mission at "
                                 ".harness/missions/<dir>/mission.yaml)")
-        root_path = Path(root)
         try:
-            self.root = root_path.resolve(strict=True)
+            self.root = Path(root).resolve(strict=True)
         except FileNotFoundError:
-            raise ArtifactError(f"root {root_path} does not exist") from None
+            raise ArtifactError(f"root {root} does not exist") from None
         except OSError as exc:
-            raise ArtifactError(f"root {root_path}: {exc.strerror}") from None
+            raise ArtifactError(f"root {root}: {exc.strerror}") from None
         if not self.root.is_dir():
             raise ArtifactError(f"root {self.root} is not a directory")
         self.mission_dir = self.root / MISSIONS_RELPATH / mission_dir
         self.redactor = redactor or Redactor()
 
-    # ---------------------------------------------------------------- path safety
-
     def _check(self, path: Path, *, inside: Path) -> Path:
-        """Refuse a path outside ``inside`` or through a symlink below ``root``."""
+        """``path``, refused when it leaves ``inside`` or goes through a symlink below the root."""
         path = Path(os.path.normpath(path))
-        try:
-            rel = path.relative_to(inside)
-        except ValueError:
-            raise ArtifactError(f"artifact path {path} escapes {inside}") from None
-        if ".." in rel.parts:
+        if not path.is_relative_to(inside):
             raise ArtifactError(f"artifact path {path} escapes {inside}")
         refuse_symlinks(self.root, path)
         return path
 
     def path(self, *parts: str) -> Path:
-        """A path inside the mission directory (checked)."""
         return self._check(self.mission_dir.joinpath(*parts), inside=self.mission_dir)
 
     def run_dir(self, run_id: str) -> Path:
         return self.path("runs", validate_run_id(run_id))
 
-    def dry_run_dir(self, run_id: str) -> Path:
-        """Where a dry run writes: outside ``runs/``, whose every directory UH expects in ``runs/index.json``
-        (its drift checker flags the others as orphans, and its strict index has no ``planned`` status)."""
-        return self.path("dry-runs", validate_run_id(run_id))
+    def _audit_path(self) -> Path:
+        return self._check(self.root / AUDIT_RELPATH / "events.ndjson", inside=self.root / AUDIT_RELPATH)
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
-    def claim_run_id(self, run_id: str, *, explicit: bool) -> str:
-        """Create the run directory exclusively and return its id: two runs never share one.
+    def preflight(self, run_id: str) -> None:
+        """What can be checked before the first write: safe paths, a readable index, a writable root."""
+        run_dir = self.run_dir(run_id)
+        for parts in (("latest.json",), ("runtime-result.yaml",), ("runs", "index.json")):
+            self.path(*parts)
+        self._audit_path()
+        self.read_index()
+        existing = next(p for p in (run_dir, *run_dir.parents) if p.exists())
+        try:  # a real probe: root ignores permission bits, read-only mounts do not
+            with tempfile.TemporaryFile(dir=existing, prefix=".hermes-nb-probe-"):
+                pass
+        except OSError as exc:
+            raise ArtifactError(f"cannot write under {existing}: not writable ({exc.strerror or exc})") from None
 
-        ``preflight`` saw the directory absent, but a concurrent run may have drawn the same generated id
-        (same second, same 6 hex digits): a generated id that is taken is drawn again; an explicit one is
-        an error.
-        """
+    def claim_run_id(self, run_id: str, *, explicit: bool) -> str:
+        """Create the run directory exclusively: a generated id another run took is drawn again."""
         for _ in range(64):
             run_dir = self.run_dir(run_id)
             self._mkdirs(run_dir.parent)
@@ -148,99 +203,60 @@ class MissionArtifacts:
                 raise ArtifactError(f"cannot create {run_dir}: {exc.strerror}") from None
         raise ArtifactError(f"no free run id under {self.path('runs')}")
 
-    def preflight(self, run_id: str) -> None:
-        """Everything that can be checked before writing: safe paths, writable root, fresh run dir."""
-        run_dir = self.run_dir(run_id)
-        for name in ("latest.json", "runtime-result.yaml"):
-            self.path(name)
-        self.path("runs", "index.json")
-        self._check(self.root / AUDIT_RELPATH / "events.ndjson", inside=self.root / AUDIT_RELPATH)
-        self.read_index()  # a corrupt index fails now, before anything is written
-        if run_dir.exists():
-            raise ArtifactError(f"run directory {run_dir} already exists (choose another --run-id)")
-        existing = self.root
-        for part in run_dir.relative_to(self.root).parts:
-            if not (existing / part).exists():
-                break
-            existing = existing / part
-        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-            raise ArtifactError(f"cannot write under {existing}: not writable")
-        try:  # a real probe too: root ignores permission bits, read-only mounts do not
-            with tempfile.TemporaryFile(dir=existing, prefix=".hermes-nb-probe-"):
-                pass
-        except OSError as exc:
-            raise ArtifactError(f"cannot write under {existing}: {exc.strerror or exc}") from None
-
     def _mkdirs(self, directory: Path) -> None:
-        current = self.root
-        for part in directory.relative_to(self.root).parts:
-            current = current / part
-            if current.is_symlink():
-                raise ArtifactError(f"refusing to write through symlink {current}")
-            try:
-                current.mkdir(exist_ok=True)
-            except OSError as exc:
-                raise ArtifactError(f"cannot create {current}: {exc.strerror}") from None
+        refuse_symlinks(self.root, directory)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ArtifactError(f"cannot create {directory}: {exc.strerror}") from None
 
-    # ---------------------------------------------------------------- raw writes
-
-    def open(self, path: Path, mode: str = "a") -> IO[str]:
-        """Open a checked path for text writing without following a final symlink."""
+    def open(self, path: Path, mode: str = "a") -> IO[Any]:
+        """Open a checked path for writing (``a``, ``w`` or ``wb``), never through a final symlink."""
         self._mkdirs(path.parent)
-        flags = os.O_WRONLY | os.O_CREAT | _O_NOFOLLOW | (os.O_APPEND if mode == "a" else os.O_TRUNC)
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | (os.O_APPEND if mode == "a" else os.O_TRUNC)
         try:
             fd = os.open(path, flags, 0o644)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise ArtifactError(f"refusing to write through symlink {path}") from None
             raise ArtifactError(f"cannot write {path}: {exc.strerror}") from None
-        return os.fdopen(fd, mode, encoding="utf-8", newline="")
+        return os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8", newline="")
 
     def write_text(self, path: Path, text: str, *, atomic: bool = False) -> Path:
         text = self.redactor.text(text)
-        if not atomic:
-            with self.open(path, "w") as fh:
-                _write_pieces(fh, text)
-            return path
-        self._mkdirs(path.parent)  # refusing symlinks on the way; the document replaces a final one, never follows it
-        if path.is_symlink():
-            raise ArtifactError(f"refusing to write through symlink {path}")
-        return write_atomic(path, text)
+        if atomic:  # a document replaces a final symlink, never follows it
+            self._mkdirs(path.parent)
+            if path.is_symlink():
+                raise ArtifactError(f"refusing to write through symlink {path}")
+            return write_atomic(path, text)
+        with self.open(path, "w") as fh:
+            fh.write(text)
+        return path
 
     def write_bytes(self, path: Path, data: bytes) -> Path:
-        self._mkdirs(path.parent)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_NOFOLLOW
-        try:
-            fd = os.open(path, flags, 0o644)
-        except OSError as exc:
-            raise ArtifactError(f"cannot write {path}: {exc.strerror}") from None
-        with os.fdopen(fd, "wb") as fh:
+        with self.open(path, "wb") as fh:
             fh.write(data)
         return path
 
     def write_line(self, handle: IO[str], obj: dict[str, Any]) -> None:
         """One redacted NDJSON line on an open handle, flushed."""
         line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-        if not _surely_clean(line, self.redactor):  # else: the line as it is (one event per delta: P5)
+        if not _surely_clean(line, self.redactor):
             line = json.dumps(self.redactor.data(obj), ensure_ascii=False, separators=(",", ":"))
         handle.write(line + "\n")
         handle.flush()
 
-    def append_line(self, path: Path, obj: dict[str, Any]) -> None:
-        """One NDJSON line appended to ``path``, flushed."""
-        with self.open(path, "a") as fh:
-            self.write_line(fh, obj)
-
-    # ---------------------------------------------------------------- documents
-
-    def write_json(self, path: Path, obj: Any, *, atomic: bool = True) -> Path:
-        return self.write_text(path, dump_json(self.redactor.data(obj)), atomic=atomic)
+    def write_json(self, path: Path, obj: Any) -> Path:
+        """2-space indent, no final newline (UH's format)."""
+        return self.write_text(path, json.dumps(self.redactor.data(obj), indent=2, ensure_ascii=False), atomic=True)
 
     def write_yaml(self, path: Path, obj: Any) -> Path:
         return self.write_text(path, dump_yaml(self.redactor.data(obj)), atomic=True)
 
     def set_latest(self, run_id: str, started_at: str, status: str, finished_at: str | None = None) -> None:
-        self.write_json(self.path("latest.json"), documents.latest_run(run_id, started_at, status, finished_at))
+        self.write_json(self.path("latest.json"), uh_document(
+            LatestRun, schema_version="uh.latest-run.v0", run_id=run_id, started_at=started_at,
+            finished_at=finished_at, status=status))
 
     def read_index(self) -> dict[str, Any]:
         path = self.path("runs", "index.json")
@@ -255,30 +271,28 @@ class MissionArtifacts:
         return data
 
     def update_index(self, run_id: str, **fields: Any) -> None:
-        """Insert or update the entry of ``run_id`` in place, under a lock (concurrent runs of one mission).
-
-        The lock is on the ``runs/`` directory itself, so UH's tree gets no extra lock file.
-        """
+        """Insert or update the entry of ``run_id`` in place, under a lock on ``runs/`` itself (no lock file in
+        UH's tree): concurrent runs of one mission keep every entry."""
         runs = self.path("runs")
         self._mkdirs(runs)
         try:
-            fd = os.open(runs, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_NOFOLLOW)
+            fd = os.open(runs, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0))
         except OSError as exc:
             raise ArtifactError(f"cannot open {runs}: {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             index = self.read_index()
-            runs_list = index["runs"]
-            for position, entry in enumerate(runs_list):
-                if isinstance(entry, dict) and entry.get("run_id") == run_id:
-                    runs_list[position] = documents.index_entry({**entry, **fields})
-                    break
+            entries = index["runs"]
+            at = next((i for i, e in enumerate(entries) if isinstance(e, dict) and e.get("run_id") == run_id), None)
+            entry = uh_document(RunsIndexEntry, **{**(entries[at] if at is not None else {"run_id": run_id}), **fields})
+            if at is None:
+                entries.append(entry)
             else:
-                runs_list.append(documents.index_entry({"run_id": run_id, **fields}))
+                entries[at] = entry
             self.write_json(self.path("runs", "index.json"), index)
         finally:
             os.close(fd)  # releases the lock
 
     def audit(self, event: str, payload: dict[str, Any]) -> None:
-        path = self._check(self.root / AUDIT_RELPATH / "events.ndjson", inside=self.root / AUDIT_RELPATH)
-        self.append_line(path, {"type": event, "timestamp": iso_now(), **payload})
+        with self.open(self._audit_path(), "a") as fh:
+            self.write_line(fh, {"type": event, "timestamp": iso_now(), **payload})

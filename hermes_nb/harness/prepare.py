@@ -1,17 +1,5 @@
-"""THE one way a run is prepared, whoever launches it: the CLI, the e2e notebook, the kit, the console, ``run_mission``.
-
-:func:`prepare_mission` loads the mission (a ``mission.yaml``, a :class:`~hermes_nb.harness.mission.Mission`,
-or a plain prompt), finds the project root, resolves the runtime config once through
-:func:`hermes_nb.core.resolve.resolve_runtime_config` — the mission's ``runtime_config_overrides``
-included — and loads the workflow, collecting the warnings a run reports. The
-:class:`PreparedMission` it returns runs (:meth:`PreparedMission.run`) or dry-runs; so the same
-mission sends the same request from every face.
-
-The project root: ``root`` when given, else ``R`` for a mission read from
-``R/.harness/missions/<dir>/mission.yaml``, else ``fallback_root`` (the current directory for the CLI
-and :func:`hermes_nb.harness.prepare.run_mission`; ``None`` for the kit, whose runs write under a
-temporary directory: then only an explicit ``manifest`` is read and no workflow is looked up).
-"""
+"""THE one way a run is prepared, whoever launches it (the CLI, the notebooks, the kit, the console,
+:func:`run_mission`), so the same mission sends the same request from every face."""
 
 from __future__ import annotations
 
@@ -31,19 +19,17 @@ from hermes_nb.core.facts import MAX_PROMPT_BYTES
 from hermes_nb.core.manifest import AdapterManifest
 from hermes_nb.core.resolve import ConfigOptions, resolve_runtime_config
 from hermes_nb.core.spec import Opt, conflict
+from hermes_nb.core.yamlio import decode_utf8, read_bytes_file, read_limited
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of, load_mission, load_workflow, mission_warnings
-from hermes_nb.harness.plan import RunPlan, plan_run
-from hermes_nb.harness.prompt import read_prompt
-from hermes_nb.harness.results import DryRunResult, RunResult
-from hermes_nb.harness.run import dry_run, run
-
-__all__ = ["RunSpec", "PreparedMission", "prepare_mission", "run_mission"]
+from hermes_nb.harness.results import DryRunResult, RunPlan, RunResult
+from hermes_nb.harness.run import dry_run, plan_run, run
 
 _CLI = frozenset({"cli"})
+PathLike = str | os.PathLike[str]
 
 
 class RunSpec(ConfigOptions):
-    """A run's options (``hermes-nb run``; the library's :func:`run_mission` takes the same)."""
+    """A run's options (``hermes-nb run``; :func:`run_mission` takes the same)."""
 
     root: Annotated[str | None, Opt(faces=frozenset({"cli", "notebook"}))] = Field(
         None, description="project root holding .harness/; the run's artifacts go under it (default: the mission's "
@@ -72,22 +58,27 @@ class RunSpec(ConfigOptions):
         return self
 
     def source(self) -> Mission | str:
-        """The mission file, or an ad-hoc mission made from the prompt (read with the limit)."""
-        if self.prompt_file is not None:
-            text = read_prompt(self.prompt_file, what=f"--prompt-file {self.prompt_file}: prompt file",
-                               max_bytes=self.max_prompt_bytes)
-        elif self.prompt == "-":  # bytes when stdin has them (a text stream only in tests)
-            text = read_prompt(getattr(sys.stdin, "buffer", sys.stdin), what="--prompt - (stdin)",
-                               max_bytes=self.max_prompt_bytes)
-        elif self.prompt is not None:
-            text = self.prompt
-        elif self.mission is not None:
+        """The mission file, or an ad-hoc mission made from the prompt (a file or stdin read with the limit:
+        ``/dev/zero`` is refused after ``max_prompt_bytes + 1`` bytes)."""
+        if self.mission is not None:
             return self.mission
+        if self.prompt is not None and self.prompt != "-":
+            return Mission.adhoc(self.prompt)
+        if self.prompt_file is not None:
+            what = f"--prompt-file {self.prompt_file}: prompt file"
+            data = read_bytes_file(self.prompt_file, what, max_bytes=self.max_prompt_bytes)
+        elif self.prompt == "-":
+            what = "--prompt - (stdin)"
+            try:
+                data = read_limited(sys.stdin.buffer, self.max_prompt_bytes, what)
+            except OSError as exc:
+                raise ConfigError(f"{what}: cannot read: {exc.strerror or exc}") from None
         else:
             raise ConfigError("give exactly one of MISSION, --prompt TEXT (- for stdin) or --prompt-file PATH")
+        text = decode_utf8(data, what).strip(" \t\n\r\x0b\x0c")
+        if not text or text.isspace():
+            raise ConfigError(f"{what}: the prompt is empty")
         return Mission.adhoc(text)
-
-PathLike = str | os.PathLike[str]
 
 
 @dataclass(frozen=True)
@@ -102,7 +93,7 @@ class PreparedMission:
     warnings: tuple[str, ...] = ()
 
     def replace(self, **changes: Any) -> PreparedMission:
-        """A copy with ``changes`` (e.g. ``config=`` pointed at an emulator, ``root=`` a temporary directory)."""
+        """A copy with ``changes`` (``config=`` pointed at an emulator, ``root=`` a temporary directory)."""
         return dataclasses.replace(self, **changes)
 
     def _root(self) -> Path:
@@ -115,48 +106,37 @@ class PreparedMission:
         return plan_run(self.mission, self.config, workflow=self.workflow, warnings=self.warnings)
 
     def run(self, **options: Any) -> RunResult:
-        """:func:`hermes_nb.harness.run.run` with this preparation (``options``: ``sandbox``, ``on_delta``, …)."""
+        """:func:`hermes_nb.harness.run.run` with this preparation (``sandbox``, ``on_delta``, …)."""
         return run(self.mission, self.config, root=self._root(), workflow=self.workflow,
-                   warnings=list(self.warnings), **options)
+                   warnings=self.warnings, **options)
 
     def dry_run(self, *, run_id: str | None = None) -> DryRunResult:
         """:func:`hermes_nb.harness.run.dry_run` with this preparation: writes the plan, sends nothing."""
         return dry_run(self.mission, self.config, root=self._root(), run_id=run_id, workflow=self.workflow,
-                       warnings=list(self.warnings))
+                       warnings=self.warnings)
 
 
-def _mission_of(source: Mission | PathLike | None, prompt: str | None) -> Mission:
+def prepare_mission(source: Mission | PathLike | None = None, *, prompt: str | None = None,
+                    root: PathLike | None = None, fallback_root: PathLike | None = ".",
+                    manifest: AdapterManifest | PathLike | None = None,
+                    overrides: Mapping[str, Any] | str | None = None, environ: Mapping[str, str] | None = None,
+                    **explicit: Any) -> PreparedMission:
+    """The mission (a mission.yaml, a :class:`Mission` or ``prompt``), its root (``root``, else ``R`` for
+    ``R/.harness/missions/<dir>/mission.yaml``, else ``fallback_root``: None for the kit, which writes under a
+    temporary directory), its config resolved once (``explicit``: runtime_config keys as arguments, the highest
+    layer), workflow and warnings; :class:`ConfigError` for bad input, before anything is written."""
     if source is not None and prompt is not None:
         raise ConfigError("give a mission or a prompt, not both")
     if isinstance(source, Mission):
-        return source
-    if source is not None:
-        return load_mission(source)
-    if prompt is None:
+        mission = source
+    elif source is not None:
+        mission = load_mission(source)
+    elif prompt is not None:
+        mission = Mission.adhoc(prompt)
+    else:
         raise ConfigError("give a mission (a mission.yaml) or a prompt")
-    return Mission.adhoc(prompt)
-
-
-def prepare_mission(
-    source: Mission | PathLike | None = None,
-    *,
-    prompt: str | None = None,
-    root: PathLike | None = None,
-    fallback_root: PathLike | None = ".",
-    manifest: AdapterManifest | PathLike | None = None,
-    overrides: Mapping[str, Any] | str | None = None,
-    environ: Mapping[str, str] | None = None,
-    **explicit: Any,
-) -> PreparedMission:
-    """Load, resolve and check everything a run needs before its first write (see the module docstring).
-
-    ``explicit``: runtime_config keys given as arguments (``endpoint=``, ``model=``, …; None means "not
-    given"), the highest layer. Raises :class:`~hermes_nb.core.errors.ConfigError` for bad input.
-    """
-    mission = _mission_of(source, prompt)
     if root is None:
-        home = harness_root_of(mission)
-        root = home if home is not None else fallback_root
+        root = harness_root_of(mission) or fallback_root
     project = Path(root).absolute() if root is not None else None
     config = resolve_runtime_config(root=project, manifest=manifest, mission_overrides=mission.runtime_config_overrides,
                                     environ=environ, overrides=overrides, **explicit)
@@ -174,12 +154,9 @@ def prepare_mission(
 def run_mission(source: Mission | PathLike | None = None, *, prompt: str | None = None,
                 spec: RunSpec | None = None, environ: Mapping[str, str] | None = None,
                 on_delta: Callable[[str], None] | None = None, **options: Any) -> RunResult:
-    """Prepare ``source`` (a mission.yaml, a :class:`Mission`) or ``prompt`` and run it, as ``hermes-nb run`` does.
-
-    ``spec`` or ``options``: :class:`RunSpec`'s fields (``endpoint=``, ``model=``, ``root=``, ``sandbox=``,
-    ``run_id=``, …) plus :func:`hermes_nb.harness.run.run`'s hooks (``transport=``, ``on_event=``,
-    ``handle_signals=``, ``project=``). ``root`` None: the mission's harness root, else the current directory.
-    """
+    """Prepare ``source`` or ``prompt`` and run it as ``hermes-nb run`` does. ``spec`` or ``options``:
+    :class:`RunSpec`'s fields, plus :func:`hermes_nb.harness.run.run`'s ``transport``, ``on_event``,
+    ``handle_signals`` and ``project``."""
     hooks = {k: options.pop(k) for k in ("transport", "on_event", "handle_signals", "project") if k in options}
     spec = spec or RunSpec.build(**options)
     prepared = prepare_mission(source if source is not None or prompt is not None else spec.source(),

@@ -1,57 +1,103 @@
-"""Dry-run and run a mission against the proxy, writing UH's artifact tree.
-
-* :func:`dry_run` writes ``prompt.md`` and ``runtime-session.yaml`` (status
-  ``planned``) and sends nothing.
-* :func:`run` executes the plan (:mod:`hermes_nb.harness.plan`): the life cycle
-  is :class:`hermes_nb.harness.runner.Runner` (streaming logs, signals, the
-  guarantee that a started run always ends with its result document).
-
-``dry_run`` and ``run`` take a mission and its resolved config; the faces get both from
-:func:`~hermes_nb.harness.prepare.prepare_mission` (:meth:`PreparedMission.run` calls :func:`run`).
-"""
+"""Plan, dry-run and run a mission against the proxy, writing UH's artifact tree (uh-contract §3). A run keeps the
+prompt once, in ``prompt.md``; every other record carries ``<prompt.md: N bytes, sha256:…>`` instead."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-from hermes_nb.core.clock import iso_now
+import httpx
+
+from hermes_nb.core.clock import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.errors import ArtifactError
-from hermes_nb.core.facts import PROMPT_FILE
-from hermes_nb.core.records import SSEEventRecord
-from hermes_nb.harness.mission import Mission, Workflow
-from hermes_nb.harness.plan import in_harness, prepare
-from hermes_nb.harness.results import DryRunResult, RunResult
-from hermes_nb.harness.runner import Runner, request_document, session_document
-from hermes_nb.harness.sandbox import workdir
+from hermes_nb.core.endpoint_safety import plain_http_warning
+from hermes_nb.core.errors import ArtifactError, HermesError
+from hermes_nb.core.facts import CONNECT_TIMEOUT_S, ERROR_PREFIX, PROMPT_FILE, exit_code_for
+from hermes_nb.core.providers import provider_in_text
+from hermes_nb.core.records import Exchange, Outcome, SSEEventRecord
+from hermes_nb.core.redaction import Redactor, redact_headers
+from hermes_nb.harness.artifacts import HermesRuntimeResult, MissionArtifacts, RuntimeSession, uh_document
+from hermes_nb.harness.mission import Mission, Workflow, harness_root_of, render_prompt
+from hermes_nb.harness.results import DryRunResult, RunPlan, RunResult
+from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
+from hermes_nb.harness.stream_log import RedactedStream
+from hermes_nb.harness.workdir import Diff, capture, snapshot, workdir
+from hermes_nb.wire.client import HermesClient
+from hermes_nb.wire.payloads import chat_request_body
+from hermes_nb.wire.reading import classify
+from hermes_nb.wire.sentinel import extract_final_message
 
-if TYPE_CHECKING:
-    import httpx
+Hook = Callable[[Any], None]
 
-__all__ = ["dry_run", "run"]
+
+def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Workflow | None = None,
+             warnings: list[str] | tuple[str, ...] = ()) -> RunPlan:
+    """The request a run will send (no IO)."""
+    prompt = render_prompt(mission, workflow)
+    redactor = Redactor(config.secrets())
+    stored = redactor.text(prompt).encode("utf-8", "surrogatepass")  # prompt.md's bytes
+    digest = {"file": PROMPT_FILE, "bytes": len(stored), "sha256": hashlib.sha256(stored).hexdigest()}
+    reference = f"<{PROMPT_FILE}: {len(stored)} bytes, sha256:{digest['sha256']}>"
+    body = chat_request_body(config, [{"role": "user", "content": reference}])
+    with HermesClient(config) as client:
+        request = client.build_request("POST", "/chat/completions", json=body, sse=bool(body.get("stream")))
+    max_duration = {} if config.max_duration_ms is None else {"max_duration_ms": float(config.max_duration_ms)}
+    return RunPlan(
+        mission_id=mission.id, endpoint=config.endpoint, url=str(request.url),
+        command=f"POST {config.endpoint}/chat/completions",
+        args=[redactor.text(json.dumps(body, indent=2, ensure_ascii=False))],
+        # content-length: of the body as sent, which request.json records after the call
+        headers={k: v for k, v in redact_headers(dict(request.headers)).items() if k != "content-length"},
+        body=redactor.data(body), prompt=digest,
+        timeouts={"request_timeout_ms": float(config.request_timeout_ms), "connect_timeout_s": CONNECT_TIMEOUT_S,
+                  "idle_timeout_s": config.request_timeout_ms / 1000.0, **max_duration},
+        warnings=[*warnings, *filter(None, [plain_http_warning(config.endpoint)])],
+        request_prompt=prompt, prompt_reference=reference)
+
+
+def _prepare(mission: Mission, config: HermesProxyRuntimeConfig, root: str | Path, run_id: str | None,
+             workflow: Workflow | None, warnings: list[str] | tuple[str, ...]
+             ) -> tuple[RunPlan, MissionArtifacts, str, bool]:
+    """The plan, the artifact writer, the run id and whether the mission is ``<root>/.harness/missions/<dir>/
+    mission.yaml`` (written under that ``<dir>``, else under its id), after every check before the first write."""
+    plan = plan_run(mission, config, workflow=workflow, warnings=warnings)
+    home = harness_root_of(mission)
+    placed = home is not None and mission.source_path is not None and home.resolve() == Path(root).resolve()
+    artifacts = MissionArtifacts(root, mission.source_path.parent.name if placed and mission.source_path
+                                 else mission.id, redactor=Redactor(config.secrets()))
+    rid = validate_run_id(run_id) if run_id else new_run_id()
+    artifacts.preflight(rid)
+    return plan, artifacts, rid, placed
+
+
+def _session_doc(plan: RunPlan, status: str, **fields: Any) -> dict[str, Any]:
+    return uh_document(RuntimeSession, schema_version="uh.runtime-session.v0", mission_id=plan.mission_id,
+                       runtime=plan.runtime, status=status, command=plan.command, args=plan.args, **fields)
+
+
+def _request(plan: RunPlan) -> dict[str, Any]:
+    """``request.json`` before the call (the client's own record of the request replaces it after)."""
+    return {"method": plan.method, "url": plan.url, "headers": dict(plan.headers), "body": plan.body}
 
 
 def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, run_id: str | None = None,
             workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = ()) -> DryRunResult:
-    """Write ``prompt.md`` and a ``planned`` session under ``<mission dir>/dry-runs/<run_id>/``; send nothing.
-    (The prompt is in prompt.md only; the session, request.json and the result refer to it by digest and size.)
-
-    Not under ``runs/``: UH lists every ``runs/<id>/`` in ``runs/index.json`` (a strict document with no
-    ``planned`` status) and its drift checker flags any other directory there as an orphan.
-    """
-    plan, artifacts, rid, _ = prepare(mission, config, root, run_id, workflow, warnings)
-    run_dir = artifacts.dry_run_dir(rid)
+    """Write ``prompt.md``, a ``planned`` session and ``request.json`` under ``<mission dir>/dry-runs/<run_id>/``
+    (outside ``runs/``, which UH's strict index lists whole); send nothing."""
+    plan, artifacts, rid, _ = _prepare(mission, config, root, run_id, workflow, warnings)
+    run_dir = artifacts.path("dry-runs", rid)
     if run_dir.exists():
         raise ArtifactError(f"dry-run directory {run_dir} already exists (choose another --run-id)")
-    session = session_document(plan, artifacts, run_dir, status="planned", started_at=iso_now())
-    prompt_path = artifacts.write_text(run_dir / PROMPT_FILE, plan.request_prompt)  # redacted as it is written
-    session_path = artifacts.write_yaml(run_dir / "runtime-session.yaml", session)
-    request_path = artifacts.write_json(run_dir / "request.json", request_document(plan))
-    return DryRunResult(plan=plan, run_dir=run_dir, run_id=rid, session=session,
-                        files=[artifacts.relative(prompt_path), artifacts.relative(session_path),
-                               artifacts.relative(request_path)])
+    session = _session_doc(plan, "planned", started_at=iso_now())
+    artifacts.write_text(run_dir / PROMPT_FILE, plan.request_prompt)
+    artifacts.write_yaml(run_dir / "runtime-session.yaml", session)
+    artifacts.write_json(run_dir / "request.json", _request(plan))
+    return DryRunResult(plan=plan, run_dir=run_dir, run_id=rid, session=session)
 
 
 def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, sandbox: bool = True,
@@ -59,26 +105,242 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
         on_event: Callable[[SSEEventRecord], None] | None = None, run_id: str | None = None,
         workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = (),
         handle_signals: bool = True, project: str | Path | None = None) -> RunResult:
-    """Execute ``mission``; always ends with the runtime-result document written.
-
-    ``on_delta``/``on_event`` are called *after* the delta/event was appended to
-    ``runtime.stdout.log``/``events.ndjson``. ``on_delta`` gets exactly the redacted text
-    the log gets (a tail that could still become a secret is held back until the next
-    delta settles it; a non-streamed answer arrives as one piece); ``on_event`` gets each
-    SSE record once its piece is settled, its share of a split secret masked. A hook that raises is not called
-    again and the run goes on (the error becomes a warning of the result);
-    ``KeyboardInterrupt`` from a hook cancels the run. SIGINT/SIGTERM/SIGHUP (main thread only,
-    ``handle_signals``) end the run as ``cancelled`` with the partial text kept.
-    """
-    plan, artifacts, rid, run_dir = prepare(mission, config, root, run_id, workflow, warnings)
-    source = Path(project) if project is not None else artifacts.root
-    with workdir(source, sandbox=sandbox) as wd:  # a failed copy leaves nothing behind
+    """Execute ``mission``; a started run always ends with its result document, ``latest.json`` and index entry.
+    ``on_delta`` gets the redacted text ``runtime.stdout.log`` got, ``on_event`` each SSE record once its piece is
+    settled; a hook that raises becomes a warning. SIGINT/SIGTERM/SIGHUP (``handle_signals``, main thread) or a
+    ``KeyboardInterrupt`` from a hook cancel the run, its partial text kept."""
+    plan, artifacts, rid, placed = _prepare(mission, config, root, run_id, workflow, warnings)
+    with workdir(Path(project) if project is not None else artifacts.root, sandbox=sandbox) as wd:
         rid = artifacts.claim_run_id(rid, explicit=run_id is not None)  # concurrent runs: one directory each
-        runner = Runner(mission=mission, config=config, plan=plan, artifacts=artifacts, run_id=rid, workdir=wd,
-                        sandbox=sandbox, transport=transport, on_delta=on_delta, on_event=on_event,
-                        handle_signals=handle_signals)
-        if mission.source_path is not None and not in_harness(mission, artifacts.root):
+        runner = _Runner(mission, config, plan, artifacts, rid, transport=transport,
+                         hooks={"on_delta": on_delta, "on_event": on_event}, handle_signals=handle_signals)
+        if mission.source_path is not None and not placed:
             runner.notes.append(f"mission file {mission.source_path} is not <root>/.harness/missions/<dir>/"
                                 f"mission.yaml; artifacts written under {artifacts.relative(artifacts.mission_dir)}/ "
                                 "by mission id (UH would write none)")
-        return runner.execute()
+        if sandbox:
+            runner.notes.append("ran in a sandbox copy of the project (removed after the run)")
+        return runner.execute(wd)
+
+
+class _Runner:
+    """One run's life cycle (uh-contract §3 sequence). The signal handlers cover all of it (a SIGTERM while a
+    document is written must not leave ``latest.json`` running) but cancel only while the request is in flight."""
+
+    def __init__(self, mission: Mission, config: HermesProxyRuntimeConfig, plan: RunPlan,
+                 artifacts: MissionArtifacts, run_id: str, *, transport: httpx.BaseTransport | None,
+                 hooks: dict[str, Hook | None], handle_signals: bool) -> None:
+        self.mission, self.config, self.plan, self.arts, self.run_id = mission, config, plan, artifacts, run_id
+        self.transport, self.hooks = transport, hooks  # on_delta, on_event: dropped once one raised
+        self.guard = SignalGuard(handle_signals)
+        self.run_dir = artifacts.run_dir(run_id)
+        self.started_at = iso_now()
+        self.notes: list[str] = []
+        self.hook_warnings: list[str] = []
+        self.result: dict[str, Any] | None = None
+        self.diff = Diff(artifacts.root)  # an abort before the snapshot writes an empty patch
+        self._stdout: Any = None
+        self._events: Any = None
+        self._stream = RedactedStream(artifacts.redactor, write_text=self._write_stdout, write_event=self._write_sse)
+
+    def _file(self, name: str) -> Path:
+        return self.run_dir / name  # (checked: writes refuse symlinks on the way and at the end)
+
+    def _rel(self, name: str) -> str:
+        return self.arts.relative(self._file(name))
+
+    def _event(self, kind: str, **payload: Any) -> None:
+        """One events.ndjson line, written and flushed now (the handle stays open for the run)."""
+        if self._events is None:
+            self._events = self.arts.open(self._file("events.ndjson"), "a")
+        self.arts.write_line(self._events, {"type": kind, "timestamp": iso_now(), "runtime": self.plan.runtime,
+                                            "mission_id": self.mission.id, **payload})
+
+    def _write_stdout(self, safe: str) -> None:
+        self._stdout.write(safe)
+        self._stdout.flush()
+        self._call("on_delta", safe)
+
+    def _write_sse(self, record: SSEEventRecord, payload: Any) -> None:
+        extra = {} if record.event == "message" else {"event": record.event}
+        # (events.ndjson is open: runtime.started came before the request)
+        self.arts.write_line(self._events, {"type": "hermes-proxy.sse", "timestamp": iso_now(), "payload": payload,
+                                            "t": round(record.t, 6), **extra})
+        self._call("on_event", record)
+
+    def _call(self, name: str, value: Any) -> None:
+        """A caller's display hook; one that fails is not called again and the run goes on (it is paid for)."""
+        hook = self.hooks.get(name)
+        if hook is None:
+            return
+        try:
+            hook(value)
+        except Exception as exc:  # process edge: a caller's hook must not wreck the run
+            self.hooks.pop(name)
+            self.hook_warnings.append(f"{name} callback raised {type(exc).__name__}: {exc}; "
+                                      "not called again (the run went on)")
+
+    def execute(self, wd: Path) -> RunResult:
+        with self.guard:
+            try:
+                self.arts.set_latest(self.run_id, self.started_at, "running")
+                self.arts.update_index(self.run_id, started_at=self.started_at, status="running",
+                                       runtime=self.plan.runtime)
+                return self._execute(wd)
+            except BaseException as exc:  # process edge: the run ends with its documents, then re-raises
+                if self.result is None:
+                    self._abort(exc)
+                if isinstance(exc, OSError):  # disk full, permissions changed mid-run: one line, exit 1
+                    raise HermesError(f"run {self.run_id} aborted: {exc.strerror or exc} "
+                                      f"(documents under {self.run_dir})") from exc
+                raise
+            finally:
+                for handle in (self._stdout, self._events):
+                    if handle is not None:
+                        handle.close()
+
+    def _execute(self, wd: Path) -> RunResult:
+        self.arts.write_text(self._file(PROMPT_FILE), self.plan.request_prompt)  # the one copy the run keeps
+        self.arts.write_json(self._file("request.json"), _request(self.plan))
+        self.arts.write_yaml(self._file("runtime-session.yaml"), self._session("running"))
+        self._event("runtime.started", command=self.plan.command, args=self.plan.args, run_id=self.run_id)
+        self.arts.audit("mission.run", {"runtime": self.plan.runtime, "mission_id": self.mission.id,
+                                        "mission_name": self.mission.display_name,
+                                        "workflow": self.mission.workflow_profile, "run_id": self.run_id})
+        self.arts.write_text(self._file("runtime.stderr.log"), "")
+        self._stdout = self.arts.open(self._file("runtime.stdout.log"), "w")
+        self.diff = snapshot(wd)
+        if self.diff.tree is not None:
+            self.notes.append(f"diff base: commit {self.diff.commit or '(none yet)'}, "
+                              f"working-tree snapshot {self.diff.tree}")
+        exchange: Exchange | None = None
+        cancelled: Cancelled | None = None
+        try:
+            self.guard.arm()  # a signal that arrived since the start cancels here
+            with HermesClient(self.config, transport=self.transport) as client:
+                client.keep_events = False  # events.ndjson has them: the Exchange would hold the answer twice (P5)
+                exchange = client.chat([{"role": "user", "content": self.plan.request_prompt}],
+                                       on_delta=self._stream.piece, on_event=self._stream.event)
+        except Cancelled as exc:
+            cancelled = exc
+        finally:
+            self.guard.armed = False
+        capture(self.diff)
+        if self.guard.pending is not None and cancelled is None:
+            self.notes.append(f"{SIGNAL_NAMES.get(self.guard.pending, self.guard.pending)} received after the "
+                              "request finished; run completed")
+        self.notes += self.diff.notes
+        return self._finish(exchange, cancelled)
+
+    def _finish(self, exchange: Exchange | None, cancelled: Cancelled | None,
+                outcome: Outcome | None = None) -> RunResult:
+        """The logs, diff, final text and request record, then the terminal documents (``outcome``: an abort's)."""
+        if outcome is None and exchange is not None and cancelled is None:
+            self._stream.text.adopt(exchange.text)  # the same text: one copy, not the pieces and a join (P5)
+            outcome = classify(exchange, self.config)
+        elif outcome is None:
+            name = SIGNAL_NAMES.get(cancelled.signum, str(cancelled.signum)) if cancelled else "interrupt"
+            size = len(self._stream.text.raw)
+            kept = f" ({size} characters of partial text kept)" if size else " (no text had arrived)"
+            outcome = Outcome(status="failed", reason="cancelled",
+                              errors=[f"{ERROR_PREFIX}run cancelled by {name}{kept}"])
+        text = self._stream.text.raw
+        if exchange is not None and exchange.text != text:
+            if exchange.text.startswith(text):  # e.g. a JSON answer: no deltas were streamed
+                self._stream.piece(exchange.text[len(text):])
+            text = exchange.text
+        self._stream.finish()
+        final = outcome.final_message if outcome.final_message is not None else extract_final_message(text)
+        errors = outcome.errors + self.diff.errors
+        self.arts.write_text(self._file("runtime.stderr.log"), self._stderr_text(exchange, outcome, errors))
+        self.arts.write_bytes(self._file("diff.patch"), self.diff.patch)
+        self.arts.write_text(self._file("runtime-final.txt"), final or "")
+        if exchange is not None:  # the request as the client recorded it, its prompt the reference to prompt.md
+            body = exchange.request.body
+            if isinstance(body, dict) and isinstance(body.get("messages"), list):
+                body = {**body, "messages": [{**m, "content": self.plan.prompt_reference}
+                                             if isinstance(m, dict) and m.get("role") == "user" else m
+                                             for m in body["messages"]]}
+            exchange.request = exchange.request.model_copy(update={"body": body})
+            self.arts.write_json(self._file("request.json"), exchange.request.model_dump(mode="json"))
+        status = "cancelled" if outcome.reason == "cancelled" else outcome.status
+        return self._write_terminal(status, outcome, exchange, text, errors, cancelled)
+
+    def _stderr_text(self, exchange: Exchange | None, outcome: Outcome, errors: list[str]) -> str:
+        lines: list[str] = []
+        if exchange is not None:
+            if exchange.status is not None and not exchange.ok_status and exchange.body_text:
+                lines += [f"HTTP {exchange.status} body:", exchange.body_text]
+            elif exchange.in_band_error and exchange.envelope is not None:
+                lines.append(f"in-band stream error: {exchange.envelope.model_dump_json(exclude_none=True)}")
+            if exchange.transport_error is not None:
+                te = exchange.transport_error
+                lines.append(f"transport error ({te.kind}, {te.phase}): {te.message}")
+            lines += [f"protocol error: {p}" for p in exchange.protocol_errors]
+        lines += [f"error: {e}" for e in errors]
+        lines += [f"warning: {w}" for w in outcome.warnings + self.hook_warnings]
+        lines += [f"note: {n}" for n in self.notes]
+        return "".join(line + "\n" for line in lines)
+
+    def _usage(self, exchange: Exchange | None, text: str) -> dict[str, Any]:
+        usage = exchange.usage if exchange is not None else None
+        if usage:
+            doc: dict[str, Any] = {"input_tokens": usage.get("prompt_tokens", usage.get("input_tokens")),
+                                   "output_tokens": usage.get("completion_tokens", usage.get("output_tokens")),
+                                   "total_tokens": usage.get("total_tokens"), "source": "runtime"}
+        else:
+            inp, outp = math.ceil(len(self.plan.request_prompt) / 4), math.ceil(len(text) / 4)
+            doc = {"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp, "source": "estimated"}
+        if exchange is not None and exchange.model:
+            doc["model"] = exchange.model
+        return doc
+
+    def _session(self, status: str, **fields: Any) -> dict[str, Any]:
+        return _session_doc(self.plan, status, started_at=self.started_at,
+                            stdout_path=self._rel("runtime.stdout.log"), stderr_path=self._rel("runtime.stderr.log"),
+                            **fields)
+
+    def _write_terminal(self, status: str, outcome: Outcome, exchange: Exchange | None, text: str,
+                        errors: list[str], cancelled: Cancelled | None) -> RunResult:
+        finished_at, exit_code = iso_now(), exit_code_for(status)
+        usage = self._usage(exchange, text)
+        envelope = exchange.envelope if exchange is not None else None
+        self.result = self.arts.redactor.data(uh_document(
+            HermesRuntimeResult, schema_version="uh.runtime-result.v0",
+            mission_id=self.mission.id, runtime=self.plan.runtime, status=status, started_at=self.started_at,
+            finished_at=finished_at, exit_code=exit_code, prompt_path=self._rel(PROMPT_FILE),
+            stdout_path=self._rel("runtime.stdout.log"), stderr_path=self._rel("runtime.stderr.log"),
+            diff_path=self._rel("diff.patch"), errors=errors, notes=list(self.notes) or None,
+            warnings=[*self.plan.warnings, *outcome.warnings, *self.hook_warnings], reason=outcome.reason,
+            hint=outcome.hint, error_type=outcome.error_type, retry_after_s=outcome.retry_after_s,
+            http_status=outcome.http_status if outcome.http_status is not None
+            else (exchange.status if exchange is not None else None),
+            usage=usage if usage["source"] == "runtime" else None, run_id=self.run_id,
+            provider=self.config.provider or provider_in_text(envelope.message if envelope is not None else None)))
+        self.arts.write_yaml(self._file("runtime-result.yaml"), self.result)
+        session_status = "succeeded" if status == "passed" else "failed"
+        self.arts.write_yaml(self._file("runtime-session.yaml"), self._session(
+            session_status, finished_at=finished_at, exit_code=exit_code))
+        if cancelled is not None:
+            self._event("runtime.cancelled", signal=SIGNAL_NAMES.get(cancelled.signum, str(cancelled.signum)))
+        self._event("runtime.finished", exit_code=exit_code, status=session_status)
+        self._event("runtime.usage", **usage)
+        self.arts.write_yaml(self.arts.path("runtime-result.yaml"), self.result)
+        self.arts.set_latest(self.run_id, self.started_at, status, finished_at)
+        self.arts.update_index(self.run_id, finished_at=finished_at, status=status)
+        return RunResult(result=self.result, run_dir=self.run_dir, run_id=self.run_id, exit_code=exit_code,
+                         plan=self.plan, outcome=outcome, exchange=exchange, text=self.arts.redactor.text(text))
+
+    def _abort(self, exc: BaseException) -> None:
+        """Best effort: terminal documents after an unexpected error (which ``execute`` re-raises)."""
+        cancelled = isinstance(exc, (KeyboardInterrupt, Cancelled))
+        message = "run cancelled" if cancelled else f"run aborted: {type(exc).__name__}: {exc}"
+        self.hooks.clear()  # a hook that interrupted once is not called again
+        try:
+            if self._stdout is None:
+                self._stdout = self.arts.open(self._file("runtime.stdout.log"), "a")
+            self._finish(None, None, Outcome(status="failed", reason="cancelled" if cancelled else "aborted",
+                                             errors=[f"{ERROR_PREFIX}{message}"]))
+        except (OSError, HermesError):  # no documents (disk full?): at least a terminal latest.json
+            with contextlib.suppress(OSError, HermesError):
+                self.arts.set_latest(self.run_id, self.started_at, "cancelled" if cancelled else "failed", iso_now())

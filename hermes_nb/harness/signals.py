@@ -1,15 +1,6 @@
-"""SIGINT/SIGTERM/SIGHUP during a run: cancel the request, never lose the run's documents.
-
-:class:`SignalGuard` installs the handlers for a run's whole life cycle (main
-thread only; the previous handlers come back after). While ``armed`` (the
-request is in flight) a signal raises :class:`Cancelled` out of the client
-call; otherwise it is remembered (``pending``) and the run finishes normally.
-
-A handler never raises while the main thread initialises a native module: an exception raised inside a Rust
-(pyo3) module's init, pydantic-core's among them, is a panic (``pyo3_runtime.PanicException``), not a
-``KeyboardInterrupt``. :func:`defer_in_native_init` (the program installs it, :mod:`hermes_nb.cli.interrupts`)
-loads extension modules through a loader that holds the handler back until the init is done, then runs it.
-"""
+"""SIGINT/SIGTERM/SIGHUP during a run: cancel the request, never lose the run's documents. A handler is held back
+while a native module initialises (raised inside pydantic-core's init it is a panic, not a ``KeyboardInterrupt``).
+The CLI installs its handlers through this module at start-up: it loads only ``signal`` and ``threading``."""
 
 from __future__ import annotations
 
@@ -19,19 +10,14 @@ import sys
 import threading
 from types import FrameType
 
-TYPE_CHECKING = False  # typing is not imported: the CLI installs its handlers through this module at start-up
+TYPE_CHECKING = False  # (typing is not imported at start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["SIGNAL_NAMES", "Cancelled", "SignalGuard", "INTERRUPTED", "defer_in_native_init", "deferred"]
-
 #: SIGHUP too: a closed terminal must not leave latest.json "running"
 SIGNAL_NAMES: dict[int, str] = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
-#: set once a guard has seen a signal: the CLI's own SIGINT handler then ignores later ones (one Ctrl-C is
-#: enough; a second one must not change the exit code the run already decided)
+#: set once a guard has seen a signal: the CLI's own handler then ignores later ones (the exit code is decided)
 INTERRUPTED = threading.Event()
-
-
 #: the main thread's native inits under way, and the first handler call held back meanwhile
 _NATIVE: dict[str, Any] = {"depth": 0, "held": None}
 
@@ -46,7 +32,6 @@ def deferred(handler: Any, signum: int) -> bool:
 
 
 def _native_init(call: Any, *args: Any) -> Any:
-    """``call(*args)`` with signal handlers held back (main thread); the held handler runs right after."""
     if threading.current_thread() is not threading.main_thread():
         return call(*args)
     _NATIVE["depth"] += 1
@@ -61,8 +46,6 @@ def _native_init(call: Any, *args: Any) -> Any:
 
 
 class _NativeLoader(importlib.machinery.ExtensionFileLoader):
-    """An extension module's loader whose init runs with signal handlers held back."""
-
     def create_module(self, spec: Any) -> Any:
         return _native_init(super().create_module, spec)
 
@@ -71,8 +54,8 @@ class _NativeLoader(importlib.machinery.ExtensionFileLoader):
 
 
 def defer_in_native_init() -> None:
-    """Load extension modules found on ``sys.path`` from now on through :class:`_NativeLoader` (a ``FileFinder``
-    path hook with the standard loaders but that one, ahead of the others; once per process)."""
+    """Load extension modules through :class:`_NativeLoader` from now on (a ``FileFinder`` path hook ahead of the
+    others, with the standard loaders but that one; once per process)."""
     if any(getattr(hook, "hermes_nb_native", False) for hook in sys.path_hooks):
         return
     m = importlib.machinery
@@ -92,7 +75,8 @@ class Cancelled(BaseException):
 
 
 class SignalGuard:
-    """SIGINT/SIGTERM handlers for the duration of a run (main thread only; restored after)."""
+    """The handlers for a run's whole life cycle (main thread only; the previous ones restored after). While
+    ``armed`` (the request in flight) a signal raises :class:`Cancelled`; otherwise it is kept in ``pending``."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled and threading.current_thread() is threading.main_thread()

@@ -1,12 +1,6 @@
-"""A run's streamed answer and its SSE events, released in order and redacted.
-
-The client delivers, for each SSE event, the event first and then the content
-piece it carried. :class:`RedactedStream` feeds the pieces through a
-:class:`~hermes_nb.core.stream_redaction.StreamRedactor` (a secret split across
-deltas never reaches ``runtime.stdout.log``) and holds each event back until its
-piece is settled, so ``events.ndjson`` logs it with its share of any split
-secret masked.
-"""
+"""A run's streamed answer and its SSE events, released in order and redacted: a secret split across deltas never
+reaches the log (:class:`~hermes_nb.core.stream_redaction.StreamRedactor`), and each event waits until the piece
+it carried is settled, so it is logged with its share of the secret masked."""
 
 from __future__ import annotations
 
@@ -19,13 +13,9 @@ from hermes_nb.core.records import SSEEventRecord
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.stream_redaction import StreamRedactor
 
-__all__ = ["RedactedStream"]
-
 
 @dataclass
 class _QueuedEvent:
-    """An SSE event waiting until the text piece it carried is settled."""
-
     record: SSEEventRecord
     span: tuple[int, int] | None = None  # its piece's place in the streamed text
     closed: bool = False  # no piece will follow for it
@@ -45,14 +35,9 @@ def _set_content(payload: Any, text: str) -> bool:
 
 
 class RedactedStream:
-    """A run's streamed answer and its SSE events, released in order and redacted.
-
-    ``event(record)`` and ``piece(text)`` are called as the client reads (an
-    event first, then the piece it carried). ``write_text(safe)`` gets settled,
-    redacted text; ``write_event(record, payload)`` gets each event once its
-    piece is settled, with its share of any split secret masked (the record's
-    ``data`` is rewritten when that changed it). ``finish()`` releases the rest.
-    """
+    """``event(record)`` and ``piece(text)`` as the client reads; ``write_text(safe)`` gets settled, redacted
+    text, ``write_event(record, payload)`` each event once its piece is settled (the record's ``data`` rewritten
+    when masking changed it); ``finish()`` releases the rest."""
 
     def __init__(self, redactor: Redactor, *, write_text: Callable[[str], None],
                  write_event: Callable[[SSEEventRecord, Any], None]) -> None:
@@ -69,9 +54,9 @@ class RedactedStream:
     def piece(self, text: str) -> None:
         if not text:
             return
-        if self._queue and self._queue[-1].span is None and not self._queue[-1].closed:
-            start = self.text.length
-            self._queue[-1].span = (start, start + len(text))
+        last = self._queue[-1] if self._queue else None
+        if last is not None and last.span is None and not last.closed:
+            last.span = (self.text.length, self.text.length + len(text))
         self._release(self.text.feed(text))
 
     def finish(self) -> None:
@@ -84,17 +69,12 @@ class RedactedStream:
             self.write_text(safe)
 
     def _drain(self, *, final: bool = False) -> None:
-        self._drain_ready(final)
-        starts = [q.span[0] for q in self._queue if q.span is not None]
-        self.text.forget(min(starts, default=self.text.settled))
-
-    def _drain_ready(self, final: bool) -> None:
         while self._queue:
             queued = self._queue[0]
             if queued.span is None and not (queued.closed or final):
-                return
+                break
             if queued.span is not None and queued.span[1] > self.text.settled:
-                return
+                break
             self._queue.pop(0)
             record = queued.record
             try:
@@ -104,3 +84,4 @@ class RedactedStream:
             if queued.span is not None and _set_content(payload, self.text.mask(*queued.span)):
                 record = record.model_copy(update={"data": json.dumps(payload, ensure_ascii=False)})
             self.write_event(record, payload)
+        self.text.forget(min((q.span[0] for q in self._queue if q.span is not None), default=self.text.settled))

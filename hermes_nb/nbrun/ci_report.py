@@ -1,7 +1,7 @@
 """The smoke as CI systems read it: one plain document behind the JUnit XML and the Markdown summary.
 
 :func:`ci_report` turns a :class:`~hermes_nb.nbrun.smoke.SmokeResult` into plain data (redacted), so
-the writers (:mod:`hermes_nb.receipts.junit`, :mod:`hermes_nb.receipts.summary`) need nothing from
+the writers (:mod:`hermes_nb.receipts.ci`) need nothing from
 this layer. Per notebook it keeps what an operator acts on: the reason, the errors, the hint the
 adapter check gave, the drift lines of the wire-format spike, and for a blocked notebook the
 *operator action* (the hint, else the first error, else the reason). Execution statuses are worded
@@ -222,8 +222,7 @@ def write_ci_outputs(report: dict[str, Any], *, redactor: Redactor, junit_xml: s
     ``problems`` (the job then fails naming it; without ``problems`` it is raised); the step summary is GitHub's,
     appended to: a failure there is one line in ``warnings``. A document that would carry a secret is refused.
     """
-    from hermes_nb.receipts.junit import write_junit
-    from hermes_nb.receipts.summary import write_summary
+    from hermes_nb.receipts.ci import write_junit, write_summary
 
     written: dict[str, str] = {}
     jobs: list[tuple[str, Any, Callable[[], Path], list[str] | None]] = [

@@ -29,8 +29,7 @@ from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
-from hermes_nb.receipts.index import append_index, index_entry
-from hermes_nb.receipts.index_html import write_index_html
+from hermes_nb.receipts.index import append_index, index_entry, write_index_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 from hermes_nb.target import Target
 

@@ -1,2 +1,2 @@
-"""Layer 5, receipts: the verdict record, writing a receipt, the chained index, verify, the HTML
-render and the promotion gate. Imports core (and nothing that runs notebooks)."""
+"""Layer 5, receipts: the verdict record, a receipt, its pages, the chained index, verify, shared storage, CI
+reports and the promotion gate. Imports nothing that runs notebooks."""

@@ -1,18 +1,6 @@
-"""The promotion gate: ``experimental → active`` only on evidence.
-
-A manifest is promoted only for a receipt that is
-
-* an ``e2e_smoke`` receipt,
-* verified (sidecar digests, receipt digest, index digest when indexed, no secret in any of its files),
-* verdict ``passed``,
-* against target kind ``live`` (never the emulator or the rig; a live receipt whose own record names an
-  emulator — ``target_evidence`` or the kernel's ``summary.target`` — is refused too),
-
-and only when the manifest is ``experimental``. On success the manifest is
-rewritten with ``status: active`` and a promotion record (date, receipt path
-and digest, model, endpoint) is appended to the smoke runbook. Otherwise
-:class:`PromotionRefused` (exit 1) names the reason; nothing is written.
-"""
+"""The promotion gate: a manifest goes ``experimental → active`` only on a verified, passed ``e2e_smoke`` receipt
+of a ``live`` target, and a promotion record is appended to the smoke runbook; else :class:`PromotionRefused`
+(exit 1) names every reason and nothing is written."""
 
 from __future__ import annotations
 
@@ -29,10 +17,8 @@ from hermes_nb.core.io import prove_writable, write_atomic
 from hermes_nb.core.manifest import load_manifest, save_manifest
 from hermes_nb.core.yamlio import read_text_file
 from hermes_nb.receipts.index import load_index
-from hermes_nb.receipts.verify import verify_receipt
-from hermes_nb.receipts.write import SIDECAR_SUFFIX, receipt_digest
-
-__all__ = ["Promotion", "check_receipt", "promote", "RECORDS_HEADING"]
+from hermes_nb.receipts.verify import sidecar_of, verify_receipt
+from hermes_nb.receipts.write import receipt_digest
 
 RECORDS_HEADING = "## Promotion records"
 
@@ -54,43 +40,36 @@ class Promotion:
                 "endpoint": self.endpoint, "promoted_at": self.promoted_at, "status": "active"}
 
 
-def _index_problems(receipt: Path) -> list[str]:
-    """When the receipt sits in an indexed receipts dir (DIR/<date>/<run>/), check the index's sidecar digest."""
-    directory = receipt.resolve().parent.parent.parent
-    if not (directory / "index.json").is_file():
-        return []
-    try:
-        index = load_index(directory)
-    except HermesError as exc:
-        return [str(exc)]
-    rel = receipt.resolve().relative_to(directory).as_posix()
-    entry = next((e for e in index["receipts"] if e.get("path") == rel), None)
-    if entry is None:
-        return [f"{receipt}: not listed in {directory / 'index.json'}"]
-    name = receipt.name[: -len(".ipynb")]
-    sidecar = receipt.with_name(name + SIDECAR_SUFFIX)
-    if sidecar.is_file() and sha256_file(sidecar) != entry.get("sidecar_sha256"):
-        return [f"{sidecar}: digest mismatch with the index"]
-    return []
-
-
 def check_receipt(receipt: Path, *, secrets: Iterable[str] = ()) -> tuple[dict[str, Any], list[str]]:
-    """(metadata.receipt, reasons to refuse). Raises UsageError when the file does not exist."""
+    """(metadata.receipt, reasons to refuse); a receipt in an indexed directory (``DIR/<date>/<run>/``) is checked
+    against its index entry too. UsageError when the file does not exist."""
     receipt = Path(receipt)
     if not receipt.is_file():
         raise UsageError(f"--receipt: {receipt} not found")
     meta, problems = verify_receipt(receipt, secrets=secrets)
     reasons = [("digest mismatch: " if "sha256" in p or "digest" in p else "") + p for p in problems]
-    reasons += _index_problems(receipt)
+    directory, sidecar = receipt.resolve().parent.parent.parent, sidecar_of(receipt)
+    if (directory / "index.json").is_file():
+        try:
+            rel = receipt.resolve().relative_to(directory).as_posix()
+            entry = next((e for e in load_index(directory)["receipts"] if e.get("path") == rel), None)
+        except HermesError as exc:
+            reasons.append(str(exc))
+        else:
+            if entry is None:
+                reasons.append(f"{receipt}: not listed in {directory / 'index.json'}")
+            elif sidecar.is_file() and sha256_file(sidecar) != entry.get("sidecar_sha256"):
+                reasons.append(f"{sidecar}: digest mismatch with the index")
     if meta is None:
         return {}, reasons or [f"{receipt}: not a receipt"]
     if meta.get("notebook") != E2E_SMOKE:
         reasons.append(f"receipt is for {meta.get('notebook')!r}; only an e2e_smoke receipt can promote")
     kind = meta.get("target_kind")
-    if kind != "live":
-        reasons.append(f"target kind is {kind!r} ({'an emulator' if kind == 'emulator' else 'a rig'} receipt"
-                       " proves nothing about a live proxy); a live receipt is required"
-                       if kind in ("emulator", "rig") else f"target kind is {kind!r}; a live receipt is required")
+    if kind in ("emulator", "rig"):
+        reasons.append(f"target kind is {kind!r} ({'an emulator' if kind == 'emulator' else 'a rig'} receipt proves "
+                       "nothing about a live proxy); a live receipt is required")
+    elif kind != "live":
+        reasons.append(f"target kind is {kind!r}; a live receipt is required")
     summary = meta.get("summary")
     summary = summary if isinstance(summary, dict) else {}
     if kind == "live" and (meta.get("target_evidence") or summary.get("target") == "emulator"):
@@ -101,17 +80,10 @@ def check_receipt(receipt: Path, *, secrets: Iterable[str] = ()) -> tuple[dict[s
     return meta, reasons
 
 
-def _record(now: str, receipt: Path, digest: str, meta: dict[str, Any], manifest: Path) -> str:
-    return (f"- {now} — promoted `{manifest}` experimental → active on receipt `{receipt}` "
-            f"(sha256 of metadata.receipt `{digest}`), model `{meta.get('model')}`, "
-            f"endpoint `{meta.get('endpoint')}`, hermes-agent {meta.get('hermes_agent_version') or 'unknown'}, "
-            f"run {meta.get('run_id')}\n")
-
-
 def promote(receipt: Path, *, manifest: Path = MANIFEST_RELPATH, runbook: Path = SMOKE_RUNBOOK_RELPATH,
             secrets: Iterable[str] = (), now: datetime | None = None) -> Promotion:
     """Flip the manifest to active and append the promotion record, or raise PromotionRefused."""
-    manifest = Path(manifest)
+    manifest, runbook = Path(manifest), Path(runbook)
     loaded = load_manifest(manifest)  # ConfigError (exit 2) when missing or invalid
     meta, reasons = check_receipt(Path(receipt), secrets=secrets)
     if loaded.status != "experimental":
@@ -120,8 +92,10 @@ def promote(receipt: Path, *, manifest: Path = MANIFEST_RELPATH, runbook: Path =
         raise PromotionRefused(reasons)
     stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     digest = receipt_digest(meta)
-    record = _record(stamp, Path(receipt), digest, meta, manifest)
-    runbook = Path(runbook)
+    record = (f"- {stamp} — promoted `{manifest}` experimental → active on receipt `{receipt}` "
+              f"(sha256 of metadata.receipt `{digest}`), model `{meta.get('model')}`, "
+              f"endpoint `{meta.get('endpoint')}`, hermes-agent {meta.get('hermes_agent_version') or 'unknown'}, "
+              f"run {meta.get('run_id')}\n")
     text = read_text_file(runbook, f"runbook {runbook}") if runbook.is_file() else "# Hermes proxy smoke\n"
     if RECORDS_HEADING not in text:
         text = text.rstrip("\n") + f"\n\n{RECORDS_HEADING}\n\n"

@@ -1,12 +1,6 @@
-"""The verdict record: what a notebook's verdict cell displays and the smoke runner reads back.
-
-The verdict cell displays one output whose ``metadata`` carries the full
-summary under :data:`VERDICT_MIME`. Papermill cannot hand values back, so the
-runner reads that output from the executed notebook (:func:`find_verdict`).
-The human ``text/plain`` and ``text/html`` of the same output hold only stable
-fields, so nbval compares them while the machine summary with its digests and
-timings stays out of the diff.
-"""
+"""The verdict record: a notebook's verdict cell displays it in an output's ``metadata`` (:data:`VERDICT_MIME`) and
+the smoke runner reads it back (papermill cannot hand values back); the output's text holds only stable fields, so
+nbval's diff leaves the digests and timings out."""
 
 from __future__ import annotations
 
@@ -15,8 +9,6 @@ from typing import Any
 
 from hermes_nb.core.facts import VERDICTS
 from hermes_nb.core.redaction import Redactor
-
-__all__ = ["VERDICT_MIME", "VERDICT_SCHEMA", "verdict_summary", "find_verdict", "operator_action", "proxy_state"]
 
 VERDICT_MIME = "application/vnd.hermes-nb.verdict+json"
 VERDICT_SCHEMA = "hermes-nb.verdict.v1"
@@ -31,22 +23,10 @@ def verdict_summary(job: str, status: str, *, reason: str, errors: list[str] | N
     """The machine summary of one notebook job (redacted). ``provider``: the one the proxy fronts."""
     if status not in VERDICTS:
         raise ValueError(f"unknown verdict {status!r} (expected one of {', '.join(VERDICTS)})")
-    summary: dict[str, Any] = {
-        "schema": VERDICT_SCHEMA,
-        "job": job,
-        "verdict": status,
-        "reason": reason,
-        "errors": list(errors or []),
-        "warnings": list(warnings or []),
-        "endpoint": endpoint,
-        "model": model,
-        "target": target,
-        "hermes_version": hermes_version,
-        "provider": provider,
-        "artifacts": dict(artifacts or {}),
-        "run_dir": run_dir,
-        "details": dict(details or {}),
-    }
+    summary = {"schema": VERDICT_SCHEMA, "job": job, "verdict": status, "reason": reason, "errors": list(errors or []),
+               "warnings": list(warnings or []), "endpoint": endpoint, "model": model, "target": target,
+               "hermes_version": hermes_version, "provider": provider, "artifacts": dict(artifacts or {}),
+               "run_dir": run_dir, "details": dict(details or {})}
     return (redactor or Redactor()).data(summary)
 
 
@@ -54,11 +34,8 @@ def find_verdict(nb: Mapping[str, Any]) -> dict[str, Any] | None:
     """The last verdict summary recorded in an executed notebook, or None."""
     found: dict[str, Any] | None = None
     for cell in nb.get("cells", []):
-        if cell.get("cell_type") != "code":
-            continue
-        for output in cell.get("outputs", []):
-            meta = output.get("metadata") or {}
-            value = meta.get(VERDICT_MIME)
+        for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            value = (output.get("metadata") or {}).get(VERDICT_MIME)
             if isinstance(value, Mapping) and value.get("schema") == VERDICT_SCHEMA:
                 found = dict(value)
     return found

@@ -1,11 +1,6 @@
-"""``receipts verify``: recompute every digest, check the index chain, re-scan every file for secrets.
-
-A ``matrix --out`` directory (one receipts directory per version, ``matrix.json``/``.md`` beside them, no index
-at the top) is verified as the set of its receipts directories, and what lies beside them is scanned too.
-
-The digests are not signatures: they catch edits and accidents, not someone
-who recomputes them all.
-"""
+"""``receipts verify``: recompute every digest, check the index chains, re-scan every file for secrets (a ``matrix
+--out`` directory: each version's receipts directory). The digests catch edits and accidents, not someone who
+recomputes them all."""
 
 from __future__ import annotations
 
@@ -15,14 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import nbformat
+
 from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.redaction import find_secrets
 from hermes_nb.receipts.index import INDEXED_FIELDS, LATER_FIELDS, entry_digest, load_index
 from hermes_nb.receipts.store import INDEX_DIR, index_documents
 from hermes_nb.receipts.write import SIDECAR_SUFFIX, receipt_digest
-
-__all__ = ["VerifyReport", "verify_receipt", "verify_receipts", "scan_tree"]
 
 
 @dataclass
@@ -41,32 +36,32 @@ class VerifyReport:
                 "problems": self.problems, "files_scanned": self.files_scanned}
 
 
+def _secrets_in(path: Path, known: list[str]) -> list[str]:
+    return [f"{path}: secret found: {what}"
+            for what in find_secrets(path.read_bytes().decode("utf-8", errors="replace"), known)]
+
+
 def scan_tree(directory: Path, secrets: Iterable[str] = (), *, skip: Iterable[Path] = ()) -> tuple[int, list[str]]:
     """Scan every file under ``directory`` (but those under ``skip``) for known secrets and secret shapes."""
-    known = [s for s in secrets if s]
-    skipped = set(skip)
-    count, problems = 0, []
-    for path in sorted(p for p in Path(directory).rglob("*") if p.is_file() and not skipped & set(p.parents)):
-        count += 1
-        text = path.read_bytes().decode("utf-8", errors="replace")
-        for what in find_secrets(text, known):
-            problems.append(f"{path}: secret found: {what}")
-    return count, problems
+    known, skipped = [s for s in secrets if s], set(skip)
+    paths = sorted(p for p in Path(directory).rglob("*") if p.is_file() and not skipped & set(p.parents))
+    return len(paths), [problem for path in paths for problem in _secrets_in(path, known)]
+
+
+def sidecar_of(notebook: Path) -> Path:
+    return notebook.with_name(notebook.stem + SIDECAR_SUFFIX)
 
 
 def verify_receipt(notebook: Path, *, sidecar_sha256: str | None = None,
                    secrets: Iterable[str] = ()) -> tuple[dict[str, Any] | None, list[str]]:
-    """Check one receipt: sidecar digests, the receipt digest, its files' secrets. Returns (receipt, problems)."""
-    import nbformat
-
+    """One receipt: sidecar digests, the receipt digest, its files' secrets. Returns (receipt, problems)."""
     notebook = Path(notebook)
-    problems: list[str] = []
-    name = notebook.name[: -len(".ipynb")] if notebook.name.endswith(".ipynb") else notebook.stem
-    sidecar_path = notebook.with_name(name + SIDECAR_SUFFIX)
+    sidecar_path = sidecar_of(notebook)
     if not notebook.is_file():
         return None, [f"{notebook}: receipt notebook not found"]
     if not sidecar_path.is_file():
         return None, [f"{sidecar_path}: sidecar not found"]
+    problems = []
     if sidecar_sha256 is not None and sha256_file(sidecar_path) != sidecar_sha256:
         problems.append(f"{sidecar_path}: sidecar digest does not match the index")
     try:
@@ -83,38 +78,18 @@ def verify_receipt(notebook: Path, *, sidecar_sha256: str | None = None,
         problems.append(f"{notebook}: metadata.receipt digest does not match the sidecar")
     if receipt_digest(sidecar.get("receipt") or {}) != sidecar.get("receipt_sha256"):
         problems.append(f"{sidecar_path}: sidecar receipt does not match its digest")
-    for rel, digest in (sidecar.get("files") or {}).items():
+    files = sidecar.get("files") or {}
+    for rel, digest in files.items():
         path = notebook.parent / rel
         if not path.is_file():
             problems.append(f"{path}: listed in the sidecar but missing")
         elif sha256_file(path) != digest:
             problems.append(f"{path}: sha256 does not match the sidecar")
     known = [s for s in secrets if s]
-    for rel in [notebook.name, sidecar_path.name, *(sidecar.get("files") or {})]:
-        path = notebook.parent / rel
-        if path.is_file():
-            for what in find_secrets(path.read_bytes().decode("utf-8", errors="replace"), known):
-                problems.append(f"{path}: secret found: {what}")
-    return dict(receipt), sorted(set(problems), key=problems.index)
-
-
-def _entry_problems(path: Path, entry: Mapping[str, Any], receipt: Mapping[str, Any]) -> list[str]:
-    keys = [*INDEXED_FIELDS, *(key for key in LATER_FIELDS if key in entry)]
-    problems = [f"{path}: index says {key} {entry.get(key)!r}, the receipt says {receipt.get(key)!r}"
-                for key in keys if entry.get(key) != receipt.get(key)]
-    name = path.name[: -len(".ipynb")] if path.name.endswith(".ipynb") else path.stem
-    sidecar = Path(str(entry.get("path", ""))).with_name(name + SIDECAR_SUFFIX).as_posix()
-    if entry.get("sidecar") != sidecar:
-        problems.append(f"{path}: index names sidecar {entry.get('sidecar')!r}, expected {sidecar!r}")
-    return problems
-
-
-def _sidecar_files(sidecar: Path) -> list[str]:
-    try:
-        files = json.loads(sidecar.read_text(encoding="utf-8")).get("files")
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [str(rel) for rel in files] if isinstance(files, dict) else []
+    for rel in [notebook.name, sidecar_path.name, *files]:
+        if (notebook.parent / rel).is_file():
+            problems += _secrets_in(notebook.parent / rel, known)
+    return dict(receipt), list(dict.fromkeys(problems))
 
 
 def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyReport:
@@ -129,57 +104,60 @@ def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyRe
     except ArtifactError as exc:
         report.problems.append(str(exc))
         return report
-    if not indexes and (parts := _receipts_directories(directory)):  # a matrix: one receipts directory per version
-        return _verify_matrix(directory, parts, list(secrets), report)
+    versions = [d for d in sorted(directory.iterdir())
+                if d.is_dir() and ((d / "index.json").is_file() or (d / INDEX_DIR).is_dir())]
+    if not indexes and versions:
+        return _verify_matrix(directory, versions, list(secrets), report)
     if not indexes:  # verifying nothing must not read as "verified"
         report.problems.append(f"{directory}: no index.json (not a receipts directory, or nothing was written)")
         indexes = [(directory / "index.json", load_index(directory))]
     known = list(secrets)
     indexed: set[Path] = set()
     for index_path, index in indexes:
-        _verify_chain(directory, index_path, index, known, indexed, report)
-    _verify_tree(directory, known, indexed, report)
-    return report
-
-
-def _verify_chain(directory: Path, index_path: Path, index: Mapping[str, Any], known: list[str],
-                  indexed: set[Path], report: VerifyReport) -> None:
-    for position, entry in enumerate(index["receipts"]):
-        if "prev_sha256" in entry and entry["prev_sha256"] != entry_digest(index["receipts"][:position]):
-            report.problems.append(f"{index_path}: entry {position + 1} ({entry.get('path')}): "
-                                   "chain broken (an earlier entry was changed, removed or reordered)")
-        path = directory / str(entry.get("path", ""))
-        indexed.add(path.resolve())
-        receipt, problems = verify_receipt(path, sidecar_sha256=entry.get("sidecar_sha256"), secrets=known)
-        if receipt is not None and receipt_digest(receipt) != entry.get("receipt_sha256"):
-            problems.append(f"{path}: metadata.receipt digest does not match the index")
-        if receipt is not None:
-            problems.extend(_entry_problems(path, entry, receipt))
-        report.receipts.append({"path": entry.get("path"), "notebook": entry.get("notebook"),
-                                "verdict": entry.get("verdict"), "ok": not problems})
-        report.problems.extend(problems)
-
-
-def _verify_tree(directory: Path, known: list[str], indexed: set[Path], report: VerifyReport) -> None:
+        for position, entry in enumerate(index["receipts"]):
+            if "prev_sha256" in entry and entry["prev_sha256"] != entry_digest(index["receipts"][:position]):
+                report.problems.append(f"{index_path}: entry {position + 1} ({entry.get('path')}): "
+                                       "chain broken (an earlier entry was changed, removed or reordered)")
+            path = directory / str(entry.get("path", ""))
+            indexed.add(path.resolve())
+            receipt, problems = verify_receipt(path, sidecar_sha256=entry.get("sidecar_sha256"), secrets=known)
+            if receipt is not None:
+                problems += _entry_problems(path, entry, receipt)
+            report.receipts.append({"path": entry.get("path"), "notebook": entry.get("notebook"),
+                                    "verdict": entry.get("verdict"), "ok": not problems})
+            report.problems.extend(problems)
     listed: set[Path] = set()
     for sidecar in directory.rglob("*" + SIDECAR_SUFFIX):
-        nb_path = sidecar.with_name(sidecar.name[: -len(SIDECAR_SUFFIX)] + ".ipynb")
+        nb_path = sidecar.with_name(sidecar.name.removesuffix(SIDECAR_SUFFIX) + ".ipynb")
         if nb_path.resolve() not in indexed:
             report.problems.append(f"{nb_path}: receipt not in index.json")
-        listed.add(sidecar.resolve())
-        listed.update((sidecar.parent / rel).resolve() for rel in _sidecar_files(sidecar))
-    for path in sorted(directory.rglob("*")):
-        # a receipt directory (DIR/<date>/<run id>/…) holds only what its sidecars list
+        listed |= {sidecar.resolve(), *((sidecar.parent / rel).resolve() for rel in _sidecar_files(sidecar))}
+    for path in sorted(directory.rglob("*")):  # a receipt directory (DIR/<date>/<run id>/…) holds only its files
         if path.is_file() and len(path.relative_to(directory).parts) > 2 and path.resolve() not in listed:
             report.problems.append(f"{path}: not listed in any receipt sidecar")
     report.files_scanned, leaks = scan_tree(directory, known)
     report.problems.extend(p for p in leaks if p not in report.problems)
+    return report
 
 
-def _receipts_directories(directory: Path) -> list[Path]:
-    """The directories right under ``directory`` that hold a receipts index (a matrix's versions)."""
-    return [d for d in sorted(directory.iterdir())
-            if d.is_dir() and ((d / "index.json").is_file() or (d / INDEX_DIR).is_dir())]
+def _entry_problems(path: Path, entry: Mapping[str, Any], receipt: Mapping[str, Any]) -> list[str]:
+    problems = [f"{path}: metadata.receipt digest does not match the index"] \
+        if receipt_digest(receipt) != entry.get("receipt_sha256") else []
+    problems += [f"{path}: index says {key} {entry.get(key)!r}, the receipt says {receipt.get(key)!r}"
+                 for key in (*INDEXED_FIELDS, *(k for k in LATER_FIELDS if k in entry))
+                 if entry.get(key) != receipt.get(key)]
+    sidecar = sidecar_of(Path(str(entry.get("path", "")))).as_posix()
+    if entry.get("sidecar") != sidecar:
+        problems.append(f"{path}: index names sidecar {entry.get('sidecar')!r}, expected {sidecar!r}")
+    return problems
+
+
+def _sidecar_files(sidecar: Path) -> list[str]:
+    try:
+        files = json.loads(sidecar.read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(rel) for rel in files] if isinstance(files, dict) else []
 
 
 def _verify_matrix(directory: Path, parts: list[Path], known: list[str], report: VerifyReport) -> VerifyReport:

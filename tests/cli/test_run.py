@@ -17,7 +17,7 @@ import yaml
 
 from hermes_nb.cli import main
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.harness.documents import LatestRun, RunsIndex, RuntimeSession, validate_result
+from hermes_nb.harness.artifacts import LatestRun, RunsIndex, RuntimeSession, validate_result
 from hermes_nb.rig.executable import stop_process
 from tests.helpers import ROOT, free_port, no_dns
 
@@ -429,7 +429,7 @@ def test_prompt_from_stdin(capsys: pytest.CaptureFixture[str], tmp_path: Path, e
                            monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    monkeypatch.setattr("sys.stdin", io.StringIO(BIG_PROMPT))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(BIG_PROMPT.encode())))
     code = main(["run", "--json", "--dry-run", "--prompt", "-", "--root", str(tmp_path), "--endpoint", emu.endpoint])
     assert code == 0, capsys.readouterr().err
     assert "end of the prompt ✓" in _prompt_md(tmp_path)
@@ -465,6 +465,6 @@ def test_empty_stdin_prompt_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_pa
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    monkeypatch.setattr("sys.stdin", io.StringIO("  \n"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"  \n")))
     assert main(["run", "--prompt", "-", "--root", str(tmp_path)]) == 2
     assert "the prompt is empty" in capsys.readouterr().err

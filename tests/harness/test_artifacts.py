@@ -13,8 +13,7 @@ import pytest
 from hermes_nb.core.clock import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.harness.artifacts import MissionArtifacts, dump_json
-from hermes_nb.harness.documents import LatestRun, RunsIndex
+from hermes_nb.harness.artifacts import LatestRun, MissionArtifacts, RunsIndex
 
 
 def test_run_id_format() -> None:
@@ -39,8 +38,9 @@ def test_iso_timestamp_ms_z() -> None:
     assert iso_now(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)) == "2026-01-02T03:04:05.678Z"
 
 
-def test_json_format_two_spaces_no_final_newline() -> None:
-    assert dump_json({"a": [1]}) == '{\n  "a": [\n    1\n  ]\n}'
+def test_json_format_two_spaces_no_final_newline(tmp_path: Path) -> None:
+    arts = MissionArtifacts(tmp_path, "m1")
+    assert arts.write_json(arts.path("doc.json"), {"a": [1]}).read_text() == '{\n  "a": [\n    1\n  ]\n}'
 
 
 def test_latest_and_index(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_existing_run_dir_refused(tmp_path: Path) -> None:
     arts = MissionArtifacts(tmp_path, "m1")
     (tmp_path / ".harness/missions/m1/runs/r1").mkdir(parents=True)
     with pytest.raises(ArtifactError, match="already exists"):
-        arts.preflight("r1")
+        arts.claim_run_id("r1", explicit=True)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permissions")
@@ -123,7 +123,7 @@ def test_redaction_applies_to_every_write(tmp_path: Path) -> None:
     canary = "sk-canary-0123456789abcdef"
     arts = MissionArtifacts(tmp_path, "m1", redactor=Redactor([canary]))
     arts.write_yaml(arts.path("doc.yaml"), {"k": f"token {canary}"})
-    arts.append_line(arts.path("events.ndjson"), {"payload": canary})
+    arts.audit("event", {"payload": canary})
     arts.write_text(arts.path("log.txt"), canary)
     for path in (tmp_path / ".harness").rglob("*"):
         if path.is_file():

@@ -7,8 +7,14 @@ from pathlib import Path
 import pytest
 
 from hermes_nb import ConfigError
-from hermes_nb.harness.mission import Mission, load_mission, load_workflow, mission_from_document
-from hermes_nb.harness.prompt import MISSION_INSTRUCTION, render_prompt
+from hermes_nb.harness.mission import (
+    MISSION_INSTRUCTION,
+    Mission,
+    load_mission,
+    load_workflow,
+    mission_from_document,
+    render_prompt,
+)
 from hermes_nb.wire.sentinel import extract_final_message, runtime_final_message_instruction, wrap_final_message
 
 FULL = """

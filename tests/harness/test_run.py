@@ -18,10 +18,9 @@ from hermes_nb import HermesProxyRuntimeConfig
 from hermes_nb.core.config import validate_config
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.harness.documents import LatestRun, RunsIndex, RuntimeSession, validate_result
+from hermes_nb.harness.artifacts import LatestRun, RunsIndex, RuntimeSession, validate_result
 from hermes_nb.harness.mission import Mission, load_mission
-from hermes_nb.harness.plan import plan_run
-from hermes_nb.harness.run import dry_run, run
+from hermes_nb.harness.run import dry_run, plan_run, run
 
 CANARY = "sk-canary-run-0123456789abcdef"
 
@@ -215,12 +214,12 @@ def test_symlinked_mission_dir_writes_nothing(tmp_path: Path, clean_emu: Any) ->
 
 def test_unexpected_error_still_ends_with_result(tmp_path: Path, clean_emu: Any,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_nb.harness.diffcap
+    import hermes_nb.harness.run
 
     def boom(base: Any) -> Any:
         raise RuntimeError("hook exploded")
 
-    monkeypatch.setattr(hermes_nb.harness.diffcap, "capture", boom)  # fails after the answer, before diff/final
+    monkeypatch.setattr(hermes_nb.harness.run, "capture", boom)  # fails after the answer, before diff/final
     with pytest.raises(RuntimeError, match="hook exploded"):
         run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
     mdir = mission_dir(tmp_path)
@@ -289,11 +288,11 @@ def test_sandbox_and_in_place_give_empty_diff(tmp_path: Path, clean_emu: Any, sa
 
 
 def test_failed_sandbox_copy_writes_nothing(tmp_path: Path, clean_emu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_nb.harness.sandbox
+    import hermes_nb.harness.workdir
 
     (tmp_path / "a").write_text("x")
     (tmp_path / "b").write_text("y")
-    monkeypatch.setattr(hermes_nb.harness.sandbox, "MAX_SANDBOX_ENTRIES", 1)
+    monkeypatch.setattr(hermes_nb.harness.workdir, "MAX_SANDBOX_ENTRIES", 1)
     with pytest.raises(ArtifactError, match="too large"):
         run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
     assert not (tmp_path / ".harness").exists() and clean_emu.requests == []

@@ -14,8 +14,7 @@ from junitparser import Failure, JUnitXml, Skipped
 from hermes_nb.cli import main
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.nbrun.ci_report import ci_report, smoke_exit_code, write_ci_outputs
-from hermes_nb.receipts.junit import junit_text, xml_safe
-from hermes_nb.receipts.summary import summary_markdown
+from hermes_nb.receipts.ci import junit_text, summary_markdown, xml_safe
 from tests.helpers import JUNIT_XSD, run_smoke_on
 
 CANARY = "sk-canary-ci-0123456789abcdef0123"

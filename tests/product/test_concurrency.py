@@ -23,7 +23,7 @@ import yaml
 
 from hermes_nb.core.config import validate_config
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.harness.documents import LatestRun, RunsIndex, validate_result
+from hermes_nb.harness.artifacts import LatestRun, RunsIndex, validate_result
 from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.run import run
 
@@ -98,12 +98,12 @@ def test_many_cli_processes_on_one_root(tmp_path: Path, emu: Any) -> None:
 def test_a_taken_generated_run_id_is_drawn_again(tmp_path: Path, emu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two runs drawing the same id in the same second (what 200 at once can do) get two directories."""
     import hermes_nb.harness.artifacts as artifacts_mod
-    import hermes_nb.harness.plan as plan_mod
+    import hermes_nb.harness.run as run_mod
 
     config = validate_config({"endpoint": emu.endpoint, "model": "m", "auth_token": TOKEN})
     ids = iter(["20260101T000000Z-aaaaaa", "20260101T000000Z-aaaaaa", "20260101T000000Z-aaaaaa",
                 "20260101T000000Z-bbbbbb"])
-    monkeypatch.setattr(plan_mod, "new_run_id", lambda: next(ids))
+    monkeypatch.setattr(run_mod, "new_run_id", lambda: next(ids))
     monkeypatch.setattr(artifacts_mod, "new_run_id", lambda: next(ids))
     first = run(Mission.adhoc("one"), config, root=tmp_path, handle_signals=False, sandbox=False)
     second = run(Mission.adhoc("two"), config, root=tmp_path, handle_signals=False, sandbox=False)

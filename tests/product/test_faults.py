@@ -33,7 +33,7 @@ import yaml
 
 from hermes_nb import check
 from hermes_nb.core.config import validate_config
-from hermes_nb.harness.documents import LatestRun, RunsIndex, validate_result
+from hermes_nb.harness.artifacts import LatestRun, RunsIndex, validate_result
 from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.run import run
 from hermes_nb.proxy.probe import probe

@@ -30,7 +30,7 @@ def test_the_contracts_hold() -> None:
 
 @pytest.mark.parametrize("module, line, contract", [
     ("core/facts.py", "import hermes_nb.wire.sse", "Layers"),
-    ("proxy/probe.py", "import hermes_nb.harness.plan", "Layers"),
+    ("proxy/probe.py", "import hermes_nb.harness.run", "Layers"),
     ("nbrun/smoke.py", "import hermes_nb.kit.job", "Layers"),
     ("receipts/verify.py", "import hermes_nb.cli.output", "The CLI is imported by nobody"),
     ("emulator/app.py", "import hermes_nb.wire.client", "The emulator never imports the client"),

@@ -57,7 +57,7 @@ def test_sensitive_header_names_are_listed_once() -> None:
 def test_the_connect_timeout_is_one_fact() -> None:
     from hermes_nb import HermesClient
     from hermes_nb.harness.mission import Mission
-    from hermes_nb.harness.plan import plan_run
+    from hermes_nb.harness.run import plan_run
 
     assert HermesClient("http://127.0.0.1:9/v1").connect_timeout_s == CONNECT_TIMEOUT_S
     plan = plan_run(Mission.adhoc("hi"), HermesProxyRuntimeConfig(model="m"))

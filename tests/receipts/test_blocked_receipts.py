@@ -10,8 +10,7 @@ import nbformat
 import pytest
 
 from hermes_nb import NotebookFailed, verify_receipts
-from hermes_nb.receipts.index import load_index
-from hermes_nb.receipts.index_html import target_label
+from hermes_nb.receipts.index import load_index, target_label
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,13 @@ import pytest
 from hermes_nb import verify_receipts
 from hermes_nb.core.errors import SecretLeak
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.receipts.index import append_index, index_entry, load_index
-from hermes_nb.receipts.index_html import render_index_html, write_index_html
+from hermes_nb.receipts.index import (
+    append_index,
+    index_entry,
+    load_index,
+    render_index_html,
+    write_index_html,
+)
 from hermes_nb.receipts.render import render_html
 from hermes_nb.receipts.write import HtmlRenderer, write_receipt
 from hermes_nb.views.htmlkit import badge

@@ -193,13 +193,6 @@ def test_html_render_shows_markdown_code_outputs_and_errors() -> None:
     assert "<th>target_kind</th><td>live</td>" in page
 
 
-def test_nbconvert_engine_is_available_on_request() -> None:
-    page = HtmlRenderer(engine="nbconvert", template_name="basic").render(_nb("via nbconvert"))
-    assert "via nbconvert" in page
-    with pytest.raises(ValueError):
-        HtmlRenderer(engine="nope")
-
-
 def test_receipts_cli_verify_and_list(tmp_path: Path, capsys) -> None:
     _write(tmp_path)
     assert main(["receipts", "verify", str(tmp_path), "--json"]) == 0

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.harness import diffcap
-from hermes_nb.harness.sandbox import sandbox_copy, workdir
+from hermes_nb.harness.workdir import capture, snapshot, workdir
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -35,22 +34,22 @@ def index_digest(root: Path) -> str:
 
 
 def test_clean_tree_gives_empty_diff(repo: Path) -> None:
-    base = diffcap.snapshot(repo)
-    assert base.git and base.commit and base.tree
-    assert diffcap.capture(base).patch == b""
+    base = snapshot(repo)
+    assert base.commit and base.tree
+    assert capture(base).patch == b""
 
 
 def test_changes_untracked_binary_and_exclusions(repo: Path) -> None:
     (repo / "dirty.txt").write_text("before the run\n")  # pre-existing change: not the run's
     before = index_digest(repo)
-    base = diffcap.snapshot(repo)
+    base = snapshot(repo)
     (repo / "a.txt").write_text("two\n")
     (repo / "new.txt").write_text("untracked\n")
     (repo / "blob.bin").write_bytes(bytes(range(256)))
     (repo / "ignored.log").write_text("ignored\n")
     (repo / ".harness").mkdir()
     (repo / ".harness" / "x.json").write_text("{}")
-    result = diffcap.capture(base)
+    result = capture(base)
     patch = result.patch.decode()
     assert result.errors == []
     assert "-one\n+two" in patch
@@ -66,36 +65,36 @@ def test_changes_untracked_binary_and_exclusions(repo: Path) -> None:
 
 def test_repo_without_commits(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
-    base = diffcap.snapshot(tmp_path)
-    assert base.git and base.commit is None
+    base = snapshot(tmp_path)
+    assert base.tree and base.commit is None
     (tmp_path / "f.txt").write_text("x\n")
-    assert b"+x" in diffcap.capture(base).patch
+    assert b"+x" in capture(base).patch
 
 
 def test_not_a_git_dir(tmp_path: Path) -> None:
-    base = diffcap.snapshot(tmp_path)
-    result = diffcap.capture(base)
+    base = snapshot(tmp_path)
+    result = capture(base)
     assert result.patch == b"" and result.errors == []
     assert "not a git work tree" in result.notes[0]
 
 
 def test_deletion(repo: Path) -> None:
-    base = diffcap.snapshot(repo)
+    base = snapshot(repo)
     (repo / "a.txt").unlink()
-    assert b"deleted file mode" in diffcap.capture(base).patch
+    assert b"deleted file mode" in capture(base).patch
 
 
 def test_sandbox_copy_keeps_git_skips_harness_and_is_removed(repo: Path) -> None:
     (repo / ".harness").mkdir()
     (repo / ".harness" / "secret.json").write_text("{}")
     (repo / "link").symlink_to("/etc/passwd")
-    with sandbox_copy(repo) as copy:
+    with workdir(repo, sandbox=True) as copy:
         assert (copy / ".git").is_dir() and (copy / "a.txt").read_text() == "one\n"
         assert not (copy / ".harness").exists()
         assert (copy / "link").is_symlink()
-        base = diffcap.snapshot(copy)
+        base = snapshot(copy)
         (copy / "a.txt").write_text("changed in sandbox\n")
-        assert b"changed in sandbox" in diffcap.capture(base).patch
+        assert b"changed in sandbox" in capture(base).patch
         kept = copy
     assert not kept.exists()
     assert (repo / "a.txt").read_text() == "one\n"
@@ -111,5 +110,6 @@ def test_sandbox_refuses_huge_project(tmp_path: Path) -> None:
 
     for i in range(5):
         (tmp_path / f"f{i}").write_text("x")
-    with pytest.raises(ArtifactError, match="too large for a sandbox copy"), sandbox_copy(tmp_path, max_entries=3):
-        pass
+    with pytest.raises(ArtifactError, match="too large for a sandbox copy"):
+        with workdir(tmp_path, sandbox=True, max_entries=3):
+            pass
