@@ -52,8 +52,7 @@ from hermes_nb.proxy.contracts import (
     resolve_contract,
     version_key,
 )
-from hermes_nb.receipts.junit import junit_suites_text
-from hermes_nb.receipts.summary import md_cell
+from hermes_nb.receipts.ci import junit_suites_text, md_cell
 from hermes_nb.receipts.write import check_clean
 from hermes_nb.rig.executable import install_of
 from hermes_nb.rig.venvs import KNOWN_VERSIONS, release_spec, unsupported_reason
