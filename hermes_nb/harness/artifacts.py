@@ -26,10 +26,9 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from hermes_nb.core.clock import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.facts import AUDIT_RELPATH, MISSIONS_RELPATH
-from hermes_nb.core.io import write_atomic
+from hermes_nb.core.io import iso_now, new_run_id, validate_run_id, write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.yamlio import dump_yaml
 from hermes_nb.harness import documents

@@ -22,10 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from hermes_nb.core.clock import new_run_id, validate_run_id
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.endpoint_safety import plain_http_warning
-from hermes_nb.core.facts import CONNECT_TIMEOUT_S, RUNTIME
+from hermes_nb.core.facts import CONNECT_TIMEOUT_S, RUNTIME, plain_http_warning
+from hermes_nb.core.io import new_run_id, validate_run_id
 from hermes_nb.core.redaction import Redactor, redact_headers
 from hermes_nb.harness.artifacts import MissionArtifacts
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of

@@ -19,7 +19,7 @@ __all__ = ["RunResult", "DryRunResult", "RUN_ARTIFACTS", "artifact_digests"]
 
 def artifact_digests(run_dir: Any, names: tuple[str, ...] = RUN_ARTIFACTS) -> dict[str, str]:
     """sha256 of each run artifact present in ``run_dir`` (missing ones are left out)."""
-    from hermes_nb.core.digests import sha256_file
+    from hermes_nb.core.io import sha256_file
 
     if run_dir is None:
         return {}

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.facts import PROMPT_FILE
+from hermes_nb.core.io import iso_now
 from hermes_nb.core.records import SSEEventRecord
 from hermes_nb.harness.mission import Mission, Workflow
 from hermes_nb.harness.plan import in_harness, prepare

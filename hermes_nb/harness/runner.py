@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import HermesError
 from hermes_nb.core.facts import ERROR_PREFIX, PROMPT_FILE, exit_code_for
+from hermes_nb.core.io import iso_now
 from hermes_nb.core.providers import provider_in_text
 from hermes_nb.core.records import Exchange, Outcome, SSEEventRecord
 from hermes_nb.harness import diffcap, documents

@@ -2,7 +2,7 @@
 
 The client delivers, for each SSE event, the event first and then the content
 piece it carried. :class:`RedactedStream` feeds the pieces through a
-:class:`~hermes_nb.core.stream_redaction.StreamRedactor` (a secret split across
+:class:`~hermes_nb.core.redaction.StreamRedactor` (a secret split across
 deltas never reaches ``runtime.stdout.log``) and holds each event back until its
 piece is settled, so ``events.ndjson`` logs it with its share of any split
 secret masked.
@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_nb.core.records import SSEEventRecord
-from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.stream_redaction import StreamRedactor
+from hermes_nb.core.redaction import Redactor, StreamRedactor
 
 __all__ = ["RedactedStream"]
 

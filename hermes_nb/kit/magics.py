@@ -37,11 +37,10 @@ from pydantic import Field
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import HermesError
-from hermes_nb.core.records import Exchange, Outcome
+from hermes_nb.core.records import Exchange, Outcome, Usage
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, Spec
-from hermes_nb.core.usage import Usage
 from hermes_nb.kit.models import ModelCatalog, unlisted_note
 from hermes_nb.load.report import LoadReport  # the load wing, reached from the kit by this magic only
 from hermes_nb.load.run import run_load

@@ -21,7 +21,7 @@ from types import EllipsisType
 from typing import TYPE_CHECKING
 
 from hermes_nb.core.errors import ConfigError
-from hermes_nb.core.usage import Usage
+from hermes_nb.core.records import Usage
 
 if TYPE_CHECKING:
     from hermes_nb.kit.exchanges import HistoryEntry

@@ -25,10 +25,9 @@ from typing import Any
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ConfigError, HermesError
-from hermes_nb.core.records import Exchange, Outcome
+from hermes_nb.core.records import Exchange, Outcome, Usage
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import resolve_runtime_config
-from hermes_nb.core.usage import Usage
 from hermes_nb.harness.prepare import prepare_mission
 from hermes_nb.kit import display
 from hermes_nb.kit.exchanges import History, HistoryEntry, StreamJob

@@ -49,7 +49,7 @@ def _timeline(exchange: Any) -> dict[str, Any] | None:
     """The stream's timing marks for the receipt's timeline picture (None when nothing streamed)."""
     if exchange is None or not getattr(exchange, "streamed", False):
         return None
-    from hermes_nb.core.timeline import StreamTimeline
+    from hermes_nb.core.records import StreamTimeline
 
     return StreamTimeline.from_exchange(exchange).to_dict()
 

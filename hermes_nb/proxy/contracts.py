@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import UsageError
+from hermes_nb.core.facts import contract_names, contracts_dir
 from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS, upstream_down_hint
-from hermes_nb.core.resources import contract_names, contracts_dir
 from hermes_nb.proxy.drift import NotJudged, Owner
 from hermes_nb.proxy.not_judged import section_not_judged
 from hermes_nb.proxy.probe import ROUTES

@@ -50,7 +50,7 @@ from pydantic import Field
 
 from hermes_nb.core.config import Provider
 from hermes_nb.core.errors import RigError, UsageError
-from hermes_nb.core.handles import EndpointHandle
+from hermes_nb.core.model import EndpointHandle
 from hermes_nb.core.providers import PROXY_PROVIDERS, logged_out_hint, provider_info
 from hermes_nb.core.redaction import Redactor, auth_store_secrets
 from hermes_nb.core.spec import Spec

@@ -40,8 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.errors import RigError, UsageError
-from hermes_nb.core.facts import ENV_PREFIX
-from hermes_nb.core.resources import contracts_dir, data_dir
+from hermes_nb.core.facts import ENV_PREFIX, contracts_dir, data_dir
 from hermes_nb.proxy.executable import find_hermes_bin, hermes_version
 
 __all__ = ["ENV_CACHE_DIR", "KNOWN_VERSIONS", "PINNED_VERSIONS", "cache_dir", "venv_dir", "pins_for",

@@ -84,7 +84,7 @@ def _value(key: str, value: Any) -> str:
 
 def _usage(summary: dict[str, Any] | None) -> str | None:
     """The run's token usage line (e2e receipts: the runtime result's usage and the stream's timing)."""
-    from hermes_nb.core.usage import Usage
+    from hermes_nb.core.records import Usage
 
     details = (summary or {}).get("details") or {}
     if not isinstance(details, dict) or "usage" not in details:

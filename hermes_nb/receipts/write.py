@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_nb.core.digests import json_digest, sha256_file
 from hermes_nb.core.errors import ArtifactError, SecretLeak
-from hermes_nb.core.io import write_atomic
+from hermes_nb.core.io import json_digest, sha256_file, write_atomic
 from hermes_nb.core.redaction import Redactor
 
 if TYPE_CHECKING:  # nbformat is imported where it is used: the smoke runner starts its kernels first

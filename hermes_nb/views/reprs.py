@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hermes_nb.core.records import Usage
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.usage import Usage
 from hermes_nb.views.htmlkit import (
     VERDICT_COLOURS,
     badge,

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from itertools import pairwise
 from typing import Any
 
-from hermes_nb.core.timeline import StreamTimeline
+from hermes_nb.core.records import StreamTimeline
 
 __all__ = ["StreamTimeline", "timeline_svg", "idle_gaps", "place_labels"]
 

@@ -45,8 +45,6 @@ from hermes_nb.wire.payloads import (
 )
 from hermes_nb.wire.sse import SSEDecoder
 
-__all__ = ["HermesClient", "MAX_BODY_BYTES"]
-
 #: non-SSE bodies are kept up to this size (the proxy itself refuses requests > 10 MB)
 MAX_BODY_BYTES = 16 * 1024 * 1024
 #: a string this long in a request body is sent in pieces (:class:`_Pieces`)

@@ -19,9 +19,6 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.records import ErrorEnvelope
 from hermes_nb.wire.sse import ServerSentEvent
 
-__all__ = ["media_type", "envelope_from_json", "parse_error_body", "in_band_error_of", "parse_retry_after",
-           "chat_request_body", "responses_request_body", "parse_chat_completion", "ChatStream"]
-
 _loads = json.loads
 _fast = orjson.loads
 _FastError = orjson.JSONDecodeError

@@ -14,8 +14,6 @@ import re
 
 from hermes_nb.core.facts import SENTINEL_TAG
 
-__all__ = ["SENTINEL_PLACEHOLDERS", "runtime_final_message_instruction", "extract_final_message", "wrap_final_message"]
-
 _FENCE = "```"
 _PLACEHOLDER = "<one-paragraph summary of the outcome>"
 #: the example contents of our instruction and of UH's: never a final message

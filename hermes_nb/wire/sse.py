@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ServerSentEvent", "SSEDecoder"]
-
 _BOM = "\ufeff"
 
 
