@@ -66,15 +66,12 @@ RUN_ARTIFACTS = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt
                  "request.json")
 
 ENV_PREFIX = "HERMES_NB_"
-ENV_ENDPOINT = ENV_PREFIX + "ENDPOINT"
-ENV_MODEL = ENV_PREFIX + "MODEL"
-#: never a notebook parameter, never printed
-ENV_AUTH_TOKEN = ENV_PREFIX + "AUTH_TOKEN"
-ENV_PROVIDER = ENV_PREFIX + "PROVIDER"
+#: the runtime_config keys the environment sets, each with its variable (``HERMES_NB_<KEY>``)
+ENV_CONFIG: Mapping[str, str] = {key: ENV_PREFIX + key.upper() for key in ("endpoint", "model", "auth_token",
+                                                                         "provider")}
+#: the token is never a notebook parameter, never printed
+ENV_ENDPOINT, ENV_AUTH_TOKEN = ENV_CONFIG["endpoint"], ENV_CONFIG["auth_token"]
 ENV_HERMES_BIN = ENV_PREFIX + "HERMES_BIN"
-#: the runtime_config keys the environment sets, each with its variable
-ENV_CONFIG: Mapping[str, str] = {"endpoint": ENV_ENDPOINT, "model": ENV_MODEL, "auth_token": ENV_AUTH_TOKEN,
-                                 "provider": ENV_PROVIDER}
 
 
 def env_secrets(environ: Mapping[str, str]) -> list[str]:

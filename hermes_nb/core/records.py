@@ -257,10 +257,6 @@ class Usage:
             text += " (estimated)"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.total_tokens, "tokens_per_s": self.tokens_per_s, "source": self.source}
-
 
 def _is_delta(data: str) -> bool:
     """A chunk that carries text (``choices[0].delta.content`` or ``choices[0].text``)."""

@@ -37,10 +37,8 @@ def find_manifest(root: str | os.PathLike[str] | None, manifest: str | os.PathLi
     """``manifest`` if given, else ``<root>/.harness/adapters/hermes-proxy.yaml`` when it exists."""
     if manifest is not None:
         return Path(manifest)
-    if root is None:
-        return None
-    default = manifest_path(root)
-    return default if default.is_file() else None
+    default = manifest_path(root) if root is not None else None
+    return default if default is not None and default.is_file() else None
 
 
 def _manifest_layer(manifest: AdapterManifest | str | os.PathLike[str] | None,
@@ -59,28 +57,19 @@ def _manifest_layer(manifest: AdapterManifest | str | os.PathLike[str] | None,
     return dict(loaded.config.runtime_config) if loaded.config else {}, label
 
 
-def resolve_runtime_config(
-    *,
-    manifest: AdapterManifest | str | os.PathLike[str] | None = None,
-    root: str | os.PathLike[str] | None = None,
-    mission_overrides: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
-    overrides: Mapping[str, Any] | str | None = None,
-    where: str = "runtime_config",
-    **explicit: Any,
-) -> HermesProxyRuntimeConfig:
+def resolve_runtime_config(*, manifest: AdapterManifest | str | os.PathLike[str] | None = None,
+                           root: str | os.PathLike[str] | None = None,
+                           mission_overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+                           overrides: Mapping[str, Any] | str | None = None, where: str = "runtime_config",
+                           **explicit: Any) -> HermesProxyRuntimeConfig:
     """The validated runtime config from every source, in the order above."""
     if isinstance(overrides, str):
         overrides = parse_overrides_json(overrides)
     from_manifest, manifest_label = _manifest_layer(manifest, root)
     layers: list[tuple[str, Mapping[str, Any] | None]] = [
-        ("default", {"model": DEFAULT_MODEL}),
-        (manifest_label, from_manifest),
-        ("mission", mission_overrides),
-        ("env", env_overrides(environ)),
-        ("overrides", overrides),
-        ("argument", {k: v for k, v in explicit.items() if v is not None}),
-    ]
+        ("default", {"model": DEFAULT_MODEL}), (manifest_label, from_manifest), ("mission", mission_overrides),
+        ("env", env_overrides(environ)), ("overrides", overrides),
+        ("argument", {k: v for k, v in explicit.items() if v is not None})]
     origins: dict[str, str] = {}
     for label, layer in layers:
         for key in layer or {}:

@@ -180,14 +180,14 @@ class Spec(StrictModel):
             where = cls.spelled(loc[0], face) if loc else "options"
             if err["type"] == "extra_forbidden":
                 problems.append(f"{where}: no such option")
-                continue
-            if err["type"] == "missing":
+            elif err["type"] == "missing":
                 problems.append(f"{where} is required")
-                continue
-            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-            msg = msg.replace("Input should be", "must be").replace("greater than", ">").replace("less than", "<")
-            msg = msg.replace(" or equal to ", "= ").replace("> =", ">=").replace("< =", "<=")
-            problems.append(f"{where}: {msg}")
+            else:
+                msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+                for old, new in (("Input should be", "must be"), ("greater than", ">"), ("less than", "<"),
+                                 (" or equal to ", "= "), ("> =", ">="), ("< =", "<=")):
+                    msg = msg.replace(old, new)
+                problems.append(f"{where}: {msg}")
         return "; ".join(problems)
 
     @classmethod

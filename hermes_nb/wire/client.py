@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import math
 import socket
 import ssl
 import time
@@ -211,19 +212,15 @@ class _Call:
         self.redact = client._redactor
         self.clock = client._clock
         cap_ms = client.max_duration_ms
-        self.cap = deadline_s if deadline_s is not None else (cap_ms / 1000.0 if cap_ms is not None else None)
-        self.wait = client.idle_timeout_s if self.cap is None else min(client.idle_timeout_s, self.cap)
+        self.cap = deadline_s if deadline_s is not None else cap_ms / 1000.0 if cap_ms is not None else math.inf
+        self.wait = min(client.idle_timeout_s, self.cap)
         self.started_at = datetime.now(UTC)
         self.t0 = self.last_progress = self.clock()
-        self.cap_at = None if self.cap is None else self.t0 + self.cap
+        self.cap_at = self.t0 + self.cap
         self.fields: dict[str, Any] = {}
         self.timings: dict[str, Any] = {}
         self.failure: TransportFailure | None = None
         self._outer_trace = request.extensions.get("trace")
-
-    def _due(self) -> float:
-        due = self.last_progress + self.wait
-        return due if self.cap_at is None else min(due, self.cap_at)
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
         """httpcore's trace hook: bound every read and write of the connection by the call's deadline. httpx's
@@ -237,7 +234,7 @@ class _Call:
 
     def _bounded(self, io: Callable[[Any, float | None], Any]) -> Callable[..., Any]:
         def bounded(data: Any, timeout: float | None = None) -> Any:
-            left = max(self._due() - self.clock(), 0.001)
+            left = max(min(self.last_progress + self.wait, self.cap_at) - self.clock(), 0.001)
             return io(data, left if timeout is None else min(timeout, left))
         return bounded
 
@@ -251,14 +248,13 @@ class _Call:
 
     def _fail(self, exc: httpx.RequestError, phase: TransportPhase) -> None:
         self.failure = failure = transport_failure(exc, phase, self.redact)
-        if self.cap_at is not None and self.clock() >= self.cap_at:
+        if self.clock() >= self.cap_at:
             self._timed_out("deadline", phase, failure.exception)
         elif failure.kind == "read_timeout":
             self._timed_out("read_timeout", phase, failure.exception)
 
     def run(self) -> Exchange:
-        connect_s = max(self.client.connect_timeout_s if self.cap is None else
-                        min(self.client.connect_timeout_s, self.cap), 0.001)
+        connect_s = max(min(self.client.connect_timeout_s, self.cap), 0.001)
         read_s = max(self.wait, 0.001)
         self.request.extensions["timeout"] = {"connect": connect_s, "read": read_s, "write": read_s, "pool": connect_s}
         self.request.extensions["trace"] = self._trace
@@ -305,7 +301,7 @@ class _Call:
             if bytes_are_progress:
                 self.last_progress = now
             yield chunk
-            if self.cap_at is not None and now >= self.cap_at:
+            if now >= self.cap_at:
                 self._timed_out("deadline", "body")
                 return
             if now - self.last_progress >= self.wait:  # only keep-alives since the last event
@@ -389,21 +385,14 @@ class _Call:
                         timings=Timings(started_at=self.started_at, **self.timings), **f)
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        item = todo.pop()
-        if item is not None and all(item is not s for s in seen):
-            seen.append(item)
-            todo += [item.__cause__, item.__context__]
-    return seen
-
-
 def transport_failure(exc: httpx.RequestError, phase: TransportPhase, redact: Redactor) -> TransportFailure:
     """An httpx request error as a record. Refused, DNS and other connect errors are told apart by the cause
     chain (errno, :class:`socket.gaierror`), else by the usual message texts (errors built without a cause)."""
-    chain = _chain(exc)
+    chain: list[BaseException] = []
+    item: BaseException | None = exc
+    while item is not None and item not in chain:
+        chain.append(item)
+        item = item.__cause__ or item.__context__
     text = " ".join(str(e) for e in chain).lower()
     errnos = {e.errno for e in chain if isinstance(e, OSError)}
     kind: TransportKind
