@@ -286,7 +286,13 @@ class _Call:
             if ctype == "text/event-stream":
                 self._read_sse(response)
             else:
-                self._read_body(response, body)
+                for chunk in self._chunks(response, bytes_are_progress=True):
+                    body += chunk
+                    if len(body) > MAX_BODY_BYTES:
+                        del body[MAX_BODY_BYTES:]
+                        f.setdefault("protocol_errors", []).append(
+                            f"body larger than {MAX_BODY_BYTES} bytes; the rest was not read")
+                        break
         except (httpx.TransportError, httpx.DecodingError) as exc:
             self._fail(exc, "body")
         finally:
@@ -340,15 +346,6 @@ class _Call:
                                done=chat.done, usage=chat.usage, model=chat.model, envelope=chat.error,
                                in_band_error=chat.in_band_error, protocol_errors=list(chat.protocol_errors),
                                warnings=list(chat.warnings))
-
-    def _read_body(self, response: httpx.Response, buf: bytearray) -> None:
-        for chunk in self._chunks(response, bytes_are_progress=True):
-            buf += chunk
-            if len(buf) > MAX_BODY_BYTES:
-                del buf[MAX_BODY_BYTES:]
-                self.fields.setdefault("protocol_errors", []).append(
-                    f"body larger than {MAX_BODY_BYTES} bytes; the rest was not read")
-                return
 
     def _interpret_body(self, raw: bytes, status: int) -> None:
         """Keep the body verbatim; parse JSON (a completion, or an error envelope)."""
