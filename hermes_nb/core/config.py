@@ -254,7 +254,7 @@ def merge_runtime_config(base: Mapping[str, Any] | HermesProxyRuntimeConfig, *ov
                          where: str = "runtime_config") -> HermesProxyRuntimeConfig:
     """Shallow merge of ``overrides`` over ``base`` (later wins), then strict re-validation."""
     merged = base.model_dump(exclude_none=True) if isinstance(base, HermesProxyRuntimeConfig) else dict(base)
-    for layer in filter(None, overrides):
+    for layer in (layer for layer in overrides if layer is not None):
         if not isinstance(layer, Mapping):
             raise ConfigError(f"{where}: overrides must be an object, got {type(layer).__name__}")
         merged.update(layer)
