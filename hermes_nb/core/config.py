@@ -1,9 +1,6 @@
-"""The strict ``runtime_config`` of the hermes-proxy adapter, its validation and merging.
-
-``HermesProxyRuntimeConfig`` is seed §7 plus UH's ``provider`` and
-``extra_headers``. It rejects unknown keys, naming the key and suggesting the
-closest valid one. The layering of its sources (manifest, mission, the
-``HERMES_NB_*`` environment, arguments) is :func:`hermes_nb.core.resolve.resolve_runtime_config`.
+"""The strict ``runtime_config`` of the hermes-proxy adapter (seed §7 plus UH's ``provider`` and
+``extra_headers``), its validation and merging; an unknown key is named with the closest valid one. Its sources
+are layered by :func:`hermes_nb.core.resolve.resolve_runtime_config`.
 """
 
 from __future__ import annotations
@@ -11,43 +8,20 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    Field,
-    PrivateAttr,
-    SecretStr,
-    ValidationError,
-    field_serializer,
-    field_validator,
-)
+import httpx
+from pydantic import BaseModel, Field, PrivateAttr, SecretStr, ValidationError, field_serializer, field_validator
 
 from hermes_nb.core.errors import ConfigError, UnknownKeyError
 from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_TIMEOUT_MS
 from hermes_nb.core.model import StrictModel
+from hermes_nb.core.providers import provider_info
 from hermes_nb.core.redaction import REDACTED, is_secret_name, redact_headers
 
-__all__ = [
-    "FORBIDDEN_EXTRA_HEADERS",
-    "PROVIDERS",
-    "UH_STRICT_KEYS",
-    "HermesProxyRuntimeConfig",
-    "normalise_endpoint",
-    "endpoint_of",
-    "validate_config",
-    "merge_runtime_config",
-    "parse_overrides_json",
-    "format_validation_error",
-]
-
-#: the providers the proxy ships (``hermes proxy providers``; a test keeps this equal to
-#: :data:`~hermes_nb.core.providers.PROXY_PROVIDERS`, the table's rows): anything else is refused in one line
+#: the providers the proxy ships (:data:`~hermes_nb.core.providers.PROXY_PROVIDERS`): anything else is refused
 Provider = Literal["nous", "xai"]
-PROVIDERS: tuple[Provider, ...] = get_args(Provider)
-
-
-#: The keys UH's own strict hermes-proxy runtime_config schema accepts.
+#: the keys UH's own strict hermes-proxy runtime_config schema accepts
 UH_STRICT_KEYS = ("endpoint", "model", "provider", "request_timeout_ms", "extra_headers")
 #: headers ``extra_headers`` may not set: the client frames the request itself (length, host, transfer coding),
 #: and the bearer has its own key (``auth_token``)
@@ -58,13 +32,11 @@ _FORBIDDEN_PATTERN = "^(" + "|".join(
 
 
 def normalise_endpoint(value: str) -> str:
-    """Validate an http(s) URL and strip trailing slashes (``…/v1/`` → ``…/v1``)."""
+    """Validate an http(s) URL by the rules of the client that sends to it; strip trailing slashes."""
     if not isinstance(value, str) or not value.strip():
         raise ValueError("endpoint must be a non-empty URL")
     text = value.strip()
     shown = text if "@" not in text else "<a URL with user info>"
-    import httpx  # the URL rules of the client that sends the requests; loaded here, not by every config user
-
     try:
         url = httpx.URL(text)
     except (httpx.InvalidURL, TypeError):
@@ -77,8 +49,7 @@ def normalise_endpoint(value: str) -> str:
         raise ValueError(f"endpoint has no host: {shown!r}")
     if url.port is not None and not 1 <= url.port <= 65535:
         raise ValueError(f"endpoint port {url.port} is out of range (1-65535): {shown!r}")
-    if url.query or url.fragment:
-        # not echoed: a query is where API keys get pasted (?key=…)
+    if url.query or url.fragment:  # not echoed: a query is where API keys get pasted (?key=…)
         raise ValueError("endpoint must not carry a query or fragment (?… or #…)")
     return text.rstrip("/")
 
@@ -140,8 +111,6 @@ class HermesProxyRuntimeConfig(StrictModel):
     @field_validator("provider", mode="before")
     @classmethod
     def _provider(cls, value: Any) -> Any:
-        from hermes_nb.core.providers import provider_info
-
         info = provider_info(value) if isinstance(value, str) else None
         if info is not None and value.strip().lower() != info.id:
             raise ValueError(f"{value!r} is the `hermes auth` id; provider takes the proxy's name: {info.id!r} "
@@ -158,9 +127,9 @@ class HermesProxyRuntimeConfig(StrictModel):
     @field_validator("auth_token")
     @classmethod
     def _token(cls, value: SecretStr) -> SecretStr:
-        if not value.get_secret_value():
-            raise ValueError("auth_token must be non-empty")
         token = value.get_secret_value()
+        if not token:
+            raise ValueError("auth_token must be non-empty")
         if not token.isascii() or any(c in token for c in "\r\n"):  # never echo the token itself
             raise ValueError("auth_token must be ASCII without line breaks (it is sent in the Authorization header)")
         return value
@@ -183,10 +152,6 @@ class HermesProxyRuntimeConfig(StrictModel):
             out[key.lower()] = val
         return out
 
-    @field_serializer("auth_token", when_used="json")
-    def _dump_token(self, value: SecretStr) -> str:
-        return "**********"
-
     @field_serializer("extra_headers", when_used="json")
     def _dump_headers(self, value: dict[str, str]) -> dict[str, str]:
         return redact_headers(value)
@@ -197,24 +162,22 @@ class HermesProxyRuntimeConfig(StrictModel):
 
     def origin(self, key: str) -> str:
         """Where ``key``'s value came from: ``default``, ``manifest``, ``mission``, ``env HERMES_NB_…``,
-        ``overrides`` or ``argument`` (``default`` for a config built directly)."""
+        ``overrides`` or ``argument``."""
         return self._origins.get(key, "default")
 
     def with_endpoint(self, endpoint: str, *, origin: str) -> HermesProxyRuntimeConfig:
         """This config aimed at ``endpoint`` (validated), its origin recorded: the same resolution, no second one."""
         copy = self.model_copy()
-        copy.endpoint = endpoint  # validate_assignment: normalised and checked like any endpoint
+        copy.endpoint = endpoint
         copy._origins = {**self._origins, "endpoint": origin}
         return copy
 
     def secrets(self) -> list[str]:
-        """Every secret value this config holds (for redaction)."""
+        """Every secret value this config holds (a header's value, and its credential after the scheme)."""
         found = [self.auth_token.get_secret_value()]
         for key, val in self.extra_headers.items():
             if is_secret_name(key):
-                found.append(val)
-                if " " in val:
-                    found.append(val.split(" ", 1)[1])
+                found += [val, val.partition(" ")[2]]
         return [s for s in found if s]
 
     def to_parameter(self) -> dict[str, Any]:
@@ -234,36 +197,23 @@ class HermesProxyRuntimeConfig(StrictModel):
         return config
 
     def to_document(self, *, reveal_secrets: bool = False, uh_strict: bool = False) -> dict[str, Any]:
-        """A plain dict for YAML/JSON; the token is masked unless ``reveal_secrets``."""
+        """A plain dict for YAML/JSON; secrets masked unless ``reveal_secrets``."""
         data = self.model_dump(mode="python", exclude_none=True)
         data["auth_token"] = self.auth_token.get_secret_value() if reveal_secrets else "**********"
         if not reveal_secrets:
-            data["extra_headers"] = redact_headers(data.get("extra_headers", {}))
-        if uh_strict:
-            data = {k: v for k, v in data.items() if k in UH_STRICT_KEYS}
-        return data
+            data["extra_headers"] = redact_headers(data["extra_headers"])
+        return {k: v for k, v in data.items() if k in UH_STRICT_KEYS} if uh_strict else data
 
 
-# --------------------------------------------------------------------------- errors
-
-def _closest(key: str, valid: list[str]) -> str | None:
-    match = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-    return match[0] if match else None
-
-
-def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    current: Any = model
+def _model_at(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model of the nested field at ``loc`` (None when there is none)."""
     for part in loc:
-        if not (isinstance(current, type) and issubclass(current, BaseModel)):
-            return None
-        field = current.model_fields.get(str(part))
+        field = model.model_fields.get(str(part)) if model is not None else None
         if field is None:
             return None
-        ann = field.annotation
-        args = getattr(ann, "__args__", ())
-        nested = [a for a in (ann, *args) if isinstance(a, type) and issubclass(a, BaseModel)]
-        current = nested[0] if nested else None
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+        kinds = (field.annotation, *getattr(field.annotation, "__args__", ()))
+        model = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
+    return model
 
 
 def format_validation_error(exc: ValidationError, *, where: str, model: type[BaseModel] | None = None) -> ConfigError:
@@ -275,18 +225,16 @@ def format_validation_error(exc: ValidationError, *, where: str, model: type[Bas
         path = ".".join(str(p) for p in loc) or "(document)"
         if err.get("type") == "extra_forbidden":
             key = str(loc[-1]) if loc else "?"
-            parent = _model_at(model, loc[:-1]) if model else None
-            suggestion = _closest(key, list(parent.model_fields)) if parent else None
-            unknown = UnknownKeyError(key, where=where + (f".{'.'.join(map(str, loc[:-1]))}" if loc[:-1] else ""),
-                                      suggestion=suggestion)
+            parent = _model_at(model, loc[:-1])
+            close = difflib.get_close_matches(key, list(parent.model_fields), n=1, cutoff=0.5) if parent else []
+            unknown = UnknownKeyError(key, where=".".join([where, *map(str, loc[:-1])]),
+                                      suggestion=close[0] if close else None)
             first_unknown = first_unknown or unknown
             problems.append(str(unknown))
         elif err.get("type") == "missing":
             problems.append(f"{where}: missing required key {path!r}")
         else:
-            msg = err.get("msg", "invalid value")
-            msg = msg.removeprefix("Value error, ")
-            problems.append(f"{where}: {path}: {msg}")
+            problems.append(f"{where}: {path}: {err.get('msg', 'invalid value').removeprefix('Value error, ')}")
     if first_unknown is not None and len(problems) == 1:
         return first_unknown
     message = problems[0] if len(problems) == 1 else f"{len(problems)} problems: " + "; ".join(problems)
@@ -305,15 +253,8 @@ def validate_config(data: Mapping[str, Any], *, where: str = "runtime_config") -
 def merge_runtime_config(base: Mapping[str, Any] | HermesProxyRuntimeConfig, *overrides: Mapping[str, Any] | None,
                          where: str = "runtime_config") -> HermesProxyRuntimeConfig:
     """Shallow merge of ``overrides`` over ``base`` (later wins), then strict re-validation."""
-    if isinstance(base, HermesProxyRuntimeConfig):
-        merged: dict[str, Any] = base.model_dump(mode="python", exclude_none=True)
-    elif isinstance(base, Mapping):
-        merged = dict(base)
-    else:
-        raise ConfigError(f"{where}: expected a mapping, got {type(base).__name__}")
-    for layer in overrides:
-        if layer is None:
-            continue
+    merged = base.model_dump(exclude_none=True) if isinstance(base, HermesProxyRuntimeConfig) else dict(base)
+    for layer in (layer for layer in overrides if layer is not None):
         if not isinstance(layer, Mapping):
             raise ConfigError(f"{where}: overrides must be an object, got {type(layer).__name__}")
         merged.update(layer)

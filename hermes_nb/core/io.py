@@ -1,29 +1,59 @@
-"""Outputs land whole or not at all: one way to prove an output writable, one way to write it.
+"""Outputs land whole or not at all; run ids, timestamps and digests in UH's formats.
 
-:func:`prove_writable` (a file) and :func:`prove_dir` (a directory) run before a job starts and *create*
-what writing will need: a permission check is not enough (root passes every ``os.access``, and ``/proc`` or a
-read-only mount refuses anyway). :func:`write_atomic` writes a temporary file beside the target and renames it
-over the target, so a reader sees the old document or the new one, never a part; a write that fails (a full
-disk) removes its temporary file and leaves no empty target, and is one :class:`ArtifactError` line naming the
-output. A target that exists and is no regular file (``/dev/stdout``, a pipe) is written in place.
+:func:`prove_writable` and :func:`prove_dir` run before a job starts and *create* what writing will need (a
+permission check is not enough: root passes every ``os.access``, a read-only mount refuses anyway).
+:func:`write_atomic` writes a temporary file beside the target and renames it over it, so a reader sees the old
+document or the new one, never a part. A target that is no regular file (``/dev/stdout``, a pipe) is written in place.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
+import re
 import secrets
 import stat
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import Any
 
 from hermes_nb.core.errors import ArtifactError, UsageError
 
-__all__ = ["prove_writable", "prove_dir", "write_atomic"]
-
 #: characters encoded per write: a 10 MB prompt is never encoded whole a second time
 _PIECE = 1 << 20
+#: an explicit run id (``--run-id``)
+_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def iso_now(now: datetime | None = None) -> str:
+    """``2026-12-02T15:40:20.123Z`` (UTC, milliseconds)."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """``YYYYMMDDTHHMMSSZ-`` plus 6 lowercase hex (UTC)."""
+    return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def validate_run_id(run_id: str) -> str:
+    if not isinstance(run_id, str) or not _RUN_ID_RE.match(run_id) or run_id in (".", ".."):
+        raise ArtifactError(f"invalid run id {run_id!r}: must match {_RUN_ID_RE.pattern}")
+    return run_id
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def json_digest(obj: Any) -> str:
+    """sha256 of canonical JSON (sorted keys, no spaces, UTF-8 kept): the same data always gives the same digest."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _stream(path: Path) -> bool:
@@ -35,18 +65,6 @@ def _stream(path: Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def _blocked_by(path: Path) -> str | None:
-    """Why ``path``'s directory cannot be made: its nearest existing ancestor is no directory."""
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    return None if parent.is_dir() else f"{parent} is not a directory"
-
-
-def _why(exc: OSError) -> str:
-    return exc.strerror or str(exc)
-
-
 def _real(path: str | os.PathLike[str]) -> Path:
     """The file a final symlink names (it is that file that is proven and replaced), else ``path``."""
     return Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
@@ -54,14 +72,17 @@ def _real(path: str | os.PathLike[str]) -> Path:
 
 def prove_writable(path: str | os.PathLike[str], what: str, *, append: bool = False) -> Path:
     """Prove now that ``path`` can be written at the end: its directory is created and a file is created beside
-    it (and removed). ``append``: the file itself is opened for appending instead (created if missing: GitHub's
-    step summary). A :class:`UsageError` ``<what> <path>: not writable (<why>)`` otherwise."""
+    it (and removed); ``append``: the file itself is opened for appending (created if missing: GitHub's step
+    summary). Else a :class:`UsageError` ``<what> <path>: not writable (<why>)``."""
     target = _real(path)
     try:
         if target.is_dir():
             raise IsADirectoryError(0, "is a directory")
-        if (blocked := _blocked_by(target)) is not None:
-            raise NotADirectoryError(0, blocked)
+        parent = target.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise NotADirectoryError(0, f"{parent} is not a directory")
         target.parent.mkdir(parents=True, exist_ok=True)
         if append or _stream(target):  # never blocks: a pipe with no reader is refused, not waited on
             os.close(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666))
@@ -70,20 +91,19 @@ def prove_writable(path: str | os.PathLike[str], what: str, *, append: bool = Fa
         os.close(fd)
         os.unlink(name)
     except OSError as exc:
-        raise UsageError(f"{what} {path}: not writable ({_why(exc)})") from None
+        raise UsageError(f"{what} {path}: not writable ({exc.strerror or exc})") from None
     return target
 
 
 def prove_dir(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` created if needed and proven writable by creating a file in it; else a :class:`UsageError`
-    ``<what> <path>: not a writable directory (<why>)``."""
+    """``path`` created if needed and proven writable by creating a file in it; else a :class:`UsageError`."""
     target = Path(path)
     try:
         target.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=target):
             pass
     except OSError as exc:
-        raise UsageError(f"{what} {path}: not a writable directory ({_why(exc)})") from None
+        raise UsageError(f"{what} {path}: not a writable directory ({exc.strerror or exc})") from None
     return target
 
 
@@ -94,11 +114,10 @@ def _create_beside(target: Path) -> tuple[int, str]:
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, what: str = "") -> Path:
-    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all (see the module docstring), its directory
-    created if needed. A failure is :class:`ArtifactError` ``cannot write <what> <path>: <why>``, with no
-    temporary file left behind. A symlink is followed: the file it names is replaced."""
+    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all, its directory created if needed (a symlink
+    is followed). A failure is :class:`ArtifactError` ``cannot write <what> <path>: <why>``, with no temporary
+    file left behind and the target untouched."""
     target = _real(path)
-    label = f"{what} {path}" if what else str(path)
     name = None
     try:
         if _stream(target):
@@ -112,15 +131,16 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, what: str =
         os.replace(name, target)
         name = None
     except OSError as exc:
-        raise ArtifactError(f"cannot write {label}: {_why(exc)}") from None
+        label = f"{what} {path}" if what else str(path)
+        raise ArtifactError(f"cannot write {label}: {exc.strerror or exc}") from None
     finally:
-        if name is not None:  # failed or interrupted: the temporary file goes, the target is untouched
+        if name is not None:  # failed or interrupted
             with contextlib.suppress(OSError):
                 os.unlink(name)
     return Path(path)
 
 
-def _write(handle: IO[bytes], data: str | bytes) -> None:
+def _write(handle: Any, data: str | bytes) -> None:
     if isinstance(data, bytes):
         handle.write(data)
         return

@@ -1,28 +1,21 @@
-"""The adapter manifest (``uh.adapter.v0``, ``.harness/adapters/hermes-proxy.yaml``): model, template, IO."""
+"""The adapter manifest (``uh.adapter.v0``, ``.harness/adapters/hermes-proxy.yaml``): model, template, IO; and the
+JSON Schemas of it and of the runtime config (``hermes-nb schema``, ``docs/schema/``)."""
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from hermes_nb.core.config import (
-    HermesProxyRuntimeConfig,
-    format_validation_error,
-    merge_runtime_config,
-    validate_config,
-)
+from hermes_nb.core.config import HermesProxyRuntimeConfig, format_validation_error, validate_config
 from hermes_nb.core.errors import ConfigError
 from hermes_nb.core.facts import DEFAULT_AUTH_TOKEN, DEFAULT_ENDPOINT, DEFAULT_MODEL, DEFAULT_TIMEOUT_MS, RUNTIME
 from hermes_nb.core.io import write_atomic
 from hermes_nb.core.model import StrictModel
 from hermes_nb.core.yamlio import dump_yaml, load_yaml, read_text_file
-
-__all__ = ["AdapterConfig", "AdapterManifest", "manifest_template", "load_manifest", "save_manifest",
-           "manifest_document"]
 
 
 class AdapterConfig(StrictModel):
@@ -47,42 +40,29 @@ class AdapterManifest(StrictModel):
     status: Literal["active", "experimental", "deprecated"] = "active"
     config: AdapterConfig | None = None
 
-    def runtime_config(self, *overrides: Mapping[str, Any]) -> HermesProxyRuntimeConfig:
-        base = dict(self.config.runtime_config) if self.config else {}
-        return merge_runtime_config(base, *overrides)
+    def runtime_config(self) -> HermesProxyRuntimeConfig:
+        return validate_config(self.config.runtime_config if self.config else {})
 
 
 def manifest_template(*, uh_strict: bool = False, endpoint: str = DEFAULT_ENDPOINT,
                       model: str = DEFAULT_MODEL) -> AdapterManifest:
     """The seed §9 manifest (status experimental) for ``adapter add``."""
-    runtime_config: dict[str, Any] = {
-        "endpoint": endpoint,
-        "model": model,
-        "provider": "nous",
-        "request_timeout_ms": DEFAULT_TIMEOUT_MS,
-        "extra_headers": {},
-    }
+    runtime_config: dict[str, Any] = {"endpoint": endpoint, "model": model, "provider": "nous",
+                                      "request_timeout_ms": DEFAULT_TIMEOUT_MS, "extra_headers": {}}
     if not uh_strict:
         runtime_config.update({"auth_token": DEFAULT_AUTH_TOKEN, "temperature": 0, "stream": True})
     validate_config(runtime_config)
     return AdapterManifest(
-        id=RUNTIME,
-        name="Hermes proxy",
-        runtime=RUNTIME,
-        status="experimental",
-        description=(
-            "HTTP client targeting a local `hermes proxy` instance.\n"
-            "Provider-agnostic OAI-compat routing for OAuth-backed subscriptions.\n"
-        ),
+        id=RUNTIME, name="Hermes proxy", runtime=RUNTIME, status="experimental",
+        description=("HTTP client targeting a local `hermes proxy` instance.\n"
+                     "Provider-agnostic OAI-compat routing for OAuth-backed subscriptions.\n"),
         capabilities=["subscription-auth", "oai-compat", "http-transport", "sentinel-protocol"],
-        config=AdapterConfig(pass_session_id=False, runtime_config=runtime_config),
-    )
+        config=AdapterConfig(pass_session_id=False, runtime_config=runtime_config))
 
 
 def load_manifest(path: str | os.PathLike[str]) -> AdapterManifest:
     p = Path(path)
-    text = read_text_file(p, f"{p}: manifest")
-    data = load_yaml(text, where=str(p))
+    data = load_yaml(read_text_file(p, f"{p}: manifest"), where=str(p))
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: manifest must be a mapping")
     try:
@@ -105,3 +85,19 @@ def save_manifest(manifest: AdapterManifest, path: str | os.PathLike[str], *, fo
     if p.exists() and not force:
         raise ConfigError(f"{p}: already exists (use --force to overwrite)")
     return write_atomic(p, dump_yaml(manifest_document(manifest), block_strings=False), what="manifest")
+
+
+def schema_documents() -> dict[str, dict[str, Any]]:
+    """JSON Schemas keyed by file name (``docs/schema/<name>``)."""
+    docs = {}
+    models: dict[str, type[StrictModel]] = {"hermes-proxy-runtime-config": HermesProxyRuntimeConfig,
+                                            "adapter-manifest": AdapterManifest}
+    for name, model in models.items():
+        doc = docs[f"{name}.schema.json"] = model.model_json_schema(mode="validation")
+        doc["$id"] = f"https://hermes-nb.invalid/schema/{name}.schema.json"
+    return docs
+
+
+def write_schemas(directory: str | os.PathLike[str]) -> list[Path]:
+    return [write_atomic(Path(directory) / name, json.dumps(doc, indent=2, sort_keys=True) + "\n", what="schema")
+            for name, doc in schema_documents().items()]

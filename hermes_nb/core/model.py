@@ -1,30 +1,28 @@
-"""The one strict base of every pydantic document and record hermes_nb owns, and how a record shows itself.
-
-Models that mirror someone else's loose document (UH's mission, which drops unknown keys as UH does)
-derive from :class:`pydantic.BaseModel` with ``extra="ignore"`` instead; each says why.
+"""The one strict base of every pydantic document and record hermes_nb owns, how a record shows itself, and the
+one handle shape of a running server. Models mirroring someone else's loose document (UH's mission) derive from
+:class:`pydantic.BaseModel` with ``extra="ignore"`` instead; each says why.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["StrictModel", "Shown"]
+H = TypeVar("H", bound="EndpointHandle")
 
 
 class StrictModel(BaseModel):
-    """A key the model does not know is rejected, naming it; an assignment is validated like a construction;
-    a rejected value is never echoed in the error (it may be a token)."""
+    """An unknown key is rejected, naming it; an assignment is validated; a rejected value is never echoed in the
+    error (it may be a token)."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
 
 
 class Shown:
-    """A record a cell can end with. Records know nothing of HTML: IPython asks ``_repr_html_``, which hands the
-    record to :func:`hermes_nb.views.html` (loaded then, by name: the views sit above every record they draw).
-    ``_repr_text_`` is the record's own one line."""
+    """A record a cell can end with. IPython asks ``_repr_html_``, which hands the record to
+    :func:`hermes_nb.views.html`, loaded by name then: the views sit above every record they draw."""
 
     def _repr_text_(self) -> str:
         return f"{type(self).__name__}(...)"
@@ -35,3 +33,17 @@ class Shown:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(f"{type(self).__name__}(...)" if cycle else self._repr_text_())
+
+
+class EndpointHandle(str):
+    """A running server that *is* its endpoint string (``with serve_emulator() as emu:``), so it goes wherever an
+    endpoint does; every keyword becomes an attribute (the emulator's, the rig's and an upstream's handles)."""
+
+    endpoint: str
+
+    def __new__(cls: type[H], endpoint: str, **fields: Any) -> H:
+        obj = super().__new__(cls, endpoint)
+        obj.endpoint = endpoint
+        for key, value in fields.items():
+            object.__setattr__(obj, key, value)
+        return obj

@@ -1,68 +1,39 @@
-"""Plain data records shared by the client, classifier, runner, probe and receipts.
-
-No IO and no logic beyond small derived properties. Every record dumps to
-JSON-safe data with :meth:`pydantic.BaseModel.model_dump` (``mode="json"``)
-and never holds a secret: request headers are redacted when the record is
-built (see :func:`hermes_nb.core.redaction.redact_headers`).
+"""Plain data records shared by the client, the readings, the runner, the probe and the receipts: no IO, no
+logic beyond small derived properties, never a secret (headers are redacted when a record is built). Every record
+dumps to JSON-safe data.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
 
+from hermes_nb.core.errors import ProtocolViolation, ProxyStatusError, ProxyTimeout, ProxyUnreachable
 from hermes_nb.core.model import Shown, StrictModel
 from hermes_nb.core.redaction import Redactor
 
-__all__ = [
-    "DELTA_MARKS",
-    "ErrorEnvelope",
-    "SSEEventRecord",
-    "RequestRecord",
-    "TransportFailure",
-    "TransportKind",
-    "TransportPhase",
-    "NO_CONNECTION",
-    "TIMED_OUT",
-    "Timings",
-    "Exchange",
-    "Outcome",
-    "Status",
-]
-
 Status = Literal["passed", "failed", "blocked"]
-#: where a transport failure happened: ``connect`` (no response), ``headers`` (connected, no status yet) or
-#: ``body`` (mid-stream)
+#: where a transport failure happened: ``connect`` (no response), ``headers`` (no status yet) or ``body``
 TransportPhase = Literal["connect", "headers", "body"]
-
-#: What went wrong below HTTP. ``deadline`` = the overall request deadline
-#: fired; ``read_timeout`` = no byte for the idle-read timeout (a stall).
-TransportKind = Literal[
-    "connect_refused",
-    "connect_timeout",
-    "dns",
-    "connect_error",
-    "read_timeout",
-    "deadline",
-    "read_error",
-    "reset",
-    "remote_protocol",
-    "other",
-]
+#: what went wrong below HTTP; ``deadline``: the overall cap passed, ``read_timeout``: a silence too long
+TransportKind = Literal["connect_refused", "connect_timeout", "dns", "connect_error", "read_timeout", "deadline",
+                        "read_error", "reset", "remote_protocol", "other"]
 
 
 class ErrorEnvelope(StrictModel):
-    """``{"error": {message, type, code}}`` or the flat ``{message, status}`` shape."""
+    """An error body: ``{"error": {...}}`` (``nested``), ``{"message": ...}`` (``flat``), ``{"error": "..."}``
+    (``string``)."""
 
     message: str | None = None
     type: str | None = None
     code: str | int | None = None
     param: str | None = None
     status: str | int | None = None
-    #: ``"nested"`` for ``{"error": {...}}``, ``"flat"`` for ``{"message": ...}``,
-    #: ``"string"`` for ``{"error": "..."}``.
     shape: Literal["nested", "flat", "string"] = "nested"
 
     @property
@@ -76,8 +47,6 @@ class ErrorEnvelope(StrictModel):
 
 
 class SSEEventRecord(StrictModel):
-    """One dispatched SSE event as received."""
-
     event: str = "message"
     data: str = ""
     id: str | None = None
@@ -105,57 +74,49 @@ class TransportFailure(StrictModel):
 #: the transport failures that mean "no proxy there", and those that mean "it took too long"
 NO_CONNECTION: frozenset[str] = frozenset({"connect_refused", "dns", "connect_error"})
 TIMED_OUT: frozenset[str] = frozenset({"connect_timeout", "read_timeout", "deadline"})
-
-
 #: how many delta arrival times an Exchange keeps (its timeline picture needs no more)
 DELTA_MARKS = 1000
 
 
 class Timings(StrictModel):
+    """Seconds since the request was sent."""
+
     started_at: datetime
-    #: seconds from send to response headers
     headers_s: float | None = None
     first_delta_s: float | None = None
     last_byte_s: float | None = None
     total_s: float = 0.0
-    #: seconds from send to each text delta (the first DELTA_MARKS of them: enough for a timeline picture,
-    #: bounded for a long answer even when the Exchange keeps no SSE event records)
+    #: each text delta (the first DELTA_MARKS: bounded even when no event records are kept)
     delta_s: list[float] = Field(default_factory=list)
 
 
 class Exchange(Shown, StrictModel):
-    """One HTTP exchange with the proxy, success or not. Never raises; records."""
+    """One HTTP exchange with the proxy, success or not, as recorded (never raised)."""
 
     request: RequestRecord
     status: int | None = None
     reason: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    #: media type only, lower-cased (``text/event-stream``), charset dropped
+    #: the media type only, lower-cased
     content_type: str | None = None
-    #: raw body text for non-SSE responses (decoded UTF-8 with replacement), kept verbatim
+    #: a body that was not SSE, verbatim (UTF-8 with replacement), and its JSON when it was JSON
     body_text: str | None = None
-    #: the parsed JSON body when the body was JSON
     json_body: Any = None
-    #: True when the body was read as an SSE stream
     streamed: bool = False
     events: list[SSEEventRecord] = Field(default_factory=list)
-    #: assistant text: concatenated ``delta.content`` or ``message.content``
     text: str = ""
     finish_reason: str | None = None
     #: ``data: [DONE]`` was seen
     done: bool = False
     usage: dict[str, Any] | None = None
     model: str | None = None
-    #: error envelope from a non-2xx JSON body or an in-band stream error
     envelope: ErrorEnvelope | None = None
-    #: the error arrived inside a 200 stream (``event: error`` or ``data: {"error": …}``)
+    #: the error arrived inside a 200 stream
     in_band_error: bool = False
-    #: frames that were not valid JSON / not a chunk (kept as messages, not raised)
     protocol_errors: list[str] = Field(default_factory=list)
-    #: stream oddities that are not errors (e.g. a whole ``choices[].message`` after the deltas)
+    #: stream oddities that are not errors (a whole ``choices[].message`` after the deltas)
     warnings: list[str] = Field(default_factory=list)
     transport_error: TransportFailure | None = None
-    #: from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP-date)
     retry_after_s: float | None = None
     timings: Timings
 
@@ -168,13 +129,8 @@ class Exchange(Shown, StrictModel):
         return self.headers.get("server")
 
     def raise_for_status(self) -> Exchange:
-        """This exchange if it got a whole 2xx answer; else the error a caller that requires one wants:
-        :class:`~hermes_nb.core.errors.ProxyUnreachable` (no connection), :class:`~hermes_nb.core.errors.ProxyTimeout`
-        (a deadline), :class:`~hermes_nb.core.errors.ProxyStatusError` (an error status, or an error inside a 200
-        stream), :class:`~hermes_nb.core.errors.ProtocolViolation` (a broken connection or malformed frames).
-        Every message is built from the record, so it holds no secret."""
-        from hermes_nb.core.errors import ProtocolViolation, ProxyStatusError, ProxyTimeout, ProxyUnreachable
-
+        """This exchange if it got a whole 2xx answer, else the error a caller that requires one wants (no
+        connection, a deadline, an error status or in-band error, a broken stream), built from the record."""
         where = f"{self.request.method} {self.request.url}"
         failure = self.transport_error
         env = self.envelope
@@ -209,10 +165,9 @@ class Exchange(Shown, StrictModel):
 
 
 class Outcome(StrictModel):
-    """The classification of one exchange."""
+    """The classification of one exchange; ``reason``: ``ok``, ``auth``, ``rate_limited``, ``truncated``…"""
 
     status: Status
-    #: short machine-readable reason, e.g. ``ok``, ``auth``, ``rate_limited``, ``truncated``
     reason: str
     errors: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -222,3 +177,128 @@ class Outcome(StrictModel):
     retry_after_s: float | None = None
     #: the sentinel block's text, or None when absent
     final_message: str | None = None
+
+
+#: a streamed text that arrived within less than this is rated over the whole exchange instead
+MIN_SPAN_S = 0.05
+NOT_REPORTED = "not reported"
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if (number := _num(value)) is not None and number >= 0 else None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage of one answer as every face shows it: the stream's include_usage chunk, else the body's
+    ``usage``, else "not reported" (never guessed). Output speed: completion tokens over the time the text took
+    to arrive (first delta to last byte; the whole exchange when nothing streamed or it came in one burst)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    #: ``stream``, ``response`` (non-streamed body), ``runtime``/``estimated`` (a run's result); None: not reported
+    source: str | None = None
+    output_s: float | None = None
+
+    @classmethod
+    def from_mapping(cls, usage: Mapping[str, Any] | None, *, source: str | None = None,
+                     output_s: float | None = None) -> Usage:
+        """OpenAI's ``prompt_tokens``/``completion_tokens`` or the Responses/UH ``input_tokens``/``output_tokens``."""
+        if not isinstance(usage, Mapping):
+            return cls()
+        prompt = _count(usage.get("prompt_tokens", usage.get("input_tokens")))
+        completion = _count(usage.get("completion_tokens", usage.get("output_tokens")))
+        total = _count(usage.get("total_tokens"))
+        if total is None and prompt is not None and completion is not None:
+            total = prompt + completion
+        if prompt is None and completion is None and total is None:
+            return cls()
+        return cls(prompt, completion, total, source or str(usage.get("source") or "response"), output_s)
+
+    @classmethod
+    def from_exchange(cls, exchange: Any) -> Usage:
+        if exchange is None:
+            return cls()
+        t = exchange.timings
+        output_s = cls.output_seconds(t.first_delta_s if exchange.streamed else None, t.last_byte_s, t.total_s)
+        return cls.from_mapping(exchange.usage, source="stream" if exchange.streamed else "response",
+                                output_s=output_s)
+
+    @staticmethod
+    def output_seconds(first_delta_s: float | None, last_byte_s: float | None, total_s: float | None) -> float | None:
+        if first_delta_s is not None and last_byte_s is not None and last_byte_s - first_delta_s >= MIN_SPAN_S:
+            return last_byte_s - first_delta_s
+        return total_s
+
+    @property
+    def reported(self) -> bool:
+        return self.source is not None
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        if self.completion_tokens is None or not self.output_s or self.output_s <= 0:
+            return None
+        return self.completion_tokens / self.output_s
+
+    def line(self) -> str:
+        """``12 prompt + 34 completion = 46 tokens · 85.2 tokens/s`` (or ``not reported``)."""
+        if not self.reported:
+            return NOT_REPORTED
+        n = ["?" if v is None else str(v) for v in (self.prompt_tokens, self.completion_tokens, self.total_tokens)]
+        text = f"{n[0]} prompt + {n[1]} completion = {n[2]} tokens"
+        if (speed := self.tokens_per_s) is not None:
+            text += f" · {speed:.1f} tokens/s"
+        if self.source == "estimated":
+            text += " (estimated)"
+        return text
+
+
+def _is_delta(data: str) -> bool:
+    """A chunk that carries text (``choices[0].delta.content`` or ``choices[0].text``)."""
+    try:
+        obj = json.loads(data) if data[:1] == "{" else None
+    except ValueError:
+        return False
+    choices = obj.get("choices") if isinstance(obj, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return False
+    delta = choices[0].get("delta")
+    return bool(isinstance(delta, dict) and delta.get("content") or choices[0].get("text"))
+
+
+@dataclass(frozen=True)
+class StreamTimeline:
+    """The timing marks of one streamed answer in seconds since the request was sent (None: did not happen).
+    Its picture is :func:`hermes_nb.views.timeline.timeline_svg`."""
+
+    headers_s: float | None = None
+    first_delta_s: float | None = None
+    deltas: tuple[float, ...] = field(default_factory=tuple)
+    last_byte_s: float | None = None
+    total_s: float = 0.0
+    #: the stream was stopped by its reader (the console's Stop)
+    stopped: bool = False
+
+    @classmethod
+    def from_exchange(cls, exchange: Any, *, stopped: bool = False) -> StreamTimeline:
+        t = exchange.timings
+        deltas = tuple(round(e.t, 4) for e in exchange.events if _is_delta(e.data))
+        if not deltas:  # a run's Exchange keeps no event records, only the delta times
+            deltas = tuple(round(x, 4) for x in getattr(t, "delta_s", ()) or ())
+        first = t.first_delta_s if t.first_delta_s is not None else (deltas[0] if deltas else None)
+        return cls(t.headers_s, first, deltas, t.last_byte_s, t.total_s, stopped)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StreamTimeline:
+        deltas = tuple(v for v in map(_num, data.get("deltas") or ()) if v is not None)
+        return cls(_num(data.get("headers_s")), _num(data.get("first_delta_s")), deltas,
+                   _num(data.get("last_byte_s")), _num(data.get("total_s")) or 0.0, bool(data.get("stopped")))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe (a verdict summary carries it into the receipt)."""
+        return {**asdict(self), "deltas": list(self.deltas)}

@@ -1,23 +1,11 @@
-"""THE one place a runtime config is put together from its sources.
+"""THE one place a runtime config is put together from its sources; every face calls :func:`resolve_runtime_config`.
 
-Every face — the CLI, the notebooks, the widgets console, the magics and the
-smoke — calls :func:`resolve_runtime_config`. Layers, lowest first (shallow
-merge, then strict validation of the result):
-
-1. the defaults (model ``nousresearch/hermes-4-405b``, the ``adapter add`` template's; with a
-   ``provider`` configured and no model, that provider's default model, :mod:`hermes_nb.core.providers`);
-2. the manifest's ``config.runtime_config``: ``manifest`` (a path or an
-   :class:`AdapterManifest`), else ``<root>/.harness/adapters/hermes-proxy.yaml``
-   when ``root`` is given and the file exists;
-3. the mission's ``runtime_config_overrides``;
-4. the environment: ``HERMES_NB_ENDPOINT``, ``HERMES_NB_MODEL``,
-   ``HERMES_NB_AUTH_TOKEN``, ``HERMES_NB_PROVIDER``;
-5. ``overrides`` (``--runtime-config-overrides``: a JSON object, as text or a mapping);
-6. explicit arguments (``endpoint=``, ``model=``, …; ``None`` means "not given").
-
-The result remembers where each key came from (:meth:`HermesProxyRuntimeConfig.origin`),
-so a notebook can tell "no endpoint given" (start the embedded emulator) from
-"``HERMES_NB_ENDPOINT`` names one".
+Layers, lowest first (a shallow merge, then strict validation): the defaults (with a ``provider`` and no model,
+its default model); the manifest's ``config.runtime_config`` (``manifest``, else
+``<root>/.harness/adapters/hermes-proxy.yaml`` when it exists); the mission's ``runtime_config_overrides``; the
+``HERMES_NB_*`` environment; ``overrides`` (``--runtime-config-overrides``); explicit arguments (None: not given).
+The result remembers where each key came from (``HermesProxyRuntimeConfig.origin``), so a notebook can tell "no
+endpoint given" (start the embedded emulator) from "``HERMES_NB_ENDPOINT`` names one".
 """
 
 from __future__ import annotations
@@ -35,14 +23,12 @@ from hermes_nb.core.facts import DEFAULT_MODEL, ENV_CONFIG, RUNTIME, manifest_pa
 from hermes_nb.core.providers import default_model_for
 from hermes_nb.core.spec import Opt, Spec
 
-if TYPE_CHECKING:  # the manifest's model and PyYAML load only when there is a manifest to read
+if TYPE_CHECKING:  # the manifest's model and PyYAML (~30 ms) load only when there is a manifest to read (P4)
     from hermes_nb.core.manifest import AdapterManifest
-
-__all__ = ["ConfigOptions", "env_overrides", "find_manifest", "resolve_runtime_config"]
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``{key: value}`` for each non-empty ``HERMES_NB_<KEY>`` of :data:`~hermes_nb.core.facts.ENV_CONFIG`."""
+    """``{key: value}`` for each non-empty ``HERMES_NB_<KEY>``."""
     env = os.environ if environ is None else environ
     return {key: value for key, name in ENV_CONFIG.items() if (value := env.get(name))}
 
@@ -51,10 +37,8 @@ def find_manifest(root: str | os.PathLike[str] | None, manifest: str | os.PathLi
     """``manifest`` if given, else ``<root>/.harness/adapters/hermes-proxy.yaml`` when it exists."""
     if manifest is not None:
         return Path(manifest)
-    if root is None:
-        return None
-    default = manifest_path(root)
-    return default if default.is_file() else None
+    default = manifest_path(root) if root is not None else None
+    return default if default is not None and default.is_file() else None
 
 
 def _manifest_layer(manifest: AdapterManifest | str | os.PathLike[str] | None,
@@ -63,7 +47,7 @@ def _manifest_layer(manifest: AdapterManifest | str | os.PathLike[str] | None,
         path = find_manifest(root, manifest)
         if path is None:
             return {}, "manifest"
-        from hermes_nb.core.manifest import load_manifest
+        from hermes_nb.core.manifest import load_manifest  # only now: see the import above
 
         loaded, label = load_manifest(path), f"manifest {path}"
     else:
@@ -73,42 +57,32 @@ def _manifest_layer(manifest: AdapterManifest | str | os.PathLike[str] | None,
     return dict(loaded.config.runtime_config) if loaded.config else {}, label
 
 
-def resolve_runtime_config(
-    *,
-    manifest: AdapterManifest | str | os.PathLike[str] | None = None,
-    root: str | os.PathLike[str] | None = None,
-    mission_overrides: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
-    overrides: Mapping[str, Any] | str | None = None,
-    where: str = "runtime_config",
-    **explicit: Any,
-) -> HermesProxyRuntimeConfig:
-    """The validated runtime config from every source (see the module docstring for the order)."""
+def resolve_runtime_config(*, manifest: AdapterManifest | str | os.PathLike[str] | None = None,
+                           root: str | os.PathLike[str] | None = None,
+                           mission_overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+                           overrides: Mapping[str, Any] | str | None = None, where: str = "runtime_config",
+                           **explicit: Any) -> HermesProxyRuntimeConfig:
+    """The validated runtime config from every source, in the order above."""
     if isinstance(overrides, str):
         overrides = parse_overrides_json(overrides)
     from_manifest, manifest_label = _manifest_layer(manifest, root)
     layers: list[tuple[str, Mapping[str, Any] | None]] = [
-        ("default", {"model": DEFAULT_MODEL}),
-        (manifest_label, from_manifest),
-        ("mission", mission_overrides),
-        ("env", env_overrides(environ)),
-        ("overrides", overrides),
-        ("argument", {k: v for k, v in explicit.items() if v is not None}),
-    ]
+        ("default", {"model": DEFAULT_MODEL}), (manifest_label, from_manifest), ("mission", mission_overrides),
+        ("env", env_overrides(environ)), ("overrides", overrides),
+        ("argument", {k: v for k, v in explicit.items() if v is not None})]
     origins: dict[str, str] = {}
     for label, layer in layers:
         for key in layer or {}:
             origins[key] = f"env {ENV_CONFIG[key]}" if label == "env" else label
     config = merge_runtime_config({}, *(layer for _, layer in layers), where=where)
     if origins.get("model") == "default" and (provider_model := default_model_for(config.provider)):
-        config.model = provider_model  # no model configured: the configured provider's default (still "default")
+        config.model = provider_model
     config._origins = origins
     return config
 
 
 class ConfigOptions(Spec):
-    """The options every job that talks to a proxy shares: where its runtime config comes from. A job's spec
-    derives from this; :meth:`runtime_config` is the one resolution (:func:`resolve_runtime_config`)."""
+    """The options every job that talks to a proxy shares: where its runtime config comes from."""
 
     endpoint: str | None = Field(None, description="proxy endpoint incl. /v1 (wins over the manifest and "
                                                    f"{ENV_CONFIG['endpoint']})")
@@ -126,7 +100,7 @@ class ConfigOptions(Spec):
 
     def runtime_config(self, *, mission_overrides: Mapping[str, Any] | None = None,
                        environ: Mapping[str, str] | None = None, **explicit: Any) -> HermesProxyRuntimeConfig:
-        """The validated runtime config of these options (``explicit``: more arguments, e.g. ``auth_token``)."""
+        """``explicit``: more arguments, e.g. ``auth_token``."""
         return resolve_runtime_config(root=Path(self.root) if self.root else Path.cwd(), manifest=self.manifest,
                                       mission_overrides=mission_overrides, environ=environ,
                                       overrides=self.runtime_config_overrides, endpoint=self.endpoint,

@@ -1,18 +1,10 @@
 """Job specs: every option of a job declared once, as a pydantic field; every face is generated from it.
 
-A job's spec is a :class:`Spec` subclass. Each field carries its type, its unit in its name (``*_s`` seconds,
-``*_timeout_s`` a silence, ``*_budget_s`` a whole), its default, its constraint (``gt=0``…) and its
-``description``; :class:`Opt` in the field's ``Annotated`` metadata says how the faces show it (a positional
-argument, a repeatable flag, a comma list, which faces have it). From that one declaration:
-
-* the CLI's flags (:meth:`Spec.add_arguments`: ``--cell-timeout-s S`` from ``cell_timeout_s``) and its parsed
-  value (:meth:`Spec.from_args`);
-* the magics' arguments and their ``%magic?`` help (the same parser, ``prog="%hermes_check"``);
-* the notebooks' ``parameters`` cell (:meth:`Spec.parameters_source`: ``name: type = default  # description``).
-
-Validation is pydantic's, once: a bad value is one line naming the option as the face spells it
-(``--cell-timeout-s: must be > 0``, exit 2). A rule across options (``endpoint`` and ``rig`` exclude each other)
-is a ``model_validator`` raising :func:`conflict`, which names the options as each face spells them.
+A field carries its type, its unit in its name (``*_s`` seconds), default, constraint and ``description``;
+:class:`Opt` in its ``Annotated`` metadata says how the faces show it. From that: the CLI's flags
+(:meth:`Spec.add_arguments`, :meth:`Spec.from_args`), the magics' parser and help (:meth:`Spec.parser`) and the
+notebooks' parameters cell (:meth:`Spec.parameters_source`). A bad value is one line naming the option as the face
+spells it; a rule across options is a ``model_validator`` raising :func:`conflict`.
 """
 
 from __future__ import annotations
@@ -31,41 +23,28 @@ from pydantic_core import PydanticCustomError, PydanticUndefined
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.model import StrictModel
 
-__all__ = ["Face", "Opt", "Spec", "CommaList", "conflict", "flag_of"]
-
 Face = Literal["cli", "magic", "notebook"]
 ALL_FACES: frozenset[str] = frozenset({"cli", "magic", "notebook"})
 
 
 @dataclass(frozen=True)
 class Opt:
-    """How the faces show one option (in the field's ``Annotated`` metadata; absent: a plain ``--flag``)."""
+    """How the faces show one option: which faces have it, a positional argument, a list given as a repeated flag
+    (``--only a --only b``), the help's placeholder (default: from the unit and type), a one-letter alias."""
 
-    #: the faces that have it
     faces: frozenset[str] = ALL_FACES
-    #: a positional argument (CLI and magic), not a flag
     positional: bool = False
-    #: a list option given as a repeated flag (``--only a --only b``)
     repeat: bool = False
-    #: the placeholder in help (default: from the unit: ``S`` for ``*_s``, ``N`` for numbers, ``TEXT``)
     metavar: str | None = None
-    #: a one-letter alias (``-f``)
     short: str | None = None
 
 
-def _split_commas(value: Any) -> Any:
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    return value
-
-
 #: a list option written ``a,b,c`` on the command line (a list in Python)
-CommaList = BeforeValidator(_split_commas)
+CommaList = BeforeValidator(lambda v: [p.strip() for p in v.split(",") if p.strip()] if isinstance(v, str) else v)
 
 
 def conflict(*names: str, why: str = "cannot be used together") -> PydanticCustomError:
-    """The error of a rule across options, for a ``model_validator`` to raise: each face names the options its
-    own way (``--endpoint and --rig cannot be used together``; ``endpoint and rig …`` for the library)."""
+    """The error of a rule across options: each face names them its own way (``--endpoint and --rig …``)."""
     return PydanticCustomError("conflict", "{names} " + why, {"names": " and ".join(names), "fields": names})
 
 
@@ -104,8 +83,7 @@ def _type_text(annotation: Any) -> str:
 
 
 class Spec(StrictModel):
-    """A job's options. Unknown keys are refused; every value is validated where it is set; a path may be given
-    as a :class:`os.PathLike` (the library face) and is kept as its text."""
+    """A job's options. A path may be given as a :class:`os.PathLike` (the library face), kept as its text."""
 
     @model_validator(mode="before")
     @classmethod
@@ -114,7 +92,6 @@ class Spec(StrictModel):
             return {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in data.items()}
         return data
 
-    # ------------------------------------------------------------------ what the faces read
     @classmethod
     def options(cls, face: Face) -> Iterator[tuple[str, FieldInfo, Opt]]:
         for name, info in cls.model_fields.items():
@@ -140,11 +117,10 @@ class Spec(StrictModel):
             return ",".join(map(str, value)) if value else None
         return f"{value:g}" if isinstance(value, float) else str(value)
 
-    # ------------------------------------------------------------------ the CLI and the magics
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser, face: Face = "cli") -> None:
-        """One argparse argument per option. Every default is None here: the spec fills it in, so a value given
-        and a value defaulted stay apart, and ``--help`` states the spec's default."""
+        """One argparse argument per option. Every default is None: the spec fills it in (given and defaulted stay
+        apart), and ``--help`` states the spec's default."""
         for name, info, opt in cls.options(face):
             inner, _ = _unwrap(info.annotation)
             help_text = info.description or ""
@@ -204,14 +180,14 @@ class Spec(StrictModel):
             where = cls.spelled(loc[0], face) if loc else "options"
             if err["type"] == "extra_forbidden":
                 problems.append(f"{where}: no such option")
-                continue
-            if err["type"] == "missing":
+            elif err["type"] == "missing":
                 problems.append(f"{where} is required")
-                continue
-            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-            msg = msg.replace("Input should be", "must be").replace("greater than", ">").replace("less than", "<")
-            msg = msg.replace(" or equal to ", "= ").replace("> =", ">=").replace("< =", "<=")
-            problems.append(f"{where}: {msg}")
+            else:
+                msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+                for old, new in (("Input should be", "must be"), ("greater than", ">"), ("less than", "<"),
+                                 (" or equal to ", "= "), ("> =", ">="), ("< =", "<=")):
+                    msg = msg.replace(old, new)
+                problems.append(f"{where}: {msg}")
         return "; ".join(problems)
 
     @classmethod
@@ -221,11 +197,10 @@ class Spec(StrictModel):
         cls.add_arguments(parser, face)
         return parser
 
-    # ------------------------------------------------------------------ the notebooks
     @classmethod
     def parameters_source(cls, extra: Sequence[tuple[str, str, str, str]] = ()) -> str:
-        """The notebook's ``parameters`` cell: one ``name: type = default  # description`` line per option
-        (literals only; ``extra``: (name, type, default literal, description) lines the runner adds)."""
+        """The notebook's ``parameters`` cell: ``name: type = default  # description`` per option (``extra``: lines
+        the runner adds, as (name, type, default literal, description))."""
         lines = []
         for name, info, _ in cls.options("notebook"):
             default = info.get_default(call_default_factory=True)

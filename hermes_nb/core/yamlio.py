@@ -1,8 +1,5 @@
-"""Reading and writing YAML: libyaml's C loader and dumper when PyYAML has them.
-
-The pure-Python loader takes seconds on a multi-megabyte mission; libyaml is
-installed with PyYAML's wheels. Errors become one :class:`ConfigError` line
-naming the file and the line.
+"""Reading user files and YAML: libyaml's C loader and dumper (the pure-Python loader takes seconds on a
+multi-megabyte mission); each way a file cannot be read is one :class:`ConfigError` line naming it.
 """
 
 from __future__ import annotations
@@ -15,35 +12,33 @@ import yaml
 
 from hermes_nb.core.errors import ConfigError
 
-__all__ = ["SafeLoader", "load_yaml", "dump_yaml", "C_YAML", "read_text_file", "read_bytes_file", "read_limited",
-           "decode_utf8"]
-
 SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-#: True when libyaml does the work
 C_YAML = SafeLoader is not yaml.SafeLoader
-
-
 #: the most one read asks for beyond what the file says it holds: a limit is a bound, never an allocation
 READ_CHUNK = 1 << 20
 
 
 def read_text_file(path: Any, what: str, *, max_bytes: int | None = None) -> str:
-    """A user file (manifest, mission, workflow, prompt) as UTF-8 text; each way it cannot be read is one
-    ConfigError line: ``<what> not found``, ``is a directory``, ``is not UTF-8 text (byte N: 0xXX)``,
-    ``is larger than N bytes``, ``cannot read: <why>``. ``max_bytes``: read at most that much (``/dev/zero`` or
-    a huge file is refused after reading ``max_bytes + 1`` bytes, never read whole)."""
+    """A user file (manifest, mission, workflow, prompt) as UTF-8 text: ``<what> not found``, ``is a directory``,
+    ``is not UTF-8 text (byte N: 0xXX)``, ``is larger than N bytes`` (``/dev/zero`` is refused after ``max_bytes + 1``
+    bytes, never read whole), ``cannot read: <why>``."""
     return decode_utf8(read_bytes_file(path, what, max_bytes=max_bytes), what)
+
+
+def decode_utf8(data: bytes, what: str) -> str:
+    """``data`` as UTF-8; else one ConfigError naming ``what``, the byte offset and the byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} is not UTF-8 text (byte {exc.start}: 0x{data[exc.start]:02x})") from None
 
 
 def read_bytes_file(path: Any, what: str, *, max_bytes: int | None = None) -> bytes:
     """The bytes of a user file, with :func:`read_text_file`'s errors (all but the UTF-8 one)."""
     try:
         with open(path, "rb") as handle:
-            if max_bytes is None:
-                return handle.read()
-            data: bytes = read_limited(handle, max_bytes, what)
-            return data
+            return handle.read() if max_bytes is None else read_limited(handle, max_bytes, what)
     except FileNotFoundError:
         raise ConfigError(f"{what} not found") from None
     except IsADirectoryError:
@@ -54,13 +49,14 @@ def read_bytes_file(path: Any, what: str, *, max_bytes: int | None = None) -> by
 
 def read_limited(handle: Any, max_bytes: int, what: str) -> Any:
     """At most ``max_bytes`` from ``handle`` (bytes, or characters of a text stream), else one ConfigError line.
-
-    Read a chunk at a time: a limit of 4 GB costs nothing for a 7-byte file (``read(max_bytes + 1)`` would
-    allocate it first), and the whole of a regular file comes in one read of the size it says it has (one copy,
-    no join)."""
+    A chunk at a time (a 4 GB limit costs nothing for a 7-byte file); a regular file in one read of its size."""
+    try:
+        status = os.fstat(handle.fileno())
+        size_hint = status.st_size if stat.S_ISREG(status.st_mode) else 0
+    except (AttributeError, OSError, ValueError):  # no descriptor (io.UnsupportedOperation is both)
+        size_hint = 0
     parts: list[Any] = []
     left = max_bytes + 1
-    size_hint = _regular_size(handle)
     while left > 0:
         part = handle.read(min(left, max(READ_CHUNK, size_hint + 1)))
         if not part:
@@ -71,23 +67,6 @@ def read_limited(handle: Any, max_bytes: int, what: str) -> Any:
     if left <= 0:
         raise ConfigError(f"{what} is larger than {max_bytes} bytes (the limit; raise it if you mean it)")
     return data
-
-
-def _regular_size(handle: Any) -> int:
-    """The size a regular file says it has (0 for a pipe, a device, a stream without a descriptor)."""
-    try:
-        status = os.fstat(handle.fileno())
-    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
-        return 0
-    return status.st_size if stat.S_ISREG(status.st_mode) else 0
-
-
-def decode_utf8(data: bytes, what: str) -> str:
-    """``data`` as UTF-8; else one ConfigError naming ``what``, the byte offset and the byte."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{what} is not UTF-8 text (byte {exc.start}: 0x{data[exc.start]:02x})") from None
 
 
 def load_yaml(text: str, *, where: str) -> Any:
@@ -104,11 +83,8 @@ class _BlockDumper(_SafeDumper):  # type: ignore[misc]  # the base is picked at 
     """Multi-line strings as ``|`` blocks (readable args, bodies and prompts)."""
 
 
-def _str_representer(dumper: Any, value: str) -> Any:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
-
-
-_BlockDumper.add_representer(str, _str_representer)
+_BlockDumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", value, style="|" if "\n" in value else None))
 
 
 def dump_yaml(obj: Any, *, block_strings: bool = True) -> str:

@@ -20,8 +20,8 @@ from aiohttp import web
 from pydantic import Field, model_validator
 
 from hermes_nb.core.config import Provider
-from hermes_nb.core.endpoint_safety import is_loopback_host
 from hermes_nb.core.errors import ConfigError
+from hermes_nb.core.facts import is_loopback_host
 from hermes_nb.core.spec import CommaList, Spec, conflict
 from hermes_nb.emulator.app import create_app
 from hermes_nb.emulator.content import MODELS_BY_PROVIDER

@@ -16,9 +16,9 @@ import time
 
 from aiohttp import web
 
-from hermes_nb.core.endpoint_safety import is_loopback_host
 from hermes_nb.core.errors import ProxyTimeout, ProxyUnreachable
-from hermes_nb.core.handles import EndpointHandle
+from hermes_nb.core.facts import is_loopback_host
+from hermes_nb.core.model import EndpointHandle
 
 from .app import RecordedRequest, create_app
 

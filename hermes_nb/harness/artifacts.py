@@ -15,10 +15,9 @@ from typing import IO, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from hermes_nb.core.clock import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.facts import AUDIT_RELPATH, MISSIONS_RELPATH
-from hermes_nb.core.io import write_atomic
+from hermes_nb.core.io import iso_now, new_run_id, validate_run_id, write_atomic
 from hermes_nb.core.model import StrictModel
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.yamlio import dump_yaml

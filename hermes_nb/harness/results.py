@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.facts import RUN_ARTIFACTS, RUNTIME
+from hermes_nb.core.io import sha256_file
 from hermes_nb.core.model import Shown
 from hermes_nb.core.records import Exchange, Outcome
 from hermes_nb.core.redaction import Redactor

@@ -13,11 +13,10 @@ from typing import Any
 
 import httpx
 
-from hermes_nb.core.clock import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.errors import ArtifactError, HermesError
-from hermes_nb.core.facts import CONNECT_TIMEOUT_S, ERROR_PREFIX, PROMPT_FILE, exit_code_for
+from hermes_nb.core.facts import CONNECT_TIMEOUT_S, ERROR_PREFIX, PROMPT_FILE, exit_code_for, plain_http_warning
+from hermes_nb.core.io import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.providers import provider_in_text
 from hermes_nb.core.records import Exchange, Outcome, SSEEventRecord
 from hermes_nb.core.redaction import Redactor, redact_headers

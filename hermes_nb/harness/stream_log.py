@@ -1,5 +1,5 @@
 """A run's streamed answer and its SSE events, released in order and redacted: a secret split across deltas never
-reaches the log (:class:`~hermes_nb.core.stream_redaction.StreamRedactor`), and each event waits until the piece
+reaches the log (:class:`~hermes_nb.core.redaction.StreamRedactor`), and each event waits until the piece
 it carried is settled, so it is logged with its share of the secret masked."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_nb.core.records import SSEEventRecord
-from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.stream_redaction import StreamRedactor
+from hermes_nb.core.redaction import Redactor, StreamRedactor
 
 
 @dataclass

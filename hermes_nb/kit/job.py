@@ -22,8 +22,8 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import NotebookFailed
 from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, ENV_AUTH_TOKEN, ERROR_PREFIX, VERDICTS, WIRE_SPIKE
 from hermes_nb.core.model import Shown
+from hermes_nb.core.records import StreamTimeline
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.harness.prepare import prepare_mission
 from hermes_nb.harness.results import RunResult, artifact_digests
 from hermes_nb.nbrun.templates import JOB_SPECS

@@ -24,11 +24,10 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import HermesError
 from hermes_nb.core.facts import ADAPTER_CHECK, WIRE_SPIKE
 from hermes_nb.core.model import Shown
-from hermes_nb.core.records import Exchange, Outcome
+from hermes_nb.core.records import Exchange, Outcome, Usage
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, Spec
-from hermes_nb.core.usage import Usage
 from hermes_nb.kit.console import answer_html, json_of
 from hermes_nb.kit.job import Job
 from hermes_nb.kit.session import ModelCatalog, Targets, phase_of, status_of, unlisted_note

@@ -20,10 +20,9 @@ from pydantic import Field, ValidationError
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ConfigError, HermesError
 from hermes_nb.core.model import StrictModel
-from hermes_nb.core.records import Exchange, Outcome
+from hermes_nb.core.records import Exchange, Outcome, Usage
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import resolve_runtime_config
-from hermes_nb.core.usage import Usage
 from hermes_nb.harness.prepare import prepare_mission
 from hermes_nb.proxy.check import check
 from hermes_nb.proxy.probe import probe

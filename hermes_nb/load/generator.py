@@ -32,8 +32,7 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.load.metrics import Overhead, Percentiles, StopReason, e2e, percentile
 from hermes_nb.load.samples import Sample
 from hermes_nb.load.spec import LoadSpec
-from hermes_nb.wire.envelopes import parse_error_body
-from hermes_nb.wire.payloads import ChatStream, parse_retry_after
+from hermes_nb.wire.payloads import ChatStream, parse_error_body, parse_retry_after
 from hermes_nb.wire.sse import SSEDecoder
 
 __all__ = ["Prepared", "LevelRun", "measure_one", "run_level", "open_session"]

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
-from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.facts import LOAD_NOTEBOOK, exit_code_for, worst_verdict
+from hermes_nb.core.io import sha256_file
 from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.load.report import REPORT_FILE, LoadReport, compute
 from hermes_nb.load.run import run_load

@@ -26,9 +26,9 @@ from typing import Any
 import aiohttp
 
 from hermes_nb import __version__
-from hermes_nb.core.clock import iso_now
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import UsageError
+from hermes_nb.core.io import iso_now
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.load.generator import LevelRun, Prepared, run_level

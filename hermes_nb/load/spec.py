@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from hermes_nb.core.endpoint_safety import is_loopback_host, plain_http_warning
 from hermes_nb.core.errors import UsageError
+from hermes_nb.core.facts import is_loopback_host, plain_http_warning
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import CommaList, Opt, conflict
 from hermes_nb.emulator.scenarios import ALL_SCENARIOS

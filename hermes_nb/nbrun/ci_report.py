@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.clock import iso_now, new_run_id
 from hermes_nb.core.errors import ArtifactError, UsageError
 from hermes_nb.core.facts import EXIT_BLOCKED, EXIT_USAGE, exit_code_for, exit_code_for_signal
-from hermes_nb.core.io import prove_writable
+from hermes_nb.core.io import iso_now, new_run_id, prove_writable
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.verdict import operator_action, proxy_state
 

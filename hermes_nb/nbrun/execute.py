@@ -31,7 +31,7 @@ from typing import Any
 
 from jupyter_core.utils import ensure_event_loop
 
-from hermes_nb.core.clock import iso_now
+from hermes_nb.core.io import iso_now
 from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
 from hermes_nb.receipts.verdict import find_verdict
 

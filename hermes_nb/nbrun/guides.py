@@ -141,7 +141,7 @@ def execute_guide(nb: nbformat.NotebookNode, directory: Path, *, timeout_s: floa
     """Run ``nb`` in a fresh kernel (cwd ``directory``) and normalise its outputs for storing (see the module doc)."""
     from nbclient import NotebookClient
 
-    from hermes_nb.core.resources import sanitize_file
+    from hermes_nb.core.facts import sanitize_file
     from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
     from hermes_nb.nbrun.refresh import sanitize_outputs, sanitize_rules
 

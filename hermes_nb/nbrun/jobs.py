@@ -34,9 +34,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.errors import RigError
-from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH, WIRE_SPIKE
+from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH, WIRE_SPIKE, plain_http_warning
 from hermes_nb.core.io import prove_dir
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions

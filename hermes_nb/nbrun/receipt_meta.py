@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb import __version__
-from hermes_nb.core.digests import json_digest, sha256_file
-from hermes_nb.core.endpoint_safety import plain_http_warning
+from hermes_nb.core.facts import data_dir, plain_http_warning
+from hermes_nb.core.io import json_digest, sha256_file
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.resources import data_dir
 from hermes_nb.nbrun.execute import NotebookRun
 from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.receipts.verdict import operator_action, proxy_state

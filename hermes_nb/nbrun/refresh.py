@@ -26,8 +26,7 @@ from typing import Any
 import nbformat
 
 from hermes_nb.core.errors import ConfigError, NotebookFailed, UsageError
-from hermes_nb.core.facts import TEMPLATED_NOTEBOOKS
-from hermes_nb.core.resources import sanitize_file
+from hermes_nb.core.facts import TEMPLATED_NOTEBOOKS, sanitize_file
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.templates import build

@@ -18,13 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ArtifactError, HermesError, SecretLeak, UsageError
-from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, worst_verdict
-from hermes_nb.core.io import prove_dir
+from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, notebooks_dir, worst_verdict
+from hermes_nb.core.io import new_run_id, prove_dir
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.resources import notebooks_dir
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
 from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.kernels import KernelPool

@@ -29,9 +29,8 @@ import httpx
 from pydantic import BaseModel, Field
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig, validate_config
-from hermes_nb.core.endpoint_safety import plain_http_warning
 from hermes_nb.core.errors import ConfigError
-from hermes_nb.core.facts import DEFAULT_MODEL, ERROR_PREFIX, MINIMUM_HERMES_PROXY_VERSION
+from hermes_nb.core.facts import DEFAULT_MODEL, ERROR_PREFIX, MINIMUM_HERMES_PROXY_VERSION, plain_http_warning
 from hermes_nb.core.manifest import AdapterManifest
 from hermes_nb.core.model import Shown
 from hermes_nb.core.providers import default_model_for, provider_info

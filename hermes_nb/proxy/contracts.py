@@ -23,10 +23,9 @@ from typing import Any, cast
 import platformdirs
 
 from hermes_nb.core.errors import UsageError
-from hermes_nb.core.facts import ENV_PREFIX
+from hermes_nb.core.facts import ENV_PREFIX, contracts_dir
 from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS, upstream_down_hint
 from hermes_nb.core.records import ErrorEnvelope
-from hermes_nb.core.resources import contracts_dir
 from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, NotJudgedReason, Owner
 from hermes_nb.proxy.report import LABELS, ROUTES, WireReport
 from hermes_nb.wire.reading import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES

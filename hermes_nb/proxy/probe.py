@@ -20,11 +20,10 @@ from pydantic import Field
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig, merge_runtime_config
 from hermes_nb.core.facts import CONNECT_TIMEOUT_S, DEFAULT_MODEL
-from hermes_nb.core.records import Exchange
+from hermes_nb.core.records import Exchange, StreamTimeline
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt
-from hermes_nb.core.timeline import StreamTimeline
 from hermes_nb.emulator.scenarios import SCENARIO_HEADER
 from hermes_nb.proxy.contracts import behaves_as, closest_contract, release_contract
 from hermes_nb.proxy.report import (

@@ -13,8 +13,7 @@ from pathlib import Path
 from socket import gethostname
 from typing import Any
 
-from hermes_nb.core.clock import iso_now
-from hermes_nb.core.io import write_atomic
+from hermes_nb.core.io import iso_now, write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.write import check_clean
 

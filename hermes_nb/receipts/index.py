@@ -12,10 +12,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.digests import json_digest
 from hermes_nb.core.errors import ArtifactError
 from hermes_nb.core.facts import worst_verdict
-from hermes_nb.core.io import write_atomic
+from hermes_nb.core.io import json_digest, write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.write import ReceiptFiles, check_clean
 from hermes_nb.views.htmlkit import BORDER, badge, edge_colour, page_css, tone_of

@@ -10,10 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError, HermesError, PromotionRefused, UsageError
 from hermes_nb.core.facts import E2E_SMOKE, MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH
-from hermes_nb.core.io import prove_writable, write_atomic
+from hermes_nb.core.io import prove_writable, sha256_file, write_atomic
 from hermes_nb.core.manifest import load_manifest, save_manifest
 from hermes_nb.core.yamlio import read_text_file
 from hermes_nb.receipts.index import load_index

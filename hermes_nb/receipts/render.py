@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from hermes_nb.core.usage import Usage
+from hermes_nb.core.records import Usage
 from hermes_nb.receipts.verdict import find_verdict
 from hermes_nb.views.htmlkit import BORDER, badge, edge_colour, markdown_html, page_css
 from hermes_nb.views.timeline import timeline_svg

@@ -12,8 +12,8 @@ from typing import Any
 
 import nbformat
 
-from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError
+from hermes_nb.core.io import sha256_file
 from hermes_nb.core.redaction import find_secrets
 from hermes_nb.receipts.index import INDEXED_FIELDS, LATER_FIELDS, entry_digest, load_index
 from hermes_nb.receipts.store import INDEX_DIR, index_documents

@@ -13,9 +13,8 @@ from typing import Any
 
 import nbformat
 
-from hermes_nb.core.digests import json_digest, sha256_file
 from hermes_nb.core.errors import ArtifactError, SecretLeak
-from hermes_nb.core.io import write_atomic
+from hermes_nb.core.io import json_digest, sha256_file, write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.render import render_html
 

@@ -49,7 +49,7 @@ from pydantic import Field, model_validator
 
 from hermes_nb.core.config import Provider
 from hermes_nb.core.errors import RigError, UsageError
-from hermes_nb.core.handles import EndpointHandle
+from hermes_nb.core.model import EndpointHandle
 from hermes_nb.core.providers import logged_out_hint, provider_info
 from hermes_nb.core.redaction import Redactor, auth_store_secrets
 from hermes_nb.core.spec import Opt, Spec, conflict

@@ -31,8 +31,7 @@ from typing import Any
 import platformdirs
 
 from hermes_nb.core.errors import RigError, UsageError
-from hermes_nb.core.facts import ENV_PREFIX
-from hermes_nb.core.resources import data_dir
+from hermes_nb.core.facts import ENV_PREFIX, data_dir
 from hermes_nb.proxy.contracts import recorded_contracts, release_contract
 from hermes_nb.rig.executable import EXECUTABLES, find_hermes_bin, install_of
 

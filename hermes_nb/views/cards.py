@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hermes_nb.core.timeline import StreamTimeline
-from hermes_nb.core.usage import Usage
+from hermes_nb.core.records import StreamTimeline, Usage
 from hermes_nb.harness.results import artifact_digests
 from hermes_nb.proxy.drift import fmt
 from hermes_nb.views.htmlkit import box, details, esc, kv_html, pre, seconds, table_html

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from hermes_nb.core.records import StreamTimeline, Usage
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.timeline import StreamTimeline
-from hermes_nb.core.usage import Usage
 from hermes_nb.views.htmlkit import box, details, kv_html, pre, seconds
 from hermes_nb.views.timeline import timeline_svg
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from itertools import pairwise
 from typing import Any
 
-from hermes_nb.core.timeline import StreamTimeline
+from hermes_nb.core.records import StreamTimeline
 from hermes_nb.views.htmlkit import edge_colour, text_colour
 
 __all__ = ["StreamTimeline", "timeline_svg", "idle_gaps", "place_labels"]

@@ -1,7 +1,7 @@
-"""OpenAI-style payloads: request body, chunk interpretation, Retry-After (error envelopes: ``envelopes``,
-re-exported here).
+"""OpenAI-style payloads, pure: request bodies, error envelopes in every shape, Retry-After, chunk interpretation.
 
-Pure: no IO. The client feeds bytes/events in; these functions say what they mean.
+Error shapes: ``{"error": {...}}`` (OpenAI, the proxy, litellm; Anthropic's typed ``{"type": "error", "error":
+{...}}``), ``{"error": "text"}``, the flat ``{"message", "status"}`` and ``{"type": "error", "message"}``.
 """
 
 from __future__ import annotations
@@ -11,80 +11,104 @@ import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import httpx
 import orjson
 
+from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.records import ErrorEnvelope
-from hermes_nb.wire.envelopes import envelope_from_json, excerpt, in_band_error_of, media_type, parse_error_body
 from hermes_nb.wire.sse import ServerSentEvent
-
-if TYPE_CHECKING:
-    from hermes_nb.core.config import HermesProxyRuntimeConfig
-
-__all__ = [
-    "loads_exact",
-    "media_type",
-    "parse_error_body",
-    "envelope_from_json",
-    "parse_retry_after",
-    "chat_request_body",
-    "responses_request_body",
-    "ChatStream",
-    "parse_chat_completion",
-    "in_band_error_of",
-]
 
 _loads = json.loads
 _fast = orjson.loads
 _FastError = orjson.JSONDecodeError
-#: every digit -> "0": a run of 19 zeros marks an integer literal orjson may turn into a float
-_DIGITS_TO_ZERO = bytes.maketrans(b"0123456789", b"0000000000")
-_LONG_DIGIT_RUN = b"0" * 19
+#: a Responses API ``status`` / ``incomplete_details.reason`` -> the chat finish_reason it means
+_RESPONSE_FINISH = {"completed": "stop", "max_output_tokens": "length", "content_filter": "content_filter"}
 
 
-def loads_exact(text: str) -> Any:
-    """Exactly :func:`json.loads` on a str, faster: orjson where the two agree.
+def media_type(content_type: str | None) -> str | None:
+    """``"Text/Event-Stream; charset=utf-8"`` -> ``"text/event-stream"``; None when absent."""
+    return (content_type or "").split(";", 1)[0].strip().lower() or None
 
-    orjson rejects what ``json.loads`` accepts beyond RFC 8259 (``NaN``,
-    ``Infinity``, lone surrogates, nesting deeper than 1024) and reads integers
-    outside the 64-bit range as floats. The first kind raises, and the text
-    goes through ``json.loads`` itself (so errors are exactly its errors); the
-    second kind needs 19 digits in a row, and any text with such a run goes
-    through ``json.loads`` too. Property-tested against ``json.loads``.
-    """
-    if _LONG_DIGIT_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO):
-        return _loads(text)
+
+def _opt_str(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
+
+
+def _code(value: Any) -> str | int | None:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if value is None or isinstance(value, (str, int)) else _opt_str(value)
+
+
+def _status(obj: Mapping[str, Any]) -> Any:
+    return obj.get("status") if obj.get("status") is not None else obj.get("status_code")
+
+
+def envelope_from_json(obj: Any) -> ErrorEnvelope | None:
+    """The error envelope in parsed JSON, or None when it holds none."""
+    if not isinstance(obj, Mapping):
+        return None
+    err = obj.get("error")
+    if isinstance(err, Mapping):
+        return ErrorEnvelope(message=_opt_str(err.get("message")), type=_opt_str(err.get("type")),
+                             code=_code(err.get("code")), param=_opt_str(err.get("param")),
+                             status=_code(err.get("status") if err.get("status") is not None else _status(obj)))
+    if isinstance(err, str) and err:
+        return ErrorEnvelope(message=err, shape="string")
+    if "message" in obj and "choices" not in obj:
+        return ErrorEnvelope(message=_opt_str(obj.get("message")), type=_opt_str(obj.get("type")),
+                             code=_code(obj.get("code")), status=_code(obj.get("status")), shape="flat")
+    return None
+
+
+def parse_error_body(body: str | bytes | None, content_type: str | None) -> ErrorEnvelope | None:
+    """The error envelope of a response body; None for a body that is not JSON (kept verbatim by the caller)."""
+    text = (body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else body or "").strip()
+    ctype = media_type(content_type) or ""
+    if not text or not (ctype.endswith("/json") or ctype.endswith("+json") or text[0] in "{["):
+        return None
     try:
-        return _fast(text)
-    except _FastError:
-        return _loads(text)
+        return envelope_from_json(_loads(text))
+    except (ValueError, RecursionError):  # too deep is invalid too
+        return None
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    value = headers.get(name)
-    if value is None and not isinstance(headers, httpx.Headers):  # httpx.Headers.get ignores case already
-        for key, val in headers.items():
-            if key.lower() == name:
-                return val
-    return value
+def in_band_error_of(obj: Mapping[str, Any]) -> ErrorEnvelope | None:
+    """The error a frame of a 200 stream carries (any shape above), or None for a normal chunk (a frame with
+    ``choices`` is never an error)."""
+    if obj.get("error"):
+        return envelope_from_json(obj) or ErrorEnvelope(
+            message=_excerpt(json.dumps(obj["error"], ensure_ascii=False), 200), shape="string")
+    if "choices" in obj:
+        return None
+    message, keys = obj.get("message"), ("status", "status_code", "code")
+    flat = isinstance(message, str) and bool(message) and any(obj.get(k) is not None for k in keys)
+    if not (obj.get("type") == "error" or obj.get("object") == "error" or flat):
+        return None
+    return ErrorEnvelope(message=_opt_str(message) or "error event in stream",
+                         type=None if obj.get("type") == "error" else _opt_str(obj.get("type")),
+                         code=_code(obj.get("code")), status=_code(_status(obj)), shape="flat")
+
+
+def _excerpt(data: str, n: int = 120) -> str:
+    return repr(data if len(data) <= n else data[:n] + "…")
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms``, ``retry-after`` (seconds, float ok) or an HTTP-date."""
-    ms = _header(headers, "retry-after-ms")
-    if ms is not None:
-        try:
-            value = float(ms.strip())
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value) and value >= 0:
-            return value / 1000.0
-    raw = _header(headers, "retry-after")
-    if raw is None or not raw.strip():
-        return None
-    raw = raw.strip()
+    headers = {name.lower(): value for name, value in headers.items()}
+    try:
+        ms = float(headers.get("retry-after-ms", "nan"))
+    except ValueError:
+        ms = math.nan
+    if math.isfinite(ms) and ms >= 0:
+        return ms / 1000.0
+    raw = headers.get("retry-after", "").strip()
     try:
         seconds = float(raw)
     except ValueError:
@@ -95,30 +119,20 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
         when = parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):
         return None
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
+    when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
     current = now or datetime.now(UTC)
-    if current.tzinfo is None:
-        current = current.replace(tzinfo=UTC)
+    current = current if current.tzinfo is not None else current.replace(tzinfo=UTC)
     return max(0.0, (when - current).total_seconds())
 
 
-def chat_request_body(
-    config: HermesProxyRuntimeConfig, messages: list[dict[str, Any]], *, stream: bool | None = None
-) -> dict[str, Any]:
-    """The ``/chat/completions`` body for ``messages``.
-
-    ``config.system_prompt`` is prepended as a system message unless the
-    messages already start with that exact system message.
-    """
+def chat_request_body(config: HermesProxyRuntimeConfig, messages: list[dict[str, Any]], *,
+                      stream: bool | None = None) -> dict[str, Any]:
+    """The ``/chat/completions`` body; ``config.system_prompt`` goes first unless the messages start with it."""
     streaming = config.stream if stream is None else stream
     msgs = [dict(m) for m in messages]
-    if config.system_prompt:
-        first = msgs[0] if msgs else None
-        if not (first and first.get("role") == "system" and first.get("content") == config.system_prompt):
-            msgs.insert(0, {"role": "system", "content": config.system_prompt})
+    system = {"role": "system", "content": config.system_prompt}
+    if config.system_prompt and not (msgs and {k: msgs[0].get(k) for k in system} == system):
+        msgs.insert(0, system)
     body: dict[str, Any] = {"model": config.model, "messages": msgs, "stream": streaming}
     if streaming:
         body["stream_options"] = {"include_usage": True}
@@ -128,8 +142,18 @@ def chat_request_body(
     return body
 
 
-#: a Responses API ``status`` / ``incomplete_details.reason`` → the chat finish_reason it means
-_RESPONSE_FINISH = {"completed": "stop", "max_output_tokens": "length", "content_filter": "content_filter"}
+def responses_request_body(config: HermesProxyRuntimeConfig, prompt: str | list[dict[str, Any]], *,
+                           stream: bool | None = None) -> dict[str, Any]:
+    """The ``/responses`` body (OpenAI's Responses API): ``prompt`` is the ``input``, ``config.system_prompt`` the
+    ``instructions``, ``max_tokens`` the ``max_output_tokens``."""
+    body: dict[str, Any] = {"model": config.model, "input": prompt,
+                            "stream": config.stream if stream is None else stream}
+    if config.system_prompt:
+        body["instructions"] = config.system_prompt
+    body["temperature"] = config.temperature
+    if config.max_tokens is not None:
+        body["max_output_tokens"] = config.max_tokens
+    return body
 
 
 def _response_finish(response: Mapping[str, Any]) -> str | None:
@@ -153,31 +177,15 @@ def _response_text(response: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def responses_request_body(config: HermesProxyRuntimeConfig, prompt: str | list[dict[str, Any]], *,
-                           stream: bool | None = None) -> dict[str, Any]:
-    """The ``/responses`` body (OpenAI's Responses API) for ``prompt`` (the ``input``: text or items);
-    ``config.system_prompt`` becomes ``instructions``, ``max_tokens`` ``max_output_tokens``."""
-    streaming = config.stream if stream is None else stream
-    body: dict[str, Any] = {"model": config.model, "input": prompt, "stream": streaming}
-    if config.system_prompt:
-        body["instructions"] = config.system_prompt
-    body["temperature"] = config.temperature
-    if config.max_tokens is not None:
-        body["max_output_tokens"] = config.max_tokens
-    return body
-
-
 def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
-    """``(text, finish_reason, usage, model)`` of a non-streamed ``chat.completion`` body (or a Responses API
-    ``response`` object: its ``output_text``, ``completed`` → ``stop``, ``max_output_tokens`` → ``length``)."""
+    """``(text, finish_reason, usage, model)`` of a non-streamed ``chat.completion`` body, or of a Responses API
+    ``response`` object (its ``output_text`` parts)."""
     if not isinstance(obj, Mapping):
         return "", None, None, None
-    if obj.get("object") == "response":
-        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
-        model = obj.get("model") if isinstance(obj.get("model"), str) else None
-        return _response_text(obj), _response_finish(obj), usage, model
     model = obj.get("model") if isinstance(obj.get("model"), str) else None
     usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
+    if obj.get("object") == "response":
+        return _response_text(obj), _response_finish(obj), usage, model
     text, finish = "", None
     choices = obj.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
@@ -193,32 +201,22 @@ def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | N
 
 
 class ChatStream:
-    """Interprets the SSE events of one chat-completions stream (or of a Responses API stream).
+    """Reads the SSE events of one chat-completions (or Responses API) stream.
 
-    :meth:`feed` returns the content delta of an event ("" if none). After
-    ``data: [DONE]`` (``done``) or an error (``error``) the stream is
-    ``finished`` and the caller stops reading; later events are ignored.
-    An error in any shape (:func:`in_band_error_of`, or an ``event: error``
-    frame) ends the stream with the text so far kept. Empty data, keep-alives
-    and JSON that is not a chunk are skipped; a frame that is not JSON is
-    recorded in ``protocol_errors`` (never raised). A whole ``choices[].message``
-    after deltas is appended when it brings new text, else noted in ``warnings``.
-
-    Responses API frames (``{"type": "response.…"}``): ``response.output_text.delta`` carries the text;
-    ``response.completed`` / ``response.incomplete`` end the stream (there is no ``[DONE]``: ``done``
-    stays False, ``finish_reason`` says ``stop`` / ``length``); ``response.failed`` (and ``error``) is an
-    in-band error.
+    :meth:`feed` returns an event's content delta ("" if none). After ``[DONE]`` (``done``), an error in any shape
+    (``error``, ``in_band_error``; the text so far is kept) or a Responses API ``response.completed`` /
+    ``response.incomplete`` the stream is ``finished`` and later events are ignored. A frame that is not JSON is
+    a ``protocol_errors`` entry, never raised; pings and JSON that is no chunk are skipped. A whole
+    ``choices[].message`` after the deltas is appended when it brings new text, else noted in ``warnings``.
     """
 
-    __slots__ = (
-        "_parts", "_text", "_over", "done", "finish_reason", "usage", "model", "error", "in_band_error",
-        "protocol_errors", "chunks", "skipped", "warnings", "reasoning",
-    )
+    __slots__ = ("_parts", "_text", "_over", "done", "finish_reason", "usage", "model", "error", "in_band_error",
+                 "protocol_errors", "warnings", "reasoning")
 
     def __init__(self) -> None:
         self._parts: list[str] = []
         self._text: str | None = ""
-        self._over = False  # done or error: ignore everything else
+        self._over = False
         self.done = False
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
@@ -226,10 +224,6 @@ class ChatStream:
         self.error: ErrorEnvelope | None = None
         self.in_band_error = False
         self.protocol_errors: list[str] = []
-        #: chat.completion chunks understood / events skipped (empty, keep-alive, not a chunk)
-        self.chunks = 0
-        self.skipped = 0
-        #: things worth telling that are not errors (e.g. a whole message after deltas)
         self.warnings: list[str] = []
         #: deltas that carried reasoning (``reasoning_content`` or ``reasoning``) rather than answer text
         self.reasoning = 0
@@ -244,6 +238,11 @@ class ChatStream:
             self._text = "".join(self._parts)
         return self._text
 
+    def _add(self, piece: str) -> str:
+        self._parts.append(piece)
+        self._text = None
+        return piece
+
     def feed(self, event: ServerSentEvent) -> str:
         if self._over:
             return ""
@@ -252,19 +251,16 @@ class ChatStream:
             self._in_band(data)
             return ""
         obj: Any = None
-        if data[:1] == "{":  # the common case: one JSON object, read by orjson
+        if data[:1] == "{":  # the common case, read by orjson (P1)
             try:
                 obj = _fast(data)
             except _FastError:
                 obj = None  # json.loads decides below (NaN, lone surrogates, deep nesting, invalid)
-            else:
-                # orjson reads integers beyond 64 bits as floats: only usage and error
-                # envelopes show numbers, so those (rare) chunks are read by json.loads
+            else:  # orjson reads integers beyond 64 bits as floats: chunks with numbers go to json.loads
                 if "usage" in obj or "error" in obj:
                     obj = None
         if obj is None:
             if not data or data.isspace():
-                self.skipped += 1
                 return ""
             if data.lstrip().startswith("[DONE]"):
                 self.done = self._over = True
@@ -272,85 +268,61 @@ class ChatStream:
             try:
                 obj = _loads(data)
             except (ValueError, RecursionError):  # too deep is invalid too
-                self.protocol_errors.append(f"invalid JSON in SSE data: {excerpt(data)}")
+                self.protocol_errors.append(f"invalid JSON in SSE data: {_excerpt(data)}")
                 return ""
             if obj.__class__ is not dict:
-                self.skipped += 1
                 return ""
         return self.feed_chunk(obj)
 
     def feed_chunk(self, obj: dict[str, Any]) -> str:
-        """Interpret one parsed chunk object (``feed`` after ``json.loads``)."""
+        """Interpret one parsed chunk object."""
         kind = obj.get("type")
         if kind.__class__ is str and kind.startswith("response."):
             return self._response_event(kind, obj)
         choices = obj.get("choices")
-        if choices is None or obj.get("error"):
-            error = in_band_error_of(obj)
-            if error is not None:
-                self.error = error
-                self.in_band_error = self._over = True
-                return ""
-        if choices is None and "usage" not in obj:
-            self.skipped += 1
+        if (choices is None or obj.get("error")) and (error := in_band_error_of(obj)) is not None:
+            self.error = error
+            self.in_band_error = self._over = True
             return ""
-        self.chunks += 1
-        model = obj.get("model")
-        if model is not None and model.__class__ is str and model:
+        if choices is None and "usage" not in obj:
+            return ""
+        model, usage = obj.get("model"), obj.get("usage")
+        if model and model.__class__ is str:
             self.model = model
-        usage = obj.get("usage")
-        if usage is not None and usage.__class__ is dict and usage:
+        if usage and usage.__class__ is dict:
             self.usage = usage
-        if not choices or choices.__class__ is not list:
+        if not choices or choices.__class__ is not list or choices[0].__class__ is not dict:
             return ""
         choice = choices[0]
-        if choice.__class__ is not dict:
-            return ""
-        piece = ""
         holder = choice.get("delta")
         if holder.__class__ is not dict:
-            message = choice.get("message")
-            if message.__class__ is dict and self._parts:
-                return self._late_message(message, choice)
-            holder = message
+            holder = choice.get("message")
+            if holder.__class__ is dict and self._parts:
+                return self._late_message(holder, choice)
+        piece = ""
         if holder.__class__ is dict:
             content = holder.get("content")
             if content and content.__class__ is str:
-                piece = content
-                self._parts.append(content)
-                self._text = None
-            else:
-                thought = holder.get("reasoning_content") or holder.get("reasoning")
-                if thought and thought.__class__ is str:
-                    self.reasoning += 1
+                piece = self._add(content)
+            elif (thought := holder.get("reasoning_content") or holder.get("reasoning")) and thought.__class__ is str:
+                self.reasoning += 1
         finish = choice.get("finish_reason")
         if finish and finish.__class__ is str:
             self.finish_reason = finish
         return piece
 
     def _response_event(self, kind: str, obj: dict[str, Any]) -> str:
-        """One Responses API frame."""
-        self.chunks += 1
         if kind == "response.output_text.delta":
             piece = obj.get("delta")
-            if piece and piece.__class__ is str:
-                self._parts.append(piece)
-                self._text = None
-                return piece
-            return ""
-        if kind == "response.output_text.done" and not self._parts:
+            return self._add(piece) if piece and piece.__class__ is str else ""
+        if kind == "response.output_text.done" and not self._parts:  # the text sent whole, without deltas
             text = obj.get("text")
-            if text and text.__class__ is str:  # a stream that sent the text whole, no deltas
-                self._parts.append(text)
-                self._text = None
-                return text
-            return ""
+            return self._add(text) if text and text.__class__ is str else ""
         response = obj.get("response")
         response = response if response.__class__ is dict else {}
-        model = response.get("model")
+        model, usage = response.get("model"), response.get("usage")
         if model and model.__class__ is str:
             self.model = model
-        usage = response.get("usage")
         if usage and usage.__class__ is dict:
             self.usage = usage
         if kind == "response.failed":
@@ -364,7 +336,6 @@ class ChatStream:
         return ""
 
     def _late_message(self, message: dict[str, Any], choice: dict[str, Any]) -> str:
-        """A whole ``choices[].message`` after deltas: append what is new, note what is not."""
         finish = choice.get("finish_reason")
         if finish and finish.__class__ is str:
             self.finish_reason = finish
@@ -380,20 +351,15 @@ class ChatStream:
         how = "the rest of the text it completes" if piece is not content else "its text"
         self.warnings.append(f"a choices[].message frame arrived after the deltas; {how} was appended "
                              f"({len(piece)} characters)")
-        self._parts.append(piece)
-        self._text = None
-        return piece
+        return self._add(piece)
 
     def _in_band(self, data: str) -> None:
         self.in_band_error = self._over = True
         envelope = None
-        if data.strip():
-            try:
-                obj = _loads(data)
-            except (ValueError, RecursionError):  # too deep is invalid too
-                obj = None
-            if isinstance(obj, dict):
-                envelope = in_band_error_of(obj) or envelope_from_json(obj)
-        if envelope is None:
-            envelope = ErrorEnvelope(message=data.strip() or "error event in stream", shape="string")
-        self.error = envelope
+        try:
+            obj = _loads(data) if data.strip() else None
+        except (ValueError, RecursionError):  # too deep is invalid too
+            obj = None
+        if isinstance(obj, dict):
+            envelope = in_band_error_of(obj) or envelope_from_json(obj)
+        self.error = envelope or ErrorEnvelope(message=data.strip() or "error event in stream", shape="string")

@@ -1,25 +1,11 @@
-"""The final-message sentinel: the prompt instruction and the extractor.
+"""The final-message sentinel: the prompt's instruction and the extractor.
 
-The model ends its answer with a fenced block tagged ``uh-runtime-final-message``;
-its trimmed content is the run's final message (``runtime-final.txt``).
-
-The rule (a superset of UH's lazy regex: every input UH extracts gives the same
-text here, see ``tests/wire/test_sentinel.py``'s parity table):
-
-* an opening fence is ```` ```uh-runtime-final-message ```` plus optional
-  spaces/tabs and ``\\n`` or ``\\r\\n``, anywhere on its line (text before it on
-  the same line is allowed, as in UH; case-sensitive, no suffix after the tag);
-* inside a block, a line that is ```` ``` ```` plus an info string
-  (```` ```python ````, indentation allowed) opens an inner fence; a line that
-  is only backticks (three or more, indentation and trailing spaces/tabs allowed)
-  closes the innermost open inner fence, or the block when none is open;
-* a new opening fence while a block is still open restarts from it, so an
-  unclosed sentinel never swallows a later real one;
-* the last complete block wins; its content is trimmed; CRLF is fine; a block
-  whose content is the instruction's own placeholder (the model echoed the
-  instruction) is ignored;
-* when no complete block is found this way, UH's own regex decides, so no input
-  UH extracts gives less here.
+The model ends its answer with a fenced block tagged ``uh-runtime-final-message``; its trimmed content is the run's
+final message (``runtime-final.txt``). The rule is a superset of UH's lazy regex (every input UH extracts gives the
+same text: the parity table in ``tests/wire/test_sentinel.py``): an opening fence may follow text on its line; inside
+a block a fence with an info string opens an inner fence and a bare one closes the innermost (else the block); a new
+opening fence restarts; the last complete block wins, unless it is the instruction's own placeholder; when no block
+is found this way, UH's regex decides.
 """
 
 from __future__ import annotations
@@ -28,21 +14,11 @@ import re
 
 from hermes_nb.core.facts import SENTINEL_TAG
 
-__all__ = [
-    "SENTINEL_TAG",
-    "SENTINEL_PLACEHOLDERS",
-    "runtime_final_message_instruction",
-    "extract_final_message",
-    "wrap_final_message",
-]
-
 _FENCE = "```"
 _PLACEHOLDER = "<one-paragraph summary of the outcome>"
 #: the example contents of our instruction and of UH's: never a final message
-SENTINEL_PLACEHOLDERS = frozenset({
-    _PLACEHOLDER,
-    "<one-paragraph summary of what you did, what changed, and any caveats>",
-})
+SENTINEL_PLACEHOLDERS = frozenset({_PLACEHOLDER,
+                                   "<one-paragraph summary of what you did, what changed, and any caveats>"})
 _OPEN_RE = re.compile(r"```" + re.escape(SENTINEL_TAG) + r"[ \t]*$")
 _CLOSE_RE = re.compile(r"[ \t]*`{3,}[ \t]*")
 _INNER_RE = re.compile(r"[ \t]*```+[^`\s][^`]*")

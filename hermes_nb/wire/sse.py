@@ -1,28 +1,12 @@
-"""Incremental Server-Sent Events decoder on bytes (WHATWG rules).
-
-Pure: no IO. Feed network reads of any size; complete events come back.
-
-* Lines end at LF, CR or CRLF, also when a CR and its LF arrive in different
-  reads. A UTF-8 byte-order mark at the very start is ignored.
-* Each line is decoded as UTF-8 after the byte split (never per network read),
-  with invalid bytes replaced by U+FFFD; a ``charset`` parameter is irrelevant.
-* ``data`` lines are joined with ``\\n``; one space after the colon is
-  stripped; lines starting with ``:`` are comments; ``event``, ``id`` and
-  ``retry`` are honoured; unknown fields are ignored.
-* A blank line dispatches the pending event if it has at least one ``data``
-  line (WHATWG: an event with an empty data buffer is not dispatched). The last
-  event id persists across events.
-* There is no line-length limit, and buffering is linear in the line length.
-* At EOF (:meth:`SSEDecoder.flush`) a pending event without its blank line is
-  dropped, as the spec says; :attr:`SSEDecoder.dropped_at_eof` records it.
+"""Incremental Server-Sent Events decoder on bytes, by the WHATWG rules: lines end at LF, CR or CRLF (also split
+across reads), each line is UTF-8 (invalid bytes replaced), an event needs a ``data`` line to be dispatched, the
+last event id persists, and a pending event without its blank line at the end of the stream is never dispatched.
+Pure: no IO.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-
-__all__ = ["ServerSentEvent", "SSEDecoder", "iter_sse"]
 
 _BOM = "\ufeff"
 
@@ -36,13 +20,8 @@ class ServerSentEvent:
 
 
 class _Draft:
-    """Same slot layout as :class:`ServerSentEvent`, but mutable.
-
-    A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__`` (about 1 µs per event, a fifth of the decoder's
-    time). The decoder fills a draft with plain slot stores and then retags it
-    as a :class:`ServerSentEvent`: the result is a genuine, frozen instance.
-    """
+    """:class:`ServerSentEvent`'s slots, mutable: filled with plain stores, then retagged as a genuine frozen
+    instance (a frozen dataclass's ``__init__`` is a fifth of the decoder's time: P1)."""
 
     __slots__ = ("event", "data", "id", "retry")
     event: str
@@ -54,7 +33,7 @@ class _Draft:
 class SSEDecoder:
     """Bytes in, :class:`ServerSentEvent` out. One instance per stream."""
 
-    __slots__ = ("_tail", "_skip_lf", "_started", "_event", "_data", "_id", "_retry", "dropped_at_eof")
+    __slots__ = ("_tail", "_skip_lf", "_started", "_event", "_data", "_id", "_retry")
 
     def __init__(self) -> None:
         #: bytes after the last line terminator seen (an incomplete line)
@@ -66,8 +45,6 @@ class SSEDecoder:
         self._data: list[str] = []
         self._id: str | None = None
         self._retry: int | None = None
-        #: True when :meth:`flush` discarded an incomplete line or an undispatched event
-        self.dropped_at_eof = False
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Consume one network read; return the events it completed."""
@@ -92,8 +69,7 @@ class SSEDecoder:
                 self._tail = bytearray(chunk[end + 1 :])
         if end + 1 == len(chunk) and chunk[end] == 13:  # ends in CR: its LF may follow
             self._skip_lf = True
-        # Terminators are ASCII and never occur inside a UTF-8 sequence, so one
-        # decode of whole lines equals decoding line by line.
+        # terminators never occur inside a UTF-8 sequence: one decode of whole lines is decoding line by line
         text = region.decode("utf-8", "replace")
         if not self._started:
             self._started = True
@@ -104,17 +80,8 @@ class SSEDecoder:
         return self._blocks(text)
 
     def _blocks(self, text: str) -> list[ServerSentEvent]:
-        """Events of ``text`` (whole lines, each ending in ``\\n``), a blank-line-separated block at a time.
-
-        Splitting on ``"\\n\\n"`` cuts the text after each blank line: every
-        piece but the last is the lines of one block followed by a blank line;
-        the last piece holds the lines of an event still pending ("" when the
-        text ends on a blank line). The common block, one ``data:`` line and
-        nothing else, is dispatched without walking its lines; any other block
-        (or one that continues an event pending from an earlier read) goes
-        through the line-by-line rules, which leave the state clean at its blank
-        line.
-        """
+        """Events of ``text`` (whole lines), a blank-line-separated block at a time; the last piece is an event
+        still pending. A block that is one ``data:`` line is dispatched without walking its lines (P1)."""
         out: list[ServerSentEvent] = []
         blocks = text.split("\n\n")
         pending = blocks.pop()
@@ -171,21 +138,3 @@ class SSEDecoder:
                 self._id = value
             elif name == "retry" and value.isascii() and value.isdigit():
                 self._retry = int(value)
-
-    def flush(self) -> list[ServerSentEvent]:
-        """End of stream: discard an incomplete line and an undispatched event."""
-        self.dropped_at_eof = bool(self._tail) or bool(self._data)
-        self._tail = bytearray()
-        self._skip_lf = False
-        self._event = None
-        self._data = []
-        self._retry = None
-        return []
-
-
-def iter_sse(chunks: Iterable[bytes]) -> Iterator[ServerSentEvent]:
-    """Decode an iterable of byte chunks into events."""
-    decoder = SSEDecoder()
-    for chunk in chunks:
-        yield from decoder.feed(chunk)
-    yield from decoder.flush()

@@ -16,9 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from hermes_nb.core.facts import MAX_PROMPT_BYTES, PROXY_MAX_REQUEST_BYTES
+from hermes_nb.wire.client import HermesClient
 
 GB = 1024**3
 
@@ -124,19 +126,17 @@ def test_a_2_mb_prompt_is_held_whole_by_one_file_and_dry_run_json_is_small(tmp_p
      "n": [1, None, True, 2**70]},
     {"messages": [{"role": "user", "content": "a" * (2 << 20)}, {"role": "user", "content": "b"}], "x": [[], {}]},
 ])
-def test_a_big_body_is_sent_in_pieces_that_are_exactly_json_dumps(obj: dict) -> None:
-    from hermes_nb.wire.bodies import JsonPieces, dumps_body
+def test_a_big_body_is_sent_in_pieces_that_are_exactly_httpx_json(obj: dict) -> None:
+    request = HermesClient("http://127.0.0.1:9/v1").build_request("POST", "/x", json=obj)
+    expected = httpx.Request("POST", "http://127.0.0.1:9/x", json=obj).content
+    pieces = list(request.stream)
+    assert int(request.headers["content-length"]) == len(expected) and "transfer-encoding" not in request.headers
+    assert max(len(p) for p in pieces) < 5 << 20 and b"".join(pieces) == expected == b"".join(request.stream)
 
-    expected = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    pieces = dumps_body(obj)
-    assert isinstance(pieces, JsonPieces) and len(pieces) == len(expected)
-    assert max(len(p) for p in pieces) < 5 << 20 and b"".join(pieces) == expected == b"".join(pieces)
 
-
-def test_a_small_body_is_bytes_and_nan_is_refused_as_httpx_json_does() -> None:
-    from hermes_nb.wire.bodies import dumps_body
-
-    assert dumps_body({"a": "é", "b": [1.5, 2**70]}) == json.dumps(
-        {"a": "é", "b": [1.5, 2**70]}, ensure_ascii=False, separators=(",", ":")).encode()
+def test_a_small_body_is_httpx_json_and_nan_is_refused() -> None:
+    client = HermesClient("http://127.0.0.1:9/v1")
+    obj = {"a": "é", "b": [1.5, 2**70]}
+    assert client.build_request("POST", "/x", json=obj).content == httpx.Request("POST", "/", json=obj).content
     with pytest.raises(ValueError):
-        dumps_body({"temperature": float("nan")})
+        client.build_request("POST", "/x", json={"temperature": float("nan")})

@@ -6,8 +6,7 @@ import pytest
 from hermes_nb import ConfigError, HermesProxyRuntimeConfig
 from hermes_nb.core.config import merge_runtime_config, parse_overrides_json, validate_config
 from hermes_nb.core.errors import UnknownKeyError
-from hermes_nb.core.manifest import AdapterManifest, load_manifest, manifest_template, save_manifest
-from hermes_nb.core.schema import schema_documents
+from hermes_nb.core.manifest import AdapterManifest, load_manifest, manifest_template, save_manifest, schema_documents
 from tests.helpers import ROOT
 
 CANARY = "sk-canary-7f3a9c1e55d0"

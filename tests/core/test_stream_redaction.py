@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_nb.core.config import validate_config
-from hermes_nb.core.redaction import Redactor
-from hermes_nb.core.stream_redaction import StreamRedactor
+from hermes_nb.core.redaction import Redactor, StreamRedactor
 from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.run import run
 

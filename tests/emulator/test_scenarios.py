@@ -43,7 +43,7 @@ def raw_stream(emu: EmulatorHandle, scenario: str,
 
 def frames(data: bytes) -> list[str]:
     decoder = SSEDecoder()
-    return [e.data for e in decoder.feed(data) + decoder.flush()]
+    return [e.data for e in decoder.feed(data)]
 
 
 def text_of(datas: list[str]) -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.core.clock import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.errors import ArtifactError
+from hermes_nb.core.io import iso_now, new_run_id, validate_run_id
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.artifacts import LatestRun, MissionArtifacts, RunsIndex
 

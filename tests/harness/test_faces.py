@@ -16,7 +16,7 @@ import pytest
 
 from hermes_nb import kit, run_mission
 from hermes_nb.cli import main
-from hermes_nb.core.resources import notebook_path
+from hermes_nb.core.facts import notebook_path
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.kit import ConsoleActions
 

@@ -13,8 +13,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hermes_nb.core.facts import LOAD_NOTEBOOK, NOTEBOOKS, SHIPPED_NOTEBOOKS, TEMPLATED_NOTEBOOKS
-from hermes_nb.core.resources import notebooks_dir, sanitize_file
+from hermes_nb.core.facts import (
+    LOAD_NOTEBOOK,
+    NOTEBOOKS,
+    SHIPPED_NOTEBOOKS,
+    TEMPLATED_NOTEBOOKS,
+    notebooks_dir,
+    sanitize_file,
+)
 from hermes_nb.nbrun.templates import build
 from hermes_nb.receipts.verdict import VERDICT_MIME, find_verdict
 from tests.helpers import ROOT

@@ -15,9 +15,9 @@ import pytest
 
 from hermes_nb import verify_receipts
 from hermes_nb.cli import main
-from hermes_nb.core.clock import new_run_id
 from hermes_nb.core.facts import NOTEBOOKS
 from hermes_nb.core.facts import worst_verdict as overall_verdict
+from hermes_nb.core.io import new_run_id
 from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.nbrun.execute import decide_verdict
@@ -321,7 +321,7 @@ def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Pa
 
 
 def test_artifacts_changed_after_the_run_fail_the_verdict(tmp_path: Path) -> None:
-    from hermes_nb.core.digests import sha256_file
+    from hermes_nb.core.io import sha256_file
     from hermes_nb.nbrun.execute import NotebookRun
     from hermes_nb.nbrun.receipt_meta import artifact_sources as _artifact_sources
 
@@ -609,7 +609,7 @@ def test_the_environment_digest_lists_what_the_metadata_parser_reads() -> None:
     parser reads it (ours reads only the headers it needs); a header block with folded lines is read the same way."""
     import importlib.metadata
 
-    from hermes_nb.core.digests import json_digest
+    from hermes_nb.core.io import json_digest
     from hermes_nb.nbrun.receipt_meta import _name_and_version, environment_digest
 
     expected = sorted({f"{d.metadata['Name'].lower()}=={d.metadata['Version']}"

@@ -130,7 +130,7 @@ def _magics(endpoint: str, manifest: str) -> list[str]:
 
 def test_the_committed_notebooks_hold_no_secret_shapes() -> None:
     """The notebooks in the repository and in the wheel (stored outputs included): no JWT, bearer or key."""
-    from hermes_nb.core.resources import data_dir
+    from hermes_nb.core.facts import data_dir
 
     repo = ROOT / "notebooks"
     notebooks = sorted(repo.glob("*.ipynb")) + sorted(data_dir().joinpath("notebooks").glob("*.ipynb"))

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from hermes_nb.core.config import validate_config
-from hermes_nb.core.endpoint_safety import is_loopback_host, plain_http_warning
+from hermes_nb.core.facts import is_loopback_host, plain_http_warning
 
 REMOTE = "http://hermes-proxy.nonexistent.invalid:8645/v1"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hermes_nb.cli import main
-from hermes_nb.core.endpoint_safety import is_loopback_host, plain_http_warning
+from hermes_nb.core.facts import is_loopback_host, plain_http_warning
 from tests.helpers import ROOT
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from hermes_nb import ConfigError, UsageError, WireReport
 from hermes_nb.cli import main
-from hermes_nb.core.resources import contracts_dir
+from hermes_nb.core.facts import contracts_dir
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.proxy.contracts import (
     RELAYED_FIELDS,

@@ -105,7 +105,7 @@ def test_refuses_a_rewritten_sidecar_via_the_index(tmp_path: Path, manifest: Pat
     nb = nbformat.read(str(receipt), as_version=4)
     nb.metadata.receipt["verdict"] = "passed"
     nbformat.write(nb, str(receipt))
-    from hermes_nb.core.digests import sha256_file
+    from hermes_nb.core.io import sha256_file
 
     sidecar = json.loads(sidecar_path.read_text())
     sidecar["receipt"] = dict(nb.metadata.receipt)

@@ -10,8 +10,8 @@ import pytest
 
 from hermes_nb import verify_receipts
 from hermes_nb.cli import main
-from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError
+from hermes_nb.core.io import sha256_file
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import append_index, index_entry, load_index, render_readme
 from hermes_nb.receipts.verify import verify_receipt

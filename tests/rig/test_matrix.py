@@ -18,7 +18,7 @@ from junitparser import Error, JUnitXml
 
 from hermes_nb import RigError, UsageError, verify_receipts
 from hermes_nb.cli import main
-from hermes_nb.core.resources import data_dir
+from hermes_nb.core.facts import data_dir
 from hermes_nb.nbrun.jobs import SmokeSpec, smoke
 from hermes_nb.rig.matrix import MatrixSpec, Release, matrix, matrix_markdown, run_matrix
 from hermes_nb.rig.venvs import cache_dir, ensure_release, pins_for, release_spec, unsupported_reason, venv_dir

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.core.usage import Usage
+from hermes_nb.core.records import Usage
 from hermes_nb.views import htmlkit
 from hermes_nb.views.htmlkit import (
     TONES,

@@ -11,8 +11,8 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from hermes_nb import HermesClient, check
 from hermes_nb.core.config import validate_config
-from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.facts import DEFAULT_MODEL
+from hermes_nb.core.io import sha256_file
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract
 from hermes_nb.proxy.drift import Drift

@@ -1,4 +1,4 @@
-"""HermesClient on httpx.MockTransport (pure client behaviour) plus two loopback sockets for the watchdog."""
+"""HermesClient on httpx.MockTransport (pure client behaviour) plus loopback sockets for the deadlines."""
 
 from __future__ import annotations
 
@@ -670,36 +670,14 @@ def test_oversized_body_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     assert exchange.protocol_errors and "larger than 8 bytes" in exchange.protocol_errors[0]
 
 
-def test_watchdog_shuts_the_socket_down_when_the_deadline_passes() -> None:
-    import time
+def test_tls_contexts_are_built_once_and_plain_http_trusts_no_certificate() -> None:
+    import ssl
 
-    from hermes_nb.wire.watchdog import Watchdog as _Watchdog
+    from hermes_nb.wire.client import _tls_context
 
-    left, right = socket.socketpair()
-
-    class Stream:
-        def get_extra_info(self, name: str) -> object:
-            return left if name == "socket" else None
-
-    response = httpx.Response(200, extensions={"network_stream": Stream()})
-    try:
-        watchdog = _Watchdog(response, idle_deadline=time.monotonic())
-        limit = time.monotonic() + 10
-        while not watchdog.fired and time.monotonic() < limit:
-            time.sleep(0.01)  # polling for the timer thread, bounded by a deadline
-        assert watchdog.fired == "idle"
-        assert left.recv(10) == b""  # shut down: a blocked read wakes up with EOF
-    finally:
-        left.close()
-        right.close()
-
-
-def test_watchdog_without_a_socket_is_inert() -> None:
-    from hermes_nb.wire.watchdog import Watchdog as _Watchdog
-
-    watchdog = _Watchdog(httpx.Response(200), idle_deadline=0.0)
-    watchdog.cancel()
-    assert watchdog.fired is None
+    assert _tls_context(True) is _tls_context(True) and _tls_context(True).cert_store_stats()["x509_ca"] > 0
+    plain = _tls_context(False)
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.cert_store_stats()["x509_ca"] == 0
 
 
 @settings(max_examples=60, deadline=None)

@@ -26,7 +26,7 @@ def delta(text: str) -> dict[str, Any]:
 
 def run(frames: list[bytes]) -> ChatStream:
     decoder, chat = SSEDecoder(), ChatStream()
-    for ev in decoder.feed(b"".join(frames)) + decoder.flush():
+    for ev in decoder.feed(b"".join(frames)):
         chat.feed(ev)
         if chat.finished:
             break

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from hermes_nb import HermesClient, HermesProxyRuntimeConfig
-from hermes_nb.core.resources import contracts_dir
+from hermes_nb.core.facts import contracts_dir
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.kit import ConsoleSession
 from hermes_nb.kit.session import ROUTES, check_body

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from hermes_nb.core.facts import SENTINEL_TAG
 from hermes_nb.wire.sentinel import (
     SENTINEL_PLACEHOLDERS,
-    SENTINEL_TAG,
     extract_final_message,
     runtime_final_message_instruction,
     wrap_final_message,

@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb.wire.sse import ServerSentEvent, SSEDecoder, iter_sse
+from hermes_nb.wire.sse import ServerSentEvent, SSEDecoder
 
 
 def decode(*chunks: bytes) -> list[ServerSentEvent]:
-    return list(iter_sse(chunks))
+    decoder = SSEDecoder()
+    return [event for chunk in chunks for event in decoder.feed(chunk)]
 
 
 def datas(*chunks: bytes) -> list[str]:
@@ -152,17 +153,7 @@ def test_no_line_length_trap() -> None:
 
 
 def test_pending_event_without_blank_line_is_dropped_at_eof() -> None:
-    decoder = SSEDecoder()
-    assert decoder.feed(b"data: a\n\ndata: b\n") == [ServerSentEvent("message", "a")]
-    assert decoder.flush() == []
-    assert decoder.dropped_at_eof is True
-
-
-def test_clean_eof_drops_nothing() -> None:
-    decoder = SSEDecoder()
-    decoder.feed(b"data: a\n\n")
-    assert decoder.flush() == []
-    assert decoder.dropped_at_eof is False
+    assert datas(b"data: a\n\ndata: b\n") == ["a"]
 
 
 def test_incomplete_last_line_is_dropped() -> None:

@@ -13,8 +13,8 @@ from pydantic import Field
 
 from hermes_nb.cli.output import Output
 from hermes_nb.core.config import Provider
+from hermes_nb.core.facts import contracts_dir
 from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS
-from hermes_nb.core.resources import contracts_dir
 from hermes_nb.core.spec import CommaList, Opt, Spec
 from hermes_nb.proxy.contracts import (
     contract_drift,

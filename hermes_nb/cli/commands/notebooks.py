@@ -13,10 +13,9 @@ from typing import Annotated
 from pydantic import Field
 
 from hermes_nb.cli.output import Output
-from hermes_nb.core.digests import sha256_file
 from hermes_nb.core.errors import ArtifactError, UsageError
-from hermes_nb.core.facts import GUIDES, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS
-from hermes_nb.core.resources import notebook_path, sanitize_file
+from hermes_nb.core.facts import GUIDES, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS, notebook_path, sanitize_file
+from hermes_nb.core.io import sha256_file
 from hermes_nb.core.spec import Opt, Spec
 
 HELP = "the shipped notebooks: list, export, refresh"

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field
 
 from hermes_nb.cli.output import Output
-from hermes_nb.core.schema import schema_documents, write_schemas
+from hermes_nb.core.manifest import schema_documents, write_schemas
 from hermes_nb.core.spec import Spec
 
 HELP = "print or write the JSON Schemas"
