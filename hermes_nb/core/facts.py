@@ -124,10 +124,6 @@ def contracts_dir() -> Path:
     return data_dir() / "contracts"
 
 
-def contract_names() -> list[str]:
-    return sorted(p.stem for p in contracts_dir().glob("*.json"))
-
-
 def sanitize_file() -> Path:
     return data_dir() / "nbval-sanitize.cfg"
 

@@ -37,7 +37,7 @@ class RunPlan(BaseModel):
     headers: dict[str, str]
     body: dict[str, Any]
     prompt: dict[str, Any]
-    timeouts: dict[str, float]
+    timeouts: dict[str, int | float]
     warnings: list[str] = Field(default_factory=list)
     request_prompt: str = Field(exclude=True, repr=False)
     #: ``<prompt.md: N bytes, sha256:…>``: what records hold instead of the prompt

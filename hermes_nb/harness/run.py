@@ -53,7 +53,7 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
         # content-length: of the body as sent, which request.json records after the call
         headers={k: v for k, v in redact_headers(dict(request.headers)).items() if k != "content-length"},
         body=redactor.data(body), prompt=digest,
-        timeouts={"request_timeout_ms": float(config.request_timeout_ms), "connect_timeout_s": CONNECT_TIMEOUT_S,
+        timeouts={"request_timeout_ms": int(config.request_timeout_ms), "connect_timeout_s": CONNECT_TIMEOUT_S,
                   "idle_timeout_s": config.request_timeout_ms / 1000.0, **max_duration},
         warnings=[*warnings, *filter(None, [plain_http_warning(config.endpoint)])],
         request_prompt=prompt, prompt_reference=reference)

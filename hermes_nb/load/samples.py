@@ -90,6 +90,6 @@ def _cell(name: str, text: str) -> object:
 def read_samples(text: str, *, csv_format: bool = False) -> list[Sample]:
     """The samples of a ``load-samples.jsonl`` (or, ``csv_format``, ``.csv``) file's text."""
     if csv_format:
-        return [Sample(**{k: _cell(k, v) for k, v in row.items()})  # type: ignore[arg-type]
+        return [Sample(**{k: _cell(k, v) for k, v in row.items()})  # type: ignore[arg-type]  # typed by _cell
                 for row in csv.DictReader(io.StringIO(text))]
     return [Sample(**json.loads(line)) for line in text.splitlines() if line.strip()]

@@ -84,7 +84,7 @@ def test_plan_is_pure_and_redacted(tmp_path: Path) -> None:
     assert plan.headers["authorization"] == "Bearer <redacted>"
     assert CANARY not in plan.model_dump_json()
     assert plan.timeouts["request_timeout_ms"] == 5000
-
+    assert '"request_timeout_ms":5000,' in plan.model_dump_json()  # a whole number in its unit, as UH writes it
 
 
 def test_plan_and_dry_run_json_hold_no_secret_but_the_request_keeps_the_prompt(tmp_path: Path,
