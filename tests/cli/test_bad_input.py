@@ -1,4 +1,4 @@
-"""Bad input is one line (issue 20): exit 2, exactly one JSON object under --json, no traceback, nothing written.
+"""Bad input is one line: exit 2, exactly one JSON object under --json, no traceback, nothing written.
 
 Non-UTF-8 manifests, missions and prompt files (the file and the byte offset named), headers the client frames
 itself or the bearer's own key in ``extra_headers``, output paths that cannot be written (checked before any

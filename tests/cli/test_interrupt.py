@@ -1,4 +1,4 @@
-"""Ctrl-C at any moment: one line and the documented exit code, never a traceback; --json agrees (issue 10).
+"""Ctrl-C at any moment: one line and the documented exit code, never a traceback; --json agrees.
 
 Real subprocesses; synchronised on their output (or on the emulator seeing the request), never on sleeps.
 A run interrupted mid-request ends ``cancelled`` (exit 1); any other command interrupted exits 130.
@@ -140,7 +140,7 @@ def test_nothing_runs_between_the_console_script_and_the_handlers_but_the_packag
     """The console script imports ``hermes_nb.cli`` (so ``hermes_nb`` first), whose first act is to own SIGINT and
     SIGTERM. A signal during an import before that prints a traceback, so ``import hermes_nb`` imports nothing
     (it used to import typing: ~3 ms, a Ctrl-C there gave a traceback) and the handlers' module needs only the
-    signal and threading modules (issue 20: a Ctrl-C in the first ~15 ms)."""
+    signal and threading modules (a Ctrl-C in the first ~15 ms)."""
     code = ("import sys; before = set(sys.modules); import hermes_nb; first = set(sys.modules) - before; "
             "before = set(sys.modules); import hermes_nb.harness.signals; "
             "print(sorted(first)); "

@@ -1,4 +1,4 @@
-"""Prompt input is bounded and stored once (issue 20).
+"""Prompt input is bounded and stored once.
 
 ``--prompt-file`` and ``--prompt -`` read at most ``--max-prompt-bytes`` (default just above the proxy's 10 MB
 body cap): ``/dev/zero`` is refused at once, even under a 4 GB address-space cap. A run keeps the prompt in one

@@ -1,4 +1,4 @@
-"""Thin CLI handlers (issue 21, deliverable 8): ``hermes-nb smoke`` and ``matrix`` turn flags into one library
+"""Thin CLI handlers: ``hermes-nb smoke`` and ``matrix`` turn flags into one library
 call each (:func:`hermes_nb.smoke`, :func:`hermes_nb.rig.matrix.matrix`) and print what it returns, so a
 notebook or a script gets the same run: target choice, venvs, storage staging and CI outputs live in the library.
 As papermill's tests check its CLI: the library call is replaced and its arguments are checked."""

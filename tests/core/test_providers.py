@@ -1,4 +1,4 @@
-"""Every provider the proxy ships (issue 18): one table of operator actions, detection, model defaults.
+"""Every provider the proxy ships: one table of operator actions, detection, model defaults.
 
 Against the emulator fronting ``nous`` or ``xai`` (its ``/health`` name, forwarded paths and texts follow
 the provider, as the real proxy's do); the real proxy's xai states are in tests/proxy/test_rig.py.

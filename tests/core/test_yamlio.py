@@ -1,4 +1,4 @@
-"""YAML goes through libyaml's C loader when PyYAML has it (issue 10: an 11 MB mission took 15 s)."""
+"""YAML goes through libyaml's C loader when PyYAML has it (an 11 MB mission took 15 s)."""
 
 from __future__ import annotations
 

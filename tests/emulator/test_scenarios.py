@@ -1,4 +1,4 @@
-"""Every emulator scenario: the raw wire over loopback, then through HermesClient + classify (issue 2's table)."""
+"""Every emulator scenario: the raw wire over loopback, then through HermesClient + classify, table-driven."""
 
 from __future__ import annotations
 
@@ -207,7 +207,7 @@ def test_every_scenario_non_streamed(emus: dict[str, EmulatorHandle], scenario: 
 
 @pytest.mark.parametrize("scenario,status", [("upstream-unreachable", 502), ("upstream-timeout", 504)])
 def test_proxy_faults_classify_as_upstream_down(emus: dict[str, EmulatorHandle], scenario: str, status: int) -> None:
-    """The seed's `failed`, with a reason and a hint that name the proxy's upstream, not the proxy (issue 18)."""
+    """The seed's `failed`, with a reason and a hint that name the proxy's upstream, not the proxy."""
     exchange, outcome = run_client(emus["hermes-agent"], scenario)
     assert exchange.status == status and exchange.envelope is not None
     assert exchange.envelope.code == scenario.replace("-", "_")

@@ -202,7 +202,7 @@ def test_body_editor_messages_and_route_pickers() -> None:
         console.close()
 
 
-# --------------------------------------------------------------------------- issue 19: no stuck states
+# --------------------------------------------------------------------------- no stuck states
 
 def _closed_port() -> int:
     import socket

@@ -259,7 +259,7 @@ def test_the_guided_notebook_is_generated_shipped_and_only_calls_the_package(tmp
 def test_the_executed_guide_stores_normalised_outputs_that_read_well_unrun(tmp_path: Path) -> None:
     """What ``make notebooks`` stores: the same cells and kinds of output as committed; no port, model id or
     widget state of the session that ran it; the console as a static picture (no widget view, no page
-    script); the sanitize placeholders visible in HTML (issue 19: it showed "VBox(children=…" and "s / s / s")."""
+    script); the sanitize placeholders visible in HTML (it showed "VBox(children=…" and "s / s / s")."""
     from hermes_nb.nbrun.guides import write_guides
 
     (written,) = write_guides(tmp_path, execute=True)

@@ -1,4 +1,4 @@
-"""The small edges of issue 20, each with its test: loopback however it is written, https to the proxy's
+"""The small edges, each with its test: loopback however it is written, https to the proxy's
 plain-http port, ``receipts list`` newest first, and a clean build (no ``project.license`` table warning)."""
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def test_probe_compares_with_the_shipped_contracts_against_the_emulator(installe
 
 def test_notebooks_list_export_and_refresh(installed: Installed) -> None:
     listed = installed.json("notebooks", "list")["notebooks"]
-    # the three the smoke runs, the load receipt's, and the guide (issue 19: it was missing from the wheel and the
+    # the three the smoke runs, the load receipt's, and the guide (it was missing from the wheel and the
     # export)
     assert [(n["name"], n["kind"]) for n in listed] == (
         [(n, "smoke") for n in NOTEBOOKS] + [("load", "load"), ("probe_console", "guide")])

@@ -1,4 +1,4 @@
-"""Findings from trials against a live proxy (issue 10): what the operator is told.
+"""Findings from trials against a live proxy: what the operator is told.
 
 - live receipts name the release under test (``/health``, else the recorded releases the proxy behaves as), never
   the version of a ``hermes`` that happens to be installed here;

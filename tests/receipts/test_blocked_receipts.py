@@ -1,4 +1,4 @@
-"""Blocked reads as blocked (issue 20): a blocked notebook's receipt shows the verdict card and the operator
+"""Blocked reads as blocked: a blocked notebook's receipt shows the verdict card and the operator
 action and ends without a traceback, while papermill still stops and reports it; index.html gives each run's
 reason and action; the target label follows the state the proxy was seen in (a stale proxy is not "live")."""
 

@@ -376,7 +376,7 @@ time.sleep(600)
     assert not Path(hermes_home).parent.exists()
 
 
-# --------------------------------------------------------------------------- the xai provider (issue 18)
+# --------------------------------------------------------------------------- the xai provider
 
 
 def test_xai_auth_store_documents_a_pooled_credential_pointing_at_the_upstream() -> None:

@@ -97,7 +97,7 @@ def test_contrast_ratio_is_wcags() -> None:
     assert contrast_ratio("#000", "#fff") == pytest.approx(21.0)
     assert contrast_ratio("#777777", "#ffffff") == pytest.approx(4.48, abs=0.01)
     assert contrast_ratio("rgba(0,0,0,.54)", "#ffffff") == pytest.approx(4.6, abs=0.05)  # composited first
-    # issue 19 §1: the old answer box in the dark theme, white text on its fixed light background
+    # the old answer box in the dark theme, white text on its fixed light background
     assert contrast_ratio("#ffffff", "#f6f8fa") < 1.1
 
 

@@ -1,4 +1,4 @@
-"""Deadlines that fit streaming, end to end over loopback with the emulator (issue 10, deliverable 4).
+"""Deadlines that fit streaming, end to end over loopback with the emulator.
 
 ``request_timeout_ms`` bounds the wait for the response to start and each silence, not a healthy stream;
 ``max_duration_ms`` is the optional overall cap. The emulator's ``slow`` scenario sends a delta every

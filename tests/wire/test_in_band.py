@@ -1,4 +1,4 @@
-"""In-band errors in every shape inside a 200 stream, and a whole message after the deltas (issue 10, deliverable 5).
+"""In-band errors in every shape inside a 200 stream, and a whole message after the deltas.
 
 Table-driven over ChatStream (pure), then end to end over loopback with the emulator's scenarios.
 """

@@ -1,4 +1,4 @@
-"""Classification of one exchange: every row of issue 2's table, table-driven."""
+"""Classification of one exchange: every row of the classification table, table-driven."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OpenAI's Responses API (``/v1/responses``; issue 18): forwarded by an xai proxy, ``path_not_allowed`` on nous.
+"""OpenAI's Responses API (``/v1/responses``): forwarded by an xai proxy, ``path_not_allowed`` on nous.
 
 The emulator's upstream profile serves it (streamed: ``response.created`` … ``response.output_text.delta`` …
 ``response.completed``, no ``[DONE]``; and not streamed); the client reads it, classification knows its
