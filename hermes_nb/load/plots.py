@@ -1,10 +1,6 @@
-"""The load report's pictures: standalone SVG written by one small helper (:func:`chart`), no plotting dependency.
-
-Each picture is one ``<svg>`` document that renders the same inline in Jupyter, as an ``image/svg+xml`` output on
-GitHub and as an image in a receipt's HTML. Concurrency axes are logarithmic (levels usually grow geometrically);
-a percentile resting on too few samples is drawn hollow. Why not matplotlib: 41 MB of wheels and 0.9 s to import
-pyplot here, for line charts (docs/load.md, "Why no matplotlib"); this is deterministic for one report and costs
-well under a millisecond a picture.
+"""The load report's pictures: standalone SVG from one small helper (:func:`chart`), no plotting dependency
+(docs/load.md, "Why no matplotlib"). Each renders alike inline in Jupyter, on GitHub and as an image in a receipt's
+HTML; concurrency axes are logarithmic; a percentile resting on too few samples is drawn hollow.
 """
 
 from __future__ import annotations
@@ -17,11 +13,9 @@ from dataclasses import dataclass
 from hermes_nb.load.metrics import ERROR_CLASSES, LevelResult, Percentiles, e2e
 from hermes_nb.load.report import LoadReport
 
-__all__ = ["PLOTS", "SvgPlot", "Series", "Panel", "chart", "plot"]
-
-PLOTS = ("latency", "gaps", "throughput", "errors", "distribution")
 _PALETTE = ("#0969da", "#8250df", "#cf222e", "#1a7f37", "#9a6700", "#57606a", "#bf3989", "#0a7ea4")
-_QUANTILES = (("p50", "#0969da"), ("p95", "#8250df"), ("p99", "#cf222e"))
+BLUE, VIOLET, RED, GREEN, AMBER, GREY = _PALETTE[:6]
+_QUANTILES = (("p50", BLUE), ("p95", VIOLET), ("p99", RED))
 _FONT = "font:11px system-ui,-apple-system,Segoe UI,sans-serif"
 _W, _H, _L, _R, _T, _B = 300, 220, 46, 12, 26, 66
 
@@ -45,13 +39,10 @@ class SvgPlot:
 class Series:
     label: str
     colour: str
-    #: (x, y) points; a None y breaks the line
-    points: Sequence[tuple[float, float | None]]
+    points: Sequence[tuple[float, float | None]]  # a None y breaks the line
     dashed: bool = False
-    #: indexes of points drawn hollow (resting on too few samples)
-    hollow: frozenset[int] = frozenset()
-    #: False: points only (a scatter)
-    line: bool = True
+    hollow: frozenset[int] = frozenset()  # the points resting on too few samples
+    line: bool = True  # False: a scatter
 
 
 @dataclass(frozen=True)
@@ -60,8 +51,7 @@ class Panel:
     unit: str
     series: Sequence[Series]
     x_label: str = "concurrency"
-    #: a logarithmic axis with these ticks (the levels); empty: a linear axis from 0
-    x_ticks: Sequence[float] = ()
+    x_ticks: Sequence[float] = ()  # a logarithmic axis at these (the levels); none: linear from 0
 
 
 def _nice(value: float) -> tuple[float, float]:
@@ -73,42 +63,46 @@ def _nice(value: float) -> tuple[float, float]:
     return step * math.ceil(value / step), step
 
 
-def _num(value: float) -> str:
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
     return f"{value:.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.3g}"
+
+
+def _text(x: float, y: float, text: str, extra: str = "") -> str:
+    return f'<text x="{round(x, 1)}" y="{round(y, 1)}"{extra}>{html.escape(text)}</text>'
 
 
 def _panel(x0: float, panel: Panel) -> list[str]:
     left, top, width, height = x0 + _L, _T, _W - _L - _R, _H - _T - _B
-    ys = [y for s in panel.series for _, y in s.points if y is not None]
-    xs = [x for s in panel.series for x, _ in s.points]
-    ymax, ystep = _nice(max(ys, default=0.0))
+    bottom = top + height
+    ymax, ystep = _nice(max((y for s in panel.series for _, y in s.points if y is not None), default=0.0))
     if panel.x_ticks:
         lo, hi = math.log2(min(panel.x_ticks)), math.log2(max(panel.x_ticks))
+        ticks = list(panel.x_ticks)
+
         def fx(v: float) -> float:
             return left + width * (0.5 if hi == lo else 0.05 + 0.9 * (math.log2(v) - lo) / (hi - lo))
-        ticks = [(v, _num(v)) for v in panel.x_ticks]
     else:
-        xmax, xstep = _nice(max(xs, default=0.0))
+        xmax, xstep = _nice(max((x for s in panel.series for x, _ in s.points), default=0.0))
+        ticks = [k * xstep for k in range(int(round(xmax / xstep)) + 1)]
+
         def fx(v: float) -> float:
             return left + width * v / xmax
-        ticks = [(k * xstep, _num(k * xstep)) for k in range(int(round(xmax / xstep)) + 1)]
 
     def fy(v: float) -> float:
-        return round(top + height - height * v / ymax, 1)
+        return round(bottom - height * v / ymax, 1)
 
-    out = [f'<text x="{x0 + _W / 2}" y="14" text-anchor="middle" font-weight="bold">{html.escape(panel.title)}</text>',
-           f'<text x="{x0 + 4}" y="{top - 9}" fill="#57606a">{html.escape(panel.unit)}</text>']
+    middle, grey = ' text-anchor="middle"', ' fill="#57606a"'
+    out = [_text(x0 + _W / 2, 14, panel.title, middle + ' font-weight="bold"'),
+           _text(x0 + 4, top - 9, panel.unit, grey)]
     for k in range(int(round(ymax / ystep)) + 1):
-        gy = fy(k * ystep)
-        out.append(f'<line x1="{left}" y1="{gy}" x2="{left + width}" y2="{gy}" stroke="#eaeef2"/><text x="{left - 4}" '
-                   f'y="{gy + 4}" text-anchor="end" fill="#57606a">{_num(k * ystep)}</text>')
-    for v, label in ticks:
-        out.append(f'<text x="{round(fx(v), 1)}" y="{top + height + 14}" text-anchor="middle">{label}</text>')
-    out.append(f'<line x1="{left}" y1="{top + height}" x2="{left + width}" y2="{top + height}" stroke="#57606a"/>'
-               f'<text x="{left + width / 2}" y="{top + height + 27}" text-anchor="middle" fill="#57606a">'
-               f"{html.escape(panel.x_label)}</text>")
+        out.append(f'<line x1="{left}" y1="{fy(k * ystep)}" x2="{left + width}" y2="{fy(k * ystep)}" stroke="#eaeef2"/>'
+                   + _text(left - 4, fy(k * ystep) + 4, _num(k * ystep), ' text-anchor="end"' + grey))
+    out += [_text(fx(v), bottom + 14, _num(v), middle) for v in ticks]
+    out.append(f'<line x1="{left}" y1="{bottom}" x2="{left + width}" y2="{bottom}" stroke="#57606a"/>'
+               + _text(left + width / 2, bottom + 27, panel.x_label, middle + grey))
     for s in panel.series:
-        dash = ' stroke-dasharray="4,3"' if s.dashed else ""
         runs: list[list[str]] = [[]]
         for i, (x, y) in enumerate(s.points):
             if y is None:
@@ -116,18 +110,19 @@ def _panel(x0: float, panel: Panel) -> list[str]:
                 continue
             px, py = round(fx(x), 1), fy(y)
             runs[-1].append(f"{px},{py}")
-            fill = "#fff" if i in s.hollow else s.colour
-            out.append(f'<circle cx="{px}" cy="{py}" r="{2.5 if s.line else 1.8}" fill="{fill}" stroke="{s.colour}">'
-                       f"<title>{html.escape(s.label)} at {_num(x)}: {_num(y)} {html.escape(panel.unit)}"
+            out.append(f'<circle cx="{px}" cy="{py}" r="{2.5 if s.line else 1.8}" fill="'
+                       f'{"#fff" if i in s.hollow else s.colour}" stroke="{s.colour}"><title>{html.escape(s.label)} '
+                       f"at {_num(x)}: {_num(y)} {html.escape(panel.unit)}"
                        f"{' (too few samples)' if i in s.hollow else ''}</title></circle>")
+        dash = ' stroke-dasharray="4,3"' if s.dashed else ""
         if s.line:
             out += [f'<polyline points="{" ".join(r)}" fill="none" stroke="{s.colour}" stroke-width="1.5"{dash}/>'
                     for r in runs if len(r) > 1]
     for k, s in enumerate(panel.series[:9]):  # the legend: three columns under the axis
-        lx, ly = left + (k % 3) * 82, top + height + 40 + (k // 3) * 13
+        lx, ly = left + (k % 3) * 82, bottom + 40 + (k // 3) * 13
         dash = ' stroke-dasharray="4,3"' if s.dashed else ""
         out.append(f'<line x1="{lx}" y1="{ly - 4}" x2="{lx + 16}" y2="{ly - 4}" stroke="{s.colour}" stroke-width="2"'
-                   f'{dash}/><text x="{lx + 20}" y="{ly}">{html.escape(s.label)}</text>')
+                   f"{dash}/>" + _text(lx + 20, ly, s.label))
     return out
 
 
@@ -143,10 +138,9 @@ def chart(name: str, title: str, panels: Sequence[Panel], alt: str) -> SvgPlot:
 
 def _quantiles(levels: Sequence[LevelResult], read: Callable[[LevelResult], Percentiles], *, upstream: bool = False,
                qs: Sequence[tuple[str, str]] = _QUANTILES) -> list[Series]:
-    return [Series(f"upstream {q}" if upstream else q, "#57606a" if upstream else colour,
+    return [Series(f"upstream {q}" if upstream else q, GREY if upstream else colour,
                    [(lv.concurrency, getattr(read(lv), q)) for lv in levels], dashed=upstream,
-                   hollow=frozenset(i for i, lv in enumerate(levels) if q in read(lv).thin))
-            for q, colour in qs]
+                   hollow=frozenset(i for i, lv in enumerate(levels) if q in read(lv).thin)) for q, colour in qs]
 
 
 def _latency(report: LoadReport, levels: list[int]) -> SvgPlot:
@@ -161,40 +155,36 @@ def _latency(report: LoadReport, levels: list[int]) -> SvgPlot:
         panels.insert(1, panel("first answer token (TTFAT)", lambda lv: lv.ttfat_ms))
     return chart("latency", "latency percentiles by concurrency", panels,
                  "TTFT, ITL and E2E p50/p95/p99 (ms) by concurrency: " + "; ".join(
-                     f"c={lv.concurrency} TTFT p50 {_opt(lv.ttft_ms.p50)} ms" for lv in report.levels))
-
-
-def _opt(value: float | None) -> str:
-    return "-" if value is None else _num(value)
+                     f"c={lv.concurrency} TTFT p50 {_num(lv.ttft_ms.p50)} ms" for lv in report.levels))
 
 
 def _gaps(report: LoadReport, levels: list[int]) -> SvgPlot:
     gaps = Panel("Gaps between tokens", "ms", _quantiles(report.levels, lambda lv: lv.gaps.gap_ms,
-                                                         qs=(("p50", "#0969da"), ("p99", "#cf222e"),
-                                                             ("max", "#9a6700"))), x_ticks=levels)
+                                                         qs=(("p50", BLUE), ("p99", RED), ("max", AMBER))),
+                 x_ticks=levels)
     share = Panel(f"Streams with a stall (gap > {_num(report.settings.get('stall_s', 0.5) * 1000)} ms)", "%",
-                  [Series("stalled", "#cf222e", [(lv.concurrency, lv.gaps.stall_share * 100) for lv in report.levels])],
+                  [Series("stalled", RED, [(lv.concurrency, lv.gaps.stall_share * 100) for lv in report.levels])],
                   x_ticks=levels)
     return chart("gaps", "gaps between tokens by concurrency", [gaps, share], "gaps between tokens: " + "; ".join(
-        f"c={lv.concurrency} largest {_opt(lv.gaps.gap_ms.max)} ms, {lv.gaps.stalled} of {lv.gaps.streams} streams "
+        f"c={lv.concurrency} largest {_num(lv.gaps.gap_ms.max)} ms, {lv.gaps.stalled} of {lv.gaps.streams} streams "
         "stalled" for lv in report.levels))
 
 
 def _throughput(report: LoadReport, levels: list[int]) -> SvgPlot:
     def rates(source: list[LevelResult], label: str, colour: str, dashed: bool = False) -> list[Series]:
         return [Series(f"{label} req/s", colour, [(lv.concurrency, lv.request_throughput) for lv in source], dashed),
-                Series(f"{label} tok/s ÷ 10", "#9a6700" if not dashed else "#57606a",
+                Series(f"{label} tok/s ÷ 10", GREY if dashed else AMBER,
                        [(lv.concurrency, lv.output_token_throughput / 10) for lv in source], dashed)]
 
-    per_level = rates(report.levels, "proxy", "#1a7f37") + (rates(report.direct_levels, "upstream", "#57606a", True)
-                                                           if report.direct_levels else [])
+    per_level = rates(report.levels, "proxy", GREEN) + (rates(report.direct_levels, "upstream", GREY, True)
+                                                       if report.direct_levels else [])
     curve = [Series(f"{name} p50", colour, [(lv.request_throughput, getattr(lv, field).p50) for lv in report.levels])
-             for name, field, colour in (("E2E", "e2e_ms", "#0969da"), ("TTFT", "ttft_ms", "#8250df"))]
+             for name, field, colour in (("E2E", "e2e_ms", BLUE), ("TTFT", "ttft_ms", VIOLET))]
     return chart("throughput", "throughput by concurrency, and latency against it", [
         Panel("Throughput by concurrency", "per second", per_level, x_ticks=levels),
         Panel("Latency vs achieved throughput", "ms", curve, x_label="requests per second")],
         "throughput: " + "; ".join(f"c={lv.concurrency} {_num(lv.request_throughput)} req/s, E2E p50 "
-                                   f"{_opt(lv.e2e_ms.p50)} ms" for lv in report.levels))
+                                   f"{_num(lv.e2e_ms.p50)} ms" for lv in report.levels))
 
 
 def _errors(report: LoadReport, levels: list[int]) -> SvgPlot:
@@ -225,6 +215,7 @@ def _distribution(report: LoadReport, levels: list[int]) -> SvgPlot:
 
 _BUILDERS = {"latency": _latency, "gaps": _gaps, "throughput": _throughput, "errors": _errors,
              "distribution": _distribution}
+PLOTS = tuple(_BUILDERS)
 
 
 def plot(report: LoadReport, name: str) -> SvgPlot:

@@ -1,10 +1,6 @@
-"""The load report: what was measured, at which target, and the verdict (pure; no view is imported here: the
-text, the HTML and the pictures are :mod:`hermes_nb.load.views`, which registers them with IPython).
-
-:func:`compute` is the only way figures are made: from the raw samples (:mod:`hermes_nb.load.samples`) and what
-samples cannot say (each level's overhead, what stopped it, how many were cancelled). The run calls it once; the
-receipt's notebook calls it again on the receipt's own sample files, so the figures shown are recomputed from the
-evidence kept.
+"""The load report: what was measured, at which target, and the verdict (pure: its views register themselves with
+IPython). :func:`compute` is the one way figures are made, from the raw samples: the run calls it, and the receipt's
+notebook again on the sample files it keeps.
 """
 
 from __future__ import annotations
@@ -15,12 +11,9 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr
 
 from hermes_nb.core.model import StrictModel
-from hermes_nb.core.providers import start_hint
+from hermes_nb.core.providers import cooldown_note, start_hint
 from hermes_nb.core.records import Status
-from hermes_nb.load.metrics import ERROR_CLASSES, AddedLatency, LevelResult, added_latency, level_result
-from hermes_nb.load.samples import Sample
-
-__all__ = ["LOAD_SCHEMA", "REPORT_FILE", "TargetInfo", "RateLimit", "LoadReport", "compute", "judge"]
+from hermes_nb.load.metrics import ERROR_CLASSES, AddedLatency, LevelResult, Sample, added_latency, level_result
 
 LOAD_SCHEMA = "hermes-nb.load.v2"
 #: the report as a file: what ``hermes-nb load --out`` hands the load notebook, kept in the receipt
@@ -28,16 +21,20 @@ REPORT_FILE = "load-report.json"
 
 
 class TargetInfo(StrictModel):
-    """What was loaded. ``emulator``: hermes_nb's emulator answered; ``rig``: a real proxy with the emulator as its
-    upstream (the proxy is the target); ``live``: anything else."""
+    """What was loaded: ``emulator`` (hermes_nb's emulator answered), ``rig`` (a real proxy with the emulator as its
+    upstream: the proxy is the target) or ``live``."""
 
     kind: Literal["emulator", "rig", "live"] = "live"
-    #: the hermes-agent release of the proxy (its /health, else the local ``hermes``), when known
-    release: str | None = None
+    release: str | None = None  # the proxy's hermes-agent release, when known
     evidence: str | None = None
-    #: the embedded emulator: its scenario and how many processes served it
-    scenario: str | None = None
+    provider: str | None = None  # what the proxy fronts, when it said
+    executable: str = "hermes"  # the name its hints use
+    scenario: str | None = None  # the embedded emulator's, and how many processes served it
     emulator_processes: int = 0
+
+    def cooldown(self) -> str | None:
+        """What a 429 does to this provider's credential (None: nothing lasting)."""
+        return cooldown_note(self.provider, 429, self.executable, release=self.release)
 
 
 class RateLimit(StrictModel):
@@ -49,8 +46,8 @@ class RateLimit(StrictModel):
 
 
 class LoadReport(StrictModel):
-    """What :func:`hermes_nb.load.run.run_load` measured; ``--json``, the magic and the receipt show it. The raw
-    samples are :attr:`samples` (not in the JSON: the receipt keeps them as files)."""
+    """What :func:`hermes_nb.load.run.run_load` measured. The raw samples are :attr:`samples` (not in the JSON: the
+    receipt keeps them as files)."""
 
     format: str = LOAD_SCHEMA
     endpoint: str
@@ -64,20 +61,17 @@ class LoadReport(StrictModel):
     verdict: Status = "passed"
     reason: str = "measured"
     errors: list[str] = Field(default_factory=list)
-    #: about the target (non-loopback, plain http); each level's own warning is in its overhead
+    #: about the target (non-loopback, plain http, a 429's cool-down); each level's own is in its overhead
     warnings: list[str] = Field(default_factory=list)
     first_error_concurrency: int | None = None
     rate_limited: RateLimit | None = None
-    #: the level whose throughput grew less than ``saturation_gain`` over the one before (the ramp stopped there)
+    #: the level whose throughput grew less than ``saturation_gain`` over the one before
     saturated_at: int | None = None
-    #: with an SLO: the highest concurrency that met it
     slo_max_concurrency: int | None = None
     interrupted: bool = False
     started_at: str = ""
-    #: the measurement's own duration (emulators started, levels run), seconds
-    duration_s: float = 0.0
-    #: the generator: hermes-nb's version, its HTTP client, Python, the machine
-    generator: dict[str, Any] = Field(default_factory=dict)
+    duration_s: float = 0.0  # the measurement's own (emulators started, levels run)
+    generator: dict[str, Any] = Field(default_factory=dict)  # hermes-nb's version, its HTTP client, the machine
     _samples: list[Sample] = PrivateAttr(default_factory=list)
 
     @property
@@ -89,31 +83,31 @@ class LoadReport(StrictModel):
         return next((lv for lv in levels if lv.concurrency == concurrency), None)
 
     def all_warnings(self) -> list[str]:
-        """The report's warnings, then each level's (what the text and HTML views list)."""
         return [*self.warnings, *(lv.overhead.warning for lv in self.levels + self.direct_levels
                                   if lv.overhead.warning)]
 
 
 def compute(report: LoadReport, samples: Sequence[Sample]) -> LoadReport:
-    """``report`` with its levels, added latency and verdict computed from ``samples``; each level's overhead,
-    stop and cancelled count are kept from ``report.levels`` / ``direct_levels`` (the levels it ran)."""
+    """``report`` with its figures and verdict computed from ``samples``; what samples cannot say (each level's
+    overhead, what stopped it, how many were cancelled) is kept from the levels it ran."""
     s = report.settings
-    figures: dict[str, list[LevelResult]] = {}
-    for target, ran in (("proxy", report.levels), ("direct", report.direct_levels)):
-        figures[target] = [level_result(
-            [x for x in samples if x.target == target and x.concurrency == lv.concurrency],
-            concurrency=lv.concurrency, target=lv.target, rate=s.get("rate"), stall_s=s.get("stall_s", 0.5),
-            slo=s.get("slo") or None, slo_share=s.get("slo_share", 0.9), overhead=lv.overhead,
-            stopped_by=lv.stopped_by, cancelled=lv.cancelled) for lv in ran]
-    levels = figures["proxy"]
-    gain = s.get("saturation_gain", 0.0)
-    saturated = next((b.concurrency for a, b in zip(levels, levels[1:], strict=False)
-                      if gain and b.succeeded and b.request_throughput < a.request_throughput * (1 + gain)), None)
+
+    def figures(ran: list[LevelResult]) -> list[LevelResult]:
+        return [level_result([x for x in samples if x.target == lv.target and x.concurrency == lv.concurrency],
+                             concurrency=lv.concurrency, target=lv.target, rate=s.get("rate"),
+                             stall_s=s.get("stall_s", 0.5), slo=s.get("slo") or None,
+                             slo_share=s.get("slo_share", 0.9), overhead=lv.overhead, stopped_by=lv.stopped_by,
+                             cancelled=lv.cancelled) for lv in ran]
+
+    levels, direct, gain = figures(report.levels), figures(report.direct_levels), s.get("saturation_gain", 0.0)
     updated = report.model_copy(update={
-        "levels": levels, "direct_levels": figures["direct"], "saturated_at": saturated,
+        "levels": levels, "direct_levels": direct,
+        "saturated_at": next((b.concurrency for a, b in zip(levels, levels[1:], strict=False)
+                              if gain and b.succeeded and b.request_throughput < a.request_throughput * (1 + gain)),
+                             None),
         "added": [added_latency([x for x in samples if x.target == "proxy" and x.concurrency == d.concurrency],
                                 [x for x in samples if x.target == "direct" and x.concurrency == d.concurrency],
-                                concurrency=d.concurrency, seed=s.get("seed", 0)) for d in figures["direct"]],
+                                concurrency=d.concurrency, seed=s.get("seed", 0)) for d in direct],
         "slo_max_concurrency": max((lv.concurrency for lv in levels if lv.slo and lv.slo.meets), default=None)})
     updated._samples = list(samples)
     return judge(updated)
@@ -128,25 +122,24 @@ def _error_line(level: LevelResult) -> str:
 
 
 def judge(report: LoadReport) -> LoadReport:
-    """The verdict: interrupted or non-429 errors → failed; unreachable or 429s → blocked; else passed. Also the
-    first level with errors and where 429s stopped the ramp."""
+    """Interrupted or non-429 errors → failed; unreachable or 429s → blocked; else passed."""
     levels = report.levels
-    erring = [lv for lv in levels if lv.errors.total]
-    report.first_error_concurrency = erring[0].concurrency if erring else None
+    report.first_error_concurrency = next((lv.concurrency for lv in levels if lv.errors.total), None)
     limited = next((lv for lv in levels + report.direct_levels if lv.errors.rate_limited), None)
     report.rate_limited = (RateLimit(concurrency=limited.concurrency, count=limited.errors.rate_limited,
                                      retry_after_s=limited.errors.retry_after_s) if limited else None)
     errors = [_error_line(lv) for lv in levels if lv.errors.total - lv.errors.rate_limited]
     if limited is not None:
         after = ", ".join(f"{v:g} s" for v in limited.errors.retry_after_s) or "none given"
+        parked = report.target.cooldown()
         errors.append(f"concurrency {limited.concurrency}: {limited.errors.rate_limited} answered 429 "
-                      f"(Retry-After: {after}); the ramp stopped there")
+                      f"(Retry-After: {after}); the ramp stopped there" + (f"; {parked}" if parked else ""))
     verdict: Status
     if report.interrupted:
         verdict, reason = "failed", "interrupted"
         errors.insert(0, f"interrupted (Ctrl-C) during concurrency {levels[-1].concurrency if levels else '-'}: "
                          "the figures are what was measured until then")
-    elif not levels or not any(lv.sent for lv in levels):
+    elif not any(lv.sent for lv in levels):
         verdict, reason = "failed", "nothing measured"
     elif levels[0].unreachable:
         verdict, reason = "blocked", "unreachable"

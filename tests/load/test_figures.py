@@ -11,10 +11,19 @@ import json
 import pytest
 
 from hermes_nb.load.generator import _overhead
-from hermes_nb.load.metrics import Percentiles, added_latency, itl, level_result, percentile
+from hermes_nb.load.metrics import (
+    Percentiles,
+    Sample,
+    added_latency,
+    itl,
+    level_result,
+    percentile,
+    read_samples,
+    to_csv,
+    to_jsonl,
+)
 from hermes_nb.load.report import LoadReport, compute
 from hermes_nb.load.run import run_load
-from hermes_nb.load.samples import Sample, read_samples, to_csv, to_jsonl
 from hermes_nb.load.views import report_text
 
 

@@ -21,8 +21,8 @@ from hermes_nb.cli import main
 from hermes_nb.emulator.scenarios import PROFILE_HEADER, SCENARIO_HEADER
 from hermes_nb.load import generator
 from hermes_nb.load import spec as spec_mod
+from hermes_nb.load.run import processes_for
 from hermes_nb.load.spec import LoadSpec
-from hermes_nb.load.target import processes_for
 from hermes_nb.load.views import report_html, report_text
 from tests.load.conftest import FAST
 
@@ -195,6 +195,17 @@ def test_a_429_stops_the_ramp_and_reports_retry_after(hermes_emulator_factory) -
     assert "Retry-After: 3 s" in report.errors[-1]
     always = run_load(hermes_emulator_factory(scenario="rate-limited", retry_after=2).endpoint, concurrency="1,4")
     assert [lv.sent for lv in always.levels] == [1] and always.rate_limited.retry_after_s == [2.0]  # nothing after it
+    assert always.warnings == [] and "parked" not in " ".join(always.errors)  # nous: a 429 parks nothing
+
+
+def test_an_xai_proxy_is_warned_about_before_the_ramp_and_its_429_names_the_cool_down(hermes_emulator_factory) -> None:
+    emu = hermes_emulator_factory(provider="xai", scenario="rate-limited")
+    lines: list[str] = []
+    report = run_load(emu.endpoint, concurrency="1,4", progress=lines.append)
+    assert lines[0].startswith("warning: the ramp stops at the first 429") and "xAI Grok OAuth" in lines[0]
+    assert report.warnings == [lines[0].removeprefix("warning: ")] and report.target.provider == "xai"
+    assert [lv.sent for lv in report.levels] == [1] and report.verdict == "blocked"
+    assert "answered 429" in report.errors[-1] and "`hermes auth reset xai-oauth`" in report.errors[-1]
 
 
 @pytest.mark.parametrize(("scenario", "error_class"), [
