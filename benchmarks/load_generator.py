@@ -35,9 +35,8 @@ import httpx
 
 from _child import endpoint_child
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.load.generator import Level, Prepared
-from hermes_nb.load.metrics import Overhead, Sample, level_result
-from hermes_nb.load.run import run_load
+from hermes_nb.load.report import Overhead, Sample, level_result
+from hermes_nb.load.run import Level, Prepared, run_load
 from hermes_nb.load.spec import LoadSpec
 from hermes_nb.load.views import report_text
 from hermes_nb.wire.payloads import ChatStream
@@ -159,8 +158,8 @@ def transport(endpoint: str) -> None:
         return Prepared(f"{endpoint}/chat/completions", {"content-type": "application/json"}, body)
 
     level = Level(build, spec, target="proxy", concurrency=256, repeat=0, budget=1024, origin=time.perf_counter(),
-                  redactor=Redactor())
-    ours = asyncio.run(level.run(time.perf_counter() + 600))
+                  deadline=time.perf_counter() + 600, redactor=Redactor())
+    ours = asyncio.run(level.run())
     base = asyncio.run(_httpx_level(endpoint, 256, 1024))
     mine, theirs = (cpu.cpu_s * 1000 / len(samples) for samples, cpu in ((ours.samples, ours.overhead), base))
     print(f"P8c c=256 n=1024: aiohttp {mine:.2f} ms CPU/request, TTFT p50 "

@@ -17,8 +17,16 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.facts import LOAD_NOTEBOOK, exit_code_for, worst_verdict
 from hermes_nb.core.io import sha256_file
 from hermes_nb.core.resolve import resolve_runtime_config
-from hermes_nb.load.metrics import SAMPLES_CSV, SAMPLES_JSONL, read_samples, to_csv, to_jsonl
-from hermes_nb.load.report import REPORT_FILE, LoadReport, compute
+from hermes_nb.load.report import (
+    REPORT_FILE,
+    SAMPLES_CSV,
+    SAMPLES_JSONL,
+    LoadReport,
+    compute,
+    read_samples,
+    to_csv,
+    to_jsonl,
+)
 from hermes_nb.load.run import run_load
 from hermes_nb.load.spec import LoadSpec
 from hermes_nb.load.views import report_text

@@ -1,23 +1,336 @@
-"""The load report: what was measured, at which target, and the verdict (pure: its views register themselves with
-IPython). :func:`compute` is the one way figures are made, from the raw samples: the run calls it, and the receipt's
-notebook again on the sample files it keeps.
+"""The load report: one raw record per measured request (:class:`Sample`, kept as ``load-samples.jsonl`` and
+``.csv``), the figures of each level computed from them, and the verdict. Pure: its views register themselves with
+IPython. :func:`compute` is the one way figures are made: the run calls it, and the receipt's notebook again on the
+sample files it keeps. The definitions, beside AIPerf's, vLLM's and llmperf's: docs/load.md. Times are seconds since
+the run started (one clock, ``time.perf_counter``); ``gaps_ms`` milliseconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import csv
+import io
+import json
+import math
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, TypeAdapter
 
 from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import cooldown_note, start_hint
 from hermes_nb.core.records import Status
-from hermes_nb.load.metrics import ERROR_CLASSES, AddedLatency, LevelResult, Sample, added_latency, level_result
 
 LOAD_SCHEMA = "hermes-nb.load.v2"
 #: the report as a file: what ``hermes-nb load --out`` hands the load notebook, kept in the receipt
 REPORT_FILE = "load-report.json"
+SAMPLES_JSONL, SAMPLES_CSV = "load-samples.jsonl", "load-samples.csv"
+#: how a request can fail, in the order reports list them
+ERROR_CLASSES = ("rate_limited", "client_error", "server_error", "timeout", "transport", "stream_error")
+#: what ended a level before its budget: a 429, Ctrl-C, the run's budget
+StopReason = Literal["rate_limited", "interrupted", "time_cap"]
+TargetName = Literal["proxy", "direct"]
+QUANTILES = (50, 90, 95, 99)
+
+
+@dataclass(slots=True)
+class Sample:
+    """One request as the generator saw it (None: that moment never came, e.g. no token before an error)."""
+
+    target: str  # proxy, or direct (the upstream itself)
+    concurrency: int
+    repeat: int
+    start_s: float
+    first_token_s: float | None = None  # of any kind, reasoning included
+    first_answer_s: float | None = None
+    last_token_s: float | None = None  # the last answer token
+    last_byte_s: float | None = None  # after the usage chunk and [DONE]
+    tokens: int = 0  # the usage's completion tokens (reasoning included), else the deltas counted: token_source
+    reasoning_tokens: int = 0
+    reasoning_deltas: int = 0  # 0: none streamed (any reasoning tokens were hidden)
+    token_source: str = "deltas"
+    status: int | None = None
+    error: str | None = None  # one of ERROR_CLASSES
+    retry_after_s: float | None = None
+    detail: str | None = None  # one line, redacted
+    connect_failed: bool = False
+    gaps_ms: list[float] = field(default_factory=list)
+
+    def since_start(self, moment: float | None) -> float | None:
+        return None if moment is None else moment - self.start_s
+
+
+_SAMPLES = TypeAdapter(list[Sample])
+
+
+def to_jsonl(samples: Iterable[Sample]) -> str:
+    return "".join(json.dumps(asdict(s), separators=(",", ":")) + "\n" for s in samples)
+
+
+def to_csv(samples: Iterable[Sample]) -> str:
+    """One row per request; ``gaps_ms`` space-separated in one column."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=[f.name for f in fields(Sample)], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({**asdict(s), "gaps_ms": " ".join(map(str, s.gaps_ms))} for s in samples)
+    return buffer.getvalue()
+
+
+def read_samples(text: str, *, csv_format: bool = False) -> list[Sample]:
+    """The samples of a ``load-samples.jsonl`` (or, ``csv_format``, ``.csv``) file's text."""
+    if csv_format:
+        rows = [{k: v.split() if k == "gaps_ms" else v or None for k, v in row.items()}
+                for row in csv.DictReader(io.StringIO(text))]
+    else:
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return _SAMPLES.validate_python(rows)
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile of ascending ``ordered`` values, linear between the nearest ranks (numpy's default;
+    ``statistics.quantiles`` refuses a single value)."""
+    if not ordered:
+        raise ValueError("percentile of no values")
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _r(value: float) -> float:
+    return round(value, 3)
+
+
+class Percentiles(StrictModel):
+    """Milliseconds over a level's requests (None: no request gave this figure)."""
+
+    count: int = 0
+    p50: float | None = None
+    p90: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    mean: float | None = None
+    min: float | None = None
+    max: float | None = None
+    #: the percentiles resting on fewer samples than they need (p90: 10, p95: 20, p99: 100)
+    thin: list[str] = Field(default_factory=list)
+    #: the p50's distribution-free 95 % interval (the order statistics around the median), None under 6 samples
+    p50_ci: tuple[float, float] | None = None
+    #: each repeat's p50 (with ``--repeat``): the run-to-run spread
+    p50_by_repeat: list[float] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, values_s: Sequence[float], *, by_repeat: Sequence[Sequence[float]] = ()) -> Percentiles:
+        ms = sorted(v * 1000.0 for v in values_s)
+        n = len(ms)
+        if not n:
+            return cls()
+        half = 1.96 * math.sqrt(n) / 2
+        low, high = max(math.floor(n / 2 - half), 0), min(math.ceil(n / 2 + half), n - 1)
+        return cls(count=n, **{f"p{q}": _r(percentile(ms, q)) for q in QUANTILES}, mean=_r(sum(ms) / n),
+                   min=_r(ms[0]), max=_r(ms[-1]), thin=[f"p{q}" for q in QUANTILES[1:] if n < 100 / (100 - q)],
+                   p50_ci=(_r(ms[low]), _r(ms[high])) if n >= 6 else None,
+                   p50_by_repeat=[_r(percentile(sorted(r), 50) * 1000) for r in by_repeat if r]
+                   if len(by_repeat) > 1 else [])
+
+
+class ErrorCounts(StrictModel):
+    """Failed requests of a level by class; the Retry-After values its 429s carried; one example per class."""
+
+    rate_limited: int = 0
+    client_error: int = 0
+    server_error: int = 0
+    timeout: int = 0
+    transport: int = 0
+    stream_error: int = 0
+    retry_after_s: list[float] = Field(default_factory=list)
+    examples: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_class().values())
+
+    def by_class(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in ERROR_CLASSES}
+
+
+class Overhead(StrictModel):
+    """What else went on while a level ran: the CPU of the whole generator process, how late its event loop woke
+    (every timestamp is taken on it, so the lag bounds how late a figure is read), how busy the machine was."""
+
+    cpu_s: float = 0.0
+    cpu_share: float = 0.0  # process CPU / wall time: 1.0 is one CPU
+    cpu_per_request_ms: float | None = None
+    loop_lag_ms: Percentiles = Field(default_factory=Percentiles)
+    machine_busy: float | None = None  # share of all the machine's CPUs busy (Linux /proc/stat)
+    load_avg: float | None = None  # 1 minute, at the level's end
+    cpus: int | None = None
+    warning: str | None = None
+
+
+class Gaps(StrictModel):
+    """Every pause between two tokens of the level's streams (ms), and the streams with one over ``stall_s``."""
+
+    gap_ms: Percentiles = Field(default_factory=Percentiles)
+    streams: int = 0
+    stalled: int = 0
+    stall_share: float = 0.0
+
+
+class Slo(StrictModel):
+    """The share of a level's sent requests meeting every target, and their rate (goodput)."""
+
+    met: int = 0
+    share: float = 0.0
+    goodput: float = 0.0
+    meets: bool = False
+
+
+class LevelResult(StrictModel):
+    """The figures of one concurrency level against one target, every repeat pooled."""
+
+    target: TargetName = "proxy"
+    concurrency: int
+    rate: float | None = None
+    repeats: int = 1
+    sent: int = 0
+    succeeded: int = 0
+    errors: ErrorCounts = Field(default_factory=ErrorCounts)
+    cancelled: int = 0
+    duration_s: float = 0.0  # first request sent → last byte of any, summed over the repeats
+    ttft_ms: Percentiles = Field(default_factory=Percentiles)
+    ttfat_ms: Percentiles = Field(default_factory=Percentiles)
+    itl_ms: Percentiles = Field(default_factory=Percentiles)
+    e2e_ms: Percentiles = Field(default_factory=Percentiles)
+    last_byte_ms: Percentiles = Field(default_factory=Percentiles)
+    gaps: Gaps = Field(default_factory=Gaps)
+    request_throughput: float = 0.0
+    output_token_throughput: float = 0.0
+    output_tokens: int = 0
+    token_source: Literal["usage", "deltas", "mixed", "none"] = "none"
+    slo: Slo | None = None
+    stopped_by: StopReason | None = None
+    unreachable: bool = False
+    overhead: Overhead = Field(default_factory=Overhead)
+
+
+def ttft(s: Sample) -> float | None:
+    return s.since_start(s.first_token_s)
+
+
+def ttfat(s: Sample) -> float | None:
+    return s.since_start(s.first_answer_s)
+
+
+def e2e(s: Sample) -> float | None:
+    return s.since_start(s.last_token_s if s.last_token_s is not None else s.last_byte_s)
+
+
+def itl(s: Sample) -> float | None:
+    """First token → last answer token over the tokens between; hidden reasoning tokens take no time between them."""
+    n = s.tokens - (0 if s.reasoning_deltas else s.reasoning_tokens)
+    if n < 2 or s.first_token_s is None or s.last_token_s is None:
+        return None
+    return (s.last_token_s - s.first_token_s) / (n - 1)
+
+
+_SLO: dict[str, Callable[[Sample], float | None]] = {"ttft_s": ttft, "ttfat_s": ttfat, "itl_s": itl, "e2e_s": e2e}
+
+
+def _values(samples: Iterable[Sample], read: Callable[[Sample], float | None]) -> list[float]:
+    return [v for s in samples if s.error is None and (v := read(s)) is not None]
+
+
+def _figure(ok: Sequence[Sample], read: Callable[[Sample], float | None], repeats: Sequence[int]) -> Percentiles:
+    return Percentiles.of(_values(ok, read), by_repeat=[_values([s for s in ok if s.repeat == k], read)
+                                                        for k in repeats])
+
+
+def _errors(samples: Sequence[Sample]) -> ErrorCounts:
+    counts = ErrorCounts()
+    for s in samples:
+        if s.error is not None:
+            setattr(counts, s.error, getattr(counts, s.error) + 1)
+            if s.detail:
+                counts.examples.setdefault(s.error, s.detail)
+    counts.retry_after_s = sorted({round(s.retry_after_s, 3) for s in samples
+                                   if s.error is not None and s.retry_after_s is not None})
+    return counts
+
+
+def level_result(samples: Sequence[Sample], *, concurrency: int, target: TargetName = "proxy",
+                 rate: float | None = None, stall_s: float = 0.5, slo: dict[str, float] | None = None,
+                 slo_share: float = 0.9, overhead: Overhead | None = None, stopped_by: StopReason | None = None,
+                 cancelled: int = 0) -> LevelResult:
+    """A level's figures from its samples."""
+    ok = [s for s in samples if s.error is None]
+    repeats = sorted({s.repeat for s in samples})
+    duration = 0.0  # per repeat, first sent → last byte, summed: the repeats ran at different times
+    for k in repeats:
+        mine = [s for s in samples if s.repeat == k]
+        duration += max(s.last_byte_s or s.start_s for s in mine) - min(s.start_s for s in mine)
+    streams = [s for s in ok if s.gaps_ms or s.first_token_s is not None]
+    stalled = sum(1 for s in streams if s.gaps_ms and max(s.gaps_ms) > stall_s * 1000)
+    tokens = sum(s.tokens for s in ok)
+    sources = {s.token_source for s in ok if s.tokens}
+    met = sum(all((v := _SLO[key](s)) is not None and v <= bound for key, bound in slo.items())
+              for s in ok) if slo else 0
+    sent = len(samples)
+    return LevelResult(
+        target=target, concurrency=concurrency, rate=rate, repeats=max(len(repeats), 1), sent=sent,
+        succeeded=len(ok), errors=_errors(samples), cancelled=cancelled, duration_s=_r(duration),
+        ttft_ms=_figure(ok, ttft, repeats), ttfat_ms=_figure(ok, ttfat, repeats), itl_ms=_figure(ok, itl, repeats),
+        e2e_ms=_figure(ok, e2e, repeats), last_byte_ms=_figure(ok, lambda s: s.since_start(s.last_byte_s), repeats),
+        gaps=Gaps(gap_ms=Percentiles.of([g / 1000 for s in streams for g in s.gaps_ms]), streams=len(streams),
+                  stalled=stalled, stall_share=_r(stalled / len(streams)) if streams else 0.0),
+        request_throughput=_r(len(ok) / duration) if duration > 0 else 0.0,
+        output_token_throughput=_r(tokens / duration) if duration > 0 else 0.0, output_tokens=tokens,
+        token_source="none" if not sources else "mixed" if len(sources) > 1 else
+        "usage" if "usage" in sources else "deltas",
+        slo=Slo(met=met, share=_r(met / sent) if sent else 0.0, goodput=_r(met / duration) if duration > 0 else 0.0,
+                meets=bool(sent) and met / sent >= slo_share) if slo else None,
+        stopped_by=stopped_by, unreachable=bool(samples) and all(s.connect_failed for s in samples),
+        overhead=overhead or Overhead())
+
+
+class AddedLatency(StrictModel):
+    """What the proxy adds over its upstream at one level: the proxy's percentile minus the upstream's (ms)."""
+
+    concurrency: int
+    ttft_ms: dict[str, float | None] = Field(default_factory=dict)
+    e2e_ms: dict[str, float | None] = Field(default_factory=dict)
+    #: the p50 differences' 95 % bootstrap intervals (both sides resampled, seeded)
+    ttft_p50_ci: tuple[float, float] | None = None
+    e2e_p50_ci: tuple[float, float] | None = None
+    #: each repeat's p50 difference (proxy and direct ran back to back: a pair)
+    ttft_p50_by_repeat: list[float] = Field(default_factory=list)
+    e2e_p50_by_repeat: list[float] = Field(default_factory=list)
+
+
+def _median(values: Sequence[float]) -> float:
+    return percentile(sorted(values), 50)
+
+
+def added_latency(proxy: Sequence[Sample], direct: Sequence[Sample], *, concurrency: int,
+                  seed: int = 0) -> AddedLatency:
+    """The proxy's TTFT and E2E percentiles minus the upstream's at one level (separate requests, interleaved)."""
+    rng = random.Random(seed)
+    out = AddedLatency(concurrency=concurrency)
+    repeats = sorted({s.repeat for s in proxy} & {s.repeat for s in direct})
+    for name, read in (("ttft", ttft), ("e2e", e2e)):
+        a, b = _values(proxy, read), _values(direct, read)
+        pa, pb = Percentiles.of(a), Percentiles.of(b)
+        setattr(out, f"{name}_ms", {q: _r(getattr(pa, q) - getattr(pb, q)) if a and b else None
+                                    for q in ("p50", "p95", "p99")})
+        if len(a) >= 6 and len(b) >= 6:
+            diffs = sorted(_median(rng.choices(a, k=len(a))) - _median(rng.choices(b, k=len(b))) for _ in range(200))
+            setattr(out, f"{name}_p50_ci", (_r(percentile(diffs, 2.5) * 1000), _r(percentile(diffs, 97.5) * 1000)))
+        pairs = [(_values([s for s in proxy if s.repeat == k], read), _values([s for s in direct if s.repeat == k],
+                                                                              read)) for k in repeats]
+        if len(pairs) > 1:
+            setattr(out, f"{name}_p50_by_repeat", [_r((_median(x) - _median(y)) * 1000) for x, y in pairs if x and y])
+    return out
 
 
 class TargetInfo(StrictModel):

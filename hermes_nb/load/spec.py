@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
+from hermes_nb.core.config import normalise_endpoint
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import is_loopback_host, plain_http_warning
 from hermes_nb.core.resolve import ConfigOptions
@@ -79,7 +80,7 @@ class LoadSpec(ConfigOptions):
     saturation_gain: float = Field(0.05, ge=0, le=10, description="the ramp stops after a level whose throughput grew "
                                                                   "less than this share over the level before (0: "
                                                                   "never)")
-    direct: Annotated[str | None, Opt(metavar="URL")] = Field(
+    direct: Annotated[Annotated[str, AfterValidator(normalise_endpoint)] | None, Opt(metavar="URL")] = Field(
         None, description="the upstream behind the proxy (incl. /v1): each level runs against it too and the report "
                           "gives the proxy's added latency")
     allow_non_loopback: bool = Field(False, description="load a proxy that is not on this machine (spends its "
@@ -141,15 +142,8 @@ class LoadSpec(ConfigOptions):
 
 
 def guard(flag: str, url: str, *, allow_non_loopback: bool) -> list[str]:
-    """The warnings a target URL carries; a :class:`UsageError` (nothing sent) for a bad or non-loopback one."""
-    try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname or ""
-        parts.port  # noqa: B018 - raises ValueError for a port outside 0-65535
-    except ValueError as exc:
-        raise UsageError(f"{flag} {url!r}: not a valid URL ({exc})") from None
-    if parts.scheme.lower() not in ("http", "https") or not host:
-        raise UsageError(f"{flag} {url!r}: give an http(s) URL including /v1, e.g. http://127.0.0.1:8645/v1")
+    """The warnings a (valid) target URL carries; a :class:`UsageError` (nothing sent) for a non-loopback one."""
+    host = urlsplit(url).hostname or ""
     if is_loopback_host(host):
         return []
     if not allow_non_loopback:

@@ -1,18 +1,23 @@
 """How a :class:`~hermes_nb.load.report.LoadReport` shows itself: the same tables rendered as the CLI's text and as
-HTML (:mod:`hermes_nb.views.htmlkit`, with the pictures). The record never imports this module:
-:func:`register_displays` hands it to IPython. A percentile resting on too few samples is marked ``*``.
+HTML (:mod:`hermes_nb.views.htmlkit`), and five pictures. The record never imports this module:
+:func:`register_displays` hands it to IPython. A percentile resting on too few samples is marked ``*`` in a table
+and drawn hollow in a picture.
+
+The pictures are standalone SVG from one small helper (:func:`chart`), rendering alike inline in Jupyter, on GitHub
+and as images in a receipt's HTML; no plotting dependency (docs/load.md, "Why no matplotlib").
 """
 
 from __future__ import annotations
 
+import html
+import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.load.metrics import LevelResult, Percentiles
-from hermes_nb.load.plots import PLOTS, plot
-from hermes_nb.load.report import LoadReport
+from hermes_nb.load.report import ERROR_CLASSES, LevelResult, LoadReport, Percentiles, e2e
 from hermes_nb.views.htmlkit import box, esc, kv_html, table_html
 
 _SHAPES = Redactor()
@@ -157,3 +162,217 @@ def register_displays() -> None:
         formatters = shell.display_formatter.formatters
         formatters["text/html"].for_type(LoadReport, report_html)
         formatters["text/plain"].for_type(LoadReport, lambda report, p, cycle: p.text(report_text(report)))
+
+
+# --------------------------------------------------------------------------- the pictures
+
+_PALETTE = ("#0969da", "#8250df", "#cf222e", "#1a7f37", "#9a6700", "#57606a", "#bf3989", "#0a7ea4")
+BLUE, VIOLET, RED, GREEN, AMBER, GREY = _PALETTE[:6]
+_QUANTILES = (("p50", BLUE), ("p95", VIOLET), ("p99", RED))
+_FONT = "font:11px system-ui,-apple-system,Segoe UI,sans-serif"
+_W, _H, _L, _R, _T, _B = 300, 220, 46, 12, 26, 66
+
+
+@dataclass(frozen=True)
+class SvgPlot:
+    """One picture: ``_repr_svg_`` for Jupyter (an ``image/svg+xml`` output), ``repr`` a one-line description."""
+
+    name: str
+    svg: str
+    alt: str
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def __repr__(self) -> str:
+        return self.alt
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    colour: str
+    points: Sequence[tuple[float, float | None]]  # a None y breaks the line
+    dashed: bool = False
+    hollow: frozenset[int] = frozenset()  # the points resting on too few samples
+    line: bool = True  # False: a scatter
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    unit: str
+    series: Sequence[Series]
+    x_label: str = "concurrency"
+    x_ticks: Sequence[float] = ()  # a logarithmic axis at these (the levels); none: linear from 0
+
+
+def _nice(value: float) -> tuple[float, float]:
+    """An axis top ≥ ``value`` and its tick step (1, 2 or 5 × 10^k, four or five ticks)."""
+    if value <= 0:
+        return 1.0, 0.25
+    power = 10 ** math.floor(math.log10(value / 4))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= value / 4)
+    return step * math.ceil(value / step), step
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.3g}"
+
+
+def _text(x: float, y: float, text: str, extra: str = "") -> str:
+    return f'<text x="{round(x, 1)}" y="{round(y, 1)}"{extra}>{html.escape(text)}</text>'
+
+
+def _panel(x0: float, panel: Panel) -> list[str]:
+    left, top, width, height = x0 + _L, _T, _W - _L - _R, _H - _T - _B
+    bottom = top + height
+    ymax, ystep = _nice(max((y for s in panel.series for _, y in s.points if y is not None), default=0.0))
+    if panel.x_ticks:
+        lo, hi = math.log2(min(panel.x_ticks)), math.log2(max(panel.x_ticks))
+        ticks = list(panel.x_ticks)
+
+        def fx(v: float) -> float:
+            return left + width * (0.5 if hi == lo else 0.05 + 0.9 * (math.log2(v) - lo) / (hi - lo))
+    else:
+        xmax, xstep = _nice(max((x for s in panel.series for x, _ in s.points), default=0.0))
+        ticks = [k * xstep for k in range(int(round(xmax / xstep)) + 1)]
+
+        def fx(v: float) -> float:
+            return left + width * v / xmax
+
+    def fy(v: float) -> float:
+        return round(bottom - height * v / ymax, 1)
+
+    middle, grey = ' text-anchor="middle"', ' fill="#57606a"'
+    out = [_text(x0 + _W / 2, 14, panel.title, middle + ' font-weight="bold"'),
+           _text(x0 + 4, top - 9, panel.unit, grey)]
+    for k in range(int(round(ymax / ystep)) + 1):
+        out.append(f'<line x1="{left}" y1="{fy(k * ystep)}" x2="{left + width}" y2="{fy(k * ystep)}" stroke="#eaeef2"/>'
+                   + _text(left - 4, fy(k * ystep) + 4, _num(k * ystep), ' text-anchor="end"' + grey))
+    out += [_text(fx(v), bottom + 14, _num(v), middle) for v in ticks]
+    out.append(f'<line x1="{left}" y1="{bottom}" x2="{left + width}" y2="{bottom}" stroke="#57606a"/>'
+               + _text(left + width / 2, bottom + 27, panel.x_label, middle + grey))
+    for s in panel.series:
+        runs: list[list[str]] = [[]]
+        for i, (x, y) in enumerate(s.points):
+            if y is None:
+                runs.append([])
+                continue
+            px, py = round(fx(x), 1), fy(y)
+            runs[-1].append(f"{px},{py}")
+            out.append(f'<circle cx="{px}" cy="{py}" r="{2.5 if s.line else 1.8}" fill="'
+                       f'{"#fff" if i in s.hollow else s.colour}" stroke="{s.colour}"><title>{html.escape(s.label)} '
+                       f"at {_num(x)}: {_num(y)} {html.escape(panel.unit)}"
+                       f"{' (too few samples)' if i in s.hollow else ''}</title></circle>")
+        dash = ' stroke-dasharray="4,3"' if s.dashed else ""
+        if s.line:
+            out += [f'<polyline points="{" ".join(r)}" fill="none" stroke="{s.colour}" stroke-width="1.5"{dash}/>'
+                    for r in runs if len(r) > 1]
+    for k, s in enumerate(panel.series[:9]):  # the legend: three columns under the axis
+        lx, ly = left + (k % 3) * 82, bottom + 40 + (k // 3) * 13
+        dash = ' stroke-dasharray="4,3"' if s.dashed else ""
+        out.append(f'<line x1="{lx}" y1="{ly - 4}" x2="{lx + 16}" y2="{ly - 4}" stroke="{s.colour}" stroke-width="2"'
+                   f"{dash}/>" + _text(lx + 20, ly, s.label))
+    return out
+
+
+def chart(name: str, title: str, panels: Sequence[Panel], alt: str) -> SvgPlot:
+    """Panels side by side in one standalone SVG document."""
+    width, body = _W * len(panels), [line for k, p in enumerate(panels) for line in _panel(k * _W, p)]
+    svg = (f'<svg class="hermes-load-plot" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{_H}" '
+           f'viewBox="0 0 {width} {_H}" role="img" aria-label="{html.escape(title)}" style="{_FONT};max-width:100%;'
+           f'background:#fff"><title>{html.escape(title)}</title><rect width="{width}" height="{_H}" fill="#fff"/>'
+           f'{"".join(body)}</svg>')
+    return SvgPlot(name, svg, alt)
+
+
+def _quantiles(levels: Sequence[LevelResult], read: Callable[[LevelResult], Percentiles], *, upstream: bool = False,
+               qs: Sequence[tuple[str, str]] = _QUANTILES) -> list[Series]:
+    return [Series(f"upstream {q}" if upstream else q, GREY if upstream else colour,
+                   [(lv.concurrency, getattr(read(lv), q)) for lv in levels], dashed=upstream,
+                   hollow=frozenset(i for i, lv in enumerate(levels) if q in read(lv).thin)) for q, colour in qs]
+
+
+def _latency(report: LoadReport, levels: list[int]) -> SvgPlot:
+    def panel(title: str, read: Callable[[LevelResult], Percentiles]) -> Panel:
+        upstream = _quantiles(report.direct_levels, read, upstream=True, qs=_QUANTILES[::2])
+        return Panel(title, "ms", _quantiles(report.levels, read) + (upstream if report.direct_levels else []),
+                     x_ticks=levels)
+
+    panels = [panel("TTFT by concurrency", lambda lv: lv.ttft_ms), panel("ITL by concurrency", lambda lv: lv.itl_ms),
+              panel("E2E by concurrency", lambda lv: lv.e2e_ms)]
+    if any(lv.ttfat_ms.p50 != lv.ttft_ms.p50 for lv in report.levels):
+        panels.insert(1, panel("first answer token (TTFAT)", lambda lv: lv.ttfat_ms))
+    return chart("latency", "latency percentiles by concurrency", panels,
+                 "TTFT, ITL and E2E p50/p95/p99 (ms) by concurrency: " + "; ".join(
+                     f"c={lv.concurrency} TTFT p50 {_num(lv.ttft_ms.p50)} ms" for lv in report.levels))
+
+
+def _gaps(report: LoadReport, levels: list[int]) -> SvgPlot:
+    gaps = Panel("Gaps between tokens", "ms", _quantiles(report.levels, lambda lv: lv.gaps.gap_ms,
+                                                         qs=(("p50", BLUE), ("p99", RED), ("max", AMBER))),
+                 x_ticks=levels)
+    share = Panel(f"Streams with a stall (gap > {_num(report.settings.get('stall_s', 0.5) * 1000)} ms)", "%",
+                  [Series("stalled", RED, [(lv.concurrency, lv.gaps.stall_share * 100) for lv in report.levels])],
+                  x_ticks=levels)
+    return chart("gaps", "gaps between tokens by concurrency", [gaps, share], "gaps between tokens: " + "; ".join(
+        f"c={lv.concurrency} largest {_num(lv.gaps.gap_ms.max)} ms, {lv.gaps.stalled} of {lv.gaps.streams} streams "
+        "stalled" for lv in report.levels))
+
+
+def _throughput(report: LoadReport, levels: list[int]) -> SvgPlot:
+    def rates(source: list[LevelResult], label: str, colour: str, dashed: bool = False) -> list[Series]:
+        return [Series(f"{label} req/s", colour, [(lv.concurrency, lv.request_throughput) for lv in source], dashed),
+                Series(f"{label} tok/s ÷ 10", GREY if dashed else AMBER,
+                       [(lv.concurrency, lv.output_token_throughput / 10) for lv in source], dashed)]
+
+    per_level = rates(report.levels, "proxy", GREEN) + (rates(report.direct_levels, "upstream", GREY, True)
+                                                       if report.direct_levels else [])
+    curve = [Series(f"{name} p50", colour, [(lv.request_throughput, getattr(lv, field).p50) for lv in report.levels])
+             for name, field, colour in (("E2E", "e2e_ms", BLUE), ("TTFT", "ttft_ms", VIOLET))]
+    return chart("throughput", "throughput by concurrency, and latency against it", [
+        Panel("Throughput by concurrency", "per second", per_level, x_ticks=levels),
+        Panel("Latency vs achieved throughput", "ms", curve, x_label="requests per second")],
+        "throughput: " + "; ".join(f"c={lv.concurrency} {_num(lv.request_throughput)} req/s, E2E p50 "
+                                   f"{_num(lv.e2e_ms.p50)} ms" for lv in report.levels))
+
+
+def _errors(report: LoadReport, levels: list[int]) -> SvgPlot:
+    series = [Series(name.replace("_", " "), _PALETTE[k], [(lv.concurrency, 100 * getattr(lv.errors, name) / lv.sent
+                                                            if lv.sent else None) for lv in report.levels])
+              for k, name in enumerate(ERROR_CLASSES)]
+    return chart("errors", "failed requests by class and concurrency",
+                 [Panel("Failed requests by class (share of those sent)", "%", series, x_ticks=levels)],
+                 "failed requests by class: " + "; ".join(
+                     f"c={lv.concurrency} {lv.errors.total}/{lv.sent}" for lv in report.levels))
+
+
+def _distribution(report: LoadReport, levels: list[int]) -> SvgPlot:
+    cdf, timeline = [], []
+    for k, c in enumerate(levels):
+        mine = sorted((s.start_s, v * 1000) for s in report.samples
+                      if s.target == "proxy" and s.concurrency == c and s.error is None and (v := e2e(s)) is not None)
+        values, step = sorted(v for _, v in mine), max(1, len(mine) // 200)
+        colour = _PALETTE[k % len(_PALETTE)]
+        cdf.append(Series(f"c={c}", colour, [(v, 100 * (i + 1) / len(values)) for i, v in enumerate(values)
+                                             if i % step == 0 or i == len(values) - 1]))
+        timeline.append(Series(f"c={c}", colour, mine[::step], line=False))
+    return chart("distribution", "E2E distribution and per-request time series", [
+        Panel("E2E CDF per level (from the raw samples)", "% of requests", cdf, x_label="E2E ms"),
+        Panel("E2E of each request over the run", "ms", timeline, x_label="sent at, s")],
+        f"E2E CDF and time series of {len(report.samples)} requests")
+
+
+_BUILDERS = {"latency": _latency, "gaps": _gaps, "throughput": _throughput, "errors": _errors,
+             "distribution": _distribution}
+PLOTS = tuple(_BUILDERS)
+
+
+def plot(report: LoadReport, name: str) -> SvgPlot:
+    """The picture ``name`` (one of :data:`PLOTS`) of ``report``."""
+    if name not in _BUILDERS:
+        raise ValueError(f"unknown plot {name!r}; choose one of {', '.join(PLOTS)}")
+    return _BUILDERS[name](report, [lv.concurrency for lv in report.levels])

@@ -10,11 +10,12 @@ import json
 
 import pytest
 
-from hermes_nb.load.generator import _overhead
-from hermes_nb.load.metrics import (
+from hermes_nb.load.report import (
+    LoadReport,
     Percentiles,
     Sample,
     added_latency,
+    compute,
     itl,
     level_result,
     percentile,
@@ -22,8 +23,7 @@ from hermes_nb.load.metrics import (
     to_csv,
     to_jsonl,
 )
-from hermes_nb.load.report import LoadReport, compute
-from hermes_nb.load.run import run_load
+from hermes_nb.load.run import _overhead, run_load
 from hermes_nb.load.views import report_text
 
 

@@ -19,7 +19,7 @@ import pytest
 from hermes_nb import LoadReport, UsageError, run_load
 from hermes_nb.cli import main
 from hermes_nb.emulator.scenarios import PROFILE_HEADER, SCENARIO_HEADER
-from hermes_nb.load import generator
+from hermes_nb.load import run as run_module
 from hermes_nb.load import spec as spec_mod
 from hermes_nb.load.run import processes_for
 from hermes_nb.load.spec import LoadSpec
@@ -128,7 +128,7 @@ def test_a_level_is_warmed_up_unmeasured_then_measured(hermes_emulator_factory) 
 
 
 def test_progress_inside_a_level_says_done_in_flight_and_eta(hermes_emulator_factory, monkeypatch) -> None:
-    monkeypatch.setattr(generator, "PROGRESS_EVERY_S", 0.02)
+    monkeypatch.setattr(run_module, "PROGRESS_EVERY_S", 0.02)
     emu = hermes_emulator_factory(scenario="paced", first_delta_s=0.05, token_interval_s=0.0)
     lines: list[str] = []
     run_load(emu.endpoint, concurrency="2", requests=6, progress=lines.append, seed=7)

@@ -23,9 +23,8 @@ from hermes_nb.core.facts import LOAD_NOTEBOOK
 from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.emulator.scenarios import SCENARIO_HEADER
 from hermes_nb.load import run as run_module
-from hermes_nb.load.metrics import SAMPLES_CSV, SAMPLES_JSONL, read_samples
 from hermes_nb.load.receipt import load, read
-from hermes_nb.load.report import REPORT_FILE
+from hermes_nb.load.report import REPORT_FILE, SAMPLES_CSV, SAMPLES_JSONL, read_samples
 from hermes_nb.load.run import level_line
 from hermes_nb.load.spec import LoadSpec
 from hermes_nb.receipts.verdict import find_verdict
