@@ -35,7 +35,7 @@ import httpx
 
 from _child import endpoint_child
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.load.report import Overhead, Sample, level_result
+from hermes_nb.load.report import LevelResult, Overhead, Sample, level_result
 from hermes_nb.load.run import Level, Prepared, run_load
 from hermes_nb.load.spec import LoadSpec
 from hermes_nb.load.views import report_text
@@ -161,11 +161,10 @@ def transport(endpoint: str) -> None:
                   deadline=time.perf_counter() + 600, redactor=Redactor())
     ours = asyncio.run(level.run())
     base = asyncio.run(_httpx_level(endpoint, 256, 1024))
-    mine, theirs = (cpu.cpu_s * 1000 / len(samples) for samples, cpu in ((ours.samples, ours.overhead), base))
-    print(f"P8c c=256 n=1024: aiohttp {mine:.2f} ms CPU/request, TTFT p50 "
-          f"{level_result(ours.samples, concurrency=256).ttft_ms.p50:.0f} ms; httpx {theirs:.2f} ms, TTFT p50 "
-          f"{level_result(base[0], concurrency=256).ttft_ms.p50:.0f} ms: httpx/aiohttp {theirs / mine:.1f}x CPU",
-          flush=True)
+    mine, theirs = (cpu.cpu_s * 1000 / len(samples) for samples, cpu in ((ours.samples, ours.result.overhead), base))
+    ttft_ours, ttft_base = (level_result(s, LevelResult(concurrency=256)).ttft_ms.p50 for s in (ours.samples, base[0]))
+    print(f"P8c c=256 n=1024: aiohttp {mine:.2f} ms CPU/request, TTFT p50 {ttft_ours:.0f} ms; httpx {theirs:.2f} ms, "
+          f"TTFT p50 {ttft_base:.0f} ms: httpx/aiohttp {theirs / mine:.1f}x CPU", flush=True)
 
 
 def rig() -> None:

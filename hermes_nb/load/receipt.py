@@ -17,16 +17,7 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.facts import LOAD_NOTEBOOK, exit_code_for, worst_verdict
 from hermes_nb.core.io import sha256_file
 from hermes_nb.core.resolve import resolve_runtime_config
-from hermes_nb.load.report import (
-    REPORT_FILE,
-    SAMPLES_CSV,
-    SAMPLES_JSONL,
-    LoadReport,
-    compute,
-    read_samples,
-    to_csv,
-    to_jsonl,
-)
+from hermes_nb.load.report import EVIDENCE, REPORT_FILE, SAMPLES_JSONL, LoadReport, compute, read_samples, sample_files
 from hermes_nb.load.run import run_load
 from hermes_nb.load.spec import LoadSpec
 from hermes_nb.load.views import report_text
@@ -36,8 +27,6 @@ from hermes_nb.receipts.verdict import verdict_summary
 from hermes_nb.target import UNKNOWN, Target
 
 __all__ = ["LoadRun", "load", "keep", "read", "measure_or_read", "summary"]  # the CLI's and the notebook's calls
-
-EVIDENCE = (REPORT_FILE, SAMPLES_JSONL, SAMPLES_CSV)
 
 
 @dataclass
@@ -90,8 +79,8 @@ def keep(report: LoadReport, out: str, *, html: bool = True, secrets: list[str] 
                     executable=report.target.executable)
     config = resolve_runtime_config(environ={}, endpoint=report.endpoint, model=report.model)
     with tempfile.TemporaryDirectory(prefix="hermes-nb-load-") as work:
-        (Path(work) / SAMPLES_JSONL).write_text(to_jsonl(report.samples), encoding="utf-8")
-        (Path(work) / SAMPLES_CSV).write_text(to_csv(report.samples), encoding="utf-8")
+        for name, text in sample_files(report.samples).items():
+            (Path(work) / name).write_text(text, encoding="utf-8")
         (Path(work) / REPORT_FILE).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
         staging = Path(work) / "staging" if store is not None else Path(out)
         if progress is not None:

@@ -11,8 +11,9 @@ import csv
 import io
 import json
 import math
+import os
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
@@ -26,12 +27,15 @@ LOAD_SCHEMA = "hermes-nb.load.v2"
 #: the report as a file: what ``hermes-nb load --out`` hands the load notebook, kept in the receipt
 REPORT_FILE = "load-report.json"
 SAMPLES_JSONL, SAMPLES_CSV = "load-samples.jsonl", "load-samples.csv"
+EVIDENCE = (REPORT_FILE, SAMPLES_JSONL, SAMPLES_CSV)
 #: how a request can fail, in the order reports list them
 ERROR_CLASSES = ("rate_limited", "client_error", "server_error", "timeout", "transport", "stream_error")
 #: what ended a level before its budget: a 429, Ctrl-C, the run's budget
 StopReason = Literal["rate_limited", "interrupted", "time_cap"]
-TargetName = Literal["proxy", "direct"]
 QUANTILES = (50, 90, 95, 99)
+#: a level warns when its loop ran later than this (p99), the process used more than this share of a CPU, or the
+#: machine's CPUs were busier than this: fixed bounds, whatever the figures measured
+LAG_WARN_MS, CPU_WARN_SHARE, MACHINE_WARN_BUSY = 10.0, 0.8, 0.9
 
 
 @dataclass(slots=True)
@@ -64,17 +68,14 @@ class Sample:
 _SAMPLES = TypeAdapter(list[Sample])
 
 
-def to_jsonl(samples: Iterable[Sample]) -> str:
-    return "".join(json.dumps(asdict(s), separators=(",", ":")) + "\n" for s in samples)
-
-
-def to_csv(samples: Iterable[Sample]) -> str:
-    """One row per request; ``gaps_ms`` space-separated in one column."""
+def sample_files(samples: Sequence[Sample]) -> dict[str, str]:
+    """The samples as a receipt keeps them, one request a line: JSON Lines, and CSV (``gaps_ms`` space-separated)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=[f.name for f in fields(Sample)], lineterminator="\n")
     writer.writeheader()
     writer.writerows({**asdict(s), "gaps_ms": " ".join(map(str, s.gaps_ms))} for s in samples)
-    return buffer.getvalue()
+    return {SAMPLES_JSONL: "".join(json.dumps(asdict(s), separators=(",", ":")) + "\n" for s in samples),
+            SAMPLES_CSV: buffer.getvalue()}
 
 
 def read_samples(text: str, *, csv_format: bool = False) -> list[Sample]:
@@ -168,6 +169,23 @@ class Overhead(StrictModel):
     cpus: int | None = None
     warning: str | None = None
 
+    @classmethod
+    def of(cls, tag: str, cpu: float, wall: float, requests: int, lags: list[float], t0: tuple[int, int] | None,
+           t1: tuple[int, int] | None) -> Overhead:
+        """From the process's CPU and wall seconds, the loop's lags (s), the machine's (busy, total) CPU ticks."""
+        busy = (t1[0] - t0[0]) / (t1[1] - t0[1]) if t0 and t1 and t1[1] > t0[1] else None
+        over = cls(cpu_s=round(cpu, 4), cpu_share=round(cpu / wall, 3), cpus=os.cpu_count(),
+                   cpu_per_request_ms=round(cpu * 1000 / requests, 3) if requests else None,
+                   loop_lag_ms=Percentiles.of(lags), machine_busy=None if busy is None else round(busy, 3),
+                   load_avg=round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None)
+        lag = over.loop_lag_ms.p99 or 0.0
+        if lag > LAG_WARN_MS or over.cpu_share > CPU_WARN_SHARE or (busy or 0.0) > MACHINE_WARN_BUSY:
+            over.warning = (f"{tag}: the generator's loop ran up to {lag:.1f} ms late (p99), the process used "
+                            f"{over.cpu_share:.0%} of a CPU and the machine's {over.cpus} CPUs were "
+                            f"{'?' if busy is None else f'{busy:.0%}'} busy (load average {over.load_avg}): its "
+                            "figures carry the machine's own delay")
+        return over
+
 
 class Gaps(StrictModel):
     """Every pause between two tokens of the level's streams (ms), and the streams with one over ``stall_s``."""
@@ -190,7 +208,7 @@ class Slo(StrictModel):
 class LevelResult(StrictModel):
     """The figures of one concurrency level against one target, every repeat pooled."""
 
-    target: TargetName = "proxy"
+    target: str = "proxy"  # or direct
     concurrency: int
     rate: float | None = None
     repeats: int = 1
@@ -259,11 +277,11 @@ def _errors(samples: Sequence[Sample]) -> ErrorCounts:
     return counts
 
 
-def level_result(samples: Sequence[Sample], *, concurrency: int, target: TargetName = "proxy",
-                 rate: float | None = None, stall_s: float = 0.5, slo: dict[str, float] | None = None,
-                 slo_share: float = 0.9, overhead: Overhead | None = None, stopped_by: StopReason | None = None,
-                 cancelled: int = 0) -> LevelResult:
-    """A level's figures from its samples."""
+def level_result(samples: Sequence[Sample], ran: LevelResult, settings: Mapping[str, Any] | None = None) -> LevelResult:
+    """The level ``ran`` (its overhead, what stopped it, how many were cancelled) with its figures from its samples,
+    under the run's ``settings`` (``stall_s``, ``slo``, ``slo_share``, ``rate``)."""
+    cfg = settings or {}
+    stall_s, slo, slo_share = cfg.get("stall_s", 0.5), cfg.get("slo") or {}, cfg.get("slo_share", 0.9)
     ok = [s for s in samples if s.error is None]
     repeats = sorted({s.repeat for s in samples})
     duration = 0.0  # per repeat, first sent → last byte, summed: the repeats ran at different times
@@ -277,11 +295,11 @@ def level_result(samples: Sequence[Sample], *, concurrency: int, target: TargetN
     met = sum(all((v := _SLO[key](s)) is not None and v <= bound for key, bound in slo.items())
               for s in ok) if slo else 0
     sent = len(samples)
-    return LevelResult(
-        target=target, concurrency=concurrency, rate=rate, repeats=max(len(repeats), 1), sent=sent,
-        succeeded=len(ok), errors=_errors(samples), cancelled=cancelled, duration_s=_r(duration),
-        ttft_ms=_figure(ok, ttft, repeats), ttfat_ms=_figure(ok, ttfat, repeats), itl_ms=_figure(ok, itl, repeats),
-        e2e_ms=_figure(ok, e2e, repeats), last_byte_ms=_figure(ok, lambda s: s.since_start(s.last_byte_s), repeats),
+    return ran.model_copy(update=dict(
+        rate=cfg.get("rate"), repeats=max(len(repeats), 1), sent=sent, succeeded=len(ok), errors=_errors(samples),
+        duration_s=_r(duration), ttft_ms=_figure(ok, ttft, repeats), ttfat_ms=_figure(ok, ttfat, repeats),
+        itl_ms=_figure(ok, itl, repeats), e2e_ms=_figure(ok, e2e, repeats),
+        last_byte_ms=_figure(ok, lambda s: s.since_start(s.last_byte_s), repeats),
         gaps=Gaps(gap_ms=Percentiles.of([g / 1000 for s in streams for g in s.gaps_ms]), streams=len(streams),
                   stalled=stalled, stall_share=_r(stalled / len(streams)) if streams else 0.0),
         request_throughput=_r(len(ok) / duration) if duration > 0 else 0.0,
@@ -290,8 +308,7 @@ def level_result(samples: Sequence[Sample], *, concurrency: int, target: TargetN
         "usage" if "usage" in sources else "deltas",
         slo=Slo(met=met, share=_r(met / sent) if sent else 0.0, goodput=_r(met / duration) if duration > 0 else 0.0,
                 meets=bool(sent) and met / sent >= slo_share) if slo else None,
-        stopped_by=stopped_by, unreachable=bool(samples) and all(s.connect_failed for s in samples),
-        overhead=overhead or Overhead())
+        unreachable=bool(samples) and all(s.connect_failed for s in samples)))
 
 
 class AddedLatency(StrictModel):
@@ -406,11 +423,8 @@ def compute(report: LoadReport, samples: Sequence[Sample]) -> LoadReport:
     s = report.settings
 
     def figures(ran: list[LevelResult]) -> list[LevelResult]:
-        return [level_result([x for x in samples if x.target == lv.target and x.concurrency == lv.concurrency],
-                             concurrency=lv.concurrency, target=lv.target, rate=s.get("rate"),
-                             stall_s=s.get("stall_s", 0.5), slo=s.get("slo") or None,
-                             slo_share=s.get("slo_share", 0.9), overhead=lv.overhead, stopped_by=lv.stopped_by,
-                             cancelled=lv.cancelled) for lv in ran]
+        return [level_result([x for x in samples if x.target == lv.target and x.concurrency == lv.concurrency], lv, s)
+                for lv in ran]
 
     levels, direct, gain = figures(report.levels), figures(report.direct_levels), s.get("saturation_gain", 0.0)
     updated = report.model_copy(update={

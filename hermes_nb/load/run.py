@@ -36,22 +36,9 @@ from hermes_nb.core.errors import ProxyUnreachable, UsageError
 from hermes_nb.core.io import iso_now
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import resolve_runtime_config
-from hermes_nb.load.report import (
-    LevelResult,
-    LoadReport,
-    Overhead,
-    Percentiles,
-    Sample,
-    StopReason,
-    TargetInfo,
-    TargetName,
-    compute,
-    e2e,
-    level_result,
-    percentile,
-)
+from hermes_nb.load.report import LevelResult, LoadReport, Overhead, Sample, TargetInfo, compute, level_result
 from hermes_nb.load.spec import LoadSpec, guard
-from hermes_nb.load.views import register_displays
+from hermes_nb.load.views import level_line, progress_line, register_displays
 from hermes_nb.target import UNKNOWN, identify, release_of
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import ChatStream, chat_request_body, parse_error_body, parse_retry_after
@@ -61,9 +48,6 @@ Progress = Callable[[str], None]
 ERROR_BODY_BYTES = 64 * 1024
 LAG_TICK_S = 0.05
 PROGRESS_EVERY_S = 1.0
-#: a level warns when its loop ran later than this (p99), the process used more than this share of a CPU, or the
-#: machine's CPUs were busier than this: fixed bounds, whatever the figures measured
-LAG_WARN_MS, CPU_WARN_SHARE, MACHINE_WARN_BUSY = 10.0, 0.8, 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,23 +161,6 @@ def _cpu_ticks() -> tuple[int, int] | None:
     return sum(values) - values[3] - (values[4] if len(values) > 4 else 0), sum(values)
 
 
-def _overhead(tag: str, cpu: float, wall: float, requests: int, lags: list[float],
-              ticks: tuple[tuple[int, int] | None, tuple[int, int] | None]) -> Overhead:
-    before, after = ticks
-    busy = (after[0] - before[0]) / (after[1] - before[1]) if before and after and after[1] > before[1] else None
-    over = Overhead(cpu_s=round(cpu, 4), cpu_share=round(cpu / wall, 3), cpus=os.cpu_count(),
-                    cpu_per_request_ms=round(cpu * 1000 / requests, 3) if requests else None,
-                    loop_lag_ms=Percentiles.of(lags), machine_busy=None if busy is None else round(busy, 3),
-                    load_avg=round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None)
-    lag = over.loop_lag_ms.p99 or 0.0
-    if lag > LAG_WARN_MS or over.cpu_share > CPU_WARN_SHARE or (busy or 0.0) > MACHINE_WARN_BUSY:
-        over.warning = (f"{tag}: the generator's loop ran up to {lag:.1f} ms late (p99), the process used "
-                        f"{over.cpu_share:.0%} of a CPU and the machine's {over.cpus} CPUs were "
-                        f"{'?' if busy is None else f'{busy:.0%}'} busy (load average {over.load_avg}): its figures "
-                        "carry the machine's own delay")
-    return over
-
-
 class Level:
     """One level against one target, run once: ``warmup_rounds`` unmeasured rounds (connections opened; a failure
     there ends the level, its failures reported), then ``concurrency`` workers back to back (closed loop) or taking
@@ -202,28 +169,27 @@ class Level:
 
     def __init__(self, build: Callable[[], Prepared], spec: LoadSpec, *, target: str, concurrency: int, repeat: int,
                  budget: int | None, origin: float, deadline: float, redactor: Redactor) -> None:
-        self.build, self.spec, self.target, self.concurrency, self.repeat = build, spec, target, concurrency, repeat
+        self.build, self.spec, self.concurrency, self.repeat = build, spec, concurrency, repeat
         self.budget, self.origin, self.deadline, self.redactor = budget, origin, deadline, redactor
         self.tag = f"{target} concurrency {concurrency}" + (f" (repeat {repeat + 1})" if spec.repeat > 1 else "")
+        #: what samples cannot say: the overhead, what stopped the level, how many were cancelled
+        self.result = LevelResult(target=target, concurrency=concurrency)
         self.samples: list[Sample] = []
-        self.cancelled = 0
-        self.stopped_by: StopReason | None = None
-        self.overhead = Overhead()
         self._halt, self._warming, self._until = asyncio.Event(), True, float("inf")
         self._in_flight: set[asyncio.Task[Sample]] = set()
 
     def cut(self) -> None:
         """Ctrl-C: send nothing more; what is in flight is cancelled (counted, not measured)."""
-        self.stopped_by = self.stopped_by or "interrupted"
+        self.result.stopped_by = self.result.stopped_by or "interrupted"
         self._halt.set()
-        self.cancelled += len(self._in_flight)
+        self.result.cancelled += len(self._in_flight)
         for task in list(self._in_flight):
             task.cancel()
 
     def _record(self, sample: Sample) -> None:
         self.samples.append(sample)
         if sample.error == "rate_limited":
-            self.stopped_by = self.stopped_by or "rate_limited"
+            self.result.stopped_by = self.result.stopped_by or "rate_limited"
         if sample.error == "rate_limited" or (self._warming and sample.error is not None):
             self._halt.set()
 
@@ -231,7 +197,7 @@ class Level:
         if self._halt.is_set():
             return False
         if time.perf_counter() >= self.deadline:
-            self.stopped_by = self.stopped_by or "time_cap"
+            self.result.stopped_by = self.result.stopped_by or "time_cap"
             return False
         return time.perf_counter() < self._until
 
@@ -250,7 +216,7 @@ class Level:
                             await asyncio.wait_for(self._halt.wait(), wait)
                     if not self._open():
                         return
-                sample = Sample(self.target, self.concurrency, self.repeat, 0.0)
+                sample = Sample(self.result.target, self.concurrency, self.repeat, 0.0)
                 task = asyncio.create_task(measure_one(session, self.build(), sample, origin=self.origin,
                                                        timeout_s=self.spec.request_timeout_s, redactor=self.redactor,
                                                        stream=self.spec.stream))
@@ -267,14 +233,11 @@ class Level:
         while True:
             await asyncio.sleep(PROGRESS_EVERY_S)
             spent, count = time.perf_counter() - started, len(self.samples)
-            so_far = sorted(v for s in self.samples if s.error is None and (v := e2e(s)) is not None)
             if self.budget is not None:
                 eta = (self.budget - count) * spent / count if count else None
             else:
                 eta = max((self.spec.level_budget_s or 0.0) - spent, 0.0)
-            say(f"{self.tag}: {count}/{'…' if self.budget is None else self.budget} done, {len(self._in_flight)} in "
-                f"flight, E2E p50 {f'{percentile(so_far, 50) * 1000:.1f} ms' if so_far else '-'} so far, ETA "
-                + (f"{eta:.0f} s" if eta is not None else "-"))
+            say(progress_line(self.tag, self.samples, self.budget, len(self._in_flight), eta))
 
     async def run(self, progress: Progress | None = None) -> Level:
         spec, lags = self.spec, list[float]()
@@ -291,7 +254,7 @@ class Level:
                                          ClientTimeout(total=None, sock_connect=silence, sock_read=silence)) as session:
             await self._phase(session, spec.warmup_rounds * self.concurrency, None)
             if self._halt.is_set():  # a warm-up failure is the level's; an interrupted warm-up measured nothing
-                if self.stopped_by == "interrupted":
+                if self.result.stopped_by == "interrupted":
                     self.samples.clear()
                 return self
             self.samples.clear()
@@ -305,7 +268,7 @@ class Level:
             for ticker in tickers:
                 ticker.cancel()
             await asyncio.gather(*tickers, return_exceptions=True)
-        self.overhead = _overhead(self.tag, cpu, wall, len(self.samples), lags, (ticks0, _cpu_ticks()))
+        self.result.overhead = Overhead.of(self.tag, cpu, wall, len(self.samples), lags, ticks0, _cpu_ticks())
         return self
 
 
@@ -378,30 +341,16 @@ def _builder(config: HermesProxyRuntimeConfig, spec: LoadSpec, stack: ExitStack,
     return build
 
 
-def level_line(level: LevelResult) -> str:
-    """One line per level (the progress the CLI prints)."""
-    def ms(value: float | None) -> str:
-        return "-" if value is None else f"{value:.1f} ms"
-
-    errors = ", ".join(f"{n} {name}" for name, n in level.errors.by_class().items() if n)
-    return (f"{level.target} concurrency {level.concurrency}: {level.succeeded}/{level.sent} ok, TTFT p50 "
-            f"{ms(level.ttft_ms.p50)}, ITL p50 {ms(level.itl_ms.p50)}, E2E p50 {ms(level.e2e_ms.p50)}, largest gap "
-            f"{ms(level.gaps.gap_ms.max)}, {level.request_throughput:g} req/s"
-            + (f"; errors: {errors}" if errors else "")
-            + (f"; stopped: {level.stopped_by}" if level.stopped_by else ""))
-
-
 class _Ramp:
     """The levels, ascending, each measured ``repeat`` times with proxy and direct interleaved (ABBA). The ramp stops
     after a level that met a 429, reached nobody, failed every request, or whose throughput stopped growing."""
 
-    def __init__(self, spec: LoadSpec, builds: dict[TargetName, Callable[[], Prepared]], redactor: Redactor,
+    def __init__(self, spec: LoadSpec, builds: dict[str, Callable[[], Prepared]], redactor: Redactor,
                  progress: Progress | None, origin: float) -> None:
         self.spec, self.builds, self.redactor, self.progress, self.origin = spec, builds, redactor, progress, origin
         self.say = progress or (lambda line: None)
         self.samples: list[Sample] = []
-        #: per target, the levels it ran: what samples cannot say (overhead, what stopped it, cancelled)
-        self.ran: dict[TargetName, list[LevelResult]] = {"proxy": [], "direct": []}
+        self.ran: dict[str, list[LevelResult]] = {"proxy": [], "direct": []}  # per target, its levels' records
         self.interrupted = False
         self.level: Level | None = None
         self.throughput: float | None = None  # the last proxy level's requests/s
@@ -414,7 +363,7 @@ class _Ramp:
 
     async def _level(self, index: int, concurrency: int, deadline: float) -> bool:
         """One level, every repeat; True when the ramp goes on."""
-        spec, targets, done = self.spec, list(self.builds), list[Level]()
+        spec, targets, done = self.spec, list(self.builds), list[LevelResult]()
         for repeat in range(spec.repeat):
             for target in targets if repeat % 2 == 0 else targets[::-1]:
                 if self.interrupted or any(lv.stopped_by for lv in done):
@@ -422,18 +371,17 @@ class _Ramp:
                 self.level = Level(self.builds[target], spec, target=target, concurrency=concurrency, repeat=repeat,
                                    budget=spec.budget(index), origin=self.origin, deadline=deadline,
                                    redactor=self.redactor)
-                done.append(await self.level.run(self.progress))
+                self.samples += (await self.level.run(self.progress)).samples
+                done.append(self.level.result)
                 self.level = None
-                self.samples += done[-1].samples
         for name in targets:
             if mine := [lv for lv in done if lv.target == name]:
                 worst = max(mine, key=lambda r: (r.overhead.warning is not None, r.overhead.loop_lag_ms.p99 or 0.0))
-                self.ran[name].append(LevelResult(
-                    target=name, concurrency=concurrency, overhead=worst.overhead,
-                    cancelled=sum(r.cancelled for r in mine), stopped_by=next((r.stopped_by for r in mine
-                                                                                if r.stopped_by), None)))
+                self.ran[name].append(worst.model_copy(update={"cancelled": sum(r.cancelled for r in mine),
+                                                               "stopped_by": next((r.stopped_by for r in mine
+                                                                                   if r.stopped_by), None)}))
         shown = [level_result([s for s in self.samples if s.target == name and s.concurrency == concurrency],
-                              concurrency=concurrency, target=name) for name in targets]
+                              LevelResult(target=name, concurrency=concurrency)) for name in targets]
         for level in shown:
             self.say(level_line(level))
         now, prior = shown[0], self.throughput
@@ -507,7 +455,7 @@ def run_load(target: HermesProxyRuntimeConfig | str | None = None, *, spec: Load
             if progress is not None:
                 progress(f"warning: {warnings[-1]}")
         numbers = itertools.count()
-        builds: dict[TargetName, Callable[[], Prepared]] = {"proxy": _builder(config, spec, stack, numbers)}
+        builds = {"proxy": _builder(config, spec, stack, numbers)}
         if spec.direct:  # the same config (bearer, headers, model) aimed at the upstream
             builds["direct"] = _builder(config.with_endpoint(spec.direct, origin="argument"), spec, stack, numbers)
         ramp = _Ramp(spec, builds, Redactor(config.secrets()), progress, origin)

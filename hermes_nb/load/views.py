@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.load.report import ERROR_CLASSES, LevelResult, LoadReport, Percentiles, e2e
+from hermes_nb.load.report import ERROR_CLASSES, LevelResult, LoadReport, Percentiles, Sample, e2e, percentile
 from hermes_nb.views.htmlkit import box, esc, kv_html, table_html
 
 _SHAPES = Redactor()
@@ -124,6 +124,26 @@ def _remarks(report: LoadReport) -> list[tuple[str, str]]:
         notes.append(_THIN)
     return ([("note", n) for n in notes] + [("error", e) for e in report.errors]
             + [("warning", w) for w in report.all_warnings()])
+
+
+def level_line(level: LevelResult) -> str:
+    """One line per level (the progress the CLI prints)."""
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f} ms"
+
+    errors = ", ".join(f"{n} {name}" for name, n in level.errors.by_class().items() if n)
+    tail = (f"; errors: {errors}" if errors else "") + (f"; stopped: {level.stopped_by}" if level.stopped_by else "")
+    return (f"{level.target} concurrency {level.concurrency}: {level.succeeded}/{level.sent} ok, TTFT p50 "
+            f"{ms(level.ttft_ms.p50)}, ITL p50 {ms(level.itl_ms.p50)}, E2E p50 {ms(level.e2e_ms.p50)}, largest gap "
+            f"{ms(level.gaps.gap_ms.max)}, {level.request_throughput:g} req/s{tail}")
+
+
+def progress_line(tag: str, samples: Sequence[Sample], budget: int | None, in_flight: int, eta: float | None) -> str:
+    """Inside a level: done / in flight / E2E p50 so far / ETA."""
+    so_far = sorted(v for s in samples if s.error is None and (v := e2e(s)) is not None)
+    return (f"{tag}: {len(samples)}/{'…' if budget is None else budget} done, {in_flight} in flight, E2E p50 "
+            f"{f'{percentile(so_far, 50) * 1000:.1f} ms' if so_far else '-'} so far, ETA "
+            + (f"{eta:.0f} s" if eta is not None else "-"))
 
 
 def report_text(report: LoadReport) -> str:
