@@ -1,8 +1,5 @@
-"""``hermes-nb load`` as one call, its receipt (``--out``), and the load notebook's cells.
-
-The measurement runs in this process, where Ctrl-C is owned. With ``out``, the report and its raw samples are
-written to files and the shipped ``load`` notebook is executed on them through the smoke's runner: it recomputes
-every figure from the samples and records the verdict with the files' digests, so the receipt keeps verified copies.
+"""``hermes-nb load`` as one call, its receipt (``--out``: the report and its samples as files, the shipped ``load``
+notebook executed on them, recomputing every figure and recording the files' digests) and the notebook's cells.
 """
 
 from __future__ import annotations

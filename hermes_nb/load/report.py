@@ -1,8 +1,7 @@
-"""The load report: one raw record per measured request (:class:`Sample`, kept as ``load-samples.jsonl`` and
-``.csv``), the figures of each level computed from them, and the verdict. Pure: its views register themselves with
-IPython. :func:`compute` is the one way figures are made: the run calls it, and the receipt's notebook again on the
-sample files it keeps. The definitions, beside AIPerf's, vLLM's and llmperf's: docs/load.md. Times are seconds since
-the run started (one clock, ``time.perf_counter``); ``gaps_ms`` milliseconds.
+"""The load report: one raw record per request (:class:`Sample`), the figures of each level computed from them
+(definitions beside AIPerf's, vLLM's and llmperf's: docs/load.md) and the verdict. :func:`compute` is the one way
+figures are made: the run calls it, and the receipt's notebook again on the sample files kept. Times are seconds
+since the run started (one clock, ``time.perf_counter``). Pure; its views register themselves with IPython.
 """
 
 from __future__ import annotations
@@ -408,13 +407,6 @@ class LoadReport(StrictModel):
     def samples(self) -> list[Sample]:
         return self._samples
 
-    def level(self, concurrency: int, *, target: str = "proxy") -> LevelResult | None:
-        levels = self.levels if target == "proxy" else self.direct_levels
-        return next((lv for lv in levels if lv.concurrency == concurrency), None)
-
-    def all_warnings(self) -> list[str]:
-        return [*self.warnings, *(lv.overhead.warning for lv in self.levels + self.direct_levels
-                                  if lv.overhead.warning)]
 
 
 def compute(report: LoadReport, samples: Sequence[Sample]) -> LoadReport:
@@ -437,7 +429,7 @@ def compute(report: LoadReport, samples: Sequence[Sample]) -> LoadReport:
                                 concurrency=d.concurrency, seed=s.get("seed", 0)) for d in direct],
         "slo_max_concurrency": max((lv.concurrency for lv in levels if lv.slo and lv.slo.meets), default=None)})
     updated._samples = list(samples)
-    return judge(updated)
+    return _judge(updated)
 
 
 def _error_line(level: LevelResult) -> str:
@@ -448,7 +440,7 @@ def _error_line(level: LevelResult) -> str:
             + (f" (e.g. {example})" if example else ""))
 
 
-def judge(report: LoadReport) -> LoadReport:
+def _judge(report: LoadReport) -> LoadReport:
     """Interrupted or non-429 errors → failed; unreachable or 429s → blocked; else passed."""
     levels = report.levels
     report.first_error_concurrency = next((lv.concurrency for lv in levels if lv.errors.total), None)

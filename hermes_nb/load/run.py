@@ -1,12 +1,7 @@
-"""``run_load``: the load probe as one library call (the CLI, ``%hermes_load`` and the load notebook end here), and
-its generator: chat requests on one asyncio event loop through aiohttp, one :class:`Sample` each.
-
-Why aiohttp, not httpx (docs/performance.md P8): at 256 streams httpx's ``AsyncClient`` spent 12–18 ms of CPU a
-request and read a 100 ms first token as 3.6–4.5 s; aiohttp's client under 1 ms. Every moment is read on the loop,
-so each level also measures how late the loop ran. The loop runs in a thread of its own, so the call works alike
-from a terminal and a Jupyter kernel, and Ctrl-C in the caller's thread returns what was measured. Without an
-endpoint the emulator runs in processes of its own: in a thread, both shared one interpreter and the generator read
-its own queueing as the target's (E2E 1.46 s at 256 streams where 0.56–0.59 s was true).
+"""``run_load``, the load probe as one call (the CLI, ``%hermes_load`` and the notebook end here), and its generator:
+aiohttp on one event loop (httpx's client spent 12–18 ms of CPU a request at 256 streams and read a 100 ms first token
+as 3.6–4.5 s: docs/performance.md P8), in a thread of its own so Ctrl-C in the caller returns what was measured. The
+embedded emulator runs in processes of its own: in a thread, the generator read its queueing as the target's.
 """
 
 from __future__ import annotations
@@ -228,16 +223,11 @@ class Level:
         await asyncio.gather(*(worker() for _ in range(self.concurrency)))
 
     async def _progress(self, say: Progress) -> None:
-        """Every second: done / in flight / E2E p50 so far / ETA."""
         started = time.perf_counter()
         while True:
             await asyncio.sleep(PROGRESS_EVERY_S)
-            spent, count = time.perf_counter() - started, len(self.samples)
-            if self.budget is not None:
-                eta = (self.budget - count) * spent / count if count else None
-            else:
-                eta = max((self.spec.level_budget_s or 0.0) - spent, 0.0)
-            say(progress_line(self.tag, self.samples, self.budget, len(self._in_flight), eta))
+            say(progress_line(self.tag, self.samples, len(self._in_flight), time.perf_counter() - started,
+                              self.budget, self.spec.level_budget_s))
 
     async def run(self, progress: Progress | None = None) -> Level:
         spec, lags = self.spec, list[float]()
@@ -312,16 +302,6 @@ def _embedded_emulator(spec: LoadSpec, processes: int) -> Iterator[str]:
                 raise ProxyUnreachable(f"the embedded emulator did not start (exit {proc.poll()})")
             port = urlsplit(endpoint).port or 0
         yield endpoint
-
-
-def _identify(config: HermesProxyRuntimeConfig, hermes_bin: str | None) -> TargetInfo:
-    """What answers at the endpoint (the job's one identity step); the release as the thing under test tells it,
-    or as the executable the operator named (never a local install's)."""
-    named = release_of(hermes_bin) if hermes_bin else (None, None, None)
-    found = identify(config, ask_emulator=True, budget_s=5.0, release=named[0], release_source=named[1],
-                     executable=named[2])
-    return TargetInfo(kind=found.kind, release=None if found.release == UNKNOWN else found.release,
-                      evidence=found.evidence, provider=found.provider, executable=found.executable)
 
 
 def _builder(config: HermesProxyRuntimeConfig, spec: LoadSpec, stack: ExitStack,
@@ -448,8 +428,12 @@ def run_load(target: HermesProxyRuntimeConfig | str | None = None, *, spec: Load
             config = config.with_endpoint(stack.enter_context(_embedded_emulator(spec, processes)), origin="emulator")
             info = TargetInfo(kind="emulator", scenario=spec.scenario or EMBEDDED_SCENARIO,
                               emulator_processes=processes)
-        else:
-            info = _identify(config, spec.hermes_bin)
+        else:  # the one identity step; the release as the proxy or the executable the operator named tells it
+            named = release_of(spec.hermes_bin) if spec.hermes_bin else (None, None, None)
+            found = identify(config, ask_emulator=True, budget_s=5.0, release=named[0], release_source=named[1],
+                             executable=named[2])
+            info = TargetInfo(kind=found.kind, release=None if found.release == UNKNOWN else found.release,
+                              evidence=found.evidence, provider=found.provider, executable=found.executable)
         if parked := info.cooldown():  # a 429 costs this provider more than the run: say so before the first
             warnings.append(f"the ramp stops at the first 429, for then {parked}")
             if progress is not None:

@@ -1,10 +1,6 @@
-"""How a :class:`~hermes_nb.load.report.LoadReport` shows itself: the same tables rendered as the CLI's text and as
-HTML (:mod:`hermes_nb.views.htmlkit`), and five pictures. The record never imports this module:
-:func:`register_displays` hands it to IPython. A percentile resting on too few samples is marked ``*`` in a table
-and drawn hollow in a picture.
-
-The pictures are standalone SVG from one small helper (:func:`chart`), rendering alike inline in Jupyter, on GitHub
-and as images in a receipt's HTML; no plotting dependency (docs/load.md, "Why no matplotlib").
+"""How a :class:`~hermes_nb.load.report.LoadReport` shows itself: the same tables as the CLI's text and as HTML, and
+five standalone SVG pictures from one helper (:func:`chart`; docs/load.md, "Why no matplotlib"). The record never
+imports this module: :func:`register_displays` hands it to IPython. A thin percentile is marked ``*``, drawn hollow.
 """
 
 from __future__ import annotations
@@ -76,8 +72,8 @@ def _tables(report: LoadReport) -> list[Table]:
         added = [{"concurrency": a.concurrency,
                   "TTFT added ms p50/p95/p99": _signed(a.ttft_ms, a.ttft_p50_ci, a.ttft_p50_by_repeat),
                   "E2E added ms p50/p95/p99": _signed(a.e2e_ms, a.e2e_p50_ci, a.e2e_p50_by_repeat),
-                  "upstream E2E ms p50/p99": _triple(d.e2e_ms, ("p50", "p99")) if (
-                      d := report.level(a.concurrency, target="direct")) else "-"} for a in report.added]
+                  "upstream E2E ms p50/p99": next((_triple(d.e2e_ms, ("p50", "p99")) for d in report.direct_levels
+                                                   if d.concurrency == a.concurrency), "-")} for a in report.added]
         tables += [(f"upstream {report.direct} (direct)", _rows(report.direct_levels),
                     _columns(report, report.direct_levels)),
                    ("added by the proxy (its percentile minus the upstream's, ms)", added, _ADDED)]
@@ -123,7 +119,8 @@ def _remarks(report: LoadReport) -> list[tuple[str, str]]:
                                                                            lv.gaps.gap_ms)):
         notes.append(_THIN)
     return ([("note", n) for n in notes] + [("error", e) for e in report.errors]
-            + [("warning", w) for w in report.all_warnings()])
+            + [("warning", w) for w in report.warnings]
+            + [("warning", lv.overhead.warning) for lv in report.levels + report.direct_levels if lv.overhead.warning])
 
 
 def level_line(level: LevelResult) -> str:
@@ -138,10 +135,13 @@ def level_line(level: LevelResult) -> str:
             f"{ms(level.gaps.gap_ms.max)}, {level.request_throughput:g} req/s{tail}")
 
 
-def progress_line(tag: str, samples: Sequence[Sample], budget: int | None, in_flight: int, eta: float | None) -> str:
-    """Inside a level: done / in flight / E2E p50 so far / ETA."""
+def progress_line(tag: str, samples: Sequence[Sample], in_flight: int, spent: float, budget: int | None,
+                  budget_s: float | None) -> str:
+    """Inside a level, every second: done / in flight / E2E p50 so far / ETA."""
     so_far = sorted(v for s in samples if s.error is None and (v := e2e(s)) is not None)
-    return (f"{tag}: {len(samples)}/{'…' if budget is None else budget} done, {in_flight} in flight, E2E p50 "
+    done = len(samples)
+    eta = max((budget_s or 0.0) - spent, 0.0) if budget is None else (budget - done) * spent / done if done else None
+    return (f"{tag}: {done}/{'…' if budget is None else budget} done, {in_flight} in flight, E2E p50 "
             f"{f'{percentile(so_far, 50) * 1000:.1f} ms' if so_far else '-'} so far, ETA "
             + (f"{eta:.0f} s" if eta is not None else "-"))
 
