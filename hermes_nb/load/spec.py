@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from hermes_nb.core.config import normalise_endpoint
 from hermes_nb.core.errors import UsageError
@@ -80,7 +80,7 @@ class LoadSpec(ConfigOptions):
     saturation_gain: float = Field(0.05, ge=0, le=10, description="the ramp stops after a level whose throughput grew "
                                                                   "less than this share over the level before (0: "
                                                                   "never)")
-    direct: Annotated[Annotated[str, AfterValidator(normalise_endpoint)] | None, Opt(metavar="URL")] = Field(
+    direct: Annotated[str | None, Opt(metavar="URL")] = Field(
         None, description="the upstream behind the proxy (incl. /v1): each level runs against it too and the report "
                           "gives the proxy's added latency")
     allow_non_loopback: bool = Field(False, description="load a proxy that is not on this machine (spends its "
@@ -111,6 +111,11 @@ class LoadSpec(ConfigOptions):
         if unknown:
             raise ValueError(f"unknown target {', '.join(unknown)}; give {', '.join(SLO_KEYS)}")
         return slo
+
+    @field_validator("direct")
+    @classmethod
+    def _direct(cls, url: str | None) -> str | None:
+        return None if url is None else normalise_endpoint(url)
 
     @field_validator("scenario")
     @classmethod
