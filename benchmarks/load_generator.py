@@ -12,7 +12,7 @@ decoding, no bookkeeping): TTFT = first content chunk, ITL = (last − first) / 
 * **P8b, the embedded default at 256**: ``hermes-nb load --concurrency 256 --requests 1024 --max-tokens 30`` (its
   emulator in processes of its own) against ``run_load`` of the out-of-process emulator at the same level:
   the E2E p50 ratio (target ≤ 1.25×, or the report warns).
-* **P8c, the transport** (``--httpx``): 1,024 requests at 256 with aiohttp (``run_level``) and with
+* **P8c, the transport** (``--httpx``): 1,024 requests at 256 with aiohttp (``Level``) and with
   ``httpx.AsyncClient`` (the baseline: the same closed loop, SSE decoder and chunk reader), CPU per request.
 * **P8d** (``--rig``): the real proxy (``.venv-hermes``) in front of the paced emulator, ``--direct`` at it.
 
@@ -35,10 +35,8 @@ import httpx
 
 from _child import endpoint_child
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.load.generator import LevelRun, Prepared, run_level
-from hermes_nb.load.metrics import level_result
-from hermes_nb.load.run import run_load
-from hermes_nb.load.samples import Sample
+from hermes_nb.load.report import LevelResult, Overhead, Sample, level_result
+from hermes_nb.load.run import Level, Prepared, run_load
 from hermes_nb.load.spec import LoadSpec
 from hermes_nb.load.views import report_text
 from hermes_nb.wire.payloads import ChatStream
@@ -121,9 +119,9 @@ def embedded_vs_out_of_process(endpoint: str, quick: bool) -> None:
           f"generator CPU {embedded['overhead']['cpu_per_request_ms']:.2f} ms/request", flush=True)
 
 
-async def _httpx_level(endpoint: str, concurrency: int, total: int) -> LevelRun:
+async def _httpx_level(endpoint: str, concurrency: int, total: int) -> tuple[list[Sample], Overhead]:
     """P8c's baseline: the same closed loop and chunk reader with httpx.AsyncClient."""
-    run, issued, origin = LevelRun(), 0, time.perf_counter()
+    samples, overhead, issued, origin = list[Sample](), Overhead(), 0, time.perf_counter()
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(limits=limits, timeout=120.0, trust_env=False) as client:
         async def one() -> Sample:
@@ -144,12 +142,12 @@ async def _httpx_level(endpoint: str, concurrency: int, total: int) -> LevelRun:
             nonlocal issued
             while issued < total:
                 issued += 1
-                run.samples.append(await one())
+                samples.append(await one())
 
         cpu0 = time.process_time()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        run.overhead.cpu_s = time.process_time() - cpu0
-    return run
+        overhead.cpu_s = time.process_time() - cpu0
+    return samples, overhead
 
 
 def transport(endpoint: str) -> None:
@@ -159,15 +157,14 @@ def transport(endpoint: str) -> None:
     def build() -> Prepared:
         return Prepared(f"{endpoint}/chat/completions", {"content-type": "application/json"}, body)
 
-    ours = asyncio.run(run_level(build, spec, target="proxy", concurrency=256, repeat=0, budget=1024,
-                                 stop=asyncio.Event(), deadline=time.perf_counter() + 600,
-                                 origin=time.perf_counter(), redactor=Redactor()))
+    level = Level(build, spec, target="proxy", concurrency=256, repeat=0, budget=1024, origin=time.perf_counter(),
+                  deadline=time.perf_counter() + 600, redactor=Redactor())
+    ours = asyncio.run(level.run())
     base = asyncio.run(_httpx_level(endpoint, 256, 1024))
-    mine, theirs = (r.overhead.cpu_s * 1000 / len(r.samples) for r in (ours, base))
-    print(f"P8c c=256 n=1024: aiohttp {mine:.2f} ms CPU/request, TTFT p50 "
-          f"{level_result(ours.samples, concurrency=256).ttft_ms.p50:.0f} ms; httpx {theirs:.2f} ms, TTFT p50 "
-          f"{level_result(base.samples, concurrency=256).ttft_ms.p50:.0f} ms: httpx/aiohttp {theirs / mine:.1f}x CPU",
-          flush=True)
+    mine, theirs = (cpu.cpu_s * 1000 / len(samples) for samples, cpu in ((ours.samples, ours.result.overhead), base))
+    ttft_ours, ttft_base = (level_result(s, LevelResult(concurrency=256)).ttft_ms.p50 for s in (ours.samples, base[0]))
+    print(f"P8c c=256 n=1024: aiohttp {mine:.2f} ms CPU/request, TTFT p50 {ttft_ours:.0f} ms; httpx {theirs:.2f} ms, "
+          f"TTFT p50 {ttft_base:.0f} ms: httpx/aiohttp {theirs / mine:.1f}x CPU", flush=True)
 
 
 def rig() -> None:

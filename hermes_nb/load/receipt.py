@@ -1,13 +1,5 @@
-"""``hermes-nb load`` as one call, its receipt (``--out``), and the load notebook's cells.
-
-The measurement runs in this process (:func:`hermes_nb.load.run.run_load`), where Ctrl-C is owned: an interrupted
-load still yields what it measured. With ``out``, the report and its raw samples are written to files
-(``load-report.json``, ``load-samples.jsonl``, ``load-samples.csv``) and the shipped ``load`` notebook is
-executed on a fresh kernel through the smoke's runner with ``report`` set to the first: the notebook recomputes
-every figure from the samples (:func:`read`), shows the tables and pictures, and records the verdict with the
-three files' digests, so the receipt keeps a verified copy of each. It is redacted, indexed in
-``<out>/index.json`` and checked by ``hermes-nb receipts verify`` like every receipt; ``out`` may be a storage
-URL (``s3://…``).
+"""``hermes-nb load`` as one call, its receipt (``--out``: the report and its samples as files, the shipped ``load``
+notebook executed on them, recomputing every figure and recording the files' digests) and the notebook's cells.
 """
 
 from __future__ import annotations
@@ -22,9 +14,8 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.facts import LOAD_NOTEBOOK, exit_code_for, worst_verdict
 from hermes_nb.core.io import sha256_file
 from hermes_nb.core.resolve import resolve_runtime_config
-from hermes_nb.load.report import REPORT_FILE, LoadReport, compute
+from hermes_nb.load.report import EVIDENCE, REPORT_FILE, SAMPLES_JSONL, LoadReport, compute, read_samples, sample_files
 from hermes_nb.load.run import run_load
-from hermes_nb.load.samples import SAMPLES_CSV, SAMPLES_JSONL, read_samples, to_csv, to_jsonl
 from hermes_nb.load.spec import LoadSpec
 from hermes_nb.load.views import report_text
 from hermes_nb.nbrun.smoke import SmokeResult, run_smoke
@@ -32,9 +23,7 @@ from hermes_nb.receipts.store import is_url, open_store
 from hermes_nb.receipts.verdict import verdict_summary
 from hermes_nb.target import UNKNOWN, Target
 
-__all__ = ["LoadRun", "load", "keep", "write_files", "read", "measure_or_read", "summary"]
-
-EVIDENCE = (REPORT_FILE, SAMPLES_JSONL, SAMPLES_CSV)
+__all__ = ["LoadRun", "load", "keep", "read", "measure_or_read", "summary"]  # the CLI's and the notebook's calls
 
 
 @dataclass
@@ -46,16 +35,14 @@ class LoadRun:
 
     @property
     def exit_code(self) -> int:
-        run = self.receipt.runs[0] if self.receipt and self.receipt.runs else None
-        receipt = [] if self.receipt is None else [run.verdict if run else "failed"]
+        receipt = [] if self.receipt is None else [self.receipt.runs[0].verdict if self.receipt.runs else "failed"]
         return exit_code_for(worst_verdict([self.report.verdict, *receipt]))
 
     def text(self) -> str:
-        lines = [report_text(self.report)]
-        if self.receipt is not None:
-            receipt = self.to_dict()["receipt"]
-            lines.append(f"receipt: {receipt['verdict']} ({receipt['reason']})  {receipt['path']}")
-        return "\n".join(lines)
+        if self.receipt is None:
+            return report_text(self.report)
+        receipt = self.to_dict()["receipt"]
+        return f"{report_text(self.report)}\nreceipt: {receipt['verdict']} ({receipt['reason']})  {receipt['path']}"
 
     def to_dict(self) -> dict[str, Any]:
         """The report (``--json``), plus where its receipt went and that receipt's verdict."""
@@ -70,11 +57,9 @@ class LoadRun:
 
 def load(spec: LoadSpec, config: HermesProxyRuntimeConfig | None = None, *,
          progress: Callable[[str], None] | None = None, environ: Mapping[str, str] | None = None) -> LoadRun:
-    """The command's one call: measure, then (``spec.out``) keep the receipt. Shared storage is checked before
-    anything is measured."""
-    store = open_store(spec.out) if spec.out and is_url(spec.out) else None
-    if store is not None:
-        store.check()
+    """The command's one call: measure, then (``spec.out``) keep the receipt; shared storage is checked first."""
+    if spec.out and is_url(spec.out):
+        open_store(spec.out).check()
     report = run_load(config, spec=spec, progress=progress, environ=environ)
     if spec.out is None:
         return LoadRun(report)
@@ -82,30 +67,24 @@ def load(spec: LoadSpec, config: HermesProxyRuntimeConfig | None = None, *,
     return LoadRun(report, keep(report, spec.out, html=spec.html, secrets=secrets, progress=progress))
 
 
-def write_files(report: LoadReport, directory: Path) -> Path:
-    """The report and its samples as the receipt's evidence; the report's path."""
-    (directory / SAMPLES_JSONL).write_text(to_jsonl(report.samples), encoding="utf-8")
-    (directory / SAMPLES_CSV).write_text(to_csv(report.samples), encoding="utf-8")
-    path = directory / REPORT_FILE
-    path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    return path
-
-
 def keep(report: LoadReport, out: str, *, html: bool = True, secrets: list[str] | None = None,
          progress: Callable[[str], None] | None = None, timeout_s: float = 300.0) -> SmokeResult:
     """The receipt of ``report`` under ``out`` (a directory or a storage URL): the load notebook, executed."""
     store = open_store(out) if is_url(out) else None
     target = Target(endpoint=report.endpoint, kind=report.target.kind, release=report.target.release or UNKNOWN,
-                    evidence=report.target.evidence)
+                    evidence=report.target.evidence, provider=report.target.provider,
+                    executable=report.target.executable)
     config = resolve_runtime_config(environ={}, endpoint=report.endpoint, model=report.model)
     with tempfile.TemporaryDirectory(prefix="hermes-nb-load-") as work:
-        path = write_files(report, Path(work))
+        for name, text in sample_files(report.samples).items():
+            (Path(work) / name).write_text(text, encoding="utf-8")
+        (Path(work) / REPORT_FILE).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
         staging = Path(work) / "staging" if store is not None else Path(out)
         if progress is not None:
             progress(f"writing the load receipt ({LOAD_NOTEBOOK} notebook)")
         result = run_smoke(target, config, out_dir=staging, only=[LOAD_NOTEBOOK], timeout_s=timeout_s, html=html,
                            progress=progress, secrets=list(secrets or []),
-                           parameters={LOAD_NOTEBOOK: {"report": str(path)}})
+                           parameters={LOAD_NOTEBOOK: {"report": str(Path(work) / REPORT_FILE)}})
         if store is not None:
             store.publish(staging, result.run_id)
             for r in result.runs:
@@ -122,19 +101,18 @@ def read(path: str | Path) -> LoadReport:
 
 
 def measure_or_read(spec: LoadSpec) -> LoadReport:
-    """The notebook's measurement: the report ``hermes-nb load --out`` handed over, recomputed from its samples,
-    or (no ``report``) a load run here."""
+    """The notebook's measurement: the report ``hermes-nb load --out`` handed over, or (no ``report``) one here."""
     return read(spec.report) if spec.report else run_load(spec=spec)
 
 
 def summary(result: LoadReport, report: str | None = None) -> dict[str, Any]:
-    """The load receipt's verdict: the report's own, its figures in the details, and the digests of the report
-    and its samples when they were handed over (the receipt keeps verified copies)."""
+    """The load receipt's verdict: the report's own, its figures in the details, and the digests of the report and
+    its samples when they were handed over."""
     folder = Path(report).parent if report else None
-    artifacts = {name: sha256_file(folder / name) for name in EVIDENCE} if folder else {}
     return verdict_summary(
         LOAD_NOTEBOOK, result.verdict, reason=result.reason, errors=list(result.errors),
         warnings=list(result.warnings), endpoint=result.endpoint, model=result.model, target=result.target.kind,
-        hermes_version=result.target.release, artifacts=artifacts, run_dir=str(folder) if folder else None,
+        hermes_version=result.target.release, artifacts={name: sha256_file(folder / name) for name in EVIDENCE}
+        if folder else {}, run_dir=str(folder) if folder else None,
         details={"load": result.model_dump(mode="json"), "measured_s": result.duration_s,
                  "requests": len(result.samples)})

@@ -1,9 +1,6 @@
-"""Every option of the load probe, declared once: ``hermes-nb load``'s flags, ``%hermes_load``'s parser and help,
-and the load notebook's parameters cell are generated from :class:`LoadSpec` (:mod:`hermes_nb.core.spec`).
-
-The hard caps are the fields' constraints (a value above one is a usage error, exit 2). The one check that is not
-about an option alone, the loopback guard, is :func:`guard`: load spends the quota of the subscription behind the
-proxy, so a non-loopback endpoint is refused before anything is sent unless ``allow_non_loopback``.
+"""Every option of the load probe, declared once: ``hermes-nb load``'s flags, ``%hermes_load``'s parser and help
+and the load notebook's parameters cell are generated from :class:`LoadSpec`. The hard caps are the fields'
+constraints; :func:`guard` refuses a non-loopback target before anything is sent (load spends the quota behind it).
 """
 
 from __future__ import annotations
@@ -13,13 +10,12 @@ from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from hermes_nb.core.config import normalise_endpoint
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import is_loopback_host, plain_http_warning
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import CommaList, Opt, conflict
 from hermes_nb.emulator.scenarios import ALL_SCENARIOS
-
-__all__ = ["LoadSpec", "SLO_KEYS", "guard"]
 
 CLI = frozenset({"cli"})
 #: not notebook parameters: a parameter named like a token is refused there (no secret is ever a parameter)
@@ -31,7 +27,7 @@ MIN_REQUESTS = 8
 
 
 def _pairs(value: Any) -> Any:
-    """``ttft_s=0.5,itl_s=0.05`` → ``{"ttft_s": "0.5", "itl_s": "0.05"}`` (pydantic makes the numbers)."""
+    """``ttft_s=0.5,itl_s=0.05`` → ``{"ttft_s": "0.5", "itl_s": "0.05"}``."""
     if not isinstance(value, str):
         return value
     pairs = [part.partition("=") for part in value.split(",") if part.strip()]
@@ -47,8 +43,8 @@ Budget = Annotated[int, Field(ge=1, le=20_000)]
 
 
 class LoadSpec(ConfigOptions):
-    """The load probe's options (docs/load.md), besides where the runtime config comes from (every job's). Seconds
-    everywhere: ``*_timeout_s`` a silence, ``*_budget_s`` a whole."""
+    """The load probe's options (docs/load.md) besides the runtime config's (every job's). ``*_timeout_s`` a
+    silence, ``*_budget_s`` a whole."""
 
     concurrency: Annotated[list[Level], CommaList, Opt(metavar="N,N,…")] = Field(
         [1, 4, 16, 64], min_length=1, max_length=16, description="concurrency levels, run in ascending order")
@@ -116,6 +112,11 @@ class LoadSpec(ConfigOptions):
             raise ValueError(f"unknown target {', '.join(unknown)}; give {', '.join(SLO_KEYS)}")
         return slo
 
+    @field_validator("direct")
+    @classmethod
+    def _direct(cls, url: str | None) -> str | None:
+        return None if url is None else normalise_endpoint(url)
+
     @field_validator("scenario")
     @classmethod
     def _scenario(cls, name: str | None) -> str | None:
@@ -146,15 +147,8 @@ class LoadSpec(ConfigOptions):
 
 
 def guard(flag: str, url: str, *, allow_non_loopback: bool) -> list[str]:
-    """The warnings a target URL carries; a :class:`UsageError` (nothing sent) for a bad or non-loopback one."""
-    try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname or ""
-        parts.port  # noqa: B018 - raises ValueError for a port outside 0-65535
-    except ValueError as exc:
-        raise UsageError(f"{flag} {url!r}: not a valid URL ({exc})") from None
-    if parts.scheme.lower() not in ("http", "https") or not host:
-        raise UsageError(f"{flag} {url!r}: give an http(s) URL including /v1, e.g. http://127.0.0.1:8645/v1")
+    """The warnings a (valid) target URL carries; a :class:`UsageError` (nothing sent) for a non-loopback one."""
+    host = urlsplit(url).hostname or ""
     if is_loopback_host(host):
         return []
     if not allow_non_loopback:

@@ -148,7 +148,7 @@ measures, then executes this notebook with `report` set to what it measured. {_S
 """),
         _code(LoadSpec.parameters_source(), tags=["parameters"]),
         _code("from IPython.display import HTML\n\nfrom hermes_nb import kit\n"
-              "from hermes_nb.load import receipt, views\nfrom hermes_nb.load.plots import plot\n"
+              "from hermes_nb.load import receipt, views\nfrom hermes_nb.load.views import plot\n"
               "from hermes_nb.load.spec import LoadSpec\n\n"
               f"spec = LoadSpec.build(\"notebook\", {names})\nspec"),
         _md("## Measure\n\nOne row per level (`*`: a percentile resting on too few samples). The pictures follow, "

@@ -10,11 +10,22 @@ import json
 
 import pytest
 
-from hermes_nb.load.generator import _overhead
-from hermes_nb.load.metrics import Percentiles, added_latency, itl, level_result, percentile
-from hermes_nb.load.report import LoadReport, compute
+from hermes_nb.load.report import (
+    SAMPLES_CSV,
+    LevelResult,
+    LoadReport,
+    Overhead,
+    Percentiles,
+    Sample,
+    added_latency,
+    compute,
+    itl,
+    level_result,
+    percentile,
+    read_samples,
+    sample_files,
+)
 from hermes_nb.load.run import run_load
-from hermes_nb.load.samples import Sample, read_samples, to_csv, to_jsonl
 from hermes_nb.load.views import report_text
 
 
@@ -49,14 +60,14 @@ def test_level_figures_follow_the_definitions() -> None:
                detail="429 (Retry-After 2 s)"),
         Sample("proxy", 4, 0, 0.4, last_byte_s=0.9, error="timeout", detail="no byte for 0.5 s"),
     ]
-    lv = level_result(samples, concurrency=4)
+    lv = level_result(samples, LevelResult(concurrency=4))
     assert (lv.sent, lv.succeeded, lv.errors.total, lv.errors.retry_after_s) == (5, 3, 2, [2.0])
     assert lv.ttft_ms.p50 == pytest.approx(100.0) and lv.itl_ms.count == 2 and lv.itl_ms.p50 == pytest.approx(10.0)
     assert lv.e2e_ms.p50 == pytest.approx(250.0) and lv.last_byte_ms.max == pytest.approx(450.0)  # the trailer apart
     assert lv.duration_s == pytest.approx(0.9) and lv.request_throughput == pytest.approx(3 / 0.9, abs=1e-3)
     assert lv.output_tokens == 48 and lv.token_source == "mixed"
     refused = level_result([Sample("proxy", 1, 0, 0.0, last_byte_s=0.001, error="transport", connect_failed=True)],
-                           concurrency=1)
+                           LevelResult(concurrency=1))
     assert refused.unreachable and refused.ttft_ms == Percentiles()
 
 
@@ -78,16 +89,17 @@ def test_added_latency_has_an_interval_and_the_paired_repeats() -> None:
 
 
 def test_a_busy_machine_or_a_late_loop_warns_on_fixed_bounds() -> None:
-    quiet = _overhead("proxy concurrency 1", 0.1, 1.0, 10, [0.001] * 50, ((0, 100), (50, 200)))
-    busy = _overhead("proxy concurrency 256", 0.5, 1.0, 10, [0.001] * 50, ((0, 100), (95, 200)))
-    late = _overhead("proxy concurrency 64", 0.1, 1.0, 10, [0.03] * 50, ((0, 100), (10, 200)))
+    quiet = Overhead.of("proxy concurrency 1", 0.1, 1.0, 10, [0.001] * 50, (0, 100), (50, 200))
+    busy = Overhead.of("proxy concurrency 256", 0.5, 1.0, 10, [0.001] * 50, (0, 100), (95, 200))
+    late = Overhead.of("proxy concurrency 64", 0.1, 1.0, 10, [0.03] * 50, (0, 100), (10, 200))
     assert quiet.warning is None and quiet.machine_busy == 0.5 and quiet.cpu_per_request_ms == 10.0
     assert "95% busy" in busy.warning and "30.0 ms late" in late.warning
 
 
 def test_the_samples_files_round_trip() -> None:
     samples = [_sample(0.0, 0.1, 0.2, 3, gaps_ms=[50.0, 50.0]), Sample("direct", 1, 1, 0.5, error="timeout")]
-    assert read_samples(to_jsonl(samples)) == samples == read_samples(to_csv(samples), csv_format=True)
+    jsonl, csv = sample_files(samples).values()
+    assert read_samples(jsonl) == samples == read_samples(csv, csv_format=True)
 
 
 # --------------------------------------------------------------------------- against known timing
@@ -123,7 +135,7 @@ def test_the_report_is_recomputed_from_its_samples(hermes_emulator_factory) -> N
     report = run_load(emu.endpoint, concurrency="1,2", requests=4)
     kept = LoadReport.model_validate_json(report.model_dump_json())
     assert kept.samples == [] and "samples" not in json.loads(report.model_dump_json())
-    again = compute(kept, read_samples(to_csv(report.samples), csv_format=True))
+    again = compute(kept, read_samples(sample_files(report.samples)[SAMPLES_CSV], csv_format=True))
     assert again.model_dump() == report.model_dump() and len(again.samples) == 8
     for block in (lv.ttft_ms for lv in report.levels):
         assert {"count", "p50", "p95", "p99"} <= set(block.model_dump()) and block.count == 4

@@ -19,10 +19,10 @@ import pytest
 from hermes_nb import LoadReport, UsageError, run_load
 from hermes_nb.cli import main
 from hermes_nb.emulator.scenarios import PROFILE_HEADER, SCENARIO_HEADER
-from hermes_nb.load import generator
+from hermes_nb.load import run as run_module
 from hermes_nb.load import spec as spec_mod
+from hermes_nb.load.run import processes_for
 from hermes_nb.load.spec import LoadSpec
-from hermes_nb.load.target import processes_for
 from hermes_nb.load.views import report_html, report_text
 from tests.load.conftest import FAST
 
@@ -128,7 +128,7 @@ def test_a_level_is_warmed_up_unmeasured_then_measured(hermes_emulator_factory) 
 
 
 def test_progress_inside_a_level_says_done_in_flight_and_eta(hermes_emulator_factory, monkeypatch) -> None:
-    monkeypatch.setattr(generator, "PROGRESS_EVERY_S", 0.02)
+    monkeypatch.setattr(run_module, "PROGRESS_EVERY_S", 0.02)
     emu = hermes_emulator_factory(scenario="paced", first_delta_s=0.05, token_interval_s=0.0)
     lines: list[str] = []
     run_load(emu.endpoint, concurrency="2", requests=6, progress=lines.append, seed=7)
@@ -195,6 +195,17 @@ def test_a_429_stops_the_ramp_and_reports_retry_after(hermes_emulator_factory) -
     assert "Retry-After: 3 s" in report.errors[-1]
     always = run_load(hermes_emulator_factory(scenario="rate-limited", retry_after=2).endpoint, concurrency="1,4")
     assert [lv.sent for lv in always.levels] == [1] and always.rate_limited.retry_after_s == [2.0]  # nothing after it
+    assert always.warnings == [] and "parked" not in " ".join(always.errors)  # nous: a 429 parks nothing
+
+
+def test_an_xai_proxy_is_warned_about_before_the_ramp_and_its_429_names_the_cool_down(hermes_emulator_factory) -> None:
+    emu = hermes_emulator_factory(provider="xai", scenario="rate-limited")
+    lines: list[str] = []
+    report = run_load(emu.endpoint, concurrency="1,4", progress=lines.append)
+    assert lines[0].startswith("warning: the ramp stops at the first 429") and "xAI Grok OAuth" in lines[0]
+    assert report.warnings == [lines[0].removeprefix("warning: ")] and report.target.provider == "xai"
+    assert [lv.sent for lv in report.levels] == [1] and report.verdict == "blocked"
+    assert "answered 429" in report.errors[-1] and "`hermes auth reset xai-oauth`" in report.errors[-1]
 
 
 @pytest.mark.parametrize(("scenario", "error_class"), [

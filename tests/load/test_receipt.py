@@ -24,10 +24,9 @@ from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.emulator.scenarios import SCENARIO_HEADER
 from hermes_nb.load import run as run_module
 from hermes_nb.load.receipt import load, read
-from hermes_nb.load.report import REPORT_FILE
-from hermes_nb.load.run import level_line
-from hermes_nb.load.samples import SAMPLES_CSV, SAMPLES_JSONL, read_samples
+from hermes_nb.load.report import REPORT_FILE, SAMPLES_CSV, SAMPLES_JSONL, read_samples
 from hermes_nb.load.spec import LoadSpec
+from hermes_nb.load.views import level_line
 from hermes_nb.receipts.verdict import find_verdict
 from hermes_nb.rig.executable import INSTALL_HINT, find_hermes_bin
 from hermes_nb.rig.rig import real_proxy
