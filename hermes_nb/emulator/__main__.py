@@ -7,7 +7,7 @@ import json
 import sys
 
 from hermes_nb.core.errors import HermesError
-from hermes_nb.emulator.foreground import EmulatorSpec, run
+from hermes_nb.emulator import EmulatorSpec, run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,11 +25,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(obj, indent=2), flush=True)
 
-    def info(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
-
     try:
-        return run(EmulatorSpec.from_args(args), line=line, emit=emit, info=info)
+        return run(EmulatorSpec.from_args(args), line=line, emit=emit,
+                   info=lambda text: print(text, file=sys.stderr, flush=True))
     except HermesError as exc:
         print(f"hermes-nb emulator: error: {exc}", file=sys.stderr)
         return exc.exit_code

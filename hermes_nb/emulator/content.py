@@ -1,10 +1,5 @@
-"""Deterministic payloads of the emulator: ids, timestamps, texts, OpenAI-shaped bodies.
-
-Everything here is a pure function of the seed and the request body: no wall
-clock, no ``uuid4``, no global counter. The same request against an emulator
-started with the same seed yields byte-identical output, so notebook outputs
-can be regression-checked (nbval) and tests can pin exact values.
-"""
+"""The emulator's payloads: ids, timestamps, texts and OpenAI-shaped bodies, pure functions of the seed and the
+request body (no clock, no uuid4), so the same request to an emulator of the same seed gets the same bytes."""
 
 from __future__ import annotations
 
@@ -18,48 +13,16 @@ from typing import Any
 from hermes_nb.core.facts import DEFAULT_MODEL, SENTINEL_TAG
 from hermes_nb.core.providers import default_model_for
 
-__all__ = [
-    "BASE_CREATED",
-    "DEFAULT_MODELS",
-    "MODELS_BY_PROVIDER",
-    "SENTINEL_TAG",
-    "digest",
-    "request_id",
-    "created_at",
-    "reply_text",
-    "split_deltas",
-    "estimate_tokens",
-    "prompt_text",
-    "chat_chunk",
-    "chat_completion",
-    "text_completion",
-    "completion_chunk",
-    "embeddings_body",
-    "models_body",
-    "envelope",
-    "sse",
-    "dumps",
-]
-
 #: 2025-08-19T00:00:00Z, the spike's example ``created``; offsets are derived from the seed.
 BASE_CREATED = 1755561600
-DEFAULT_MODELS: tuple[str, ...] = (
-    DEFAULT_MODEL,
-    "nousresearch/hermes-4-70b",
-    "hermes-4-405b",
-)
+DEFAULT_MODELS: tuple[str, ...] = (DEFAULT_MODEL, "nousresearch/hermes-4-70b", "hermes-4-405b")
 #: what ``/v1/models`` lists behind each provider (xAI's OAuth API lists Grok models; its default first)
 MODELS_BY_PROVIDER: dict[str, tuple[str, ...]] = {
     "nous": DEFAULT_MODELS,
     "xai": (default_model_for("xai") or "grok-4.3", "grok-4.20-0309-reasoning", "grok-4.20-0309-non-reasoning"),
 }
 EMBEDDING_DIM = 8
-
-_OPENERS = (
-    "Emulated Hermes reply",
-    "Deterministic emulator answer",
-    "Hermes emulator response",
-)
+_OPENERS = ("Emulated Hermes reply", "Deterministic emulator answer", "Hermes emulator response")
 _BODIES = (
     "I read the mission and the files it names. The change is small: update the handler, add a test, "
     "and keep the public interface as it is — nothing else needs to move.",
@@ -68,11 +31,6 @@ _BODIES = (
     "Plan: reproduce the failure, fix the parsing edge case, then run the suite. "
     "No new dependency is needed — the standard library covers it.",
 )
-
-
-def dumps(obj: Any) -> str:
-    """Compact JSON, key order as built (what OpenAI-style servers send)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def digest(seed: int, *parts: Any) -> str:
@@ -85,28 +43,25 @@ def digest(seed: int, *parts: Any) -> str:
 
 
 def request_id(prefix: str, seed: int, route: str, body: Any) -> str:
-    """``chatcmpl-…`` style id derived from the seed, route and request body."""
     return f"{prefix}-emu{digest(seed, route, body)[:24]}"
 
 
 def created_at(seed: int) -> int:
-    """A fixed ``created`` timestamp for the seed (no wall clock)."""
     return BASE_CREATED + int(digest(seed, "created")[:6], 16) % 86_400
 
 
 def prompt_text(body: Any) -> str:
-    """The text of the request's messages / prompt / input, for token estimates and echo."""
+    """The text of the request's messages / prompt / input, for token estimates."""
     if not isinstance(body, dict):
         return ""
     pieces: list[str] = []
     messages = body.get("messages")
-    if isinstance(messages, list):
-        for message in messages:
-            content = message.get("content") if isinstance(message, dict) else None
-            if isinstance(content, str):
-                pieces.append(content)
-            elif isinstance(content, list):
-                pieces.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            pieces.append(content)
+        elif isinstance(content, list):
+            pieces.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
     for key in ("prompt", "input"):
         value = body.get(key)
         if isinstance(value, str):
@@ -132,10 +87,9 @@ def _last_user(body: Any) -> str:
 def reply_text(seed: int, body: Any, *, sentinel: bool = True) -> str:
     """The assistant text for a request: a few sentences, optionally ending with the sentinel fence."""
     h = digest(seed, "reply", _last_user(body))
-    opener = _OPENERS[int(h[0:4], 16) % len(_OPENERS)]
-    middle = _BODIES[int(h[4:8], 16) % len(_BODIES)]
     first_line = " ".join(_last_user(body).split())[:60]
     echo = f' You asked: "{first_line}".' if first_line else ""
+    opener, middle = _OPENERS[int(h[0:4], 16) % len(_OPENERS)], _BODIES[int(h[4:8], 16) % len(_BODIES)]
     text = f"{opener} (seed {seed}).{echo}\n\n{middle}\n"
     if sentinel:
         summary = f"Emulator run {h[8:16]}: mission handled deterministically, one change proposed, tests named."
@@ -145,34 +99,10 @@ def reply_text(seed: int, body: Any, *, sentinel: bool = True) -> str:
 
 def split_deltas(text: str, pieces: int = 8) -> list[str]:
     """Split ``text`` into about ``pieces`` deltas at word boundaries (the fence is split too)."""
-    if not text:
-        return []
-    words = text.split(" ")
+    words = text.split(" ") if text else []
     size = max(1, math.ceil(len(words) / pieces))
     out = [" ".join(words[i : i + size]) for i in range(0, len(words), size)]
     return [chunk + (" " if i < len(out) - 1 else "") for i, chunk in enumerate(out)]
-
-
-def chat_chunk(
-    cid: str, created: int, model: str, *, content: str | None = None, role: bool = False,
-    finish_reason: str | None = None, usage: dict[str, int] | None = None, empty_choices: bool = False,
-) -> dict[str, Any]:
-    chunk: dict[str, Any] = {
-        "id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-        "system_fingerprint": None,
-    }
-    if empty_choices:
-        chunk["choices"] = []
-    else:
-        delta: dict[str, Any] = {}
-        if role:
-            delta["role"] = "assistant"
-        if content is not None:
-            delta["content"] = content
-        chunk["choices"] = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
-    if usage is not None:
-        chunk["usage"] = usage
-    return chunk
 
 
 def usage_for(prompt: str, completion: str) -> dict[str, int]:
@@ -180,43 +110,40 @@ def usage_for(prompt: str, completion: str) -> dict[str, int]:
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 
 
+def chat_chunk(cid: str, created: int, model: str, delta: dict[str, Any] | None = None,
+               finish_reason: str | None = None, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ``chat.completion.chunk``; no ``delta``: no choices (the usage chunk)."""
+    chunk: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                             "system_fingerprint": None, "choices": [] if delta is None else [
+                                 {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+    return chunk if usage is None else {**chunk, "usage": usage}
+
+
 def chat_completion(cid: str, created: int, model: str, text: str, finish_reason: str, prompt: str) -> dict[str, Any]:
     return {
         "id": cid, "object": "chat.completion", "created": created, "model": model,
-        "choices": [{
-            "index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
-            "logprobs": None, "finish_reason": finish_reason,
-        }],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
+                     "logprobs": None, "finish_reason": finish_reason}],
         "usage": usage_for(prompt, text), "system_fingerprint": None,
     }
 
 
-def text_completion(cid: str, created: int, model: str, text: str, finish_reason: str, prompt: str) -> dict[str, Any]:
-    return {
-        "id": cid, "object": "text_completion", "created": created, "model": model,
-        "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish_reason}],
-        "usage": usage_for(prompt, text),
-    }
-
-
 def completion_chunk(cid: str, created: int, model: str, text: str, finish_reason: str | None) -> dict[str, Any]:
-    return {
-        "id": cid, "object": "text_completion", "created": created, "model": model,
-        "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish_reason}],
-    }
+    return {"id": cid, "object": "text_completion", "created": created, "model": model,
+            "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish_reason}]}
 
 
-def _vector(seed: int, model: str, text: str) -> list[float]:
-    raw = bytes.fromhex(digest(seed, "embedding", model, text))
-    values = [(b - 127.5) / 127.5 for b in raw[:EMBEDDING_DIM]]
-    norm = math.sqrt(sum(v * v for v in values)) or 1.0
-    return [round(v / norm, 6) for v in values]
+def text_completion(cid: str, created: int, model: str, text: str, finish_reason: str, prompt: str) -> dict[str, Any]:
+    return {**completion_chunk(cid, created, model, text, finish_reason), "usage": usage_for(prompt, text)}
 
 
 def embeddings_body(seed: int, model: str, inputs: list[str], encoding_format: str | None) -> dict[str, Any]:
     data = []
     for index, text in enumerate(inputs):
-        vector = _vector(seed, model, text)
+        raw = bytes.fromhex(digest(seed, "embedding", model, text))
+        values = [(b - 127.5) / 127.5 for b in raw[:EMBEDDING_DIM]]
+        norm = math.sqrt(sum(v * v for v in values)) or 1.0
+        vector = [round(v / norm, 6) for v in values]
         embedding: Any = vector
         if encoding_format == "base64":
             embedding = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
@@ -227,23 +154,18 @@ def embeddings_body(seed: int, model: str, inputs: list[str], encoding_format: s
 
 def models_body(seed: int, models: tuple[str, ...]) -> dict[str, Any]:
     created = created_at(seed) - 86_400 * 30
-    return {
-        "object": "list",
-        "data": [{"id": m, "object": "model", "created": created, "owned_by": "nous"} for m in models],
-    }
+    return {"object": "list", "data": [{"id": m, "object": "model", "created": created, "owned_by": "nous"}
+                                       for m in models]}
 
 
 def envelope(message: str, type_: str | None, code: str | int | None, *, param: str | None = None,
              with_param: bool = False) -> dict[str, Any]:
     """``{"error": {message, type, [param], code}}``."""
-    error: dict[str, Any] = {"message": message, "type": type_}
-    if with_param:
-        error["param"] = param
-    error["code"] = code
-    return {"error": error}
+    error: dict[str, Any] = {"message": message, "type": type_, **({"param": param} if with_param else {})}
+    return {"error": {**error, "code": code}}
 
 
 def sse(obj: Any) -> bytes:
-    """One ``data:`` frame (``[DONE]`` passes as a string)."""
-    data = obj if isinstance(obj, str) else dumps(obj)
+    """One ``data:`` frame of compact JSON, key order as built (``[DONE]`` passes as a string)."""
+    data = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     return f"data: {data}\n\n".encode()

@@ -1,91 +1,77 @@
-"""``serve()``: the emulator on a free loopback port, in a background thread with its own event loop.
-
-The thread owns a fresh asyncio loop, so ``serve()`` works the same from plain
-Python and from inside a Jupyter kernel (whose main thread already runs a loop).
-Readiness is a :class:`threading.Event` set once the socket listens; shutdown
-sets the app's closing event (stalled streams end), then cleans the runner up.
+"""Serving the emulator on loopback, in a thread with an event loop of its own (so it works the same from plain
+Python and inside a Jupyter kernel, whose main thread runs a loop): :func:`serve_emulator` hands back a handle,
+:func:`run` serves in the foreground until Ctrl-C or SIGTERM (``hermes-nb emulator``, ``python -m hermes_nb.emulator``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import socket
+import logging
+import signal
+import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 
-from hermes_nb.core.errors import ProxyTimeout, ProxyUnreachable
-from hermes_nb.core.facts import is_loopback_host
+from hermes_nb.core.errors import ConfigError, ProxyTimeout, ProxyUnreachable
 from hermes_nb.core.model import EndpointHandle
 
-from .app import RecordedRequest, create_app
-
-__all__ = ["EmulatorHandle", "serve_emulator", "listen", "endpoint_of_socket"]
+from .app import RecordedRequest, create_app, logger
+from .scenarios import EmulatorSpec
 
 _START_TIMEOUT_S = 15.0
 _STOP_TIMEOUT_S = 10.0
 
 
-
 class _ServerThread(threading.Thread):
-    def __init__(self, app: web.Application, host: str, port: int, sock: socket.socket | None = None) -> None:
+    """An aiohttp app served on a loop of its own; ``ready`` is set once it listens (or failed: ``error``)."""
+
+    def __init__(self, app: web.Application, host: str, port: int, reuse_port: bool = False) -> None:
         super().__init__(name="hermes-nb-emulator", daemon=True)
-        self._app = app
-        self._host = host
-        self._port = port
-        self._sock = sock
+        self.app, self.host, self.port, self.reuse_port = app, host, port, reuse_port
         self.ready = threading.Event()
         self.error: BaseException | None = None
         self.bound_port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop_event: asyncio.Event | None = None
+        self._stopping: asyncio.Event | None = None
 
     def run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
         try:
-            loop.run_until_complete(self._main())
-        except BaseException as exc:  # thread edge: handed to the caller of serve(), which re-raises it
+            asyncio.run(self._serve())
+        except BaseException as exc:  # thread edge: serve_emulator() raises it in the caller's thread
             self.error = exc
         finally:
             self.ready.set()
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
 
-    async def _main(self) -> None:
-        self._stop_event = asyncio.Event()
-        runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=2.0)
+    async def _serve(self) -> None:
+        self._loop, self._stopping = asyncio.get_running_loop(), asyncio.Event()
+        runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=2.0)
         await runner.setup()
         try:
-            site: web.BaseSite = (web.SockSite(runner, self._sock) if self._sock is not None
-                                  else web.TCPSite(runner, host=self._host, port=self._port))
-            await site.start()
+            await web.TCPSite(runner, self.host, self.port, reuse_port=self.reuse_port or None).start()
             self.bound_port = int(runner.addresses[0][1])
             self.name = f"hermes-nb-emulator-{self.bound_port}"  # log records say which emulator wrote them
             self.ready.set()
-            await self._stop_event.wait()
+            await self._stopping.wait()
         finally:
             await runner.cleanup()
 
     def shutdown(self) -> None:
-        loop, stop = self._loop, self._stop_event
+        loop, stop = self._loop, self._stopping
         if loop is not None and stop is not None and not loop.is_closed():
             try:
                 loop.call_soon_threadsafe(stop.set)
-            except RuntimeError:  # loop closed between the check and the call
+            except RuntimeError:  # the loop closed between the check and the call
                 pass
         self.join(_STOP_TIMEOUT_S)
 
 
 class EmulatorHandle(EndpointHandle):
-    """A running emulator. The string value is the endpoint (``http://127.0.0.1:<port>/v1``).
-
-    ``with serve() as emu:`` (or ``emu = serve(); …; emu.close()``):
-    ``emu.endpoint``, ``emu.base_url``, ``emu.port``, ``emu.requests`` (a snapshot list of
-    :class:`~hermes_nb.emulator.app.RecordedRequest`), ``emu.clear()``, ``emu.wait_for_requests(n)``.
-    """
+    """A running emulator: the string value is the endpoint (``http://127.0.0.1:<port>/v1``); ``with`` closes it."""
 
     endpoint: str
     base_url: str
@@ -104,6 +90,7 @@ class EmulatorHandle(EndpointHandle):
 
     @property
     def requests(self) -> list[RecordedRequest]:
+        """What the emulator received so far (a snapshot)."""
         return list(self._log)
 
     def clear(self) -> None:
@@ -134,80 +121,59 @@ class EmulatorHandle(EndpointHandle):
         self.close()
 
 
-def listen(host: str = "127.0.0.1") -> socket.socket:
-    """A listening socket on a free loopback port, for :func:`serve`'s ``sock`` (ValueError for another host)."""
-    _check_loopback(host)
-    return socket.create_server((host, 0), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
-
-
-def endpoint_of_socket(sock: socket.socket) -> str:
-    """The emulator endpoint (``http://<host>:<port>/v1``) a :func:`listen` socket will serve."""
-    host, port = sock.getsockname()[:2]
-    return f"{_base_url(host, port)}/v1"
-
-
-def _check_loopback(host: str) -> None:
-    if not is_loopback_host(host):
-        raise ValueError(f"emulator host {host!r} is not a loopback address (127.0.0.1, ::1, localhost)")
-
-
-def _base_url(host: str, port: int) -> str:
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-
-def serve_emulator(
-    *,
-    profile: str = "hermes-agent",
-    scenario: str = "ok",
-    seed: int = 0,
-    models: list[str] | tuple[str, ...] | None = None,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    delay_s: float = 0.05,
-    retry_after: int = 2,
-    first_delta_s: float = 0.1,
-    token_interval_s: float = 0.01,
-    max_concurrent: int = 4,
-    provider: str = "nous",
-    first_byte_s: float = 6.0,
-    answer_s: float = 25.0,
-    reasoning_tokens: int = 0,
-    stall_s: float = 0.0,
-    trailer_s: float = 0.0,
-    local_only: bool = False,
-    sock: socket.socket | None = None,
-) -> EmulatorHandle:
-    """Start an emulator now; returns a handle that is also a context manager (``with serve() as emu:``).
-
-    ``host`` must be a loopback address (ValueError otherwise): the emulator is never exposed. Raises
-    :class:`~hermes_nb.core.errors.ProxyUnreachable` when it cannot listen (port taken, address missing) and
-    :class:`~hermes_nb.core.errors.ProxyTimeout` when it is not listening within 15 s.
-
-    ``sock``: serve on this listening socket (``host`` and ``port`` are its own; see :func:`listen`), so the
-    endpoint can be handed out before the emulator starts: a client connecting meanwhile waits in its backlog.
-    """
-    if sock is not None:
-        host, port = sock.getsockname()[:2]
-    _check_loopback(host)
+def serve_emulator(*, port: int = 0, **options: Any) -> EmulatorHandle:
+    """Start an emulator now, on a free loopback port unless ``port`` names one; ``options`` are
+    :class:`~hermes_nb.emulator.scenarios.EmulatorSpec`'s (``profile``, ``scenario``, ``seed``, ``models``,
+    ``provider``, ``delay_s``, ``retry_after``…; ValueError for a bad one, a host that is not loopback included).
+    Raises :class:`~hermes_nb.core.errors.ProxyUnreachable` when it cannot listen and
+    :class:`~hermes_nb.core.errors.ProxyTimeout` when it does not listen within 15 s."""
+    spec = EmulatorSpec.of(port=port, **options)
     log: list[RecordedRequest] = []
-    app = create_app(profile=profile, scenario=scenario, seed=seed, models=models, delay_s=delay_s,
-                     retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
-                     max_concurrent=max_concurrent, requests=log, provider=provider, first_byte_s=first_byte_s,
-                     answer_s=answer_s, reasoning_tokens=reasoning_tokens, stall_s=stall_s, trailer_s=trailer_s,
-                     local_only=local_only)
-    thread = _ServerThread(app, host, port, sock)
+    thread = _ServerThread(create_app(spec, requests=log), spec.host, spec.port, spec.reuse_port)
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S):
         thread.shutdown()
-        raise ProxyTimeout(f"emulator did not start listening on {host}:{port} within {_START_TIMEOUT_S:.0f}s")
+        raise ProxyTimeout(f"emulator did not start listening on {spec.host}:{port} within {_START_TIMEOUT_S:.0f}s")
     if thread.error is not None or thread.bound_port is None:
         thread.join(_STOP_TIMEOUT_S)
-        err = thread.error
-        reason = getattr(err, "strerror", None) or err or "no port bound"
-        raise ProxyUnreachable(f"emulator could not listen on {host}:{port}: {reason}") from err
-    base_url = _base_url(host, thread.bound_port)
-    handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=host, port=thread.bound_port,
-                            profile=profile, scenario=scenario, seed=seed, provider=provider, _log=log,
-                            _thread=thread)
+        reason = getattr(thread.error, "strerror", None) or thread.error or "no port bound"
+        raise ProxyUnreachable(f"emulator could not listen on {spec.host}:{port}: {reason}") from thread.error
+    netloc = f"[{spec.host}]" if ":" in spec.host else spec.host
+    base_url = f"http://{netloc}:{thread.bound_port}"
+    handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=spec.host, port=thread.bound_port,
+                            profile=spec.profile, scenario=spec.scenario, seed=spec.seed, provider=spec.provider,
+                            _log=log, _thread=thread)
     atexit.register(handle.close)
     return handle
+
+
+def run(spec: EmulatorSpec, *, line: Callable[[str], None], emit: Callable[[dict[str, Any]], None],
+        info: Callable[[str], None]) -> int:
+    """Serve until Ctrl-C/SIGTERM (exit 0): ``line`` gets the endpoint first, ``emit`` the JSON description,
+    ``info`` progress; one log line per request goes to stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("hermes-nb emulator: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = [signal.signal(sig, signal.default_int_handler) for sig in signals]  # both raise KeyboardInterrupt
+    try:
+        with serve_emulator(**spec.model_dump()) as emu:
+            line(emu.endpoint)
+            emit({"endpoint": emu.endpoint, "base_url": emu.base_url, "port": emu.port, "profile": spec.profile,
+                  "provider": spec.provider, "scenario": spec.scenario, "seed": spec.seed, "models": list(spec.listed)})
+            info(f"hermes-nb emulator: {spec.profile} profile ({spec.provider}), scenario {spec.scenario}, "
+                 f"seed {spec.seed}; Ctrl-C to stop")
+            try:
+                emu._thread.join()
+            except KeyboardInterrupt:
+                info("hermes-nb emulator: stopping")
+    except ProxyUnreachable as exc:  # the port named is taken: a usage error here
+        reason = getattr(exc.__cause__, "strerror", None) or exc
+        raise ConfigError(f"cannot listen on {spec.host}:{spec.port}: {reason}") from exc
+    finally:
+        for sig, old in zip(signals, previous, strict=True):
+            signal.signal(sig, old)
+        logger.removeHandler(handler)
+    return 0

@@ -1,7 +1,7 @@
 """What answers behind the rig's live proxy: the emulator, the minimal upstream, or a server from a command.
 
 ``real_proxy(upstream=…)`` (:mod:`hermes_nb.rig.rig`) takes ``emulator`` (the emulator's
-``upstream`` profile), ``minimal`` (:mod:`hermes_nb.emulator.minimal`) or a command line with
+``upstream`` profile), ``minimal`` (the emulator's ``minimal`` profile) or a command line with
 ``{port}`` that starts any OpenAI-compatible server on ``127.0.0.1:{port}/v1`` (e.g. llmock from
 ``.venv-upstream``). A command upstream runs in the rig's temp home with a minimal environment, is
 ready once ``GET /v1/models`` gets any HTTP answer, and is stopped with the rig.

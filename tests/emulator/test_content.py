@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_nb.emulator import SCENARIOS, content
-from hermes_nb.emulator.scenarios import RESET, STALL, UPSTREAM_ROUTES, Pause, Settings, upstream_reply
+from hermes_nb.emulator.scenarios import RESET, STALL, UPSTREAM_ROUTES, EmulatorSpec, Pause, upstream_answer
 from hermes_nb.wire.sentinel import extract_final_message
 
 JSONISH = st.recursive(
@@ -31,12 +31,12 @@ BODIES = st.one_of(
        scenario=st.sampled_from(SCENARIOS), raw=BODIES, seed=st.integers(0, 2**31))
 def test_upstream_answers_anything_without_crashing(route: str, method: str, scenario: str, raw: bytes,
                                                     seed: int) -> None:
-    reply = upstream_reply(Settings(seed=seed), scenario, route, method, raw)
+    reply = upstream_answer(EmulatorSpec(seed=seed), scenario, route, method, raw)
     assert reply.status in {200, 400, 401, 404, 429, 500, 502}
     assert all(isinstance(p, (bytes, Pause)) or p in (STALL, RESET) for p in reply.parts)
     if reply.status != 200:
         assert reply.content_type in ("application/json; charset=utf-8", "text/html") and not reply.streamed
-    assert upstream_reply(Settings(seed=seed), scenario, route, method, raw).parts == reply.parts  # deterministic
+    assert upstream_answer(EmulatorSpec(seed=seed), scenario, route, method, raw).parts == reply.parts  # deterministic
 
 
 @settings(max_examples=100, deadline=None)
