@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import signal
+import socket
 import sys
 import threading
 import time
@@ -17,56 +19,43 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes_nb.core.errors import ConfigError, ProxyTimeout, ProxyUnreachable
+from hermes_nb.core.errors import ConfigError, ProxyUnreachable
 from hermes_nb.core.model import EndpointHandle
 
 from .app import RecordedRequest, create_app, logger
 from .scenarios import EmulatorSpec
 
-_START_TIMEOUT_S = 15.0
 _STOP_TIMEOUT_S = 10.0
 
 
 class _ServerThread(threading.Thread):
-    """An aiohttp app served on a loop of its own; ``ready`` is set once it listens (or failed: ``error``)."""
+    """An aiohttp app served on a listening socket, on an event loop of its own."""
 
-    def __init__(self, app: web.Application, host: str, port: int, reuse_port: bool = False) -> None:
-        super().__init__(name="hermes-nb-emulator", daemon=True)
-        self.app, self.host, self.port, self.reuse_port = app, host, port, reuse_port
-        self.ready = threading.Event()
-        self.error: BaseException | None = None
-        self.bound_port: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
+    def __init__(self, app: web.Application, sock: socket.socket) -> None:
+        # the port in the name: log records say which emulator wrote them
+        super().__init__(name=f"hermes-nb-emulator-{sock.getsockname()[1]}", daemon=True)
+        self.app, self.sock = app, sock
+        self.loop = asyncio.new_event_loop()
+        self.stopping = asyncio.Event()
 
     def run(self) -> None:
         try:
-            asyncio.run(self._serve())
-        except BaseException as exc:  # thread edge: serve_emulator() raises it in the caller's thread
-            self.error = exc
+            self.loop.run_until_complete(self._serve())
         finally:
-            self.ready.set()
+            self.loop.close()
 
     async def _serve(self) -> None:
-        self._loop, self._stopping = asyncio.get_running_loop(), asyncio.Event()
         runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=2.0)
         await runner.setup()
         try:
-            await web.TCPSite(runner, self.host, self.port, reuse_port=self.reuse_port or None).start()
-            self.bound_port = int(runner.addresses[0][1])
-            self.name = f"hermes-nb-emulator-{self.bound_port}"  # log records say which emulator wrote them
-            self.ready.set()
-            await self._stopping.wait()
+            await web.SockSite(runner, self.sock).start()
+            await self.stopping.wait()
         finally:
             await runner.cleanup()
 
     def shutdown(self) -> None:
-        loop, stop = self._loop, self._stopping
-        if loop is not None and stop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(stop.set)
-            except RuntimeError:  # the loop closed between the check and the call
-                pass
+        with contextlib.suppress(RuntimeError):  # the loop is closed: stopped already
+            self.loop.call_soon_threadsafe(self.stopping.set)
         self.join(_STOP_TIMEOUT_S)
 
 
@@ -125,24 +114,20 @@ def serve_emulator(*, port: int = 0, **options: Any) -> EmulatorHandle:
     """Start an emulator now, on a free loopback port unless ``port`` names one; ``options`` are
     :class:`~hermes_nb.emulator.scenarios.EmulatorSpec`'s (``profile``, ``scenario``, ``seed``, ``models``,
     ``provider``, ``delay_s``, ``retry_after``…; ValueError for a bad one, a host that is not loopback included).
-    Raises :class:`~hermes_nb.core.errors.ProxyUnreachable` when it cannot listen and
-    :class:`~hermes_nb.core.errors.ProxyTimeout` when it does not listen within 15 s."""
+    :class:`~hermes_nb.core.errors.ProxyUnreachable` when it cannot listen."""
     spec = EmulatorSpec.of(port=port, **options)
+    family = socket.AF_INET6 if ":" in spec.host else socket.AF_INET
+    try:  # listening before the thread starts: a request that comes first waits in the backlog
+        sock = socket.create_server((spec.host, port), family=family, reuse_port=spec.reuse_port)
+    except OSError as exc:
+        raise ProxyUnreachable(f"emulator could not listen on {spec.host}:{port}: {exc.strerror or exc}") from exc
     log: list[RecordedRequest] = []
-    thread = _ServerThread(create_app(spec, requests=log), spec.host, spec.port, spec.reuse_port)
+    thread = _ServerThread(create_app(spec, requests=log), sock)
     thread.start()
-    if not thread.ready.wait(_START_TIMEOUT_S):
-        thread.shutdown()
-        raise ProxyTimeout(f"emulator did not start listening on {spec.host}:{port} within {_START_TIMEOUT_S:.0f}s")
-    if thread.error is not None or thread.bound_port is None:
-        thread.join(_STOP_TIMEOUT_S)
-        reason = getattr(thread.error, "strerror", None) or thread.error or "no port bound"
-        raise ProxyUnreachable(f"emulator could not listen on {spec.host}:{port}: {reason}") from thread.error
-    netloc = f"[{spec.host}]" if ":" in spec.host else spec.host
-    base_url = f"http://{netloc}:{thread.bound_port}"
-    handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=spec.host, port=thread.bound_port,
-                            profile=spec.profile, scenario=spec.scenario, seed=spec.seed, provider=spec.provider,
-                            _log=log, _thread=thread)
+    bound = sock.getsockname()[1]
+    base_url = f"http://[{spec.host}]:{bound}" if ":" in spec.host else f"http://{spec.host}:{bound}"
+    handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=spec.host, port=bound, profile=spec.profile,
+                            scenario=spec.scenario, seed=spec.seed, provider=spec.provider, _log=log, _thread=thread)
     atexit.register(handle.close)
     return handle
 
