@@ -1,14 +1,11 @@
-"""The aiohttp application: the profiles in front of the scenario-driven upstream, and the writing of its plans.
-
-``hermes-agent`` is the real ``hermes proxy`` (hermes-agent 0.19.0): its routes, aiohttp's defaults (404/405/413 text
-bodies, Server header), its JSON errors, its pass-through of the upstream's answer. ``seed`` is the wire-format
-spike's contract (bearer required, JSON 404s). ``upstream`` is a plain OpenAI-compatible server to put behind a real
-proxy; ``minimal`` one unlike ours, to prove the spike judges the proxy and not what answers behind it.
-"""
+"""The aiohttp application: the profiles (docs/emulator.md) in front of the scenario-driven upstream, and the writing
+of its plans. ``hermes-agent`` is the real ``hermes proxy`` byte for byte: its routes, aiohttp's defaults, its errors,
+its pass-through; ``minimal`` an upstream unlike ours, to prove the wire-format spike judges the proxy."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
@@ -27,22 +24,8 @@ from hermes_nb.core.providers import provider_info
 from hermes_nb.core.redaction import Redactor, redact_headers
 
 from . import content as c
-from .scenarios import (
-    ALL_SCENARIOS,
-    PROFILE_HEADER,
-    RESET,
-    RESPONSES_ROUTE,
-    SCENARIO_HEADER,
-    STALL,
-    UPSTREAM_ROUTES,
-    UPSTREAM_SCENARIOS,
-    EmulatorSpec,
-    Part,
-    Pause,
-    Reply,
-    json_reply,
-    upstream_answer,
-)
+from . import scenarios as s
+from .scenarios import EmulatorSpec
 
 logger = logging.getLogger("hermes_nb.emulator")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -92,17 +75,16 @@ class RecordedRequest:
     body_size: int | None = None
     #: response status (None while still streaming)
     status: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class _State:
     spec: EmulatorSpec
     requests: list[RecordedRequest]
+    #: ``concurrency-limited``: the chat requests that may be in flight
+    capacity: asyncio.Semaphore
     #: set when the emulator shuts down: stalls and pauses end
     closing: asyncio.Event = field(default_factory=asyncio.Event)
-    #: ``concurrency-limited``: the chat requests in flight
-    in_flight: int = 0
 
 
 STATE = web.AppKey("hermes_nb_state", _State)
@@ -147,8 +129,8 @@ async def _local_only(request: web.Request, handler: Handler) -> web.StreamRespo
 async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Record the request, pick its scenario, log one line when it ends."""
     state = request.app[STATE]
-    header = (request.headers.get(SCENARIO_HEADER) or "").strip()
-    scenario = request[SCENARIO_KEY] = header if header in ALL_SCENARIOS else state.spec.scenario
+    header = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
+    scenario = request[SCENARIO_KEY] = header if header in s.ALL_SCENARIOS else state.spec.scenario
     record = request[RECORD_KEY] = RecordedRequest(request.method, request.path, _SHAPES.text(request.query_string),
                                                    redact_headers(request.headers), scenario)
     state.requests.append(record)
@@ -170,26 +152,22 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
 async def _capacity(request: web.Request, handler: Handler) -> web.StreamResponse:
     """``concurrency-limited``: a chat request beyond ``max_concurrent`` in flight is answered as ``rate-limited``;
     the others count as in flight until their answer is written."""
-    state = request.app[STATE]
+    capacity = request.app[STATE].capacity
     if request[SCENARIO_KEY] != "concurrency-limited" or request.method != "POST" \
             or not request.path.endswith("/chat/completions"):
         return await handler(request)
-    if state.in_flight >= state.spec.max_concurrent:
+    if capacity.locked():
         request[SCENARIO_KEY] = "rate-limited"
-        request[RECORD_KEY].extra["over_capacity"] = True
         return await handler(request)
-    state.in_flight += 1
-    try:
+    async with capacity:
         return await handler(request)
-    finally:
-        state.in_flight -= 1
 
 
 @web.middleware
 async def _minimal_scenario(request: web.Request, handler: Handler) -> web.StreamResponse:
     """The minimal profile plays ``ok`` only; naming another is a 400 ``unknown_scenario``, as on every profile, so
     :func:`hermes_nb.target.emulator_evidence` tells it from a real upstream."""
-    name = (request.headers.get(SCENARIO_HEADER) or "").strip()
+    name = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
     if name and name != "ok":
         msg = f"Unknown emulator scenario {name!r} for the minimal profile. Known: ok"
         return web.json_response(c.envelope(msg, "invalid_request_error", "unknown_scenario"), status=400)
@@ -209,7 +187,7 @@ async def _pause(request: web.Request, seconds: float) -> bool:
     return True
 
 
-async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.StreamResponse:
+async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.StreamResponse:
     """Execute a reply plan; ``proxied``: as the real proxy relays it (chunked, hop-by-hop headers dropped, an
     upstream that breaks ends the body cleanly)."""
     headers = {"Content-Type": reply.content_type, **reply.headers}
@@ -217,7 +195,7 @@ async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.St
         headers = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
     elif not reply.streamed:
         for part in reply.parts:
-            if isinstance(part, Pause):
+            if isinstance(part, s.Pause):
                 await asyncio.sleep(part.seconds)
         return web.Response(status=reply.status, body=reply.body, headers=headers)
     response = web.StreamResponse(status=reply.status, headers=headers)
@@ -227,23 +205,22 @@ async def _write(request: web.Request, reply: Reply, *, proxied: bool) -> web.St
             if isinstance(part, bytes):
                 if part:
                     await response.write(part)
-            elif isinstance(part, Pause):
+            elif isinstance(part, s.Pause):
                 if await _pause(request, part.seconds):
                     return response  # the emulator is shutting down
-            elif part == STALL:  # nothing more until the client goes away or the emulator shuts down
+            elif part == s.STALL:  # nothing more until the client goes away or the emulator shuts down
                 while not _gone(request) and not await _pause(request, 0.2):
                     continue
                 if request.transport is not None:
                     request.transport.close()
                 return response
-            elif part == RESET:
+            elif part == s.RESET:
                 if proxied:
                     break  # the real proxy logs the broken upstream and ends the body cleanly
-                sock = request.transport.get_extra_info("socket") if request.transport else None
-                if sock is not None:  # abort with a TCP RST: SO_LINGER on, timeout 0
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                if request.transport is not None:
-                    request.transport.abort()
+                if (transport := request.transport) is not None:  # a TCP RST: SO_LINGER on, timeout 0
+                    transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                                                  struct.pack("ii", 1, 0))
+                    transport.abort()
                 return response
         await response.write_eof()
     except ConnectionError:
@@ -255,10 +232,8 @@ async def _read_body(request: web.Request) -> bytes:
     raw = await request.read()  # raises HTTPRequestEntityTooLarge (413 text/plain) over client_max_size
     record = request[RECORD_KEY]
     record.body_size = len(raw)
-    try:
+    with contextlib.suppress(ValueError, UnicodeDecodeError):
         record.json = json.loads(raw) if raw else None
-    except (ValueError, UnicodeDecodeError):
-        record.json = None
     return raw
 
 
@@ -266,14 +241,14 @@ async def _upstream(request: web.Request, rel: str, raw: bytes, *, proxied: bool
     """The upstream's answer, or a 400 naming this profile for a scenario it does not play (behind a real proxy, the
     rig, it is ``upstream``, and the proxy is the target). ``slow-first-byte``: the upstream thinks first."""
     spec, scenario = request.app[STATE].spec, request[SCENARIO_KEY]
-    name = (request.headers.get(SCENARIO_HEADER) or "").strip()
-    known = UPSTREAM_SCENARIOS if spec.profile == "upstream" else ALL_SCENARIOS
+    name = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
+    known = s.UPSTREAM_SCENARIOS if spec.profile == "upstream" else s.ALL_SCENARIOS
     if name and name not in known:
         msg = f"Unknown emulator scenario {name!r} for the {spec.profile} profile. Known: {', '.join(known)}"
-        reply = json_reply(400, c.envelope(msg, "invalid_request_error", "unknown_scenario"),
-                           {PROFILE_HEADER: spec.profile})
+        reply = s.json_reply(400, c.envelope(msg, "invalid_request_error", "unknown_scenario"),
+                           {s.PROFILE_HEADER: spec.profile})
     else:
-        reply = upstream_answer(spec, scenario, rel, request.method, raw)
+        reply = s.upstream_answer(spec, scenario, rel, request.method, raw)
     wait = spec.first_byte_s if scenario == "slow-first-byte" else 0.0
     if wait and (await _pause(request, wait) or _gone(request)):
         return web.Response(status=499)  # never written: aiohttp drops it quietly
@@ -325,7 +300,7 @@ def _proxy_routes(app: web.Application, spec: EmulatorSpec) -> None:
             msg = f"Invalid URL ({request.method} {request.path})"
             return web.json_response(c.envelope(msg, "invalid_request_error", None, with_param=True), status=404)
         rel = request.path[3:]
-        read = rel in UPSTREAM_ROUTES or (rel == RESPONSES_ROUTE and request.method == "POST")
+        read = rel in s.UPSTREAM_ROUTES or (rel == s.RESPONSES_ROUTE and request.method == "POST")
         return await _upstream(request, rel, await _read_body(request) if read else b"", proxied=False)
 
     if spec.profile == "hermes-agent":
@@ -370,11 +345,11 @@ def _minimal_routes(app: web.Application, spec: EmulatorSpec) -> None:
             return event({**top, "object": "chat.completion.chunk",
                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
-        parts: list[Part] = [b": minimal upstream\r\n\r\n", chunk({"role": "assistant"}, None)]
+        parts: list[s.Part] = [b": minimal upstream\r\n\r\n", chunk({"role": "assistant"}, None)]
         for piece in c.split_deltas(text):
             parts += [b": keep-alive\r\n\r\n", chunk({"content": piece}, None)]
         parts += [chunk({}, "stop"), b"data: [DONE]\r\n\r\n"]
-        return await _write(request, Reply(200, "text/event-stream", parts, {"Cache-Control": "no-cache"},
+        return await _write(request, s.Reply(200, "text/event-stream", parts, {"Cache-Control": "no-cache"},
                                            streamed=True), proxied=False)
 
     app.router.add_get("/v1/models", models)
@@ -394,7 +369,7 @@ def create_app(spec: EmulatorSpec | None = None, *, requests: list[RecordedReque
         max_size = UPSTREAM_MAX_BYTES if spec.profile == "upstream" else PROXY_MAX_REQUEST_BYTES
         app = web.Application(client_max_size=max_size, middlewares=[_observe, *guard, _capacity])
         _proxy_routes(app, spec)
-    state = app[STATE] = _State(spec, requests if requests is not None else [])
+    state = app[STATE] = _State(spec, requests if requests is not None else [], asyncio.Semaphore(spec.max_concurrent))
 
     async def closing(_app: web.Application) -> None:
         state.closing.set()
