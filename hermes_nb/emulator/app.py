@@ -163,15 +163,24 @@ async def _capacity(request: web.Request, handler: Handler) -> web.StreamRespons
         return await handler(request)
 
 
+def _unknown(request: web.Request) -> s.Reply | None:
+    """400 for a scenario this profile does not play, naming the profile, so
+    :func:`hermes_nb.target.emulator_evidence` tells the emulator from a real upstream, and a real proxy in front of
+    it (the rig: ``upstream``, ``minimal``) from the emulator."""
+    profile = request.app[STATE].spec.profile
+    name = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
+    known = {"minimal": ("ok",), "upstream": s.UPSTREAM_SCENARIOS}.get(profile, s.ALL_SCENARIOS)
+    if not name or name in known:
+        return None
+    msg = f"Unknown emulator scenario {name!r} for the {profile} profile. Known: {', '.join(known)}"
+    return s.json_reply(400, c.envelope(msg, "invalid_request_error", "unknown_scenario"), {s.PROFILE_HEADER: profile})
+
+
 @web.middleware
 async def _minimal_scenario(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The minimal profile plays ``ok`` only; naming another is a 400 ``unknown_scenario``, as on every profile, so
-    :func:`hermes_nb.target.emulator_evidence` tells it from a real upstream."""
-    name = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
-    if name and name != "ok":
-        msg = f"Unknown emulator scenario {name!r} for the minimal profile. Known: ok"
-        return web.json_response(c.envelope(msg, "invalid_request_error", "unknown_scenario"), status=400)
-    return await handler(request)
+    """The minimal profile plays ``ok`` only: another is a 400 before any route."""
+    unknown = _unknown(request)
+    return await _write(request, unknown, proxied=False) if unknown else await handler(request)
 
 
 def _gone(request: web.Request) -> bool:
@@ -238,17 +247,9 @@ async def _read_body(request: web.Request) -> bytes:
 
 
 async def _upstream(request: web.Request, rel: str, raw: bytes, *, proxied: bool) -> web.StreamResponse:
-    """The upstream's answer, or a 400 naming this profile for a scenario it does not play (behind a real proxy, the
-    rig, it is ``upstream``, and the proxy is the target). ``slow-first-byte``: the upstream thinks first."""
+    """The upstream's answer (an unknown scenario's 400 too); ``slow-first-byte``: the upstream thinks first."""
     spec, scenario = request.app[STATE].spec, request[SCENARIO_KEY]
-    name = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
-    known = s.UPSTREAM_SCENARIOS if spec.profile == "upstream" else s.ALL_SCENARIOS
-    if name and name not in known:
-        msg = f"Unknown emulator scenario {name!r} for the {spec.profile} profile. Known: {', '.join(known)}"
-        reply = s.json_reply(400, c.envelope(msg, "invalid_request_error", "unknown_scenario"),
-                           {s.PROFILE_HEADER: spec.profile})
-    else:
-        reply = s.upstream_answer(spec, scenario, rel, request.method, raw)
+    reply = _unknown(request) or s.upstream_answer(spec, scenario, rel, request.method, raw)
     wait = spec.first_byte_s if scenario == "slow-first-byte" else 0.0
     if wait and (await _pause(request, wait) or _gone(request)):
         return web.Response(status=499)  # never written: aiohttp drops it quietly

@@ -33,7 +33,7 @@ PROXY_SCENARIOS: tuple[str, ...] = ("upstream-unreachable", "upstream-timeout")
 #: the other shapes of an error inside a 200 stream, and a whole message after the deltas
 IN_BAND_SCENARIOS: tuple[str, ...] = ("stream-error-flat", "stream-error-typed", "stream-error-anthropic",
                                       "late-message")
-#: for the load probe: paced answers (:func:`_paced`), and 429s beyond ``max_concurrent`` chat requests in flight
+#: for the load probe: paced answers (:func:`_completion`), and 429s beyond ``max_concurrent`` chat requests in flight
 LOAD_SCENARIOS: tuple[str, ...] = ("paced", "concurrency-limited")
 #: an upstream's trouble that is not a fault (a slow first byte, a slow answer): seconds by design
 TROUBLE_SCENARIOS: tuple[str, ...] = ("slow-first-byte", "slow-answer")
@@ -252,8 +252,6 @@ def _answer(spec: EmulatorSpec, scenario: str, route: str, raw: bytes) -> Reply:
                                                              body.get("encoding_format")))
     if responses:
         return _responses(spec, scenario, body, model)
-    if scenario in LOAD_SCENARIOS and route == "/chat/completions":
-        return _paced(spec, route, body, model)
     return _completion(spec, scenario, route, body, model)
 
 
@@ -282,32 +280,61 @@ def _stream(spec: EmulatorSpec, scenario: str, head: list[Part], deltas: list[Pa
 
 
 def _completion(spec: EmulatorSpec, scenario: str, route: str, body: dict[str, Any], model: str) -> Reply:
-    """A chat or text completion, whole or streamed, as the scenario shapes it."""
+    """A chat or text completion, whole or streamed, as the scenario shapes it. The load scenarios pace a chat answer:
+    ``reasoning_tokens`` reasoning deltas, then ``max_tokens`` (or ``max_completion_tokens``) one-token deltas; the
+    first after ``first_delta_s``, the next ``token_interval_s`` apart, ``stall_s`` more after half the answer,
+    ``trailer_s`` before the closing chunks; the usage counts them exactly."""
     chat = route == "/chat/completions"
+    paced = chat and scenario in LOAD_SCENARIOS
     cid = c.request_id("chatcmpl" if chat else "cmpl", spec.seed, route, body)
     created = c.created_at(spec.seed)
-    text = "" if scenario == "empty" else c.reply_text(spec.seed, body, sentinel=scenario != "no-sentinel")
-    finish = "stop"
-    if scenario == "length":
-        text, finish = text[: len(text) // 2], "length"
-    prompt = c.prompt_text(body)
-    whole = (c.chat_completion if chat else c.text_completion)(cid, created, model, text, finish, prompt)
+    requested = next((v for v in (body.get("max_tokens"), body.get("max_completion_tokens"))
+                      if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
+    count, thinking = min(requested or PACED_DEFAULT_TOKENS, PACED_MAX_TOKENS), spec.reasoning_tokens
+    finish = "length" if scenario == "length" or (paced and requested) else "stop"
+    if paced:
+        text = "tok " * count
+    else:
+        text = "" if scenario == "empty" else c.reply_text(spec.seed, body, sentinel=scenario != "no-sentinel")
+        text = text[: len(text) // 2] if scenario == "length" else text
+    whole = (c.chat_completion if chat else c.text_completion)(cid, created, model, text, finish, c.prompt_text(body))
+    usage = whole["usage"]
+    if paced:
+        usage.update(completion_tokens=count + thinking, total_tokens=usage["prompt_tokens"] + count + thinking)
+        if thinking:
+            usage["completion_tokens_details"] = {"reasoning_tokens": thinking}
     if body.get("stream") is not True:
-        return _shape_json(spec, scenario, whole)
-    pieces = c.split_deltas(text)
+        reply = _shape_json(spec, scenario, whole)
+        if paced:  # the whole answer when the stream would have ended
+            took = spec.first_delta_s + spec.token_interval_s * (count + thinking - 1) + spec.stall_s + spec.trailer_s
+            reply.parts.insert(0, Pause(took))
+        return reply
+    pieces = ["tok "] * count if paced else c.split_deltas(text)
     head: list[Part] = []
     if chat:
         head = [c.sse(c.chat_chunk(cid, created, model, {"role": "assistant", "content": ""}))]
-        deltas: list[Part] = [c.sse(c.chat_chunk(cid, created, model, {"content": piece})) for piece in pieces]
+        frames = {piece: c.sse(c.chat_chunk(cid, created, model, {"content": piece})) for piece in set(pieces)}
+        deltas: list[Part] = [frames[piece] for piece in pieces]
         tail: list[Part] = [c.sse(c.chat_chunk(cid, created, model, {}, finish))]
         options = body.get("stream_options")
-        if not (isinstance(options, dict) and options.get("include_usage") is False):
-            tail.append(c.sse(c.chat_chunk(cid, created, model, usage=c.usage_for(prompt, text))))
+        if paced or not (isinstance(options, dict) and options.get("include_usage") is False):
+            tail.append(c.sse(c.chat_chunk(cid, created, model, usage=usage)))
     else:
         deltas = [c.sse(c.completion_chunk(cid, created, model, piece, None)) for piece in pieces]
         tail = [c.sse(c.completion_chunk(cid, created, model, "", finish))]
     tail.append(c.sse("[DONE]"))
-    if scenario == "late-message" and chat:
+    if paced:
+        thought = c.sse(c.chat_chunk(cid, created, model, {"reasoning_content": "think "}))
+        tokens, deltas = [thought] * thinking + deltas, [Pause(spec.first_delta_s)]
+        for i, token in enumerate(tokens):
+            if i and spec.token_interval_s > 0:
+                deltas.append(Pause(spec.token_interval_s))
+            if i == thinking + count // 2 and spec.stall_s > 0:
+                deltas.append(Pause(spec.stall_s))
+            deltas.append(token)
+        if spec.trailer_s > 0:
+            tail.insert(0, Pause(spec.trailer_s))
+    elif scenario == "late-message" and chat:
         deltas = deltas[: len(deltas) // 2] + [c.sse({**whole, "object": "chat.completion.chunk"})]
     elif scenario == "no-done":  # a clean end with a finish_reason but no [DONE] (hermes-agent >= 0.21 appends one)
         tail = tail[:-1]
@@ -320,44 +347,6 @@ def _completion(spec: EmulatorSpec, scenario: str, route: str, body: dict[str, A
     for name, obj in _IN_BAND.items():  # Anthropic's error is an ``event: error``
         ends[name] = [(b"event: error\n" if name == "stream-error-anthropic" else b"") + c.sse(obj)]
     return _stream(spec, scenario, head, deltas, tail, ends)
-
-
-def _paced(spec: EmulatorSpec, route: str, body: dict[str, Any], model: str) -> Reply:
-    """A load-scenario chat answer: ``reasoning_tokens`` reasoning deltas, then ``max_tokens`` (or
-    ``max_completion_tokens``) one-token deltas (``tok``); the first after ``first_delta_s``, each next one
-    ``token_interval_s`` later, ``stall_s`` more after half the answer, ``trailer_s`` before the closing chunks;
-    the usage chunk counts them exactly."""
-    requested = next((v for v in (body.get("max_tokens"), body.get("max_completion_tokens"))
-                      if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
-    count = min(requested or PACED_DEFAULT_TOKENS, PACED_MAX_TOKENS)
-    thinking = spec.reasoning_tokens
-    cid = c.request_id("chatcmpl", spec.seed, route, body)
-    created = c.created_at(spec.seed)
-    prompt = c.prompt_text(body)
-    usage: dict[str, Any] = {**c.usage_for(prompt, ""), "completion_tokens": count + thinking}
-    usage["total_tokens"] = usage["prompt_tokens"] + count + thinking
-    if thinking:
-        usage["completion_tokens_details"] = {"reasoning_tokens": thinking}
-    finish = "length" if requested else "stop"
-    if body.get("stream") is not True:
-        took = spec.first_delta_s + spec.token_interval_s * (count + thinking - 1) + spec.stall_s + spec.trailer_s
-        whole = {**c.chat_completion(cid, created, model, "tok " * count, finish, prompt), "usage": usage}
-        return Reply(200, JSON_CT, [Pause(took), json.dumps(whole).encode()])
-    parts: list[Part] = [c.sse(c.chat_chunk(cid, created, model, {"role": "assistant", "content": ""})),
-                         Pause(spec.first_delta_s)]
-    thought = c.sse(c.chat_chunk(cid, created, model, {"reasoning_content": "think "}))
-    delta = c.sse(c.chat_chunk(cid, created, model, {"content": "tok "}))
-    for i in range(thinking + count):
-        if i and spec.token_interval_s > 0:
-            parts.append(Pause(spec.token_interval_s))
-        if i == thinking + count // 2 and spec.stall_s > 0:
-            parts.append(Pause(spec.stall_s))
-        parts.append(thought if i < thinking else delta)
-    if spec.trailer_s > 0:
-        parts.append(Pause(spec.trailer_s))
-    parts += [c.sse(c.chat_chunk(cid, created, model, {}, finish)),
-              c.sse(c.chat_chunk(cid, created, model, usage=usage)), c.sse("[DONE]")]
-    return Reply(200, SSE_CT, parts, {"Cache-Control": "no-cache"}, streamed=True)
 
 
 def _user_text(body: dict[str, Any]) -> str:
