@@ -86,6 +86,9 @@ class _State:
     #: set when the emulator shuts down: stalls and pauses end
     closing: asyncio.Event = field(default_factory=asyncio.Event)
 
+    async def shut(self, _app: web.Application) -> None:
+        self.closing.set()
+
 
 STATE = web.AppKey("hermes_nb_state", _State)
 SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
@@ -127,16 +130,23 @@ async def _local_only(request: web.Request, handler: Handler) -> web.StreamRespo
 
 @web.middleware
 async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Record the request, pick its scenario, log one line when it ends."""
+    """Record the request, pick its scenario, log one line when it ends. ``concurrency-limited``: a chat request
+    beyond ``max_concurrent`` in flight is answered as ``rate-limited``; the others are in flight until answered."""
     state = request.app[STATE]
     header = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
     scenario = request[SCENARIO_KEY] = header if header in s.ALL_SCENARIOS else state.spec.scenario
+    limited = scenario == "concurrency-limited" and request.method == "POST" \
+        and request.path.endswith("/chat/completions")
+    if limited and state.capacity.locked():
+        request[SCENARIO_KEY] = "rate-limited"
+        limited = False
     record = request[RECORD_KEY] = RecordedRequest(request.method, request.path, _SHAPES.text(request.query_string),
                                                    redact_headers(request.headers), scenario)
     state.requests.append(record)
     started = time.monotonic()
     try:
-        response = await handler(request)
+        async with state.capacity if limited else contextlib.nullcontext():
+            response = await handler(request)
         record.status = response.status
         return response
     except web.HTTPException as exc:
@@ -146,21 +156,6 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
         logger.info("%s %s %s -> %s scenario=%s %.1fms", state.spec.profile, request.method, request.path,
                     record.status if record.status is not None else "aborted", scenario,
                     (time.monotonic() - started) * 1000)
-
-
-@web.middleware
-async def _capacity(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """``concurrency-limited``: a chat request beyond ``max_concurrent`` in flight is answered as ``rate-limited``;
-    the others count as in flight until their answer is written."""
-    capacity = request.app[STATE].capacity
-    if request[SCENARIO_KEY] != "concurrency-limited" or request.method != "POST" \
-            or not request.path.endswith("/chat/completions"):
-        return await handler(request)
-    if capacity.locked():
-        request[SCENARIO_KEY] = "rate-limited"
-        return await handler(request)
-    async with capacity:
-        return await handler(request)
 
 
 def _unknown(request: web.Request) -> s.Reply | None:
@@ -189,11 +184,10 @@ def _gone(request: web.Request) -> bool:
 
 async def _pause(request: web.Request, seconds: float) -> bool:
     """Sleep ``seconds``; True (at once) when the emulator shuts down meanwhile."""
-    try:
-        await asyncio.wait_for(request.app[STATE].closing.wait(), seconds)
-    except TimeoutError:
-        return False
-    return True
+    closing = request.app[STATE].closing
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(closing.wait(), seconds)
+    return closing.is_set()
 
 
 async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.StreamResponse:
@@ -206,7 +200,8 @@ async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.
         for part in reply.parts:
             if isinstance(part, s.Pause):
                 await asyncio.sleep(part.seconds)
-        return web.Response(status=reply.status, body=reply.body, headers=headers)
+        body = b"".join(p for p in reply.parts if isinstance(p, bytes))
+        return web.Response(status=reply.status, body=body, headers=headers)
     response = web.StreamResponse(status=reply.status, headers=headers)
     await response.prepare(request)
     try:
@@ -259,14 +254,17 @@ async def _upstream(request: web.Request, rel: str, raw: bytes, *, proxied: bool
 def _proxy_routes(app: web.Application, spec: EmulatorSpec) -> None:
     fronted = provider_info(spec.provider)
     assert fronted is not None
-    allowed = ", ".join(sorted(fronted.allowed_paths))
 
     async def health(request: web.Request) -> web.Response:
         return web.json_response({"status": "ok", "upstream": fronted.display_name,
                                   "authenticated": request[SCENARIO_KEY] != "auth-stale"})
 
-    async def forward(request: web.Request, rel: str, *, proxied: bool) -> web.StreamResponse:
-        """An allowed route of a proxy profile: credential state, body, the proxy's own faults, the upstream."""
+    async def forward(request: web.Request, rel: str | None, path: str, *, proxied: bool) -> web.StreamResponse:
+        """A route of a proxy profile: allowed or not, credential state, body, the proxy's own faults, upstream."""
+        if rel not in fronted.allowed_paths:
+            allowed = ", ".join(sorted(fronted.allowed_paths))
+            return _proxy_error(404, f"Path {path} is not forwarded by this proxy. Allowed: {allowed}",
+                                "path_not_allowed")
         if request[SCENARIO_KEY] == "auth-stale":
             return _proxy_error(401, AUTH_STALE_MESSAGES[spec.provider], "upstream_auth_failed")
         raw = await _read_body(request)  # the real proxy reads the body before it calls the upstream
@@ -276,10 +274,7 @@ def _proxy_routes(app: web.Application, spec: EmulatorSpec) -> None:
 
     async def hermes_agent(request: web.Request) -> web.StreamResponse:
         rel = "/" + request.match_info.get("tail", "").lstrip("/")
-        if rel not in fronted.allowed_paths:
-            return _proxy_error(404, f"Path /v1{rel} is not forwarded by this proxy. Allowed: {allowed}",
-                                "path_not_allowed")
-        return await forward(request, rel, proxied=True)
+        return await forward(request, rel, f"/v1{rel}", proxied=True)
 
     async def seed(request: web.Request) -> web.StreamResponse:
         auth = request.headers.get("Authorization")
@@ -291,10 +286,7 @@ def _proxy_routes(app: web.Application, spec: EmulatorSpec) -> None:
             return _proxy_error(401, "Malformed Authorization header. Expected `Bearer <any value>`.",
                                 "invalid_authorization")
         rel = request.path[3:] if request.path.startswith("/v1/") else None
-        if rel not in fronted.allowed_paths:
-            return _proxy_error(404, f"Path {request.path} is not forwarded by this proxy. Allowed: {allowed}",
-                                "path_not_allowed")
-        return await forward(request, rel, proxied=False)
+        return await forward(request, rel, request.path, proxied=False)
 
     async def upstream(request: web.Request) -> web.StreamResponse:
         if not request.path.startswith("/v1/"):
@@ -318,9 +310,6 @@ def _minimal_routes(app: web.Application, spec: EmulatorSpec) -> None:
     counter = itertools.count(1)
     created = 1_700_000_000
 
-    def event(obj: Any) -> bytes:
-        return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\r\n\r\n"
-
     async def models(request: web.Request) -> web.Response:
         data = [{"id": name, "object": "model", "created": created, "owned_by": "minimal"} for name in names]
         return web.json_response({"object": "list", "data": data})
@@ -342,16 +331,17 @@ def _minimal_routes(app: web.Application, spec: EmulatorSpec) -> None:
                                                           "finish_reason": "stop"}],
                                       "usage": c.usage_for(c.prompt_text(body), text)})
 
-        def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
-            return event({**top, "object": "chat.completion.chunk",
-                          "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            obj = {**top, "object": "chat.completion.chunk",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\r\n\r\n"
 
-        parts: list[s.Part] = [b": minimal upstream\r\n\r\n", chunk({"role": "assistant"}, None)]
+        parts: list[s.Part] = [b": minimal upstream\r\n\r\n", chunk({"role": "assistant"})]
         for piece in c.split_deltas(text):
-            parts += [b": keep-alive\r\n\r\n", chunk({"content": piece}, None)]
+            parts += [b": keep-alive\r\n\r\n", chunk({"content": piece})]
         parts += [chunk({}, "stop"), b"data: [DONE]\r\n\r\n"]
-        return await _write(request, s.Reply(200, "text/event-stream", parts, {"Cache-Control": "no-cache"},
-                                           streamed=True), proxied=False)
+        reply = s.Reply(200, "text/event-stream", parts, {"Cache-Control": "no-cache"}, streamed=True)
+        return await _write(request, reply, proxied=False)
 
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/chat/completions", chat)
@@ -368,12 +358,8 @@ def create_app(spec: EmulatorSpec | None = None, *, requests: list[RecordedReque
     else:
         guard = [_local_only] if spec.local_only and spec.profile != "upstream" else []
         max_size = UPSTREAM_MAX_BYTES if spec.profile == "upstream" else PROXY_MAX_REQUEST_BYTES
-        app = web.Application(client_max_size=max_size, middlewares=[_observe, *guard, _capacity])
+        app = web.Application(client_max_size=max_size, middlewares=[_observe, *guard])
         _proxy_routes(app, spec)
-    state = app[STATE] = _State(spec, requests if requests is not None else [], asyncio.Semaphore(spec.max_concurrent))
-
-    async def closing(_app: web.Application) -> None:
-        state.closing.set()
-
-    app.on_shutdown.append(closing)
+    app[STATE] = _State(spec, requests if requests is not None else [], asyncio.Semaphore(spec.max_concurrent))
+    app.on_shutdown.append(app[STATE].shut)
     return app

@@ -155,10 +155,6 @@ class Reply:
     #: a chunked body written piece by piece (SSE, a faulty JSON body); else one body with Content-Length
     streamed: bool = False
 
-    @property
-    def body(self) -> bytes:
-        return b"".join(p for p in self.parts if isinstance(p, bytes))
-
 
 def json_reply(status: int, obj: Any, headers: dict[str, str] | None = None) -> Reply:
     """Same bytes and content type as ``aiohttp.web.json_response``."""
