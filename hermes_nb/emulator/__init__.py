@@ -3,17 +3,9 @@ scenario=…, seed=…) as emu:``, ``emu`` is the endpoint (``http://127.0.0.1:<
 it received (Authorization redacted). A request's ``X-Hermes-Emulator-Scenario: <name>`` overrides the scenario (the
 real proxy forwards it to its upstream too)."""
 
-from hermes_nb.emulator.app import RecordedRequest, create_app
-from hermes_nb.emulator.scenarios import (
-    ALL_SCENARIOS,
-    PROFILES,
-    PROXY_SCENARIOS,
-    SCENARIO_HEADER,
-    SCENARIOS,
-    UPSTREAM_SCENARIOS,
-    EmulatorSpec,
-)
-from hermes_nb.emulator.server import EmulatorHandle, run, serve_emulator
+from .app import RecordedRequest, create_app
+from .scenarios import ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS, SCENARIO_HEADER, SCENARIOS, UPSTREAM_SCENARIOS
+from .server import EmulatorHandle, serve_emulator
 
 __all__ = ["PROFILES", "SCENARIOS", "PROXY_SCENARIOS", "UPSTREAM_SCENARIOS", "ALL_SCENARIOS", "SCENARIO_HEADER",
-           "create_app", "serve_emulator", "EmulatorHandle", "RecordedRequest", "EmulatorSpec", "run"]
+           "create_app", "serve_emulator", "EmulatorHandle", "RecordedRequest"]

@@ -1,13 +1,12 @@
 """``python -m hermes_nb.emulator [flags]``: the same server as ``hermes-nb emulator [flags]``, without the CLI."""
 
-from __future__ import annotations
-
 import argparse
 import json
 import sys
 
 from hermes_nb.core.errors import HermesError
-from hermes_nb.emulator import EmulatorSpec, run
+from hermes_nb.emulator.scenarios import EmulatorSpec
+from hermes_nb.emulator.server import run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,17 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     EmulatorSpec.add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object describing the server")
     args = parser.parse_args(argv)
-
-    def line(text: str) -> None:
-        if not args.json:
-            print(text, flush=True)
-
-    def emit(obj: dict) -> None:
-        if args.json:
-            print(json.dumps(obj, indent=2), flush=True)
-
-    try:
-        return run(EmulatorSpec.from_args(args), line=line, emit=emit,
+    try:  # stdout: the endpoint line, or with --json the one JSON object
+        return run(EmulatorSpec.from_args(args), line=lambda text: None if args.json else print(text, flush=True),
+                   emit=lambda obj: print(json.dumps(obj, indent=2), flush=True) if args.json else None,
                    info=lambda text: print(text, file=sys.stderr, flush=True))
     except HermesError as exc:
         print(f"hermes-nb emulator: error: {exc}", file=sys.stderr)

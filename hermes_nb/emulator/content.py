@@ -37,8 +37,7 @@ def digest(seed: int, *parts: Any) -> str:
     """Hex SHA-256 of the seed and the parts (JSON-canonicalised)."""
     h = hashlib.sha256(str(seed).encode())
     for part in parts:
-        h.update(b"\x00")
-        h.update(json.dumps(part, sort_keys=True, default=str).encode())
+        h.update(b"\x00" + json.dumps(part, sort_keys=True, default=str).encode())
     return h.hexdigest()
 
 
@@ -140,13 +139,11 @@ def text_completion(cid: str, created: int, model: str, text: str, finish_reason
 def embeddings_body(seed: int, model: str, inputs: list[str], encoding_format: str | None) -> dict[str, Any]:
     data = []
     for index, text in enumerate(inputs):
-        raw = bytes.fromhex(digest(seed, "embedding", model, text))
-        values = [(b - 127.5) / 127.5 for b in raw[:EMBEDDING_DIM]]
+        values = [(b - 127.5) / 127.5 for b in bytes.fromhex(digest(seed, "embedding", model, text))[:EMBEDDING_DIM]]
         norm = math.sqrt(sum(v * v for v in values)) or 1.0
         vector = [round(v / norm, 6) for v in values]
-        embedding: Any = vector
-        if encoding_format == "base64":
-            embedding = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+        packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+        embedding = packed if encoding_format == "base64" else vector
         data.append({"object": "embedding", "index": index, "embedding": embedding})
     tokens = sum(estimate_tokens(t) for t in inputs)
     return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}

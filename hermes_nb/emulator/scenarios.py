@@ -29,14 +29,13 @@ SCENARIOS: tuple[str, ...] = (
     "model-missing", "stream-error-event", "truncated", "slow", "stall", "reset", "malformed", "no-done",
 )
 #: faults of the proxy itself (its own 502/504 envelopes): the proxy profiles only
-PROXY_SCENARIOS: tuple[str, ...] = ("upstream-unreachable", "upstream-timeout")
+PROXY_SCENARIOS = ("upstream-unreachable", "upstream-timeout")
 #: the other shapes of an error inside a 200 stream, and a whole message after the deltas
-IN_BAND_SCENARIOS: tuple[str, ...] = ("stream-error-flat", "stream-error-typed", "stream-error-anthropic",
-                                      "late-message")
+IN_BAND_SCENARIOS = ("stream-error-flat", "stream-error-typed", "stream-error-anthropic", "late-message")
 #: for the load probe: paced answers (:func:`_completion`), and 429s beyond ``max_concurrent`` chat requests in flight
-LOAD_SCENARIOS: tuple[str, ...] = ("paced", "concurrency-limited")
+LOAD_SCENARIOS = ("paced", "concurrency-limited")
 #: an upstream's trouble that is not a fault (a slow first byte, a slow answer): seconds by design
-TROUBLE_SCENARIOS: tuple[str, ...] = ("slow-first-byte", "slow-answer")
+TROUBLE_SCENARIOS = ("slow-first-byte", "slow-answer")
 #: what an upstream can do (everything but the proxy's own faults): the rig's live upstream takes these
 UPSTREAM_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + LOAD_SCENARIOS + TROUBLE_SCENARIOS
 ALL_SCENARIOS: tuple[str, ...] = UPSTREAM_SCENARIOS + PROXY_SCENARIOS
@@ -44,9 +43,7 @@ DEFAULT_PORT = 8645
 JSON_CT = "application/json; charset=utf-8"
 SSE_CT = "text/event-stream"
 #: upstream routes (relative to /v1) -> allowed method; and the Responses API (POST)
-UPSTREAM_ROUTES: dict[str, str] = {
-    "/chat/completions": "POST", "/completions": "POST", "/embeddings": "POST", "/models": "GET",
-}
+UPSTREAM_ROUTES = {"/chat/completions": "POST", "/completions": "POST", "/embeddings": "POST", "/models": "GET"}
 RESPONSES_ROUTE = "/responses"
 #: the routes whose answer is generated (``slow-answer`` stretches them)
 _GENERATED = frozenset({"/chat/completions", "/completions", RESPONSES_ROUTE})
@@ -55,10 +52,8 @@ RESET_GRACE_S = 0.05
 #: output tokens of a paced answer when the request sets no ``max_tokens``, and the most it may ask for
 PACED_DEFAULT_TOKENS = 16
 PACED_MAX_TOKENS = 4096
-BAD_GATEWAY_HTML = (
-    "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
-    "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
-)
+BAD_GATEWAY_HTML = ("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway"
+                    "</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
 _FAILED = "The upstream model failed while generating the answer."
 #: the in-band errors, whole (a 200 JSON body) or after a few deltas: OpenAI's envelope, flat with a status, a typed
 #: frame (litellm and others), Anthropic's error event (sent as ``event: error`` when streamed)

@@ -1,7 +1,6 @@
-"""Serving the emulator on loopback, in a thread with an event loop of its own (so it works the same from plain
-Python and inside a Jupyter kernel, whose main thread runs a loop): :func:`serve_emulator` hands back a handle,
-:func:`run` serves in the foreground until Ctrl-C or SIGTERM (``hermes-nb emulator``, ``python -m hermes_nb.emulator``).
-"""
+"""Serving the emulator on loopback, on an event loop of its own in a thread (so it works the same inside a Jupyter
+kernel, whose main thread runs a loop): :func:`serve_emulator` hands back a handle, :func:`run` serves in the
+foreground until Ctrl-C or SIGTERM (``hermes-nb emulator``, ``python -m hermes_nb.emulator``)."""
 
 from __future__ import annotations
 
@@ -24,8 +23,6 @@ from hermes_nb.core.model import EndpointHandle
 
 from .app import RecordedRequest, create_app, logger
 from .scenarios import EmulatorSpec
-
-_STOP_TIMEOUT_S = 10.0
 
 
 class _ServerThread(threading.Thread):
@@ -56,7 +53,7 @@ class _ServerThread(threading.Thread):
     def shutdown(self) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed: stopped already
             self.loop.call_soon_threadsafe(self.stopping.set)
-        self.join(_STOP_TIMEOUT_S)
+        self.join(10.0)
 
 
 class EmulatorHandle(EndpointHandle):
@@ -141,8 +138,8 @@ def run(spec: EmulatorSpec, *, line: Callable[[str], None], emit: Callable[[dict
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
-    signals = (signal.SIGINT, signal.SIGTERM)
-    previous = [signal.signal(sig, signal.default_int_handler) for sig in signals]  # both raise KeyboardInterrupt
+    # both raise KeyboardInterrupt
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with serve_emulator(**spec.model_dump()) as emu:
             line(emu.endpoint)
@@ -158,7 +155,7 @@ def run(spec: EmulatorSpec, *, line: Callable[[str], None], emit: Callable[[dict
         reason = getattr(exc.__cause__, "strerror", None) or exc
         raise ConfigError(f"cannot listen on {spec.host}:{spec.port}: {reason}") from exc
     finally:
-        for sig, old in zip(signals, previous, strict=True):
+        for sig, old in previous.items():
             signal.signal(sig, old)
         logger.removeHandler(handler)
     return 0
