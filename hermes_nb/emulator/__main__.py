@@ -5,8 +5,8 @@ import json
 import sys
 
 from hermes_nb.core.errors import HermesError
+from hermes_nb.emulator.app import run
 from hermes_nb.emulator.scenarios import EmulatorSpec
-from hermes_nb.emulator.server import run
 
 
 def main(argv: list[str] | None = None) -> int:

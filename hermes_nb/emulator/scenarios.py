@@ -4,18 +4,21 @@ relays it). No I/O here."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import itertools
 import json
+import math
+import struct
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, model_validator
 
 from hermes_nb.core.config import Provider
-from hermes_nb.core.facts import is_loopback_host
+from hermes_nb.core.facts import DEFAULT_MODEL, SENTINEL_TAG, is_loopback_host
+from hermes_nb.core.providers import default_model_for
 from hermes_nb.core.spec import CommaList, Opt, Spec, conflict
-
-from . import content as c
 
 #: per-request scenario override (the real proxy forwards it to its upstream)
 SCENARIO_HEADER = "X-Hermes-Emulator-Scenario"
@@ -58,12 +61,30 @@ _FAILED = "The upstream model failed while generating the answer."
 #: the in-band errors, whole (a 200 JSON body) or after a few deltas: OpenAI's envelope, flat with a status, a typed
 #: frame (litellm and others), Anthropic's error event (sent as ``event: error`` when streamed)
 _IN_BAND: dict[str, dict[str, Any]] = {
-    "stream-error-event": c.envelope(_FAILED, "server_error", "stream_error"),
+    "stream-error-event": {"error": {"message": _FAILED, "type": "server_error", "code": "stream_error"}},
     "stream-error-flat": {"status": 401, "message": "Nous Portal credentials expired; the upstream refused them."},
     "stream-error-typed": {"type": "error", "message": "Upstream overloaded while streaming.", "code": "overloaded"},
     "stream-error-anthropic": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
 }
 _LIBRARY = Opt(faces=frozenset())  # a keyword of serve_emulator(), no flag
+#: 2025-08-19T00:00:00Z, the spike's example ``created``; offsets are derived from the seed.
+BASE_CREATED = 1755561600
+DEFAULT_MODELS: tuple[str, ...] = (DEFAULT_MODEL, "nousresearch/hermes-4-70b", "hermes-4-405b")
+#: what ``/v1/models`` lists behind each provider (xAI's OAuth API lists Grok models; its default first)
+MODELS_BY_PROVIDER: dict[str, tuple[str, ...]] = {
+    "nous": DEFAULT_MODELS,
+    "xai": (default_model_for("xai") or "grok-4.3", "grok-4.20-0309-reasoning", "grok-4.20-0309-non-reasoning"),
+}
+EMBEDDING_DIM = 8
+_OPENERS = ("Emulated Hermes reply", "Deterministic emulator answer", "Hermes emulator response")
+_BODIES = (
+    "I read the mission and the files it names. The change is small: update the handler, add a test, "
+    "and keep the public interface as it is — nothing else needs to move.",
+    "The task is understood. I would touch one module, cover the new branch with a test, "
+    "and leave the configuration alone — the defaults are already right.",
+    "Plan: reproduce the failure, fix the parsing edge case, then run the suite. "
+    "No new dependency is needed — the standard library covers it.",
+)
 
 
 class EmulatorSpec(Spec):
@@ -127,7 +148,124 @@ class EmulatorSpec(Spec):
     @property
     def listed(self) -> tuple[str, ...]:
         """What ``/v1/models`` lists: ``models``, else the provider's."""
-        return tuple(self.models or c.MODELS_BY_PROVIDER[self.provider])
+        return tuple(self.models or MODELS_BY_PROVIDER[self.provider])
+
+
+def digest(seed: int, *parts: Any) -> str:
+    """Hex SHA-256 of the seed and the parts (JSON-canonicalised)."""
+    h = hashlib.sha256(str(seed).encode())
+    for part in parts:
+        h.update(b"\x00" + json.dumps(part, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def created_at(seed: int) -> int:
+    return BASE_CREATED + int(digest(seed, "created")[:6], 16) % 86_400
+
+
+def prompt_text(body: Any) -> str:
+    """The text of the request's messages / prompt / input, for token estimates."""
+    if not isinstance(body, dict):
+        return ""
+    pieces: list[str] = []
+    messages = body.get("messages")
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            pieces.append(content)
+        elif isinstance(content, list):
+            pieces.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    for key in ("prompt", "input"):
+        value = body.get(key)
+        if isinstance(value, str):
+            pieces.append(value)
+        elif isinstance(value, list):
+            pieces.extend(str(v) for v in value)
+    return "\n".join(pieces)
+
+
+def estimate_tokens(text: str) -> int:
+    """ceil(characters / 4), the estimate UH uses too."""
+    return math.ceil(len(text) / 4)
+
+
+def reply_text(seed: int, body: Any, *, sentinel: bool = True) -> str:
+    """The assistant text for a request: a few sentences, optionally ending with the sentinel fence."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    users = [m["content"] for m in messages if isinstance(m, dict) and m.get("role") == "user"
+             and isinstance(m.get("content"), str)] if isinstance(messages, list) else []
+    last = users[-1] if users else prompt_text(body)
+    h = digest(seed, "reply", last)
+    first_line = " ".join(last.split())[:60]
+    echo = f' You asked: "{first_line}".' if first_line else ""
+    opener, middle = _OPENERS[int(h[0:4], 16) % len(_OPENERS)], _BODIES[int(h[4:8], 16) % len(_BODIES)]
+    text = f"{opener} (seed {seed}).{echo}\n\n{middle}\n"
+    if sentinel:
+        summary = f"Emulator run {h[8:16]}: mission handled deterministically, one change proposed, tests named."
+        text += f"\n```{SENTINEL_TAG}\n{summary}\n```\n"
+    return text
+
+
+def split_deltas(text: str, pieces: int = 8) -> list[str]:
+    """Split ``text`` into about ``pieces`` deltas at word boundaries (the fence is split too)."""
+    words = text.split(" ") if text else []
+    size = max(1, math.ceil(len(words) / pieces))
+    out = [" ".join(words[i : i + size]) for i in range(0, len(words), size)]
+    return [chunk + (" " if i < len(out) - 1 else "") for i, chunk in enumerate(out)]
+
+
+def usage_for(prompt: str, completion: str) -> dict[str, int]:
+    p, c = estimate_tokens(prompt), estimate_tokens(completion)
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+
+def chat_chunk(cid: str, created: int, model: str, delta: dict[str, Any] | None = None,
+               finish_reason: str | None = None, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ``chat.completion.chunk``; no ``delta``: no choices (the usage chunk)."""
+    chunk: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                             "system_fingerprint": None, "choices": [] if delta is None else [
+                                 {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+    return chunk if usage is None else {**chunk, "usage": usage}
+
+
+def chat_completion(cid: str, created: int, model: str, text: str, finish_reason: str, prompt: str) -> dict[str, Any]:
+    return {
+        "id": cid, "object": "chat.completion", "created": created, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
+                     "logprobs": None, "finish_reason": finish_reason}],
+        "usage": usage_for(prompt, text), "system_fingerprint": None,
+    }
+
+
+def completion_chunk(cid: str, created: int, model: str, text: str, finish_reason: str | None) -> dict[str, Any]:
+    return {"id": cid, "object": "text_completion", "created": created, "model": model,
+            "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish_reason}]}
+
+
+def embeddings_body(seed: int, model: str, inputs: list[str], encoding_format: str | None) -> dict[str, Any]:
+    data = []
+    for index, text in enumerate(inputs):
+        values = [(b - 127.5) / 127.5 for b in bytes.fromhex(digest(seed, "embedding", model, text))[:EMBEDDING_DIM]]
+        norm = math.sqrt(sum(v * v for v in values)) or 1.0
+        vector = [round(v / norm, 6) for v in values]
+        packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+        embedding = packed if encoding_format == "base64" else vector
+        data.append({"object": "embedding", "index": index, "embedding": embedding})
+    tokens = sum(estimate_tokens(t) for t in inputs)
+    return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
+def envelope(message: str, type_: str | None, code: str | int | None, *, param: str | None = None,
+             with_param: bool = False) -> dict[str, Any]:
+    """``{"error": {message, type, [param], code}}``."""
+    error: dict[str, Any] = {"message": message, "type": type_, **({"param": param} if with_param else {})}
+    return {"error": {**error, "code": code}}
+
+
+def sse(obj: Any) -> bytes:
+    """One ``data:`` frame of compact JSON, key order as built (``[DONE]`` passes as a string)."""
+    data = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return f"data: {data}\n\n".encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +295,7 @@ def json_reply(status: int, obj: Any, headers: dict[str, str] | None = None) -> 
 
 
 def _invalid(message: str, *, param: str | None = None, code: str | None = None, status: int = 400) -> Reply:
-    return json_reply(status, c.envelope(message, "invalid_request_error", code, param=param, with_param=True))
+    return json_reply(status, envelope(message, "invalid_request_error", code, param=param, with_param=True))
 
 
 def _missing(name: str) -> Reply:
@@ -171,15 +309,15 @@ def _error(spec: EmulatorSpec, scenario: str, model: str | None = None) -> Reply
                         code="invalid_api_key", status=401)
     if scenario == "rate-limited":
         msg = f"Rate limit reached for requests. Please try again in {spec.retry_after_s}s."
-        return json_reply(429, c.envelope(msg, "rate_limit_error", "rate_limit_exceeded"),
+        return json_reply(429, envelope(msg, "rate_limit_error", "rate_limit_exceeded"),
                           {"Retry-After": str(spec.retry_after_s)})
     if scenario == "server-error":
         msg = "The server had an error while processing your request. Sorry about that!"
-        return json_reply(500, c.envelope(msg, "server_error", None))
+        return json_reply(500, envelope(msg, "server_error", None))
     if scenario == "bad-gateway":
         return Reply(502, "text/html", [BAD_GATEWAY_HTML.encode()])
     if scenario == "model-missing" and model is not None:
-        return json_reply(404, c.envelope(f"The model `{model}` does not exist", "invalid_request_error",
+        return json_reply(404, envelope(f"The model `{model}` does not exist", "invalid_request_error",
                                           "model_not_found"))
     return None
 
@@ -190,8 +328,10 @@ def upstream_answer(spec: EmulatorSpec, scenario: str, route: str, method: str, 
     if method != allowed and not (route == "/models" and method == "HEAD"):
         return _invalid(f"Invalid URL ({method} /v1{route})", status=404)
     if route == "/models":
-        return _error(spec, scenario) or _shape_json(spec, scenario, c.models_body(
-            spec.seed, () if scenario == "empty" else spec.listed))
+        created = created_at(spec.seed) - 86_400 * 30
+        listed = [{"id": m, "object": "model", "created": created, "owned_by": "nous"}
+                  for m in (() if scenario == "empty" else spec.listed)]
+        return _error(spec, scenario) or _shape_json(spec, scenario, {"object": "list", "data": listed})
     reply = _error(spec, scenario) or _answer(spec, scenario, route, raw)
     if scenario != "slow-answer" or route not in _GENERATED or not 200 <= reply.status < 300:
         return reply
@@ -239,7 +379,7 @@ def _answer(spec: EmulatorSpec, scenario: str, route: str, raw: bytes) -> Reply:
         return missing
     if route == "/embeddings":
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        return _shape_json(spec, scenario, c.embeddings_body(spec.seed, model, [str(i) for i in inputs],
+        return _shape_json(spec, scenario, embeddings_body(spec.seed, model, [str(i) for i in inputs],
                                                              body.get("encoding_format")))
     if responses:
         return _responses(spec, scenario, body, model)
@@ -277,8 +417,8 @@ def _completion(spec: EmulatorSpec, scenario: str, route: str, body: dict[str, A
     ``trailer_s`` before the closing chunks; the usage counts them exactly."""
     chat = route == "/chat/completions"
     paced = chat and scenario in LOAD_SCENARIOS
-    cid = c.request_id("chatcmpl" if chat else "cmpl", spec.seed, route, body)
-    created = c.created_at(spec.seed)
+    cid = f"{'chatcmpl' if chat else 'cmpl'}-emu{digest(spec.seed, route, body)[:24]}"
+    created = created_at(spec.seed)
     requested = next((v for v in (body.get("max_tokens"), body.get("max_completion_tokens"))
                       if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
     count, thinking = min(requested or PACED_DEFAULT_TOKENS, PACED_MAX_TOKENS), spec.reasoning_tokens
@@ -286,9 +426,11 @@ def _completion(spec: EmulatorSpec, scenario: str, route: str, body: dict[str, A
     if paced:
         text = "tok " * count
     else:
-        text = "" if scenario == "empty" else c.reply_text(spec.seed, body, sentinel=scenario != "no-sentinel")
+        text = "" if scenario == "empty" else reply_text(spec.seed, body, sentinel=scenario != "no-sentinel")
         text = text[: len(text) // 2] if scenario == "length" else text
-    whole = (c.chat_completion if chat else c.text_completion)(cid, created, model, text, finish, c.prompt_text(body))
+    prompt = prompt_text(body)
+    whole = chat_completion(cid, created, model, text, finish, prompt) if chat else {
+        **completion_chunk(cid, created, model, text, finish), "usage": usage_for(prompt, text)}
     usage = whole["usage"]
     if paced:
         usage.update(completion_tokens=count + thinking, total_tokens=usage["prompt_tokens"] + count + thinking)
@@ -300,22 +442,22 @@ def _completion(spec: EmulatorSpec, scenario: str, route: str, body: dict[str, A
             took = spec.first_delta_s + spec.token_interval_s * (count + thinking - 1) + spec.stall_s + spec.trailer_s
             reply.parts.insert(0, Pause(took))
         return reply
-    pieces = ["tok "] * count if paced else c.split_deltas(text)
+    pieces = ["tok "] * count if paced else split_deltas(text)
     head: list[Part] = []
     if chat:
-        head = [c.sse(c.chat_chunk(cid, created, model, {"role": "assistant", "content": ""}))]
-        frames = {piece: c.sse(c.chat_chunk(cid, created, model, {"content": piece})) for piece in set(pieces)}
+        head = [sse(chat_chunk(cid, created, model, {"role": "assistant", "content": ""}))]
+        frames = {piece: sse(chat_chunk(cid, created, model, {"content": piece})) for piece in set(pieces)}
         deltas: list[Part] = [frames[piece] for piece in pieces]
-        tail: list[Part] = [c.sse(c.chat_chunk(cid, created, model, {}, finish))]
+        tail: list[Part] = [sse(chat_chunk(cid, created, model, {}, finish))]
         options = body.get("stream_options")
         if paced or not (isinstance(options, dict) and options.get("include_usage") is False):
-            tail.append(c.sse(c.chat_chunk(cid, created, model, usage=usage)))
+            tail.append(sse(chat_chunk(cid, created, model, usage=usage)))
     else:
-        deltas = [c.sse(c.completion_chunk(cid, created, model, piece, None)) for piece in pieces]
-        tail = [c.sse(c.completion_chunk(cid, created, model, "", finish))]
-    tail.append(c.sse("[DONE]"))
+        deltas = [sse(completion_chunk(cid, created, model, piece, None)) for piece in pieces]
+        tail = [sse(completion_chunk(cid, created, model, "", finish))]
+    tail.append(sse("[DONE]"))
     if paced:
-        thought = c.sse(c.chat_chunk(cid, created, model, {"reasoning_content": "think "}))
+        thought = sse(chat_chunk(cid, created, model, {"reasoning_content": "think "}))
         tokens, deltas = [thought] * thinking + deltas, [Pause(spec.first_delta_s)]
         for i, token in enumerate(tokens):
             if i and spec.token_interval_s > 0:
@@ -326,7 +468,7 @@ def _completion(spec: EmulatorSpec, scenario: str, route: str, body: dict[str, A
         if spec.trailer_s > 0:
             tail.insert(0, Pause(spec.trailer_s))
     elif scenario == "late-message" and chat:
-        deltas = deltas[: len(deltas) // 2] + [c.sse({**whole, "object": "chat.completion.chunk"})]
+        deltas = deltas[: len(deltas) // 2] + [sse({**whole, "object": "chat.completion.chunk"})]
     elif scenario == "no-done":  # a clean end with a finish_reason but no [DONE] (hermes-agent >= 0.21 appends one)
         tail = tail[:-1]
     elif scenario == "stall":
@@ -336,7 +478,7 @@ def _completion(spec: EmulatorSpec, scenario: str, route: str, body: dict[str, A
         deltas.insert(2, broken.encode() + b"\n\n")
     ends: dict[str, list[Part]] = {"truncated": [], "reset": [Pause(RESET_GRACE_S), RESET]}
     for name, obj in _IN_BAND.items():  # Anthropic's error is an ``event: error``
-        ends[name] = [(b"event: error\n" if name == "stream-error-anthropic" else b"") + c.sse(obj)]
+        ends[name] = [(b"event: error\n" if name == "stream-error-anthropic" else b"") + sse(obj)]
     return _stream(spec, scenario, head, deltas, tail, ends)
 
 
@@ -357,10 +499,10 @@ def _responses(spec: EmulatorSpec, scenario: str, body: dict[str, Any], model: s
     """OpenAI's Responses API (the xai provider forwards it): the chat route's text for the same user input,
     streamed as ``event: <type>`` frames with sequence numbers and no ``[DONE]``."""
     user = _user_text(body)
-    rid = "resp_" + c.digest(spec.seed, RESPONSES_ROUTE, body)[:24]
-    created = c.created_at(spec.seed)
+    rid = "resp_" + digest(spec.seed, RESPONSES_ROUTE, body)[:24]
+    created = created_at(spec.seed)
     as_chat = {"messages": [{"role": "user", "content": user}]}
-    text = "" if scenario == "empty" else c.reply_text(spec.seed, as_chat, sentinel=scenario != "no-sentinel")
+    text = "" if scenario == "empty" else reply_text(spec.seed, as_chat, sentinel=scenario != "no-sentinel")
     incomplete = None
     if scenario == "length":
         text, incomplete = text[: len(text) // 2], "max_output_tokens"
@@ -371,7 +513,7 @@ def _responses(spec: EmulatorSpec, scenario: str, body: dict[str, Any], model: s
     def response(status: str, output: str | None = None, *, incomplete: str | None = None,
                  error: dict[str, Any] | None = None) -> dict[str, Any]:
         """A ``response`` object; no ``output`` while in progress."""
-        tokens = (c.estimate_tokens(user), c.estimate_tokens(output or ""))
+        tokens = (estimate_tokens(user), estimate_tokens(output or ""))
         return {
             "id": rid, "object": "response", "created_at": created, "status": status, "model": model,
             "output": [] if output is None else [{**item, "status": "completed",
@@ -386,7 +528,7 @@ def _responses(spec: EmulatorSpec, scenario: str, body: dict[str, Any], model: s
     seq = itertools.count()
 
     def frame(kind: str, **fields: Any) -> bytes:
-        return f"event: {kind}\n".encode() + c.sse({"type": kind, "sequence_number": next(seq), **fields})
+        return f"event: {kind}\n".encode() + sse({"type": kind, "sequence_number": next(seq), **fields})
 
     at = {"item_id": item["id"], "output_index": 0, "content_index": 0}
     head: list[Part] = [
@@ -395,7 +537,7 @@ def _responses(spec: EmulatorSpec, scenario: str, body: dict[str, Any], model: s
         frame("response.output_item.added", output_index=0, item=item),
         frame("response.content_part.added", **at, part={**done, "text": ""}),
     ]
-    deltas: list[Part] = [frame("response.output_text.delta", **at, delta=piece) for piece in c.split_deltas(text)]
+    deltas: list[Part] = [frame("response.output_text.delta", **at, delta=piece) for piece in split_deltas(text)]
     tail: list[Part] = [
         frame("response.output_text.done", **at, text=text),
         frame("response.content_part.done", **at, part=done),

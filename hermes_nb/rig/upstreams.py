@@ -18,7 +18,7 @@ from typing import Any
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.model import EndpointHandle
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.emulator.content import MODELS_BY_PROVIDER
+from hermes_nb.emulator.scenarios import MODELS_BY_PROVIDER
 from hermes_nb.rig.executable import base_env, free_port, last_lines, stop_process, wait_until_answers
 
 __all__ = ["UPSTREAMS", "CommandUpstream", "upstream_command", "start_upstream"]

@@ -19,7 +19,7 @@ from aiohttp import web
 from hermes_nb import HermesProxyRuntimeConfig, check
 from hermes_nb.cli import main
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.emulator.server import _ServerThread
+from hermes_nb.emulator.app import _ServerThread
 from hermes_nb.target import identify
 from tests.helpers import ROOT
 

@@ -4,8 +4,8 @@ X-Hermes-Emulator-Scenario: <name> overrides --scenario. The first stdout line i
 from __future__ import annotations
 
 from hermes_nb.cli.output import Output
+from hermes_nb.emulator.app import run
 from hermes_nb.emulator.scenarios import EmulatorSpec
-from hermes_nb.emulator.server import run
 
 HELP = "run the embedded Hermes proxy emulator in the foreground"
 SPEC = EmulatorSpec
