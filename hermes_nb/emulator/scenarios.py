@@ -1,6 +1,6 @@
 """What the emulator does: its options (:class:`EmulatorSpec`), its scenarios, and the upstream's answer to a request
-as a :class:`Reply`, a plan of bytes, pauses and actions that :mod:`.app` writes (directly, or as the real proxy
-relays it). No I/O here."""
+as a :class:`Reply`, a plan of bytes, pauses and actions that :mod:`.app` writes. No I/O, no clock, no uuid4: ids,
+timestamps and texts derive from the seed and the request body, so the same request gets the same bytes."""
 
 from __future__ import annotations
 
@@ -228,31 +228,9 @@ def chat_chunk(cid: str, created: int, model: str, delta: dict[str, Any] | None 
     return chunk if usage is None else {**chunk, "usage": usage}
 
 
-def chat_completion(cid: str, created: int, model: str, text: str, finish_reason: str, prompt: str) -> dict[str, Any]:
-    return {
-        "id": cid, "object": "chat.completion", "created": created, "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
-                     "logprobs": None, "finish_reason": finish_reason}],
-        "usage": usage_for(prompt, text), "system_fingerprint": None,
-    }
-
-
 def completion_chunk(cid: str, created: int, model: str, text: str, finish_reason: str | None) -> dict[str, Any]:
     return {"id": cid, "object": "text_completion", "created": created, "model": model,
             "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish_reason}]}
-
-
-def embeddings_body(seed: int, model: str, inputs: list[str], encoding_format: str | None) -> dict[str, Any]:
-    data = []
-    for index, text in enumerate(inputs):
-        values = [(b - 127.5) / 127.5 for b in bytes.fromhex(digest(seed, "embedding", model, text))[:EMBEDDING_DIM]]
-        norm = math.sqrt(sum(v * v for v in values)) or 1.0
-        vector = [round(v / norm, 6) for v in values]
-        packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
-        embedding = packed if encoding_format == "base64" else vector
-        data.append({"object": "embedding", "index": index, "embedding": embedding})
-    tokens = sum(estimate_tokens(t) for t in inputs)
-    return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
 def envelope(message: str, type_: str | None, code: str | int | None, *, param: str | None = None,
@@ -378,9 +356,19 @@ def _answer(spec: EmulatorSpec, scenario: str, route: str, raw: bytes) -> Reply:
     if (missing := _error(spec, scenario, model)) is not None:
         return missing
     if route == "/embeddings":
-        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        return _shape_json(spec, scenario, embeddings_body(spec.seed, model, [str(i) for i in inputs],
-                                                             body.get("encoding_format")))
+        inputs = [str(i) for i in (body["input"] if isinstance(body["input"], list) else [body["input"]])]
+        data = []
+        for index, text in enumerate(inputs):
+            raw = bytes.fromhex(digest(spec.seed, "embedding", model, text))[:EMBEDDING_DIM]
+            values = [(b - 127.5) / 127.5 for b in raw]
+            norm = math.sqrt(sum(v * v for v in values)) or 1.0
+            vector = [round(v / norm, 6) for v in values]
+            packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+            data.append({"object": "embedding", "index": index,
+                         "embedding": packed if body.get("encoding_format") == "base64" else vector})
+        tokens = sum(estimate_tokens(t) for t in inputs)
+        return _shape_json(spec, scenario, {"object": "list", "data": data, "model": model,
+                                            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
     if responses:
         return _responses(spec, scenario, body, model)
     return _completion(spec, scenario, route, body, model)
@@ -428,10 +416,14 @@ def _completion(spec: EmulatorSpec, scenario: str, route: str, body: dict[str, A
     else:
         text = "" if scenario == "empty" else reply_text(spec.seed, body, sentinel=scenario != "no-sentinel")
         text = text[: len(text) // 2] if scenario == "length" else text
-    prompt = prompt_text(body)
-    whole = chat_completion(cid, created, model, text, finish, prompt) if chat else {
-        **completion_chunk(cid, created, model, text, finish), "usage": usage_for(prompt, text)}
-    usage = whole["usage"]
+    usage: dict[str, Any] = usage_for(prompt_text(body), text)
+    if chat:
+        choice = {"index": 0, "message": {"role": "assistant", "content": text, "refusal": None}, "logprobs": None,
+                  "finish_reason": finish}
+        whole: dict[str, Any] = {"id": cid, "object": "chat.completion", "created": created, "model": model,
+                                 "choices": [choice], "usage": usage, "system_fingerprint": None}
+    else:
+        whole = {**completion_chunk(cid, created, model, text, finish), "usage": usage}
     if paced:
         usage.update(completion_tokens=count + thinking, total_tokens=usage["prompt_tokens"] + count + thinking)
         if thinking:
