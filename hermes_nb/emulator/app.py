@@ -129,12 +129,6 @@ def _refusal(headers: Any) -> str | None:
 
 
 @web.middleware
-async def _local_only(request: web.Request, handler: Handler) -> web.StreamResponse:
-    code = _refusal(request.headers)
-    return _proxy_error(403, GUARD_MESSAGE, code) if code else await handler(request)
-
-
-@web.middleware
 async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Record the request, pick its scenario, log one line when it ends. ``concurrency-limited``: a chat request
     beyond ``max_concurrent`` in flight is answered as ``rate-limited``; the others are in flight until answered."""
@@ -165,9 +159,8 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
 
 
 def _unknown(request: web.Request) -> s.Reply | None:
-    """400 for a scenario this profile does not play, naming the profile, so
-    :func:`hermes_nb.target.emulator_evidence` tells the emulator from a real upstream, and a real proxy in front of
-    it (the rig: ``upstream``, ``minimal``) from the emulator."""
+    """400 for a scenario this profile does not play, naming the profile: :func:`hermes_nb.target.emulator_evidence`
+    tells the emulator from a real upstream, and a real proxy in front of it (the rig) from the emulator."""
     profile = request.app[STATE].spec.profile
     name = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
     known = {"minimal": ("ok",), "upstream": s.UPSTREAM_SCENARIOS}.get(profile, s.ALL_SCENARIOS)
@@ -178,10 +171,14 @@ def _unknown(request: web.Request) -> s.Reply | None:
 
 
 @web.middleware
-async def _minimal_scenario(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The minimal profile plays ``ok`` only: another is a 400 before any route."""
-    unknown = _unknown(request)
-    return await _write(request, unknown, proxied=False) if unknown else await handler(request)
+async def _gate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The answers before any route: ``local_only``'s refusal (403), the minimal profile's unknown scenario (400)."""
+    spec = request.app[STATE].spec
+    if spec.local_only and spec.profile in ("hermes-agent", "seed") and (code := _refusal(request.headers)):
+        return _proxy_error(403, GUARD_MESSAGE, code)
+    if spec.profile == "minimal" and (unknown := _unknown(request)):
+        return await _write(request, unknown, proxied=False)
+    return await handler(request)
 
 
 def _gone(request: web.Request) -> bool:
@@ -353,20 +350,13 @@ def _minimal_routes(app: web.Application, spec: EmulatorSpec) -> None:
     app.router.add_post("/v1/chat/completions", chat)
 
 
-def create_app(spec: EmulatorSpec | None = None, *, requests: list[RecordedRequest] | None = None,
-               **options: Any) -> web.Application:
-    """The emulator's application, not started: ``spec``, or its options as keywords (ValueError for a bad one).
-    ``requests`` receives a :class:`RecordedRequest` per request."""
+def create_app(spec: EmulatorSpec | None = None, **options: Any) -> web.Application:
+    """The emulator's application, not started: ``spec``, or its options as keywords (ValueError for a bad one)."""
     spec = EmulatorSpec.of(**options) if spec is None else spec
-    if spec.profile == "minimal":
-        app = web.Application(middlewares=[_observe, _minimal_scenario])  # client_max_size stays aiohttp's: 1 MiB
-        _minimal_routes(app, spec)
-    else:
-        guard = [_local_only] if spec.local_only and spec.profile != "upstream" else []
-        max_size = UPSTREAM_MAX_BYTES if spec.profile == "upstream" else PROXY_MAX_REQUEST_BYTES
-        app = web.Application(client_max_size=max_size, middlewares=[_observe, *guard])
-        _proxy_routes(app, spec)
-    app[STATE] = _State(spec, requests if requests is not None else [], asyncio.Semaphore(spec.max_concurrent))
+    max_size = {"minimal": MINIMAL_MAX_BYTES, "upstream": UPSTREAM_MAX_BYTES}.get(spec.profile, PROXY_MAX_REQUEST_BYTES)
+    app = web.Application(client_max_size=max_size, middlewares=[_observe, _gate])
+    (_minimal_routes if spec.profile == "minimal" else _proxy_routes)(app, spec)
+    app[STATE] = _State(spec, [], asyncio.Semaphore(spec.max_concurrent))
     app.on_shutdown.append(app[STATE].shut)
     return app
 
@@ -375,8 +365,7 @@ class _ServerThread(threading.Thread):
     """An aiohttp app served on a listening socket, on an event loop of its own."""
 
     def __init__(self, app: web.Application, sock: socket.socket) -> None:
-        # the port in the name: log records say which emulator wrote them
-        super().__init__(name=f"hermes-nb-emulator-{sock.getsockname()[1]}", daemon=True)
+        super().__init__(name=f"hermes-nb-emulator-{sock.getsockname()[1]}", daemon=True)  # in its log records
         self.app, self.sock = app, sock
         self.loop = asyncio.new_event_loop()
         self.stopping = asyncio.Event()
@@ -405,7 +394,6 @@ class _ServerThread(threading.Thread):
 class EmulatorHandle(EndpointHandle):
     """A running emulator: the string value is the endpoint (``http://127.0.0.1:<port>/v1``); ``with`` closes it."""
 
-    endpoint: str
     base_url: str
     host: str
     port: int
@@ -431,11 +419,9 @@ class EmulatorHandle(EndpointHandle):
     def wait_for_requests(self, count: int, *, timeout: float = 5.0) -> list[RecordedRequest]:
         """Poll (with a deadline) until ``count`` requests have finished; return them."""
         deadline = time.monotonic() + timeout
-        while True:
-            done = [r for r in self._log if r.status is not None]
-            if len(done) >= count or time.monotonic() >= deadline:
-                return done
+        while len(done := [r for r in self._log if r.status is not None]) < count and time.monotonic() < deadline:
             time.sleep(0.01)
+        return done
 
     @property
     def running(self) -> bool:
@@ -464,13 +450,13 @@ def serve_emulator(*, port: int = 0, **options: Any) -> EmulatorHandle:
         sock = socket.create_server((spec.host, port), family=family, reuse_port=spec.reuse_port)
     except OSError as exc:
         raise ProxyUnreachable(f"emulator could not listen on {spec.host}:{port}: {exc.strerror or exc}") from exc
-    log: list[RecordedRequest] = []
-    thread = _ServerThread(create_app(spec, requests=log), sock)
+    thread = _ServerThread(app := create_app(spec), sock)
     thread.start()
     bound = sock.getsockname()[1]
     base_url = f"http://[{spec.host}]:{bound}" if ":" in spec.host else f"http://{spec.host}:{bound}"
     handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=spec.host, port=bound, profile=spec.profile,
-                            scenario=spec.scenario, seed=spec.seed, provider=spec.provider, _log=log, _thread=thread)
+                            scenario=spec.scenario, seed=spec.seed, provider=spec.provider, _log=app[STATE].requests,
+                            _thread=thread)
     atexit.register(handle.close)
     return handle
 

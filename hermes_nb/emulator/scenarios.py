@@ -42,7 +42,6 @@ TROUBLE_SCENARIOS = ("slow-first-byte", "slow-answer")
 #: what an upstream can do (everything but the proxy's own faults): the rig's live upstream takes these
 UPSTREAM_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + LOAD_SCENARIOS + TROUBLE_SCENARIOS
 ALL_SCENARIOS: tuple[str, ...] = UPSTREAM_SCENARIOS + PROXY_SCENARIOS
-DEFAULT_PORT = 8645
 JSON_CT = "application/json; charset=utf-8"
 SSE_CT = "text/event-stream"
 #: upstream routes (relative to /v1) -> allowed method; and the Responses API (POST)
@@ -52,9 +51,6 @@ RESPONSES_ROUTE = "/responses"
 _GENERATED = frozenset({"/chat/completions", "/completions", RESPONSES_ROUTE})
 #: how long ``reset`` waits after its last delta before the RST (the text arrives first)
 RESET_GRACE_S = 0.05
-#: output tokens of a paced answer when the request sets no ``max_tokens``, and the most it may ask for
-PACED_DEFAULT_TOKENS = 16
-PACED_MAX_TOKENS = 4096
 BAD_GATEWAY_HTML = ("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway"
                     "</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
 _FAILED = "The upstream model failed while generating the answer."
@@ -92,7 +88,7 @@ class EmulatorSpec(Spec):
     Fixed at start; a request's :data:`SCENARIO_HEADER` may pick another scenario."""
 
     host: str = Field("127.0.0.1", description="bind address (loopback only)")
-    port: int = Field(DEFAULT_PORT, ge=0, le=65535, description="bind port, 0 = any free port")
+    port: int = Field(8645, ge=0, le=65535, description="bind port, 0 = any free port")
     profile: Profile = Field("hermes-agent", description="what to emulate")
     scenario: str = Field("ok", description="upstream behaviour; upstream-unreachable/-timeout: the proxy's own "
                                             "502/504 (see docs/emulator.md)")
@@ -409,7 +405,7 @@ def _completion(spec: EmulatorSpec, scenario: str, route: str, body: dict[str, A
     created = created_at(spec.seed)
     requested = next((v for v in (body.get("max_tokens"), body.get("max_completion_tokens"))
                       if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
-    count, thinking = min(requested or PACED_DEFAULT_TOKENS, PACED_MAX_TOKENS), spec.reasoning_tokens
+    count, thinking = min(requested or 16, 4096), spec.reasoning_tokens  # paced tokens: 16 when none is asked
     finish = "length" if scenario == "length" or (paced and requested) else "stop"
     if paced:
         text = "tok " * count
