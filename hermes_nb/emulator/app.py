@@ -1,7 +1,6 @@
-"""The aiohttp application and its serving. The profiles (docs/emulator.md) stand in front of the scenario-driven
-upstream: ``hermes-agent`` is the real ``hermes proxy`` byte for byte (routes, aiohttp's defaults, errors,
-pass-through); ``minimal`` an upstream unlike ours, to prove the wire-format spike judges the proxy. It is served on an
-event loop of its own in a thread, so it works the same inside a Jupyter kernel (whose main thread runs a loop)."""
+"""The aiohttp application: profiles (docs/emulator.md) in front of the scenario-driven upstream; ``hermes-agent`` is
+the real ``hermes proxy`` byte for byte, ``minimal`` an upstream unlike ours. Served on an event loop of its own in a
+thread, so it works the same inside a Jupyter kernel (whose main thread runs a loop)."""
 
 from __future__ import annotations
 
@@ -58,10 +57,8 @@ _HOP_BY_HOP = frozenset({
     "trailers", "transfer-encoding", "upgrade", "authorization", "content-encoding",
 })
 MINIMAL_MODELS: tuple[str, ...] = ("minimal-chat-1", "minimal-chat-1-mini")
-#: aiohttp's default ``client_max_size``: the minimal upstream keeps it
-MINIMAL_MAX_BYTES = 1024 * 1024
-#: secret-shaped values (``sk-…``, JWTs, bearer values) in a query string are not recorded
-_SHAPES = Redactor()
+MINIMAL_MAX_BYTES = 1024 * 1024  # aiohttp's default client_max_size: the minimal upstream keeps it
+_SHAPES = Redactor()  # secret-shaped values (``sk-…``, JWTs, bearer values) in a query string are not recorded
 
 
 @dataclass(slots=True)
@@ -111,19 +108,18 @@ def _refusal(headers: Any) -> str | None:
     host = headers.get("Host") or ""
     try:
         parts = urlsplit("//" + host)
-        port = parts.port or 80
+        here = (parts.hostname, parts.port or 80)
     except ValueError:
         return "host_not_allowed"
     if any(ch in host for ch in "@/\\?# \t") or (parts.hostname or "").rstrip(".") not in _LOCAL_NAMES:
         return "host_not_allowed"
     origin = headers.get("Origin")
-    if origin is not None:
-        seen = urlsplit(origin) if "://" in origin else None
-        try:
-            if seen is None or seen.scheme != "http" or (seen.hostname, seen.port or 80) != (parts.hostname, port):
-                return "origin_not_allowed"
-        except ValueError:
+    try:
+        seen = urlsplit(origin) if origin and "://" in origin else None
+        if origin is not None and (seen is None or seen.scheme != "http" or (seen.hostname, seen.port or 80) != here):
             return "origin_not_allowed"
+    except ValueError:
+        return "origin_not_allowed"
     site = headers.get("Sec-Fetch-Site")
     return "origin_not_allowed" if site is not None and site.strip().lower() not in ("none", "same-origin") else None
 
@@ -181,10 +177,6 @@ async def _gate(request: web.Request, handler: Handler) -> web.StreamResponse:
     return await handler(request)
 
 
-def _gone(request: web.Request) -> bool:
-    return request.transport is None or request.transport.is_closing()
-
-
 async def _pause(request: web.Request, seconds: float) -> bool:
     """Sleep ``seconds``; True (at once) when the emulator shuts down meanwhile."""
     closing = request.app[STATE].closing
@@ -216,7 +208,8 @@ async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.
                 if await _pause(request, part.seconds):
                     return response  # the emulator is shutting down
             elif part == s.STALL:  # nothing more until the client goes away or the emulator shuts down
-                while not _gone(request) and not await _pause(request, 0.2):
+                while request.transport is not None and not request.transport.is_closing() \
+                        and not await _pause(request, 0.2):
                     continue
                 if request.transport is not None:
                     request.transport.close()
@@ -249,7 +242,7 @@ async def _upstream(request: web.Request, rel: str, raw: bytes, *, proxied: bool
     spec, scenario = request.app[STATE].spec, request[SCENARIO_KEY]
     reply = _unknown(request) or s.upstream_answer(spec, scenario, rel, request.method, raw)
     wait = spec.first_byte_s if scenario == "slow-first-byte" else 0.0
-    if wait and (await _pause(request, wait) or _gone(request)):
+    if wait and (await _pause(request, wait) or request.transport is None or request.transport.is_closing()):
         return web.Response(status=499)  # never written: aiohttp drops it quietly
     return await _write(request, reply, proxied=proxied)
 
@@ -409,8 +402,7 @@ class EmulatorHandle(EndpointHandle):
         return f"EmulatorHandle({self.endpoint!r}, profile={self.profile!r}, scenario={self.scenario!r})"
 
     @property
-    def requests(self) -> list[RecordedRequest]:
-        """What the emulator received so far (a snapshot)."""
+    def requests(self) -> list[RecordedRequest]:  # a snapshot
         return list(self._log)
 
     def clear(self) -> None:
@@ -470,7 +462,6 @@ def run(spec: EmulatorSpec, *, line: Callable[[str], None], emit: Callable[[dict
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
-    # both raise KeyboardInterrupt
     previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with serve_emulator(**spec.model_dump()) as emu:
@@ -481,7 +472,7 @@ def run(spec: EmulatorSpec, *, line: Callable[[str], None], emit: Callable[[dict
                  f"seed {spec.seed}; Ctrl-C to stop")
             try:
                 emu._thread.join()
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # SIGINT and SIGTERM alike
                 info("hermes-nb emulator: stopping")
     except ProxyUnreachable as exc:  # the port named is taken: a usage error here
         reason = getattr(exc.__cause__, "strerror", None) or exc

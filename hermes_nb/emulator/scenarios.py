@@ -54,8 +54,7 @@ RESET_GRACE_S = 0.05
 BAD_GATEWAY_HTML = ("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway"
                     "</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
 _FAILED = "The upstream model failed while generating the answer."
-#: the in-band errors, whole (a 200 JSON body) or after a few deltas: OpenAI's envelope, flat with a status, a typed
-#: frame (litellm and others), Anthropic's error event (sent as ``event: error`` when streamed)
+#: in-band errors (a 200 JSON body, or after a few deltas): OpenAI's, flat, typed (litellm…), Anthropic's event
 _IN_BAND: dict[str, dict[str, Any]] = {
     "stream-error-event": {"error": {"message": _FAILED, "type": "server_error", "code": "stream_error"}},
     "stream-error-flat": {"status": 401, "message": "Nous Portal credentials expired; the upstream refused them."},
@@ -396,9 +395,8 @@ def _stream(spec: EmulatorSpec, scenario: str, head: list[Part], deltas: list[Pa
 
 def _completion(spec: EmulatorSpec, scenario: str, route: str, body: dict[str, Any], model: str) -> Reply:
     """A chat or text completion, whole or streamed, as the scenario shapes it. The load scenarios pace a chat answer:
-    ``reasoning_tokens`` reasoning deltas, then ``max_tokens`` (or ``max_completion_tokens``) one-token deltas; the
-    first after ``first_delta_s``, the next ``token_interval_s`` apart, ``stall_s`` more after half the answer,
-    ``trailer_s`` before the closing chunks; the usage counts them exactly."""
+    ``reasoning_tokens`` reasoning deltas, then ``max_tokens`` one-token deltas; the first after ``first_delta_s``,
+    the next ``token_interval_s`` apart, ``stall_s`` more after half of them, ``trailer_s`` before the last chunks."""
     chat = route == "/chat/completions"
     paced = chat and scenario in LOAD_SCENARIOS
     cid = f"{'chatcmpl' if chat else 'cmpl'}-emu{digest(spec.seed, route, body)[:24]}"
@@ -474,12 +472,11 @@ def _user_text(body: dict[str, Any]) -> str:
     """The Responses API's last user input: ``input`` as a string, or the last user item's text."""
     value = body.get("input")
     for item in reversed(value) if isinstance(value, list) else ():
-        if isinstance(item, dict) and item.get("role", "user") == "user":
-            content = item.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        content = item.get("content") if isinstance(item, dict) and item.get("role", "user") == "user" else None
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return value if isinstance(value, str) else ""
 
 
