@@ -494,22 +494,19 @@ def _responses(spec: EmulatorSpec, scenario: str, body: dict[str, Any], model: s
     status = "incomplete" if incomplete else "completed"
     item = {"id": f"msg_{rid[5:]}", "type": "message", "status": "in_progress", "role": "assistant", "content": []}
     done = {"type": "output_text", "text": text, "annotations": []}
+    completed = {**item, "status": "completed", "content": [done]}
 
-    def response(status: str, output: str | None = None, *, incomplete: str | None = None,
-                 error: dict[str, Any] | None = None) -> dict[str, Any]:
-        """A ``response`` object; no ``output`` while in progress."""
-        tokens = (estimate_tokens(user), estimate_tokens(output or ""))
-        return {
-            "id": rid, "object": "response", "created_at": created, "status": status, "model": model,
-            "output": [] if output is None else [{**item, "status": "completed",
-                                                  "content": [{**done, "text": output}]}],
-            "error": error, "incomplete_details": {"reason": incomplete} if incomplete else None,
-            "usage": None if output is None else {"input_tokens": tokens[0], "output_tokens": tokens[1],
-                                                  "total_tokens": sum(tokens)},
-        }
+    def response(status: str, *, output: bool = False, error: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A ``response`` object; no output while in progress."""
+        tokens = (estimate_tokens(user), estimate_tokens(text))
+        usage = {"input_tokens": tokens[0], "output_tokens": tokens[1], "total_tokens": sum(tokens)}
+        return {"id": rid, "object": "response", "created_at": created, "status": status, "model": model,
+                "output": [completed] if output else [], "error": error,
+                "incomplete_details": {"reason": incomplete} if incomplete and output else None,
+                "usage": usage if output else None}
 
     if body.get("stream") is not True:
-        return _shape_json(spec, scenario, response(status, text, incomplete=incomplete))
+        return _shape_json(spec, scenario, response(status, output=True))
     seq = itertools.count()
 
     def frame(kind: str, **fields: Any) -> bytes:
@@ -526,8 +523,8 @@ def _responses(spec: EmulatorSpec, scenario: str, body: dict[str, Any], model: s
     tail: list[Part] = [
         frame("response.output_text.done", **at, text=text),
         frame("response.content_part.done", **at, part=done),
-        frame("response.output_item.done", output_index=0, item={**item, "status": "completed", "content": [done]}),
-        frame(f"response.{status}", response=response(status, text, incomplete=incomplete)),
+        frame("response.output_item.done", output_index=0, item=completed),
+        frame(f"response.{status}", response=response(status, output=True)),
     ]
     failed = frame("response.failed", response=response("failed", error={"code": "server_error", "message": _FAILED}))
     return _stream(spec, scenario, head, deltas, tail, {"stream-error-event": [failed], "truncated": []})
