@@ -14,7 +14,7 @@ load inside the fixtures.
 
         @pytest.mark.parametrize("hermes_emulator", ["ok", {"profile": "upstream"}], indirect=True)
 
-    The value is an :class:`~hermes_nb.emulator.server.EmulatorHandle`: a ``str`` equal to the
+    The value is an :class:`~hermes_nb.emulator.EmulatorHandle`: a ``str`` equal to the
     endpoint, with ``.endpoint``, ``.base_url``, ``.requests``, ``.clear()``.
 
 ``hermes_emulator_factory``
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from hermes_nb.emulator.server import EmulatorHandle
+    from hermes_nb.emulator import EmulatorHandle
 
 __all__ = ["hermes_emulator", "hermes_emulator_factory"]
 
@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def hermes_emulator_factory() -> Iterator[Callable[..., EmulatorHandle]]:
     """Start emulators on demand (``factory(profile=…, scenario=…)``); all closed at teardown."""
-    from hermes_nb.emulator.server import serve_emulator
+    from hermes_nb.emulator import serve_emulator
 
     started: list[EmulatorHandle] = []
 

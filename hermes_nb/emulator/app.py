@@ -1,29 +1,21 @@
-"""The aiohttp application: three profiles in front of the scenario-driven upstream.
-
-``hermes-agent``  the real ``hermes proxy`` (hermes-agent 0.19.0, ``hermes_cli/proxy/server.py``):
-                  same routes, same aiohttp defaults (404/405/413 text bodies, Server header),
-                  same JSON errors, same pass-through of the upstream's status, headers and body.
-``seed``          the contract the wire-format spike documented: bearer required, JSON
-                  ``path_not_allowed`` 404 for everything but the four ``/v1`` routes.
-``upstream``      a plain OpenAI-compatible server (``/v1/chat/completions`` …, ``/v1/responses``:
-                  :mod:`.responses`) that can sit behind the real proxy
-                  (``NOUS_INFERENCE_BASE_URL=http://127.0.0.1:<port>/v1``, or an xai credential's ``base_url``).
-
-The proxy profiles front the provider ``provider`` (``nous`` by default, or ``xai``: ``/health``'s
-``upstream``, the forwarded paths — xai adds ``/responses`` — and the proxy's own texts follow it).
-``minimal``       a deliberately different OpenAI-compatible upstream (:mod:`.minimal`): two
-                  routes, 1 MiB body cap, CRLF SSE with comments; scenario ``ok`` only.
-
-``local_only`` puts hermes-agent 0.22's guard before every route of the proxy profiles (bound to 127.0.0.1): a
-foreign or non-canonical Host (``127.1``), an Origin other than the Host's own, or a ``Sec-Fetch-Site`` other than
-``none``/``same-origin`` gets 403 ``host_not_allowed`` / ``origin_not_allowed``.
-"""
+"""The aiohttp application: profiles (docs/emulator.md) in front of the scenario-driven upstream; ``hermes-agent`` is
+the real ``hermes proxy`` byte for byte, ``minimal`` an upstream unlike ours. Served on an event loop of its own in a
+thread, so it works the same inside a Jupyter kernel (whose main thread runs a loop)."""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
+import itertools
 import json
 import logging
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,62 +23,42 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from hermes_nb.core.errors import ConfigError, ProxyUnreachable
 from hermes_nb.core.facts import PROXY_MAX_REQUEST_BYTES
+from hermes_nb.core.model import EndpointHandle
 from hermes_nb.core.providers import provider_info
 from hermes_nb.core.redaction import Redactor, redact_headers
 
-from . import content as c
-from .responses import RESPONSES_ROUTE, method_not_allowed, responses_reply
-from .scenarios import (
-    ALL_SCENARIOS,
-    PROFILE_HEADER,
-    PROFILES,
-    PROXY_SCENARIOS,
-    SCENARIO_HEADER,
-    UPSTREAM_ROUTES,
-    Reply,
-    Settings,
-    check_profile,
-    json_reply,
-    upstream_reply,
-)
-from .trouble import stretch
-from .writer import CLOSING_KEY, answer
-
-__all__ = [
-    "PROFILES",
-    "SCENARIO_HEADER",
-    "MAX_REQUEST_BYTES",
-    "RecordedRequest",
-    "create_app",
-    "AUTH_STALE_MESSAGE",
-]
+from . import scenarios as s
+from .scenarios import EmulatorSpec
 
 logger = logging.getLogger("hermes_nb.emulator")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-#: the real proxy's ``client_max_size`` (413 text/plain above it)
-MAX_REQUEST_BYTES = PROXY_MAX_REQUEST_BYTES
 UPSTREAM_MAX_BYTES = 32 * 1024 * 1024
-AUTH_STALE_MESSAGE = "Failed to refresh Nous Portal credentials: Invalid refresh token"
 #: the real proxy's ``upstream_auth_failed`` text per provider (hermes_cli/proxy/adapters/*.py)
 AUTH_STALE_MESSAGES = {
-    "nous": AUTH_STALE_MESSAGE,
+    "nous": "Failed to refresh Nous Portal credentials: Invalid refresh token",
     "xai": "No available xAI OAuth credentials found. Run `hermes auth reset xai-oauth` or re-authenticate with "
            "`hermes auth add xai-oauth --type oauth`.",
 }
-#: what aiohttp says when the upstream refuses the connection (the real proxy prefixes it)
-UNREACHABLE_MESSAGE = ("upstream connection failed: Cannot connect to host inference-api.nousresearch.com:443 "
-                       "ssl:default [Connect call failed ('127.0.0.1', 443)]")
-
+#: the real proxy's own answers when its upstream cannot be reached or times out (aiohttp's words, prefixed)
+PROXY_FAULTS = {
+    "upstream-unreachable": (502, "upstream connection failed: Cannot connect to host inference-api.nousresearch.com"
+                                  ":443 ssl:default [Connect call failed ('127.0.0.1', 443)]", "upstream_unreachable"),
+    "upstream-timeout": (504, "upstream request timed out", "upstream_timeout"),
+}
 #: hermes-agent 0.22's refusal (hermes_cli/proxy/server.py, the local-only middleware)
 GUARD_MESSAGE = "Request refused: browser requests and foreign Host names are not accepted by this proxy."
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-
-SETTINGS_KEY = web.AppKey("hermes_nb_settings", Settings)
-REQUESTS_KEY = web.AppKey("hermes_nb_requests", list)
-SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
-#: ``concurrency-limited``: the chat requests in flight (one counter per app)
-IN_FLIGHT_KEY = web.AppKey("hermes_nb_in_flight", list)
+#: what the real proxy strips from the upstream's response headers
+_HOP_BY_HOP = frozenset({
+    "host", "content-length", "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
+    "trailers", "transfer-encoding", "upgrade", "authorization", "content-encoding",
+})
+MINIMAL_MODELS: tuple[str, ...] = ("minimal-chat-1", "minimal-chat-1-mini")
+MINIMAL_MAX_BYTES = 1024 * 1024  # aiohttp's default client_max_size: the minimal upstream keeps it
+_SHAPES = Redactor()  # secret-shaped values (``sk-…``, JWTs, bearer values) in a query string are not recorded
 
 
 @dataclass(slots=True)
@@ -104,14 +76,26 @@ class RecordedRequest:
     json: Any = None
     #: bytes read from the body (None: the body was never read, e.g. a 404 before forwarding)
     body_size: int | None = None
-    #: response status (set once the handler finished; None while still streaming)
+    #: response status (None while still streaming)
     status: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class _State:
+    spec: EmulatorSpec
+    requests: list[RecordedRequest]
+    #: ``concurrency-limited``: the chat requests that may be in flight
+    capacity: asyncio.Semaphore
+    #: set when the emulator shuts down: stalls and pauses end
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def shut(self, _app: web.Application) -> None:
+        self.closing.set()
+
+
+STATE = web.AppKey("hermes_nb_state", _State)
+SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
 RECORD_KEY = web.RequestKey("hermes_nb_record", RecordedRequest)
-#: secret-shaped values (``sk-…``, JWTs, bearer values) in a query string are not recorded
-_SHAPES = Redactor()
 
 
 def _proxy_error(status: int, message: str, code: str) -> web.Response:
@@ -119,172 +103,174 @@ def _proxy_error(status: int, message: str, code: str) -> web.Response:
     return web.json_response({"error": {"message": message, "type": code, "code": code}}, status=status)
 
 
-def _scenario_of(request: web.Request) -> str:
-    return request.get(SCENARIO_KEY, request.app[SETTINGS_KEY].scenario)
-
-
 def _refusal(headers: Any) -> str | None:
     """The local-only guard's error code for a request's headers, None when it passes (a 127.0.0.1 bind)."""
     host = headers.get("Host") or ""
     try:
         parts = urlsplit("//" + host)
-        port = parts.port or 80
+        here = (parts.hostname, parts.port or 80)
     except ValueError:
         return "host_not_allowed"
     if any(ch in host for ch in "@/\\?# \t") or (parts.hostname or "").rstrip(".") not in _LOCAL_NAMES:
         return "host_not_allowed"
     origin = headers.get("Origin")
-    if origin is not None:
-        seen = urlsplit(origin) if "://" in origin else None
-        try:
-            if seen is None or seen.scheme != "http" or (seen.hostname, seen.port or 80) != (parts.hostname, port):
-                return "origin_not_allowed"
-        except ValueError:
+    try:
+        seen = urlsplit(origin) if origin and "://" in origin else None
+        if origin is not None and (seen is None or seen.scheme != "http" or (seen.hostname, seen.port or 80) != here):
             return "origin_not_allowed"
+    except ValueError:
+        return "origin_not_allowed"
     site = headers.get("Sec-Fetch-Site")
     return "origin_not_allowed" if site is not None and site.strip().lower() not in ("none", "same-origin") else None
 
 
 @web.middleware
-async def _local_only(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                      ) -> web.StreamResponse:
-    code = _refusal(request.headers)
-    return _proxy_error(403, GUARD_MESSAGE, code) if code else await handler(request)
+async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Record the request, pick its scenario, log one line when it ends. ``concurrency-limited``: a chat request
+    beyond ``max_concurrent`` in flight is answered as ``rate-limited``; the others are in flight until answered."""
+    state = request.app[STATE]
+    header = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
+    scenario = request[SCENARIO_KEY] = header if header in s.ALL_SCENARIOS else state.spec.scenario
+    limited = scenario == "concurrency-limited" and request.method == "POST" \
+        and request.path.endswith("/chat/completions")
+    if limited and state.capacity.locked():
+        request[SCENARIO_KEY] = "rate-limited"
+        limited = False
+    record = request[RECORD_KEY] = RecordedRequest(request.method, request.path, _SHAPES.text(request.query_string),
+                                                   redact_headers(request.headers), scenario)
+    state.requests.append(record)
+    started = time.monotonic()
+    try:
+        async with state.capacity if limited else contextlib.nullcontext():
+            response = await handler(request)
+        record.status = response.status
+        return response
+    except web.HTTPException as exc:
+        record.status = exc.status
+        raise
+    finally:
+        logger.info("%s %s %s -> %s scenario=%s %.1fms", state.spec.profile, request.method, request.path,
+                    record.status if record.status is not None else "aborted", scenario,
+                    (time.monotonic() - started) * 1000)
 
 
-def _unknown_scenario(request: web.Request) -> Reply | None:
-    """400 for a header naming no scenario (or a proxy-only one sent to the upstream profile)."""
-    name = (request.headers.get(SCENARIO_HEADER) or "").strip()
-    upstream = request.app[SETTINGS_KEY].profile == "upstream"
-    if not name or (name in ALL_SCENARIOS and not (upstream and name in PROXY_SCENARIOS)):
+def _unknown(request: web.Request) -> s.Reply | None:
+    """400 for a scenario this profile does not play, naming the profile: :func:`hermes_nb.target.emulator_evidence`
+    tells the emulator from a real upstream, and a real proxy in front of it (the rig) from the emulator."""
+    profile = request.app[STATE].spec.profile
+    name = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
+    known = {"minimal": ("ok",), "upstream": s.UPSTREAM_SCENARIOS}.get(profile, s.ALL_SCENARIOS)
+    if not name or name in known:
         return None
-    known = [s for s in ALL_SCENARIOS if not (upstream and s in PROXY_SCENARIOS)]
-    msg = f"Unknown emulator scenario {name!r} for the {request.app[SETTINGS_KEY].profile} profile. " \
-          f"Known: {', '.join(known)}"
-    # which profile answered: behind a real proxy (the rig) it is ``upstream``, and the proxy is the target
-    return json_reply(400, c.envelope(msg, "invalid_request_error", "unknown_scenario"),
-                      {PROFILE_HEADER: request.app[SETTINGS_KEY].profile})
+    msg = f"Unknown emulator scenario {name!r} for the {profile} profile. Known: {', '.join(known)}"
+    return s.json_reply(400, s.envelope(msg, "invalid_request_error", "unknown_scenario"), {s.PROFILE_HEADER: profile})
 
 
-def _proxy_fault(scenario: str) -> web.Response | None:
-    """The real proxy's own answers when its upstream cannot be reached (502) or times out (504)."""
-    if scenario == "upstream-unreachable":
-        return _proxy_error(502, UNREACHABLE_MESSAGE, "upstream_unreachable")
-    if scenario == "upstream-timeout":
-        return _proxy_error(504, "upstream request timed out", "upstream_timeout")
-    return None
+@web.middleware
+async def _gate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The answers before any route: ``local_only``'s refusal (403), the minimal profile's unknown scenario (400)."""
+    spec = request.app[STATE].spec
+    if spec.local_only and spec.profile in ("hermes-agent", "seed") and (code := _refusal(request.headers)):
+        return _proxy_error(403, GUARD_MESSAGE, code)
+    if spec.profile == "minimal" and (unknown := _unknown(request)):
+        return await _write(request, unknown, proxied=False)
+    return await handler(request)
+
+
+async def _pause(request: web.Request, seconds: float) -> bool:
+    """Sleep ``seconds``; True (at once) when the emulator shuts down meanwhile."""
+    closing = request.app[STATE].closing
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(closing.wait(), seconds)
+    return closing.is_set()
+
+
+async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.StreamResponse:
+    """Execute a reply plan; ``proxied``: as the real proxy relays it (chunked, hop-by-hop headers dropped, an
+    upstream that breaks ends the body cleanly)."""
+    headers = {"Content-Type": reply.content_type, **reply.headers}
+    if proxied:
+        headers = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
+    elif not reply.streamed:
+        for part in reply.parts:
+            if isinstance(part, s.Pause):
+                await asyncio.sleep(part.seconds)
+        body = b"".join(p for p in reply.parts if isinstance(p, bytes))
+        return web.Response(status=reply.status, body=body, headers=headers)
+    response = web.StreamResponse(status=reply.status, headers=headers)
+    await response.prepare(request)
+    try:
+        for part in reply.parts:
+            if isinstance(part, bytes):
+                if part:
+                    await response.write(part)
+            elif isinstance(part, s.Pause):
+                if await _pause(request, part.seconds):
+                    return response  # the emulator is shutting down
+            elif part == s.STALL:  # nothing more until the client goes away or the emulator shuts down
+                while request.transport is not None and not request.transport.is_closing() \
+                        and not await _pause(request, 0.2):
+                    continue
+                if request.transport is not None:
+                    request.transport.close()
+                return response
+            elif part == s.RESET:
+                if proxied:
+                    break  # the real proxy logs the broken upstream and ends the body cleanly
+                if (transport := request.transport) is not None:  # a TCP RST: SO_LINGER on, timeout 0
+                    transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                                                  struct.pack("ii", 1, 0))
+                    transport.abort()
+                return response
+        await response.write_eof()
+    except ConnectionError:
+        logger.debug("client went away during %s %s", request.method, request.path)
+    return response
 
 
 async def _read_body(request: web.Request) -> bytes:
     raw = await request.read()  # raises HTTPRequestEntityTooLarge (413 text/plain) over client_max_size
-    record: RecordedRequest = request[RECORD_KEY]
+    record = request[RECORD_KEY]
     record.body_size = len(raw)
-    try:
+    with contextlib.suppress(ValueError, UnicodeDecodeError):
         record.json = json.loads(raw) if raw else None
-    except (ValueError, UnicodeDecodeError):
-        record.json = None
     return raw
 
 
-@web.middleware
-async def _observe(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                   ) -> web.StreamResponse:
-    """Record the request, pick its scenario, log one line when it ends."""
-    app = request.app
-    header = (request.headers.get(SCENARIO_HEADER) or "").strip()
-    scenario = header if header in ALL_SCENARIOS else app[SETTINGS_KEY].scenario
-    request[SCENARIO_KEY] = scenario
-    record = RecordedRequest(request.method, request.path, _SHAPES.text(request.query_string),
-                             redact_headers(request.headers), scenario)
-    request[RECORD_KEY] = record
-    app[REQUESTS_KEY].append(record)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    status: int | None = None
-    try:
-        response = await handler(request)
-        status = response.status
-        return response
-    except web.HTTPException as exc:
-        status = exc.status
-        raise
-    finally:
-        record.status = status
-        logger.info("%s %s %s -> %s scenario=%s %.1fms", app[SETTINGS_KEY].profile, request.method, request.path,
-                    status if status is not None else "aborted", scenario, (loop.time() - started) * 1000)
+async def _upstream(request: web.Request, rel: str, raw: bytes, *, proxied: bool) -> web.StreamResponse:
+    """The upstream's answer (an unknown scenario's 400 too); ``slow-first-byte``: the upstream thinks first."""
+    spec, scenario = request.app[STATE].spec, request[SCENARIO_KEY]
+    reply = _unknown(request) or s.upstream_answer(spec, scenario, rel, request.method, raw)
+    wait = spec.first_byte_s if scenario == "slow-first-byte" else 0.0
+    if wait and (await _pause(request, wait) or request.transport is None or request.transport.is_closing()):
+        return web.Response(status=499)  # never written: aiohttp drops it quietly
+    return await _write(request, reply, proxied=proxied)
 
 
-@web.middleware
-async def _capacity(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                    ) -> web.StreamResponse:
-    """``concurrency-limited``: a chat request beyond ``max_concurrent`` in flight is answered as ``rate-limited``
-    (429 with Retry-After); the others count as in flight until their answer is written."""
-    if request[SCENARIO_KEY] != "concurrency-limited" or request.method != "POST" \
-            or not request.path.endswith("/chat/completions"):
-        return await handler(request)
-    in_flight = request.app[IN_FLIGHT_KEY]
-    if in_flight[0] >= request.app[SETTINGS_KEY].max_concurrent:
-        request[SCENARIO_KEY] = "rate-limited"
-        request[RECORD_KEY].extra["over_capacity"] = True
-        return await handler(request)
-    in_flight[0] += 1
-    try:
-        return await handler(request)
-    finally:
-        in_flight[0] -= 1
-
-
-@web.middleware
-async def _minimal_scenario(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                            ) -> web.StreamResponse:
-    """The minimal profile knows one scenario; naming another is a 400 ``unknown_scenario``, as on every
-    profile, so :func:`hermes_nb.target.emulator_evidence` tells it from a real upstream."""
-    name = (request.headers.get(SCENARIO_HEADER) or "").strip()
-    if name and name != "ok":
-        msg = f"Unknown emulator scenario {name!r} for the minimal profile. Known: ok"
-        return web.json_response(c.envelope(msg, "invalid_request_error", "unknown_scenario"), status=400)
-    return await handler(request)
-
-
-def _upstream_answer(settings: Settings, scenario: str, rel: str, method: str, raw: bytes) -> Reply:
-    """The upstream's answer: the OpenAI routes (:func:`upstream_reply`) and the Responses API (:mod:`.responses`),
-    stretched over time by the ``slow-answer`` scenario (:mod:`.trouble`)."""
-    if rel == RESPONSES_ROUTE:
-        reply = responses_reply(settings, scenario, raw) if method == "POST" else method_not_allowed(method)
-    else:
-        reply = upstream_reply(settings, scenario, rel, method, raw)
-    return stretch(reply, scenario, rel, settings.answer_s)
-
-
-def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]:
-    fronted = provider_info(settings.provider)
+def _proxy_routes(app: web.Application, spec: EmulatorSpec) -> None:
+    fronted = provider_info(spec.provider)
     assert fronted is not None
-    allowed_paths = fronted.allowed_paths
-    allowed = ", ".join(sorted(allowed_paths))
 
     async def health(request: web.Request) -> web.Response:
-        return web.json_response({
-            "status": "ok", "upstream": fronted.display_name, "authenticated": _scenario_of(request) != "auth-stale",
-        })
+        return web.json_response({"status": "ok", "upstream": fronted.display_name,
+                                  "authenticated": request[SCENARIO_KEY] != "auth-stale"})
 
-    async def forward(request: web.Request, rel: str, *, proxied: bool) -> web.StreamResponse:
-        """An allowed route on a proxy profile: credential state, body, the proxy's own faults, the upstream."""
-        scenario = _scenario_of(request)
-        if scenario == "auth-stale":
-            return _proxy_error(401, AUTH_STALE_MESSAGES[settings.provider], "upstream_auth_failed")
+    async def forward(request: web.Request, rel: str | None, path: str, *, proxied: bool) -> web.StreamResponse:
+        """A route of a proxy profile: allowed or not, credential state, body, the proxy's own faults, upstream."""
+        if rel not in fronted.allowed_paths:
+            allowed = ", ".join(sorted(fronted.allowed_paths))
+            return _proxy_error(404, f"Path {path} is not forwarded by this proxy. Allowed: {allowed}",
+                                "path_not_allowed")
+        if request[SCENARIO_KEY] == "auth-stale":
+            return _proxy_error(401, AUTH_STALE_MESSAGES[spec.provider], "upstream_auth_failed")
         raw = await _read_body(request)  # the real proxy reads the body before it calls the upstream
-        fault = _proxy_fault(scenario)
-        if fault is not None:
-            return fault
-        reply = _unknown_scenario(request) or _upstream_answer(settings, scenario, rel, request.method, raw)
-        return await answer(request, settings, scenario, reply, proxied=proxied)
+        if request[SCENARIO_KEY] in PROXY_FAULTS:
+            return _proxy_error(*PROXY_FAULTS[request[SCENARIO_KEY]])
+        return await _upstream(request, rel, raw, proxied=proxied)
 
     async def hermes_agent(request: web.Request) -> web.StreamResponse:
         rel = "/" + request.match_info.get("tail", "").lstrip("/")
-        if rel not in allowed_paths:
-            return _proxy_error(404, f"Path /v1{rel} is not forwarded by this proxy. Allowed: {allowed}",
-                                "path_not_allowed")
-        return await forward(request, rel, proxied=True)
+        return await forward(request, rel, f"/v1{rel}", proxied=True)
 
     async def seed(request: web.Request) -> web.StreamResponse:
         auth = request.headers.get("Authorization")
@@ -295,84 +281,204 @@ def _make_handlers(settings: Settings) -> dict[str, Callable[[web.Request], Awai
         if scheme.lower() != "bearer" or not value.strip():
             return _proxy_error(401, "Malformed Authorization header. Expected `Bearer <any value>`.",
                                 "invalid_authorization")
-        path = request.path
-        rel = path[3:] if path.startswith("/v1/") else None
-        if rel not in allowed_paths:
-            return _proxy_error(404, f"Path {path} is not forwarded by this proxy. Allowed: {allowed}",
-                                "path_not_allowed")
-        return await forward(request, rel, proxied=False)
+        rel = request.path[3:] if request.path.startswith("/v1/") else None
+        return await forward(request, rel, request.path, proxied=False)
 
     async def upstream(request: web.Request) -> web.StreamResponse:
-        path = request.path
-        if not path.startswith("/v1/"):
-            msg = f"Invalid URL ({request.method} {path})"
-            return web.json_response(c.envelope(msg, "invalid_request_error", None, with_param=True), status=404)
-        rel = path[3:]
-        raw = b""
-        if rel in UPSTREAM_ROUTES or (rel == RESPONSES_ROUTE and request.method == "POST"):
-            raw = await _read_body(request)
-        reply = _unknown_scenario(request) or _upstream_answer(settings, _scenario_of(request), rel,
-                                                               request.method, raw)
-        return await answer(request, settings, _scenario_of(request), reply, proxied=False)
+        if not request.path.startswith("/v1/"):
+            msg = f"Invalid URL ({request.method} {request.path})"
+            return web.json_response(s.envelope(msg, "invalid_request_error", None, with_param=True), status=404)
+        rel = request.path[3:]
+        read = rel in s.UPSTREAM_ROUTES or (rel == s.RESPONSES_ROUTE and request.method == "POST")
+        return await _upstream(request, rel, await _read_body(request) if read else b"", proxied=False)
 
-    return {"health": health, "hermes-agent": hermes_agent, "seed": seed, "upstream": upstream}
-
-
-def create_app(
-    *,
-    profile: str = "hermes-agent",
-    scenario: str = "ok",
-    seed: int = 0,
-    models: list[str] | tuple[str, ...] | None = None,
-    delay_s: float = 0.05,
-    retry_after: int = 2,
-    first_delta_s: float = 0.1,
-    token_interval_s: float = 0.01,
-    max_concurrent: int = 4,
-    requests: list[RecordedRequest] | None = None,
-    provider: str = "nous",
-    first_byte_s: float = 6.0,
-    answer_s: float = 25.0,
-    reasoning_tokens: int = 0,
-    stall_s: float = 0.0,
-    trailer_s: float = 0.0,
-    local_only: bool = False,
-) -> web.Application:
-    """Build the emulator application (not started). ``requests`` receives a :class:`RecordedRequest` per request.
-
-    ``provider``: what the proxy profiles front (``nous``, ``xai``: :data:`hermes_nb.core.providers.PROXY_PROVIDERS`);
-    ``local_only``: hermes-agent 0.22's guard before every route of a proxy profile.
-    """
-    check_profile(profile, scenario, provider)
-    model_ids = tuple(models) if models else c.MODELS_BY_PROVIDER[provider]
-    settings = Settings(profile=profile, scenario=scenario, seed=seed, models=model_ids, delay_s=delay_s,
-                        retry_after=retry_after, first_delta_s=first_delta_s, token_interval_s=token_interval_s,
-                        max_concurrent=max_concurrent, provider=provider, first_byte_s=first_byte_s,
-                        answer_s=answer_s, reasoning_tokens=reasoning_tokens, stall_s=stall_s, trailer_s=trailer_s)
-    max_size = UPSTREAM_MAX_BYTES if profile == "upstream" else MAX_REQUEST_BYTES
-    if profile == "minimal":
-        from .minimal import create_minimal_app
-
-        app = create_minimal_app(models=models, seed=seed, middlewares=[_observe, _minimal_scenario])
+    if spec.profile == "hermes-agent":
+        app.router.add_get("/health", health)
+        app.router.add_route("*", "/v1/{tail:.*}", hermes_agent)
     else:
-        guard = [_local_only] if local_only and profile in ("hermes-agent", "seed") else []
-        app = web.Application(client_max_size=max_size, middlewares=[_observe, *guard, _capacity])
-    app[SETTINGS_KEY] = settings
-    app[IN_FLIGHT_KEY] = [0]
-    app[REQUESTS_KEY] = requests if requests is not None else []
-    closing = asyncio.Event()
-    app[CLOSING_KEY] = closing
+        app.router.add_route("*", "/{tail:.*}", seed if spec.profile == "seed" else upstream)
 
-    async def _on_shutdown(_app: web.Application) -> None:
-        closing.set()
 
-    app.on_shutdown.append(_on_shutdown)
-    if profile == "minimal":
-        return app
-    handlers = _make_handlers(settings)
-    if profile == "hermes-agent":
-        app.router.add_get("/health", handlers["health"])
-        app.router.add_route("*", "/v1/{tail:.*}", handlers["hermes-agent"])
-    else:
-        app.router.add_route("*", "/{tail:.*}", handlers[profile])
+def _minimal_routes(app: web.Application, spec: EmulatorSpec) -> None:
+    """Two routes, aiohttp's defaults elsewhere; its own models (any is accepted and echoed), ids ``min-<n>``, no
+    ``system_fingerprint``; streams in CRLF with SSE comments. The text is ours (its sentinel block too)."""
+    names = tuple(spec.models) if spec.models else MINIMAL_MODELS
+    counter = itertools.count(1)
+    created = 1_700_000_000
+
+    async def models(request: web.Request) -> web.Response:
+        data = [{"id": name, "object": "model", "created": created, "owned_by": "minimal"} for name in names]
+        return web.json_response({"object": "list", "data": data})
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()  # raises 413 text/plain over 1 MiB
+        except (ValueError, UnicodeDecodeError):
+            return web.json_response({"error": {"message": "body is not JSON", "type": "invalid_request_error"}},
+                                     status=400)
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return web.json_response({"error": {"message": "messages is required", "type": "invalid_request_error"}},
+                                     status=400)
+        top = {"id": f"min-{next(counter)}", "object": "chat.completion", "created": created,
+               "model": str(body.get("model") or names[0])}
+        text = s.reply_text(spec.seed, body)
+        if not body.get("stream"):
+            return web.json_response({**top, "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                          "finish_reason": "stop"}],
+                                      "usage": s.usage_for(s.prompt_text(body), text)})
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            obj = {**top, "object": "chat.completion.chunk",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\r\n\r\n"
+
+        parts: list[s.Part] = [b": minimal upstream\r\n\r\n", chunk({"role": "assistant"})]
+        for piece in s.split_deltas(text):
+            parts += [b": keep-alive\r\n\r\n", chunk({"content": piece})]
+        parts += [chunk({}, "stop"), b"data: [DONE]\r\n\r\n"]
+        reply = s.Reply(200, "text/event-stream", parts, {"Cache-Control": "no-cache"}, streamed=True)
+        return await _write(request, reply, proxied=False)
+
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/chat/completions", chat)
+
+
+def create_app(spec: EmulatorSpec | None = None, **options: Any) -> web.Application:
+    """The emulator's application, not started: ``spec``, or its options as keywords (ValueError for a bad one)."""
+    spec = EmulatorSpec.of(**options) if spec is None else spec
+    max_size = {"minimal": MINIMAL_MAX_BYTES, "upstream": UPSTREAM_MAX_BYTES}.get(spec.profile, PROXY_MAX_REQUEST_BYTES)
+    app = web.Application(client_max_size=max_size, middlewares=[_observe, _gate])
+    (_minimal_routes if spec.profile == "minimal" else _proxy_routes)(app, spec)
+    app[STATE] = _State(spec, [], asyncio.Semaphore(spec.max_concurrent))
+    app.on_shutdown.append(app[STATE].shut)
     return app
+
+
+class _ServerThread(threading.Thread):
+    """An aiohttp app served on a listening socket, on an event loop of its own."""
+
+    def __init__(self, app: web.Application, sock: socket.socket) -> None:
+        super().__init__(name=f"hermes-nb-emulator-{sock.getsockname()[1]}", daemon=True)  # in its log records
+        self.app, self.sock = app, sock
+        self.loop = asyncio.new_event_loop()
+        self.stopping = asyncio.Event()
+
+    def run(self) -> None:
+        try:
+            self.loop.run_until_complete(self._serve())
+        finally:
+            self.loop.close()
+
+    async def _serve(self) -> None:
+        runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=2.0)
+        await runner.setup()
+        try:
+            await web.SockSite(runner, self.sock).start()
+            await self.stopping.wait()
+        finally:
+            await runner.cleanup()
+
+    def shutdown(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: stopped already
+            self.loop.call_soon_threadsafe(self.stopping.set)
+        self.join(10.0)
+
+
+class EmulatorHandle(EndpointHandle):
+    """A running emulator: the string value is the endpoint (``http://127.0.0.1:<port>/v1``); ``with`` closes it."""
+
+    base_url: str
+    host: str
+    port: int
+    profile: str
+    scenario: str
+    seed: int
+    #: what the proxy profiles front (``nous``, ``xai``)
+    provider: str
+    _log: list[RecordedRequest]
+    _thread: _ServerThread
+
+    def __repr__(self) -> str:
+        return f"EmulatorHandle({self.endpoint!r}, profile={self.profile!r}, scenario={self.scenario!r})"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:  # a snapshot
+        return list(self._log)
+
+    def clear(self) -> None:
+        self._log.clear()
+
+    def wait_for_requests(self, count: int, *, timeout: float = 5.0) -> list[RecordedRequest]:
+        """Poll (with a deadline) until ``count`` requests have finished; return them."""
+        deadline = time.monotonic() + timeout
+        while len(done := [r for r in self._log if r.status is not None]) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return done
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def close(self) -> None:
+        """Stop the server (idempotent); stalled streams are ended."""
+        self._thread.shutdown()
+        atexit.unregister(self.close)
+
+    def __enter__(self) -> EmulatorHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def serve_emulator(*, port: int = 0, **options: Any) -> EmulatorHandle:
+    """Start an emulator now, on a free loopback port unless ``port`` names one; ``options`` are
+    :class:`~hermes_nb.emulator.scenarios.EmulatorSpec`'s (``profile``, ``scenario``, ``seed``, ``models``,
+    ``provider``, ``delay_s``, ``retry_after``…; ValueError for a bad one, a host that is not loopback included).
+    :class:`~hermes_nb.core.errors.ProxyUnreachable` when it cannot listen."""
+    spec = EmulatorSpec.of(port=port, **options)
+    family = socket.AF_INET6 if ":" in spec.host else socket.AF_INET
+    try:  # listening before the thread starts: a request that comes first waits in the backlog
+        sock = socket.create_server((spec.host, port), family=family, reuse_port=spec.reuse_port)
+    except OSError as exc:
+        raise ProxyUnreachable(f"emulator could not listen on {spec.host}:{port}: {exc.strerror or exc}") from exc
+    thread = _ServerThread(app := create_app(spec), sock)
+    thread.start()
+    bound = sock.getsockname()[1]
+    base_url = f"http://[{spec.host}]:{bound}" if ":" in spec.host else f"http://{spec.host}:{bound}"
+    handle = EmulatorHandle(f"{base_url}/v1", base_url=base_url, host=spec.host, port=bound, profile=spec.profile,
+                            scenario=spec.scenario, seed=spec.seed, provider=spec.provider, _log=app[STATE].requests,
+                            _thread=thread)
+    atexit.register(handle.close)
+    return handle
+
+
+def run(spec: EmulatorSpec, *, line: Callable[[str], None], emit: Callable[[dict[str, Any]], None],
+        info: Callable[[str], None]) -> int:
+    """Serve until Ctrl-C/SIGTERM (exit 0): ``line`` gets the endpoint first, ``emit`` the JSON description,
+    ``info`` progress; one log line per request goes to stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("hermes-nb emulator: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with serve_emulator(**spec.model_dump()) as emu:
+            line(emu.endpoint)
+            emit({"endpoint": emu.endpoint, "base_url": emu.base_url, "port": emu.port, "profile": spec.profile,
+                  "provider": spec.provider, "scenario": spec.scenario, "seed": spec.seed, "models": list(spec.listed)})
+            info(f"hermes-nb emulator: {spec.profile} profile ({spec.provider}), scenario {spec.scenario}, "
+                 f"seed {spec.seed}; Ctrl-C to stop")
+            try:
+                emu._thread.join()
+            except KeyboardInterrupt:  # SIGINT and SIGTERM alike
+                info("hermes-nb emulator: stopping")
+    except ProxyUnreachable as exc:  # the port named is taken: a usage error here
+        reason = getattr(exc.__cause__, "strerror", None) or exc
+        raise ConfigError(f"cannot listen on {spec.host}:{spec.port}: {reason}") from exc
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        logger.removeHandler(handler)
+    return 0

@@ -184,7 +184,7 @@ def real_proxy(state: str = "live", *, provider: str = "nous", port: int = 0,
     """Run the real ``<hermes_bin> proxy start --provider <provider>`` in ``state``; yield a :class:`RigHandle`.
 
     In the live state ``upstream`` says what answers behind the proxy: ``emulator`` (the emulator's ``upstream``
-    profile, ``upstream_scenario``), ``minimal`` (:mod:`hermes_nb.emulator.minimal`) or a command line containing
+    profile, ``upstream_scenario``), ``minimal`` (the emulator's ``minimal`` profile) or a command line containing
     ``{port}`` that starts any OpenAI-compatible server on ``127.0.0.1:{port}`` (base path ``/v1``; stopped with
     the proxy). Raises :class:`RigError` (exit 3) when no hermes is found, when the proxy exits before it is ready
     (logged-out: "Not logged into …") or when ``/health`` does not answer within ``deadline_s``.

@@ -1,7 +1,7 @@
 """What answers behind the rig's live proxy: the emulator, the minimal upstream, or a server from a command.
 
 ``real_proxy(upstream=…)`` (:mod:`hermes_nb.rig.rig`) takes ``emulator`` (the emulator's
-``upstream`` profile), ``minimal`` (:mod:`hermes_nb.emulator.minimal`) or a command line with
+``upstream`` profile), ``minimal`` (the emulator's ``minimal`` profile) or a command line with
 ``{port}`` that starts any OpenAI-compatible server on ``127.0.0.1:{port}/v1`` (e.g. llmock from
 ``.venv-upstream``). A command upstream runs in the rig's temp home with a minimal environment, is
 ready once ``GET /v1/models`` gets any HTTP answer, and is stopped with the rig.
@@ -18,7 +18,7 @@ from typing import Any
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.model import EndpointHandle
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.emulator.content import MODELS_BY_PROVIDER
+from hermes_nb.emulator.scenarios import MODELS_BY_PROVIDER
 from hermes_nb.rig.executable import base_env, free_port, last_lines, stop_process, wait_until_answers
 
 __all__ = ["UPSTREAMS", "CommandUpstream", "upstream_command", "start_upstream"]

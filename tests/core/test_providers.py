@@ -28,7 +28,7 @@ from hermes_nb.core.providers import (
     start_hint,
 )
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.emulator.content import DEFAULT_MODELS
+from hermes_nb.emulator.scenarios import DEFAULT_MODELS
 from hermes_nb.proxy.check import resolve_model
 from hermes_nb.target import allowed_paths_of, detect_provider
 from tests.helpers import ROOT, run_smoke_on

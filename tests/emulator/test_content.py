@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_nb.emulator import SCENARIOS, content
-from hermes_nb.emulator.scenarios import RESET, STALL, UPSTREAM_ROUTES, Pause, Settings, upstream_reply
+from hermes_nb.emulator import SCENARIOS, scenarios
+from hermes_nb.emulator.scenarios import RESET, STALL, UPSTREAM_ROUTES, EmulatorSpec, Pause, upstream_answer
 from hermes_nb.wire.sentinel import extract_final_message
 
 JSONISH = st.recursive(
@@ -31,30 +31,36 @@ BODIES = st.one_of(
        scenario=st.sampled_from(SCENARIOS), raw=BODIES, seed=st.integers(0, 2**31))
 def test_upstream_answers_anything_without_crashing(route: str, method: str, scenario: str, raw: bytes,
                                                     seed: int) -> None:
-    reply = upstream_reply(Settings(seed=seed), scenario, route, method, raw)
+    reply = upstream_answer(EmulatorSpec(seed=seed), scenario, route, method, raw)
     assert reply.status in {200, 400, 401, 404, 429, 500, 502}
     assert all(isinstance(p, (bytes, Pause)) or p in (STALL, RESET) for p in reply.parts)
     if reply.status != 200:
         assert reply.content_type in ("application/json; charset=utf-8", "text/html") and not reply.streamed
-    assert upstream_reply(Settings(seed=seed), scenario, route, method, raw).parts == reply.parts  # deterministic
+    assert upstream_answer(EmulatorSpec(seed=seed), scenario, route, method, raw).parts == reply.parts  # deterministic
 
 
 @settings(max_examples=100, deadline=None)
 @given(prompt=st.text(max_size=200), seed=st.integers(0, 10**6))
 def test_reply_text_carries_one_extractable_sentinel(prompt: str, seed: int) -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": prompt}]}
-    text = content.reply_text(seed, body)
+    text = scenarios.reply_text(seed, body)
     final = extract_final_message(text)
     assert final is not None and final.startswith("Emulator run ")
-    assert extract_final_message(content.reply_text(seed, body, sentinel=False)) is None
-    assert "".join(content.split_deltas(text)) == text
-    assert content.reply_text(seed, body) == text
+    assert extract_final_message(scenarios.reply_text(seed, body, sentinel=False)) is None
+    assert "".join(scenarios.split_deltas(text)) == text
+    assert scenarios.reply_text(seed, body) == text
 
 
 def test_ids_and_created_depend_on_seed_and_body_only() -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
-    first = content.request_id("chatcmpl", 1, "/chat/completions", body)
-    assert first == content.request_id("chatcmpl", 1, "/chat/completions", dict(reversed(list(body.items()))))
-    assert first != content.request_id("chatcmpl", 2, "/chat/completions", body)
-    assert content.created_at(1) == content.created_at(1) != content.created_at(2)
-    assert content.BASE_CREATED <= content.created_at(1) < content.BASE_CREATED + 86_400
+
+    def chat_id(seed: int, request: dict[str, object]) -> str:
+        raw = json.dumps(request).encode()
+        reply = upstream_answer(EmulatorSpec(seed=seed), "ok", "/chat/completions", "POST", raw)
+        return str(json.loads(reply.parts[0])["id"])
+
+    first = chat_id(1, body)
+    assert first == chat_id(1, dict(reversed(list(body.items())))) and first.startswith("chatcmpl-emu")
+    assert first != chat_id(2, body)
+    assert scenarios.created_at(1) == scenarios.created_at(1) != scenarios.created_at(2)
+    assert scenarios.BASE_CREATED <= scenarios.created_at(1) < scenarios.BASE_CREATED + 86_400

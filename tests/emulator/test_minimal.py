@@ -7,7 +7,7 @@ import pytest
 
 from hermes_nb import HermesClient, HermesProxyRuntimeConfig
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.emulator.minimal import MINIMAL_MAX_BYTES, MINIMAL_MODELS
+from hermes_nb.emulator.app import MINIMAL_MAX_BYTES, MINIMAL_MODELS
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import aiohttp
 import httpx
 import pytest
 
-from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, content, create_app, serve_emulator
+from hermes_nb.emulator import SCENARIO_HEADER, EmulatorHandle, create_app, scenarios, serve_emulator
 
 SERVER = f"Python/{sys.version_info.major}.{sys.version_info.minor} aiohttp/{aiohttp.__version__}"
 JSON_CT = "application/json; charset=utf-8"
@@ -280,11 +280,11 @@ def test_upstream_records_the_forwarded_bearer_redacted(upstream: EmulatorHandle
 
 def test_models_embeddings_completions_shapes(agent: EmulatorHandle, http: httpx.Client) -> None:
     models = http.get(agent.endpoint + "/models").json()
-    assert [m["id"] for m in models["data"]] == list(content.DEFAULT_MODELS)
+    assert [m["id"] for m in models["data"]] == list(scenarios.DEFAULT_MODELS)
     assert all(m["object"] == "model" and isinstance(m["created"], int) for m in models["data"])
     emb = http.post(agent.endpoint + "/embeddings", json={"model": "m", "input": ["a", "b"]}).json()
     assert emb["object"] == "list" and [d["index"] for d in emb["data"]] == [0, 1]
-    assert len(emb["data"][0]["embedding"]) == content.EMBEDDING_DIM and emb["usage"]["total_tokens"] == 2
+    assert len(emb["data"][0]["embedding"]) == scenarios.EMBEDDING_DIM and emb["usage"]["total_tokens"] == 2
     b64 = http.post(agent.endpoint + "/embeddings",
                     json={"model": "m", "input": "a", "encoding_format": "base64"}).json()
     assert isinstance(b64["data"][0]["embedding"], str)
@@ -308,9 +308,9 @@ def test_output_is_deterministic_from_the_seed(http: httpx.Client) -> None:
         again = http.post(b.endpoint + "/chat/completions", json=CHAT).json()
     assert first == second
     assert first != other
-    assert chat["created"] == content.created_at(7) != content.created_at(8)
+    assert chat["created"] == scenarios.created_at(7) != scenarios.created_at(8)
     assert chat == again and chat["id"].startswith("chatcmpl-emu")
-    assert chat["choices"][0]["message"]["content"] in content.reply_text(7, CHAT)
+    assert chat["choices"][0]["message"]["content"] in scenarios.reply_text(7, CHAT)
 
 
 # --------------------------------------------------------------------------- the proxy's own 502/504

@@ -43,27 +43,6 @@ def test_handle_interface_and_clean_close() -> None:
         httpx.get(emu.endpoint + "/models", trust_env=False)
 
 
-def test_an_endpoint_handed_out_before_the_emulator_starts_is_answered_once_it_does() -> None:
-    """listen() first (the smoke hands the endpoint to a notebook at once); a request that comes before serve_emulator()
-    waits in the socket's backlog and gets its answer when the emulator starts on that socket."""
-    from hermes_nb.emulator.server import endpoint_of_socket, listen
-
-    sock = listen()
-    endpoint = endpoint_of_socket(sock)
-    port = sock.getsockname()[1]
-    assert endpoint == f"http://127.0.0.1:{port}/v1"
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as early:  # accepted by the backlog
-        early.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        with serve_emulator(sock=sock, profile="upstream") as emu:
-            assert (emu.endpoint, emu.port) == (endpoint, port)
-            reply = b""
-            while chunk := early.recv(65536):
-                reply += chunk
-        assert reply.startswith(b"HTTP/1.1 200") and b'"object":"list"' in reply.replace(b" ", b"")
-    with pytest.raises(ValueError, match="loopback"):
-        listen("0.0.0.0")
-
-
 def test_busy_port_raises_oserror() -> None:
     with serve_emulator() as emu, pytest.raises(OSError, match="could not listen"):
         serve_emulator(port=emu.port)

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from aiohttp import web
 from hermes_nb import HermesProxyRuntimeConfig, check
 from hermes_nb.cli import main
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.emulator.server import _ServerThread
+from hermes_nb.emulator.app import _ServerThread
 from hermes_nb.target import identify
 from tests.helpers import ROOT
 
@@ -35,11 +36,11 @@ def health_server() -> Iterator[str]:
                                   "version": "0.20.1"})
 
     app.router.add_get("/health", health)
-    thread = _ServerThread(app, "127.0.0.1", 0)
+    sock = socket.create_server(("127.0.0.1", 0))
+    thread = _ServerThread(app, sock)
     thread.start()
-    assert thread.ready.wait(10)
     try:
-        yield f"http://127.0.0.1:{thread.bound_port}/v1"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
     finally:
         thread.shutdown()
 

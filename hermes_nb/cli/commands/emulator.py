@@ -4,7 +4,8 @@ X-Hermes-Emulator-Scenario: <name> overrides --scenario. The first stdout line i
 from __future__ import annotations
 
 from hermes_nb.cli.output import Output
-from hermes_nb.emulator.foreground import EmulatorSpec, run
+from hermes_nb.emulator.app import run
+from hermes_nb.emulator.scenarios import EmulatorSpec
 
 HELP = "run the embedded Hermes proxy emulator in the foreground"
 SPEC = EmulatorSpec
