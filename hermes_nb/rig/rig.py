@@ -1,33 +1,11 @@
-"""The real ``hermes proxy start --provider nous|xai`` of any release, on loopback, with a throwaway ``HERMES_HOME``.
+"""The real ``hermes proxy start --provider nous|xai`` of any release on loopback, in a fresh temporary directory
+holding the child's ``HOME`` and ``HERMES_HOME`` (never ``~/.hermes``), with the auth store of a state
+(:mod:`hermes_nb.rig.world`): ``stale`` (every forwarded route 401 ``upstream_auth_failed``), ``live`` (forwards to a
+loopback upstream), ``logged-out`` (the proxy refuses to start) or ``challenge`` (a Nous free-tier guest).
 
-The proxy runs from its own virtual environment (hermes-agent pins its own pydantic, httpx and openai): the
-executable the caller names (``--hermes-bin``: ``hermes``, ``hermesx``…), else the one
-:func:`~hermes_nb.rig.executable.find_hermes_bin` finds. Each rig gets a fresh temporary directory holding the
-child's ``HOME``, ``HERMES_HOME`` and shared-auth directory, so the user's ``~/.hermes`` is never read or written.
-The auth store of each provider and state: :mod:`hermes_nb.rig.auth`.
-
-``stale``
-    credentials the proxy must refresh, and every refresh fails on this machine: every forwarded route answers 401
-    ``upstream_auth_failed`` (nous: the portal is a loopback port that refuses connections; xai: the token endpoint
-    is reached through the egress sink, which closes the connection).
-``live``
-    a usable token; the upstream (default: the emulator's ``upstream`` profile; or ``minimal``, or any
-    OpenAI-compatible server started from a command line) is on loopback: nous reads it from
-    ``NOUS_INFERENCE_BASE_URL``, xai from the credential's ``base_url``.
-``logged-out``
-    no ``auth.json``: ``hermes proxy start`` exits 2 ("Not logged into …") and :func:`real_proxy` raises
-    :class:`~hermes_nb.core.errors.RigError` with the provider's log-in command.
-``challenge`` (nous)
-    a free-tier guest whose credential exchange the fake portal answers with the browser challenge
-    (:class:`~hermes_nb.rig.egress.FakePortal`), as a desktop session (``HERMES_DESKTOP``); hermes-agent 0.22
-    answers every forwarded route 401 "… Finish the quick check in your browser, then try again."
-
-No request leaves the machine: the proxy variables of the child point at an egress sink on loopback
-(``RigHandle.egress`` lists what was attempted), the inference URL is loopback in every state, and a live rig is
-refused for a release whose proxy would ignore the loopback upstream (:func:`live_supported`). Readiness is a poll
-of ``GET /health`` under a deadline (an early exit is seen at once); the proxy and the upstream are stopped on
-exit, errors included. Anything shown from the child's log passes through the rig's
-:class:`~hermes_nb.core.redaction.Redactor` (it knows every auth-store secret).
+No request leaves the machine: the inference URL is loopback in every state, anything else ends at the egress sink,
+and a live rig is refused for a release whose proxy would ignore the loopback upstream. What the child logs is
+shown only through the rig's :class:`~hermes_nb.core.redaction.Redactor` (it knows every auth-store secret).
 """
 
 from __future__ import annotations
@@ -50,63 +28,62 @@ from pydantic import Field, model_validator
 from hermes_nb.core.config import Provider
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.handles import EndpointHandle
-from hermes_nb.core.providers import logged_out_hint, provider_info
+from hermes_nb.core.providers import PROXY_PROVIDERS, logged_out_hint, provider_info
 from hermes_nb.core.redaction import Redactor, auth_store_secrets
 from hermes_nb.core.spec import Opt, Spec, conflict
 from hermes_nb.emulator.scenarios import UPSTREAM_SCENARIOS
-from hermes_nb.rig.auth import STATES, auth_store_document, check_provider
-from hermes_nb.rig.egress import EgressSink, FakePortal, proxy_environment
 from hermes_nb.rig.executable import (
+    INSTALL_HINT,
     Install,
     base_env,
+    find_hermes_bin,
     free_port,
     install_of,
     last_lines,
     live_supported,
-    require_hermes_bin,
-    stop_process,
+    spawn,
     wait_until_answers,
 )
-from hermes_nb.rig.upstreams import UPSTREAMS, start_upstream, upstream_command
+from hermes_nb.rig.world import UPSTREAMS, EgressSink, FakePortal, auth_store_document, start_upstream, upstream_command
 
 __all__ = ["STATES", "RigHandle", "RigSpec", "child_environment", "real_proxy"]
+
+STATES: tuple[str, ...] = ("stale", "live", "logged-out", "challenge")
 
 
 def child_environment(root: Path, *, portal_url: str, inference_url: str, egress_url: str | None = None,
                       desktop_token: str | None = None) -> dict[str, str]:
-    """Minimal environment: PATH, a temp HOME/HERMES_HOME, the Hermes/Nous overrides the rig needs, the proxy
-    variables that send any off-machine call to the egress sink, and (``desktop_token``) a desktop session, which
-    is what lets a free-tier guest exchange its credential."""
+    """PATH, a temp HOME/HERMES_HOME, the overrides the rig needs; ``egress_url``: the proxy variables that send any
+    httpx/requests call off the machine to the sink; ``desktop_token``: a desktop session (a free-tier guest needs
+    one to exchange its credential)."""
     env = base_env() | {"HOME": str(root / "home"), "HERMES_HOME": str(root / "hermes-home"),
                         "HERMES_SHARED_AUTH_DIR": str(root / "shared"), "HERMES_PORTAL_BASE_URL": portal_url,
                         "TMPDIR": str(root / "tmp"), "NOUS_INFERENCE_BASE_URL": inference_url}
     if egress_url:
-        env |= proxy_environment(egress_url)
+        for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
+            env[name] = env[name.lower()] = egress_url
+        env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost,::1"
     if desktop_token:
         env |= {"HERMES_DESKTOP": "1", "HERMES_DASHBOARD_SESSION_TOKEN": desktop_token}
     return env
 
 
 class RigHandle(EndpointHandle):
-    """A running real proxy. The string value is the endpoint (``http://127.0.0.1:<port>/v1``), so
-    ``with real_proxy("live") as endpoint:`` works wherever an endpoint string does."""
+    """A running real proxy; the string is its endpoint (``with real_proxy("live") as endpoint:``)."""
 
     endpoint: str
     base_url: str
     port: int
     state: str
-    #: the executable and the release it belongs to
     install: Install
     log_path: Path
     startup_s: float
     process: subprocess.Popen[Any]
     redactor: Redactor
-    #: what answers behind the proxy in the live state: an emulator handle or a command upstream
+    #: what answers behind the live proxy (an emulator handle or a command upstream) and its kind
     upstream: Any = None
-    #: ``emulator`` | ``minimal`` | ``command`` (None outside the live state)
     upstream_kind: str | None = None
     provider: str = "nous"
-    #: the egress sink: what the proxy tried to send off the machine (``.attempts``)
     egress_sink: EgressSink | None = None
     #: the fake portal of the ``challenge`` state (``.attempts``: the exchanges it answered)
     portal: FakePortal | None = None
@@ -129,8 +106,8 @@ class RigHandle(EndpointHandle):
 
     @property
     def egress(self) -> list[str]:
-        """First request lines the proxy sent toward the outside world (each ended at the sink, locally)."""
-        return self.egress_sink.attempts if self.egress_sink is not None else []
+        """First request lines the proxy sent toward the outside world (each ended at the sink)."""
+        return list(self.egress_sink.attempts) if self.egress_sink is not None else []
 
     def log_text(self) -> str:
         """The child's output so far, redacted."""
@@ -140,7 +117,7 @@ class RigHandle(EndpointHandle):
             return ""
 
     def wait(self, timeout: float | None = None) -> int | None:
-        """Block until the proxy exits (or ``timeout``); its exit code, or None if still running."""
+        """The proxy's exit code once it exits (None: still running after ``timeout``)."""
         try:
             return self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -152,18 +129,12 @@ def _healthy(client: Any) -> bool:
     return answer.status == 200 and isinstance(answer.json_body, dict) and "status" in answer.json_body
 
 
-def _refusing_port(stack: ExitStack) -> int:
-    """A loopback port that refuses connections for the rig's lifetime (bound, never listening)."""
-    sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-    sock.bind(("127.0.0.1", 0))
-    return int(sock.getsockname()[1])
-
-
 def _check(state: str, provider: str, upstream: str, upstream_scenario: str, deadline_s: float) -> None:
     """Usage errors before anything starts."""
     if state not in STATES:
         raise RigError(f"unknown rig state {state!r}; choose one of {', '.join(STATES)}")
-    check_provider(provider)
+    if provider not in PROXY_PROVIDERS:
+        raise RigError(f"unknown rig provider {provider!r}; choose one of {', '.join(PROXY_PROVIDERS)}")
     if state == "challenge" and provider != "nous":
         raise UsageError("the challenge state is Nous Portal's free tier: use --provider nous")
     if state == "live" and upstream_scenario not in UPSTREAM_SCENARIOS:
@@ -183,15 +154,15 @@ def real_proxy(state: str = "live", *, provider: str = "nous", port: int = 0,
                upstream: str = "emulator", deadline_s: float = 30.0, keep_dir: bool = False) -> Iterator[RigHandle]:
     """Run the real ``<hermes_bin> proxy start --provider <provider>`` in ``state``; yield a :class:`RigHandle`.
 
-    In the live state ``upstream`` says what answers behind the proxy: ``emulator`` (the emulator's ``upstream``
-    profile, ``upstream_scenario``), ``minimal`` (:mod:`hermes_nb.emulator.minimal`) or a command line containing
-    ``{port}`` that starts any OpenAI-compatible server on ``127.0.0.1:{port}`` (base path ``/v1``; stopped with
-    the proxy). Raises :class:`RigError` (exit 3) when no hermes is found, when the proxy exits before it is ready
-    (logged-out: "Not logged into …") or when ``/health`` does not answer within ``deadline_s``.
-    """
+    ``upstream`` (live): ``emulator`` (its ``upstream`` profile playing ``upstream_scenario``), ``minimal``, or a
+    command line with ``{port}`` starting an OpenAI-compatible server on ``127.0.0.1:{port}/v1``. Raises
+    :class:`RigError` (exit 3) when no hermes is found, the proxy exits before it is ready (logged-out: "Not logged
+    into …") or ``/health`` does not answer within ``deadline_s``."""
     _check(state, provider, upstream, upstream_scenario, deadline_s)
-    install = install_of(require_hermes_bin(hermes_bin))
-    binary = install.bin
+    binary = find_hermes_bin(hermes_bin)
+    if binary is None:
+        raise RigError(INSTALL_HINT)
+    install = install_of(binary)
     if state == "live" and live_supported(binary, provider) is False:
         ignored = "ignores NOUS_INFERENCE_BASE_URL (https allowlist only)" if provider == "nous" else \
             "ignores the credential's base_url"
@@ -203,13 +174,15 @@ def real_proxy(state: str = "live", *, provider: str = "nous", port: int = 0,
             stack.callback(shutil.rmtree, root, True)
         for sub in ("home", "hermes-home", "shared", "tmp"):
             (root / sub).mkdir(mode=0o700)
-        refusing = f"http://127.0.0.1:{_refusing_port(stack)}"
+        refusing = stack.enter_context(socket.socket())  # bound, never listening: refuses every connection
+        refusing.bind(("127.0.0.1", 0))
+        refusing_url = f"http://127.0.0.1:{refusing.getsockname()[1]}"
         portal = stack.enter_context(FakePortal()) if state == "challenge" else None
         sink = stack.enter_context(EgressSink())
         behind = (start_upstream(stack, upstream, upstream_scenario, root=root, deadline_s=deadline_s,
                                  provider=provider) if state == "live" else None)
-        upstream_url = str(behind.endpoint) if behind is not None else f"{refusing}/v1"
-        portal_url = portal.url if portal is not None else refusing
+        upstream_url = str(behind.endpoint) if behind is not None else f"{refusing_url}/v1"
+        portal_url = portal.url if portal is not None else refusing_url
         document = auth_store_document(state, provider=provider, base_url=upstream_url, portal_url=portal_url)
         desktop = secrets.token_urlsafe(18) if state == "challenge" else None
         redactor = Redactor([*(auth_store_secrets(document) if document else ()), *filter(None, [desktop])])
@@ -218,20 +191,15 @@ def real_proxy(state: str = "live", *, provider: str = "nous", port: int = 0,
             store.write_text(json.dumps(document, indent=2), "utf-8")
             store.chmod(0o600)
         env = child_environment(root, portal_url=portal_url, egress_url=sink.url, desktop_token=desktop,
-                                inference_url=upstream_url if provider == "nous" else f"{refusing}/v1")
+                                inference_url=upstream_url if provider == "nous" else f"{refusing_url}/v1")
         log_path = root / "proxy.log"
         attempts = 1 if port else 3
         for attempt in range(attempts):
             chosen = port or free_port()
             base_url = f"http://127.0.0.1:{chosen}"
             started = time.monotonic()
-            with log_path.open("ab") as log:
-                proc = subprocess.Popen(
-                    [str(binary), "proxy", "start", "--provider", provider, "--host", "127.0.0.1",
-                     "--port", str(chosen)],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                    cwd=root / "home", start_new_session=True)
-            stack.callback(stop_process, proc)
+            proc = spawn(stack, [str(binary), "proxy", "start", "--provider", provider, "--host", "127.0.0.1",
+                                 "--port", str(chosen)], log_path=log_path, env=env, cwd=root / "home", what="proxy")
             if wait_until_answers(proc, f"{base_url}/v1", _healthy, deadline_s=deadline_s,
                                   what=f"`{install.executable} proxy start` did not answer GET /health"):
                 break
