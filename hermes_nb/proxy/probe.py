@@ -1,14 +1,6 @@
-"""The seed's wire-format spike as code: probe every route, the auth handoff, the admission layer and the failure
-shapes.
-
-:func:`probe` reproduces seed §3–5 and §11 against one endpoint and returns a
-:class:`~hermes_nb.proxy.report.WireReport`. Every request goes through
-:meth:`hermes_nb.wire.client.HermesClient.request` (the one request builder); bodies ask for ``max_tokens`` 8 so
-probing stays cheap. HTTP and network failures never raise: an unreachable, hanging or wrong endpoint gives a
-report whose routes say what happened, within the overall deadline. What it sends is
-:mod:`hermes_nb.proxy.report`'s (routes, auth and admission cases); the releases the answers match are
-:func:`hermes_nb.proxy.contracts.behaves_as`'.
-"""
+"""The seed's wire-format spike as code: every route, the auth handoff, the admission layer and the failure shapes of
+one endpoint, through :meth:`hermes_nb.wire.client.HermesClient.request`, with cheap bodies (``max_tokens`` 8). HTTP
+and network failures never raise: the routes of the report say what happened, within the overall deadline."""
 
 from __future__ import annotations
 
@@ -42,7 +34,6 @@ from hermes_nb.proxy.report import (
     floor_missing,
     report_state,
     report_warnings,
-    response_headers,
     server_product,
     sse_events,
     stream_failure_shape,
@@ -93,7 +84,7 @@ def _result(spec: RouteSpec, ex: Exchange, elapsed: float, redactor: Redactor) -
         body_kind=kind, body_excerpt=excerpt, json_keys=keys,
         outcome=route_outcome(ex, root=spec.root, expect_sse=spec.sse),
         answered_by=answered_by(ex, root=spec.root), ended=ended(ex), floor_missing=floor_missing(spec.name, ex),
-        server=response_headers(ex).get("server"),
+        server=ex.server,
         transport_error=ex.transport_error.kind if ex.transport_error else None,
         done=ex.done if spec.sse and ex.streamed else None, sse_events=sse_events(ex),
         retry_after_s=ex.retry_after_s, elapsed_s=round(elapsed, 3),
@@ -101,7 +92,6 @@ def _result(spec: RouteSpec, ex: Exchange, elapsed: float, redactor: Redactor) -
 
 
 def _case(case: str, header: str, ex: Exchange | None, *, root: bool, unsent: str = "deadline") -> AuthCase:
-    """One request of the auth handoff or the admission layer: the header sent and what came back."""
     if ex is None:
         return AuthCase(case=case, header=header, transport_error=unsent)
     env = ex.envelope
@@ -126,9 +116,8 @@ def _body(kind: str | None, model: str, config: HermesProxyRuntimeConfig) -> Any
 
 def probe_config(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = None, model: str | None = None,
                  headers: dict[str, str] | None = None) -> HermesProxyRuntimeConfig:
-    """The config the probe sends with: ``target``'s (a resolved config) or, for a bare endpoint, the
-    placeholders (bearer ``probe``, :data:`~hermes_nb.core.facts.DEFAULT_MODEL`); bodies kept cheap
-    (``max_tokens`` 8, temperature 0, unstreamed unless a route streams). Arguments win."""
+    """``target``'s config (for a bare endpoint: bearer ``probe``, the default model), bodies kept cheap; arguments
+    win."""
     if isinstance(target, str):
         base: dict[str, Any] = {"endpoint": target, "model": DEFAULT_MODEL, "auth_token": "probe"}
     else:
@@ -143,17 +132,13 @@ def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = No
           transport: httpx.BaseTransport | None = None, budget_s: float = ProbeSpec.model_fields["budget_s"].default,
           request_budget_s: float = ProbeSpec.model_fields["request_budget_s"].default,
           headers: dict[str, str] | None = None, provider: str | None = None, executable: str = "hermes") -> WireReport:
-    """Probe ``target`` (a resolved runtime config, or an endpoint ``http://host:port/v1``) with
-    :func:`probe_config`'s config; never raises for HTTP/network failures.
+    """Probe ``target`` (a resolved runtime config, or an endpoint ``http://host:port/v1``).
 
-    First whether hermes_nb's upstream answers (the report's ``upstream_known``), then
-    the proxy's own routes, the forwarded ones (once one gets no answer, or no whole answer, within
-    ``request_budget_s`` the rest are ``skipped``: ``upstream_slow``), the auth handoff and the admission cases, all
-    within ``budget_s`` (what it cannot afford is ``skipped``). ``provider``: the one expected (a mismatch warns);
-    ``executable``: the name hints give the operator's ``hermes``. Raises ConfigError for an invalid endpoint URL,
-    UsageError for a budget that is not positive.
-    """
-    ProbeSpec.build(budget_s=budget_s, request_budget_s=request_budget_s)  # the spec's checks, once
+    First whether hermes_nb's upstream answers (``upstream_known``), then the proxy's own routes, the forwarded ones
+    (once one gets no whole answer within ``request_budget_s``, the rest are skipped: ``upstream_slow``), the auth
+    handoff and the admission cases, all within ``budget_s``. ``provider``: the one expected (a mismatch warns);
+    ``executable``: the name hints use. Raises ConfigError for an invalid endpoint, UsageError for a bad budget."""
+    ProbeSpec.build(budget_s=budget_s, request_budget_s=request_budget_s)  # the spec's checks
 
     config = probe_config(target, auth_token=auth_token, model=model, headers=headers)
     endpoint, model, auth_token = config.endpoint, config.model, config.auth_token.get_secret_value()
@@ -176,7 +161,7 @@ def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = No
                                 root=spec.root, deadline_s=allowed, sse=spec.sse, headers=sent or None)
             owner = answered_by(ex, root=spec.root)
             if owner is not None:
-                seen[owner].update(response_headers(ex))
+                seen[owner].update(ex.headers)
             return ex, time.monotonic() - t0
 
         # hermes_nb's upstream (behind the proxy, or the emulator itself) names the scenarios it plays: only then are
@@ -254,9 +239,9 @@ def _headers(headers: dict[str, str], prefix: str | None = None) -> list[str]:
 
 def spike_contract(target: Target, config: HermesProxyRuntimeConfig, given: str | None = None, *,
                    package: str | None = None) -> tuple[str | None, Target]:
-    """The contract a smoke's spike compares with, and the target with its release told: ``given`` (``--contract``);
-    a known release's own (the rig's, ``--hermes-bin``'s: ``package``); for a live proxy of unknown release, probed
-    once, the newest it behaves as (its release: ``contract match``), else the closest. hermes_nb's emulator: none."""
+    """The contract a smoke's spike compares with, and the target with its release told: ``given``; a known
+    release's own (``package``: the rig's, ``--hermes-bin``'s); for a live proxy of unknown release, probed once, the
+    newest it behaves as (its release: ``contract match``), else the closest. The emulator: none."""
     if given:
         return given, target
     if package and target.release != UNKNOWN:

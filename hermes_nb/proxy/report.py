@@ -1,6 +1,6 @@
-"""The probe's records: what it sends (routes, auth and admission cases), what it saw, and the report-level facts
-read from them (proxy state, bearer requirement, stream-failure shape, warnings). No IO; the card is
-:mod:`hermes_nb.views`'. The outcome vocabulary: docs/wire-contract.md."""
+"""The probe's records: what it sends (routes, auth and admission cases), what it saw, the drift from a contract, and
+the report-level facts read from them. No IO; the cards are :mod:`hermes_nb.views`'. The outcome vocabulary and who
+owns a field: docs/wire-contract.md."""
 
 from __future__ import annotations
 
@@ -14,20 +14,18 @@ from pydantic import Field, PrivateAttr
 from hermes_nb.core.model import Shown, StrictModel
 from hermes_nb.core.providers import start_hint
 from hermes_nb.core.records import Exchange
-from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, Owner
 from hermes_nb.wire.reading import RouteOutcome
 
 __all__ = ["RouteSpec", "ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "ADMISSION_CASES", "STREAM_VARIANTS", "RouteResult",
-           "AuthCase", "WireReport", "ProxyState", "RATE_LIMIT_HEADER_RE", "server_product",
-           "floor_missing", "sse_events", "response_headers", "stream_failure_shape", "bearer_required", "report_state",
-           "report_warnings"]
-
-UNKNOWN_V1_PATH = "/hermes-nb-probe/unknown"
+           "AuthCase", "WireReport", "ProxyState", "Owner", "Drift", "DriftList", "NotJudged", "NotJudgedReason", "fmt",
+           "RATE_LIMIT_HEADER_RE", "server_product", "floor_missing", "sse_events", "stream_failure_shape",
+           "bearer_required", "report_state", "report_warnings"]
 
 
 @dataclass(frozen=True)
 class RouteSpec:
-    """One probed route. ``path`` is relative to the endpoint, or to its origin when ``root``."""
+    """One probed route. ``path`` is relative to the endpoint, or to its origin when ``root``; ``variant`` tells
+    routes with one method and path apart; ``scenario``: what it asks of the upstream (a foreign one ignores it)."""
 
     name: str
     method: str
@@ -35,9 +33,7 @@ class RouteSpec:
     root: bool = False
     body: str | None = None
     sse: bool = False
-    #: tells routes with the same method and path apart in drift lines
     variant: str = ""
-    #: the emulator scenario asked of the upstream (an upstream variant; a foreign upstream ignores the header)
     scenario: str | None = None
 
     @property
@@ -55,7 +51,7 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("root", "GET", "/", root=True),
     RouteSpec("v1_health", "GET", "/health"),
     # a streaming request the proxy itself refuses: the shape of a proxy-layer stream failure
-    RouteSpec("unknown_v1", "POST", UNKNOWN_V1_PATH, body="chat_stream", sse=True),
+    RouteSpec("unknown_v1", "POST", "/hermes-nb-probe/unknown", body="chat_stream", sse=True),
     RouteSpec("chat", "POST", "/chat/completions", body="chat"),
     RouteSpec("chat_stream", "POST", "/chat/completions", body="chat_stream", sse=True, variant="stream"),
     # hermes_nb's upstream ends this stream with a finish_reason and no [DONE]: does the proxy add one?
@@ -71,22 +67,26 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("responses_stream", "POST", "/responses", body="responses_stream", sse=True, variant="stream"),
 )
 LABELS = {spec.name: spec.label for spec in ROUTES}
-#: the routes the proxy answers itself, never its upstream
 LOCAL_ROUTES = frozenset({"health", "root", "v1_health", "unknown_v1"})
-#: the upstream scenarios the stream-variant routes ask for: an upstream that plays them is hermes_nb's
+#: an upstream that plays these scenarios is hermes_nb's
 STREAM_VARIANTS = tuple(s.scenario for s in ROUTES if s.scenario)
-#: auth handoff cases on ``GET /v1/models``: header value sent (False = no header)
+#: the auth handoff on ``GET /v1/models``: the header sent (False: none)
 AUTH_CASES: tuple[tuple[str, bool | str], ...] = (
     ("none", False), ("malformed", "Basic cHJvYmU6cHJvYmU="), ("bearer", True))
-#: the admission layer, on ``GET /health``: a request a browser or a foreign name would send (``{port}``: the
-#: endpoint's). A local-only proxy (hermes-agent 0.22) refuses each with 403 ``host_not_allowed`` /
-#: ``origin_not_allowed``; older ones answer 200.
+#: the admission layer on ``GET /health``: what a browser or a foreign name sends (``{port}``: the endpoint's). A
+#: local-only proxy (hermes-agent 0.22) refuses each with 403 ``host_not_allowed`` / ``origin_not_allowed``.
 ADMISSION_CASES: tuple[tuple[str, str, str], ...] = (
     ("host", "Host", "127.1:{port}"), ("origin", "Origin", "http://evil.example"),
     ("fetch_site", "Sec-Fetch-Site", "cross-site"))
 
 StreamShape = Literal["json", "sse", "text", "none"]
 ProxyState = Literal["stale", "live", "unreachable", "not_local", "unknown"]
+#: who a contract field describes: the proxy (drift), whatever upstream answers behind it, or nobody can tell
+Owner = Literal["proxy", "upstream", "unknown"]
+#: why a field was not judged: nothing answered, the local-only guard refused everything; the upstream was slow, down
+#: (the proxy's own 502/504) or rate-limited; the probe's overall deadline ran out first
+NotJudgedReason = Literal["unreachable", "not_local", "upstream_slow", "upstream_down", "rate_limited",
+                          "probe_deadline"]
 _FAILURE_SHAPES: dict[str, StreamShape] = {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text",
                                            "html": "text"}
 _CHAT_FLOOR = ("choices", "created", "id", "model", "object")
@@ -95,6 +95,60 @@ OPENAI_FLOOR: dict[str, tuple[str, ...]] = {
     "chat": _CHAT_FLOOR, "chat_large": _CHAT_FLOOR, "completions": _CHAT_FLOOR, "embeddings": ("data", "object"),
     "models": ("data", "object"), "responses": ("id", "object", "output", "status")}
 RATE_LIMIT_HEADER_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    return "[" + ", ".join(str(v) for v in value) + "]" if isinstance(value, list) else str(value)
+
+
+class Drift(Shown, StrictModel):
+    """A difference from a contract; only a proxy-owned one is drift, the others are information."""
+
+    field: str
+    expected: Any = None
+    observed: Any = None
+    owner: Owner = "proxy"
+
+    def __str__(self) -> str:
+        return f"{self.field}: {fmt(self.expected)} → {fmt(self.observed)}"
+
+    def _repr_text_(self) -> str:
+        return f"Drift({self})"
+
+
+class NotJudged(StrictModel):
+    """A contract field (or a whole route) left out of the judgement: the upstream's trouble is not drift."""
+
+    field: str
+    reason: NotJudgedReason
+    detail: str = ""
+    retry_after_s: float | None = None
+
+    def __str__(self) -> str:
+        return f"{self.field}: not judged ({self.reason}{': ' + self.detail if self.detail else ''})"
+
+
+class DriftList(Shown, list["Drift"]):
+    """The drift from a contract (``contract``: its ``target``): a list that displays itself."""
+
+    def __init__(self, items: Any = (), contract: str | None = None) -> None:
+        super().__init__(items)
+        self.contract = contract
+
+    @property
+    def headline(self) -> str:
+        """``no drift vs <contract>`` or ``drift: N proxy-owned lines vs <contract>``."""
+        against = f" vs {self.contract}" if self.contract else ""
+        if not self:
+            return f"no drift{against}"
+        return f"drift: {len(self)} proxy-owned line{'s' if len(self) != 1 else ''}{against}"
+
+    def _repr_text_(self) -> str:
+        if not self:
+            return f"{self.headline}: the proxy matches the recorded wire contract"
+        return f"{self.headline}:\n" + "\n".join(f"  {d}" for d in self)
 
 
 def server_product(server: str | None) -> str | None:
@@ -133,13 +187,8 @@ def sse_events(ex: Exchange) -> list[str] | None:
     return names
 
 
-def response_headers(ex: Exchange) -> dict[str, str]:
-    return {k.lower(): v for k, v in ex.headers.items()}
-
-
 def stream_failure_shape(results: list[RouteResult]) -> StreamShape:
-    """How the proxy answers a streaming request it fails itself (only its own answers count): one JSON body, SSE,
-    text, or none seen."""
+    """How the proxy answers a streaming request it fails itself (only its own answers count)."""
     for name in ("chat_stream", "unknown_v1"):
         r = next((x for x in results if x.name == name), None)
         if r is None or r.status is None or 200 <= r.status < 300 or r.answered_by == "upstream":
@@ -160,9 +209,8 @@ def bearer_required(cases: list[AuthCase]) -> bool | None:
 
 
 def report_state(results: list[RouteResult]) -> ProxyState:
-    """``stale``/``live`` from the chat and models routes; ``unreachable``; ``not_local`` (the local-only guard
-    refused everything); else ``unknown``. ``live``: the proxy relayed both to its upstream and the chat answer is
-    a 2xx JSON body (``/v1/models`` may answer anything the upstream likes)."""
+    """``stale``/``live`` from the chat and models routes (``live``: both relayed, the chat answer a 2xx);
+    ``unreachable``; ``not_local`` (the local-only guard refused everything); else ``unknown``."""
     answered = [r for r in results if r.status is not None]
     if not answered:
         return "unreachable"
@@ -215,23 +263,16 @@ class RouteResult(StrictModel):
     body_kind: str = "none"
     #: first line of a non-JSON body (e.g. ``404: Not Found``)
     body_excerpt: str | None = None
-    #: sorted top-level keys of a JSON object body
     json_keys: list[str] | None = None
     outcome: RouteOutcome = "skipped"
-    #: who answered: the proxy itself, or the upstream it relayed (None: no HTTP answer)
     answered_by: Owner | None = None
-    #: how the body ended: ``clean``, or the transport failure that cut it (None: no HTTP answer)
+    #: ``clean``, or the transport failure that cut the body
     ended: str | None = None
-    #: OpenAI floor keys missing from a 2xx JSON answer (None: not a 2xx JSON answer of a floor route)
     floor_missing: list[str] | None = None
     server: str | None = None
-    #: transport failure kind when there was no HTTP answer
     transport_error: str | None = None
-    #: ``data: [DONE]`` seen (streams)
     done: bool | None = None
-    #: the stream's shape: each event name once, in order (:func:`sse_events`; None: not a stream)
     sse_events: list[str] | None = None
-    #: Retry-After of the answer, seconds (a 429 says when to come back)
     retry_after_s: float | None = None
     elapsed_s: float = 0.0
 
@@ -253,7 +294,6 @@ class AuthCase(StrictModel):
 
 class WireReport(Shown, StrictModel):
     endpoint: str
-    #: stale (forwarded routes answer upstream_auth_failed), live (they answer 2xx), unreachable, not_local, unknown
     state: ProxyState = "unknown"
     reachable: bool = False
     routes: list[RouteResult] = Field(default_factory=list)
@@ -261,44 +301,36 @@ class WireReport(Shown, StrictModel):
     admission: list[AuthCase] = Field(default_factory=list)
     #: hermes_nb's upstream answers (it plays the stream variants): relayed streams are then the proxy's to judge
     upstream_known: bool | None = None
-    #: None when it could not be told (endpoint unreachable)
     bearer_required: bool | None = None
     stream_failure_shape: StreamShape = "none"
     server: str | None = None
     #: product names without versions (``Python aiohttp``): what contracts compare
     server_product: str | None = None
-    #: CORS / rate-limit header names on the proxy's own answers
+    #: CORS / rate-limit header names on the proxy's own answers, and on relayed ones
     cors_headers: list[str] = Field(default_factory=list)
     rate_limit_headers: list[str] = Field(default_factory=list)
-    #: the same on relayed answers (the upstream's headers pass through the proxy)
     relayed_cors_headers: list[str] = Field(default_factory=list)
     relayed_rate_limit_headers: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-    #: differences from a contract on proxy-owned fields (these fail the probe)
+    #: differences on proxy-owned fields (they fail the probe), on the others (information), what was not judged
     drift: list[Drift] = Field(default_factory=list)
-    #: differences on fields the proxy does not own (the upstream's, or nobody can tell): information
     upstream_differences: list[Drift] = Field(default_factory=list)
-    #: what could not be judged, and why (the upstream was slow, down or rate-limited; the proxy unreachable)
     not_judged: list[NotJudged] = Field(default_factory=list)
-    #: the provider the proxy fronts (``nous``, ``xai``): ``/health``'s ``upstream``, else the allowed paths
+    #: the provider the proxy fronts, where that came from, ``/health``'s ``upstream`` verbatim
     provider: str | None = None
-    #: where :attr:`provider` came from (``/health``, ``path_not_allowed``, ``config``)
     provider_source: str | None = None
-    #: ``/health``'s ``upstream`` verbatim (the provider's display name)
     upstream: str | None = None
     #: the paths the proxy says it forwards (from a ``path_not_allowed`` envelope)
     allowed_paths: list[str] | None = None
-    #: the release under test and where that came from (``0.22.2.post1 (--hermes-bin …)``), when told
+    #: the release under test and where that came from (``0.22.2.post1 (--hermes-bin …)``)
     release: str | None = None
-    #: the contract drift and upstream differences were judged against (its ``target``; None: not compared)
+    #: the contract's ``target`` (None: not compared)
     contract: str | None = None
-    #: the one thing the operator does (start the proxy, fix the endpoint, re-run later); None when nothing
+    #: the one thing the operator does (start the proxy, fix the endpoint, re-run later)
     action: str | None = None
-    #: the recorded contracts this proxy answers exactly like (the releases it behaves as)
+    #: the recorded releases this proxy answers exactly like
     matches: list[str] = Field(default_factory=list)
     elapsed_s: float = 0.0
-
-    #: stream timelines of the streamed routes (:class:`~hermes_nb.views.timeline.StreamTimeline` dicts), not dumped
     _timelines: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
 
     def route(self, name: str) -> RouteResult | None:
@@ -306,7 +338,7 @@ class WireReport(Shown, StrictModel):
 
     @property
     def timelines(self) -> dict[str, dict[str, Any]]:
-        """Route name → the timing marks of its stream (the probe fills it; not part of ``--json``)."""
+        """Route name → the timing marks of its stream (not part of ``--json``)."""
         return self._timelines
 
     def _repr_text_(self) -> str:
@@ -342,5 +374,5 @@ class WireReport(Shown, StrictModel):
         return line + (f"; {len(self.not_judged)} not judged ({reasons})" if self.not_judged else "")
 
     def summary(self) -> dict[str, Any]:
-        """The ``--json`` object: routes, bearer_required, stream_failure_shape, server, drift, …"""
+        """The ``--json`` object."""
         return self.model_dump(mode="json")
