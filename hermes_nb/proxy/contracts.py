@@ -280,54 +280,43 @@ def judge(report: WireReport, contract: Mapping[str, Any], *,
     name, section = _pick_state(report, contract, state)
     drift = [Drift(field="state", expected=name, observed=report.state)] if (
         report.state != name and report.state in ("stale", "live")) else []
-    observed = contract_section(report)
-    skipped = _section_not_judged(section, observed, report)
-    return drift + section_diff(section, observed, skip={n.field for n in skipped}), skipped
+    skipped = _not_judged(section, report)
+    return drift + section_diff(section, contract_section(report), skip={n.field for n in skipped}), skipped
 
 
-def _why_not(exp: Mapping[str, Any], got: Mapping[str, Any],
-             retry: float | None) -> tuple[NotJudgedReason, str] | None:
-    """``(reason, detail)`` when an observed answer cannot judge the expected one."""
-    if got.get("outcome") == "skipped" and got.get("transport_error") != "upstream_slow":
+def _why_not(exp: Mapping[str, Any], got: Any) -> tuple[NotJudgedReason, str] | None:
+    """``(reason, detail)`` when an observed answer (a route or an auth case) cannot judge the expected one (the
+    proxy's own answer: always judged)."""
+    if got.outcome == "skipped" and got.transport_error != "upstream_slow":
         return "probe_deadline", "not sent: the probe's overall deadline ran out"
     if exp.get("answered_by") != "upstream":
-        return None  # the proxy's own answer: always judged
-    codes = ErrorEnvelope(type=got.get("error_type"), code=got.get("error_code")).codes
-    if got.get("answered_by") == "proxy" and codes & UPSTREAM_DOWN_CODES:
-        return "upstream_down", f"the proxy answered {got.get('status')} {got.get('error_type')}: " \
-                                f"{got.get('error_message') or ''}".rstrip(": ")
-    if got.get("status") == 429 or codes & RATE_LIMIT_CODES:
-        return "rate_limited", f"HTTP {got.get('status')} from the upstream" + (
-            f"; Retry-After {retry:g} s" if retry is not None else "")
-    if got.get("outcome") == "skipped":
+        return None
+    code = getattr(got, "error_code", None)
+    codes = ErrorEnvelope(type=got.error_type, code=code).codes
+    if got.answered_by == "proxy" and codes & UPSTREAM_DOWN_CODES:
+        message = message_template(got.error_type, getattr(got, "error_message", None))
+        return "upstream_down", f"the proxy answered {got.status} {got.error_type}: {message or ''}".rstrip(": ")
+    if got.status == 429 or codes & RATE_LIMIT_CODES:
+        return "rate_limited", f"HTTP {got.status} from the upstream" + (
+            f"; Retry-After {got.retry_after_s:g} s" if got.retry_after_s is not None else "")
+    if got.outcome == "skipped":
         return "upstream_slow", "not sent: the upstream was too slow for an earlier forwarded request"
-    if got.get("outcome") == "timeout":
-        return "upstream_slow", f"no answer within the probe's per-request deadline ({got.get('transport_error')})"
-    if got.get("ended") in ("deadline", "read_timeout"):
-        return "upstream_slow", f"the answer did not end within the probe's per-request deadline ({got.get('ended')})"
+    if got.outcome == "timeout":
+        return "upstream_slow", f"no answer within the probe's per-request deadline ({got.transport_error})"
+    if (cut := getattr(got, "ended", None)) in ("deadline", "read_timeout"):
+        return "upstream_slow", f"the answer did not end within the probe's per-request deadline ({cut})"
     return None
 
 
-def _section_not_judged(section: Mapping[str, Any], observed: Mapping[str, Any],
-                        report: WireReport) -> list[NotJudged]:
-    """The entries of ``section`` (expected) that ``observed`` (``contract_section(report)``) cannot judge."""
-    out: list[NotJudged] = []
-    obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
-    results = {r.name: r for r in report.routes}
-    pairs: list[tuple[str, Mapping[str, Any], dict[str, Any] | None, float | None]] = []
-    for exp in section.get("routes", []):
-        got, result = obs_routes.get(exp.get("name")), results.get(exp.get("name"))
-        if got is not None and result is not None:
-            pairs.append((f"routes[{LABELS.get(exp['name'], exp['name'])}]", exp,
-                          {**got, "transport_error": result.transport_error}, result.retry_after_s))
-    cases = {c.case: c for c in report.auth}
-    for case, exp in (section.get("auth") or {}).items():
-        if (seen := cases.get(case)) is not None:
-            pairs.append((f"auth[{case}]", exp, seen.model_dump(), seen.retry_after_s))
-    for field, exp, got, retry in pairs:
-        if (why := _why_not(exp, got or {}, retry)) is not None:
-            out.append(NotJudged(field=field, reason=why[0], detail=why[1],
-                                 retry_after_s=retry if why[0] == "rate_limited" else None))
+def _not_judged(section: Mapping[str, Any], report: WireReport) -> list[NotJudged]:
+    """The entries of ``section`` (expected) that ``report`` cannot judge."""
+    routes, cases = {r.name: r for r in report.routes}, {c.case: c for c in report.auth}
+    pairs: list[tuple[str, Any, Any]] = [(f"routes[{LABELS.get(e['name'], e['name'])}]", e, routes.get(e["name"]))
+                                         for e in section.get("routes", [])]
+    pairs += [(f"auth[{case}]", e, cases.get(case)) for case, e in (section.get("auth") or {}).items()]
+    out = [NotJudged(field=field, reason=why[0], detail=why[1],
+                     retry_after_s=got.retry_after_s if why[0] == "rate_limited" else None)
+           for field, exp, got in pairs if got is not None and (why := _why_not(exp, got)) is not None]
     if report.bearer_required is None and any(n.field.startswith("auth[") for n in out):
         out.append(NotJudged(field="bearer_required", reason=next(n.reason for n in out if n.field.startswith("auth[")),
                              detail="the auth cases it is told from were not judged"))

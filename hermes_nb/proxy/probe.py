@@ -4,6 +4,8 @@ and network failures never raise: the routes of the report say what happened, wi
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from typing import Annotated, Any, Literal
 
@@ -12,6 +14,7 @@ from pydantic import Field
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig, merge_runtime_config
 from hermes_nb.core.facts import CONNECT_TIMEOUT_S, DEFAULT_MODEL
+from hermes_nb.core.providers import start_hint
 from hermes_nb.core.records import Exchange
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
@@ -23,20 +26,14 @@ from hermes_nb.proxy.report import (
     ADMISSION_CASES,
     AUTH_CASES,
     LOCAL_ROUTES,
-    RATE_LIMIT_HEADER_RE,
     ROUTES,
     STREAM_VARIANTS,
     AuthCase,
+    ProxyState,
     RouteResult,
     RouteSpec,
+    StreamShape,
     WireReport,
-    bearer_required,
-    floor_missing,
-    report_state,
-    report_warnings,
-    server_product,
-    sse_events,
-    stream_failure_shape,
 )
 from hermes_nb.target import PROBE_SCENARIO, UNKNOWN, Target, allowed_paths_of, detect_provider
 from hermes_nb.wire.client import HermesClient
@@ -46,6 +43,15 @@ from hermes_nb.wire.reading import answered_by, body_kind, ended, hint, read, ro
 __all__ = ["ProbeSpec", "probe", "probe_config", "spike_contract"]
 
 _CLI = frozenset({"cli"})
+LARGE_BODY_BYTES = 1_500_000
+_FAILURE_SHAPES: dict[str, StreamShape] = {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text",
+                                           "html": "text"}
+_CHAT_FLOOR = ("choices", "created", "id", "model", "object")
+#: the OpenAI floor: top-level keys every OpenAI-compatible 2xx JSON answer of a route carries
+OPENAI_FLOOR: dict[str, tuple[str, ...]] = {
+    "chat": _CHAT_FLOOR, "chat_large": _CHAT_FLOOR, "completions": _CHAT_FLOOR, "embeddings": ("data", "object"),
+    "models": ("data", "object"), "responses": ("id", "object", "output", "status")}
+RATE_LIMIT_HEADER_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
 
 
 class ProbeSpec(ConfigOptions):
@@ -66,7 +72,100 @@ class ProbeSpec(ConfigOptions):
     scenario: Annotated[str, Opt(faces=frozenset({"magic", "notebook"}))] = Field(
         "ok", description="the embedded emulator's scenario (only when no endpoint is configured)")
 
-LARGE_BODY_BYTES = 1_500_000
+
+def server_product(server: str | None) -> str | None:
+    """``Python/3.11 aiohttp/3.14.5`` → ``Python aiohttp`` (the versions are the install's, not the proxy's)."""
+    names = [tok.split("/", 1)[0] for tok in (server or "").split() if tok and not tok.startswith("(")]
+    return " ".join(names) or None
+
+
+def floor_missing(name: str, ex: Exchange) -> list[str] | None:
+    """The OpenAI floor keys a 2xx JSON answer of ``name`` lacks ([] = all there; None = not applicable)."""
+    floor = OPENAI_FLOOR.get(name)
+    if floor is None or not ex.ok_status or ex.streamed or not isinstance(ex.json_body, dict):
+        return None
+    return sorted(set(floor) - set(ex.json_body))
+
+
+def sse_events(ex: Exchange) -> list[str] | None:
+    """Each event name of a stream once, in order: ``event:``, else the data's ``type``/``object``; ``[DONE]``."""
+    if not ex.streamed:
+        return None
+    names: list[str] = []
+    for ev in ex.events:
+        data = ev.data.strip()
+        try:
+            body = json.loads(data) if data.startswith("{") else None
+        except ValueError:
+            body = None
+        typed = body.get("type") or body.get("object") if isinstance(body, dict) else None
+        name = ev.event if ev.event and ev.event != "message" else "[DONE]" if data.startswith("[DONE]") else typed
+        if isinstance(name, str) and name and name not in names:
+            names.append(name)
+    return names
+
+
+def stream_failure_shape(results: list[RouteResult]) -> StreamShape:
+    """How the proxy answers a streaming request it fails itself (only its own answers count)."""
+    for name in ("chat_stream", "unknown_v1"):
+        r = next((x for x in results if x.name == name), None)
+        if r is None or r.status is None or 200 <= r.status < 300 or r.answered_by == "upstream":
+            continue
+        return _FAILURE_SHAPES.get(r.body_kind, "none")
+    return "none"
+
+
+def bearer_required(cases: list[AuthCase]) -> bool | None:
+    """True when a missing/malformed header is refused where ``Bearer`` is not; None when untold."""
+    by = {c.case: c for c in cases}
+    bearer, none = by.get("bearer"), by.get("none")
+    if bearer is None or none is None or bearer.status is None or none.status is None:
+        return None
+    return any(c is not None and c.status in (401, 403) and c.answered_by != "upstream"
+               and (c.status, c.error_type) != (bearer.status, bearer.error_type)
+               for c in (none, by.get("malformed")))
+
+
+def report_state(results: list[RouteResult]) -> ProxyState:
+    """``stale``/``live`` from the chat and models routes (``live``: both relayed, the chat answer a 2xx);
+    ``unreachable``; ``not_local`` (the local-only guard refused everything); else ``unknown``."""
+    answered = [r for r in results if r.status is not None]
+    if not answered:
+        return "unreachable"
+    if all(r.outcome == "not_local" for r in answered):
+        return "not_local"
+    forwarded = [r for r in results if r.name in ("chat", "models")]
+    if forwarded and all(r.outcome == "auth_failed" for r in forwarded):
+        return "stale"
+    chat = next((r for r in forwarded if r.name == "chat"), None)
+    if (chat is not None and chat.outcome == "forwarded" and chat.status is not None and 200 <= chat.status < 300
+            and all(r.answered_by == "upstream" for r in forwarded)):
+        return "live"
+    return "unknown"
+
+
+def report_warnings(report: WireReport) -> list[str]:
+    """One line per problem a human should look at (hanging, unreachable, missing /v1, HTML)."""
+    out: list[str] = []
+    outcomes = {r.outcome for r in report.routes}
+    if not report.reachable and outcomes <= {"timeout", "skipped"}:
+        out.append(f"{report.endpoint} accepts connections but never answers: the endpoint hangs")
+    elif not report.reachable:
+        first = report.routes[0] if report.routes else None
+        why = first.transport_error if first else "no answer"
+        out.append(f"endpoint unreachable ({why}) at {report.endpoint}: {start_hint(report.provider)}")
+    elif all(r.outcome == "not_found" for r in report.routes if r.name in ("chat", "models", "completions")):
+        out.append("every forwarded route answered a plain 404: does the endpoint miss its /v1 base path?")
+    if any(r.body_kind == "html" for r in report.routes):
+        out.append("the endpoint answers HTML: is this a Hermes proxy?")
+    slow = [r.name for r in report.routes if r.transport_error == "upstream_slow"]
+    if report.reachable and ("timeout" in outcomes or slow):
+        out.append("some requests timed out: the endpoint hangs or is very slow"
+                   + (f" (its upstream did not answer in time; not sent after that: {', '.join(slow)})"
+                      if slow else ""))
+    if "skipped" in outcomes:
+        out.append("the probe deadline ran out before every route was probed")
+    return out
 
 
 def _result(spec: RouteSpec, ex: Exchange, elapsed: float, redactor: Redactor) -> RouteResult:

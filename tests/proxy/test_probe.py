@@ -30,8 +30,8 @@ from hermes_nb.proxy.contracts import (
     message_template,
     resolve_contract,
 )
-from hermes_nb.proxy.probe import probe
-from hermes_nb.proxy.report import ROUTES, Drift, server_product
+from hermes_nb.proxy.probe import probe, server_product
+from hermes_nb.proxy.report import ROUTES, Drift
 from hermes_nb.wire.reading import answered_by, ended, route_outcome
 from tests.helpers import ROOT
 
@@ -467,7 +467,7 @@ def test_answered_by_table(kwargs: dict, root: bool, expected: str | None) -> No
 
 
 def test_floor_missing_and_ended() -> None:
-    from hermes_nb.proxy.report import floor_missing
+    from hermes_nb.proxy.probe import floor_missing
 
     ok = _exchange(200, "application/json", json_body={"id": "x", "object": "chat.completion", "model": "m",
                                                          "choices": []})
@@ -481,7 +481,8 @@ def test_floor_missing_and_ended() -> None:
 
 
 def test_stream_failure_shape_and_bearer_count_only_the_proxys_own_answers() -> None:
-    from hermes_nb.proxy.report import AuthCase, RouteResult, bearer_required, stream_failure_shape
+    from hermes_nb.proxy.probe import bearer_required, stream_failure_shape
+    from hermes_nb.proxy.report import AuthCase, RouteResult
 
     relayed = RouteResult(name="chat_stream", method="POST", path="/v1/chat/completions", status=400,
                           body_kind="text", answered_by="upstream")
