@@ -168,26 +168,20 @@ def report_warnings(report: WireReport) -> list[str]:
     return out
 
 
-def _result(spec: RouteSpec, ex: Exchange, elapsed: float, redactor: Redactor) -> RouteResult:
-    env = ex.envelope
-    kind = body_kind(ex)
-    excerpt = None
-    if kind in ("text", "html"):
-        excerpt = redactor.text((ex.body_text or "").strip().splitlines()[0][:120])
-    keys = sorted(ex.json_body) if isinstance(ex.json_body, dict) else None
+def _result(spec: RouteSpec, ex: Exchange, redactor: Redactor) -> RouteResult:
+    env, kind = ex.envelope, body_kind(ex)
     return RouteResult(
         name=spec.name, method=spec.method, path=httpx.URL(ex.request.url).path or "/",
         status=ex.status, content_type=ex.content_type,
         error_type=env.type if env else None, error_code=env.code_str if env else None,
-        error_message=redactor.text(env.message) if env and env.message else None,
-        body_kind=kind, body_excerpt=excerpt, json_keys=keys,
+        error_message=redactor.text(env.message) if env and env.message else None, body_kind=kind,
+        body_excerpt=redactor.text((ex.body_text or "").strip().splitlines()[0][:120]) if kind in ("text", "html")
+        else None, json_keys=sorted(ex.json_body) if isinstance(ex.json_body, dict) else None,
         outcome=route_outcome(ex, root=spec.root, expect_sse=spec.sse),
         answered_by=answered_by(ex, root=spec.root), ended=ended(ex), floor_missing=floor_missing(spec.name, ex),
-        server=ex.server,
-        transport_error=ex.transport_error.kind if ex.transport_error else None,
+        server=ex.server, transport_error=ex.transport_error.kind if ex.transport_error else None,
         done=ex.done if spec.sse and ex.streamed else None, sse_events=sse_events(ex),
-        retry_after_s=ex.retry_after_s, elapsed_s=round(elapsed, 3),
-    )
+        retry_after_s=ex.retry_after_s, elapsed_s=round(ex.timings.total_s, 3))
 
 
 def _case(case: str, header: str, ex: Exchange | None, *, root: bool, unsent: str = "deadline") -> AuthCase:
@@ -200,17 +194,14 @@ def _case(case: str, header: str, ex: Exchange | None, *, root: bool, unsent: st
                     retry_after_s=ex.retry_after_s)
 
 
-def _body(kind: str | None, model: str, config: HermesProxyRuntimeConfig) -> Any:
+def _body(kind: str | None, config: HermesProxyRuntimeConfig) -> Any:
     if kind in ("chat", "chat_stream", "chat_large"):
         text = "Reply with: pong" if kind != "chat_large" else "Reply with: pong. " + "x" * LARGE_BODY_BYTES
         return chat_request_body(config, [{"role": "user", "content": text}], stream=kind == "chat_stream")
-    if kind == "completions":
-        return {"model": model, "prompt": "ping", "max_tokens": config.max_tokens}
-    if kind == "embeddings":
-        return {"model": model, "input": "ping"}
     if kind in ("responses", "responses_stream"):
         return responses_request_body(config, "Reply with: pong", stream=kind == "responses_stream")
-    return None
+    return {"completions": {"model": config.model, "prompt": "ping", "max_tokens": config.max_tokens},
+            "embeddings": {"model": config.model, "input": "ping"}}.get(kind or "")
 
 
 def probe_config(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = None, model: str | None = None,
@@ -238,102 +229,82 @@ def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = No
     handoff and the admission cases, all within ``budget_s``. ``provider``: the one expected (a mismatch warns);
     ``executable``: the name hints use. Raises ConfigError for an invalid endpoint, UsageError for a bad budget."""
     ProbeSpec.build(budget_s=budget_s, request_budget_s=request_budget_s)  # the spec's checks
-
     config = probe_config(target, auth_token=auth_token, model=model, headers=headers)
-    endpoint, model, auth_token = config.endpoint, config.model, config.auth_token.get_secret_value()
-    redactor = Redactor(config.secrets())
-    started = time.monotonic()
-    results: list[RouteResult] = []
-    cases: list[AuthCase] = []
-    seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}
+    endpoint, redactor, started = config.endpoint, Redactor(config.secrets()), time.monotonic()
+    report = WireReport(endpoint=endpoint)
+    seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}  # header names, by who answered
+    exchanges: dict[str, Exchange] = {}
     connect_s = min(CONNECT_TIMEOUT_S, request_budget_s)
     with HermesClient(config, transport=transport, connect_timeout_s=connect_s) as client:
 
-        def call(spec: RouteSpec, auth: bool | str = True,
-                 extra: dict[str, str] | None = None) -> tuple[Exchange | None, float]:
-            t0 = time.monotonic()
-            allowed = min(request_budget_s, started + budget_s - t0)
+        def call(spec: RouteSpec, auth: bool | str = True, extra: dict[str, str] | None = None) -> Exchange | None:
+            allowed = min(request_budget_s, started + budget_s - time.monotonic())
             if allowed <= 0.05:
-                return None, 0.0
-            sent = {**({SCENARIO_HEADER: spec.scenario} if spec.scenario and known else {}), **(extra or {})}
-            ex = client.request(spec.method, spec.path, json=_body(spec.body, model, config), auth=auth,
-                                root=spec.root, deadline_s=allowed, sse=spec.sse, headers=sent or None)
-            owner = answered_by(ex, root=spec.root)
-            if owner is not None:
+                return None
+            sent = {**({SCENARIO_HEADER: spec.scenario} if spec.scenario and report.upstream_known else {}),
+                    **(extra or {})}
+            ex = client.request(spec.method, spec.path, json=_body(spec.body, config), auth=auth, root=spec.root,
+                                deadline_s=allowed, sse=spec.sse, headers=sent or None)
+            if (owner := answered_by(ex, root=spec.root)) is not None:
                 seen[owner].update(ex.headers)
-            return ex, time.monotonic() - t0
+            return ex
 
         # hermes_nb's upstream (behind the proxy, or the emulator itself) names the scenarios it plays: only then are
         # the stream variants asked for (a stale proxy never forwards the question)
-        known: bool | None = None
         models = next(s for s in ROUTES if s.name == "models")
-        asked, _ = call(models, extra={SCENARIO_HEADER: PROBE_SCENARIO})
-        if asked is not None and asked.status is not None:
+        if (asked := call(models, extra={SCENARIO_HEADER: PROBE_SCENARIO})) is not None and asked.status is not None:
             env = asked.envelope
-            known = (asked.status == 400 and env is not None and env.code_str == "unknown_scenario"
-                     and all(v in (env.message or "") for v in STREAM_VARIANTS))
-        timelines: dict[str, dict[str, Any]] = {}
-        exchanges: dict[str, Exchange] = {}
+            report.upstream_known = (asked.status == 400 and env is not None and env.code_str == "unknown_scenario"
+                                     and all(v in (env.message or "") for v in STREAM_VARIANTS))
         slow: str | None = None  # the forwarded route the upstream did not answer, or finish, in time
-        allowed: list[str] | None = None  # what the proxy says it forwards (its first path_not_allowed)
         for spec in ROUTES:
-            forwarded = spec.name not in LOCAL_ROUTES and (allowed is None or spec.path in allowed)
-            spare = forwarded and slow is not None
-            ex, took = (None, 0.0) if spare else call(spec)
-            if ex is None:
-                results.append(RouteResult(name=spec.name, method=spec.method, path=spec.display_path,
-                                           outcome="skipped", transport_error="upstream_slow" if spare else "deadline"))
+            forwarded = spec.name not in LOCAL_ROUTES and (report.allowed_paths is None
+                                                           or spec.path in report.allowed_paths)
+            if (ex := None if forwarded and slow else call(spec)) is None:
+                report.routes.append(RouteResult(name=spec.name, method=spec.method, path=spec.display_path,
+                                                 outcome="skipped",
+                                                 transport_error="upstream_slow" if forwarded and slow else "deadline"))
                 continue
             exchanges[spec.name] = ex
-            results.append(_result(spec, ex, took, redactor))
-            if allowed is None and results[-1].outcome == "path_not_allowed":
-                allowed = allowed_paths_of(results[-1].error_message)
+            report.routes.append(result := _result(spec, ex, redactor))
+            if report.allowed_paths is None and result.outcome == "path_not_allowed":
+                report.allowed_paths = allowed_paths_of(result.error_message)
             if ex.streamed and ex.events:
-                timelines[spec.name] = StreamTimeline.from_exchange(ex).to_dict()
+                report.timelines[spec.name] = StreamTimeline.from_exchange(ex).to_dict()
             cut = ex.transport_error is not None and ex.transport_error.kind in ("read_timeout", "deadline")
-            if forwarded and cut and any(r.status is not None for r in results):
+            if forwarded and cut and any(r.status is not None for r in report.routes):
                 slow = spec.name  # the proxy answers, its upstream not (or not all) in time: spare the rest
         for case, auth in AUTH_CASES:
-            shown = ("(none)" if auth is False
-                     else "Bearer " + auth_token if auth is True else auth.split(" ")[0] + " <redacted>")
-            cases.append(_case(case, redactor.text(shown), None if slow else call(models, auth)[0], root=False,
-                               unsent="upstream_slow" if slow else "deadline"))
+            shown = ("(none)" if auth is False else "Bearer " + config.auth_token.get_secret_value() if auth is True
+                     else auth.split(" ")[0] + " <redacted>")
+            report.auth.append(_case(case, redactor.text(shown), None if slow else call(models, auth), root=False,
+                                     unsent="upstream_slow" if slow else "deadline"))
         port = httpx.URL(endpoint).port or 80
-        admission = [_case(which, f"{name}: {value.format(port='<port>')}",
-                           call(ROUTES[0], False, {name: value.format(port=port)})[0], root=True)
-                     for which, name, value in ADMISSION_CASES]
-    health = next((r for r in results if r.name == "health" and r.server), None)
-    server = health.server if health else next((r.server for r in results if r.server), None)
+        report.admission = [_case(which, f"{name}: {value.format(port='<port>')}",
+                                  call(ROUTES[0], False, {name: value.format(port=port)}), root=True)
+                            for which, name, value in ADMISSION_CASES]
+    results = report.routes
+    report.server = next((r.server for r in results if r.name == "health" and r.server), None) or next(
+        (r.server for r in results if r.server), None)
     refused = next((r.error_message for r in results if r.outcome == "path_not_allowed" and r.error_message), None)
-    health_ex = exchanges.get("health")
-    facts = detect_provider(health=health_ex.json_body if health_ex is not None and health_ex.status == 200 else None,
+    health = exchanges.get("health")
+    facts = detect_provider(health=health.json_body if health is not None and health.status == 200 else None,
                             allowed_message=refused, configured=provider or config.provider, executable=executable)
-    report = WireReport(
-        endpoint=endpoint, routes=results, auth=cases, admission=admission, upstream_known=known,
-        reachable=any(r.status is not None for r in results),
-        bearer_required=bearer_required(cases), stream_failure_shape=stream_failure_shape(results),
-        server=server, server_product=server_product(server),
-        cors_headers=_headers(seen["proxy"], "access-control-"), rate_limit_headers=_headers(seen["proxy"]),
-        relayed_cors_headers=_headers(seen["upstream"], "access-control-"),
-        relayed_rate_limit_headers=_headers(seen["upstream"]),
-        elapsed_s=round(time.monotonic() - started, 3),
-        provider=facts.provider, provider_source=facts.source, upstream=facts.upstream,
-        allowed_paths=allowed_paths_of(refused),
-    )
-    report.timelines.update(timelines)
-    report.state = report_state(results)
+    report.provider, report.provider_source, report.upstream = facts.provider, facts.source, facts.upstream
+    report.reachable = any(r.status is not None for r in results)
+    report.bearer_required, report.stream_failure_shape = bearer_required(report.auth), stream_failure_shape(results)
+    report.server_product, report.state = server_product(report.server), report_state(results)
+    for prefix, owner in (("", "proxy"), ("relayed_", "upstream")):
+        setattr(report, f"{prefix}cors_headers", sorted(h for h in seen[owner] if h.startswith("access-control-")))
+        setattr(report, f"{prefix}rate_limit_headers", sorted(h for h in seen[owner] if RATE_LIMIT_HEADER_RE.match(h)))
     first = next((exchanges[r.name] for r in results if r.name in exchanges and (
         r.outcome in ("unreachable", "timeout", "transport_error", "not_local"))), None)
     if first is not None and report.state in ("unreachable", "not_local"):
         report.action = hint(read(first, endpoint), endpoint=endpoint, provider=report.provider, executable=executable)
     report.warnings = report_warnings(report) + facts.warnings
     report.matches = behaves_as(report)
+    report.elapsed_s = round(time.monotonic() - started, 3)
     return report
-
-
-def _headers(headers: dict[str, str], prefix: str | None = None) -> list[str]:
-    """The CORS (``prefix``) or rate-limit header names among ``headers``."""
-    return sorted(h for h in headers if (h.startswith(prefix) if prefix else RATE_LIMIT_HEADER_RE.match(h)))
 
 
 def spike_contract(target: Target, config: HermesProxyRuntimeConfig, given: str | None = None, *,
