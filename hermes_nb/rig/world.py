@@ -41,23 +41,22 @@ def unsigned_jwt(**claims: Any) -> str:
 
 
 def auth_store_document(state: str, *, provider: str = "nous", base_url: str = "http://127.0.0.1:9/v1",
-                        portal_url: str = "http://127.0.0.1:9", ttl_s: int = 86_400) -> dict[str, Any] | None:
+                        portal_url: str = "http://127.0.0.1:9") -> dict[str, Any] | None:
     """The ``auth.json`` of ``provider`` in ``state`` (hermes-agent's layout), fresh random tokens; None: logged out.
 
-    live: a JWT valid for ``ttl_s`` (beyond xAI's proactive refresh). stale: one the proxy must refresh first (nous:
+    live: a JWT valid for a day (beyond xAI's proactive refresh). stale: one the proxy must refresh first (nous:
     not a JWT; xai: expired an hour ago), and every refresh fails on this machine. challenge: a Nous free-tier guest
     whose key expired long ago. xai's pooled credential sends to ``base_url``; nous reads its env instead."""
     if state == "logged-out":
         return None
     now, refresh = datetime.now(UTC), f"rig-refresh-{secrets.token_urlsafe(18)}"
-    exp = now + (timedelta(seconds=ttl_s) if state == "live" else -timedelta(hours=1))
+    exp = now + timedelta(hours=24 if state == "live" else -1)
     claims = {"sub": "hermes-nb-rig", "iat": int(now.timestamp()), "exp": int(exp.timestamp()),
               "jti": secrets.token_hex(12)}
     if provider == "xai":
         entry = {"id": f"rig{secrets.token_hex(3)}", "label": "hermes-nb-rig", "auth_type": "oauth", "priority": 0,
                  "source": "manual", "access_token": unsigned_jwt(**claims), "refresh_token": refresh,
-                 "base_url": base_url,
-                 "expires_at": exp.isoformat()}
+                 "base_url": base_url, "expires_at": exp.isoformat()}
         return {"version": 1, "providers": {}, "credential_pool": {auth_store_id("xai"): [entry]}}
     if state == "challenge":
         key = unsigned_jwt(sub="hermes-nb-rig", scope=_SCOPE, account_tier="anonymous", exp=1577836800,

