@@ -32,15 +32,15 @@ __all__ = ["FORMAT", "ROUTE_FIELDS", "ENV_CONTRACTS_DIR", "message_template", "c
 FORMAT = "hermes-nb.wire-contract/2"
 ENV_CONTRACTS_DIR = ENV_PREFIX + "CONTRACTS_DIR"
 #: per-route fields a contract compares (``json_keys``: the contract's keys must be present)
-ROUTE_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
-                "body_excerpt", "json_keys", "outcome", "answered_by", "ended", "floor_missing", "sse_events")
+ROUTE_FIELDS: tuple[str, ...] = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
+                                "body_excerpt", "json_keys", "outcome", "answered_by", "ended", "floor_missing",
+                                "sse_events")
 #: route fields that describe the upstream when the proxy relayed the answer (``answered_by: upstream``)
 RELAYED_FIELDS = tuple(f for f in ROUTE_FIELDS if f not in ("answered_by", "ended", "floor_missing"))
 #: relayed fields the proxy may rewrite (it appends ``[DONE]``): its own when hermes_nb's upstream answered
 STREAM_FIELDS = ("sse_events",)
-AUTH_FIELDS = ("status", "error_type", "outcome", "answered_by")
-AUTH_RELAYED_FIELDS = ("status", "error_type", "outcome")
-ADMISSION_FIELDS = ("status", "error_type", "outcome")
+ADMISSION_FIELDS = AUTH_RELAYED_FIELDS = ("status", "error_type", "outcome")
+AUTH_FIELDS = (*ADMISSION_FIELDS, "answered_by")
 #: section-level fields and their owners
 TOP_OWNERS: dict[str, Owner] = {
     **dict.fromkeys(("provider", "bearer_required", "stream_failure_shape", "server_product", "cors_headers",
@@ -50,17 +50,17 @@ TOP_OWNERS: dict[str, Owner] = {
 _WRAPPING = frozenset({"upstream_auth_failed", "upstream_unreachable", "upstream_timeout", "proxy_error"})
 _LOOPBACK_PORT = re.compile(r"\b(127\.0\.0\.1|localhost|\[::1\]):\d+")
 _LIST_FIELDS = frozenset(f for f in TOP_OWNERS if f.endswith("_headers"))
+_PROVIDER_SUFFIX = re.compile(f"-({'|'.join(PROXY_PROVIDERS)})$")
 
 
 def owners(fields: tuple[str, ...], relayed_fields: tuple[str, ...], answered: Any,
            stream_owner: Owner = "unknown") -> dict[str, list[str]]:
     """The owner tags of one entry: the proxy's, except the relayed fields of an answer the upstream gave (its stream
     fields: ``stream_owner``'s)."""
-    relayed = {f: ("upstream" if f not in STREAM_FIELDS else stream_owner)
-               for f in fields if answered == "upstream" and f in relayed_fields}
-    tags: dict[str, list[str]] = {"proxy": [f for f in fields if f not in relayed], "upstream": []}
-    for field, owner in relayed.items():
-        tags.setdefault(owner, []).append(field)
+    tags: dict[str, list[str]] = {"proxy": [], "upstream": []}
+    for f in fields:
+        relayed = answered == "upstream" and f in relayed_fields
+        tags.setdefault("proxy" if not relayed else stream_owner if f in STREAM_FIELDS else "upstream", []).append(f)
     return tags
 
 
@@ -158,25 +158,21 @@ def user_contracts_dir() -> Path:
 
 def _sibling(path: Path, provider: str | None) -> Path:
     """The file of ``provider`` in the set ``path`` belongs to (``x.json`` ↔ ``x-xai.json``), else ``path``."""
-    stem = path.stem
-    for p in PROXY_PROVIDERS:
-        stem = stem.removesuffix(f"-{p}")
-    own = path.with_name(f"{contract_file_name(stem, provider)}.json")
+    own = path.with_name(f"{contract_file_name(_set_name(path.stem), provider)}.json")
     return own if provider in PROXY_PROVIDERS and own.is_file() else path
 
 
 def resolve_contract(name: str, provider: str | None = None) -> Path:
     """A ``.json`` file or a name (shipped, then the user's), as ``provider``'s file of its set when there is one."""
-    candidate = Path(name)
-    if candidate.suffix == ".json":
-        if not candidate.is_file():
-            raise UsageError(f"contract file {name} not found")
-        return _sibling(candidate, provider)
-    for home in (contracts_dir(), user_contracts_dir()):
-        if (home / f"{name}.json").is_file():
-            return _sibling(home / f"{name}.json", provider)
-    known = ", ".join(sorted(recorded_contracts()))
-    raise UsageError(f"unknown contract {name!r}; recorded: seed, {known}, or give a .json file")
+    named = [Path(name)] if name.endswith(".json") else [h / f"{name}.json" for h in (contracts_dir(),
+                                                                                     user_contracts_dir())]
+    found = next((p for p in named if p.is_file()), None)
+    if found is None and name.endswith(".json"):
+        raise UsageError(f"contract file {name} not found")
+    if found is None:
+        raise UsageError(f"unknown contract {name!r}; recorded: seed, {', '.join(sorted(recorded_contracts()))}, "
+                         "or give a .json file")
+    return _sibling(found, provider)
 
 
 def recorded_contracts() -> dict[str, dict[str, Any]]:
@@ -204,9 +200,9 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version))
 
 
-def _set_name(name: str, doc: Mapping[str, Any]) -> str:
+def _set_name(stem: str) -> str:
     """``hermes-agent-0.19.0-xai`` → ``hermes-agent-0.19.0``."""
-    return name.removesuffix(f"-{doc.get('provider')}") if doc.get("provider") != DEFAULT_PROVIDER else name
+    return _PROVIDER_SUFFIX.sub("", stem)
 
 
 def release_contract(package: str, version: str) -> str | None:
@@ -214,14 +210,14 @@ def release_contract(package: str, version: str) -> str | None:
     for name, doc in recorded_contracts().items():
         pkg, ver = _release_of(doc)
         if pkg == package and version in (ver, str(doc.get("target", "")).rpartition(" ")[2]):
-            return _set_name(name, doc)
+            return _set_name(name)
     return None
 
 
 def _scored(report: WireReport) -> list[tuple[int, str, dict[str, Any]]]:
     """(proxy-owned drift lines, set name, document) of every recorded contract of the report's provider."""
     provider = report.provider or DEFAULT_PROVIDER
-    return [(len(compare(report, doc)), _set_name(name, doc), doc) for name, doc in recorded_contracts().items()
+    return [(len(compare(report, doc)), _set_name(name), doc) for name, doc in recorded_contracts().items()
             if (doc.get("provider") or DEFAULT_PROVIDER) == provider]
 
 
@@ -239,17 +235,6 @@ def behaves_as(report: WireReport) -> list[str]:
     found = {str(doc.get("target")) for n, _, doc in _scored(report)
              if not n and (doc["states"].get(report.state) or {}).get("admission")}
     return sorted(found, key=lambda t: version_key(t.rpartition(" ")[2]))
-
-
-def _pick_state(report: WireReport, contract: Mapping[str, Any], state: str | None) -> tuple[str, dict[str, Any]]:
-    states = contract["states"]
-    wanted = state or report.state
-    if wanted in states:
-        return wanted, states[wanted]
-    if state is not None:
-        raise UsageError(f"contract has no state {state!r}; it has {', '.join(sorted(states))}")
-    first = sorted(states)[0]
-    return first, states[first]
 
 
 def _differs(field: str, expected: Any, observed: Any) -> bool:
@@ -277,7 +262,11 @@ def judge(report: WireReport, contract: Mapping[str, Any], *,
                else report.action or "")
         return [], [NotJudged(field="(every field)", reason="unreachable" if not report.reachable else "not_local",
                               detail=why)]
-    name, section = _pick_state(report, contract, state)
+    states = contract["states"]
+    if state is not None and state not in states:
+        raise UsageError(f"contract has no state {state!r}; it has {', '.join(sorted(states))}")
+    name = state or (report.state if report.state in states else sorted(states)[0])
+    section = states[name]
     drift = [Drift(field="state", expected=name, observed=report.state)] if (
         report.state != name and report.state in ("stale", "live")) else []
     skipped = _not_judged(section, report)
@@ -350,36 +339,31 @@ def apply_contract(report: WireReport, contract: Mapping[str, Any], *, state: st
     return report
 
 
+def _entries(section: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], tuple[str, ...], tuple[str, ...]]]:
+    """Each compared entry of a section by its label (``routes[GET /health]``, ``auth[none]``, ``admission[host]``),
+    with its fields and those the upstream relays."""
+    out = {"routes[" + LABELS.get(r.get("name"), f"{r.get('method')} {r.get('path')}") + "]":
+           (r, ROUTE_FIELDS, RELAYED_FIELDS) for r in section.get("routes", [])}
+    out |= {f"auth[{c}]": (e, AUTH_FIELDS, AUTH_RELAYED_FIELDS) for c, e in (section.get("auth") or {}).items()}
+    return out | {f"admission[{c}]": (e, ADMISSION_FIELDS, ()) for c, e in (section.get("admission") or {}).items()}
+
+
 def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "",
                  skip: set[str] | frozenset[str] = frozenset()) -> list[Drift]:
     """Field-by-field differences between two sections, owners taken from ``expected`` (nulls not compared);
     ``skip``: entries not judged (``routes[<label>]``, ``auth[<case>]``, a top-level field)."""
     drift: list[Drift] = []
-    known = bool(observed.get("upstream_known"))
-
-    def diff(label: str, exp: Mapping[str, Any], got: Mapping[str, Any], fields: tuple[str, ...],
-             owned: Mapping[str, Owner]) -> None:
-        drift.extend(Drift(field=f"{prefix}{label}.{f}", expected=exp.get(f), observed=got.get(f), owner=owned[f])
-                     for f in fields if _differs(f, exp.get(f), got.get(f)))
-
-    obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
-    for exp in expected.get("routes", []):
-        fallback = f"{exp.get('method')} {exp.get('path')}"
-        label = f"routes[{LABELS.get(exp.get('name'), fallback)}]"
+    known, seen = bool(observed.get("upstream_known")), _entries(observed)
+    for label, (exp, fields, relayed) in _entries(expected).items():
         if label in skip:
             continue
-        got = obs_routes.get(exp.get("name"))
-        if got is None:
+        if label.startswith("routes[") and label not in seen:
             drift.append(Drift(field=prefix + label, expected="probed", observed="missing"))
             continue
-        diff(label, exp, got, ROUTE_FIELDS, _owner_map(exp, ROUTE_FIELDS, RELAYED_FIELDS, got, known))
-    for case, exp in (expected.get("auth") or {}).items():
-        if f"auth[{case}]" not in skip:
-            got = (observed.get("auth") or {}).get(case, {})
-            diff(f"auth[{case}]", exp, got, AUTH_FIELDS, _owner_map(exp, AUTH_FIELDS, AUTH_RELAYED_FIELDS, got, known))
-    for case, exp in (expected.get("admission") or {}).items():
-        diff(f"admission[{case}]", exp, (observed.get("admission") or {}).get(case, {}), ADMISSION_FIELDS,
-             dict.fromkeys(ADMISSION_FIELDS, "proxy"))
+        got = seen.get(label, ({},))[0]
+        owned = _owner_map(exp, fields, relayed, got, known)
+        drift += [Drift(field=f"{prefix}{label}.{f}", expected=exp.get(f), observed=got.get(f), owner=owned[f])
+                  for f in fields if _differs(f, exp.get(f), got.get(f))]
     top: dict[str, Owner] = dict(TOP_OWNERS)
     for side, names in (expected.get("owners") or {}).items():
         top.update({n: cast(Owner, side) for n in names})
