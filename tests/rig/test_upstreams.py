@@ -19,8 +19,7 @@ import pytest
 from hermes_nb import RigError, UsageError
 from hermes_nb.cli import main
 from hermes_nb.emulator.minimal import MINIMAL_MODELS
-from hermes_nb.rig.rig import RigHandle, real_proxy
-from hermes_nb.rig.world import upstream_command
+from hermes_nb.rig.rig import RigHandle, real_proxy, upstream_command
 from tests.helpers import ROOT
 from tests.rig.conftest import RELEASES, release_bin
 
