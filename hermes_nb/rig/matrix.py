@@ -42,8 +42,7 @@ from hermes_nb.proxy.contracts import (
 )
 from hermes_nb.receipts.ci import junit_suites_text, md_cell
 from hermes_nb.receipts.write import check_clean
-from hermes_nb.rig.executable import install_of
-from hermes_nb.rig.venvs import KNOWN_VERSIONS, release_spec, unsupported_reason
+from hermes_nb.rig.executable import KNOWN_VERSIONS, install_of, release_spec, unsupported_reason
 
 __all__ = ["MATRIX_SCHEMA", "MatrixSpec", "Release", "VersionRun", "MatrixResult", "matrix_markdown", "matrix"]
 

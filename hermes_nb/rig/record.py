@@ -20,9 +20,8 @@ from hermes_nb.core.providers import PROXY_PROVIDERS
 from hermes_nb.core.spec import CommaList, Opt, Spec, conflict
 from hermes_nb.proxy.contracts import compare, contract_document, contract_file_name, dumps_contract, user_contracts_dir
 from hermes_nb.proxy.probe import probe
-from hermes_nb.rig.executable import Install, base_env, cli_version, install_of, live_supported
+from hermes_nb.rig.executable import Install, base_env, cli_version, ensure_release, install_of, live_supported
 from hermes_nb.rig.rig import real_proxy
-from hermes_nb.rig.venvs import ensure_release
 
 __all__ = ["RecordSpec", "record", "shipped_providers"]
 

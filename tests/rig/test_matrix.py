@@ -20,8 +20,8 @@ from hermes_nb import RigError, UsageError, verify_receipts
 from hermes_nb.cli import main
 from hermes_nb.core.resources import data_dir
 from hermes_nb.nbrun.jobs import SmokeSpec, smoke
+from hermes_nb.rig.executable import ensure_release, pip_args, release_spec, unsupported_reason, venv_dir
 from hermes_nb.rig.matrix import MatrixResult, MatrixSpec, Release, matrix, matrix_markdown
-from hermes_nb.rig.venvs import ensure_release, pip_args, release_spec, unsupported_reason, venv_dir
 from tests.helpers import ROOT
 from tests.rig.conftest import RELEASES
 
