@@ -81,6 +81,8 @@ Owner = Literal["proxy", "upstream", "unknown"]
 #: (the proxy's own 502/504) or rate-limited; the probe's overall deadline ran out first
 NotJudgedReason = Literal["unreachable", "not_local", "upstream_slow", "upstream_down", "rate_limited",
                           "probe_deadline"]
+
+
 def fmt(value: Any) -> str:
     if value is None:
         return "(none)"
@@ -144,9 +146,8 @@ class RouteResult(StrictModel):
     error_type: str | None = None
     error_code: str | None = None
     error_message: str | None = None
-    #: json-envelope | json | sse | html | text | empty | none
+    #: json-envelope | json | sse | html | text | empty | none; a non-JSON body's first line
     body_kind: str = "none"
-    #: first line of a non-JSON body (e.g. ``404: Not Found``)
     body_excerpt: str | None = None
     json_keys: list[str] | None = None
     outcome: RouteOutcome = "skipped"
@@ -189,7 +190,7 @@ class WireReport(Shown, StrictModel):
     bearer_required: bool | None = None
     stream_failure_shape: StreamShape = "none"
     server: str | None = None
-    #: product names without versions (``Python aiohttp``): what contracts compare
+    #: ``Python aiohttp`` (no versions): what contracts compare
     server_product: str | None = None
     #: CORS / rate-limit header names on the proxy's own answers, and on relayed ones
     cors_headers: list[str] = Field(default_factory=list)
@@ -201,11 +202,10 @@ class WireReport(Shown, StrictModel):
     drift: list[Drift] = Field(default_factory=list)
     upstream_differences: list[Drift] = Field(default_factory=list)
     not_judged: list[NotJudged] = Field(default_factory=list)
-    #: the provider the proxy fronts, where that came from, ``/health``'s ``upstream`` verbatim
     provider: str | None = None
     provider_source: str | None = None
     upstream: str | None = None
-    #: the paths the proxy says it forwards (from a ``path_not_allowed`` envelope)
+    #: the paths the proxy says it forwards (its ``path_not_allowed`` envelope)
     allowed_paths: list[str] | None = None
     #: the release under test and where that came from (``0.22.2.post1 (--hermes-bin …)``)
     release: str | None = None
