@@ -101,8 +101,7 @@ class VersionRun:
         return {"release": self.release.label, "package": self.release.package, "version": self.release.version,
                 "provider": self.provider, "state": self.state, "status": self.status, "verdict": self.verdict,
                 "reason": self.reason, "contract": self.contract, "run_id": report.get("run_id"),
-                "out_dir": self.out_dir, "hermes_version": report.get("hermes_version"),
-                "notebooks": self.notebooks(),
+                "out_dir": self.out_dir, "hermes_version": report.get("hermes_version"), "notebooks": self.notebooks(),
                 "drift": [d for n in report.get("notebooks", []) for d in n.get("drift") or []],
                 "duration_s": report.get("duration_s")}
 
@@ -152,9 +151,9 @@ class MatrixResult:
     def to_dict(self) -> dict[str, Any]:
         return {"schema": MATRIX_SCHEMA, "state": self.state, "verdict": self.verdict, "exit_code": self.exit_code,
                 "blocked_exit": self.blocked_exit, "cancelled_by": self.cancelled_by, "problems": list(self.problems),
-                "out_dir": str(self.out_dir),
-                "providers": list(self.providers), "duration_s": round(self.duration_s, 3),
-                "versions": [r.to_dict() for r in self.runs], "changes": self.changes()}
+                "out_dir": str(self.out_dir), "providers": list(self.providers),
+                "duration_s": round(self.duration_s, 3), "versions": [r.to_dict() for r in self.runs],
+                "changes": self.changes()}
 
 
 class MatrixSpec(Spec):

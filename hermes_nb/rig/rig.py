@@ -238,10 +238,14 @@ class RigHandle(EndpointHandle):
     base_url: str
     port: int
     state: str
+    #: the executable, the release it belongs to (and both apart)
     install: Install
+    hermes_bin: Path
+    hermes_version: str | None
     log_path: Path
     startup_s: float
     process: subprocess.Popen[Any]
+    pid: int
     redactor: Redactor
     #: what answers behind the live proxy (an emulator handle or a command upstream) and its kind
     upstream: Any = None
@@ -253,19 +257,7 @@ class RigHandle(EndpointHandle):
 
     def __repr__(self) -> str:
         return (f"RigHandle(endpoint={self.endpoint!r}, provider={self.provider!r}, state={self.state!r}, "
-                f"release={self.install.label!r}, pid={self.process.pid})")
-
-    @property
-    def hermes_bin(self) -> Path:
-        return self.install.bin
-
-    @property
-    def hermes_version(self) -> str | None:
-        return self.install.version
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
+                f"release={self.install.label!r}, pid={self.pid})")
 
     @property
     def egress(self) -> list[str]:
@@ -377,8 +369,9 @@ def real_proxy(state: str = "live", *, provider: str = "nous", port: int = 0,
             raise RigError(message)
         yield RigHandle(
             endpoint=f"{base_url}/v1", base_url=base_url, port=chosen, state=state, provider=provider,
-            egress_sink=sink, portal=portal, install=install, log_path=log_path,
-            startup_s=time.monotonic() - started, process=proc, redactor=redactor, upstream=behind,
+            egress_sink=sink, portal=portal, install=install, hermes_bin=install.bin, hermes_version=install.version,
+            log_path=log_path, startup_s=time.monotonic() - started, process=proc, pid=proc.pid, redactor=redactor,
+            upstream=behind,
             upstream_kind=(upstream if upstream in UPSTREAMS else "command") if behind is not None else None)
 
 
