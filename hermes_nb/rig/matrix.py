@@ -236,19 +236,6 @@ def matrix_markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _junit_suites(result: MatrixResult, environ: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
-    """One JUnit testsuite per release: its smoke's report, or one case saying why it did not run."""
-    suites = []
-    for v in result.runs:
-        name = f"hermes-nb matrix {result.state} {v.label}"
-        verdict = {"unavailable": "blocked", "cancelled": "cancelled"}.get(v.status, "unsupported")
-        suites.append((name, v.report if v.report is not None else not_started_report(
-            str(v.reason), target_kind="rig", verdict=verdict, hermes_version=v.release.version,
-            blocked_exit=result.blocked_exit, cancelled_by=result.cancelled_by if verdict == "cancelled" else None,
-            environ=environ)))
-    return suites
-
-
 def matrix(spec: MatrixSpec, *, step_summary: str | Path | None = None, environ: Mapping[str, str] | None = None,
            progress: Callable[[str], None] | None = None, handle_signals: bool = True,
            runner: Runner | None = None) -> tuple[MatrixResult, dict[str, Any]]:
@@ -312,8 +299,13 @@ def matrix(spec: MatrixSpec, *, step_summary: str | Path | None = None, environ:
         except ArtifactError as exc:  # e.g. the disk filled up: the matrix fails naming the file
             result.problems.append(str(exc))
     doc = redactor.data(result.to_dict())
-    junit = (junit_suites_text(_junit_suites(result, env), name=f"hermes-nb matrix {spec.state}")
-             if spec.junit_xml else None)
+    suites = []
+    for v in result.runs:  # one testsuite per release; one case for a release that did not run
+        verdict = {"unavailable": "blocked", "cancelled": "cancelled"}.get(v.status, "unsupported")
+        suites.append((f"hermes-nb matrix {spec.state} {v.label}", v.report or not_started_report(
+            str(v.reason), target_kind="rig", verdict=verdict, hermes_version=v.release.version, environ=env,
+            blocked_exit=result.blocked_exit, cancelled_by=result.cancelled_by if verdict == "cancelled" else None)))
+    junit = junit_suites_text(suites, name=f"hermes-nb matrix {spec.state}") if spec.junit_xml else None
     report = {"verdict": doc["verdict"], "exit_code": doc["exit_code"], "notebooks": []}
     written = write_ci_outputs(report, redactor=redactor, junit_xml=spec.junit_xml, summary_md=spec.summary_md,
                                step_summary=step, warnings=warnings, problems=result.problems, junit_text=junit,

@@ -1,13 +1,9 @@
-"""The real ``hermes proxy start --provider nous|xai`` of any release on loopback, in a fresh temporary directory
-holding the child's ``HOME`` and ``HERMES_HOME`` (never ``~/.hermes``), with the auth store of a state: ``stale``
-(every forwarded route 401 ``upstream_auth_failed``), ``live`` (forwards to a loopback upstream: the emulator, the
-minimal upstream or a server started from a command line), ``logged-out`` (the proxy refuses to start) or
-``challenge`` (a Nous free-tier guest the fake portal asks for the browser check).
-
-No request leaves the machine: the inference URL is loopback in every state, anything else ends at the egress sink,
-and a live rig is refused for a release whose proxy would ignore the loopback upstream. What the child logs is
-shown only through the rig's :class:`~hermes_nb.core.redaction.Redactor` (it knows every auth-store secret).
-"""
+"""The real ``hermes proxy start --provider nous|xai`` of any release on loopback, its ``HOME`` and ``HERMES_HOME`` a
+fresh temporary directory (never ``~/.hermes``), with the auth store of a state: ``stale`` (every forwarded route 401
+``upstream_auth_failed``), ``live`` (forwards to a loopback upstream: the emulator, the minimal upstream or a command),
+``logged-out`` (the proxy refuses to start) or ``challenge`` (a Nous free-tier guest the fake portal challenges).
+No request leaves the machine: anything but the loopback upstream ends at the egress sink, and a live rig is refused
+for a release whose proxy would ignore it. The child's log is shown only through the rig's redactor."""
 
 from __future__ import annotations
 
@@ -172,10 +168,6 @@ class CommandUpstream(EndpointHandle):
     def __repr__(self) -> str:
         return f"CommandUpstream(endpoint={self.endpoint!r}, command={self.command[0]!r}, pid={self.process.pid})"
 
-    @property
-    def requests(self) -> list[Any]:
-        return []  # a foreign server: the rig does not see what it received
-
 
 def upstream_command(command: str, port: int) -> list[str]:
     """``command`` split like a shell would, with ``{port}`` replaced; UsageError when it has no ``{port}``."""
@@ -216,9 +208,8 @@ def start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path
 
 def child_environment(root: Path, *, portal_url: str, inference_url: str, egress_url: str | None = None,
                       desktop_token: str | None = None) -> dict[str, str]:
-    """PATH, a temp HOME/HERMES_HOME, the overrides the rig needs; ``egress_url``: the proxy variables that send any
-    httpx/requests call off the machine to the sink; ``desktop_token``: a desktop session (a free-tier guest needs
-    one to exchange its credential)."""
+    """PATH, a temp HOME/HERMES_HOME, the overrides the rig needs; ``egress_url``: proxy variables sending httpx calls
+    off the machine to the sink; ``desktop_token``: a desktop session (a free-tier guest's exchange needs one)."""
     env = base_env() | {"HOME": str(root / "home"), "HERMES_HOME": str(root / "hermes-home"),
                         "HERMES_SHARED_AUTH_DIR": str(root / "shared"), "HERMES_PORTAL_BASE_URL": portal_url,
                         "TMPDIR": str(root / "tmp"), "NOUS_INFERENCE_BASE_URL": inference_url}
