@@ -50,6 +50,7 @@ TOP_OWNERS: dict[str, Owner] = {
 _WRAPPING = frozenset({"upstream_auth_failed", "upstream_unreachable", "upstream_timeout", "proxy_error"})
 _LOOPBACK_PORT = re.compile(r"\b(127\.0\.0\.1|localhost|\[::1\]):\d+")
 _LIST_FIELDS = frozenset(f for f in TOP_OWNERS if f.endswith("_headers"))
+#: the provider suffix of a set's file name (``hermes-agent-0.19.0-xai``)
 _PROVIDER_SUFFIX = re.compile(f"-({'|'.join(PROXY_PROVIDERS)})$")
 
 
@@ -156,14 +157,9 @@ def user_contracts_dir() -> Path:
     return Path(given).expanduser().absolute() if given else Path(platformdirs.user_data_dir("hermes-nb")) / "contracts"
 
 
-def _sibling(path: Path, provider: str | None) -> Path:
-    """The file of ``provider`` in the set ``path`` belongs to (``x.json`` ↔ ``x-xai.json``), else ``path``."""
-    own = path.with_name(f"{contract_file_name(_set_name(path.stem), provider)}.json")
-    return own if provider in PROXY_PROVIDERS and own.is_file() else path
-
-
 def resolve_contract(name: str, provider: str | None = None) -> Path:
-    """A ``.json`` file or a name (shipped, then the user's), as ``provider``'s file of its set when there is one."""
+    """A ``.json`` file or a name (shipped, then the user's), as ``provider``'s file of its set (``x.json`` ↔
+    ``x-xai.json``) when there is one."""
     named = [Path(name)] if name.endswith(".json") else [h / f"{name}.json" for h in (contracts_dir(),
                                                                                      user_contracts_dir())]
     found = next((p for p in named if p.is_file()), None)
@@ -172,7 +168,8 @@ def resolve_contract(name: str, provider: str | None = None) -> Path:
     if found is None:
         raise UsageError(f"unknown contract {name!r}; recorded: seed, {', '.join(sorted(recorded_contracts()))}, "
                          "or give a .json file")
-    return _sibling(found, provider)
+    own = found.with_name(f"{contract_file_name(_PROVIDER_SUFFIX.sub('', found.stem), provider)}.json")
+    return own if provider in PROXY_PROVIDERS and own.is_file() else found
 
 
 def recorded_contracts() -> dict[str, dict[str, Any]]:
@@ -200,25 +197,20 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version))
 
 
-def _set_name(stem: str) -> str:
-    """``hermes-agent-0.19.0-xai`` → ``hermes-agent-0.19.0``."""
-    return _PROVIDER_SUFFIX.sub("", stem)
-
-
 def release_contract(package: str, version: str) -> str | None:
     """The recorded set of one release (its package and its version, or the one ``hermes --version`` printed)."""
     for name, doc in recorded_contracts().items():
         pkg, ver = _release_of(doc)
         if pkg == package and version in (ver, str(doc.get("target", "")).rpartition(" ")[2]):
-            return _set_name(name)
+            return _PROVIDER_SUFFIX.sub("", name)
     return None
 
 
 def _scored(report: WireReport) -> list[tuple[int, str, dict[str, Any]]]:
     """(proxy-owned drift lines, set name, document) of every recorded contract of the report's provider."""
     provider = report.provider or DEFAULT_PROVIDER
-    return [(len(compare(report, doc)), _set_name(name), doc) for name, doc in recorded_contracts().items()
-            if (doc.get("provider") or DEFAULT_PROVIDER) == provider]
+    return [(len(compare(report, doc)), _PROVIDER_SUFFIX.sub("", name), doc)
+            for name, doc in recorded_contracts().items() if (doc.get("provider") or DEFAULT_PROVIDER) == provider]
 
 
 def closest_contract(report: WireReport) -> str | None:

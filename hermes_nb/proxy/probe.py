@@ -40,7 +40,7 @@ from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import answered_by, body_kind, ended, hint, read, route_outcome
 
-__all__ = ["ProbeSpec", "probe", "probe_config", "spike_contract"]
+__all__ = ["ProbeSpec", "probe", "spike_contract"]
 
 _CLI = frozenset({"cli"})
 LARGE_BODY_BYTES = 1_500_000
@@ -204,20 +204,6 @@ def _body(kind: str | None, config: HermesProxyRuntimeConfig) -> Any:
             "embeddings": {"model": config.model, "input": "ping"}}.get(kind or "")
 
 
-def probe_config(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = None, model: str | None = None,
-                 headers: dict[str, str] | None = None) -> HermesProxyRuntimeConfig:
-    """``target``'s config (for a bare endpoint: bearer ``probe``, the default model), bodies kept cheap; arguments
-    win."""
-    if isinstance(target, str):
-        base: dict[str, Any] = {"endpoint": target, "model": DEFAULT_MODEL, "auth_token": "probe"}
-    else:
-        base = target.to_document(reveal_secrets=True)
-    given = {"auth_token": auth_token, "model": model}
-    cheap = {"max_tokens": 8, "temperature": 0, "stream": False,
-             "extra_headers": {**base.get("extra_headers", {}), **(headers or {})}}
-    return merge_runtime_config(base, cheap, {k: v for k, v in given.items() if v is not None}, where="probe")
-
-
 def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = None, model: str | None = None,
           transport: httpx.BaseTransport | None = None, budget_s: float = ProbeSpec.model_fields["budget_s"].default,
           request_budget_s: float = ProbeSpec.model_fields["request_budget_s"].default,
@@ -229,7 +215,15 @@ def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = No
     handoff and the admission cases, all within ``budget_s``. ``provider``: the one expected (a mismatch warns);
     ``executable``: the name hints use. Raises ConfigError for an invalid endpoint, UsageError for a bad budget."""
     ProbeSpec.build(budget_s=budget_s, request_budget_s=request_budget_s)  # the spec's checks
-    config = probe_config(target, auth_token=auth_token, model=model, headers=headers)
+    # the target's config (a bare endpoint: placeholders), bodies kept cheap; the arguments win
+    if isinstance(target, HermesProxyRuntimeConfig):
+        base: dict[str, Any] = target.to_document(reveal_secrets=True)
+    else:
+        base = {"endpoint": target, "model": DEFAULT_MODEL, "auth_token": "probe"}
+    cheap = {"max_tokens": 8, "temperature": 0, "stream": False,
+             "extra_headers": {**base.get("extra_headers", {}), **(headers or {})}}
+    given = {k: v for k, v in {"auth_token": auth_token, "model": model}.items() if v is not None}
+    config = merge_runtime_config(base, cheap, given, where="probe")
     endpoint, redactor, started = config.endpoint, Redactor(config.secrets()), time.monotonic()
     report = WireReport(endpoint=endpoint)
     seen: dict[str, dict[str, str]] = {"proxy": {}, "upstream": {}}  # header names, by who answered
