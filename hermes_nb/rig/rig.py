@@ -136,7 +136,6 @@ class _Portal(http.server.BaseHTTPRequestHandler):
             "/api/anonymous/token": (428, {"error": "challenge_required", "challenges": [
                 {"type": "browser", "url": f"{portal.url}/challenge/hermes-nb", "required": True, "expires_in": 600,
                  "interval": 2}]}),
-            "/api/anonymous/challenge/status": (200, {"status": "pending"}),
         }.get(self.path.split("?")[0], (404, {"error": "not_found"}))
         raw = json.dumps(body).encode()
         self.send_response(status)
@@ -242,18 +241,14 @@ class RigHandle(EndpointHandle):
     upstream: Any = None
     upstream_kind: str | None = None
     provider: str = "nous"
-    egress_sink: EgressSink | None = None
+    #: first request lines the proxy sent toward the outside world (each ended at the egress sink)
+    egress: list[str]
     #: the fake portal of the ``challenge`` state (``.attempts``: the exchanges it answered)
     portal: FakePortal | None = None
 
     def __repr__(self) -> str:
         return (f"RigHandle(endpoint={self.endpoint!r}, provider={self.provider!r}, state={self.state!r}, "
                 f"release={self.install.label!r}, pid={self.pid})")
-
-    @property
-    def egress(self) -> list[str]:
-        """First request lines the proxy sent toward the outside world (each ended at the sink)."""
-        return list(self.egress_sink.attempts) if self.egress_sink is not None else []
 
     def log_text(self) -> str:
         """The child's output so far, redacted."""
@@ -359,11 +354,10 @@ def real_proxy(state: str = "live", *, provider: str = "nous", port: int = 0,
                             f"{logged_out_hint(provider, install.executable)}")
             raise RigError(message)
         yield RigHandle(
-            endpoint=f"{base_url}/v1", base_url=base_url, port=chosen, state=state, provider=provider,
-            egress_sink=sink, portal=portal, install=install, hermes_bin=install.bin, hermes_version=install.version,
+            endpoint=f"{base_url}/v1", base_url=base_url, port=chosen, state=state, provider=provider, portal=portal,
+            egress=sink.attempts, install=install, hermes_bin=install.bin, hermes_version=install.version,
             log_path=log_path, startup_s=time.monotonic() - started, process=proc, pid=proc.pid, redactor=redactor,
-            upstream=behind,
-            upstream_kind=(upstream if upstream in UPSTREAMS else "command") if behind is not None else None)
+            upstream=behind, upstream_kind=(upstream if upstream in UPSTREAMS else "command") if behind else None)
 
 
 class RigSpec(Spec):
