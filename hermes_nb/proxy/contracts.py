@@ -243,11 +243,9 @@ def _differs(field: str, expected: Any, observed: Any) -> bool:
 
 def judge(report: WireReport, contract: Mapping[str, Any], *,
           state: str | None = None) -> tuple[list[Drift], list[NotJudged]]:
-    """Every difference between ``report`` and the contract's section for its state (``state`` if given, else the
-    detected one, else the contract's first) with its owner, and what could not be judged, and why: nothing
-    answered, or the guard refused everything (one entry); a route the upstream did not answer in time
-    (``upstream_slow``), the proxy's own 502/504 instead (``upstream_down``), a 429 (``rate_limited``), unsent at the
-    probe's deadline (``probe_deadline``). Routes the proxy answers itself are always judged."""
+    """Every difference between ``report`` and the contract's section for its state (``state``, else the detected
+    one, else the first) with its owner; and what could not be judged, and why (:data:`NotJudgedReason`): the
+    upstream's trouble is not drift, but what the proxy answers itself is always judged."""
     if not report.reachable or report.state == "not_local":
         first = report.routes[0].transport_error if report.routes else None
         why = (f"no route got an HTTP answer from {report.endpoint} ({first or 'no answer'})" if not report.reachable

@@ -208,12 +208,10 @@ def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = No
           transport: httpx.BaseTransport | None = None, budget_s: float = ProbeSpec.model_fields["budget_s"].default,
           request_budget_s: float = ProbeSpec.model_fields["request_budget_s"].default,
           headers: dict[str, str] | None = None, provider: str | None = None, executable: str = "hermes") -> WireReport:
-    """Probe ``target`` (a resolved runtime config, or an endpoint ``http://host:port/v1``).
-
-    First whether hermes_nb's upstream answers (``upstream_known``), then the proxy's own routes, the forwarded ones
-    (once one gets no whole answer within ``request_budget_s``, the rest are skipped: ``upstream_slow``), the auth
-    handoff and the admission cases, all within ``budget_s``. ``provider``: the one expected (a mismatch warns);
-    ``executable``: the name hints use. Raises ConfigError for an invalid endpoint, UsageError for a bad budget."""
+    """Probe ``target`` (a resolved runtime config, or an endpoint): whether hermes_nb's upstream answers, the proxy's
+    own routes, the forwarded ones (once one gets no whole answer within ``request_budget_s``, the rest are skipped:
+    ``upstream_slow``), the auth handoff and the admission cases, all within ``budget_s``. ``provider``: the one
+    expected; ``executable``: the name hints use. ConfigError for an invalid endpoint, UsageError for a bad budget."""
     ProbeSpec.build(budget_s=budget_s, request_budget_s=request_budget_s)  # the spec's checks
     # the target's config (a bare endpoint: placeholders), bodies kept cheap; the arguments win
     if isinstance(target, HermesProxyRuntimeConfig):
