@@ -1,22 +1,7 @@
-"""The thing under test, established once per job: one :class:`Target` record, handed on, never resolved again.
-
-:func:`identify` asks the endpoint once (``GET /health``, host root, no bearer) and, for an endpoint nobody
-started for this job, whether hermes_nb's emulator answers behind it (``GET /models`` naming an unknown
-emulator scenario: the emulator answers 400 ``unknown_scenario``, the real proxy forwards the header to its
-upstream, a real upstream ignores it). From those answers and what the caller knows (it started the rig, the
-operator named ``--hermes-bin``), the record says:
-
-* ``kind``: ``emulator`` (hermes_nb's emulator answers), ``rig`` (the real proxy hermes_nb started) or ``live``;
-* ``provider``: what ``/health`` names (else a ``path_not_allowed`` list, else the configuration), with its
-  source; a configured provider that differs is a warning;
-* ``release``: the hermes-agent release under test, with its source: the rig that started it, an executable the
-  operator named, or ``unknown`` (never the version of an unrelated local install); a probe may add "behaves as
-  <contract>";
-* ``executable``: the name the operator types (``hermes``, ``hermesx``), for every hint.
-
-The notebooks get the record as one parameter (:meth:`Target.to_parameter`) and rebuild it with
-:meth:`Target.from_parameter`; nothing is asked twice.
-"""
+"""The thing under test, established once per job: one :class:`Target` record (endpoint; kind ``emulator``, ``rig``
+or ``live``; provider; release, each with its source), handed on, never resolved again; the notebooks get it as one
+parameter. The release is only ever what the rig or the operator's ``--hermes-bin`` says (or ``/health``), never an
+unrelated local install's."""
 
 from __future__ import annotations
 
@@ -42,10 +27,11 @@ __all__ = ["Target", "TargetKind", "ProviderFacts", "identify", "establish", "em
 
 TargetKind = Literal["emulator", "rig", "live"]
 UNKNOWN = "unknown"
-#: a scenario name no emulator knows: hermes_nb's emulator answers it with 400 ``unknown_scenario``
+#: a scenario no emulator knows: hermes_nb's emulator answers it with 400 ``unknown_scenario``
 PROBE_SCENARIO = "hermes-nb-target-check"
 #: ``/health`` keys that could carry the proxy's version (no release so far sends one)
 _HEALTH_VERSION_KEYS = ("hermes_agent_version", "hermes_version", "version")
+_ALLOWED = re.compile(r"Allowed:\s*(.+?)\s*$")
 
 
 class Target(StrictModel):
@@ -56,22 +42,20 @@ class Target(StrictModel):
     provider: str | None = None
     #: ``/health``, ``path_not_allowed``, ``config``, ``rig``, ``emulator``
     provider_source: str | None = None
-    #: ``/health``'s ``upstream`` verbatim (the provider's display name)
+    #: ``/health``'s ``upstream`` verbatim
     upstream: str | None = None
-    #: the hermes-agent release under test, or ``unknown``
     release: str = UNKNOWN
-    #: where :attr:`release` came from (``rig: <exe>``, ``--hermes-bin <exe>``, ``/health``); None when unknown
+    #: ``rig: <exe>``, ``--hermes-bin <exe>``, ``/health``
     release_source: str | None = None
-    #: the executable the operator types for every hint (``hermes``, ``hermesx``)
+    #: the executable every hint names (``hermes``, ``hermesx``)
     executable: str = "hermes"
-    #: why the kind is what it is when it was not taken as given
+    #: why the kind is what it is, when it was not taken as given
     evidence: str | None = None
     #: ``/health`` answered (the proxy itself is up, whatever its upstream does)
     healthy: bool = False
     warnings: list[str] = []
 
     def to_parameter(self) -> dict[str, Any]:
-        """The record as a notebook parameter (JSON-safe, no secret in it)."""
         return self.model_dump(mode="json")
 
     @classmethod
@@ -84,13 +68,8 @@ class Target(StrictModel):
         return f"{self.release} ({self.release_source})" if self.release_source else self.release
 
 
-#: ``… is not forwarded by this proxy. Allowed: /chat/completions, /completions, …``
-_ALLOWED = re.compile(r"Allowed:\s*(.+?)\s*$")
-
-
 class ProviderFacts(StrictModel):
-    """What the proxy says about its provider: ``provider`` (None when nothing told it), its ``source``
-    (``/health``, ``path_not_allowed``, ``config``), ``/health``'s ``upstream`` verbatim, ``warnings``."""
+    """What the proxy says about its provider, where that came from, ``/health``'s ``upstream`` verbatim."""
 
     provider: str | None = None
     source: str | None = None
@@ -99,7 +78,7 @@ class ProviderFacts(StrictModel):
 
 
 def allowed_paths_of(message: str | None) -> list[str] | None:
-    """The allowed-path list of a ``path_not_allowed`` message (None when it has none)."""
+    """The list of ``… is not forwarded by this proxy. Allowed: /chat/completions, …`` (None: no list)."""
     found = _ALLOWED.search(message or "")
     if found is None:
         return None
@@ -129,21 +108,15 @@ def detect_provider(*, health: Any = None, allowed_message: str | None = None,
                          warnings=warnings)
 
 
-def _health(client: HermesClient, budget_s: float) -> tuple[bool, Any]:
-    answer = client.request("GET", "/health", root=True, auth=False, deadline_s=budget_s)
-    return answer.status is not None, answer.json_body if answer.status == 200 else None
-
-
 def emulator_evidence(client: HermesClient, budget_s: float) -> tuple[str | None, str | None]:
-    """(evidence, profile) when hermes_nb's emulator answers at or behind the client's endpoint, else (None, None).
-
-    A scenario no emulator knows is answered 400 ``unknown_scenario``, naming the emulator's profile; the real proxy
-    forwards the header to its upstream, a real upstream ignores it."""
+    """(evidence, profile) when hermes_nb's emulator answers at or behind the client's endpoint, else (None, None): it
+    answers a scenario it does not know with 400 ``unknown_scenario``; the real proxy forwards the header, a real
+    upstream ignores it."""
     exchange = client.models(headers={SCENARIO_HEADER: PROBE_SCENARIO}, deadline_s=budget_s)
     code = exchange.envelope.code if exchange.envelope is not None else None
     if exchange.status != 400 or code != "unknown_scenario":
         return None, None
-    profile = {k.lower(): v for k, v in exchange.headers.items()}.get(PROFILE_HEADER.lower())
+    profile = exchange.headers.get(PROFILE_HEADER.lower())
     return (f"GET {client.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 unknown_scenario "
             f"from the emulator's {profile or 'hermes-agent'} profile"), profile
 
@@ -152,15 +125,13 @@ def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", rel
              release_source: str | None = None, executable: str | None = None,
              transport: httpx.BaseTransport | None = None, budget_s: float = 2.0,
              ask_emulator: bool = False) -> Target:
-    """The one identity step of a job against ``config.endpoint`` (see the module docstring).
-
-    ``kind``: ``rig`` or ``emulator`` when the caller started it; ``release`` and ``release_source``: what the
-    caller knows (the rig's, ``--hermes-bin``'s); ``executable``: its name; ``ask_emulator``: also ask whether
-    hermes_nb's emulator answers (the smoke's receipts must not call an emulator live).
-    """
+    """Ask ``config.endpoint`` once (``GET /health``, no bearer) what it is. ``kind``: ``rig`` or ``emulator`` when
+    the caller started it; ``release``, ``release_source``, ``executable``: what the caller knows; ``ask_emulator``:
+    also ask whether hermes_nb's emulator answers (the smoke's receipts must not call an emulator live)."""
     evidence = profile = None
     with HermesClient(config, transport=transport, connect_timeout_s=min(budget_s, 2.0)) as client:
-        healthy, body = _health(client, budget_s)
+        answer = client.request("GET", "/health", root=True, auth=False, deadline_s=budget_s)
+        healthy, body = answer.status is not None, answer.json_body if answer.status == 200 else None
         if kind == "live" and healthy and ask_emulator:
             evidence, profile = emulator_evidence(client, budget_s)
     facts = detect_provider(health=body, configured=config.provider, executable=executable or "hermes")
@@ -195,10 +166,9 @@ def release_of(hermes_bin: str | Path) -> tuple[str, str, str]:
 def establish(config: HermesProxyRuntimeConfig, stack: ExitStack, *, rig: Any = None, scenario: str = "ok",
               release: tuple[str, str, str] | None = None, ask_emulator: bool = False,
               transport: httpx.BaseTransport | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
-    """The job's one identity step: the ``rig`` hermes_nb started (a :class:`~hermes_nb.rig.rig.RigHandle`),
-    else the configured endpoint, else (none configured anywhere) an embedded emulator entered on ``stack``.
-    Returns the target and ``config`` aimed at it. ``release``: (release, source, executable) the operator
-    named (``--hermes-bin``)."""
+    """The job's identity step: the ``rig`` hermes_nb started, else the configured endpoint, else (none configured)
+    an embedded emulator entered on ``stack``; the target and ``config`` aimed at it. ``release``: (release, source,
+    executable) of ``--hermes-bin``."""
     if rig is not None:
         aimed = config.with_endpoint(rig.endpoint, origin="rig")
         install = rig.install

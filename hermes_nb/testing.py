@@ -1,35 +1,15 @@
-"""pytest plugin (entry point ``pytest11: hermes_nb``): fixtures for hermes_nb users.
-
-Importing this module stays cheap and starts nothing: aiohttp and the emulator
-load inside the fixtures.
-
-``hermes_emulator``
-    A running emulator (function scope), closed after the test. Default: profile
-    ``hermes-agent``, scenario ``ok``, seed 0. Configure it with a marker::
-
-        @pytest.mark.hermes_emulator(profile="seed", scenario="rate-limited")
-        def test_x(hermes_emulator): ...
-
-    or indirect parametrisation (a scenario name or a dict of ``serve_emulator()`` arguments)::
-
-        @pytest.mark.parametrize("hermes_emulator", ["ok", {"profile": "upstream"}], indirect=True)
-
-    The value is an :class:`~hermes_nb.emulator.EmulatorHandle`: a ``str`` equal to the
-    endpoint, with ``.endpoint``, ``.base_url``, ``.requests``, ``.clear()``.
-
-``hermes_emulator_factory``
-    ``factory(**serve_kwargs)`` starts as many emulators as a test needs; all are closed after it.
+"""pytest plugin (entry point ``pytest11: hermes_nb``). ``hermes_emulator``: a running emulator for the test (an
+:class:`~hermes_nb.emulator.app.EmulatorHandle`), configured by ``@pytest.mark.hermes_emulator(profile=…,
+scenario=…)`` or indirect parametrisation (a scenario name or a dict of ``serve_emulator()`` arguments);
+``hermes_emulator_factory``: ``factory(**serve_kwargs)`` for as many as a test needs. All are closed after the test.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
-
-if TYPE_CHECKING:
-    from hermes_nb.emulator import EmulatorHandle
 
 __all__ = ["hermes_emulator", "hermes_emulator_factory"]
 
@@ -37,24 +17,20 @@ MARKER = "hermes_emulator"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        f"{MARKER}(**serve_kwargs): arguments for the hermes_emulator fixture "
-        "(profile=, scenario=, seed=, models=, delay_s=, retry_after=)",
-    )
+    config.addinivalue_line("markers", f"{MARKER}(**serve_kwargs): arguments for the hermes_emulator fixture "
+                                       "(profile=, scenario=, seed=, models=, delay_s=, retry_after=)")
 
 
 @pytest.fixture
-def hermes_emulator_factory() -> Iterator[Callable[..., EmulatorHandle]]:
+def hermes_emulator_factory() -> Iterator[Callable[..., Any]]:
     """Start emulators on demand (``factory(profile=…, scenario=…)``); all closed at teardown."""
-    from hermes_nb.emulator import serve_emulator
+    from hermes_nb.emulator.app import serve_emulator  # a plugin every pytest run loads: aiohttp only when used
 
-    started: list[EmulatorHandle] = []
+    started: list[Any] = []
 
-    def factory(**kwargs: Any) -> EmulatorHandle:
-        handle = serve_emulator(**kwargs)
-        started.append(handle)
-        return handle
+    def factory(**kwargs: Any) -> Any:
+        started.append(serve_emulator(**kwargs))
+        return started[-1]
 
     try:
         yield factory
@@ -64,13 +40,10 @@ def hermes_emulator_factory() -> Iterator[Callable[..., EmulatorHandle]]:
 
 
 @pytest.fixture
-def hermes_emulator(request: pytest.FixtureRequest,
-                    hermes_emulator_factory: Callable[..., EmulatorHandle]) -> EmulatorHandle:
+def hermes_emulator(request: pytest.FixtureRequest, hermes_emulator_factory: Callable[..., Any]) -> Any:
     """One running emulator for the test (see the module docstring for configuration)."""
-    kwargs: dict[str, Any] = {}
     marker = request.node.get_closest_marker(MARKER)
-    if marker is not None:
-        kwargs.update(marker.kwargs)
+    kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     param = getattr(request, "param", None)
     if isinstance(param, str):
         kwargs["scenario"] = param

@@ -5,7 +5,7 @@ prints the outcome:
 
 * the **target** (:func:`hermes_nb.target.establish`): the embedded emulator; a live endpoint (checked for an
   emulator behind it; its release from ``--hermes-bin``, else from the recorded contracts it behaves as); or the
-  real-proxy rig of any release (``--hermes-bin``, ``--package``: its cached venv, :mod:`hermes_nb.rig.venvs`);
+  real-proxy rig of any release (``--hermes-bin``, ``--package``: its cached venv, :mod:`hermes_nb.rig.executable`);
 * the **contract** the wire-format spike compares with (:func:`hermes_nb.proxy.probe.spike_contract`):
   ``--contract``, else the release's own recorded one;
 * **storage**: receipts for a storage URL (``s3://…``) are staged in a private directory, then published
@@ -260,8 +260,8 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
 def _start_rig(stack: ExitStack, spec: SmokeSpec, *, say: Callable[[str], None], json_quiet: bool) -> Any:
     """The real proxy in ``spec.rig`` with ``--provider``: ``--hermes-bin``'s, a release's cached venv (``--package``,
     ``--hermes-version``), else the one found the usual way; entered on ``stack``."""
-    from hermes_nb.rig.rig import real_proxy  # the rig's wing, reached at --rig only
-    from hermes_nb.rig.venvs import ensure_release, release_spec, unsupported_reason
+    from hermes_nb.rig.executable import ensure_release, release_spec, unsupported_reason  # the rig's wing: --rig only
+    from hermes_nb.rig.rig import real_proxy
 
     state, provider, hermes_bin = str(spec.rig), spec.provider or "nous", spec.hermes_bin
     wanted = spec.package or spec.hermes_version

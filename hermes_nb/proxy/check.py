@@ -1,23 +1,6 @@
-"""The adapter check: is the configured proxy ready to run missions? A table over the one reading.
-
-``GET <endpoint>/models`` with the configured bearer and extra headers, one budget for headers and body, after
-the job's one identity step (:func:`hermes_nb.target.identify`: ``/health``, the provider, the release). The
-state is :data:`hermes_nb.wire.reading.CHECK_STATES` of the answer's reading, then the model list decides:
-
-=================================================  =============  =========================================
-answer                                             state          exit
-=================================================  =============  =========================================
-200 with a ``data`` list naming the model          ready          0 (a warning when the list is empty)
-200 with a list without the model                  misconfigured  2 (the models listed, a suggestion)
-invalid config, DNS, https to the http port, 404s  misconfigured  2
-the local-only guard (403 host/origin_not_allowed) not_local      3 (use 127.0.0.1 / localhost, drop Origin)
-401/403, ``upstream_auth_failed``                  locked         3 (the re-auth commands)
-429                                                rate_limited   3 (Retry-After)
-nothing listens                                    unreachable    3 (start the proxy)
-the proxy answered ``/health``, ``/models`` late   slow           3 (its upstream: a longer budget_s)
-anything else                                      error          1
-=================================================  =============  =========================================
-"""
+"""The adapter check: is the configured proxy ready to run missions? ``GET <endpoint>/models`` with the configured
+bearer, one budget for headers and body, after the job's identity step; the state is
+:data:`hermes_nb.wire.reading.CHECK_STATES` of the answer's reading, then the model list decides (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -44,10 +27,7 @@ from hermes_nb.wire.reading import CHECK_STATES, Reading, hint, read
 
 __all__ = ["CheckSpec", "CheckResult", "CheckState", "CHECK_VERDICT", "ModelChoice", "check", "resolve_model"]
 
-CONFIG_HINT = "fix the runtime_config (see `hermes-nb schema`)"
-
 CheckState = Literal["ready", "locked", "unreachable", "slow", "not_local", "rate_limited", "misconfigured", "error"]
-#: each state's verdict as a notebook job
 CHECK_VERDICT = {"ready": "passed", "locked": "blocked", "unreachable": "blocked", "slow": "blocked",
                  "not_local": "blocked", "rate_limited": "blocked", "misconfigured": "failed", "error": "failed"}
 
@@ -67,7 +47,6 @@ class ModelChoice(BaseModel):
     """The model a job sends, and whether the proxy's list allows it."""
 
     model: str
-    #: ``configured`` (someone chose it) or ``default for <provider>`` / ``default``
     origin: str
     usable: bool = True
     error: str | None = None
@@ -86,25 +65,20 @@ class CheckResult(Shown, BaseModel):
     warnings: list[str] = Field(default_factory=list)
     hint: str | None = None
     http_status: int | None = None
-    #: the provider the proxy fronts (``nous``, ``xai``): detected from ``/health``, else configured
+    #: the provider, its source and ``/health``'s ``upstream``; the release and its source (the target's)
     provider: str | None = None
-    #: where :attr:`provider` came from: ``/health``, ``path_not_allowed``, ``config``, ``emulator``, ``rig``
     provider_source: str | None = None
-    #: ``/health``'s ``upstream`` (the provider's display name)
     upstream: str | None = None
-    #: the hermes-agent release under test and where that came from (``unknown`` when nothing told it)
     release: str = "unknown"
     release_source: str | None = None
-    #: ``configured``, or ``default for <provider>`` when nobody chose the model
+    #: ``configured``, or ``default for <provider>``; a listed model to use when the default is not listed
     model_origin: str | None = None
-    #: a listed model to use when the default is not listed
     model_suggestion: str | None = None
     #: seconds the proxy asked to wait (rate_limited)
     retry_after_s: float | None = None
 
     @property
     def verdict(self) -> str:
-        """passed / blocked / failed (:data:`CHECK_VERDICT`)."""
         return CHECK_VERDICT[self.state]
 
     def _repr_text_(self) -> str:
@@ -113,36 +87,14 @@ class CheckResult(Shown, BaseModel):
         return Redactor().text(f"CheckResult({self.state} → {self.verdict}, {self.endpoint}{provider}, model "
                                f"{self.model}, {len(self.models)} models listed{first})")
 
-    @classmethod
-    def misconfigured(cls, exc: ConfigError, **fields: Any) -> CheckResult:
-        """The verdict for a config that does not validate (no request is sent)."""
-        return cls(available=False, state="misconfigured", errors=[ERROR_PREFIX + p for p in exc.problems],
-                   hint=CONFIG_HINT, **fields)
-
-
-def _config_of(source: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any]) -> HermesProxyRuntimeConfig:
-    if isinstance(source, HermesProxyRuntimeConfig):
-        return source
-    if isinstance(source, AdapterManifest):
-        return source.runtime_config()
-    if isinstance(source, Mapping):
-        return validate_config(source)
-    raise ConfigError(f"check: expected a runtime config or manifest, got {type(source).__name__}")
-
-
-def model_configured(config: HermesProxyRuntimeConfig) -> bool:
-    """Did anyone choose the model? (a resolved config remembers origins; one built directly, what was passed)"""
-    if config._origins:
-        return config.origin("model") != "default"
-    return "model" in config.model_fields_set
-
 
 def resolve_model(config: HermesProxyRuntimeConfig, provider: str | None,
                   listed: list[str] | None = None) -> ModelChoice:
-    """The model to send: as configured, else ``provider``'s default; with none configured and a model list
-    that lacks the default, unusable, naming the listed models and a suggestion. The check and the e2e
-    notebook both ask this, so they use one model and agree on it."""
-    if model_configured(config):
+    """The model to send: as configured, else ``provider``'s default; unusable (naming the listed models and a
+    suggestion) when none is configured and ``listed`` lacks the default."""
+    # a resolved config remembers each key's origin; one built directly, which fields were set
+    configured = config.origin("model") != "default" if config._origins else "model" in config.model_fields_set
+    if configured:
         return ModelChoice(model=config.model, origin="configured")
     default = default_model_for(provider)
     model = default or config.model or DEFAULT_MODEL
@@ -199,21 +151,24 @@ def _state(r: Reading, endpoint: str, target: Target, budget_s: float) -> tuple[
 def check(config: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any] | None = None, *,
           spec: CheckSpec | None = None, target: Target | None = None,
           transport: httpx.BaseTransport | None = None, **options: Any) -> CheckResult:
-    """Check the adapter; never raises for bad config or network (it is in the result).
-
-    ``config``: a resolved runtime config (or a manifest, or a mapping); None: ``spec``'s resolution.
-    ``spec`` or ``options`` (:class:`CheckSpec`'s fields): the budget, the executable of the proxy under test.
-    ``target``: the job's identity, when the caller established it already (the smoke's runner, a magic).
-    """
+    """Check the adapter; never raises for bad config or network (it is in the result). ``config``: a runtime
+    config, manifest or mapping (None: ``spec``'s resolution); ``spec`` or ``options``: :class:`CheckSpec`'s fields;
+    ``target``: the job's identity when the caller established it already."""
     spec = spec or CheckSpec.build(**options)
     try:
-        resolved = spec.runtime_config() if config is None else _config_of(config)
+        if config is None:
+            resolved = spec.runtime_config()
+        elif isinstance(config, AdapterManifest):
+            resolved = config.runtime_config()
+        else:
+            resolved = config if isinstance(config, HermesProxyRuntimeConfig) else validate_config(config)
     except ConfigError as exc:
-        return CheckResult.misconfigured(exc)
-    named = release_of(spec.hermes_bin) if spec.hermes_bin else None
+        return CheckResult(available=False, state="misconfigured", errors=[ERROR_PREFIX + p for p in exc.problems],
+                           hint="fix the runtime_config (see `hermes-nb schema`)")
+    named = release_of(spec.hermes_bin) if spec.hermes_bin else (None, None, None)
     if target is None:
-        target = identify(resolved, transport=transport, release=named[0] if named else None,
-                          release_source=named[1] if named else None, executable=named[2] if named else None)
+        target = identify(resolved, transport=transport, release=named[0], release_source=named[1],
+                          executable=named[2])
     with HermesClient(resolved, transport=transport) as client:
         exchange = client.models(deadline_s=spec.budget_s)
     r = read(exchange, resolved.endpoint)

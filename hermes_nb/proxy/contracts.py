@@ -1,12 +1,7 @@
-"""Wire contracts: the documented or observed behaviour of a proxy, and drift against a probe (docs/wire-contract.md).
-
-A contract file holds one section per auth state (``stale``, ``live``) with the compared fields of every route, the
-auth handoff and the admission cases, each tagged with its owner: the proxy (drift when it differs), the upstream
-behind it, or nobody can tell (a relayed stream behind an upstream that is not hermes_nb's); ``null`` is "not
-specified". A contract set is one release: ``<package>-<version>[-<provider>].json``, shipped or in the user's
-contracts directory (where ``hermes-nb contract record`` writes). What the upstream could not answer is not judged;
-an unreachable or guarded proxy is one line, no drift.
-"""
+"""Wire contracts (docs/wire-contract.md): a proxy's behaviour per auth state, every field tagged with its owner (the
+proxy: drift when it differs; the upstream behind it, or nobody can tell: information), and the judgement of a probe
+against one. A set is one release, ``<package>-<version>[-<provider>].json``, shipped or in the user's contracts
+directory; what the upstream could not answer is not judged."""
 
 from __future__ import annotations
 
@@ -15,7 +10,6 @@ import os
 import re
 from collections.abc import Mapping
 from copy import copy
-from functools import lru_cache
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, cast
@@ -26,27 +20,26 @@ from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import ENV_PREFIX, contracts_dir
 from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS, upstream_down_hint
 from hermes_nb.core.records import ErrorEnvelope
-from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, NotJudgedReason, Owner
-from hermes_nb.proxy.report import LABELS, ROUTES, WireReport
+from hermes_nb.proxy.report import LABELS, ROUTES, Drift, DriftList, NotJudged, NotJudgedReason, Owner, WireReport
 from hermes_nb.wire.reading import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
 
 __all__ = ["FORMAT", "ROUTE_FIELDS", "ENV_CONTRACTS_DIR", "message_template", "contract_section", "contract_document",
-           "load_contract", "resolve_contract", "compare", "contract_label", "apply_contract", "judge", "not_judged",
+           "load_contract", "resolve_contract", "compare", "contract_label", "apply_contract", "judge",
            "contract_file_name", "owners", "section_diff", "contract_drift", "dumps_contract", "user_contracts_dir",
            "recorded_contracts", "behaves_as", "closest_contract", "release_contract", "release_changes", "version_key"]
 
 FORMAT = "hermes-nb.wire-contract/2"
 ENV_CONTRACTS_DIR = ENV_PREFIX + "CONTRACTS_DIR"
 #: per-route fields a contract compares (``json_keys``: the contract's keys must be present)
-ROUTE_FIELDS = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
-                "body_excerpt", "json_keys", "outcome", "answered_by", "ended", "floor_missing", "sse_events")
+ROUTE_FIELDS: tuple[str, ...] = ("status", "content_type", "error_type", "error_code", "error_message", "body_kind",
+                                "body_excerpt", "json_keys", "outcome", "answered_by", "ended", "floor_missing",
+                                "sse_events")
 #: route fields that describe the upstream when the proxy relayed the answer (``answered_by: upstream``)
 RELAYED_FIELDS = tuple(f for f in ROUTE_FIELDS if f not in ("answered_by", "ended", "floor_missing"))
 #: relayed fields the proxy may rewrite (it appends ``[DONE]``): its own when hermes_nb's upstream answered
 STREAM_FIELDS = ("sse_events",)
-AUTH_FIELDS = ("status", "error_type", "outcome", "answered_by")
-AUTH_RELAYED_FIELDS = ("status", "error_type", "outcome")
-ADMISSION_FIELDS = ("status", "error_type", "outcome")
+ADMISSION_FIELDS = AUTH_RELAYED_FIELDS = ("status", "error_type", "outcome")
+AUTH_FIELDS = (*ADMISSION_FIELDS, "answered_by")
 #: section-level fields and their owners
 TOP_OWNERS: dict[str, Owner] = {
     **dict.fromkeys(("provider", "bearer_required", "stream_failure_shape", "server_product", "cors_headers",
@@ -56,24 +49,25 @@ TOP_OWNERS: dict[str, Owner] = {
 _WRAPPING = frozenset({"upstream_auth_failed", "upstream_unreachable", "upstream_timeout", "proxy_error"})
 _LOOPBACK_PORT = re.compile(r"\b(127\.0\.0\.1|localhost|\[::1\]):\d+")
 _LIST_FIELDS = frozenset(f for f in TOP_OWNERS if f.endswith("_headers"))
+#: the provider suffix of a set's file name (``hermes-agent-0.19.0-xai``)
+_PROVIDER_SUFFIX = re.compile(f"-({'|'.join(PROXY_PROVIDERS)})$")
 
 
 def owners(fields: tuple[str, ...], relayed_fields: tuple[str, ...], answered: Any,
            stream_owner: Owner = "unknown") -> dict[str, list[str]]:
-    """The owner tags of one route or auth entry: everything is the proxy's unless the upstream answered; then
-    its relayed fields are the upstream's, and its stream fields ``stream_owner``'s."""
-    relayed = {f: ("upstream" if f not in STREAM_FIELDS else stream_owner)
-               for f in fields if answered == "upstream" and f in relayed_fields}
-    tags: dict[str, list[str]] = {"proxy": [f for f in fields if f not in relayed], "upstream": []}
-    for field, owner in relayed.items():
-        tags.setdefault(owner, []).append(field)
+    """The owner tags of one entry: the proxy's, except the relayed fields of an answer the upstream gave (its stream
+    fields: ``stream_owner``'s)."""
+    tags: dict[str, list[str]] = {"proxy": [], "upstream": []}
+    for f in fields:
+        relayed = answered == "upstream" and f in relayed_fields
+        tags.setdefault("proxy" if not relayed else stream_owner if f in STREAM_FIELDS else "upstream", []).append(f)
     return tags
 
 
 def _owner_map(entry: Mapping[str, Any], fields: tuple[str, ...], relayed: tuple[str, ...],
                observed: Mapping[str, Any], upstream_known: Any) -> dict[str, Owner]:
-    """Each field's owner: the expected entry's tags, except that an answer the proxy now gives itself is the proxy's in
-    every field, and a relayed stream field is the proxy's only behind hermes_nb's upstream (else ``unknown``)."""
+    """Each field's owner: the expected entry's tags; an answer the proxy now gives itself is the proxy's in every
+    field; a relayed stream field is the proxy's only behind hermes_nb's upstream (else ``unknown``)."""
     out: dict[str, Owner] = {f: "proxy" for f in fields}
     if observed.get("answered_by") == "proxy":
         return out
@@ -87,8 +81,8 @@ def _owner_map(entry: Mapping[str, Any], fields: tuple[str, ...], relayed: tuple
 
 
 def message_template(error_type: str | None, message: str | None) -> str | None:
-    """The compared form of an error message: loopback ports become ``<port>``; for the proxy's wrapping errors
-    the text after the first ``": "`` (the environment-specific reason) becomes ``<why>``."""
+    """The compared form of an error message: loopback ports become ``<port>``; the environment-specific reason of
+    the proxy's wrapping errors (after the first ``": "``) becomes ``<why>``."""
     if message is None:
         return None
     text = _LOOPBACK_PORT.sub(r"\1:<port>", message)
@@ -98,8 +92,8 @@ def message_template(error_type: str | None, message: str | None) -> str | None:
 
 
 def contract_section(report: WireReport) -> dict[str, Any]:
-    """The compared fields of one probe report (deterministic; the endpoint and timings left out), every route,
-    auth and admission entry tagged with its owners (docs/wire-contract.md, "Who owns a field")."""
+    """The compared fields of one probe report (deterministic: no endpoint, no timings), each entry tagged with its
+    owners."""
     stream_owner: Owner = "proxy" if report.upstream_known else "unknown"
     routes = []
     for spec in ROUTES:
@@ -125,8 +119,8 @@ def contract_section(report: WireReport) -> dict[str, Any]:
 
 def contract_document(sections: Mapping[str, WireReport], *, target: str, source: str = "observed",
                       notes: list[str] | None = None, provider: str | None = None, **about: Any) -> dict[str, Any]:
-    """A whole contract file from one probe report per state (``provider``: the one the proxy fronted; ``about``:
-    ``package``, ``version``, ``executable`` of the release it came from)."""
+    """A contract file from one probe report per state (``about``: the release's ``package``, ``version``,
+    ``executable``)."""
     seen = provider or next((r.provider for r in sections.values() if r.provider), None)
     return {"format": FORMAT, "source": source, "target": target, "provider": seen, "notes": list(notes or []),
             **about, "states": {state: contract_section(report) for state, report in sorted(sections.items())}}
@@ -155,41 +149,26 @@ def load_contract(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def user_contracts_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Where recorded contract sets go and are found after the shipped ones: ``$HERMES_NB_CONTRACTS_DIR``, else
-    platformdirs' user data directory for ``hermes-nb`` (``~/.local/share/hermes-nb/contracts``)."""
-    env = os.environ if environ is None else environ
-    given = env.get(ENV_CONTRACTS_DIR)
+def user_contracts_dir() -> Path:
+    """Where recorded sets go and are found after the shipped ones: ``$HERMES_NB_CONTRACTS_DIR``, else platformdirs'
+    user data directory (``~/.local/share/hermes-nb/contracts``)."""
+    given = os.environ.get(ENV_CONTRACTS_DIR)
     return Path(given).expanduser().absolute() if given else Path(platformdirs.user_data_dir("hermes-nb")) / "contracts"
 
 
-def _sibling(path: Path, provider: str | None) -> Path:
-    """The file of ``provider`` in the set ``path`` belongs to (``x.json`` ↔ ``x-xai.json``), else ``path``."""
-    stem = path.stem
-    for p in PROXY_PROVIDERS:
-        stem = stem.removesuffix(f"-{p}")
-    own = path.with_name(f"{contract_file_name(stem, provider)}.json")
-    return own if provider in PROXY_PROVIDERS and own.is_file() else path
-
-
 def resolve_contract(name: str, provider: str | None = None) -> Path:
-    """A ``.json`` file (its ``provider`` sibling when there is one), or a name: shipped (``seed``,
-    ``hermes-agent-0.19.0``), then the user's contracts directory; ``provider`` picks that provider's file."""
-    candidate = Path(name)
-    if candidate.suffix == ".json":
-        if not candidate.is_file():
-            raise UsageError(f"contract file {name} not found")
-        return _sibling(candidate, provider)
-    for home in (contracts_dir(), user_contracts_dir()):
-        if (home / f"{name}.json").is_file():
-            return _sibling(home / f"{name}.json", provider)
-    known = ", ".join(sorted(recorded_contracts()))
-    raise UsageError(f"unknown contract {name!r}; recorded: seed, {known}, or give a .json file")
-
-
-@lru_cache(maxsize=256)
-def _load_cached(path: str, mtime: float) -> dict[str, Any]:
-    return load_contract(path)
+    """A ``.json`` file or a name (shipped, then the user's), as ``provider``'s file of its set (``x.json`` ↔
+    ``x-xai.json``) when there is one."""
+    named = [Path(name)] if name.endswith(".json") else [h / f"{name}.json" for h in (contracts_dir(),
+                                                                                     user_contracts_dir())]
+    found = next((p for p in named if p.is_file()), None)
+    if found is None and name.endswith(".json"):
+        raise UsageError(f"contract file {name} not found")
+    if found is None:
+        raise UsageError(f"unknown contract {name!r}; recorded: seed, {', '.join(sorted(recorded_contracts()))}, "
+                         "or give a .json file")
+    own = found.with_name(f"{contract_file_name(_PROVIDER_SUFFIX.sub('', found.stem), provider)}.json")
+    return own if provider in PROXY_PROVIDERS and own.is_file() else found
 
 
 def recorded_contracts() -> dict[str, dict[str, Any]]:
@@ -198,7 +177,7 @@ def recorded_contracts() -> dict[str, dict[str, Any]]:
     for home in (contracts_dir(), user_contracts_dir()):
         for path in sorted(home.glob("*.json")) if home.is_dir() else []:
             try:
-                doc = _load_cached(str(path), path.stat().st_mtime)
+                doc = load_contract(path)
             except UsageError:
                 continue  # a stray file in the user's directory is not a contract
             if doc.get("source") == "observed":
@@ -217,52 +196,36 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version))
 
 
-def _set_name(name: str, doc: Mapping[str, Any]) -> str:
-    """The name of the set a contract file belongs to (``hermes-agent-0.19.0-xai`` → ``hermes-agent-0.19.0``)."""
-    return name.removesuffix(f"-{doc.get('provider')}") if doc.get("provider") != DEFAULT_PROVIDER else name
-
-
 def release_contract(package: str, version: str) -> str | None:
-    """The name of the recorded contract set of one release (matched on the package and either its own version or
-    the one ``hermes --version`` printed), None when none is recorded."""
+    """The recorded set of one release (its package and its version, or the one ``hermes --version`` printed)."""
     for name, doc in recorded_contracts().items():
         pkg, ver = _release_of(doc)
         if pkg == package and version in (ver, str(doc.get("target", "")).rpartition(" ")[2]):
-            return _set_name(name, doc)
+            return _PROVIDER_SUFFIX.sub("", name)
     return None
 
 
+def _scored(report: WireReport) -> list[tuple[int, str, dict[str, Any]]]:
+    """(proxy-owned drift lines, set name, document) of every recorded contract of the report's provider."""
+    provider = report.provider or DEFAULT_PROVIDER
+    return [(len(compare(report, doc)), _PROVIDER_SUFFIX.sub("", name), doc)
+            for name, doc in recorded_contracts().items() if (doc.get("provider") or DEFAULT_PROVIDER) == provider]
+
+
 def closest_contract(report: WireReport) -> str | None:
-    """The set name of the recorded release ``report`` drifts least from on proxy-owned fields (ties: the newest)."""
-    scored = sorted((sum(d.owner == "proxy" for d in judge(report, doc)), [-n for n in version_key(
-        _release_of(doc)[1])], _set_name(name, doc)) for name, doc in recorded_contracts().items()
-        if (doc.get("provider") or DEFAULT_PROVIDER) == (report.provider or DEFAULT_PROVIDER))
+    """The set of the recorded release ``report`` drifts least from (ties: the newest)."""
+    scored = sorted((n, [-v for v in version_key(_release_of(doc)[1])], name) for n, name, doc in _scored(report))
     return scored[0][2] if scored else None
 
 
 def behaves_as(report: WireReport) -> list[str]:
-    """The recorded releases (their ``target``) ``report`` answers exactly like on every proxy-owned field, in its
-    state and for its provider; only contracts that judge the admission layer count."""
-    if report.state not in ("stale", "live"):
+    """The recorded releases (their ``target``) ``report`` answers exactly like, in its state and for its provider;
+    only contracts that judge the admission layer count."""
+    if report.state not in ("stale", "live") or report.provider is None:
         return []
-    found = []
-    for doc in recorded_contracts().values():
-        section = doc["states"].get(report.state)
-        if section and section.get("admission") and doc.get("provider") == report.provider \
-                and not any(d.owner == "proxy" for d in judge(report, doc)):
-            found.append(str(doc.get("target")))
-    return sorted(dict.fromkeys(found), key=lambda t: version_key(t.rpartition(" ")[2]))
-
-
-def _pick_state(report: WireReport, contract: Mapping[str, Any], state: str | None) -> tuple[str, dict[str, Any]]:
-    states = contract["states"]
-    wanted = state or report.state
-    if wanted in states:
-        return wanted, states[wanted]
-    if state is not None:
-        raise UsageError(f"contract has no state {state!r}; it has {', '.join(sorted(states))}")
-    first = sorted(states)[0]
-    return first, states[first]
+    found = {str(doc.get("target")) for n, _, doc in _scored(report)
+             if not n and (doc["states"].get(report.state) or {}).get("admission")}
+    return sorted(found, key=lambda t: version_key(t.rpartition(" ")[2]))
 
 
 def _differs(field: str, expected: Any, observed: Any) -> bool:
@@ -277,84 +240,65 @@ def _differs(field: str, expected: Any, observed: Any) -> bool:
     return bool(expected != observed)
 
 
-def _judgement(report: WireReport, contract: Mapping[str, Any],
-               state: str | None) -> tuple[list[Drift], list[NotJudged]]:
-    """(every difference with its owner, what could not be judged) of ``report`` against ``contract``."""
+def judge(report: WireReport, contract: Mapping[str, Any], *,
+          state: str | None = None) -> tuple[list[Drift], list[NotJudged]]:
+    """Every difference between ``report`` and the contract's section for its state (``state``, else the detected
+    one, else the first) with its owner; and what could not be judged, and why (:data:`NotJudgedReason`): the
+    upstream's trouble is not drift, but what the proxy answers itself is always judged."""
     if not report.reachable or report.state == "not_local":
         first = report.routes[0].transport_error if report.routes else None
         why = (f"no route got an HTTP answer from {report.endpoint} ({first or 'no answer'})" if not report.reachable
                else report.action or "")
         return [], [NotJudged(field="(every field)", reason="unreachable" if not report.reachable else "not_local",
                               detail=why)]
-    name, section = _pick_state(report, contract, state)
+    states = contract["states"]
+    if state is not None and state not in states:
+        raise UsageError(f"contract has no state {state!r}; it has {', '.join(sorted(states))}")
+    name = state or (report.state if report.state in states else sorted(states)[0])
+    section = states[name]
     drift = [Drift(field="state", expected=name, observed=report.state)] if (
         report.state != name and report.state in ("stale", "live")) else []
-    observed = contract_section(report)
-    skipped = _section_not_judged(section, observed, report)
-    return drift + section_diff(section, observed, skip={n.field for n in skipped}), skipped
+    skipped = _not_judged(section, report)
+    return drift + section_diff(section, contract_section(report), skip={n.field for n in skipped}), skipped
 
 
-def judge(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> list[Drift]:
-    """Every difference between ``report`` and the contract's section for its state (``state`` if given, else the
-    detected one, else the contract's first), each with its owner; nulls and what cannot be judged left out."""
-    return _judgement(report, contract, state)[0]
-
-
-def _why_not(exp: Mapping[str, Any], got: Mapping[str, Any],
-             retry: float | None) -> tuple[NotJudgedReason, str] | None:
-    """``(reason, detail)`` when an observed answer cannot judge the expected one."""
-    if got.get("outcome") == "skipped" and got.get("transport_error") != "upstream_slow":
+def _why_not(exp: Mapping[str, Any], got: Any) -> tuple[NotJudgedReason, str] | None:
+    """``(reason, detail)`` when an observed answer (a route or an auth case) cannot judge the expected one (the
+    proxy's own answer: always judged)."""
+    if got.outcome == "skipped" and got.transport_error != "upstream_slow":
         return "probe_deadline", "not sent: the probe's overall deadline ran out"
     if exp.get("answered_by") != "upstream":
-        return None  # the proxy's own answer: always judged
-    codes = ErrorEnvelope(type=got.get("error_type"), code=got.get("error_code")).codes
-    if got.get("answered_by") == "proxy" and codes & UPSTREAM_DOWN_CODES:
-        return "upstream_down", f"the proxy answered {got.get('status')} {got.get('error_type')}: " \
-                                f"{got.get('error_message') or ''}".rstrip(": ")
-    if got.get("status") == 429 or codes & RATE_LIMIT_CODES:
-        return "rate_limited", f"HTTP {got.get('status')} from the upstream" + (
-            f"; Retry-After {retry:g} s" if retry is not None else "")
-    if got.get("outcome") == "skipped":
+        return None
+    code = getattr(got, "error_code", None)
+    codes = ErrorEnvelope(type=got.error_type, code=code).codes
+    if got.answered_by == "proxy" and codes & UPSTREAM_DOWN_CODES:
+        message = message_template(got.error_type, getattr(got, "error_message", None))
+        return "upstream_down", f"the proxy answered {got.status} {got.error_type}: {message or ''}".rstrip(": ")
+    if got.status == 429 or codes & RATE_LIMIT_CODES:
+        return "rate_limited", f"HTTP {got.status} from the upstream" + (
+            f"; Retry-After {got.retry_after_s:g} s" if got.retry_after_s is not None else "")
+    if got.outcome == "skipped":
         return "upstream_slow", "not sent: the upstream was too slow for an earlier forwarded request"
-    if got.get("outcome") == "timeout":
-        return "upstream_slow", f"no answer within the probe's per-request deadline ({got.get('transport_error')})"
-    if got.get("ended") in ("deadline", "read_timeout"):
-        return "upstream_slow", f"the answer did not end within the probe's per-request deadline ({got.get('ended')})"
+    if got.outcome == "timeout":
+        return "upstream_slow", f"no answer within the probe's per-request deadline ({got.transport_error})"
+    if (cut := getattr(got, "ended", None)) in ("deadline", "read_timeout"):
+        return "upstream_slow", f"the answer did not end within the probe's per-request deadline ({cut})"
     return None
 
 
-def _section_not_judged(section: Mapping[str, Any], observed: Mapping[str, Any],
-                        report: WireReport) -> list[NotJudged]:
-    """The entries of ``section`` (expected) that ``observed`` (``contract_section(report)``) cannot judge."""
-    out: list[NotJudged] = []
-    obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
-    results = {r.name: r for r in report.routes}
-    pairs: list[tuple[str, Mapping[str, Any], dict[str, Any] | None, float | None]] = []
-    for exp in section.get("routes", []):
-        got, result = obs_routes.get(exp.get("name")), results.get(exp.get("name"))
-        if got is not None and result is not None:
-            pairs.append((f"routes[{LABELS.get(exp['name'], exp['name'])}]", exp,
-                          {**got, "transport_error": result.transport_error}, result.retry_after_s))
-    cases = {c.case: c for c in report.auth}
-    for case, exp in (section.get("auth") or {}).items():
-        if (seen := cases.get(case)) is not None:
-            pairs.append((f"auth[{case}]", exp, seen.model_dump(), seen.retry_after_s))
-    for field, exp, got, retry in pairs:
-        if (why := _why_not(exp, got or {}, retry)) is not None:
-            out.append(NotJudged(field=field, reason=why[0], detail=why[1],
-                                 retry_after_s=retry if why[0] == "rate_limited" else None))
+def _not_judged(section: Mapping[str, Any], report: WireReport) -> list[NotJudged]:
+    """The entries of ``section`` (expected) that ``report`` cannot judge."""
+    routes, cases = {r.name: r for r in report.routes}, {c.case: c for c in report.auth}
+    pairs: list[tuple[str, Any, Any]] = [(f"routes[{LABELS.get(e['name'], e['name'])}]", e, routes.get(e["name"]))
+                                         for e in section.get("routes", [])]
+    pairs += [(f"auth[{case}]", e, cases.get(case)) for case, e in (section.get("auth") or {}).items()]
+    out = [NotJudged(field=field, reason=why[0], detail=why[1],
+                     retry_after_s=got.retry_after_s if why[0] == "rate_limited" else None)
+           for field, exp, got in pairs if got is not None and (why := _why_not(exp, got)) is not None]
     if report.bearer_required is None and any(n.field.startswith("auth[") for n in out):
         out.append(NotJudged(field="bearer_required", reason=next(n.reason for n in out if n.field.startswith("auth[")),
                              detail="the auth cases it is told from were not judged"))
     return out
-
-
-def not_judged(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> list[NotJudged]:
-    """What the judgement leaves out, and why: nothing answered, or the guard refused everything (one entry); a
-    route the upstream did not answer in time (``upstream_slow``), the proxy's own 502/504 instead
-    (``upstream_down``), a 429 (``rate_limited``), unsent at the probe's deadline (``probe_deadline``). Routes the
-    proxy answers itself are always judged."""
-    return _judgement(report, contract, state)[1]
 
 
 def contract_label(contract: Mapping[str, Any]) -> str:
@@ -365,15 +309,14 @@ def contract_label(contract: Mapping[str, Any]) -> str:
 
 
 def compare(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> DriftList:
-    """The drift: differences on proxy-owned fields only (see :func:`judge`). Each prints as ``field: a → b``."""
-    return DriftList((d for d in judge(report, contract, state=state) if d.owner == "proxy"),
+    """The drift: the differences on proxy-owned fields (:func:`judge`), each printed as ``field: a → b``."""
+    return DriftList((d for d in judge(report, contract, state=state)[0] if d.owner == "proxy"),
                      contract=contract_label(contract))
 
 
 def apply_contract(report: WireReport, contract: Mapping[str, Any], *, state: str | None = None) -> WireReport:
-    """Judge ``report`` against ``contract`` in place: its drift, the differences it does not own, what it could
-    not judge (:func:`not_judged`), the contract's name."""
-    judged, report.not_judged = _judgement(report, contract, state)
+    """Judge ``report`` against ``contract`` in place (:func:`judge`), naming the contract."""
+    judged, report.not_judged = judge(report, contract, state=state)
     report.drift = [d for d in judged if d.owner == "proxy"]
     report.upstream_differences = [d for d in judged if d.owner != "proxy"]
     report.contract = contract_label(contract)
@@ -385,38 +328,31 @@ def apply_contract(report: WireReport, contract: Mapping[str, Any], *, state: st
     return report
 
 
+def _entries(section: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], tuple[str, ...], tuple[str, ...]]]:
+    """Each compared entry of a section by its label (``routes[GET /health]``, ``auth[none]``, ``admission[host]``),
+    with its fields and those the upstream relays."""
+    out = {"routes[" + LABELS.get(r.get("name"), f"{r.get('method')} {r.get('path')}") + "]":
+           (r, ROUTE_FIELDS, RELAYED_FIELDS) for r in section.get("routes", [])}
+    out |= {f"auth[{c}]": (e, AUTH_FIELDS, AUTH_RELAYED_FIELDS) for c, e in (section.get("auth") or {}).items()}
+    return out | {f"admission[{c}]": (e, ADMISSION_FIELDS, ()) for c, e in (section.get("admission") or {}).items()}
+
+
 def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, prefix: str = "",
                  skip: set[str] | frozenset[str] = frozenset()) -> list[Drift]:
-    """Field-by-field differences between two sections, owners taken from ``expected`` (nulls not compared).
-
-    ``skip``: entries not judged (``routes[<label>]``, ``auth[<case>]``, a top-level field name).
-    """
+    """Field-by-field differences between two sections, owners taken from ``expected`` (nulls not compared);
+    ``skip``: entries not judged (``routes[<label>]``, ``auth[<case>]``, a top-level field)."""
     drift: list[Drift] = []
-    known = bool(observed.get("upstream_known"))
-
-    def diff(label: str, exp: Mapping[str, Any], got: Mapping[str, Any], fields: tuple[str, ...],
-             owned: Mapping[str, Owner]) -> None:
-        drift.extend(Drift(field=f"{prefix}{label}.{f}", expected=exp.get(f), observed=got.get(f), owner=owned[f])
-                     for f in fields if _differs(f, exp.get(f), got.get(f)))
-
-    obs_routes = {r.get("name"): r for r in observed.get("routes", [])}
-    for exp in expected.get("routes", []):
-        fallback = f"{exp.get('method')} {exp.get('path')}"
-        label = f"routes[{LABELS.get(exp.get('name'), fallback)}]"
+    known, seen = bool(observed.get("upstream_known")), _entries(observed)
+    for label, (exp, fields, relayed) in _entries(expected).items():
         if label in skip:
             continue
-        got = obs_routes.get(exp.get("name"))
-        if got is None:
+        if label.startswith("routes[") and label not in seen:
             drift.append(Drift(field=prefix + label, expected="probed", observed="missing"))
             continue
-        diff(label, exp, got, ROUTE_FIELDS, _owner_map(exp, ROUTE_FIELDS, RELAYED_FIELDS, got, known))
-    for case, exp in (expected.get("auth") or {}).items():
-        if f"auth[{case}]" not in skip:
-            got = (observed.get("auth") or {}).get(case, {})
-            diff(f"auth[{case}]", exp, got, AUTH_FIELDS, _owner_map(exp, AUTH_FIELDS, AUTH_RELAYED_FIELDS, got, known))
-    for case, exp in (expected.get("admission") or {}).items():
-        diff(f"admission[{case}]", exp, (observed.get("admission") or {}).get(case, {}), ADMISSION_FIELDS,
-             dict.fromkeys(ADMISSION_FIELDS, "proxy"))
+        got = seen.get(label, ({},))[0]
+        owned = _owner_map(exp, fields, relayed, got, known)
+        drift += [Drift(field=f"{prefix}{label}.{f}", expected=exp.get(f), observed=got.get(f), owner=owned[f])
+                  for f in fields if _differs(f, exp.get(f), got.get(f))]
     top: dict[str, Owner] = dict(TOP_OWNERS)
     for side, names in (expected.get("owners") or {}).items():
         top.update({n: cast(Owner, side) for n in names})
@@ -425,27 +361,22 @@ def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, pr
     return drift
 
 
-def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any], *,
-                   include_upstream: bool = False) -> list[Drift]:
-    """Differences between two contract documents, state by state (``stale.routes[GET /].status: …``): proxy-owned
-    ones only, unless ``include_upstream``. A state present on one side only is one drift (``live: not probed →
-    probed``)."""
+def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> list[Drift]:
+    """The proxy-owned differences between two contract documents, state by state (``stale.routes[GET /].status:
+    …``); a state on one side only is one line (``live: not probed → probed``)."""
     drift: list[Drift] = []
-    exp_states, obs_states = expected.get("states", {}), observed.get("states", {})
-    for state in sorted(set(exp_states) | set(obs_states)):
-        if state not in exp_states or state not in obs_states:
-            drift.append(Drift(field=state, expected="probed" if state in exp_states else "not probed",
-                               observed="probed" if state in obs_states else "not probed"))
-            continue
-        found = section_diff(exp_states[state], obs_states[state], prefix=f"{state}.")
-        drift += [d for d in found if include_upstream or d.owner == "proxy"]
+    exp, obs = expected.get("states", {}), observed.get("states", {})
+    for state in sorted(set(exp) | set(obs)):
+        if state in exp and state in obs:
+            drift += [d for d in section_diff(exp[state], obs[state], prefix=f"{state}.") if d.owner == "proxy"]
+        else:
+            drift.append(Drift(field=state, expected="probed" if state in exp else "not probed",
+                               observed="probed" if state in obs else "not probed"))
     return drift
 
 
-def release_changes(names: list[str] | None = None,
-                    provider: str = DEFAULT_PROVIDER) -> list[tuple[str, str, list[Drift]]]:
-    """``(from, to, proxy-owned differences)`` between consecutive recorded releases (``names``: of these sets)."""
-    docs = [d for n, d in recorded_contracts().items() if (d.get("provider") or DEFAULT_PROVIDER) == provider
-            and (names is None or _set_name(n, d) in names)]
+def release_changes(provider: str = DEFAULT_PROVIDER) -> list[tuple[str, str, list[Drift]]]:
+    """``(from, to, proxy-owned differences)`` between consecutive recorded releases."""
+    docs = [d for d in recorded_contracts().values() if (d.get("provider") or DEFAULT_PROVIDER) == provider]
     docs.sort(key=lambda d: version_key(_release_of(d)[1]))
     return [(str(a["target"]), str(b["target"]), contract_drift(a, b)) for a, b in pairwise(docs)]

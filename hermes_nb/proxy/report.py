@@ -1,33 +1,25 @@
-"""The probe's records: what it sends (routes, auth and admission cases), what it saw, and the report-level facts
-read from them (proxy state, bearer requirement, stream-failure shape, warnings). No IO; the card is
-:mod:`hermes_nb.views`'. The outcome vocabulary: docs/wire-contract.md."""
+"""The probe's records: what it sends (routes, auth and admission cases), what it saw, the drift from a contract. The
+cards are :mod:`hermes_nb.views`'; the outcome vocabulary and who owns a field: docs/wire-contract.md."""
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
 from hermes_nb.core.model import Shown, StrictModel
-from hermes_nb.core.providers import start_hint
-from hermes_nb.core.records import Exchange
-from hermes_nb.proxy.drift import Drift, DriftList, NotJudged, Owner
 from hermes_nb.wire.reading import RouteOutcome
 
 __all__ = ["RouteSpec", "ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "ADMISSION_CASES", "STREAM_VARIANTS", "RouteResult",
-           "AuthCase", "WireReport", "ProxyState", "RATE_LIMIT_HEADER_RE", "server_product",
-           "floor_missing", "sse_events", "response_headers", "stream_failure_shape", "bearer_required", "report_state",
-           "report_warnings"]
-
-UNKNOWN_V1_PATH = "/hermes-nb-probe/unknown"
+           "AuthCase", "WireReport", "ProxyState", "StreamShape", "Owner", "Drift", "DriftList", "NotJudged",
+           "NotJudgedReason", "fmt"]
 
 
 @dataclass(frozen=True)
 class RouteSpec:
-    """One probed route. ``path`` is relative to the endpoint, or to its origin when ``root``."""
+    """One probed route. ``path`` is relative to the endpoint, or to its origin when ``root``; ``variant`` tells
+    routes with one method and path apart; ``scenario``: what it asks of the upstream (a foreign one ignores it)."""
 
     name: str
     method: str
@@ -35,9 +27,7 @@ class RouteSpec:
     root: bool = False
     body: str | None = None
     sse: bool = False
-    #: tells routes with the same method and path apart in drift lines
     variant: str = ""
-    #: the emulator scenario asked of the upstream (an upstream variant; a foreign upstream ignores the header)
     scenario: str | None = None
 
     @property
@@ -55,7 +45,7 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("root", "GET", "/", root=True),
     RouteSpec("v1_health", "GET", "/health"),
     # a streaming request the proxy itself refuses: the shape of a proxy-layer stream failure
-    RouteSpec("unknown_v1", "POST", UNKNOWN_V1_PATH, body="chat_stream", sse=True),
+    RouteSpec("unknown_v1", "POST", "/hermes-nb-probe/unknown", body="chat_stream", sse=True),
     RouteSpec("chat", "POST", "/chat/completions", body="chat"),
     RouteSpec("chat_stream", "POST", "/chat/completions", body="chat_stream", sse=True, variant="stream"),
     # hermes_nb's upstream ends this stream with a finish_reason and no [DONE]: does the proxy add one?
@@ -71,135 +61,80 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("responses_stream", "POST", "/responses", body="responses_stream", sse=True, variant="stream"),
 )
 LABELS = {spec.name: spec.label for spec in ROUTES}
-#: the routes the proxy answers itself, never its upstream
 LOCAL_ROUTES = frozenset({"health", "root", "v1_health", "unknown_v1"})
-#: the upstream scenarios the stream-variant routes ask for: an upstream that plays them is hermes_nb's
+#: an upstream that plays these scenarios is hermes_nb's
 STREAM_VARIANTS = tuple(s.scenario for s in ROUTES if s.scenario)
-#: auth handoff cases on ``GET /v1/models``: header value sent (False = no header)
+#: the auth handoff on ``GET /v1/models``: the header sent (False: none)
 AUTH_CASES: tuple[tuple[str, bool | str], ...] = (
     ("none", False), ("malformed", "Basic cHJvYmU6cHJvYmU="), ("bearer", True))
-#: the admission layer, on ``GET /health``: a request a browser or a foreign name would send (``{port}``: the
-#: endpoint's). A local-only proxy (hermes-agent 0.22) refuses each with 403 ``host_not_allowed`` /
-#: ``origin_not_allowed``; older ones answer 200.
+#: the admission layer on ``GET /health``: what a browser or a foreign name sends (``{port}``: the endpoint's). A
+#: local-only proxy (hermes-agent 0.22) refuses each with 403 ``host_not_allowed`` / ``origin_not_allowed``.
 ADMISSION_CASES: tuple[tuple[str, str, str], ...] = (
     ("host", "Host", "127.1:{port}"), ("origin", "Origin", "http://evil.example"),
     ("fetch_site", "Sec-Fetch-Site", "cross-site"))
 
 StreamShape = Literal["json", "sse", "text", "none"]
 ProxyState = Literal["stale", "live", "unreachable", "not_local", "unknown"]
-_FAILURE_SHAPES: dict[str, StreamShape] = {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text",
-                                           "html": "text"}
-_CHAT_FLOOR = ("choices", "created", "id", "model", "object")
-#: the OpenAI floor: top-level keys every OpenAI-compatible 2xx JSON answer of a route carries
-OPENAI_FLOOR: dict[str, tuple[str, ...]] = {
-    "chat": _CHAT_FLOOR, "chat_large": _CHAT_FLOOR, "completions": _CHAT_FLOOR, "embeddings": ("data", "object"),
-    "models": ("data", "object"), "responses": ("id", "object", "output", "status")}
-RATE_LIMIT_HEADER_RE = re.compile(r"^(x-)?(rate-?limit|ratelimit)|^retry-after(-ms)?$")
+#: who a contract field describes: the proxy (drift), whatever upstream answers behind it, or nobody can tell
+Owner = Literal["proxy", "upstream", "unknown"]
+#: why a field was not judged: nothing answered, the local-only guard refused everything; the upstream was slow, down
+#: (the proxy's own 502/504) or rate-limited; the probe's overall deadline ran out first
+NotJudgedReason = Literal["unreachable", "not_local", "upstream_slow", "upstream_down", "rate_limited",
+                          "probe_deadline"]
 
 
-def server_product(server: str | None) -> str | None:
-    """``Python/3.11 aiohttp/3.14.5`` → ``Python aiohttp`` (the versions are the install's, not the proxy's)."""
-    names = [tok.split("/", 1)[0] for tok in (server or "").split() if tok and not tok.startswith("(")]
-    return " ".join(names) or None
+def fmt(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    return "[" + ", ".join(str(v) for v in value) + "]" if isinstance(value, list) else str(value)
 
 
-def floor_missing(name: str, ex: Exchange) -> list[str] | None:
-    """The OpenAI floor keys a 2xx JSON answer of ``name`` lacks ([] = all there; None = not applicable)."""
-    floor = OPENAI_FLOOR.get(name)
-    if floor is None or not ex.ok_status or ex.streamed or not isinstance(ex.json_body, dict):
-        return None
-    return sorted(set(floor) - set(ex.json_body))
+class Drift(Shown, StrictModel):
+    """A difference from a contract; only a proxy-owned one is drift, the others are information."""
+
+    field: str
+    expected: Any = None
+    observed: Any = None
+    owner: Owner = "proxy"
+
+    def __str__(self) -> str:
+        return f"{self.field}: {fmt(self.expected)} → {fmt(self.observed)}"
+
+    def _repr_text_(self) -> str:
+        return f"Drift({self})"
 
 
-def sse_events(ex: Exchange) -> list[str] | None:
-    """Each event name of a stream once, in order: ``event:``, else the data's ``type``/``object``; ``[DONE]``."""
-    if not ex.streamed:
-        return None
-    names: list[str] = []
-    for ev in ex.events:
-        name = ev.event if ev.event and ev.event != "message" else None
-        data = ev.data.strip()
-        if name is None and data.startswith("[DONE]"):
-            name = "[DONE]"
-        elif name is None and data.startswith("{"):
-            try:
-                found = json.loads(data)
-            except ValueError:
-                found = None
-            found = found.get("type") or found.get("object") if isinstance(found, dict) else None
-            name = found if isinstance(found, str) else None
-        if name and name not in names:
-            names.append(name)
-    return names
+class NotJudged(StrictModel):
+    """A contract field (or a whole route) left out of the judgement: the upstream's trouble is not drift."""
+
+    field: str
+    reason: NotJudgedReason
+    detail: str = ""
+    retry_after_s: float | None = None
+
+    def __str__(self) -> str:
+        return f"{self.field}: not judged ({self.reason}{': ' + self.detail if self.detail else ''})"
 
 
-def response_headers(ex: Exchange) -> dict[str, str]:
-    return {k.lower(): v for k, v in ex.headers.items()}
+class DriftList(Shown, list["Drift"]):
+    """The drift from a contract (``contract``: its ``target``): a list that displays itself."""
 
+    def __init__(self, items: Any = (), contract: str | None = None) -> None:
+        super().__init__(items)
+        self.contract = contract
 
-def stream_failure_shape(results: list[RouteResult]) -> StreamShape:
-    """How the proxy answers a streaming request it fails itself (only its own answers count): one JSON body, SSE,
-    text, or none seen."""
-    for name in ("chat_stream", "unknown_v1"):
-        r = next((x for x in results if x.name == name), None)
-        if r is None or r.status is None or 200 <= r.status < 300 or r.answered_by == "upstream":
-            continue
-        return _FAILURE_SHAPES.get(r.body_kind, "none")
-    return "none"
+    @property
+    def headline(self) -> str:
+        """``no drift vs <contract>`` or ``drift: N proxy-owned lines vs <contract>``."""
+        against = f" vs {self.contract}" if self.contract else ""
+        if not self:
+            return f"no drift{against}"
+        return f"drift: {len(self)} proxy-owned line{'s' if len(self) != 1 else ''}{against}"
 
-
-def bearer_required(cases: list[AuthCase]) -> bool | None:
-    """True when a missing/malformed header is refused where ``Bearer`` is not; None when untold."""
-    by = {c.case: c for c in cases}
-    bearer, none = by.get("bearer"), by.get("none")
-    if bearer is None or none is None or bearer.status is None or none.status is None:
-        return None
-    return any(c is not None and c.status in (401, 403) and c.answered_by != "upstream"
-               and (c.status, c.error_type) != (bearer.status, bearer.error_type)
-               for c in (none, by.get("malformed")))
-
-
-def report_state(results: list[RouteResult]) -> ProxyState:
-    """``stale``/``live`` from the chat and models routes; ``unreachable``; ``not_local`` (the local-only guard
-    refused everything); else ``unknown``. ``live``: the proxy relayed both to its upstream and the chat answer is
-    a 2xx JSON body (``/v1/models`` may answer anything the upstream likes)."""
-    answered = [r for r in results if r.status is not None]
-    if not answered:
-        return "unreachable"
-    if all(r.outcome == "not_local" for r in answered):
-        return "not_local"
-    forwarded = [r for r in results if r.name in ("chat", "models")]
-    if forwarded and all(r.outcome == "auth_failed" for r in forwarded):
-        return "stale"
-    chat = next((r for r in forwarded if r.name == "chat"), None)
-    if (chat is not None and chat.outcome == "forwarded" and chat.status is not None and 200 <= chat.status < 300
-            and all(r.answered_by == "upstream" for r in forwarded)):
-        return "live"
-    return "unknown"
-
-
-def report_warnings(report: WireReport) -> list[str]:
-    """One line per problem a human should look at (hanging, unreachable, missing /v1, HTML)."""
-    out: list[str] = []
-    outcomes = {r.outcome for r in report.routes}
-    if not report.reachable and outcomes <= {"timeout", "skipped"}:
-        out.append(f"{report.endpoint} accepts connections but never answers: the endpoint hangs")
-    elif not report.reachable:
-        first = report.routes[0] if report.routes else None
-        why = first.transport_error if first else "no answer"
-        out.append(f"endpoint unreachable ({why}) at {report.endpoint}: {start_hint(report.provider)}")
-    elif all(r.outcome == "not_found" for r in report.routes if r.name in ("chat", "models", "completions")):
-        out.append("every forwarded route answered a plain 404: does the endpoint miss its /v1 base path?")
-    if any(r.body_kind == "html" for r in report.routes):
-        out.append("the endpoint answers HTML: is this a Hermes proxy?")
-    slow = [r.name for r in report.routes if r.transport_error == "upstream_slow"]
-    if report.reachable and ("timeout" in outcomes or slow):
-        out.append("some requests timed out: the endpoint hangs or is very slow"
-                   + (f" (its upstream did not answer in time; not sent after that: {', '.join(slow)})"
-                      if slow else ""))
-    if "skipped" in outcomes:
-        out.append("the probe deadline ran out before every route was probed")
-    return out
+    def _repr_text_(self) -> str:
+        if not self:
+            return f"{self.headline}: the proxy matches the recorded wire contract"
+        return f"{self.headline}:\n" + "\n".join(f"  {d}" for d in self)
 
 
 class RouteResult(StrictModel):
@@ -211,27 +146,19 @@ class RouteResult(StrictModel):
     error_type: str | None = None
     error_code: str | None = None
     error_message: str | None = None
-    #: json-envelope | json | sse | html | text | empty | none
+    #: json-envelope | json | sse | html | text | empty | none; a non-JSON body's first line
     body_kind: str = "none"
-    #: first line of a non-JSON body (e.g. ``404: Not Found``)
     body_excerpt: str | None = None
-    #: sorted top-level keys of a JSON object body
     json_keys: list[str] | None = None
     outcome: RouteOutcome = "skipped"
-    #: who answered: the proxy itself, or the upstream it relayed (None: no HTTP answer)
     answered_by: Owner | None = None
-    #: how the body ended: ``clean``, or the transport failure that cut it (None: no HTTP answer)
+    #: ``clean``, or the transport failure that cut the body
     ended: str | None = None
-    #: OpenAI floor keys missing from a 2xx JSON answer (None: not a 2xx JSON answer of a floor route)
     floor_missing: list[str] | None = None
     server: str | None = None
-    #: transport failure kind when there was no HTTP answer
     transport_error: str | None = None
-    #: ``data: [DONE]`` seen (streams)
     done: bool | None = None
-    #: the stream's shape: each event name once, in order (:func:`sse_events`; None: not a stream)
     sse_events: list[str] | None = None
-    #: Retry-After of the answer, seconds (a 429 says when to come back)
     retry_after_s: float | None = None
     elapsed_s: float = 0.0
 
@@ -253,7 +180,6 @@ class AuthCase(StrictModel):
 
 class WireReport(Shown, StrictModel):
     endpoint: str
-    #: stale (forwarded routes answer upstream_auth_failed), live (they answer 2xx), unreachable, not_local, unknown
     state: ProxyState = "unknown"
     reachable: bool = False
     routes: list[RouteResult] = Field(default_factory=list)
@@ -261,44 +187,35 @@ class WireReport(Shown, StrictModel):
     admission: list[AuthCase] = Field(default_factory=list)
     #: hermes_nb's upstream answers (it plays the stream variants): relayed streams are then the proxy's to judge
     upstream_known: bool | None = None
-    #: None when it could not be told (endpoint unreachable)
     bearer_required: bool | None = None
     stream_failure_shape: StreamShape = "none"
     server: str | None = None
-    #: product names without versions (``Python aiohttp``): what contracts compare
+    #: ``Python aiohttp`` (no versions): what contracts compare
     server_product: str | None = None
-    #: CORS / rate-limit header names on the proxy's own answers
+    #: CORS / rate-limit header names on the proxy's own answers, and on relayed ones
     cors_headers: list[str] = Field(default_factory=list)
     rate_limit_headers: list[str] = Field(default_factory=list)
-    #: the same on relayed answers (the upstream's headers pass through the proxy)
     relayed_cors_headers: list[str] = Field(default_factory=list)
     relayed_rate_limit_headers: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-    #: differences from a contract on proxy-owned fields (these fail the probe)
+    #: differences on proxy-owned fields (they fail the probe), on the others (information), what was not judged
     drift: list[Drift] = Field(default_factory=list)
-    #: differences on fields the proxy does not own (the upstream's, or nobody can tell): information
     upstream_differences: list[Drift] = Field(default_factory=list)
-    #: what could not be judged, and why (the upstream was slow, down or rate-limited; the proxy unreachable)
     not_judged: list[NotJudged] = Field(default_factory=list)
-    #: the provider the proxy fronts (``nous``, ``xai``): ``/health``'s ``upstream``, else the allowed paths
     provider: str | None = None
-    #: where :attr:`provider` came from (``/health``, ``path_not_allowed``, ``config``)
     provider_source: str | None = None
-    #: ``/health``'s ``upstream`` verbatim (the provider's display name)
     upstream: str | None = None
-    #: the paths the proxy says it forwards (from a ``path_not_allowed`` envelope)
+    #: the paths the proxy says it forwards (its ``path_not_allowed`` envelope)
     allowed_paths: list[str] | None = None
-    #: the release under test and where that came from (``0.22.2.post1 (--hermes-bin …)``), when told
+    #: the release under test and where that came from (``0.22.2.post1 (--hermes-bin …)``)
     release: str | None = None
-    #: the contract drift and upstream differences were judged against (its ``target``; None: not compared)
+    #: the contract's ``target`` (None: not compared)
     contract: str | None = None
-    #: the one thing the operator does (start the proxy, fix the endpoint, re-run later); None when nothing
+    #: the one thing the operator does (start the proxy, fix the endpoint, re-run later)
     action: str | None = None
-    #: the recorded contracts this proxy answers exactly like (the releases it behaves as)
+    #: the recorded releases this proxy answers exactly like
     matches: list[str] = Field(default_factory=list)
     elapsed_s: float = 0.0
-
-    #: stream timelines of the streamed routes (:class:`~hermes_nb.views.timeline.StreamTimeline` dicts), not dumped
     _timelines: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
 
     def route(self, name: str) -> RouteResult | None:
@@ -306,7 +223,7 @@ class WireReport(Shown, StrictModel):
 
     @property
     def timelines(self) -> dict[str, dict[str, Any]]:
-        """Route name → the timing marks of its stream (the probe fills it; not part of ``--json``)."""
+        """Route name → the timing marks of its stream (not part of ``--json``)."""
         return self._timelines
 
     def _repr_text_(self) -> str:
@@ -342,5 +259,5 @@ class WireReport(Shown, StrictModel):
         return line + (f"; {len(self.not_judged)} not judged ({reasons})" if self.not_judged else "")
 
     def summary(self) -> dict[str, Any]:
-        """The ``--json`` object: routes, bearer_required, stream_failure_shape, server, drift, …"""
+        """The ``--json`` object."""
         return self.model_dump(mode="json")

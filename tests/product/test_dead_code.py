@@ -21,8 +21,8 @@ ALLOWED = {
     "wait_for_ready": "nbclient calls it on the kernel client it makes (nbrun/kernels.py)",
     "SAFE_PROTOCOLS": "mistune's HTMLRenderer reads it when it sanitises a link (core/htmlkit.py)",
     "image": "mistune's HTMLRenderer calls it for each image (core/htmlkit.py)",
-    "do_POST": "http.server's handler calls it for each POST (rig/egress.py: the fake portal)",
-    "log_message": "http.server's handler calls it to log (rig/egress.py: silenced)",
+    "do_POST": "http.server's handler calls it for each POST (rig/rig.py: the fake portal)",
+    "log_message": "http.server's handler calls it to log (rig/rig.py: silenced)",
 }
 #: decorators whose functions a framework calls (pydantic validators, IPython magics)
 DECORATORS = ["@field_validator", "@model_validator", "@field_serializer", "@magic_arguments", "@line_magic",

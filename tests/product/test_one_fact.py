@@ -99,8 +99,7 @@ def test_outcome_has_one_meaning() -> None:
 def test_the_three_handles_share_one_helper(tmp_path: Path) -> None:
     from hermes_nb.core.model import EndpointHandle
     from hermes_nb.emulator import EmulatorHandle, serve_emulator
-    from hermes_nb.rig.rig import RigHandle
-    from hermes_nb.rig.upstreams import CommandUpstream
+    from hermes_nb.rig.rig import CommandUpstream, RigHandle
 
     for cls in (EmulatorHandle, RigHandle, CommandUpstream):
         assert issubclass(cls, EndpointHandle) and "__new__" not in vars(cls), cls.__name__

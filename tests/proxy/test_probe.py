@@ -30,8 +30,8 @@ from hermes_nb.proxy.contracts import (
     message_template,
     resolve_contract,
 )
-from hermes_nb.proxy.probe import probe
-from hermes_nb.proxy.report import ROUTES, Drift, server_product
+from hermes_nb.proxy.probe import probe, server_product
+from hermes_nb.proxy.report import ROUTES, Drift
 from hermes_nb.wire.reading import answered_by, ended, route_outcome
 from tests.helpers import ROOT
 
@@ -39,7 +39,7 @@ CONTRACT_DIR = contracts_dir()
 
 
 def upstream_differences(report: WireReport, contract: dict) -> list[Drift]:
-    return [d for d in judge(report, contract) if d.owner != "proxy"]
+    return [d for d in judge(report, contract)[0] if d.owner != "proxy"]
 
 
 SEED = load_contract(resolve_contract("seed"))
@@ -467,7 +467,7 @@ def test_answered_by_table(kwargs: dict, root: bool, expected: str | None) -> No
 
 
 def test_floor_missing_and_ended() -> None:
-    from hermes_nb.proxy.report import floor_missing
+    from hermes_nb.proxy.probe import floor_missing
 
     ok = _exchange(200, "application/json", json_body={"id": "x", "object": "chat.completion", "model": "m",
                                                          "choices": []})
@@ -481,7 +481,8 @@ def test_floor_missing_and_ended() -> None:
 
 
 def test_stream_failure_shape_and_bearer_count_only_the_proxys_own_answers() -> None:
-    from hermes_nb.proxy.report import AuthCase, RouteResult, bearer_required, stream_failure_shape
+    from hermes_nb.proxy.probe import bearer_required, stream_failure_shape
+    from hermes_nb.proxy.report import AuthCase, RouteResult
 
     relayed = RouteResult(name="chat_stream", method="POST", path="/v1/chat/completions", status=400,
                           body_kind="text", answered_by="upstream")
@@ -602,9 +603,9 @@ def test_a_stream_the_upstream_ends_without_done_is_the_proxys_only_behind_herme
     other = r.model_copy(deep=True)
     other.route("chat_stream_no_done").sse_events = ["chat.completion.chunk", "[DONE]"]  # what 0.21+ does
     label = "routes[POST /v1/chat/completions (upstream sends no [DONE])].sse_events"
-    assert [(d.field, d.owner) for d in judge(other, doc)] == [(label, "proxy")]
+    assert [(d.field, d.owner) for d in judge(other, doc)[0]] == [(label, "proxy")]
     other.upstream_known = False  # an upstream nobody knows: who appended it cannot be told
-    assert [(d.field, d.owner) for d in judge(other, doc)] == [(label, "unknown")] and compare(other, doc) == []
+    assert [(d.field, d.owner) for d in judge(other, doc)[0]] == [(label, "unknown")] and compare(other, doc) == []
 
 
 def test_a_probe_names_the_recorded_releases_it_behaves_as(reports: dict, guarded: dict) -> None:

@@ -19,7 +19,7 @@ import pytest
 from hermes_nb import HermesProxyRuntimeConfig, check
 from hermes_nb.cli import main
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.proxy.contracts import compare, load_contract, not_judged, resolve_contract
+from hermes_nb.proxy.contracts import compare, judge, load_contract, resolve_contract
 from hermes_nb.proxy.probe import probe
 from tests.helpers import ROOT
 
@@ -33,7 +33,7 @@ BUDGET_S, FIRST_BYTE_S, ANSWER_S = 0.4, 0.8, 3.0
 def _judged(endpoint: str, **budget: float) -> tuple[Any, list[Any], list[Any]]:
     report = probe(endpoint, budget_s=30, **budget)
     contract = load_contract(resolve_contract("hermes-agent-0.19.0", provider=report.provider))
-    return report, list(compare(report, contract)), not_judged(report, contract)
+    return report, list(compare(report, contract)), judge(report, contract)[1]
 
 
 def _smoke(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:

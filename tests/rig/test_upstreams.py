@@ -19,8 +19,7 @@ import pytest
 from hermes_nb import RigError, UsageError
 from hermes_nb.cli import main
 from hermes_nb.emulator.app import MINIMAL_MODELS
-from hermes_nb.rig.rig import RigHandle, real_proxy
-from hermes_nb.rig.upstreams import upstream_command
+from hermes_nb.rig.rig import RigHandle, real_proxy, upstream_command
 from tests.helpers import ROOT
 from tests.rig.conftest import RELEASES, release_bin
 
@@ -142,7 +141,7 @@ def test_smoke_rig_live_with_the_minimal_upstream(tmp_path: Path, capsys: pytest
     assert [r["verdict"] for r in summary["receipts"]] == ["passed"]
 
 
-# --------------------------------------------------------------------------- the xai provider
+# --------------------------------------------------------------------------- the xai provider (issue 18)
 
 
 @pytest.fixture

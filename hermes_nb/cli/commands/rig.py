@@ -12,8 +12,8 @@ from types import FrameType
 from typing import Any
 
 from hermes_nb.cli.output import Output
+from hermes_nb.rig.executable import ensure_release
 from hermes_nb.rig.rig import RigSpec, real_proxy
-from hermes_nb.rig.venvs import ensure_release
 
 HELP = "run the real `hermes proxy start` on loopback (stale|live|logged-out|challenge; --provider nous|xai)"
 SPEC = RigSpec
