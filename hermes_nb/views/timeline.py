@@ -1,5 +1,5 @@
-"""The stream timeline as an inline SVG (no plotting dependency): the marks of one streamed answer on one axis,
-idle gaps shaded and labelled, no two labels overlapping. The receipts, the console and the reprs draw it."""
+"""The stream timeline as an inline SVG: the marks of one streamed answer on one axis, idle gaps shaded and labelled,
+no two labels overlapping."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from typing import Any
 
 from hermes_nb.core.records import StreamTimeline
 from hermes_nb.views.htmlkit import edge_colour, text_colour
-
-__all__ = ["StreamTimeline", "timeline_svg", "idle_gaps", "place_labels"]
 
 #: a gap at least this long (seconds), and at least :data:`GAP_SHARE` of the total, is shaded as idle
 MIN_GAP_S = 0.2
@@ -53,14 +51,6 @@ def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = Non
     return rows
 
 
-def _span(x: float, text: str, width: float, right: float) -> tuple[str, tuple[float, float]]:
-    """Anchor and horizontal extent of a label at ``x``: to the right of the mark unless it would run off."""
-    w = len(text) * CHAR_W
-    if x + 3 + w <= width - right:
-        return "start", (x + 3, x + 3 + w)
-    return "end", (x - 3 - w, x - 3)
-
-
 def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, title: str = "stream timeline") -> str:
     """The timeline as one inline ``<svg>`` (deterministic for the same marks); no two labels overlap."""
     if isinstance(tl, Mapping):
@@ -79,7 +69,11 @@ def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, ti
         (tl.last_byte_s, "stopped" if tl.stopped else "last byte", "bad" if tl.stopped else "good"),
     ) if t is not None]
     texts = [f"{label} {t:.3f} s" for t, label, _ in named]
-    placed = [_span(x(t), text, width, right) for (t, _, _), text in zip(named, texts, strict=True)]
+    placed = []  # (anchor, extent) of each label: right of its mark unless it would run off
+    for (t, _, _), text in zip(named, texts, strict=True):
+        w = len(text) * CHAR_W
+        fits = x(t) + 3 + w <= width - right
+        placed.append(("start", (x(t) + 3, x(t) + 3 + w)) if fits else ("end", (x(t) - 3 - w, x(t) - 3)))
     rows = place_labels([extent for _, extent in placed])
     top_rows = max((r for r in rows if r is not None), default=0) + 1
     axis_y = 14 + ROW_H * top_rows + 4
