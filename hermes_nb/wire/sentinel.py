@@ -1,12 +1,7 @@
-"""The final-message sentinel: the prompt's instruction and the extractor.
-
-The model ends its answer with a fenced block tagged ``uh-runtime-final-message``; its trimmed content is the run's
-final message (``runtime-final.txt``). The rule is a superset of UH's lazy regex (every input UH extracts gives the
-same text: the parity table in ``tests/wire/test_sentinel.py``): an opening fence may follow text on its line; inside
-a block a fence with an info string opens an inner fence and a bare one closes the innermost (else the block); a new
-opening fence restarts; the last complete block wins, unless it is the instruction's own placeholder; when no block
-is found this way, UH's regex decides.
-"""
+"""The final-message sentinel: the prompt's instruction and the extractor of the fenced block tagged
+``uh-runtime-final-message`` (the run's ``runtime-final.txt``). The rule is a superset of UH's lazy regex: inner
+fences nest (a fence with an info string opens one, a bare one closes the innermost), the last complete block that
+is not the instruction's placeholder wins, and when none is found UH's regex decides."""
 
 from __future__ import annotations
 
@@ -51,7 +46,6 @@ def wrap_final_message(summary: str) -> str:
 
 
 def _uh_extract(text: str) -> str | None:
-    """UH's rule: the last lazy regex match, trimmed (placeholders skipped)."""
     best: str | None = None
     for m in _UH_RE.finditer(text):
         found = m.group(1).strip()
