@@ -1,6 +1,6 @@
-"""The card of each record a cell can end with, registered by class name (records never import the views): an
-exchange alone or under its verdict, the adapter check, the wire report and its drift, a run's result, a
-``%%hermes_chat`` answer. Allow-listed fields only, escaped and masked."""
+"""The card of each record a cell can end with, by class name (records never import the views): an exchange alone
+or under its verdict, the adapter check, the wire report and its drift, a run's result, a ``%%hermes_chat`` answer.
+Allow-listed fields only, escaped and masked."""
 
 from __future__ import annotations
 
@@ -13,16 +13,6 @@ from hermes_nb.harness.results import artifact_digests
 from hermes_nb.proxy.drift import fmt
 from hermes_nb.views.htmlkit import box, details, esc, kv_html, pre, seconds, table_html
 from hermes_nb.views.timeline import timeline_svg
-
-_CARDS: dict[str, Callable[[Any], str]] = {}
-
-
-def card(name: str) -> Callable[[Callable[[Any], str]], Callable[[Any], str]]:
-    """Register the card of the record class ``name`` (a decorator): records never import the views."""
-    def register(func: Callable[[Any], str]) -> Callable[[Any], str]:
-        _CARDS[name] = func
-        return func
-    return register
 
 
 def html(record: Any) -> str:
@@ -58,7 +48,6 @@ def _rows(ex: Any) -> list[tuple[str, Any]]:
     return rows
 
 
-@card("Exchange")
 def exchange_html(ex: Any) -> str:
     """One exchange: request line, status, timings, usage, error, the text's excerpt, the stream timeline."""
     ok = ex.ok_status and ex.transport_error is None and not ex.in_band_error
@@ -93,7 +82,6 @@ def _noted(value: str | None, *notes: str | None) -> str | None:
     return value + (f" ({', '.join(shown)})" if shown else "") if value else None
 
 
-@card("CheckResult")
 def check_card(result: Any) -> str:
     models = ", ".join(result.models[:8]) + (f", … ({len(result.models)} in all)" if len(result.models) > 8 else "")
     source = f"from {result.provider_source}" if result.provider_source else None
@@ -114,7 +102,6 @@ def drift_table(drifts: Any) -> str:
     return table_html(rows, ("field", "expected", "observed", "owner"))
 
 
-@card("DriftList")
 def drift_card(drifts: Any) -> str:
     if not drifts:
         return box("wire contract", "passed", "<div>the proxy matches the recorded wire contract.</div>",
@@ -122,13 +109,11 @@ def drift_card(drifts: Any) -> str:
     return box("wire contract", "failed", drift_table(drifts), headline=drifts.headline)
 
 
-@card("Drift")
 def one_drift_card(drift: Any) -> str:
     return box("wire contract", "failed" if drift.owner == "proxy" else None, drift_table([drift]),
                headline=str(drift))
 
 
-@card("WireReport")
 def wire_card(report: Any) -> str:
     provider = _noted(report.provider, report.upstream) or report.upstream
     parts = [kv_html([("endpoint", report.endpoint), ("provider", provider), ("state", report.state),
@@ -164,7 +149,6 @@ def wire_card(report: Any) -> str:
     return box("wire-format report", report.verdict, *parts, headline=report.headline)
 
 
-@card("RunResult")
 def run_card(run: Any) -> str:
     doc, out, ex = run.result, run.outcome, run.exchange
     t = ex.timings if ex is not None else None
@@ -190,9 +174,15 @@ def run_card(run: Any) -> str:
     return box("runtime result", doc.get("status"), *parts)
 
 
-@card("ChatResult")
 def chat_card(chat: Any) -> str:
     out = chat.outcome
     return judged_html("hermes chat", chat.verdict, chat.exchange, reason=chat.reason, hint=out.hint if out else None,
                        errors=out.errors if out else (), warnings=[*chat.warnings, *(out.warnings if out else [])],
                        stopped=chat.stopped, stream="answer stream")
+
+
+#: the card of each record class a cell can end with, by class name (records never import the views)
+_CARDS: dict[str, Callable[[Any], str]] = {
+    "Exchange": exchange_html, "CheckResult": check_card, "DriftList": drift_card, "Drift": one_drift_card,
+    "WireReport": wire_card, "RunResult": run_card, "ChatResult": chat_card,
+}
