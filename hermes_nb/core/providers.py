@@ -107,11 +107,6 @@ def proxy_remediation(message: str | None) -> str | None:
     return " ".join(m.group(0).strip() for m in _SENTENCE.finditer(message or "")) or None
 
 
-def free_tier_action(message: str | None, executable: str = "hermes") -> str | None:
-    """The action for a Nous free-tier challenge text in a proxy error, None when it is not one."""
-    return next((action.format(exe=executable) for text, action in _FREE_TIER if text in (message or "")), None)
-
-
 def _cmd(info: ProviderInfo | None, template: str, executable: str) -> str:
     """``template`` (``{login_command}``, ``hermes proxy start --provider {id}``) filled from the provider's row, in
     backticks with the executable found (``hermesx …``); every provider's, joined by "or", when it is not known."""
@@ -161,7 +156,7 @@ def reauth_hint(provider: str | None = None, message: str | None = None, executa
     """What to run when the proxy is locked: a free-tier challenge's own action, the proxy's own remediation, else
     the provider's row (``provider`` configured or named in ``message``; none: every provider's). A ``relayed``
     401 parked the credential: :func:`cooldown_note`."""
-    free = free_tier_action(message, executable)
+    free = next((action.format(exe=executable) for text, action in _FREE_TIER if text in (message or "")), None)
     if free is not None:
         return free
     own = proxy_remediation(message)

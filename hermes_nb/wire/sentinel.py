@@ -45,15 +45,6 @@ def wrap_final_message(summary: str) -> str:
     return f"{_FENCE}{SENTINEL_TAG}\n{summary.strip()}\n{_FENCE}\n"
 
 
-def _uh_extract(text: str) -> str | None:
-    best: str | None = None
-    for m in _UH_RE.finditer(text):
-        found = m.group(1).strip()
-        if found not in SENTINEL_PLACEHOLDERS:
-            best = found
-    return best
-
-
 def extract_final_message(text: str) -> str | None:
     """The trimmed content of the last complete sentinel block, or None."""
     if not text or SENTINEL_TAG not in text:
@@ -90,4 +81,7 @@ def extract_final_message(text: str) -> str | None:
         if nl < 0:
             break
         pos = nl + 1
-    return best if best is not None else _uh_extract(text)
+    if best is not None:
+        return best
+    found = [m.group(1).strip() for m in _UH_RE.finditer(text)]  # UH's rule: the last lazy match
+    return next((f for f in reversed(found) if f not in SENTINEL_PLACEHOLDERS), None)
