@@ -11,17 +11,13 @@ from typing import Any
 from hermes_nb.core.records import StreamTimeline
 from hermes_nb.views.htmlkit import edge_colour, text_colour
 
-#: a gap at least this long (seconds), and at least :data:`GAP_SHARE` of the total, is shaded as idle
-MIN_GAP_S = 0.2
-GAP_SHARE = 0.08
-
 
 def idle_gaps(tl: StreamTimeline) -> list[tuple[float, float]]:
-    """(start, end) of every idle gap: between consecutive marks, long enough to notice."""
+    """(start, end) of every idle gap between consecutive marks: at least 0.2 s and 8 % of the whole."""
     marks = sorted({0.0, *(m for m in (tl.headers_s, tl.first_delta_s, tl.last_byte_s) if m is not None),
                     *tl.deltas, tl.total_s})
     span = max(tl.total_s, marks[-1] if marks else 0.0)
-    threshold = max(MIN_GAP_S, GAP_SHARE * span)
+    threshold = max(0.2, 0.08 * span)
     return [(a, b) for a, b in pairwise(marks) if b - a >= threshold]
 
 
