@@ -6,7 +6,7 @@ that follow the release). When the proxy's own error names a ``hermes …`` comm
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 
@@ -22,8 +22,8 @@ class ProviderInfo:
     default_model: str
     status_command: str
     login_command: str
-    #: clears a credential the pool parked (None: the provider has no pool rule)
-    reset_command: str | None = None
+    #: clears a credential the pool parked ("": the provider has no pool rule)
+    reset_command: str = ""
     #: how long the pool parks its only credential after a relayed status (agent/credential_pool.py)
     cooldown_s: Mapping[int, int] = field(default_factory=dict)
     #: (from this release, seconds): the 429 cool-down from that release on (0.20: 60 s)
@@ -107,11 +107,11 @@ def proxy_remediation(message: str | None) -> str | None:
     return " ".join(m.group(0).strip() for m in _SENTENCE.finditer(message or "")) or None
 
 
-def _cmd(info: ProviderInfo | None, template: str, executable: str) -> str:
-    """``template`` (``{login_command}``, ``hermes proxy start --provider {id}``) filled from the provider's row, in
-    backticks with the executable found (``hermesx …``); every provider's, joined by "or", when it is not known."""
-    return " or ".join(f"`{executable}{template.format_map(vars(p)).removeprefix('hermes')}`"
-                       for p in ((info,) if info else PROVIDER_TABLE))
+def _cmd(info: ProviderInfo | None, command: Callable[[ProviderInfo], str], executable: str) -> str:
+    """The provider's ``command`` (``hermes auth add …``) in backticks, with the executable found (``hermesx …``);
+    every provider's, joined by "or", when it is not known."""
+    rows = (info,) if info else PROVIDER_TABLE
+    return " or ".join(f"`{executable}{command(p).removeprefix('hermes')}`" for p in rows)
 
 
 def _span(seconds: int) -> str:
@@ -131,7 +131,7 @@ def _cooldown(info: ProviderInfo, status: int, executable: str, release: str | N
                 f"{span} on hermes-agent before {'.'.join(map(str, since))}, {_span(sole)} from it on")
     if not info.reset_command:
         return span, ""
-    reset = _cmd(info, "{reset_command}", executable)
+    reset = _cmd(info, lambda p: p.reset_command, executable)
     lo, hi = info.reset_noop or ((), ())
     noop = {lo <= v < hi for v in versions}
     return span, (f"{reset} clears it" if noop == {False} else f"{reset} does not clear it on this release (a no-op "
@@ -168,34 +168,34 @@ def reauth_hint(provider: str | None = None, message: str | None = None, executa
             (span, fix), (span401, _) = (_cooldown(info, code, executable, release) for code in (429, 401))
             parked = f"a credential a relayed 429 parked comes back after {span}, after a 401 in {span401}; {fix}"
         return f"the proxy says: {own}" + (f" ({parked})" if parked else "")
-    login = _cmd(info, "{login_command}", executable)
+    login = _cmd(info, lambda p: p.login_command, executable)
     if info is None:
         return (f"run `{executable} proxy status` (it shows which provider is logged in) and re-authenticate it: "
                 f"{login}")
-    hint = f"run {_cmd(info, '{status_command}', executable)} and re-authenticate with {login}"
+    hint = f"run {_cmd(info, lambda p: p.status_command, executable)} and re-authenticate with {login}"
     if parked:
         return f"{hint}; {parked}"
     if info.reset_command:
-        hint += f" (or {_cmd(info, '{reset_command}', executable)} to clear a credential left in cool-down)"
+        hint += f" (or {_cmd(info, lambda p: p.reset_command, executable)} to clear a credential left in cool-down)"
     return hint
 
 
 def logged_out_hint(provider: str | None = None, executable: str = "hermes") -> str:
     """What a proxy that refuses to start for want of credentials needs."""
     info = provider_info(provider)
-    login = _cmd(info, "{login_command}", executable)
+    login = _cmd(info, lambda p: p.login_command, executable)
     if info is None:
         return f"log in first ({login}), then `{executable} proxy start`"
-    start = _cmd(info, "hermes proxy start --provider {id}", executable)
+    start = _cmd(info, lambda p: f"hermes proxy start --provider {p.id}", executable)
     return f"run {login} (see `{executable} auth`) before {start}"
 
 
 def start_hint(provider: str | None = None, executable: str = "hermes") -> str:
     """The one action for a proxy that does not answer: start it (logging in first if it refuses)."""
     info = provider_info(provider)
-    return (f"start the proxy with {_cmd(info, 'hermes proxy start --provider {id}', executable)} (if it refuses "
-            f"because it is not logged in, run {_cmd(info, '{login_command}', executable)} first) and check the "
-            "endpoint's port")
+    start = _cmd(info, lambda p: f"hermes proxy start --provider {p.id}", executable)
+    return (f"start the proxy with {start} (if it refuses because it is not logged in, run "
+            f"{_cmd(info, lambda p: p.login_command, executable)} first) and check the endpoint's port")
 
 
 def upstream_down_hint(provider: str | None = None, message: str | None = None) -> str:

@@ -83,5 +83,5 @@ def extract_final_message(text: str) -> str | None:
         pos = nl + 1
     if best is not None:
         return best
-    found = [m.group(1).strip() for m in _UH_RE.finditer(text)]  # UH's rule: the last lazy match
-    return next((f for f in reversed(found) if f not in SENTINEL_PLACEHOLDERS), None)
+    matches = [m.group(1).strip() for m in _UH_RE.finditer(text)]  # UH's rule: the last lazy match
+    return next((m for m in reversed(matches) if m not in SENTINEL_PLACEHOLDERS), None)
