@@ -123,8 +123,7 @@ def kv_html(pairs: Iterable[tuple[str, Any]], *, badges: Iterable[str] = ("verdi
 
 
 def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
-               badges: Iterable[str] = ("verdict", "status", "outcome"), redactor: Redactor | None = None,
-               title: str | None = None) -> str:
+               badges: Iterable[str] = ("verdict", "status", "outcome"), redactor: Redactor | None = None) -> str:
     """One row per mapping; wraps and scrolls inside its box."""
     marked = set(badges)
     head = "".join(f'<th style="{TH_STYLE}">{html.escape(c)}</th>' for c in columns)
@@ -132,7 +131,7 @@ def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
                              for c in columns) + "</tr>" for row in rows]
     if not rows:
         body.append(f'<tr><td style="{TD_STYLE}" colspan="{max(len(columns), 1)}">(none)</td></tr>')
-    return _table(title, f"<tr>{head}</tr>{''.join(body)}")
+    return _table(None, f"<tr>{head}</tr>{''.join(body)}")
 
 
 def box(title: str, verdict: Any, *parts: str, headline: str | None = None) -> str:
@@ -145,15 +144,14 @@ def box(title: str, verdict: Any, *parts: str, headline: str | None = None) -> s
             f"<div>{head}</div>{''.join(parts)}</div>")
 
 
-def details(summary: str, body: str, *, open_: bool = False) -> str:
+def details(summary: str, body: str) -> str:
     """A collapsed section (``summary`` is escaped, ``body`` is HTML)."""
-    return f"<details{' open' if open_ else ''}><summary>{html.escape(summary)}</summary>{body}</details>"
+    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
 
 
-def pre(text: str, redactor: Redactor | None = None, *, cls: str = "") -> str:
+def pre(text: str, redactor: Redactor | None = None) -> str:
     """Preformatted, wrapped, escaped and redacted text on the theme's code background."""
-    klass = f' class="{cls}"' if cls else ""
-    return (f'<pre{klass} style="white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0;padding:4px 6px;'
+    return (f'<pre style="white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0;padding:4px 6px;'
             f'background:{CODE_BACKGROUND}">{esc(text, redactor)}</pre>')
 
 

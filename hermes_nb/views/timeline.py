@@ -26,8 +26,7 @@ def idle_gaps(tl: StreamTimeline) -> list[tuple[float, float]]:
 CHAR_W, ROW_H, GAP_LABEL_ROWS = 6.6, 15, 3
 
 
-def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = None,
-                 pad: float = 4.0) -> list[int | None]:
+def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = None) -> list[int | None]:
     """A row for each label span ``(x0, x1)``, greedy left to right, so no two labels of a row overlap (None: no
     room left)."""
     order = sorted(range(len(spans)), key=lambda i: spans[i][0])
@@ -36,7 +35,7 @@ def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = Non
     for i in order:
         x0, x1 = spans[i]
         for row, end in enumerate(ends):
-            if x0 >= end + pad:
+            if x0 >= end + 4:  # 4 px apart
                 ends[row] = x1
                 rows[i] = row
                 break
