@@ -1,7 +1,5 @@
-"""The strict ``runtime_config`` of the hermes-proxy adapter (seed §7 plus UH's ``provider`` and
-``extra_headers``), its validation and merging; an unknown key is named with the closest valid one. Its sources
-are layered by :func:`hermes_nb.core.resolve.resolve_runtime_config`.
-"""
+"""The strict ``runtime_config`` of the hermes-proxy adapter, its validation and merging; an unknown key is named
+with the closest valid one. Its sources are layered by :func:`hermes_nb.core.resolve.resolve_runtime_config`."""
 
 from __future__ import annotations
 
@@ -19,14 +17,13 @@ from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import provider_info
 from hermes_nb.core.redaction import REDACTED, is_secret_name, redact_headers
 
-#: the providers the proxy ships (:data:`~hermes_nb.core.providers.PROXY_PROVIDERS`): anything else is refused
+#: the providers the proxy ships (:data:`~hermes_nb.core.providers.PROXY_PROVIDERS`)
 Provider = Literal["nous", "xai"]
 #: the keys UH's own strict hermes-proxy runtime_config schema accepts
 UH_STRICT_KEYS = ("endpoint", "model", "provider", "request_timeout_ms", "extra_headers")
-#: headers ``extra_headers`` may not set: the client frames the request itself (length, host, transfer coding),
-#: and the bearer has its own key (``auth_token``)
+#: headers ``extra_headers`` may not set: the client frames the request, the bearer is ``auth_token``
 FORBIDDEN_EXTRA_HEADERS = ("content-length", "host", "transfer-encoding", "authorization")
-#: the same as a JSON Schema pattern (case-insensitive by character classes: JSON Schema regexes have no flags)
+#: the same as a JSON Schema pattern (case-insensitive by character classes: JSON Schema has no regex flags)
 _FORBIDDEN_PATTERN = "^(" + "|".join(
     "".join(f"[{c.upper()}{c}]" if c.isalpha() else c for c in name) for name in FORBIDDEN_EXTRA_HEADERS) + ")$"
 
@@ -55,7 +52,7 @@ def normalise_endpoint(value: str) -> str:
 
 
 def endpoint_of(value: str, *, where: str = "endpoint") -> str:
-    """:func:`normalise_endpoint`, a bad URL raised as a one-line :class:`ConfigError`."""
+    """:func:`normalise_endpoint` raising a one-line :class:`ConfigError`."""
     try:
         return normalise_endpoint(value)
     except ValueError as exc:
@@ -161,12 +158,11 @@ class HermesProxyRuntimeConfig(StrictModel):
             yield key, (redact_headers(value) if key == "extra_headers" else value)
 
     def origin(self, key: str) -> str:
-        """Where ``key``'s value came from: ``default``, ``manifest``, ``mission``, ``env HERMES_NB_…``,
-        ``overrides`` or ``argument``."""
+        """``default``, ``manifest``, ``mission``, ``env HERMES_NB_…``, ``overrides`` or ``argument``."""
         return self._origins.get(key, "default")
 
     def with_endpoint(self, endpoint: str, *, origin: str) -> HermesProxyRuntimeConfig:
-        """This config aimed at ``endpoint`` (validated), its origin recorded: the same resolution, no second one."""
+        """This config aimed at ``endpoint`` (validated), its origin recorded."""
         copy = self.model_copy()
         copy.endpoint = endpoint
         copy._origins = {**self._origins, "endpoint": origin}
@@ -186,8 +182,8 @@ class HermesProxyRuntimeConfig(StrictModel):
 
     @classmethod
     def from_parameter(cls, value: Mapping[str, Any], auth_token: str | None = None) -> HermesProxyRuntimeConfig:
-        """A config handed over by :meth:`to_parameter`, made whole with ``auth_token`` (masked values dropped:
-        the bearer travels in ``HERMES_NB_AUTH_TOKEN``, never as a parameter)."""
+        """A config handed over by :meth:`to_parameter`, made whole with ``auth_token`` (it travels in
+        ``HERMES_NB_AUTH_TOKEN``, never as a parameter); masked values are dropped."""
         doc = {k: v for k, v in value.items() if k not in ("origins", "auth_token")}
         doc["extra_headers"] = {k: v for k, v in doc.get("extra_headers", {}).items() if REDACTED not in v}
         if auth_token:

@@ -96,8 +96,7 @@ class NotebookFailed(HermesError):
         super().__init__(message)
 
     def _render_traceback_(self) -> list[str]:
-        """IPython's hook: one line, no traceback (the verdict card above holds the reason; a blocked notebook is
-        an expected outcome, not a crash)."""
+        """IPython's hook: one line, no traceback (the verdict card above holds the reason: no crash)."""
         return [f"{type(self).__name__}: {self}"]
 
 

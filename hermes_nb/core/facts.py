@@ -1,7 +1,5 @@
 """The small facts every layer shares, each written once: exit codes, our environment variables, defaults, the
-notebooks and where shipped data and the manifest live, and when an endpoint is safe for the bearer. Standard
-library only (the smoke runner reads it before pydantic or httpx are loaded).
-"""
+notebooks, where shipped data and the manifest live, when an endpoint is safe for the bearer. Standard library only."""
 
 from __future__ import annotations
 
@@ -28,12 +26,12 @@ OUTCOMES = (*VERDICTS, "cancelled")
 
 
 def exit_code_for(status: str) -> int:
-    """The documented exit code of a status word (unknown words count as failed)."""
+    """Unknown words count as failed."""
     return STATUS_EXIT.get(status, EXIT_FAILED)
 
 
 def exit_code_for_signal(signum: int) -> int:
-    """128 + the signal, as a shell reports a command it stopped (Ctrl-C 130, SIGTERM 143)."""
+    """As a shell reports a command a signal stopped (Ctrl-C 130, SIGTERM 143)."""
     return 128 + int(signum)
 
 
@@ -57,11 +55,11 @@ CONNECT_TIMEOUT_S = 5.0
 SENTINEL_TAG = "uh-runtime-final-message"
 #: the real proxy's request body cap (hermes_cli/proxy/server.py ``MAX_REQUEST_BYTES``; 413 above it)
 PROXY_MAX_REQUEST_BYTES = 10_000_000
-#: the cap on prompt input: just above the proxy's, so no prompt it could accept is refused
+#: the cap on prompt input, just above the proxy's
 MAX_PROMPT_BYTES = 10 * 1024 * 1024
-#: the one file of a run that holds the prompt; every other record refers to it by digest and size
+#: the one file of a run that holds the prompt (the other records refer to it by digest and size)
 PROMPT_FILE = "prompt.md"
-#: the run artifacts a receipt and a run's display carry digests of, and a receipt keeps copies of
+#: the run artifacts a receipt and a run's display carry digests (and a receipt copies) of
 RUN_ARTIFACTS = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
                  "request.json")
 
@@ -69,7 +67,7 @@ ENV_PREFIX = "HERMES_NB_"
 #: the runtime_config keys the environment sets, each with its variable (``HERMES_NB_<KEY>``)
 ENV_CONFIG: Mapping[str, str] = {key: ENV_PREFIX + key.upper() for key in ("endpoint", "model", "auth_token",
                                                                          "provider")}
-#: the token is never a notebook parameter, never printed
+#: the bearer travels in HERMES_NB_AUTH_TOKEN, never as a notebook parameter
 ENV_ENDPOINT, ENV_AUTH_TOKEN = ENV_CONFIG["endpoint"], ENV_CONFIG["auth_token"]
 ENV_HERMES_BIN = ENV_PREFIX + "HERMES_BIN"
 #: the first hermes-agent release with `hermes proxy`
@@ -105,8 +103,7 @@ def manifest_path(root: str | os.PathLike[str]) -> Path:
 
 
 def data_dir() -> Path:
-    """The package data in the wheel: notebooks, recorded wire contracts, nbval sanitize rules. hermes_nb is
-    installed as files (wheel or editable), never zipped: each resource is a real path."""
+    """The package data (notebooks, recorded wire contracts, nbval sanitize rules): installed as files, never zipped."""
     return Path(str(files("hermes_nb") / "data"))
 
 
@@ -129,8 +126,8 @@ def sanitize_file() -> Path:
 
 
 def is_loopback_host(host: str) -> bool:
-    """``localhost`` (and ``*.localhost``) or a loopback address however it is written: 127.0.0.0/8, ``::1``,
-    ``::ffff:127.0.0.1``, and the forms the resolver (``inet_aton``) reads as 127.x: ``127.1``, ``0x7f.1``…"""
+    """``localhost``, ``*.localhost`` or a loopback address however written (``::ffff:127.0.0.1``, and what
+    ``inet_aton`` reads as 127.x: ``127.1``, ``0x7f.1``…)."""
     host = host.strip("[]").rstrip(".").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True
@@ -149,8 +146,7 @@ def is_loopback_host(host: str) -> bool:
 
 
 def plain_http_warning(endpoint: str | None) -> str | None:
-    """A warning for a plain-http endpoint whose host is not loopback (the bearer would cross the network
-    unencrypted), else None."""
+    """A warning for a plain-http endpoint whose host is not loopback (the bearer would cross the network)."""
     try:
         url = urlsplit((endpoint or "").strip())
         host = url.hostname or ""

@@ -1,10 +1,6 @@
-"""Outputs land whole or not at all; run ids, timestamps and digests in UH's formats.
-
-:func:`prove_writable` and :func:`prove_dir` run before a job starts and *create* what writing will need (a
-permission check is not enough: root passes every ``os.access``, a read-only mount refuses anyway).
-:func:`write_atomic` writes a temporary file beside the target and renames it over it, so a reader sees the old
-document or the new one, never a part. A target that is no regular file (``/dev/stdout``, a pipe) is written in place.
-"""
+"""Outputs land whole or not at all (a temporary file beside the target, renamed over it; a device or a pipe is
+written in place); run ids, timestamps and digests in UH's formats. Before a job starts, :func:`prove_writable` and
+:func:`prove_dir` *create* what writing will need (root passes every ``os.access``; a read-only mount refuses)."""
 
 from __future__ import annotations
 
@@ -51,13 +47,13 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 
 
 def json_digest(obj: Any) -> str:
-    """sha256 of canonical JSON (sorted keys, no spaces, UTF-8 kept): the same data always gives the same digest."""
+    """sha256 of canonical JSON (sorted keys, no spaces, UTF-8 kept)."""
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _stream(path: Path) -> bool:
-    """True when ``path`` exists and is no regular file or directory (a device, a pipe): written in place."""
+    """``path`` exists and is a device or a pipe: written in place."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -71,9 +67,8 @@ def _real(path: str | os.PathLike[str]) -> Path:
 
 
 def prove_writable(path: str | os.PathLike[str], what: str, *, append: bool = False) -> Path:
-    """Prove now that ``path`` can be written at the end: its directory is created and a file is created beside
-    it (and removed); ``append``: the file itself is opened for appending (created if missing: GitHub's step
-    summary). Else a :class:`UsageError` ``<what> <path>: not writable (<why>)``."""
+    """Prove now that ``path`` can be written at the end (its directory and a file beside it are created; with
+    ``append``, the file itself, as GitHub's step summary is); else a one-line :class:`UsageError`."""
     target = _real(path)
     try:
         if target.is_dir():
@@ -96,7 +91,7 @@ def prove_writable(path: str | os.PathLike[str], what: str, *, append: bool = Fa
 
 
 def prove_dir(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` created if needed and proven writable by creating a file in it; else a :class:`UsageError`."""
+    """``path`` created if needed and proven writable by creating a file in it."""
     target = Path(path)
     try:
         target.mkdir(parents=True, exist_ok=True)
@@ -108,15 +103,14 @@ def prove_dir(path: str | os.PathLike[str], what: str) -> Path:
 
 
 def _create_beside(target: Path) -> tuple[int, str]:
-    """A new temporary file next to ``target`` (``.<name>.<hex>.tmp``), mode 0666 less the umask like any output."""
+    """A new ``.<name>.<hex>.tmp`` next to ``target``, mode 0666 less the umask like any output."""
     name = str(target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp"))
     return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, what: str = "") -> Path:
-    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all, its directory created if needed (a symlink
-    is followed). A failure is :class:`ArtifactError` ``cannot write <what> <path>: <why>``, with no temporary
-    file left behind and the target untouched."""
+    """Write ``data`` (text as UTF-8) to ``path`` (a symlink followed) whole or not at all: a failure is one
+    :class:`ArtifactError` line, the target untouched and no temporary file left behind."""
     target = _real(path)
     name = None
     try:

@@ -89,13 +89,11 @@ def save_manifest(manifest: AdapterManifest, path: str | os.PathLike[str], *, fo
 
 def schema_documents() -> dict[str, dict[str, Any]]:
     """JSON Schemas keyed by file name (``docs/schema/<name>``)."""
-    docs = {}
     models: dict[str, type[StrictModel]] = {"hermes-proxy-runtime-config": HermesProxyRuntimeConfig,
                                             "adapter-manifest": AdapterManifest}
-    for name, model in models.items():
-        doc = docs[f"{name}.schema.json"] = model.model_json_schema(mode="validation")
-        doc["$id"] = f"https://hermes-nb.invalid/schema/{name}.schema.json"
-    return docs
+    return {f"{name}.schema.json": {**model.model_json_schema(mode="validation"),
+                                    "$id": f"https://hermes-nb.invalid/schema/{name}.schema.json"}
+            for name, model in models.items()}
 
 
 def write_schemas(directory: str | os.PathLike[str]) -> list[Path]:

@@ -1,7 +1,5 @@
-"""The one strict base of every pydantic document and record hermes_nb owns, how a record shows itself, and the
-one handle shape of a running server. Models mirroring someone else's loose document (UH's mission) derive from
-:class:`pydantic.BaseModel` with ``extra="ignore"`` instead; each says why.
-"""
+"""The one strict base of every pydantic document and record hermes_nb owns (a model of someone else's loose
+document says why it is not), how a record shows itself, and the one handle shape of a running server."""
 
 from __future__ import annotations
 
@@ -21,8 +19,8 @@ class StrictModel(BaseModel):
 
 
 class Shown:
-    """A record a cell can end with. IPython asks ``_repr_html_``, which hands the record to
-    :func:`hermes_nb.views.html`, loaded by name then: the views sit above every record they draw."""
+    """A record a cell can end with: ``_repr_html_`` hands it to :func:`hermes_nb.views.html`, loaded by name then
+    (the views sit above every record they draw)."""
 
     def _repr_text_(self) -> str:
         return f"{type(self).__name__}(...)"
@@ -36,8 +34,8 @@ class Shown:
 
 
 class EndpointHandle(str):
-    """A running server that *is* its endpoint string (``with serve_emulator() as emu:``), so it goes wherever an
-    endpoint does; every keyword becomes an attribute (the emulator's, the rig's and an upstream's handles)."""
+    """A running server that *is* its endpoint string, so it goes wherever an endpoint does; every keyword becomes
+    an attribute."""
 
     endpoint: str
 

@@ -1,7 +1,5 @@
-"""Plain data records shared by the client, the readings, the runner, the probe and the receipts: no IO, no
-logic beyond small derived properties, never a secret (headers are redacted when a record is built). Every record
-dumps to JSON-safe data.
-"""
+"""Plain data records of the client, the readings, the runner, the probe and the receipts: no IO, never a secret
+(headers are redacted when a record is built), JSON-safe dumps."""
 
 from __future__ import annotations
 
@@ -71,9 +69,6 @@ class TransportFailure(StrictModel):
     exception: str | None = None
 
 
-#: the transport failures that mean "no proxy there", and those that mean "it took too long"
-NO_CONNECTION: frozenset[str] = frozenset({"connect_refused", "dns", "connect_error"})
-TIMED_OUT: frozenset[str] = frozenset({"connect_timeout", "read_timeout", "deadline"})
 #: how many delta arrival times an Exchange keeps (its timeline picture needs no more)
 DELTA_MARKS = 1000
 
@@ -129,15 +124,14 @@ class Exchange(Shown, StrictModel):
         return self.headers.get("server")
 
     def raise_for_status(self) -> Exchange:
-        """This exchange if it got a whole 2xx answer, else the error a caller that requires one wants (no
-        connection, a deadline, an error status or in-band error, a broken stream), built from the record."""
+        """This exchange if it got a whole 2xx answer, else the error a caller that requires one wants."""
         where = f"{self.request.method} {self.request.url}"
         failure = self.transport_error
         env = self.envelope
         detail = (env.message or env.type or env.code_str or "") if env is not None else (self.body_text or "")[:200]
-        if failure is not None and failure.kind in NO_CONNECTION:
+        if failure is not None and failure.kind in ("connect_refused", "dns", "connect_error"):
             raise ProxyUnreachable(f"{where}: {failure.message}")
-        if failure is not None and failure.kind in TIMED_OUT:
+        if failure is not None and failure.kind in ("connect_timeout", "read_timeout", "deadline"):
             raise ProxyTimeout(f"{where}: {failure.message}")
         if self.status is not None and not self.ok_status:
             raise ProxyStatusError(f"{where}: HTTP {self.status} {detail}".rstrip(), status=self.status,
@@ -194,9 +188,8 @@ def _count(value: Any) -> int | None:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token usage of one answer as every face shows it: the stream's include_usage chunk, else the body's
-    ``usage``, else "not reported" (never guessed). Output speed: completion tokens over the time the text took
-    to arrive (first delta to last byte; the whole exchange when nothing streamed or it came in one burst)."""
+    """Token usage of one answer as every face shows it ("not reported", never guessed). Output speed: completion
+    tokens over the time the text took to arrive (first delta to last byte; else the whole exchange)."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -273,8 +266,7 @@ def _is_delta(data: str) -> bool:
 
 @dataclass(frozen=True)
 class StreamTimeline:
-    """The timing marks of one streamed answer in seconds since the request was sent (None: did not happen).
-    Its picture is :func:`hermes_nb.views.timeline.timeline_svg`."""
+    """The timing marks of one streamed answer, seconds since the request was sent (None: did not happen)."""
 
     headers_s: float | None = None
     first_delta_s: float | None = None

@@ -1,10 +1,6 @@
-"""Redaction: secrets never reach an output.
-
-A :class:`Redactor` knows a run's literal secrets (tokens, Authorization values, auth-store contents) and the
-*shapes* of secrets (:data:`SHAPES`: JWTs, bearer credentials, ``sk-`` keys); everything hermes_nb writes goes
-through one. Which names hold a secret is one rule, :func:`is_secret_name`. :class:`StreamRedactor` does the same
-for text that arrives in pieces, where a secret may be split across two of them.
-"""
+"""Secrets never reach an output: a :class:`Redactor` knows a run's literal secrets and the *shapes* of secrets
+(:data:`SHAPES`); everything hermes_nb writes goes through one. Which names hold a secret is one rule
+(:func:`is_secret_name`). :class:`StreamRedactor` does the same for text arriving in pieces."""
 
 from __future__ import annotations
 
@@ -29,10 +25,9 @@ _PUBLIC_TOKENS = frozenset({"hermes-proxy", "probe", "x", REDACTED})
 
 @dataclass(frozen=True)
 class _Shape:
-    """A kind of secret recognised by its look. ``pattern``: the whole secret (with groups, only the last group
-    is secret: ``Bearer <token>`` keeps ``Bearer ``); ``accept``: a further test of that part; ``growing``: a
-    text *tail* that could still become this shape; ``present``: a cheap test, False only when ``text`` cannot
-    hold the shape (a 10 MB prompt is redacted in milliseconds)."""
+    """A kind of secret recognised by its look: ``pattern`` (with groups, only the last is secret), ``accept`` a
+    further test of that part, ``growing`` a text *tail* that could still become it, ``present`` a cheap test, False
+    only when the text cannot hold it (a 10 MB prompt is redacted in milliseconds)."""
 
     name: str
     pattern: re.Pattern[str]
@@ -65,16 +60,14 @@ _HYPHENATED_WORDS = re.compile(r"[a-z]{1,12}(?:-[a-z]{1,12})+")
 
 
 def _token_like(value: str) -> bool:
-    """A credential, not a word (``Bearer handling`` is prose): a digit, a symbol or an inner capital, or 16+
-    characters."""
+    """A credential, not a word (``Bearer handling``): a digit, a symbol, an inner capital, or 16+ characters."""
     if _HYPHENATED_WORDS.fullmatch(value.rstrip(".,;:")):
         return False
     return len(value) >= 16 or bool(_TOKEN_MARKS.search(value))
 
 
 def _has_bearer(text: str, window: int = 1 << 16) -> bool:
-    """``bearer`` in any case (only b/B, e/E, a/A, r/R match those letters case-insensitively), lower-cased a window
-    at a time: a long text is not copied whole."""
+    """``bearer`` in any case, lower-cased a window at a time (a long text is not copied whole)."""
     if len(text) <= window:
         return "bearer" in text.lower()
     return any("bearer" in text[i:i + window + 5].lower() for i in range(0, len(text), window))
@@ -93,7 +86,6 @@ SHAPES: tuple[_Shape, ...] = (
 
 
 def is_secret_name(name: str) -> bool:
-    """True for a header or key name that looks like it holds a credential."""
     return _SECRET_NAME_RE.search(name) is not None
 
 
@@ -140,8 +132,8 @@ class Redactor:
         return value
 
     def data(self, value: Any) -> Any:
-        """Redact every string inside a JSON-like structure (keys included); a header-shaped key naming a
-        credential (``x-auth-token``, not ``auth_state``) has its value masked."""
+        """Every string inside a JSON-like structure redacted (keys too); a header-shaped key naming a credential
+        (``x-auth-token``, not ``auth_state``) has its value masked."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
@@ -189,28 +181,24 @@ def auth_store_secrets(document: Any) -> list[str]:
     return out
 
 
-#: the characters a growing shape's tail is made of: the shapes' classes plus the letters that match ASCII ones
-#: case-insensitively (Kelvin sign, long s, dotless i, dotted I); and every whitespace character
+#: the characters a growing shape's tail is made of (with the letters that match ASCII ones case-insensitively),
+#: and every whitespace character
 _TOKEN_CHARS = string.ascii_letters + string.digits + "._~+/=-" + "\u212a\u017f\u0131\u0130"
 _SPACE_CHARS = "".join(chr(c) for c in range(0x3000 + 1) if chr(c).isspace())
 
 
 def _tail_start(buffer: str) -> int:
     """The earliest place a growing shape can match ``…$``: a trailing token run, or ``bearer`` + whitespace + one
-    (searching a few characters, not the whole pending text: P5; property-tested in tests/product/test_fuzz.py)."""
+    (a few characters searched, not the whole pending text: P5)."""
     run = len(buffer.rstrip(_TOKEN_CHARS))
     return max(0, len(buffer[:run].rstrip(_SPACE_CHARS)) - len("bearer"))
 
 
 class StreamRedactor:
-    """Feed pieces, get redacted text that is safe to write now; :meth:`flush` at the end.
-
-    It holds back the shortest tail that could still become a secret (a proper prefix of a known secret, or a token
-    that could grow into a shape) until the next piece settles it; prose ends its pieces at a space, so little is
-    held. However the text is split, the output joined equals ``redactor.text(whole)``. It remembers where the
-    settled text's secrets are: ``mask(start, end)`` is ``raw[start:end]`` with them masked (an SSE event's share
-    of a split secret), over a window of recent text (:meth:`forget` moves its start), so a long answer is linear.
-    """
+    """Feed pieces, get redacted text that is safe to write now; :meth:`flush` at the end. It holds back the
+    shortest tail that could still become a secret until the next piece settles it; however the text is split, the
+    output joined equals ``redactor.text(whole)``. ``mask(start, end)`` is ``raw[start:end]`` with the secrets
+    masked (an SSE event's share of a split secret), over a window of recent text (:meth:`forget` moves its start)."""
 
     #: characters kept before the window start, so ``\\b`` in the shapes sees the previous character
     MARGIN = 64
@@ -234,7 +222,7 @@ class StreamRedactor:
 
     def adopt(self, whole: str) -> bool:
         """Hold ``whole`` instead of the pieces if it equals everything fed so far (True then): a long answer is
-        otherwise held twice (the pieces and the client's joined text)."""
+        not held twice."""
         if len(whole) != self.length:
             return False
         pos = 0

@@ -1,12 +1,6 @@
-"""THE one place a runtime config is put together from its sources; every face calls :func:`resolve_runtime_config`.
-
-Layers, lowest first (a shallow merge, then strict validation): the defaults (with a ``provider`` and no model,
-its default model); the manifest's ``config.runtime_config`` (``manifest``, else
-``<root>/.harness/adapters/hermes-proxy.yaml`` when it exists); the mission's ``runtime_config_overrides``; the
-``HERMES_NB_*`` environment; ``overrides`` (``--runtime-config-overrides``); explicit arguments (None: not given).
-The result remembers where each key came from (``HermesProxyRuntimeConfig.origin``), so a notebook can tell "no
-endpoint given" (start the embedded emulator) from "``HERMES_NB_ENDPOINT`` names one".
-"""
+"""THE one place a runtime config is put together (every face calls :func:`resolve_runtime_config`): defaults < the
+manifest's < the mission's overrides < ``HERMES_NB_*`` < ``--runtime-config-overrides`` < arguments. Each key
+remembers where it came from, so a notebook tells "no endpoint given" from "``HERMES_NB_ENDPOINT`` names one"."""
 
 from __future__ import annotations
 
@@ -25,12 +19,6 @@ from hermes_nb.core.spec import Opt, Spec
 
 if TYPE_CHECKING:  # the manifest's model and PyYAML (~30 ms) load only when there is a manifest to read (P4)
     from hermes_nb.core.manifest import AdapterManifest
-
-
-def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``{key: value}`` for each non-empty ``HERMES_NB_<KEY>``."""
-    env = os.environ if environ is None else environ
-    return {key: value for key, name in ENV_CONFIG.items() if (value := env.get(name))}
 
 
 def find_manifest(root: str | os.PathLike[str] | None, manifest: str | os.PathLike[str] | None) -> Path | None:
@@ -62,13 +50,14 @@ def resolve_runtime_config(*, manifest: AdapterManifest | str | os.PathLike[str]
                            mission_overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
                            overrides: Mapping[str, Any] | str | None = None, where: str = "runtime_config",
                            **explicit: Any) -> HermesProxyRuntimeConfig:
-    """The validated runtime config from every source, in the order above."""
+    """The validated runtime config from every source, in the order above (``environ`` None: ``os.environ``)."""
     if isinstance(overrides, str):
         overrides = parse_overrides_json(overrides)
     from_manifest, manifest_label = _manifest_layer(manifest, root)
+    env = os.environ if environ is None else environ
     layers: list[tuple[str, Mapping[str, Any] | None]] = [
         ("default", {"model": DEFAULT_MODEL}), (manifest_label, from_manifest), ("mission", mission_overrides),
-        ("env", env_overrides(environ)), ("overrides", overrides),
+        ("env", {key: value for key, name in ENV_CONFIG.items() if (value := env.get(name))}), ("overrides", overrides),
         ("argument", {k: v for k, v in explicit.items() if v is not None})]
     origins: dict[str, str] = {}
     for label, layer in layers:

@@ -1,11 +1,7 @@
-"""Job specs: every option of a job declared once, as a pydantic field; every face is generated from it.
-
-A field carries its type, its unit in its name (``*_s`` seconds), default, constraint and ``description``;
-:class:`Opt` in its ``Annotated`` metadata says how the faces show it. From that: the CLI's flags
-(:meth:`Spec.add_arguments`, :meth:`Spec.from_args`), the magics' parser and help (:meth:`Spec.parser`) and the
-notebooks' parameters cell (:meth:`Spec.parameters_source`). A bad value is one line naming the option as the face
-spells it; a rule across options is a ``model_validator`` raising :func:`conflict`.
-"""
+"""Job specs: every option of a job declared once, as a pydantic field (type, unit in its name, default, constraint,
+``description``; :class:`Opt` says how the faces show it); the CLI's flags, the magics' parser and the notebooks'
+parameters cell are generated from it. A bad value is one line naming the option as the face spells it; a rule
+across options is a ``model_validator`` raising :func:`conflict`."""
 
 from __future__ import annotations
 
@@ -29,8 +25,8 @@ ALL_FACES: frozenset[str] = frozenset({"cli", "magic", "notebook"})
 
 @dataclass(frozen=True)
 class Opt:
-    """How the faces show one option: which faces have it, a positional argument, a list given as a repeated flag
-    (``--only a --only b``), the help's placeholder (default: from the unit and type), a one-letter alias."""
+    """How the faces show one option: which faces have it, positional, a list as a repeated flag (``--only a --only
+    b``), the help's placeholder, a one-letter alias."""
 
     faces: frozenset[str] = ALL_FACES
     positional: bool = False
@@ -108,27 +104,19 @@ class Spec(StrictModel):
         return name.upper() if _opt(info).positional else flag_of(name)
 
     @classmethod
-    def default_text(cls, name: str) -> str | None:
-        info = cls.model_fields[name]
-        if info.default is PydanticUndefined or info.default is None or info.default is False:
-            return None
-        value = info.default
-        if isinstance(value, (list, tuple)):
-            return ",".join(map(str, value)) if value else None
-        return f"{value:g}" if isinstance(value, float) else str(value)
-
-    @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser, face: Face = "cli") -> None:
         """One argparse argument per option. Every default is None: the spec fills it in (given and defaulted stay
         apart), and ``--help`` states the spec's default."""
         for name, info, opt in cls.options(face):
             inner, _ = _unwrap(info.annotation)
-            help_text = info.description or ""
-            default = cls.default_text(name)
+            help_text, default = info.description or "", info.default
             if get_origin(inner) is Literal:
                 help_text += f" (one of: {', '.join(map(str, get_args(inner)))})"
-            if default is not None and inner is not bool:
-                help_text += f" (default: {default})"
+            if isinstance(default, (list, tuple)):
+                default = ",".join(map(str, default))
+            shown = default is not PydanticUndefined and default is not False and default not in (None, "")
+            if shown and inner is not bool:
+                help_text += f" (default: {default:g})" if isinstance(default, float) else f" (default: {default})"
             help_text = help_text.replace("%", "%%")
             if opt.positional:
                 parser.add_argument(name, nargs="?", default=None, metavar=opt.metavar or name.upper(),

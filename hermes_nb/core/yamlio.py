@@ -1,6 +1,5 @@
-"""Reading user files and YAML: libyaml's C loader and dumper (the pure-Python loader takes seconds on a
-multi-megabyte mission); each way a file cannot be read is one :class:`ConfigError` line naming it.
-"""
+"""User files and YAML through libyaml's C loader and dumper (the pure-Python loader takes seconds on a big
+mission); each way a file cannot be read is one :class:`ConfigError` line naming it."""
 
 from __future__ import annotations
 
@@ -20,14 +19,11 @@ READ_CHUNK = 1 << 20
 
 
 def read_text_file(path: Any, what: str, *, max_bytes: int | None = None) -> str:
-    """A user file (manifest, mission, workflow, prompt) as UTF-8 text: ``<what> not found``, ``is a directory``,
-    ``is not UTF-8 text (byte N: 0xXX)``, ``is larger than N bytes`` (``/dev/zero`` is refused after ``max_bytes + 1``
-    bytes, never read whole), ``cannot read: <why>``."""
+    """A user file (manifest, mission, workflow, prompt) as UTF-8 text, at most ``max_bytes``."""
     return decode_utf8(read_bytes_file(path, what, max_bytes=max_bytes), what)
 
 
 def decode_utf8(data: bytes, what: str) -> str:
-    """``data`` as UTF-8; else one ConfigError naming ``what``, the byte offset and the byte."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -35,7 +31,6 @@ def decode_utf8(data: bytes, what: str) -> str:
 
 
 def read_bytes_file(path: Any, what: str, *, max_bytes: int | None = None) -> bytes:
-    """The bytes of a user file, with :func:`read_text_file`'s errors (all but the UTF-8 one)."""
     try:
         with open(path, "rb") as handle:
             return handle.read() if max_bytes is None else read_limited(handle, max_bytes, what)
@@ -48,8 +43,8 @@ def read_bytes_file(path: Any, what: str, *, max_bytes: int | None = None) -> by
 
 
 def read_limited(handle: Any, max_bytes: int, what: str) -> Any:
-    """At most ``max_bytes`` from ``handle`` (bytes, or characters of a text stream), else one ConfigError line.
-    A chunk at a time (a 4 GB limit costs nothing for a 7-byte file); a regular file in one read of its size."""
+    """At most ``max_bytes`` from ``handle`` (``/dev/zero`` is refused after ``max_bytes + 1``), a chunk at a time
+    (a 4 GB limit costs nothing for a 7-byte file); a regular file in one read of its size."""
     try:
         status = os.fstat(handle.fileno())
         size_hint = status.st_size if stat.S_ISREG(status.st_mode) else 0
@@ -70,7 +65,6 @@ def read_limited(handle: Any, max_bytes: int, what: str) -> Any:
 
 
 def load_yaml(text: str, *, where: str) -> Any:
-    """``yaml.safe_load`` through libyaml; a syntax error is a ConfigError naming ``where`` and the line."""
     try:
         return yaml.load(text, Loader=SafeLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
@@ -88,6 +82,6 @@ _BlockDumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
 
 
 def dump_yaml(obj: Any, *, block_strings: bool = True) -> str:
-    """YAML text in key order; multi-line strings as ``|`` blocks unless ``block_strings`` is False."""
+    """YAML in key order; multi-line strings as ``|`` blocks unless ``block_strings`` is False."""
     dumper = _BlockDumper if block_strings else _SafeDumper
     return yaml.dump(obj, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)

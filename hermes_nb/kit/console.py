@@ -36,6 +36,7 @@ from hermes_nb.kit.session import (
     check_body,
     error_html,
 )
+from hermes_nb.views.cards import judged_html
 from hermes_nb.views.htmlkit import (
     BORDER,
     MUTED,
@@ -50,7 +51,6 @@ from hermes_nb.views.htmlkit import (
     table_html,
     text_colour,
 )
-from hermes_nb.views.reprs import judged_html
 
 __all__ = ["ProbeConsole", "snippets", "response_html"]
 

@@ -1,5 +1,5 @@
 """Where HTML is made: the toolkit, the stream timeline and the card of every record a cell can end with."""
 
-from hermes_nb.views.cards import card, html
+from hermes_nb.views.cards import html
 
-__all__ = ["html", "card"]
+__all__ = ["html"]

@@ -1,29 +1,18 @@
-"""The card of each record a cell can end with (registered by class name): the adapter check, the wire report and
-its drift, a run's result, a ``%%hermes_chat`` answer. Allow-listed fields only, escaped and masked."""
+"""The card of each record a cell can end with, by class name (records never import the views): an exchange alone
+or under its verdict, the adapter check, the wire report and its drift, a run's result, a ``%%hermes_chat`` answer.
+Allow-listed fields only, escaped and masked."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from hermes_nb.core.records import StreamTimeline, Usage
+from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.results import artifact_digests
 from hermes_nb.proxy.report import fmt
 from hermes_nb.views.htmlkit import box, details, esc, kv_html, pre, seconds, table_html
-from hermes_nb.views.reprs import exchange_html, judged_html
 from hermes_nb.views.timeline import timeline_svg
-
-__all__ = ["card", "html", "drift_table"]
-
-_CARDS: dict[str, Callable[[Any], str]] = {"Exchange": exchange_html}
-
-
-def card(name: str) -> Callable[[Callable[[Any], str]], Callable[[Any], str]]:
-    """Register the card of the record class ``name`` (a decorator): records never import the views."""
-    def register(func: Callable[[Any], str]) -> Callable[[Any], str]:
-        _CARDS[name] = func
-        return func
-    return register
 
 
 def html(record: Any) -> str:
@@ -32,13 +21,67 @@ def html(record: Any) -> str:
     return draw(record) if draw is not None else f"<pre>{esc(record._repr_text_())}</pre>"
 
 
+def _excerpt(text: str, limit: int = 600) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+def _rows(ex: Any) -> list[tuple[str, Any]]:
+    t, env, cut = ex.timings, ex.envelope, ex.transport_error
+    rows: list[tuple[str, Any]] = [
+        ("request", f"{ex.request.method} {ex.request.url}"),
+        ("status", f"{ex.status} {ex.reason or ''}".strip() if ex.status is not None else None),
+        ("content type", ex.content_type),
+        ("headers / first delta / total", " / ".join(seconds(v) or "—" for v in (t.headers_s, t.first_delta_s,
+                                                                              t.total_s)))]
+    if ex.streamed:
+        rows.append(("stream", f"{len(ex.events)} events, [DONE] {'seen' if ex.done else 'not seen'}, "
+                               f"finish_reason {ex.finish_reason or '—'}"))
+    if env is not None:
+        rows.append(("error envelope", {k: v for k, v in (("type", env.type), ("code", env.code),
+                                                           ("message", env.message)) if v is not None}))
+    if cut is not None:
+        rows.append(("transport", f"{cut.kind} ({cut.phase}): {cut.message}"))
+    if ex.retry_after_s is not None:
+        rows.append(("retry after", seconds(ex.retry_after_s)))
+    if ex.text or ex.usage or ex.streamed:
+        rows.append(("usage", Usage.from_exchange(ex).line()))
+    return rows
+
+
+def exchange_html(ex: Any) -> str:
+    """One exchange: request line, status, timings, usage, error, the text's excerpt, the stream timeline."""
+    ok = ex.ok_status and ex.transport_error is None and not ex.in_band_error
+    verdict = "ok" if ok else "error" if ex.status is not None or ex.transport_error is not None else None
+    body = [kv_html(_rows(ex), badges=())]
+    if ex.text or (ex.body_text and not ex.ok_status):
+        body.append(pre(_excerpt(ex.text) if ex.text else _excerpt(ex.body_text, 300)))
+    if ex.streamed:
+        body.append(timeline_svg(StreamTimeline.from_exchange(ex)))
+    return box("exchange", verdict, *body)
+
+
+def judged_html(title: str, verdict: str, ex: Any | None, *, reason: str | None, hint: str | None = None,
+                extra: Iterable[tuple[str, Any]] = (), errors: Iterable[str] = (), warnings: Iterable[str] = (),
+                stopped: bool = False, headers: bool = False, stream: str = "stream timeline",
+                redactor: Redactor | None = None) -> str:
+    """An exchange under its verdict, reason and hint: its rows, errors and warnings, the stream timeline and
+    (``headers``) the response headers."""
+    pairs = [("verdict", verdict), ("reason", reason), ("hint", hint), *extra, *(_rows(ex) if ex else [])]
+    pairs += [("error", e) for e in errors] + [("warning", w) for w in warnings]
+    parts = [kv_html(pairs, badges=("verdict",), redactor=redactor)]
+    if ex is not None and ex.streamed:
+        parts.append(timeline_svg(StreamTimeline.from_exchange(ex, stopped=stopped), title=stream))
+    if ex is not None and ex.headers and headers:
+        parts.append(details("response headers", kv_html(sorted(ex.headers.items()), badges=(), redactor=redactor)))
+    return box(title, verdict, *parts)
+
+
 def _noted(value: str | None, *notes: str | None) -> str | None:
     """``value (note, note)`` with the notes that are set."""
     shown = [n for n in notes if n]
     return value + (f" ({', '.join(shown)})" if shown else "") if value else None
 
 
-@card("CheckResult")
 def check_card(result: Any) -> str:
     models = ", ".join(result.models[:8]) + (f", … ({len(result.models)} in all)" if len(result.models) > 8 else "")
     source = f"from {result.provider_source}" if result.provider_source else None
@@ -59,7 +102,6 @@ def drift_table(drifts: Any) -> str:
     return table_html(rows, ("field", "expected", "observed", "owner"))
 
 
-@card("DriftList")
 def drift_card(drifts: Any) -> str:
     if not drifts:
         return box("wire contract", "passed", "<div>the proxy matches the recorded wire contract.</div>",
@@ -67,13 +109,11 @@ def drift_card(drifts: Any) -> str:
     return box("wire contract", "failed", drift_table(drifts), headline=drifts.headline)
 
 
-@card("Drift")
 def one_drift_card(drift: Any) -> str:
     return box("wire contract", "failed" if drift.owner == "proxy" else None, drift_table([drift]),
                headline=str(drift))
 
 
-@card("WireReport")
 def wire_card(report: Any) -> str:
     provider = _noted(report.provider, report.upstream) or report.upstream
     parts = [kv_html([("endpoint", report.endpoint), ("provider", provider), ("state", report.state),
@@ -109,7 +149,6 @@ def wire_card(report: Any) -> str:
     return box("wire-format report", report.verdict, *parts, headline=report.headline)
 
 
-@card("RunResult")
 def run_card(run: Any) -> str:
     doc, out, ex = run.result, run.outcome, run.exchange
     t = ex.timings if ex is not None else None
@@ -135,9 +174,15 @@ def run_card(run: Any) -> str:
     return box("runtime result", doc.get("status"), *parts)
 
 
-@card("ChatResult")
 def chat_card(chat: Any) -> str:
     out = chat.outcome
     return judged_html("hermes chat", chat.verdict, chat.exchange, reason=chat.reason, hint=out.hint if out else None,
                        errors=out.errors if out else (), warnings=[*chat.warnings, *(out.warnings if out else [])],
                        stopped=chat.stopped, stream="answer stream")
+
+
+#: the card of each record class a cell can end with, by class name (records never import the views)
+_CARDS: dict[str, Callable[[Any], str]] = {
+    "Exchange": exchange_html, "CheckResult": check_card, "DriftList": drift_card, "Drift": one_drift_card,
+    "WireReport": wire_card, "RunResult": run_card, "ChatResult": chat_card,
+}

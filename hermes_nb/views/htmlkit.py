@@ -1,9 +1,6 @@
-"""The one HTML toolkit of every face (reprs, console, magics, receipts, ``index.html``).
-
-Every colour is a JupyterLab theme variable (``--jp-*``) with a fallback: a verdict's text colour is its tone mixed
-with the theme's strongest font colour, which reads at >= 4.5:1 (WCAG AA) in Lab's light and dark themes; nothing
-sets a background except through a theme variable. Every value is redacted (secret shapes) and escaped.
-"""
+"""The one HTML toolkit of every face (reprs, console, magics, receipts, ``index.html``). Every colour is a
+JupyterLab theme variable (``--jp-*``) with a fallback; a verdict's text colour is its tone mixed with the theme's
+strongest font colour (>= 4.5:1, WCAG AA, in Lab's light and dark themes). Every value is redacted and escaped."""
 
 from __future__ import annotations
 
@@ -16,10 +13,6 @@ import mistune
 from mistune.renderers.html import HTMLRenderer
 
 from hermes_nb.core.redaction import Redactor
-
-__all__ = ["TONES", "VERDICT_TONES", "VERDICT_COLOURS", "tone_of", "text_colour", "edge_colour", "MUTED", "BORDER",
-           "CODE_BACKGROUND", "note", "esc", "seconds", "badge", "kv_html", "table_html", "box", "details", "pre",
-           "markdown_html", "page_css", "TH_STYLE", "TD_STYLE"]
 
 #: JupyterLab's own theme values: the fallbacks outside Lab, and a standalone page's variables (light; dark on request)
 _LIGHT = {
@@ -115,8 +108,9 @@ def _cell(value: Any, marked: bool, redactor: Redactor | None) -> str:
     return badge(value) if marked and value is not None else esc(value, redactor)
 
 
-def _caption(title: str | None) -> str:
-    return f'<caption style="text-align:left"><b>{html.escape(title)}</b></caption>' if title else ""
+def _table(title: str | None, rows: str) -> str:
+    caption = f'<caption style="text-align:left"><b>{html.escape(title)}</b></caption>' if title else ""
+    return f"{_WRAP}{_TABLE}{caption}{rows}</table></div>"
 
 
 def kv_html(pairs: Iterable[tuple[str, Any]], *, badges: Iterable[str] = ("verdict", "status", "state"),
@@ -125,12 +119,11 @@ def kv_html(pairs: Iterable[tuple[str, Any]], *, badges: Iterable[str] = ("verdi
     marked = set(badges)
     rows = "".join(f'<tr><th style="{TH_STYLE}">{html.escape(key)}</th>'
                    f'<td style="{TD_STYLE}">{_cell(value, key in marked, redactor)}</td></tr>' for key, value in pairs)
-    return f"{_WRAP}{_TABLE}{_caption(title)}{rows}</table></div>"
+    return _table(title, rows)
 
 
 def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
-               badges: Iterable[str] = ("verdict", "status", "outcome"), redactor: Redactor | None = None,
-               title: str | None = None) -> str:
+               badges: Iterable[str] = ("verdict", "status", "outcome"), redactor: Redactor | None = None) -> str:
     """One row per mapping; wraps and scrolls inside its box."""
     marked = set(badges)
     head = "".join(f'<th style="{TH_STYLE}">{html.escape(c)}</th>' for c in columns)
@@ -138,7 +131,7 @@ def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
                              for c in columns) + "</tr>" for row in rows]
     if not rows:
         body.append(f'<tr><td style="{TD_STYLE}" colspan="{max(len(columns), 1)}">(none)</td></tr>')
-    return f"{_WRAP}{_TABLE}{_caption(title)}<tr>{head}</tr>{''.join(body)}</table></div>"
+    return _table(None, f"<tr>{head}</tr>{''.join(body)}")
 
 
 def box(title: str, verdict: Any, *parts: str, headline: str | None = None) -> str:
@@ -151,19 +144,16 @@ def box(title: str, verdict: Any, *parts: str, headline: str | None = None) -> s
             f"<div>{head}</div>{''.join(parts)}</div>")
 
 
-def details(summary: str, body: str, *, open_: bool = False) -> str:
+def details(summary: str, body: str) -> str:
     """A collapsed section (``summary`` is escaped, ``body`` is HTML)."""
-    return f"<details{' open' if open_ else ''}><summary>{html.escape(summary)}</summary>{body}</details>"
+    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
 
 
-def pre(text: str, redactor: Redactor | None = None, *, cls: str = "") -> str:
+def pre(text: str, redactor: Redactor | None = None) -> str:
     """Preformatted, wrapped, escaped and redacted text on the theme's code background."""
-    klass = f' class="{cls}"' if cls else ""
-    return (f'<pre{klass} style="white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0;padding:4px 6px;'
+    return (f'<pre style="white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0;padding:4px 6px;'
             f'background:{CODE_BACKGROUND}">{esc(text, redactor)}</pre>')
 
-
-# --------------------------------------------------------------------------- markdown
 
 class _Renderer(HTMLRenderer):
     """Raw HTML escaped (``escape=True``), only safe link schemes, images shown as links: nothing in an answer
@@ -186,22 +176,16 @@ def markdown_html(text: str, redactor: Redactor | None = None) -> str:
     return str(_MARKDOWN((redactor or _SHAPES).text(text)))
 
 
-# --------------------------------------------------------------------------- standalone pages
-
-def _vars(values: Mapping[str, str]) -> str:
-    return ";".join(f"--jp-{k}:{v}" for k, v in values.items())
-
-
 def page_css() -> str:
-    """The stylesheet of a standalone page: the theme variables (light; dark when the reader prefers it),
-    body, links, code, and the one table style for plain ``<table>`` markup."""
-    accent = text_colour("accent")
+    """A standalone page's stylesheet: the theme variables (light; dark when the reader prefers it), body, links,
+    code, and the one table style for plain ``<table>`` markup."""
+    light, dark = (";".join(f"--jp-{k}:{v}" for k, v in theme.items()) for theme in (_LIGHT, _DARK))
     return "\n".join((
-        f":root{{color-scheme:light dark;{_vars(_LIGHT)}}}",
-        f"@media (prefers-color-scheme: dark){{:root{{{_vars(_DARK)}}}}}",
+        f":root{{color-scheme:light dark;{light}}}",
+        f"@media (prefers-color-scheme: dark){{:root{{{dark}}}}}",
         "body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
         "background:var(--jp-layout-color0);color:var(--jp-content-font-color1)}",
-        f"a{{color:{accent}}}small,.muted{{color:{MUTED}}}",
+        f"a{{color:{text_colour('accent')}}}small,.muted{{color:{MUTED}}}",
         f"pre{{background:{CODE_BACKGROUND};padding:.6em;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}}",
         f"table{{border-collapse:collapse}}td{{{TD_STYLE}}}th{{{TH_STYLE}}}",
     ))

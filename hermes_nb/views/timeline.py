@@ -1,5 +1,5 @@
-"""The stream timeline as an inline SVG (no plotting dependency): the marks of one streamed answer on one axis,
-idle gaps shaded and labelled, no two labels overlapping. The receipts, the console and the reprs draw it."""
+"""The stream timeline as an inline SVG: the marks of one streamed answer on one axis, idle gaps shaded and labelled,
+no two labels overlapping."""
 
 from __future__ import annotations
 
@@ -11,19 +11,13 @@ from typing import Any
 from hermes_nb.core.records import StreamTimeline
 from hermes_nb.views.htmlkit import edge_colour, text_colour
 
-__all__ = ["StreamTimeline", "timeline_svg", "idle_gaps", "place_labels"]
-
-#: a gap at least this long (seconds), and at least :data:`GAP_SHARE` of the total, is shaded as idle
-MIN_GAP_S = 0.2
-GAP_SHARE = 0.08
-
 
 def idle_gaps(tl: StreamTimeline) -> list[tuple[float, float]]:
-    """(start, end) of every idle gap: between consecutive marks, long enough to notice."""
+    """(start, end) of every idle gap between consecutive marks: at least 0.2 s and 8 % of the whole."""
     marks = sorted({0.0, *(m for m in (tl.headers_s, tl.first_delta_s, tl.last_byte_s) if m is not None),
                     *tl.deltas, tl.total_s})
     span = max(tl.total_s, marks[-1] if marks else 0.0)
-    threshold = max(MIN_GAP_S, GAP_SHARE * span)
+    threshold = max(0.2, 0.08 * span)
     return [(a, b) for a, b in pairwise(marks) if b - a >= threshold]
 
 
@@ -32,8 +26,7 @@ def idle_gaps(tl: StreamTimeline) -> list[tuple[float, float]]:
 CHAR_W, ROW_H, GAP_LABEL_ROWS = 6.6, 15, 3
 
 
-def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = None,
-                 pad: float = 4.0) -> list[int | None]:
+def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = None) -> list[int | None]:
     """A row for each label span ``(x0, x1)``, greedy left to right, so no two labels of a row overlap (None: no
     room left)."""
     order = sorted(range(len(spans)), key=lambda i: spans[i][0])
@@ -42,7 +35,7 @@ def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = Non
     for i in order:
         x0, x1 = spans[i]
         for row, end in enumerate(ends):
-            if x0 >= end + pad:
+            if x0 >= end + 4:  # 4 px apart
                 ends[row] = x1
                 rows[i] = row
                 break
@@ -51,14 +44,6 @@ def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = Non
                 ends.append(x1)
                 rows[i] = len(ends) - 1
     return rows
-
-
-def _span(x: float, text: str, width: float, right: float) -> tuple[str, tuple[float, float]]:
-    """Anchor and horizontal extent of a label at ``x``: to the right of the mark unless it would run off."""
-    w = len(text) * CHAR_W
-    if x + 3 + w <= width - right:
-        return "start", (x + 3, x + 3 + w)
-    return "end", (x - 3 - w, x - 3)
 
 
 def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, title: str = "stream timeline") -> str:
@@ -79,7 +64,11 @@ def timeline_svg(tl: StreamTimeline | Mapping[str, Any], *, width: int = 640, ti
         (tl.last_byte_s, "stopped" if tl.stopped else "last byte", "bad" if tl.stopped else "good"),
     ) if t is not None]
     texts = [f"{label} {t:.3f} s" for t, label, _ in named]
-    placed = [_span(x(t), text, width, right) for (t, _, _), text in zip(named, texts, strict=True)]
+    placed = []  # (anchor, extent) of each label: right of its mark unless it would run off
+    for (t, _, _), text in zip(named, texts, strict=True):
+        w = len(text) * CHAR_W
+        fits = x(t) + 3 + w <= width - right
+        placed.append(("start", (x(t) + 3, x(t) + 3 + w)) if fits else ("end", (x(t) - 3 - w, x(t) - 3)))
     rows = place_labels([extent for _, extent in placed])
     top_rows = max((r for r in rows if r is not None), default=0) + 1
     axis_y = 14 + ROW_H * top_rows + 4

@@ -1,2 +1,1 @@
-"""Layer 2, the wire: SSE decoding, OpenAI payloads, the final-message sentinel, classification,
-and the httpx client with its deadline watchdog. Imports only :mod:`hermes_nb.core`."""
+"""Layer 2: SSE decoding, OpenAI payloads, the final-message sentinel, the one reading, the httpx client."""

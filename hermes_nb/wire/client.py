@@ -1,10 +1,7 @@
-"""The httpx client for the hermes proxy: one request builder; every call returns an
-:class:`~hermes_nb.core.records.Exchange` and never raises for HTTP or network failures.
-
-Sync only: notebooks already run an event loop. Deadlines: connect; ``request_timeout_ms`` bounds the wait for the
-answer to start and each silence (SSE comments are no progress), never a healthy stream; ``max_duration_ms`` (a
-call's ``deadline_s``) caps the whole call.
-"""
+"""The httpx client for the hermes proxy (sync: notebooks already run an event loop): one request builder; every
+call returns an :class:`~hermes_nb.core.records.Exchange`, never raising for HTTP or network failures.
+``request_timeout_ms`` bounds the wait for the answer and each silence (SSE comments are no progress), never a
+healthy stream; ``max_duration_ms`` (a call's ``deadline_s``) caps the whole call."""
 
 from __future__ import annotations
 
@@ -61,8 +58,7 @@ EventCallback = Callable[[SSEEventRecord], None]
 
 @functools.cache
 def _tls_context(https: bool) -> ssl.SSLContext:
-    """One per process: httpx loads the CA bundle for every client (~25 ms). A plain-http client never negotiates
-    TLS (it follows no redirects), so its context trusts no certificate at all."""
+    """One per process (httpx loads the CA bundle for every client: ~25 ms); a plain-http client trusts none."""
     return httpx.create_ssl_context(trust_env=False) if https else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
@@ -111,8 +107,8 @@ def _pieces(obj: Any) -> Iterator[str]:
 
 
 class HermesClient:
-    """Talks to one proxy endpoint: a :class:`HermesProxyRuntimeConfig`, or an endpoint alone for the calls that
-    need no model (:meth:`chat` needs the config). ``auth_token``: an endpoint-alone client's bearer."""
+    """Talks to one proxy: a :class:`HermesProxyRuntimeConfig`, or an endpoint alone (and its ``auth_token``) for
+    the calls that need no model."""
 
     def __init__(self, target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = None,
                  transport: httpx.BaseTransport | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S,
@@ -141,9 +137,9 @@ class HermesClient:
 
     def build_request(self, method: str, path: str, *, json: Any = None, headers: Mapping[str, str] | None = None,
                       auth: bool | str = True, root: bool = False, sse: bool = False) -> httpx.Request:
-        """THE request builder. ``path`` is relative to the endpoint, or with ``root`` to its origin (``/health``).
-        Headers, later winning: content-type, accept (``sse``), ``extra_headers``, authorization (``auth``: the
-        bearer, False for none, or that exact value), then ``headers``."""
+        """THE request builder. ``path`` is relative to the endpoint, or with ``root`` to its origin. Headers, later
+        winning: content-type, accept, ``extra_headers``, authorization (``auth``: the bearer, False for none, or
+        that value), ``headers``."""
         hdrs = {"content-type": "application/json"} if json is not None else {}
         if sse:
             hdrs.update(_SSE_HEADERS)
@@ -188,9 +184,8 @@ class HermesClient:
 
     def send(self, request: httpx.Request, *, sse: bool = False, on_delta: DeltaCallback | None = None,
              on_event: EventCallback | None = None, deadline_s: float | None = None) -> Exchange:
-        """Send ``request`` and record everything. The body is read as SSE when the response says
-        ``text/event-stream`` (whatever ``sse`` asked), until ``[DONE]`` or an in-band error; ``on_delta`` gets
-        each content piece and ``on_event`` each event as they arrive."""
+        """Send ``request`` and record everything; a ``text/event-stream`` body is read as SSE until ``[DONE]`` or
+        an error, ``on_delta`` getting each content piece and ``on_event`` each event as they arrive."""
         return _Call(self, request, on_delta, on_event, deadline_s).run()
 
     def close(self) -> None:
@@ -223,8 +218,8 @@ class _Call:
         self._outer_trace = request.extensions.get("trace")
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
-        """httpcore's trace hook: bound every read and write of the connection by the call's deadline. httpx's
-        read timeout alone never trips on headers trickling in or keep-alives, and a cap would end late."""
+        """httpcore's trace hook bounds every read and write by the call's deadline (httpx's read timeout alone
+        never trips on headers trickling in or keep-alives)."""
         if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             stream = info["return_value"]
             for name in ("read", "write"):
@@ -383,8 +378,7 @@ class _Call:
 
 
 def transport_failure(exc: httpx.RequestError, phase: TransportPhase, redact: Redactor) -> TransportFailure:
-    """An httpx request error as a record. Refused, DNS and other connect errors are told apart by the cause
-    chain (errno, :class:`socket.gaierror`), else by the usual message texts (errors built without a cause)."""
+    """An httpx request error as a record; connect errors told apart by the cause chain, else by message texts."""
     chain: list[BaseException] = []
     item: BaseException | None = exc
     while item is not None and item not in chain:
@@ -420,7 +414,7 @@ def transport_failure(exc: httpx.RequestError, phase: TransportPhase, redact: Re
 
 
 def request_record(request: httpx.Request, redact: Redactor) -> RequestRecord:
-    """What was sent: method, URL (user info dropped), headers (sensitive ones masked), body (redacted)."""
+    """What was sent, user info, credentials and secrets masked."""
     body = request.extensions.get(SENT_JSON)
     if body is None:
         try:

@@ -1,8 +1,6 @@
-"""OpenAI-style payloads, pure: request bodies, error envelopes in every shape, Retry-After, chunk interpretation.
-
-Error shapes: ``{"error": {...}}`` (OpenAI, the proxy, litellm; Anthropic's typed ``{"type": "error", "error":
-{...}}``), ``{"error": "text"}``, the flat ``{"message", "status"}`` and ``{"type": "error", "message"}``.
-"""
+"""OpenAI-style payloads, pure: request bodies, Retry-After, chunk interpretation, error envelopes in every shape
+(``{"error": {...}}`` of OpenAI, the proxy, litellm and Anthropic; ``{"error": "text"}``; the flat ``{"message",
+"status"}`` and ``{"type": "error", "message"}``)."""
 
 from __future__ import annotations
 
@@ -99,22 +97,22 @@ def _excerpt(data: str, n: int = 120) -> str:
     return repr(data if len(data) <= n else data[:n] + "…")
 
 
+def _seconds(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
 def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms``, ``retry-after`` (seconds, float ok) or an HTTP-date."""
     headers = {name.lower(): value for name, value in headers.items()}
-    try:
-        ms = float(headers.get("retry-after-ms", "nan"))
-    except ValueError:
-        ms = math.nan
-    if math.isfinite(ms) and ms >= 0:
+    if (ms := _seconds(headers.get("retry-after-ms", ""))) is not None:
         return ms / 1000.0
     raw = headers.get("retry-after", "").strip()
-    try:
-        seconds = float(raw)
-    except ValueError:
-        pass
-    else:
-        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    if (seconds := _seconds(raw)) is not None:
+        return seconds
     try:
         when = parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):
@@ -201,22 +199,19 @@ def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | N
 
 
 class ChatStream:
-    """Reads the SSE events of one chat-completions (or Responses API) stream.
+    """Reads the SSE events of one chat-completions (or Responses API) stream: :meth:`feed` returns an event's
+    content delta. After ``[DONE]``, an error in any shape (the text so far kept) or ``response.completed`` /
+    ``response.incomplete`` it is ``finished`` and ignores the rest. A frame that is not JSON is a
+    ``protocol_errors`` entry, never raised; a whole ``choices[].message`` after the deltas is appended when it
+    brings new text, else noted in ``warnings``."""
 
-    :meth:`feed` returns an event's content delta ("" if none). After ``[DONE]`` (``done``), an error in any shape
-    (``error``, ``in_band_error``; the text so far is kept) or a Responses API ``response.completed`` /
-    ``response.incomplete`` the stream is ``finished`` and later events are ignored. A frame that is not JSON is
-    a ``protocol_errors`` entry, never raised; pings and JSON that is no chunk are skipped. A whole
-    ``choices[].message`` after the deltas is appended when it brings new text, else noted in ``warnings``.
-    """
-
-    __slots__ = ("_parts", "_text", "_over", "done", "finish_reason", "usage", "model", "error", "in_band_error",
+    __slots__ = ("_parts", "_text", "finished", "done", "finish_reason", "usage", "model", "error", "in_band_error",
                  "protocol_errors", "warnings", "reasoning")
 
     def __init__(self) -> None:
         self._parts: list[str] = []
         self._text: str | None = ""
-        self._over = False
+        self.finished = False
         self.done = False
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
@@ -227,10 +222,6 @@ class ChatStream:
         self.warnings: list[str] = []
         #: deltas that carried reasoning (``reasoning_content`` or ``reasoning``) rather than answer text
         self.reasoning = 0
-
-    @property
-    def finished(self) -> bool:
-        return self._over
 
     @property
     def text(self) -> str:
@@ -244,7 +235,7 @@ class ChatStream:
         return piece
 
     def feed(self, event: ServerSentEvent) -> str:
-        if self._over:
+        if self.finished:
             return ""
         data = event.data
         if event.event == "error":
@@ -263,7 +254,7 @@ class ChatStream:
             if not data or data.isspace():
                 return ""
             if data.lstrip().startswith("[DONE]"):
-                self.done = self._over = True
+                self.done = self.finished = True
                 return ""
             try:
                 obj = _loads(data)
@@ -282,7 +273,7 @@ class ChatStream:
         choices = obj.get("choices")
         if (choices is None or obj.get("error")) and (error := in_band_error_of(obj)) is not None:
             self.error = error
-            self.in_band_error = self._over = True
+            self.in_band_error = self.finished = True
             return ""
         if choices is None and "usage" not in obj:
             return ""
@@ -329,10 +320,10 @@ class ChatStream:
             error = response.get("error")
             self.error = (envelope_from_json({"error": error}) if error.__class__ is dict else None) or \
                 ErrorEnvelope(message="response.failed without an error object", shape="string")
-            self.in_band_error = self._over = True
+            self.in_band_error = self.finished = True
         elif kind in ("response.completed", "response.incomplete"):
             self.finish_reason = _response_finish(response) or ("stop" if kind == "response.completed" else None)
-            self._over = True
+            self.finished = True
         return ""
 
     def _late_message(self, message: dict[str, Any], choice: dict[str, Any]) -> str:
@@ -354,7 +345,7 @@ class ChatStream:
         return self._add(piece)
 
     def _in_band(self, data: str) -> None:
-        self.in_band_error = self._over = True
+        self.in_band_error = self.finished = True
         envelope = None
         try:
             obj = _loads(data) if data.strip() else None

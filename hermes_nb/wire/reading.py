@@ -1,17 +1,7 @@
-"""ONE reading of a response: what happened, said once; the verdicts are tables over it.
-
-:func:`read` turns an :class:`~hermes_nb.core.records.Exchange` into a :class:`Reading`: who answered, the
-failure kind (one vocabulary for every job), the status, the envelope and its codes, the Retry-After. Then:
-
-* :func:`classify`: a chat exchange's verdict (passed/failed/blocked and a reason; the run, the e2e notebook,
-  the console, the magics);
-* :data:`CHECK_STATES`: the adapter check's state for a kind (:mod:`hermes_nb.proxy.check`);
-* :func:`route_outcome`: what a probed route did (:mod:`hermes_nb.proxy.probe`);
-* :func:`hint`: the one operator action for a reading (the proxy's own words first, then the provider's row of
-  :mod:`hermes_nb.core.providers`).
-
-Auth and rate limit are decided from the status and the envelope's structured ``type``/``code`` only, never
-from message text. Pure: no IO.
+"""ONE reading of a response (:func:`read` → :class:`Reading`: the failure kind, status, envelope, Retry-After); the
+chat verdict (:func:`classify`), the check's states (:data:`CHECK_STATES`), the probe's route outcomes and every
+operator action (:func:`hint`) are tables over it. Auth and rate limit are decided from the status and the envelope's
+``type``/``code``, never from message text. Pure: no IO.
 """
 
 from __future__ import annotations
@@ -26,10 +16,6 @@ from hermes_nb.core.providers import cooldown_note, reauth_hint, start_hint, ups
 from hermes_nb.core.records import ErrorEnvelope, Exchange, Outcome, Status
 from hermes_nb.wire.sentinel import extract_final_message
 
-__all__ = ["Kind", "Reading", "read", "classify", "hint", "CHECK_STATES", "route_outcome", "answered_by",
-           "body_kind", "ended", "AUTH_CODES", "RATE_LIMIT_CODES", "UPSTREAM_DOWN_CODES", "GUARD_CODES",
-           "PROXY_OWN_TYPES", "RouteOutcome"]
-
 AUTH_CODES = frozenset({"upstream_auth_failed", "invalid_api_key", "authentication_error", "unauthorized"})
 RATE_LIMIT_CODES = frozenset({"rate_limit_exceeded", "rate_limit_error", "rate_limited", "too_many_requests"})
 MODEL_MISSING_CODES = frozenset({"model_not_found", "model_not_available", "model_unavailable", "invalid_model"})
@@ -41,18 +27,60 @@ GUARD_CODES = frozenset({"host_not_allowed", "origin_not_allowed"})
 PROXY_ERROR_TYPES = frozenset({"upstream_unreachable", "upstream_timeout", "proxy_error"})
 PROXY_OWN_TYPES = PROXY_ERROR_TYPES | GUARD_CODES | {"path_not_allowed", "upstream_auth_failed"}
 
-#: What happened, in one vocabulary. No HTTP answer: refused, connect_timeout, dns, tls_mismatch (https to a
-#: plain-http port), connect_error, deadline (an overall budget), read_timeout (a silence), broken (reset, cut).
-#: An HTTP answer: not_local (the local-only guard), auth, rate_limited, upstream_down, path_not_allowed,
-#: model_missing, not_found (a 404 without an envelope), too_large (413), http_error (any other error
-#: status), in_band_error (an error inside a 200 stream), protocol_error (malformed frames), not_openai (a 2xx
-#: body that is neither JSON nor a stream), ok.
+#: each kind of answer: (a chat exchange's verdict, its reason, the adapter check's state); ``ok`` is judged on its
+#: content (a chat) or its model list (the check). No HTTP answer: refused … broken; an HTTP answer: the rest.
+_KINDS: dict[str, tuple[Status, str, str]] = {
+    "refused": ("blocked", "unreachable", "unreachable"), "dns": ("failed", "dns", "misconfigured"),
+    "connect_timeout": ("blocked", "connect_timeout", "unreachable"),
+    "tls_mismatch": ("failed", "unreachable", "misconfigured"), "connect_error": ("failed", "unreachable", "error"),
+    "deadline": ("failed", "deadline", "slow"), "read_timeout": ("failed", "read_timeout", "slow"),
+    "broken": ("failed", "stream_broken", "error"), "not_local": ("blocked", "not_local", "not_local"),
+    "auth": ("blocked", "auth", "locked"), "rate_limited": ("blocked", "rate_limited", "rate_limited"),
+    "upstream_down": ("failed", "upstream_unreachable", "error"), "ok": ("passed", "ok", "ready"),
+    "path_not_allowed": ("failed", "path_not_allowed", "misconfigured"),
+    "model_missing": ("blocked", "model_missing", "misconfigured"),
+    "not_found": ("failed", "http_error", "misconfigured"), "too_large": ("failed", "http_error", "error"),
+    "http_error": ("failed", "http_error", "error"), "in_band_error": ("failed", "in_band_error", "error"),
+    "protocol_error": ("failed", "protocol_error", "error"), "not_openai": ("failed", "protocol_error", "error"),
+}
 Kind = Literal["refused", "connect_timeout", "dns", "tls_mismatch", "connect_error", "deadline", "read_timeout",
                "broken", "not_local", "auth", "rate_limited", "upstream_down", "path_not_allowed", "model_missing",
                "not_found", "too_large", "http_error", "in_band_error", "protocol_error", "not_openai", "ok"]
+CHECK_STATES: dict[str, str] = {kind: state for kind, (_, _, state) in _KINDS.items()}
 #: what OpenSSL says when the server on an https endpoint's port answers plain http (1.1/3.0, then 3.2+)
 _PLAIN_HTTP_MARKERS = ("wrong version number", "record layer failure", "packet length too long", "http request")
-_EXCERPT = 200
+#: the one-line error of a failed or blocked chat exchange, per kind (``… in band``: inside a 200 stream)
+_ERRORS = {
+    "refused": "endpoint unreachable: {endpoint} (connection refused; is `hermes proxy start` running?)",
+    "connect_timeout": "connect to {endpoint} timed out (is `hermes proxy start` running?)",
+    "dns": "cannot resolve the host of {endpoint}: {detail} (wrong endpoint?)",
+    "tls_mismatch": "cannot connect to {endpoint}: {detail} ({action})",
+    "connect_error": "cannot connect to {endpoint}: {detail}",
+    "deadline": "request cut after {cap}: {detail}{partial}",
+    "read_timeout": "request timed out after {timeout_ms} ms {silence}: {detail}{partial}",
+    "broken": "connection broken {where} ({failure}): {detail}{partial}",
+    "not_local": "HTTP 403 {code}: the proxy refused this request before any route: {detail}",
+    "auth in band": "upstream auth failed inside the stream{said}: {detail} ({action}){partial}",
+    "auth": "HTTP {status} upstream auth failed: {detail} ({action})",
+    "rate_limited in band": "rate limited inside the stream{said}: {detail}{partial}",
+    "rate_limited": "HTTP {status} rate limited: {detail}{after}",
+    "upstream_down": "HTTP {status} {upstream}: the proxy could not reach its upstream: {detail}",
+    "path_not_allowed": "HTTP 404 path_not_allowed: {detail} (configuration error or proxy version mismatch)",
+    "model_missing": 'model "{model}" not available on this proxy: {detail}',
+    "in_band_error": "error inside the 200 stream{said}: {detail}{partial}",
+    "protocol_error": "malformed stream: {first}{more}{partial}",
+    "not_openai": "HTTP {status} with a body that is neither JSON nor an event stream ({content_type}): {detail}",
+    "not_found": "HTTP {status}: {detail} (is the endpoint's path right? it must include /v1)",
+}
+#: the operator actions that need nothing but the kind
+_HINTS = {
+    "dns": "check runtime_config.endpoint (the proxy listens on http://127.0.0.1:8645/v1 by default)",
+    "connect_error": "check runtime_config.endpoint",
+    "path_not_allowed": "check that the endpoint ends with /v1 and that this hermes release forwards the route",
+    "model_missing": "pick a model the provider offers (GET /v1/models)",
+    "not_found": "the endpoint's path probably lacks /v1 (e.g. http://127.0.0.1:8645/v1)",
+    "not_openai": "is something else listening on this port? the proxy answers JSON or an event stream",
+}
 
 
 @dataclass(frozen=True)
@@ -94,7 +122,7 @@ def _detail(ex: Exchange) -> str:
     if ex.transport_error is not None and ex.status is None:
         return ex.transport_error.message
     body = (ex.body_text or "").strip()
-    return f"body: {_short(body, _EXCERPT)}" if body else "no body"
+    return f"body: {_short(body, 200)}" if body else "no body"
 
 
 def _in_band_status(env: ErrorEnvelope | None) -> int | None:
@@ -127,7 +155,6 @@ def read(ex: Exchange, endpoint: str | None = None) -> Reading:
     env = ex.envelope
     codes = env.codes if env is not None else frozenset()
     detail = _detail(ex)
-
     phase = ex.transport_error.phase if ex.transport_error is not None else None
 
     def at(kind: Kind, in_band: bool = False) -> Reading:
@@ -153,30 +180,15 @@ def read(ex: Exchange, endpoint: str | None = None) -> Reading:
             return at("not_found")
         return at("too_large" if status == 413 else "http_error")
     if ex.in_band_error:
-        in_band = _in_band_status(env)
-        if codes & AUTH_CODES or in_band in (401, 403):
+        said = _in_band_status(env)
+        if codes & AUTH_CODES or said in (401, 403):
             return at("auth", in_band=True)
-        if codes & RATE_LIMIT_CODES or in_band == 429:
-            return at("rate_limited", in_band=True)
-        return at("in_band_error", in_band=True)
+        return at("rate_limited" if codes & RATE_LIMIT_CODES or said == 429 else "in_band_error", in_band=True)
     if ex.transport_error is not None:
         return at(_transport_kind(ex, endpoint or ex.request.url))
     if ex.protocol_errors:
         return at("protocol_error")
-    if not ex.streamed and ex.json_body is None:
-        return at("not_openai")
-    return at("ok")
-
-
-# --------------------------------------------------------------------------- the one operator action
-
-
-def _host_port(endpoint: str) -> str:
-    try:
-        url = urlsplit(endpoint)
-        return f":{url.port}" if url.port else ""
-    except ValueError:
-        return ""
+    return at("not_openai" if not ex.streamed and ex.json_body is None else "ok")
 
 
 def hint(reading: Reading, *, endpoint: str, provider: str | None = None, executable: str = "hermes",
@@ -186,18 +198,17 @@ def hint(reading: Reading, *, endpoint: str, provider: str | None = None, execut
     kind = reading.kind
     if kind in ("refused", "connect_timeout"):
         return start_hint(provider, executable)
-    if kind == "dns":
-        return "check runtime_config.endpoint (the proxy listens on http://127.0.0.1:8645/v1 by default)"
     if kind == "tls_mismatch":
         return (f"{endpoint} is https, but the server on that port answered plain http (the proxy speaks http): "
                 f"use http://{endpoint.split('://', 1)[1]}")
-    if kind == "connect_error":
-        return "check runtime_config.endpoint"
+    if kind == "not_local" and reading.code == "origin_not_allowed":
+        return ("the proxy serves local callers only and refused the request's Origin / Sec-Fetch-Site: drop "
+                "the Origin header from extra_headers (nothing else is wrong; the credentials are fine)")
     if kind == "not_local":
-        if reading.code == "origin_not_allowed":
-            return ("the proxy serves local callers only and refused the request's Origin / Sec-Fetch-Site: drop "
-                    "the Origin header from extra_headers (nothing else is wrong; the credentials are fine)")
-        port = _host_port(endpoint)
+        try:
+            port = f":{urlsplit(endpoint).port}" if urlsplit(endpoint).port else ""
+        except ValueError:
+            port = ""
         return (f"the proxy serves local callers only and refused the Host this endpoint sends: use "
                 f"http://127.0.0.1{port}/v1 or http://localhost{port}/v1 (nothing else is wrong; the credentials "
                 "are fine)")
@@ -210,94 +221,7 @@ def hint(reading: Reading, *, endpoint: str, provider: str | None = None, execut
         return f"re-run later{after}" + (f"; {parked}" if parked else "")
     if kind == "upstream_down":
         return upstream_down_hint(provider, reading.detail)
-    if kind == "path_not_allowed":
-        return "check that the endpoint ends with /v1 and that this hermes release forwards the route"
-    if kind == "model_missing":
-        return "pick a model the provider offers (GET /v1/models)"
-    if kind == "not_found":
-        return "the endpoint's path probably lacks /v1 (e.g. http://127.0.0.1:8645/v1)"
-    if kind == "not_openai":
-        return "is something else listening on this port? the proxy answers JSON or an event stream"
-    return None
-
-
-# --------------------------------------------------------------------------- the chat verdict
-
-
-def _partial(ex: Exchange) -> str:
-    return f" ({len(ex.text)} characters of partial text kept)" if ex.text else ""
-
-
-#: a chat exchange's (status, reason) for each kind (``ok`` is judged on its content below)
-_CHAT: dict[str, tuple[Status, str]] = {
-    "refused": ("blocked", "unreachable"), "connect_timeout": ("blocked", "connect_timeout"),
-    "dns": ("failed", "dns"), "tls_mismatch": ("failed", "unreachable"), "connect_error": ("failed", "unreachable"),
-    "deadline": ("failed", "deadline"), "read_timeout": ("failed", "read_timeout"),
-    "broken": ("failed", "stream_broken"), "not_local": ("blocked", "not_local"), "auth": ("blocked", "auth"),
-    "rate_limited": ("blocked", "rate_limited"), "upstream_down": ("failed", "upstream_unreachable"),
-    "path_not_allowed": ("failed", "path_not_allowed"),
-    "model_missing": ("blocked", "model_missing"), "not_found": ("failed", "http_error"),
-    "too_large": ("failed", "http_error"), "http_error": ("failed", "http_error"),
-    "in_band_error": ("failed", "in_band_error"), "protocol_error": ("failed", "protocol_error"),
-    "not_openai": ("failed", "protocol_error"),
-}
-
-
-def _error_text(r: Reading, ex: Exchange, config: HermesProxyRuntimeConfig, action: str | None) -> str:
-    """The one-line error of a failed or blocked chat exchange."""
-    kind, endpoint, status, detail = r.kind, config.endpoint, r.status, r.detail
-    said = f" (status {_in_band_status(r.envelope)})" if r.in_band and _in_band_status(r.envelope) else ""
-    if kind == "refused":
-        return f"endpoint unreachable: {endpoint} (connection refused; is `hermes proxy start` running?)"
-    if kind == "connect_timeout":
-        return f"connect to {endpoint} timed out (is `hermes proxy start` running?)"
-    if kind == "dns":
-        return f"cannot resolve the host of {endpoint}: {detail} (wrong endpoint?)"
-    if kind in ("tls_mismatch", "connect_error"):
-        return f"cannot connect to {endpoint}: {detail}" + (f" ({action})" if kind == "tls_mismatch" else "")
-    if kind == "deadline":
-        cap = (f"max_duration_ms ({config.max_duration_ms} ms)" if config.max_duration_ms is not None
-               else "its overall deadline")
-        return f"request cut after {cap}: {detail}{_partial(ex)}"
-    if kind == "read_timeout":
-        where = "of silence mid-stream (stalled)" if r.phase == "body" else "waiting for the response to start"
-        return f"request timed out after {config.request_timeout_ms} ms {where}: {detail}{_partial(ex)}"
-    if kind == "broken":
-        failure = ex.transport_error
-        where = "mid-stream" if r.phase == "body" else "before the response"
-        return (f"connection broken {where} ({failure.kind if failure else 'no response'}): "
-                f"{detail if failure else 'no response and no transport error recorded'}{_partial(ex)}")
-    if kind == "not_local":
-        return f"HTTP 403 {r.code}: the proxy refused this request before any route: {detail}"
-    if kind == "auth" and r.in_band:
-        return f"upstream auth failed inside the stream{said}: {detail} ({action}){_partial(ex)}"
-    if kind == "auth":
-        return f"HTTP {status} upstream auth failed: {detail} ({action})"
-    if kind == "rate_limited" and r.in_band:
-        return f"rate limited inside the stream{said}: {detail}{_partial(ex)}"
-    if kind == "rate_limited":
-        after = f"; retry after {r.retry_after_s:g} s" if r.retry_after_s is not None else ""
-        return f"HTTP {status} rate limited: {detail}{after}"
-    if kind == "upstream_down":
-        return f"HTTP {status} {_upstream_reason(r)}: the proxy could not reach its upstream: {detail}"
-    if kind == "path_not_allowed":
-        return f"HTTP 404 path_not_allowed: {detail} (configuration error or proxy version mismatch)"
-    if kind == "model_missing":
-        return f'model "{config.model}" not available on this proxy: {detail}'
-    if kind == "in_band_error":
-        return f"error inside the 200 stream{said}: {detail}{_partial(ex)}"
-    if kind == "protocol_error":
-        extra = f" (+{len(ex.protocol_errors) - 1} more)" if len(ex.protocol_errors) > 1 else ""
-        return f"malformed stream: {ex.protocol_errors[0]}{extra}{_partial(ex)}"
-    if kind == "not_openai":
-        return (f"HTTP {status} with a body that is neither JSON nor an event stream "
-                f"({ex.content_type or 'no content-type'}): {detail}")
-    extra = " (is the endpoint's path right? it must include /v1)" if kind == "not_found" else ""
-    return f"HTTP {status}: {detail}{extra}"
-
-
-def _upstream_reason(r: Reading) -> str:
-    return "upstream_timeout" if "upstream_timeout" in r.codes else "upstream_unreachable"
+    return _HINTS.get(kind)
 
 
 def _outcome(ex: Exchange, r: Reading, status: Status, reason: str, error: str | None, *, action: str | None = None,
@@ -312,20 +236,35 @@ def classify(exchange: Exchange, config: HermesProxyRuntimeConfig, *, executable
     (empty, truncated, cut at ``max_tokens``, with or without the final-message block)."""
     ex = exchange
     r = read(ex, config.endpoint)
+    partial = f" ({len(ex.text)} characters of partial text kept)" if ex.text else ""
     if r.kind != "ok":
-        status, reason = _CHAT[r.kind]
-        if r.kind == "upstream_down":
-            reason = _upstream_reason(r)
-        elif r.kind == "not_local":
-            reason = r.code or "not_local"
+        status, reason, _ = _KINDS[r.kind]
+        upstream = "upstream_timeout" if "upstream_timeout" in r.codes else "upstream_unreachable"
+        reason = upstream if r.kind == "upstream_down" else (r.code or reason) if r.kind == "not_local" else reason
         action = hint(r, endpoint=config.endpoint, provider=config.provider, executable=executable)
-        return _outcome(ex, r, status, reason, _error_text(r, ex, config, action), action=action)
+        said = _in_band_status(r.envelope) if r.in_band else None
+        failure = ex.transport_error
+        cap = (f"max_duration_ms ({config.max_duration_ms} ms)" if config.max_duration_ms is not None
+               else "its overall deadline")
+        template = (r.in_band and _ERRORS.get(f"{r.kind} in band")) or _ERRORS.get(r.kind, "HTTP {status}: {detail}")
+        error = template.format(
+            endpoint=config.endpoint, status=r.status, code=r.code, model=config.model, action=action,
+            detail=r.detail if failure or r.kind != "broken" else "no response and no transport error recorded",
+            partial=partial, said=f" (status {said})" if said else "", cap=cap, upstream=upstream,
+            timeout_ms=config.request_timeout_ms, content_type=ex.content_type or "no content-type",
+            silence="of silence mid-stream (stalled)" if r.phase == "body" else "waiting for the response to start",
+            where="mid-stream" if r.phase == "body" else "before the response",
+            failure=failure.kind if failure else "no response",
+            after=f"; retry after {r.retry_after_s:g} s" if r.retry_after_s is not None else "",
+            first=ex.protocol_errors[0] if ex.protocol_errors else "",
+            more=f" (+{len(ex.protocol_errors) - 1} more)" if len(ex.protocol_errors) > 1 else "")
+        return _outcome(ex, r, status, reason, error, action=action)
     if not ex.text.strip():
         tail = "" if (not ex.streamed or ex.done or ex.finish_reason) else " (stream ended without [DONE])"
         return _outcome(ex, r, "failed", "empty", f"empty assistant message{tail}")
     if ex.streamed and not ex.done and not ex.finish_reason:
         return _outcome(ex, r, "failed", "truncated",
-                        f"stream ended without [DONE] or a finish_reason (truncated){_partial(ex)}")
+                        f"stream ended without [DONE] or a finish_reason (truncated){partial}")
     final = extract_final_message(ex.text)
     warnings: list[str] = []
     if ex.finish_reason == "length":
@@ -337,21 +276,6 @@ def classify(exchange: Exchange, config: HermesProxyRuntimeConfig, *, executable
     reason = "length" if ex.finish_reason == "length" else ("no_sentinel" if final is None else "ok")
     return _outcome(ex, r, "passed", reason, None, warnings=warnings, final=final)
 
-
-# --------------------------------------------------------------------------- the check's states
-
-#: the adapter check's state for each kind (``ok`` on ``/models``: ready, judged on the model list)
-CHECK_STATES: dict[str, str] = {
-    "refused": "unreachable", "connect_timeout": "unreachable", "read_timeout": "slow", "deadline": "slow",
-    "dns": "misconfigured", "tls_mismatch": "misconfigured", "connect_error": "error", "broken": "error",
-    "not_local": "not_local", "auth": "locked", "rate_limited": "rate_limited", "upstream_down": "error",
-    "path_not_allowed": "misconfigured", "model_missing": "misconfigured", "not_found": "misconfigured",
-    "too_large": "error", "http_error": "error", "in_band_error": "error", "protocol_error": "error",
-    "not_openai": "error", "ok": "ready",
-}
-
-
-# --------------------------------------------------------------------------- the probe's route outcomes
 
 #: what one probed route did (docs/wire-contract.md has the vocabulary)
 RouteOutcome = Literal[
@@ -401,18 +325,13 @@ def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> Rout
     if 200 <= r.status < 300:
         if root:
             return "local"
-        wanted = ("sse", "json") if expect_sse else ("json",)
-        return "forwarded" if shape in wanted else "bad_response"
+        return "forwarded" if shape in (("sse", "json") if expect_sse else ("json",)) else "bad_response"
     return "error" if root else "forwarded"
 
 
 def answered_by(ex: Exchange, *, root: bool) -> Literal["proxy", "upstream"] | None:
-    """Who answered: ``proxy`` (its own answer) or ``upstream`` (relayed); None without an HTTP answer.
-
-    Host-root paths and the proxy's own error types are the proxy's. A 2xx under ``/v1`` is relayed. Any
-    other status is relayed when it came chunked: the proxy streams every upstream answer back, while its own
-    answers carry a ``Content-Length``.
-    """
+    """Who answered: ``proxy`` (host-root paths, the proxy's own error types) or ``upstream`` (a 2xx under /v1; any
+    other status when it came chunked: the proxy streams upstream answers back, its own carry a Content-Length)."""
     if ex.status is None:
         return None
     env = ex.envelope
@@ -429,4 +348,3 @@ def ended(ex: Exchange) -> str | None:
     if ex.status is None:
         return None
     return ex.transport_error.kind if ex.transport_error is not None else "clean"
-

@@ -1,12 +1,7 @@
-"""The final-message sentinel: the prompt's instruction and the extractor.
-
-The model ends its answer with a fenced block tagged ``uh-runtime-final-message``; its trimmed content is the run's
-final message (``runtime-final.txt``). The rule is a superset of UH's lazy regex (every input UH extracts gives the
-same text: the parity table in ``tests/wire/test_sentinel.py``): an opening fence may follow text on its line; inside
-a block a fence with an info string opens an inner fence and a bare one closes the innermost (else the block); a new
-opening fence restarts; the last complete block wins, unless it is the instruction's own placeholder; when no block
-is found this way, UH's regex decides.
-"""
+"""The final-message sentinel: the prompt's instruction and the extractor of the fenced block tagged
+``uh-runtime-final-message`` (the run's ``runtime-final.txt``). The rule is a superset of UH's lazy regex: inner
+fences nest (a fence with an info string opens one, a bare one closes the innermost), the last complete block that
+is not the instruction's placeholder wins, and when none is found UH's regex decides."""
 
 from __future__ import annotations
 
@@ -50,16 +45,6 @@ def wrap_final_message(summary: str) -> str:
     return f"{_FENCE}{SENTINEL_TAG}\n{summary.strip()}\n{_FENCE}\n"
 
 
-def _uh_extract(text: str) -> str | None:
-    """UH's rule: the last lazy regex match, trimmed (placeholders skipped)."""
-    best: str | None = None
-    for m in _UH_RE.finditer(text):
-        found = m.group(1).strip()
-        if found not in SENTINEL_PLACEHOLDERS:
-            best = found
-    return best
-
-
 def extract_final_message(text: str) -> str | None:
     """The trimmed content of the last complete sentinel block, or None."""
     if not text or SENTINEL_TAG not in text:
@@ -96,4 +81,7 @@ def extract_final_message(text: str) -> str | None:
         if nl < 0:
             break
         pos = nl + 1
-    return best if best is not None else _uh_extract(text)
+    if best is not None:
+        return best
+    matches = [m.group(1).strip() for m in _UH_RE.finditer(text)]  # UH's rule: the last lazy match
+    return next((m for m in reversed(matches) if m not in SENTINEL_PLACEHOLDERS), None)

@@ -1,8 +1,6 @@
-"""Incremental Server-Sent Events decoder on bytes, by the WHATWG rules: lines end at LF, CR or CRLF (also split
-across reads), each line is UTF-8 (invalid bytes replaced), an event needs a ``data`` line to be dispatched, the
-last event id persists, and a pending event without its blank line at the end of the stream is never dispatched.
-Pure: no IO.
-"""
+"""Incremental Server-Sent Events decoder on bytes, by the WHATWG rules (LF, CR or CRLF, also split across reads;
+UTF-8 with replacement; an event needs a ``data`` line; the last event id persists; an event without its blank line
+at the end of the stream is never dispatched)."""
 
 from __future__ import annotations
 
@@ -20,8 +18,8 @@ class ServerSentEvent:
 
 
 class _Draft:
-    """:class:`ServerSentEvent`'s slots, mutable: filled with plain stores, then retagged as a genuine frozen
-    instance (a frozen dataclass's ``__init__`` is a fifth of the decoder's time: P1)."""
+    """:class:`ServerSentEvent`'s slots, filled with plain stores, then retagged as the frozen class (its
+    ``__init__`` is a fifth of the decoder's time: P1)."""
 
     __slots__ = ("event", "data", "id", "retry")
     event: str
@@ -80,8 +78,7 @@ class SSEDecoder:
         return self._blocks(text)
 
     def _blocks(self, text: str) -> list[ServerSentEvent]:
-        """Events of ``text`` (whole lines), a blank-line-separated block at a time; the last piece is an event
-        still pending. A block that is one ``data:`` line is dispatched without walking its lines (P1)."""
+        """Events of ``text`` (whole lines), a block at a time; a one-``data:``-line block skips the line walk (P1)."""
         out: list[ServerSentEvent] = []
         blocks = text.split("\n\n")
         pending = blocks.pop()

@@ -26,7 +26,7 @@ ALLOWED = {
 }
 #: decorators whose functions a framework calls (pydantic validators, IPython magics)
 DECORATORS = ["@field_validator", "@model_validator", "@field_serializer", "@magic_arguments", "@line_magic",
-              "@cell_magic", "@*.setter", "@card"]
+              "@cell_magic", "@*.setter"]
 #: protocol names a framework calls: pydantic's config, IPython's display hooks, lazy modules, pytest hooks
 PROTOCOLS = ["model_config", "_repr_*", "_ipython_display_", "__getattr__", "__dir__", "pytest_*"]
 

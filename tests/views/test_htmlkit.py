@@ -103,7 +103,7 @@ def test_contrast_ratio_is_wcags() -> None:
 
 #: self-contained images (``image/svg+xml`` with their own white background): no page variable reaches inside
 #: an image, so they carry their colours themselves
-IMAGES = {"load/plots.py"}
+IMAGES = {"load/views.py"}
 
 
 def test_one_colour_map_no_fixed_colour_anywhere_else_in_the_package() -> None:
