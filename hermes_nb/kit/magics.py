@@ -30,7 +30,7 @@ from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, Spec
 from hermes_nb.kit.console import answer_html, json_of
 from hermes_nb.kit.job import Job
-from hermes_nb.kit.session import ModelCatalog, Targets, phase_of, status_of, unlisted_note
+from hermes_nb.kit.session import ModelCatalog, Targets, status_line, unlisted_note
 from hermes_nb.load.report import LoadReport  # the load wing, reached from the kit by this magic only
 from hermes_nb.load.run import run_load
 from hermes_nb.load.spec import LoadSpec
@@ -76,7 +76,7 @@ class ChatResult(Shown):
     @property
     def status(self) -> str:
         """The console's status line: ``done: passed (ok)``, ``blocked: auth`` (never "done" for a failure)."""
-        return "interrupted: partial text kept" if self.stopped else status_of(phase_of(self), self)
+        return "interrupted: partial text kept" if self.stopped else status_line(self.verdict, self.reason)
 
     def _repr_text_(self) -> str:
         took = f" in {self.exchange.timings.total_s:.3f} s" if self.exchange is not None else ""
