@@ -11,7 +11,7 @@ from hermes_nb.kit.job import (
     run_summary,
     wire_summary,
 )
-from hermes_nb.kit.session import ConsoleActions, ConsoleSession
+from hermes_nb.kit.session import ConsoleSession
 
-__all__ = ["ConsoleActions", "ConsoleSession", "Job", "artifact_digests", "check_summary", "open_job",
+__all__ = ["ConsoleSession", "Job", "artifact_digests", "check_summary", "open_job",
            "record_verdict", "run_summary", "wire_summary"]

@@ -273,7 +273,6 @@ class ProbeConsole:
                  delay_s: float | None = 0.25, environ: Mapping[str, str] | None = None,
                  history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
         self.session = ConsoleSession(delay_s=delay_s, environ=environ, history=history, provider=provider)
-        self.actions = self.session.actions
         self.endpoint = _field(w.Text, "endpoint", value=endpoint, placeholder="empty: embedded emulator", grow="18em")
         self.model = _field(w.Combobox, "model", "hermes-model", value=model, options=[], ensure_option=False,
                             placeholder="the proxy's models are offered once known", grow="16em")
@@ -318,10 +317,10 @@ class ProbeConsole:
         self.history.observe(lambda _c: self._show_selected(), names="value")
         self.send_button.on_click(lambda _b: self.send())
         self.stop_button.on_click(lambda _b: self.stop())
-        self.check_button.on_click(lambda _b: self._action("running the adapter check…", self.actions.check))
-        self.probe_button.on_click(lambda _b: self._action("probing every route…", self.actions.probe))
+        self.check_button.on_click(lambda _b: self._action("running the adapter check…", self.session.check))
+        self.probe_button.on_click(lambda _b: self._action("probing every route…", self.session.probe))
         self.run_button.on_click(lambda _b: self._action("running the prompt as a mission…",
-                                                         self.actions.run_prompt, self.prompt.value))
+                                                         self.session.run_prompt, self.prompt.value))
         self.export_button.on_click(lambda _b: self.export())
         self._route_changed(None)
         self.widget = w.VBox([
@@ -439,7 +438,7 @@ class ProbeConsole:
 
     def _action(self, running: str, action: Callable[..., str], *args: Any) -> None:
         self.output.value = note(running)
-        self.output.value = self.session.call(action, *self._inputs(), *args)
+        self.output.value = action(*self._inputs(), *args)
         self._flag_model()
 
     def stop(self) -> None:

@@ -1,10 +1,6 @@
-"""IPython magics, registered by ``%load_ext hermes_nb``: ``%hermes_check``, ``%hermes_probe``, ``%hermes_load`` and
-``%%hermes_chat`` (the cell body is the prompt; the answer streams into one display updated in place, Markdown by
-default with nothing in it run, then the verdict and usage). Their arguments are generated from the jobs' specs, so
-``%hermes_check?`` states what ``hermes-nb check --help`` states; the config is resolved as the CLI resolves it, and
-with no endpoint anywhere each scenario gets an embedded emulator for the session (``%unload_ext`` stops them).
-Every result is the cell's value; a kernel interrupt keeps what arrived (the partial answer, the load measured).
-"""
+"""The magics ``%load_ext hermes_nb`` registers. Their arguments are generated from the jobs' specs (``%hermes_check?``
+states what ``hermes-nb check --help`` states) and their config is resolved as the CLI resolves it; with no endpoint
+anywhere, each scenario gets an embedded emulator for the session. A kernel interrupt keeps what arrived."""
 
 from __future__ import annotations
 
@@ -30,7 +26,7 @@ from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, Spec
 from hermes_nb.kit.console import answer_html, json_of
 from hermes_nb.kit.job import Job
-from hermes_nb.kit.session import ModelCatalog, Targets, status_line, unlisted_note
+from hermes_nb.kit.session import ConsoleSession, status_line, unlisted_note
 from hermes_nb.load.report import LoadReport  # the load wing, reached from the kit by this magic only
 from hermes_nb.load.run import run_load
 from hermes_nb.load.spec import LoadSpec
@@ -43,8 +39,6 @@ from hermes_nb.views.htmlkit import badge
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import responses_request_body
 from hermes_nb.wire.reading import classify
-
-__all__ = ["HermesMagics", "ChatSpec", "ChatResult", "load_ipython_extension", "unload_ipython_extension"]
 
 #: stream display updates at most this often (the final text always goes out)
 UPDATE_EVERY_S = 0.05
@@ -151,9 +145,7 @@ class HermesMagics(Magics):
 
     def __init__(self, shell: Any = None) -> None:
         super().__init__(shell)
-        self.targets = Targets()
-        #: the models each endpoint lists: one ``GET /models`` per endpoint for the session
-        self.catalog = ModelCatalog()
+        self.session = ConsoleSession()  # its emulators and the models each endpoint lists, for the kernel's session
 
     def aim(self, spec: Any, provider: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
         """The options' config, resolved once, and its target (the configured endpoint, else this session's
@@ -161,7 +153,7 @@ class HermesMagics(Magics):
         config = spec.runtime_config()
         if provider and not config.provider:
             config = config.model_copy(update={"provider": provider})
-        return self.targets.aim(config, spec.scenario)
+        return self.session.aim(config, spec.scenario)
 
     @line_magic
     @_magic(CheckSpec, "%hermes_check")
@@ -194,7 +186,7 @@ class HermesMagics(Magics):
             raise HermesError("%%hermes_chat: the cell body is the prompt, and it is empty")
         target, config = self.aim(spec, provider="xai" if spec.route == "responses" else None)
         warnings = []
-        models = self.catalog.lookup(config)
+        models = self.session.listed(config)
         if models is not None and config.model not in models:
             warnings.append(unlisted_note(config.model, models, config.endpoint))
             display({"text/plain": f"warning: {warnings[0]}",
@@ -230,4 +222,4 @@ def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext hermes_nb``: stop the session's emulators."""
     magics = ipython.magics_manager.registry.get(HermesMagics.__name__)
     if isinstance(magics, HermesMagics):
-        magics.targets.close()
+        magics.session.close()

@@ -1,6 +1,6 @@
 """The probe console's logic without widgets (tested without a browser): routes and the body editor, the targets,
 one request streamed on its own thread, the history and what the console shows of them. :mod:`hermes_nb.kit.console`
-wires ipywidgets to it; the magics share its targets and model catalog."""
+wires ipywidgets to it; the magics share its targets and the models each endpoint lists."""
 
 from __future__ import annotations
 
@@ -111,98 +111,9 @@ def error_html(exc: HermesError | str) -> str:
     return kv_html([("status", "error"), ("error", str(exc))], title="error")
 
 
-# --------------------------------------------------------------------------- targets and the buttons' calls
-
-class Targets:
-    """A session's targets: a configured endpoint is identified on each call; with none configured, an embedded
-    emulator per scenario and provider (``provider``: when the config names none), started on first use."""
-
-    def __init__(self, *, delay_s: float | None = None, provider: str = "nous") -> None:
-        self.delay_s, self.provider = delay_s, provider  # delay_s: the ``slow`` scenario's pause before each delta
-        self.emulators: dict[tuple[str, str], Target] = {}
-        self._stack = ExitStack()
-        self._lock = threading.Lock()
-
-    def aim(self, config: HermesProxyRuntimeConfig, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
-        """``config``'s target, and ``config`` aimed at it."""
-        if config.origin("endpoint") != "default":
-            return identify(config), config
-        config = config.model_copy(update={"provider": config.provider or self.provider})
-        key = (scenario, config.provider or "nous")
-        with self._lock:
-            if key not in self.emulators:
-                extra: dict[str, Any] = {} if self.delay_s is None else {"delay_s": self.delay_s}
-                self.emulators[key], _ = self._stack.enter_context(embedded_target(config, scenario=scenario, **extra))
-        target = self.emulators[key]
-        return target, config.with_endpoint(target.endpoint, origin="emulator")
-
-    def close(self) -> None:
-        with self._lock:
-            self._stack.close()
-            self.emulators.clear()
-
-
-class ConsoleActions(Targets):
-    """The console's targets and the library calls of its buttons; each call returns HTML."""
-
-    def resolve(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
-                auth_token: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
-        """The inputs' config, resolved once as the CLI does it, and its target."""
-        config = resolve_runtime_config(environ=environ, endpoint=endpoint.strip() or None, model=model or None,
-                                        auth_token=auth_token or None)
-        return self.aim(config, scenario)
-
-    def _shown(self, inputs: tuple[str, str, str], environ: Mapping[str, str] | None, auth_token: str | None,
-               call: Callable[[Target, HermesProxyRuntimeConfig], Any]) -> str:
-        try:
-            return str(call(*self.resolve(*inputs, environ=environ, auth_token=auth_token))._repr_html_())
-        except HermesError as exc:
-            return error_html(exc)
-
-    def check(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
-              auth_token: str | None = None) -> str:
-        return self._shown((endpoint, model, scenario), environ, auth_token, lambda t, c: check(c, target=t))
-
-    def probe(self, endpoint: str, model: str, scenario: str, *, budget_s: float = 30.0,
-              environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> str:
-        return self._shown((endpoint, model, scenario), environ, auth_token, lambda _t, c: probe(c, budget_s=budget_s))
-
-    def run_prompt(self, endpoint: str, model: str, scenario: str, prompt: str, *, root: str | None = None,
-                   environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> str:
-        """Run ``prompt`` as a mission, prepared as ``hermes-nb run --prompt`` prepares it."""
-        def run(_target: Target, config: HermesProxyRuntimeConfig) -> Any:
-            work = root or self._stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-run-"))
-            prepared = prepare_mission(prompt=prompt, root=root, fallback_root=None)
-            return prepared.replace(config=config, root=Path(work)).run(handle_signals=False)
-        return self._shown((endpoint, model, scenario), environ, auth_token, run)
-
-
-# --------------------------------------------------------------------------- the models each endpoint lists
-
 def unlisted_note(model: str, models: Sequence[str], endpoint: str) -> str:
     listed = ", ".join(models[:8]) + (f", … ({len(models)} in all)" if len(models) > 8 else "")
     return f"model {model!r} is not listed by the proxy at {endpoint} (listed: {listed or 'none'})"
-
-
-class ModelCatalog(dict[str, list[str] | None]):
-    """Endpoint (no final ``/``) → the models it lists (None: asked, no list), one ``GET /models`` per endpoint for
-    the session. An endpoint without a list flags nothing (the adapter check judges a missing list)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._asking = threading.Lock()  # two threads asking at once: one request, the other waits for it
-
-    def lookup(self, config: HermesProxyRuntimeConfig, *, deadline_s: float = 5.0) -> list[str] | None:
-        key = config.endpoint.rstrip("/")
-        with self._asking:
-            if key not in self:
-                with HermesClient(config) as client:
-                    answer = client.models(deadline_s=deadline_s)
-                body = answer.json_body if answer.ok_status else None
-                data = body.get("data") if isinstance(body, dict) else None
-                self[key] = ([str(m["id"]) for m in data if isinstance(m, dict) and m.get("id") is not None]
-                             if isinstance(data, list) else None)
-        return self[key]
 
 
 # --------------------------------------------------------------------------- one request on its own thread
@@ -387,49 +298,106 @@ def _judge(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig,
 # --------------------------------------------------------------------------- the session
 
 class ConsoleSession:
-    """Inputs in, a :class:`StreamJob` out, a :class:`HistoryEntry` in :attr:`history` when it ends (appended to the
-    ``history`` file too, secrets masked, so it survives a kernel restart). The bearer comes from
-    ``HERMES_NB_AUTH_TOKEN`` or :meth:`set_token` (the password field), and its redactor knows it."""
+    """The console's logic: its targets (a configured endpoint is identified on each call; with none configured, an
+    embedded emulator per scenario and ``provider``, started on first use), the library calls of its buttons (each
+    returning HTML), the models each endpoint lists, and its requests: inputs in, a :class:`StreamJob` out, a
+    :class:`HistoryEntry` in :attr:`history` when it ends (appended to the ``history`` file too, secrets masked, so
+    it survives a kernel restart). The config is resolved as the CLI does it, from ``environ`` and the bearer of
+    :meth:`set_token` (the password field); the redactor knows it."""
 
     def __init__(self, *, delay_s: float | None = None, environ: Mapping[str, str] | None = None,
                  history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
-        self.actions = ConsoleActions(delay_s=delay_s, provider=provider)
+        self.delay_s, self.provider = delay_s, provider  # delay_s: the ``slow`` scenario's pause before each delta
+        self.environ = environ
+        self.auth_token: str | None = None
+        self.emulators: dict[tuple[str, str], Target] = {}
+        self._stack = ExitStack()
         self.redactor = Redactor()
         self.history_path = Path(history) if history is not None else None
         #: this session's exchanges, oldest first
         self.history = load_history(self.history_path) if self.history_path is not None else []
         self._lock = threading.Lock()  # the history and what is shown: one moment, whichever thread asks
-        self.environ = environ
         #: the last request started, and the entry shown (its own once it ends, or one picked from the history)
         self.job: StreamJob | None = None
         self.shown: HistoryEntry | None = None
-        self._token: str | None = None
-        self.catalog = ModelCatalog()
+        #: endpoint (no final ``/``) → the models it lists (None: asked, no list); one ``GET /models`` each
+        self.catalog: dict[str, list[str] | None] = {}
+        self._once = threading.Lock()  # an emulator started, a model list asked for: once, the others wait
         #: the endpoint the last request (or models lookup) went to
         self.endpoint_in_use: str | None = None
 
+    # ---- targets and the buttons' calls
+    def aim(self, config: HermesProxyRuntimeConfig, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
+        """``config``'s target, and ``config`` aimed at it."""
+        if config.origin("endpoint") != "default":
+            return identify(config), config
+        config = config.model_copy(update={"provider": config.provider or self.provider})
+        key = (scenario, config.provider or "nous")
+        with self._once:
+            if key not in self.emulators:
+                extra: dict[str, Any] = {} if self.delay_s is None else {"delay_s": self.delay_s}
+                self.emulators[key], _ = self._stack.enter_context(embedded_target(config, scenario=scenario, **extra))
+        target = self.emulators[key]
+        return target, config.with_endpoint(target.endpoint, origin="emulator")
+
+    def config(self, endpoint: str, model: str, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
+        """The inputs' config and its target."""
+        config = resolve_runtime_config(environ=self.environ, endpoint=endpoint.strip() or None, model=model or None,
+                                        auth_token=self.auth_token)
+        target, config = self.aim(config, scenario)
+        self.redactor.add(*config.secrets())
+        self.endpoint_in_use = config.endpoint
+        return target, config
+
     def set_token(self, value: str | None) -> None:
         """Use ``value`` as the bearer (None or empty: back to ``HERMES_NB_AUTH_TOKEN``)."""
-        self._token = value or None
+        self.auth_token = value or None
         if value:
             self.redactor.add(value)
 
     @property
     def token_source(self) -> str:
         """Where the bearer comes from, never the bearer itself."""
-        return "password field" if self._token else "HERMES_NB_AUTH_TOKEN or the default"
+        return "password field" if self.auth_token else "HERMES_NB_AUTH_TOKEN or the default"
 
-    def call(self, action: Callable[..., str], *args: Any, **kw: Any) -> str:
-        """One of :attr:`actions`' buttons with this session's environment and bearer."""
-        return action(*args, environ=self.environ, auth_token=self._token, **kw)
+    def _shown(self, inputs: tuple[str, str, str], call: Callable[[Target, HermesProxyRuntimeConfig], Any]) -> str:
+        try:
+            return str(call(*self.config(*inputs))._repr_html_())
+        except HermesError as exc:
+            return error_html(exc)
 
-    def config(self, endpoint: str, model: str, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
-        target, config = self.actions.resolve(endpoint, model, scenario, environ=self.environ,
-                                              auth_token=self._token)
-        self.redactor.add(*config.secrets())
-        self.endpoint_in_use = config.endpoint
-        return target, config
+    def check(self, endpoint: str, model: str, scenario: str) -> str:
+        return self._shown((endpoint, model, scenario), lambda t, c: check(c, target=t))
 
+    def probe(self, endpoint: str, model: str, scenario: str, *, budget_s: float = 30.0) -> str:
+        return self._shown((endpoint, model, scenario), lambda _t, c: probe(c, budget_s=budget_s))
+
+    def run_prompt(self, endpoint: str, model: str, scenario: str, prompt: str, *, root: str | None = None) -> str:
+        """Run ``prompt`` as a mission, prepared as ``hermes-nb run --prompt`` prepares it."""
+        def run(_target: Target, config: HermesProxyRuntimeConfig) -> Any:
+            work = root or self._stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-run-"))
+            prepared = prepare_mission(prompt=prompt, root=root, fallback_root=None)
+            return prepared.replace(config=config, root=Path(work)).run(handle_signals=False)
+        return self._shown((endpoint, model, scenario), run)
+
+    def listed(self, config: HermesProxyRuntimeConfig, *, deadline_s: float = 5.0) -> list[str] | None:
+        """The models ``config``'s endpoint lists (None: no list; an unlisted model is then not flagged)."""
+        key = config.endpoint.rstrip("/")
+        with self._once:
+            if key not in self.catalog:
+                with HermesClient(config) as client:
+                    answer = client.models(deadline_s=deadline_s)
+                body = answer.json_body if answer.ok_status else None
+                data = body.get("data") if isinstance(body, dict) else None
+                self.catalog[key] = ([str(m["id"]) for m in data if isinstance(m, dict) and m.get("id") is not None]
+                                     if isinstance(data, list) else None)
+        return self.catalog[key]
+
+    def models(self, endpoint: str, model: str, scenario: str) -> list[str] | None:
+        """The models the inputs' target lists."""
+        return self.listed(self.config(endpoint, model, scenario)[1])
+
+    # ---- requests
     def prepare(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, *, prompt: str = "",
                 body: str = "", method: str = "POST", path: str = "",
                 on_delta: Callable[[str], None] | None = None,
@@ -510,10 +478,6 @@ class ConsoleSession:
         error = f"{type(job.error).__name__}: {job.error}" if job.error is not None else "no exchange"
         return View("failed", f"failed: {error}", job.text, error=error)
 
-    def models(self, endpoint: str, model: str, scenario: str) -> list[str] | None:
-        """The models the target lists (one ``GET /models`` per endpoint for the session; None: no list)."""
-        return self.catalog.lookup(self.config(endpoint, model, scenario)[1])
-
     def stop(self) -> None:
         if self.job is not None:
             self.job.stop()
@@ -524,7 +488,10 @@ class ConsoleSession:
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
 
     def close(self) -> None:
+        """Stop the request and the emulators."""
         self.stop()
         if self.job is not None:
             self.job.wait(5.0)
-        self.actions.close()
+        with self._once:
+            self._stack.close()
+            self.emulators.clear()

@@ -114,6 +114,7 @@ class _Run:
     run_id: str = "r"
     exit_code: int = 0
     outcome: object = None
+    exchange: object = None
     extra: dict = field(default_factory=dict)
 
 
