@@ -21,8 +21,7 @@ from hermes_nb.core.resolve import ConfigOptions, resolve_runtime_config
 from hermes_nb.core.spec import Opt, conflict
 from hermes_nb.core.yamlio import decode_utf8, read_bytes_file, read_limited
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of, load_mission, load_workflow, mission_warnings
-from hermes_nb.harness.results import DryRunResult, RunPlan, RunResult
-from hermes_nb.harness.run import dry_run, plan_run, run
+from hermes_nb.harness.run import DryRunResult, RunPlan, RunResult, dry_run, plan_run, run
 
 _CLI = frozenset({"cli"})
 PathLike = str | os.PathLike[str]

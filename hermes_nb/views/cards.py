@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_nb.core.records import StreamTimeline, Usage
-from hermes_nb.harness.results import artifact_digests
+from hermes_nb.harness.run import artifact_digests
 from hermes_nb.proxy.drift import fmt
 from hermes_nb.views.htmlkit import box, details, esc, kv_html, pre, seconds, table_html
 from hermes_nb.views.reprs import exchange_html, judged_html
