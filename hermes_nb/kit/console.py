@@ -337,7 +337,9 @@ class ProbeConsole:
         return self.endpoint.value, self.model.value, self.scenario.value
 
     def _token_note(self) -> str:
-        return note(f"bearer from: {self.session.token_source}")
+        """Where the bearer comes from, never the bearer itself."""
+        return note("bearer from: " + ("password field" if self.session.auth_token else
+                                       "HERMES_NB_AUTH_TOKEN or the default"))
 
     def _take_token(self, change: Any) -> None:
         """Take the typed token into the session and empty the field (never kept in widget state)."""

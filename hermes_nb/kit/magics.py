@@ -37,7 +37,7 @@ from hermes_nb.proxy.report import WireReport
 from hermes_nb.target import Target
 from hermes_nb.views.htmlkit import badge
 from hermes_nb.wire.client import HermesClient
-from hermes_nb.wire.payloads import responses_request_body
+from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import classify
 
 #: stream display updates at most this often (the final text always goes out)
@@ -192,23 +192,18 @@ class HermesMagics(Magics):
             display({"text/plain": f"warning: {warnings[0]}",
                      "text/html": badge("warning", f"⚠ warning: {warnings[0]}")}, raw=True)
         answer = _Answer(Redactor(config.secrets()), spec.format)
-        exchange = outcome = None
-        stopped = False
+        body, path = ((responses_request_body(config, prompt, stream=True), "/responses") if spec.route == "responses"
+                      else (chat_request_body(config, [{"role": "user", "content": prompt}], stream=True),
+                            "/chat/completions"))
+        exchange = None
         with HermesClient(config) as client:
             try:
-                if spec.route == "responses":
-                    body = responses_request_body(config, prompt, stream=True)
-                    exchange = client.send(client.build_request("POST", "/responses", json=body, sse=True), sse=True,
-                                           on_delta=answer.delta)
-                else:
-                    exchange = client.chat([{"role": "user", "content": prompt}], stream=True,
-                                           on_delta=answer.delta)
+                exchange = client.send(client.build_request("POST", path, json=body, sse=True), on_delta=answer.delta)
             except KeyboardInterrupt:  # the kernel's interrupt: stop here, keep what arrived
-                stopped = True
-        if exchange is not None:
-            outcome = classify(exchange, config, executable=target.executable)
+                pass
+        outcome = classify(exchange, config, executable=target.executable) if exchange is not None else None
         text = exchange.text if exchange is not None else answer.redactor.text("".join(answer.pieces))
-        result = ChatResult(exchange=exchange, outcome=outcome, text=text, stopped=stopped, warnings=warnings)
+        result = ChatResult(exchange=exchange, outcome=outcome, text=text, stopped=exchange is None, warnings=warnings)
         answer.finish(result.status, result.usage.line() if exchange is not None else None)
         return result
 

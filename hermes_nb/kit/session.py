@@ -355,11 +355,6 @@ class ConsoleSession:
         if value:
             self.redactor.add(value)
 
-    @property
-    def token_source(self) -> str:
-        """Where the bearer comes from, never the bearer itself."""
-        return "password field" if self.auth_token else "HERMES_NB_AUTH_TOKEN or the default"
-
     def _shown(self, inputs: tuple[str, str, str], call: Callable[[Target, HermesProxyRuntimeConfig], Any]) -> str:
         try:
             return str(call(*self.config(*inputs))._repr_html_())
