@@ -243,15 +243,23 @@ def _row(*children: Any) -> w.Box:
                                                  align_items="center"))
 
 
-def _field(kind: Any, description: str, cls: str = "", *, grow: str | None = None, **kw: Any) -> Any:
-    """An input with its label (``cls``: its CSS class); ``grow``: it grows from that width, else it fits."""
+def _field(kind: Any, description: str, cls: str = "", *, grow: str | None = None,
+           changed: Callable[[Any], Any] | None = None, **kw: Any) -> Any:
+    """An input with its label (``cls``: its CSS class; ``changed``: called with each change of its value);
+    ``grow``: it grows from that width, else it fits."""
     layout = w.Layout(width="auto", flex=f"1 1 {grow}", min_width="10em") if grow else w.Layout(width="auto")
-    return kind(description=description, style={"description_width": "initial"}, layout=kw.pop("layout", layout),
-                _dom_classes=(cls,) if cls else (), **kw)
+    field = kind(description=description, style={"description_width": "initial"}, layout=kw.pop("layout", layout),
+                 _dom_classes=(cls,) if cls else (), **kw)
+    if changed is not None:
+        field.observe(changed, names="value")
+    return field
 
 
-def _button(description: str, cls: str = "", **kw: Any) -> w.Button:
-    return w.Button(description=description, layout=w.Layout(width="auto"), _dom_classes=(cls,) if cls else (), **kw)
+def _button(description: str, cls: str, click: Callable[[], Any], **kw: Any) -> w.Button:
+    button = w.Button(description=description, layout=w.Layout(width="auto"), _dom_classes=(cls,) if cls else (),
+                      **kw)
+    button.on_click(lambda _b: click())
+    return button
 
 
 def _html(cls: str = "", **kw: Any) -> w.HTML:
@@ -275,53 +283,45 @@ class ProbeConsole:
         self.session = ConsoleSession(delay_s=delay_s, environ=environ, history=history, provider=provider)
         self.endpoint = _field(w.Text, "endpoint", value=endpoint, placeholder="empty: embedded emulator", grow="18em")
         self.model = _field(w.Combobox, "model", "hermes-model", value=model, options=[], ensure_option=False,
-                            placeholder="the proxy's models are offered once known", grow="16em")
+                            placeholder="the proxy's models are offered once known", grow="16em",
+                            changed=lambda _c: self._flag_model())
         self.model_flag = _html("hermes-model-flag")
         self.scenario = _field(w.Dropdown, "scenario", options=ALL_SCENARIOS, value=scenario)
-        self.token = _field(w.Password, "token", value="", placeholder="else HERMES_NB_AUTH_TOKEN", grow="14em")
+        self.token = _field(w.Password, "token", value="", placeholder="else HERMES_NB_AUTH_TOKEN", grow="14em",
+                            changed=self._take_token)
         self.token_status = w.HTML(value=self._token_note())
-        self.route = _field(w.Dropdown, "route", options=list(ROUTES), value=route)
+        self.route = _field(w.Dropdown, "route", options=list(ROUTES), value=route, changed=self._route_changed)
         self.method = _field(w.Dropdown, "method", options=("GET", "POST", "PUT", "DELETE"), value="GET",
-                             disabled=True)
+                             disabled=True, changed=lambda _c: self._validate())
         self.path = _field(w.Text, "path", value="", placeholder="/models (forwarded path)", disabled=True,
                            grow="12em")
         self.prompt = _field(w.Textarea, "prompt", "hermes-prompt", value=prompt, rows=3)
         self.keys_hint = _html("hermes-keys-hint", value=f'<style>{CONSOLE_CSS}</style><small class="hermes-keys" '
                                f'style="color:{MUTED};display:block;line-height:1.4">{html.escape(KEYS_HINT)}</small>')
         self.body = _field(w.Textarea, "JSON body", value="", placeholder="empty: built from the prompt",
-                           layout=w.Layout(width="auto", height="6em"))
+                           layout=w.Layout(width="auto", height="6em"), changed=lambda _c: self._validate())
         self.body_message = w.HTML(value="")
-        self.send_button = _button("Send", "hermes-send", button_style="primary", icon="paper-plane")
-        self.stop_button = _button("Stop", "hermes-stop", button_style="danger", icon="stop", disabled=True)
-        self.check_button = _button("adapter check", "hermes-check")
-        self.probe_button = _button("probe all routes", "hermes-probe")
-        self.run_button = _button("run prompt", "hermes-run")
-        self.export_button = _button("export selected (JSON)")
+        self.send_button = _button("Send", "hermes-send", self.send, button_style="primary", icon="paper-plane")
+        self.stop_button = _button("Stop", "hermes-stop", self.stop, button_style="danger", icon="stop", disabled=True)
+        self.check_button = _button("adapter check", "hermes-check",
+                                    lambda: self._action("running the adapter check…", self.session.check))
+        self.probe_button = _button("probe all routes", "hermes-probe",
+                                    lambda: self._action("probing every route…", self.session.probe))
+        self.run_button = _button("run prompt", "hermes-run", lambda: self._action(
+            "running the prompt as a mission…", self.session.run_prompt, self.prompt.value))
+        self.export_button = _button("export selected (JSON)", "", self.export)
         self.view = w.ToggleButtons(options=("rendered", "raw"), value="rendered", style={"button_width": "auto"},
                                     tooltips=("the answer as Markdown", "the answer as sent"),
                                     layout=w.Layout(width="auto"), _dom_classes=("hermes-view-toggle",))
         self.stream_view, self.output = _html(), _html("hermes-response")
-        self.history = _field(w.Select, "history", "hermes-history", options=[], rows=5)
+        self.history = _field(w.Select, "history", "hermes-history", options=[], rows=5,
+                              changed=lambda _c: self._show_selected())
         self.snippets, self.export_view = _html(), _html()
         self._last_push = 0.0
         self._render_lock = threading.RLock()
         self._syncing = False
         self._closed = False
-
-        self.token.observe(self._take_token, names="value")
-        self.route.observe(self._route_changed, names="value")
-        for widget in (self.body, self.method):
-            widget.observe(lambda _c: self._validate(), names="value")
-        self.model.observe(lambda _c: self._flag_model(), names="value")
         self.view.observe(lambda _c: self._render(), names="value")
-        self.history.observe(lambda _c: self._show_selected(), names="value")
-        self.send_button.on_click(lambda _b: self.send())
-        self.stop_button.on_click(lambda _b: self.stop())
-        self.check_button.on_click(lambda _b: self._action("running the adapter check…", self.session.check))
-        self.probe_button.on_click(lambda _b: self._action("probing every route…", self.session.probe))
-        self.run_button.on_click(lambda _b: self._action("running the prompt as a mission…",
-                                                         self.session.run_prompt, self.prompt.value))
-        self.export_button.on_click(lambda _b: self.export())
         self._route_changed(None)
         self.widget = w.VBox([
             _row(self.endpoint, self.model, self.scenario), self.model_flag, _row(self.token, self.token_status),
