@@ -235,9 +235,6 @@ class HistoryEntry(StrictModel):
             return json.dumps(ex.json_body, indent=2, ensure_ascii=False)
         return ex.body_text or ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
-
 
 def load_history(path: Path) -> list[HistoryEntry]:
     """The entries of a history file (a ConfigError naming the line that is not one)."""
@@ -283,16 +280,16 @@ class View:
         return self.phase in ("sending", "streaming")
 
 
-def _judge(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig,
-           stopped: bool) -> tuple[str, str, str | None, list[str], Outcome | None]:
-    """(verdict, reason, hint, errors, outcome) of one console exchange."""
+def _judged(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig, stopped: bool) -> dict[str, Any]:
+    """The verdict fields of one console exchange's history entry."""
     if stopped:
-        return ("stopped", "stopped", "the stream was stopped from the console; the partial text is kept",
-                [f"stopped after {len(ex.text)} characters"], None)
+        return {"verdict": "stopped", "reason": "stopped", "errors": [f"stopped after {len(ex.text)} characters"],
+                "hint": "the stream was stopped from the console; the partial text is kept"}
     if route.chat or not ex.ok_status or ex.transport_error is not None:
         outcome = classify(ex, config)
-        return outcome.status, outcome.reason, outcome.hint, list(outcome.errors), outcome
-    return "passed", route_outcome(ex, root=route.root), None, [], None
+        return {"verdict": outcome.status, "reason": outcome.reason, "hint": outcome.hint,
+                "errors": list(outcome.errors), "outcome": outcome}
+    return {"verdict": "passed", "reason": route_outcome(ex, root=route.root)}
 
 
 # --------------------------------------------------------------------------- the session
@@ -420,18 +417,17 @@ class ConsoleSession:
         request = client.build_request(req_method, req_path, json=value, root=choice.root, sse=choice.sse)
 
         def record(exchange: Exchange, stopped: bool) -> HistoryEntry:
-            verdict, reason, hint, errors, outcome = _judge(choice, exchange, config, stopped)
+            judged = _judged(choice, exchange, config, stopped)
             with self._lock:  # entries come from stream threads
                 entry = HistoryEntry(number=self.history[-1].number + 1 if self.history else 1,
                                      route=choice.label if choice.path else req_path, exchange=exchange,
-                                     verdict=verdict, reason=reason, hint=hint, errors=errors, stopped=stopped,
-                                     outcome=outcome, provider=target.provider)
+                                     stopped=stopped, provider=target.provider, **judged)
                 self.history.append(entry)
                 if self.history_path is not None:
                     self.history_path.parent.mkdir(parents=True, exist_ok=True)
                     with self.history_path.open("a", encoding="utf-8") as fh:
-                        fh.write(json.dumps(self.redactor.data(entry.to_dict()), ensure_ascii=False,
-                                            sort_keys=True) + "\n")
+                        fh.write(json.dumps(self.redactor.data(entry.model_dump(mode="json", by_alias=True)),
+                                            ensure_ascii=False, sort_keys=True) + "\n")
                 self.shown = entry
             return entry
 
@@ -479,7 +475,7 @@ class ConsoleSession:
 
     def export(self, index: int) -> str:
         """History entry ``index`` as JSON, secrets masked."""
-        data = self.redactor.data(self.history[index].to_dict())
+        data = self.redactor.data(self.history[index].model_dump(mode="json", by_alias=True))
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
 
     def close(self) -> None:
