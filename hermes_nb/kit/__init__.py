@@ -2,16 +2,7 @@
 :mod:`hermes_nb.kit.console` (``hermes_nb.ProbeConsole``): a job notebook's ``from hermes_nb import kit`` does not
 import them."""
 
-from hermes_nb.kit.job import (
-    Job,
-    artifact_digests,
-    check_summary,
-    open_job,
-    record_verdict,
-    run_summary,
-    wire_summary,
-)
+from hermes_nb.kit.job import open_job, record_verdict
 from hermes_nb.kit.session import ConsoleSession
 
-__all__ = ["ConsoleSession", "Job", "artifact_digests", "check_summary", "open_job",
-           "record_verdict", "run_summary", "wire_summary"]
+__all__ = ["ConsoleSession", "open_job", "record_verdict"]
