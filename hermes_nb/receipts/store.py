@@ -125,7 +125,6 @@ class RemoteStore:
         return self.write_text("index.html", text)
 
 
-
 def index_documents(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
     """Every receipts index in a local directory, oldest run first: ``index.json`` (a local directory's chain)
     and ``index.d/*.json`` (one per run, from shared storage)."""
