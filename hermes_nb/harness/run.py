@@ -200,13 +200,6 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
         return runner.execute(wd)
 
 
-@dataclass
-class _QueuedEvent:
-    record: SSEEventRecord
-    span: tuple[int, int] | None = None  # its piece's place in the streamed text
-    closed: bool = False  # no piece will follow for it
-
-
 def _set_content(payload: Any, text: str) -> bool:
     """Replace the content piece of a chat chunk (``choices[0].delta``/``message``); True if it changed."""
     try:
@@ -230,48 +223,47 @@ class RedactedStream:
                  write_event: Callable[[SSEEventRecord, Any], None]) -> None:
         self.text = StreamRedactor(redactor)
         self.write_text, self.write_event = write_text, write_event
-        self._queue: list[_QueuedEvent] = []
+        #: events not logged yet, each with its piece's place in the streamed text (None: none yet)
+        self._queue: list[tuple[SSEEventRecord, tuple[int, int] | None]] = []
+        self._open = False  # the last queued event may still get its piece (it comes before the next event)
 
     def event(self, record: SSEEventRecord) -> None:
-        for queued in self._queue:
-            queued.closed = True  # the client delivers an event's piece before the next event
+        self._open = False
         self._drain()
-        self._queue.append(_QueuedEvent(record))
+        self._queue.append((record, None))
+        self._open = True
 
     def piece(self, text: str) -> None:
         if not text:
             return
-        last = self._queue[-1] if self._queue else None
-        if last is not None and last.span is None and not last.closed:
-            last.span = (self.text.length, self.text.length + len(text))
+        if self._open and self._queue and self._queue[-1][1] is None:
+            self._queue[-1] = (self._queue[-1][0], (self.text.length, self.text.length + len(text)))
         self._release(self.text.feed(text))
 
     def finish(self) -> None:
         self._release(self.text.flush())
-        self._drain(final=True)
+        self._open = False
+        self._drain()
 
     def _release(self, safe: str) -> None:
         if safe:
             self._drain()  # the events that carried the text go first (on_delta hooks see them logged)
             self.write_text(safe)
 
-    def _drain(self, *, final: bool = False) -> None:
+    def _drain(self) -> None:
         while self._queue:
-            queued = self._queue[0]
-            if queued.span is None and not (queued.closed or final):
-                break
-            if queued.span is not None and queued.span[1] > self.text.settled:
+            record, span = self._queue[0]
+            if (span is None and self._open and len(self._queue) == 1) or (span and span[1] > self.text.settled):
                 break
             self._queue.pop(0)
-            record = queued.record
             try:
                 payload: Any = json.loads(record.data)
             except ValueError:
                 payload = record.data
-            if queued.span is not None and _set_content(payload, self.text.mask(*queued.span)):
+            if span is not None and _set_content(payload, self.text.mask(*span)):
                 record = record.model_copy(update={"data": json.dumps(payload, ensure_ascii=False)})
             self.write_event(record, payload)
-        self.text.forget(min((q.span[0] for q in self._queue if q.span is not None), default=self.text.settled))
+        self.text.forget(min((span[0] for _, span in self._queue if span is not None), default=self.text.settled))
 
 
 class _Runner:
