@@ -18,7 +18,7 @@ from hermes_nb.nbrun.smoke_target import SmokeTarget
 
 from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.receipts.index import load_index, render_index_html
-from hermes_nb.receipts.render import render_html
+from hermes_nb.receipts.write import render_html
 from hermes_nb.views.timeline import StreamTimeline, timeline_svg
 
 

@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "check": "proxy.check", "CheckResult": "proxy.check",
     "probe": "proxy.probe", "WireReport": "proxy.report",
-    "run_mission": "harness.prepare", "RunResult": "harness.results",
+    "run_mission": "harness.prepare", "RunResult": "harness.run",
     "smoke": "nbrun.jobs", "SmokeOutcome": "nbrun.jobs",
     "run_load": "load.run", "LoadReport": "load.report",
     "Target": "target",

@@ -252,10 +252,12 @@ class MissionArtifacts:
     def write_yaml(self, path: Path, obj: Any) -> Path:
         return self.write_text(path, dump_yaml(self.redactor.data(obj)), atomic=True)
 
-    def set_latest(self, run_id: str, started_at: str, status: str, finished_at: str | None = None) -> None:
+    def mark(self, run_id: str, started_at: str, status: str, finished_at: str | None = None, **entry: Any) -> None:
+        """``latest.json`` and the run's entry in the index (``entry``: more of its fields)."""
         self.write_json(self.path("latest.json"), uh_document(
             LatestRun, schema_version="uh.latest-run.v0", run_id=run_id, started_at=started_at,
             finished_at=finished_at, status=status))
+        self.update_index(run_id, started_at=started_at, finished_at=finished_at, status=status, **entry)
 
     def read_index(self) -> dict[str, Any]:
         path = self.path("runs", "index.json")

@@ -1,4 +1,4 @@
-"""THE one way a run is prepared, whoever launches it (the CLI, the notebooks, the kit, the console,
+"""The one way a run is prepared, whoever launches it (the CLI, the notebooks, the kit, the console,
 :func:`run_mission`), so the same mission sends the same request from every face."""
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from hermes_nb.core.resolve import ConfigOptions, resolve_runtime_config
 from hermes_nb.core.spec import Opt, conflict
 from hermes_nb.core.yamlio import decode_utf8, read_bytes_file, read_limited
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of, load_mission, load_workflow, mission_warnings
-from hermes_nb.harness.results import DryRunResult, RunPlan, RunResult
-from hermes_nb.harness.run import dry_run, plan_run, run
+from hermes_nb.harness.run import DryRunResult, RunResult, dry_run, run
 
 _CLI = frozenset({"cli"})
 PathLike = str | os.PathLike[str]
@@ -101,14 +100,10 @@ class PreparedMission:
             raise ConfigError(f"mission {self.mission.id}: no root to write the run under (give root=)")
         return self.root
 
-    def plan(self) -> RunPlan:
-        """What the run will send (no IO)."""
-        return plan_run(self.mission, self.config, workflow=self.workflow, warnings=self.warnings)
-
     def run(self, **options: Any) -> RunResult:
         """:func:`hermes_nb.harness.run.run` with this preparation (``sandbox``, ``on_delta``, …)."""
-        return run(self.mission, self.config, root=self._root(), workflow=self.workflow,
-                   warnings=self.warnings, **options)
+        return run(self.mission, self.config, root=self._root(), workflow=self.workflow, warnings=self.warnings,
+                   **options)
 
     def dry_run(self, *, run_id: str | None = None) -> DryRunResult:
         """:func:`hermes_nb.harness.run.dry_run` with this preparation: writes the plan, sends nothing."""

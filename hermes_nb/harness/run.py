@@ -1,5 +1,6 @@
-"""Plan, dry-run and run a mission against the proxy, writing UH's artifact tree (uh-contract §3). A run keeps the
-prompt once, in ``prompt.md``; every other record carries ``<prompt.md: N bytes, sha256:…>`` instead."""
+"""Plan, dry-run and run a mission against the proxy, writing UH's artifact tree (uh-contract §3), and what a run
+hands back. A run keeps the prompt once, in ``prompt.md``; every other record carries ``<prompt.md: N bytes,
+sha256:…>`` instead."""
 
 from __future__ import annotations
 
@@ -8,30 +9,117 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import BaseModel, Field
 
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ArtifactError, HermesError
-from hermes_nb.core.facts import CONNECT_TIMEOUT_S, ERROR_PREFIX, PROMPT_FILE, exit_code_for, plain_http_warning
-from hermes_nb.core.io import iso_now, new_run_id, validate_run_id
+from hermes_nb.core.facts import (
+    CONNECT_TIMEOUT_S,
+    ERROR_PREFIX,
+    PROMPT_FILE,
+    RUN_ARTIFACTS,
+    RUNTIME,
+    exit_code_for,
+    plain_http_warning,
+)
+from hermes_nb.core.io import iso_now, new_run_id, sha256_file, validate_run_id
+from hermes_nb.core.model import Shown
 from hermes_nb.core.providers import provider_in_text
 from hermes_nb.core.records import Exchange, Outcome, SSEEventRecord
-from hermes_nb.core.redaction import Redactor, redact_headers
+from hermes_nb.core.redaction import Redactor, StreamRedactor, redact_headers
 from hermes_nb.harness.artifacts import HermesRuntimeResult, MissionArtifacts, RuntimeSession, uh_document
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of, render_prompt
-from hermes_nb.harness.results import DryRunResult, RunPlan, RunResult
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
-from hermes_nb.harness.stream_log import RedactedStream
 from hermes_nb.harness.workdir import Diff, capture, snapshot, workdir
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body
 from hermes_nb.wire.reading import classify
 from hermes_nb.wire.sentinel import extract_final_message
 
-Hook = Callable[[Any], None]
+
+def artifact_digests(run_dir: Any, names: tuple[str, ...] = RUN_ARTIFACTS) -> dict[str, str]:
+    """sha256 of each run artifact present in ``run_dir``."""
+    if run_dir is None:
+        return {}
+    return {name: sha256_file(Path(run_dir) / name) for name in names if (Path(run_dir) / name).is_file()}
+
+
+class RunPlan(BaseModel):
+    """What a run will send, with no secret and no copy of the prompt: ``body`` and ``args`` carry
+    ``prompt_reference`` where the user message goes, ``prompt`` is the digest and size of what ``prompt.md``
+    holds; ``request_prompt`` (never dumped) is the prompt as sent, the user's own words unredacted."""
+
+    mission_id: str
+    runtime: str = RUNTIME
+    endpoint: str
+    url: str
+    method: str = "POST"
+    command: str
+    args: list[str]
+    headers: dict[str, str]
+    body: dict[str, Any]
+    prompt: dict[str, Any]
+    timeouts: dict[str, int | float]
+    warnings: list[str] = Field(default_factory=list)
+    request_prompt: str = Field(exclude=True, repr=False)
+    prompt_reference: str = Field(exclude=True)
+
+    def request(self) -> dict[str, Any]:
+        """``request.json`` before the call (the client's own record of the request replaces it after)."""
+        return {"method": self.method, "url": self.url, "headers": dict(self.headers), "body": self.body}
+
+    def session(self, status: str, **fields: Any) -> dict[str, Any]:
+        """The ``runtime-session.yaml`` document."""
+        return uh_document(RuntimeSession, schema_version="uh.runtime-session.v0", mission_id=self.mission_id,
+                           runtime=self.runtime, status=status, command=self.command, args=self.args, **fields)
+
+
+@dataclass
+class RunResult(Shown):
+    """A finished run: the runtime-result document and where it lives."""
+
+    result: dict[str, Any]
+    run_dir: Path
+    run_id: str
+    exit_code: int
+    plan: RunPlan
+    outcome: Outcome | None = None
+    exchange: Exchange | None = None
+    text: str = ""
+
+    @property
+    def status(self) -> str:
+        return str(self.result["status"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.result, "run_dir": str(self.run_dir)}
+
+    def _repr_text_(self) -> str:
+        reason = self.result.get("reason") or (self.outcome.reason if self.outcome else None)
+        took = f", {self.exchange.timings.total_s:.3f} s" if self.exchange is not None else ""
+        return Redactor().text(f"RunResult({self.status}{f' ({reason})' if reason else ''}, "
+                               f"mission {self.result.get('mission_id')}, exit {self.exit_code}{took}, "
+                               f"{len(self.text)} chars of assistant text)")
+
+    __repr__ = _repr_text_  # one safe line, not the dataclass's dump of the whole document and text
+
+
+@dataclass
+class DryRunResult:
+    plan: RunPlan
+    run_dir: Path
+    run_id: str
+    session: dict[str, Any]
+    exit_code: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dry_run": True, "run_id": self.run_id, "run_dir": str(self.run_dir), "session": self.session,
+                "plan": self.plan.model_dump(mode="json")}
 
 
 def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Workflow | None = None,
@@ -74,16 +162,6 @@ def _prepare(mission: Mission, config: HermesProxyRuntimeConfig, root: str | Pat
     return plan, artifacts, rid, placed
 
 
-def _session_doc(plan: RunPlan, status: str, **fields: Any) -> dict[str, Any]:
-    return uh_document(RuntimeSession, schema_version="uh.runtime-session.v0", mission_id=plan.mission_id,
-                       runtime=plan.runtime, status=status, command=plan.command, args=plan.args, **fields)
-
-
-def _request(plan: RunPlan) -> dict[str, Any]:
-    """``request.json`` before the call (the client's own record of the request replaces it after)."""
-    return {"method": plan.method, "url": plan.url, "headers": dict(plan.headers), "body": plan.body}
-
-
 def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path, run_id: str | None = None,
             workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = ()) -> DryRunResult:
     """Write ``prompt.md``, a ``planned`` session and ``request.json`` under ``<mission dir>/dry-runs/<run_id>/``
@@ -92,10 +170,10 @@ def dry_run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | P
     run_dir = artifacts.path("dry-runs", rid)
     if run_dir.exists():
         raise ArtifactError(f"dry-run directory {run_dir} already exists (choose another --run-id)")
-    session = _session_doc(plan, "planned", started_at=iso_now())
+    session = plan.session("planned", started_at=iso_now())
     artifacts.write_text(run_dir / PROMPT_FILE, plan.request_prompt)
     artifacts.write_yaml(run_dir / "runtime-session.yaml", session)
-    artifacts.write_json(run_dir / "request.json", _request(plan))
+    artifacts.write_json(run_dir / "request.json", plan.request())
     return DryRunResult(plan=plan, run_dir=run_dir, run_id=rid, session=session)
 
 
@@ -122,17 +200,83 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
         return runner.execute(wd)
 
 
+def _set_content(payload: Any, text: str) -> bool:
+    """Replace the content piece of a chat chunk (``choices[0].delta``/``message``); True if it changed."""
+    try:
+        choice = payload["choices"][0]
+        holder = choice["delta"] if isinstance(choice.get("delta"), dict) else choice["message"]
+        if not isinstance(holder.get("content"), str) or holder["content"] == text:
+            return False
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return False
+    holder["content"] = text
+    return True
+
+
+class RedactedStream:
+    """The streamed answer and its SSE events, released in order and redacted: a secret split across deltas never
+    reaches the log, and each event waits until the piece it carried is settled, so it is logged with its share of
+    the secret masked. ``event(record)`` and ``piece(text)`` as the client reads; ``write_text(safe)`` and
+    ``write_event(record, payload)`` get what is settled; ``finish()`` releases the rest."""
+
+    def __init__(self, redactor: Redactor, *, write_text: Callable[[str], None],
+                 write_event: Callable[[SSEEventRecord, Any], None]) -> None:
+        self.text = StreamRedactor(redactor)
+        self.write_text, self.write_event = write_text, write_event
+        #: events not logged yet, each with its piece's place in the streamed text (None: none yet)
+        self._queue: list[tuple[SSEEventRecord, tuple[int, int] | None]] = []
+        self._open = False  # the last queued event may still get its piece (it comes before the next event)
+
+    def event(self, record: SSEEventRecord) -> None:
+        self._open = False
+        self._drain()
+        self._queue.append((record, None))
+        self._open = True
+
+    def piece(self, text: str) -> None:
+        if not text:
+            return
+        if self._open and self._queue and self._queue[-1][1] is None:
+            self._queue[-1] = (self._queue[-1][0], (self.text.length, self.text.length + len(text)))
+        self._release(self.text.feed(text))
+
+    def finish(self) -> None:
+        self._release(self.text.flush())
+        self._open = False
+        self._drain()
+
+    def _release(self, safe: str) -> None:
+        if safe:
+            self._drain()  # the events that carried the text go first (on_delta hooks see them logged)
+            self.write_text(safe)
+
+    def _drain(self) -> None:
+        while self._queue:
+            record, span = self._queue[0]
+            if (span is None and self._open and len(self._queue) == 1) or (span and span[1] > self.text.settled):
+                break
+            self._queue.pop(0)
+            try:
+                payload: Any = json.loads(record.data)
+            except ValueError:
+                payload = record.data
+            if span is not None and _set_content(payload, self.text.mask(*span)):
+                record = record.model_copy(update={"data": json.dumps(payload, ensure_ascii=False)})
+            self.write_event(record, payload)
+        self.text.forget(min((span[0] for _, span in self._queue if span is not None), default=self.text.settled))
+
+
 class _Runner:
     """One run's life cycle (uh-contract §3 sequence). The signal handlers cover all of it (a SIGTERM while a
     document is written must not leave ``latest.json`` running) but cancel only while the request is in flight."""
 
     def __init__(self, mission: Mission, config: HermesProxyRuntimeConfig, plan: RunPlan,
                  artifacts: MissionArtifacts, run_id: str, *, transport: httpx.BaseTransport | None,
-                 hooks: dict[str, Hook | None], handle_signals: bool) -> None:
+                 hooks: dict[str, Callable[[Any], None] | None], handle_signals: bool) -> None:
         self.mission, self.config, self.plan, self.arts, self.run_id = mission, config, plan, artifacts, run_id
         self.transport, self.hooks = transport, hooks  # on_delta, on_event: dropped once one raised
         self.guard = SignalGuard(handle_signals)
-        self.run_dir = artifacts.run_dir(run_id)
+        self.run_dir = artifacts.run_dir(run_id)  # (writes refuse symlinks on the way and at the end)
         self.started_at = iso_now()
         self.notes: list[str] = []
         self.hook_warnings: list[str] = []
@@ -142,16 +286,13 @@ class _Runner:
         self._events: Any = None
         self._stream = RedactedStream(artifacts.redactor, write_text=self._write_stdout, write_event=self._write_sse)
 
-    def _file(self, name: str) -> Path:
-        return self.run_dir / name  # (checked: writes refuse symlinks on the way and at the end)
-
     def _rel(self, name: str) -> str:
-        return self.arts.relative(self._file(name))
+        return self.arts.relative(self.run_dir / name)
 
     def _event(self, kind: str, **payload: Any) -> None:
         """One events.ndjson line, written and flushed now (the handle stays open for the run)."""
         if self._events is None:
-            self._events = self.arts.open(self._file("events.ndjson"), "a")
+            self._events = self.arts.open(self.run_dir / "events.ndjson", "a")
         self.arts.write_line(self._events, {"type": kind, "timestamp": iso_now(), "runtime": self.plan.runtime,
                                             "mission_id": self.mission.id, **payload})
 
@@ -182,9 +323,7 @@ class _Runner:
     def execute(self, wd: Path) -> RunResult:
         with self.guard:
             try:
-                self.arts.set_latest(self.run_id, self.started_at, "running")
-                self.arts.update_index(self.run_id, started_at=self.started_at, status="running",
-                                       runtime=self.plan.runtime)
+                self.arts.mark(self.run_id, self.started_at, "running", runtime=self.plan.runtime)
                 return self._execute(wd)
             except BaseException as exc:  # process edge: the run ends with its documents, then re-raises
                 if self.result is None:
@@ -199,15 +338,15 @@ class _Runner:
                         handle.close()
 
     def _execute(self, wd: Path) -> RunResult:
-        self.arts.write_text(self._file(PROMPT_FILE), self.plan.request_prompt)  # the one copy the run keeps
-        self.arts.write_json(self._file("request.json"), _request(self.plan))
-        self.arts.write_yaml(self._file("runtime-session.yaml"), self._session("running"))
+        self.arts.write_text(self.run_dir / PROMPT_FILE, self.plan.request_prompt)  # the one copy the run keeps
+        self.arts.write_json(self.run_dir / "request.json", self.plan.request())
+        self.arts.write_yaml(self.run_dir / "runtime-session.yaml", self._session("running"))
         self._event("runtime.started", command=self.plan.command, args=self.plan.args, run_id=self.run_id)
         self.arts.audit("mission.run", {"runtime": self.plan.runtime, "mission_id": self.mission.id,
                                         "mission_name": self.mission.display_name,
                                         "workflow": self.mission.workflow_profile, "run_id": self.run_id})
-        self.arts.write_text(self._file("runtime.stderr.log"), "")
-        self._stdout = self.arts.open(self._file("runtime.stdout.log"), "w")
+        self.arts.write_text(self.run_dir / "runtime.stderr.log", "")
+        self._stdout = self.arts.open(self.run_dir / "runtime.stdout.log", "w")
         self.diff = snapshot(wd)
         if self.diff.tree is not None:
             self.notes.append(f"diff base: commit {self.diff.commit or '(none yet)'}, "
@@ -226,8 +365,8 @@ class _Runner:
             self.guard.armed = False
         capture(self.diff)
         if self.guard.pending is not None and cancelled is None:
-            self.notes.append(f"{SIGNAL_NAMES.get(self.guard.pending, self.guard.pending)} received after the "
-                              "request finished; run completed")
+            self.notes.append(f"{SIGNAL_NAMES[self.guard.pending]} received after the request finished; "
+                              "run completed")
         self.notes += self.diff.notes
         return self._finish(exchange, cancelled)
 
@@ -238,7 +377,7 @@ class _Runner:
             self._stream.text.adopt(exchange.text)  # the same text: one copy, not the pieces and a join (P5)
             outcome = classify(exchange, self.config)
         elif outcome is None:
-            name = SIGNAL_NAMES.get(cancelled.signum, str(cancelled.signum)) if cancelled else "interrupt"
+            name = SIGNAL_NAMES[cancelled.signum] if cancelled else "interrupt"
             size = len(self._stream.text.raw)
             kept = f" ({size} characters of partial text kept)" if size else " (no text had arrived)"
             outcome = Outcome(status="failed", reason="cancelled",
@@ -251,9 +390,9 @@ class _Runner:
         self._stream.finish()
         final = outcome.final_message if outcome.final_message is not None else extract_final_message(text)
         errors = outcome.errors + self.diff.errors
-        self.arts.write_text(self._file("runtime.stderr.log"), self._stderr_text(exchange, outcome, errors))
-        self.arts.write_bytes(self._file("diff.patch"), self.diff.patch)
-        self.arts.write_text(self._file("runtime-final.txt"), final or "")
+        self.arts.write_text(self.run_dir / "runtime.stderr.log", self._stderr_text(exchange, outcome, errors))
+        self.arts.write_bytes(self.run_dir / "diff.patch", self.diff.patch)
+        self.arts.write_text(self.run_dir / "runtime-final.txt", final or "")
         if exchange is not None:  # the request as the client recorded it, its prompt the reference to prompt.md
             body = exchange.request.body
             if isinstance(body, dict) and isinstance(body.get("messages"), list):
@@ -261,9 +400,35 @@ class _Runner:
                                              if isinstance(m, dict) and m.get("role") == "user" else m
                                              for m in body["messages"]]}
             exchange.request = exchange.request.model_copy(update={"body": body})
-            self.arts.write_json(self._file("request.json"), exchange.request.model_dump(mode="json"))
+            self.arts.write_json(self.run_dir / "request.json", exchange.request.model_dump(mode="json"))
         status = "cancelled" if outcome.reason == "cancelled" else outcome.status
-        return self._write_terminal(status, outcome, exchange, text, errors, cancelled)
+        finished_at, exit_code = iso_now(), exit_code_for(status)
+        usage = self._usage(exchange, text)
+        envelope = exchange.envelope if exchange is not None else None
+        self.result = self.arts.redactor.data(uh_document(
+            HermesRuntimeResult, schema_version="uh.runtime-result.v0",
+            mission_id=self.mission.id, runtime=self.plan.runtime, status=status, started_at=self.started_at,
+            finished_at=finished_at, exit_code=exit_code, prompt_path=self._rel(PROMPT_FILE),
+            stdout_path=self._rel("runtime.stdout.log"), stderr_path=self._rel("runtime.stderr.log"),
+            diff_path=self._rel("diff.patch"), errors=errors, notes=list(self.notes) or None,
+            warnings=[*self.plan.warnings, *outcome.warnings, *self.hook_warnings], reason=outcome.reason,
+            hint=outcome.hint, error_type=outcome.error_type, retry_after_s=outcome.retry_after_s,
+            http_status=outcome.http_status if outcome.http_status is not None
+            else (exchange.status if exchange is not None else None),
+            usage=usage if usage["source"] == "runtime" else None, run_id=self.run_id,
+            provider=self.config.provider or provider_in_text(envelope.message if envelope is not None else None)))
+        self.arts.write_yaml(self.run_dir / "runtime-result.yaml", self.result)
+        session_status = "succeeded" if status == "passed" else "failed"
+        self.arts.write_yaml(self.run_dir / "runtime-session.yaml", self._session(
+            session_status, finished_at=finished_at, exit_code=exit_code))
+        if cancelled is not None:
+            self._event("runtime.cancelled", signal=SIGNAL_NAMES[cancelled.signum])
+        self._event("runtime.finished", exit_code=exit_code, status=session_status)
+        self._event("runtime.usage", **usage)
+        self.arts.write_yaml(self.arts.path("runtime-result.yaml"), self.result)
+        self.arts.mark(self.run_id, self.started_at, status, finished_at)
+        return RunResult(result=self.result, run_dir=self.run_dir, run_id=self.run_id, exit_code=exit_code,
+                         plan=self.plan, outcome=outcome, exchange=exchange, text=self.arts.redactor.text(text))
 
     def _stderr_text(self, exchange: Exchange | None, outcome: Outcome, errors: list[str]) -> str:
         lines: list[str] = []
@@ -295,40 +460,8 @@ class _Runner:
         return doc
 
     def _session(self, status: str, **fields: Any) -> dict[str, Any]:
-        return _session_doc(self.plan, status, started_at=self.started_at,
-                            stdout_path=self._rel("runtime.stdout.log"), stderr_path=self._rel("runtime.stderr.log"),
-                            **fields)
-
-    def _write_terminal(self, status: str, outcome: Outcome, exchange: Exchange | None, text: str,
-                        errors: list[str], cancelled: Cancelled | None) -> RunResult:
-        finished_at, exit_code = iso_now(), exit_code_for(status)
-        usage = self._usage(exchange, text)
-        envelope = exchange.envelope if exchange is not None else None
-        self.result = self.arts.redactor.data(uh_document(
-            HermesRuntimeResult, schema_version="uh.runtime-result.v0",
-            mission_id=self.mission.id, runtime=self.plan.runtime, status=status, started_at=self.started_at,
-            finished_at=finished_at, exit_code=exit_code, prompt_path=self._rel(PROMPT_FILE),
-            stdout_path=self._rel("runtime.stdout.log"), stderr_path=self._rel("runtime.stderr.log"),
-            diff_path=self._rel("diff.patch"), errors=errors, notes=list(self.notes) or None,
-            warnings=[*self.plan.warnings, *outcome.warnings, *self.hook_warnings], reason=outcome.reason,
-            hint=outcome.hint, error_type=outcome.error_type, retry_after_s=outcome.retry_after_s,
-            http_status=outcome.http_status if outcome.http_status is not None
-            else (exchange.status if exchange is not None else None),
-            usage=usage if usage["source"] == "runtime" else None, run_id=self.run_id,
-            provider=self.config.provider or provider_in_text(envelope.message if envelope is not None else None)))
-        self.arts.write_yaml(self._file("runtime-result.yaml"), self.result)
-        session_status = "succeeded" if status == "passed" else "failed"
-        self.arts.write_yaml(self._file("runtime-session.yaml"), self._session(
-            session_status, finished_at=finished_at, exit_code=exit_code))
-        if cancelled is not None:
-            self._event("runtime.cancelled", signal=SIGNAL_NAMES.get(cancelled.signum, str(cancelled.signum)))
-        self._event("runtime.finished", exit_code=exit_code, status=session_status)
-        self._event("runtime.usage", **usage)
-        self.arts.write_yaml(self.arts.path("runtime-result.yaml"), self.result)
-        self.arts.set_latest(self.run_id, self.started_at, status, finished_at)
-        self.arts.update_index(self.run_id, finished_at=finished_at, status=status)
-        return RunResult(result=self.result, run_dir=self.run_dir, run_id=self.run_id, exit_code=exit_code,
-                         plan=self.plan, outcome=outcome, exchange=exchange, text=self.arts.redactor.text(text))
+        return self.plan.session(status, started_at=self.started_at, stdout_path=self._rel("runtime.stdout.log"),
+                                 stderr_path=self._rel("runtime.stderr.log"), **fields)
 
     def _abort(self, exc: BaseException) -> None:
         """Best effort: terminal documents after an unexpected error (which ``execute`` re-raises)."""
@@ -337,9 +470,9 @@ class _Runner:
         self.hooks.clear()  # a hook that interrupted once is not called again
         try:
             if self._stdout is None:
-                self._stdout = self.arts.open(self._file("runtime.stdout.log"), "a")
+                self._stdout = self.arts.open(self.run_dir / "runtime.stdout.log", "a")
             self._finish(None, None, Outcome(status="failed", reason="cancelled" if cancelled else "aborted",
                                              errors=[f"{ERROR_PREFIX}{message}"]))
         except (OSError, HermesError):  # no documents (disk full?): at least a terminal latest.json
             with contextlib.suppress(OSError, HermesError):
-                self.arts.set_latest(self.run_id, self.started_at, "cancelled" if cancelled else "failed", iso_now())
+                self.arts.mark(self.run_id, self.started_at, "cancelled" if cancelled else "failed", iso_now())

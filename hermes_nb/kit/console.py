@@ -1,11 +1,7 @@
-"""The probe console: exploratory wire probing in Jupyter, streaming live (``from hermes_nb import ProbeConsole``).
-
-The widgets only wire inputs to :mod:`hermes_nb.kit.session` (the logic, tested without a browser) and render its
-:class:`~hermes_nb.kit.session.RequestState`. Widget values are set from the stream's thread (the documented
-ipywidgets pattern), so the kernel stays idle and handles a Stop click at once; each rendering holds one lock and
-shows one snapshot, so a late callback never brings back an older state. The password field is emptied as soon as
-it is read: the bearer is never echoed, kept in widget state or written into the notebook.
-"""
+"""The probe console (``from hermes_nb import ProbeConsole``): ipywidgets wired to :mod:`hermes_nb.kit.session`.
+Widget values are set from the stream's thread (the documented ipywidgets pattern), so the kernel stays idle and
+handles a Stop click at once; each rendering holds one lock and shows one moment of the session. The password
+field is emptied as soon as it is read: the bearer is never echoed, kept in widget state or saved in the notebook."""
 
 from __future__ import annotations
 
@@ -30,11 +26,11 @@ from hermes_nb.kit.session import (
     ROUTES,
     ConsoleSession,
     HistoryEntry,
-    RequestState,
     StreamJob,
     View,
     check_body,
     error_html,
+    unlisted_note,
 )
 from hermes_nb.views.cards import judged_html
 from hermes_nb.views.htmlkit import (
@@ -51,8 +47,6 @@ from hermes_nb.views.htmlkit import (
     table_html,
     text_colour,
 )
-
-__all__ = ["ProbeConsole", "snippets", "response_html"]
 
 # --------------------------------------------------------------------------- copy as code
 
@@ -176,7 +170,7 @@ CONSOLE_JS = """(function () {
 })();"""
 
 
-def _button(cls: str, key: str, label: str) -> str:
+def _copy_button(cls: str, key: str, label: str) -> str:
     return (f'<button class="jupyter-button {cls}" type="button" style="width:auto;margin:0 2px" '
             f'data-hermes-copy="{key}">{html.escape(label)}</button>')
 
@@ -206,7 +200,7 @@ def answer_html(status: str, text: str, *, fmt: str = "markdown", usage: str | N
     if usage is not None:
         head.append(f'<span class="hermes-usage" style="color:{MUTED}">usage: {esc(usage)}</span>')
     if text and copy:
-        head.append(_button("hermes-copy-answer", "answer", "copy answer"))
+        head.append(_copy_button("hermes-copy-answer", "answer", "copy answer"))
     body = markdown_html(text, red) if text and fmt == "markdown" else pre(text, red) if text else ""
     if text and fmt == "json":
         try:
@@ -225,7 +219,7 @@ def snippets_html(entry: HistoryEntry | None, redactor: Redactor | None = None) 
     if entry is None:
         return ""
     code = snippets(entry.exchange.request, redactor)
-    buttons = "".join(_button(f"hermes-copy-{k}", k, _COPY_LABELS[k]) for k in code)
+    buttons = "".join(_copy_button(f"hermes-copy-{k}", k, _COPY_LABELS[k]) for k in code)
     sources = "".join(_source(k, v) for k, v in code.items())
     shown = "".join(f"<div><b>{html.escape(_COPY_LABELS[k].removeprefix('copy as '))}</b></div>{pre(v, redactor)}"
                     for k, v in code.items())
@@ -244,26 +238,40 @@ def response_html(entry: HistoryEntry, redactor: Redactor | None = None, *, head
 
 # --------------------------------------------------------------------------- the widgets
 
-def _grow(basis: str) -> w.Layout:
-    return w.Layout(width="auto", flex=f"1 1 {basis}", min_width="10em")
-
-
 def _row(*children: Any) -> w.Box:
     return w.Box(list(children), layout=w.Layout(display="flex", flex_flow="row wrap", width="100%",
                                                  align_items="center"))
 
 
-def _classed(widget: Any, cls: str) -> Any:
-    widget.add_class(cls)
-    return widget
+def _field(kind: Any, description: str, cls: str = "", *, grow: str | None = None,
+           changed: Callable[[Any], Any] | None = None, **kw: Any) -> Any:
+    """An input with its label (``cls``: its CSS class; ``changed``: called with each change of its value);
+    ``grow``: it grows from that width, else it fits."""
+    layout = w.Layout(width="auto", flex=f"1 1 {grow}", min_width="10em") if grow else w.Layout(width="auto")
+    field = kind(description=description, style={"description_width": "initial"}, layout=kw.pop("layout", layout),
+                 _dom_classes=(cls,) if cls else (), **kw)
+    if changed is not None:
+        field.observe(changed, names="value")
+    return field
+
+
+def _button(description: str, cls: str, click: Callable[[], Any], **kw: Any) -> w.Button:
+    button = w.Button(description=description, layout=w.Layout(width="auto"), _dom_classes=(cls,) if cls else (),
+                      **kw)
+    button.on_click(lambda _b: click())
+    return button
+
+
+def _html(cls: str = "", **kw: Any) -> w.HTML:
+    return w.HTML(value=kw.pop("value", ""), layout=w.Layout(width="auto"), _dom_classes=(cls,) if cls else (), **kw)
 
 
 class ProbeConsole:
     """The widgets; ``endpoint``, ``model``, ``prompt``, ``body``, ``view``, ``send_button``, ``stop_button`` and
-    ``history`` (the picker) can be driven from code, ``session`` is the logic and ``state`` the request's state
-    machine. ``delay_s``: the embedded emulator's pause before each delta of the ``slow`` scenario (visible
-    streaming); ``history``: a JSON-lines file the history is kept in and reloaded from; ``provider``: what the
-    embedded emulator fronts (``xai`` forwards ``/v1/responses``)."""
+    ``history`` (the picker) can be driven from code, ``session`` is the logic. ``delay_s``: the embedded emulator's
+    pause before each delta of the ``slow`` scenario (visible streaming); ``history``: a JSON-lines file the
+    history is kept in and reloaded from; ``provider``: what the embedded emulator fronts (``xai`` forwards
+    ``/v1/responses``)."""
 
     #: widget updates from the stream thread at most this often (the last one always goes out)
     UPDATE_EVERY_S = 0.05
@@ -273,78 +281,55 @@ class ProbeConsole:
                  delay_s: float | None = 0.25, environ: Mapping[str, str] | None = None,
                  history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
         self.session = ConsoleSession(delay_s=delay_s, environ=environ, history=history, provider=provider)
-        self.actions = self.session.actions
-        self.state = RequestState()
-        named = {"style": {"description_width": "initial"}}
-        auto = w.Layout(width="auto")
-        self.endpoint = w.Text(value=endpoint, description="endpoint", placeholder="empty: embedded emulator",
-                               layout=_grow("18em"), **named)
-        self.model = _classed(w.Combobox(value=model, options=[], ensure_option=False, description="model",
-                                         placeholder="the proxy's models are offered once known",
-                                         layout=_grow("16em"), **named), "hermes-model")
-        self.model_flag = _classed(w.HTML(value="", layout=auto), "hermes-model-flag")
-        self.scenario = w.Dropdown(options=ALL_SCENARIOS, value=scenario, description="scenario", layout=auto,
-                                   **named)
-        self.token = w.Password(value="", description="token", placeholder="else HERMES_NB_AUTH_TOKEN",
-                                layout=_grow("14em"), **named)
+        self.endpoint = _field(w.Text, "endpoint", value=endpoint, placeholder="empty: embedded emulator", grow="18em")
+        self.model = _field(w.Combobox, "model", "hermes-model", value=model, options=[], ensure_option=False,
+                            placeholder="the proxy's models are offered once known", grow="16em",
+                            changed=lambda _c: self._flag_model())
+        self.model_flag = _html("hermes-model-flag")
+        self.scenario = _field(w.Dropdown, "scenario", options=ALL_SCENARIOS, value=scenario)
+        self.token = _field(w.Password, "token", value="", placeholder="else HERMES_NB_AUTH_TOKEN", grow="14em",
+                            changed=self._take_token)
         self.token_status = w.HTML(value=self._token_note())
-        self.route = w.Dropdown(options=list(ROUTES), value=route, description="route", layout=auto, **named)
-        self.method = w.Dropdown(options=("GET", "POST", "PUT", "DELETE"), value="GET", description="method",
-                                 disabled=True, layout=auto, **named)
-        self.path = w.Text(value="", description="path", placeholder="/models (forwarded path)", disabled=True,
-                           layout=_grow("12em"), **named)
-        self.prompt = _classed(w.Textarea(value=prompt, description="prompt", rows=3, layout=auto, **named),
-                               "hermes-prompt")
-        self.keys_hint = _classed(w.HTML(value=f'<style>{CONSOLE_CSS}</style><small class="hermes-keys" style="color:'
-                                                 f'{MUTED};display:block;line-height:1.4">{html.escape(KEYS_HINT)}'
-                                                 "</small>"), "hermes-keys-hint")
-        self.body = w.Textarea(value="", description="JSON body", placeholder="empty: built from the prompt",
-                               layout=w.Layout(width="auto", height="6em"), **named)
+        self.route = _field(w.Dropdown, "route", options=list(ROUTES), value=route, changed=self._route_changed)
+        self.method = _field(w.Dropdown, "method", options=("GET", "POST", "PUT", "DELETE"), value="GET",
+                             disabled=True, changed=lambda _c: self._validate())
+        self.path = _field(w.Text, "path", value="", placeholder="/models (forwarded path)", disabled=True,
+                           grow="12em")
+        self.prompt = _field(w.Textarea, "prompt", "hermes-prompt", value=prompt, rows=3)
+        self.keys_hint = _html("hermes-keys-hint", value=f'<style>{CONSOLE_CSS}</style><small class="hermes-keys" '
+                               f'style="color:{MUTED};display:block;line-height:1.4">{html.escape(KEYS_HINT)}</small>')
+        self.body = _field(w.Textarea, "JSON body", value="", placeholder="empty: built from the prompt",
+                           layout=w.Layout(width="auto", height="6em"), changed=lambda _c: self._validate())
         self.body_message = w.HTML(value="")
-        self.send_button = _classed(w.Button(description="Send", button_style="primary", icon="paper-plane",
-                                             layout=auto), "hermes-send")
-        self.stop_button = _classed(w.Button(description="Stop", button_style="danger", icon="stop", disabled=True,
-                                             layout=auto), "hermes-stop")
-        self.check_button = _classed(w.Button(description="adapter check", layout=auto), "hermes-check")
-        self.probe_button = _classed(w.Button(description="probe all routes", layout=auto), "hermes-probe")
-        self.run_button = _classed(w.Button(description="run prompt", layout=auto), "hermes-run")
-        self.export_button = w.Button(description="export selected (JSON)", layout=auto)
-        self.view = _classed(w.ToggleButtons(options=("rendered", "raw"), value="rendered",
-                                             tooltips=("the answer as Markdown", "the answer as sent"),
-                                             style={"button_width": "auto"}, layout=auto), "hermes-view-toggle")
-        self.stream_view = w.HTML(value="", layout=auto)
-        self.output = _classed(w.HTML(value="", layout=auto), "hermes-response")
-        self.history = _classed(w.Select(options=[], description="history", rows=5, layout=auto, **named),
-                                "hermes-history")
-        self.snippets = w.HTML(value="", layout=auto)
-        self.export_view = w.HTML(value="", layout=auto)
+        self.send_button = _button("Send", "hermes-send", self.send, button_style="primary", icon="paper-plane")
+        self.stop_button = _button("Stop", "hermes-stop", self.stop, button_style="danger", icon="stop", disabled=True)
+        self.check_button = _button("adapter check", "hermes-check",
+                                    lambda: self._action("running the adapter check…", self.session.check))
+        self.probe_button = _button("probe all routes", "hermes-probe",
+                                    lambda: self._action("probing every route…", self.session.probe))
+        self.run_button = _button("run prompt", "hermes-run", lambda: self._action(
+            "running the prompt as a mission…", self.session.run_prompt, self.prompt.value))
+        self.export_button = _button("export selected (JSON)", "", self.export)
+        self.view = w.ToggleButtons(options=("rendered", "raw"), value="rendered", style={"button_width": "auto"},
+                                    tooltips=("the answer as Markdown", "the answer as sent"),
+                                    layout=w.Layout(width="auto"), _dom_classes=("hermes-view-toggle",))
+        self.stream_view, self.output = _html(), _html("hermes-response")
+        self.history = _field(w.Select, "history", "hermes-history", options=[], rows=5,
+                              changed=lambda _c: self._show_selected())
+        self.snippets, self.export_view = _html(), _html()
         self._last_push = 0.0
         self._render_lock = threading.RLock()
         self._syncing = False
         self._closed = False
-
-        self.token.observe(self._take_token, names="value")
-        self.route.observe(self._route_changed, names="value")
-        for widget in (self.body, self.method):
-            widget.observe(lambda _c: self._validate(), names="value")
-        self.model.observe(lambda _c: self._flag_model(), names="value")
         self.view.observe(lambda _c: self._render(), names="value")
-        self.history.observe(lambda _c: self._show_selected(), names="value")
-        self.send_button.on_click(lambda _b: self.send())
-        self.stop_button.on_click(lambda _b: self.stop())
-        self.check_button.on_click(lambda _b: self._action("running the adapter check…", self.actions.check))
-        self.probe_button.on_click(lambda _b: self._action("probing every route…", self.actions.probe))
-        self.run_button.on_click(lambda _b: self._action("running the prompt as a mission…",
-                                                         self.actions.run_prompt, self.prompt.value))
-        self.export_button.on_click(lambda _b: self.export())
         self._route_changed(None)
-        self.widget = _classed(w.VBox([
+        self.widget = w.VBox([
             _row(self.endpoint, self.model, self.scenario), self.model_flag, _row(self.token, self.token_status),
             _row(self.route, self.method, self.path), self.prompt, self.keys_hint, self.body, self.body_message,
             _row(self.send_button, self.stop_button, self.check_button, self.probe_button, self.run_button,
                  self.view),
             self.stream_view, self.output, self.history, self.snippets, _row(self.export_button), self.export_view,
-        ], layout=w.Layout(width="100%")), "hermes-console")
+        ], layout=w.Layout(width="100%"), _dom_classes=("hermes-console",))
         self._render()
 
     # ---- inputs
@@ -352,7 +337,9 @@ class ProbeConsole:
         return self.endpoint.value, self.model.value, self.scenario.value
 
     def _token_note(self) -> str:
-        return note(f"bearer from: {self.session.token_source}")
+        """Where the bearer comes from, never the bearer itself."""
+        return note("bearer from: " + ("password field" if self.session.auth_token else
+                                       "HERMES_NB_AUTH_TOKEN or the default"))
 
     def _take_token(self, change: Any) -> None:
         """Take the typed token into the session and empty the field (never kept in widget state)."""
@@ -377,11 +364,12 @@ class ProbeConsole:
 
     # ---- the model picker
     def _flag_model(self) -> None:
-        endpoint = self.session.endpoint_in_use or ""
-        flag = self.session.catalog.flag(endpoint, self.model.value.strip())
-        known = self.session.catalog.known(endpoint)
-        self.model_flag.value = (note(f"⚠ {flag}", "warn") if flag else
-                                 note(f"✓ listed by the proxy ({len(known)} models)", "good") if known else "")
+        endpoint, model = (self.session.endpoint_in_use or "").rstrip("/"), self.model.value.strip()
+        known = self.session.catalog.get(endpoint)
+        if known is not None and model and model not in known:
+            self.model_flag.value = note(f"⚠ {unlisted_note(model, known, endpoint)}", "warn")
+        else:
+            self.model_flag.value = note(f"✓ listed by the proxy ({len(known)} models)", "good") if known else ""
 
     def refresh_models(self) -> list[str] | None:
         """Ask the target for its models (once per endpoint for the session) and offer them in the model field."""
@@ -401,8 +389,7 @@ class ProbeConsole:
             if not force and now - self._last_push < self.UPDATE_EVERY_S:
                 return
             self._last_push = now
-            view = self.state.snapshot()
-            red = self.session.redactor
+            view, red = self.session.view(), self.session.redactor
             self.stream_view.value = self._answer_html(view, raw=self.view.value == "raw")
             self.send_button.disabled = view.running
             self.stop_button.disabled = not view.running
@@ -435,41 +422,25 @@ class ProbeConsole:
     # ---- actions
     def send(self) -> StreamJob | None:
         """What the Send button does; returns the running job (None when the inputs were refused)."""
-        gen = 0
-
-        def delta(piece: str) -> None:
-            if self.state.delta(gen, piece):
-                self._render(force=False)
-
-        def done(job: StreamJob, entry: HistoryEntry | None) -> None:
-            error = None if entry is not None else (
-                f"{type(job.error).__name__}: {job.error}" if job.error is not None else "no exchange")
-            if self.state.finish(gen, entry, error):
-                self._render()
-            if not self._closed and not self.session.catalog.asked(job.client.endpoint):
-                self.refresh_models()
-
         try:
-            job = self.session.prepare(*self._inputs(), self.route.value, prompt=self.prompt.value,
-                                       body=self.body.value, method=self.method.value, path=self.path.value,
-                                       on_delta=delta, on_done=done)
-            gen = self.state.begin()
+            job = self.session.send(*self._inputs(), self.route.value, prompt=self.prompt.value, body=self.body.value,
+                                    method=self.method.value, path=self.path.value,
+                                    on_delta=lambda _piece: self._render(force=False), on_done=self._done)
         except HermesError as exc:
             self.output.value = error_html(exc)
             return None
         self._render()
         self._flag_model()
-        try:
-            return self.session.start(job)
-        except HermesError as exc:
-            self.state.abandon(gen)
-            self._render()
-            self.output.value = error_html(exc)
-            return None
+        return job
+
+    def _done(self, job: StreamJob) -> None:
+        self._render()
+        if not self._closed and job.client.endpoint.rstrip("/") not in self.session.catalog:
+            self.refresh_models()
 
     def _action(self, running: str, action: Callable[..., str], *args: Any) -> None:
         self.output.value = note(running)
-        self.output.value = self.session.call(action, *self._inputs(), *args)
+        self.output.value = action(*self._inputs(), *args)
         self._flag_model()
 
     def stop(self) -> None:
@@ -484,7 +455,7 @@ class ProbeConsole:
     def _show_selected(self) -> None:
         index = self.history.value
         if (not self._syncing and index is not None and 0 <= index < len(self.session.history)
-                and self.state.select(self.session.history[index])):
+                and self.session.select(self.session.history[index])):
             self._render()
 
     def export(self) -> str | None:
@@ -505,7 +476,7 @@ class ProbeConsole:
     def snapshot_html(self) -> str:
         """A static picture of the console now, for a notebook opened without its kernel (plain HTML that
         survives JupyterLab's sanitiser)."""
-        view, red = self.state.snapshot(), self.session.redactor
+        view, red = self.session.view(), self.session.redactor
         fields = [("endpoint", self.endpoint.value or "(embedded emulator)"), ("model", self.model.value),
                   ("scenario", self.scenario.value), ("route", self.route.value), ("prompt", self.prompt.value)]
         history = table_html([{"#": e.number, "request": f"{e.exchange.request.method} {e.route}",

@@ -1,10 +1,7 @@
-"""What a job notebook's cells call: ``job = kit.open_job(name, **parameters)``, then ``job.check()`` (or
-``probe()``, ``run()``), then ``job.finish(result)`` (the verdict cell). ``hermes-nb smoke`` hands the target it
-identified and the config it resolved in as ``target`` and ``config`` (the bearer in ``HERMES_NB_AUTH_TOKEN``);
-run alone, the notebook resolves its config and identifies its target itself (an embedded emulator when no
-endpoint is configured anywhere). The verdict cell's record format, the MIME type the smoke reads back, is
-:mod:`hermes_nb.receipts.verdict`'s.
-"""
+"""What a job notebook's cells call: ``job = kit.open_job(name, **parameters)``, ``job.check()`` (or ``probe()``,
+``run()``), then ``job.finish(result)`` (the verdict cell). ``hermes-nb smoke`` hands in the ``target`` it
+identified and the ``config`` it resolved (the bearer in ``HERMES_NB_AUTH_TOKEN``); run alone, the notebook
+resolves and identifies them itself (an embedded emulator when no endpoint is configured anywhere)."""
 
 from __future__ import annotations
 
@@ -25,7 +22,7 @@ from hermes_nb.core.model import Shown
 from hermes_nb.core.records import StreamTimeline
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.prepare import prepare_mission
-from hermes_nb.harness.results import RunResult, artifact_digests
+from hermes_nb.harness.run import RunResult, artifact_digests
 from hermes_nb.nbrun.templates import JOB_SPECS
 from hermes_nb.proxy.check import CheckResult, CheckSpec, check
 from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
@@ -35,17 +32,8 @@ from hermes_nb.receipts.verdict import VERDICT_MIME, operator_action, verdict_su
 from hermes_nb.target import Target, establish
 from hermes_nb.views.htmlkit import esc, kv_html
 
-__all__ = ["Job", "open_job", "notebook_config", "SMOKE_PROMPT", "artifact_digests", "record_verdict",
-           "verdict_html", "wire_summary", "check_summary", "run_summary"]
-
 #: the e2e notebook's ad-hoc prompt when it is given neither a mission nor a prompt
 SMOKE_PROMPT = "Summarise in one sentence what a smoke test proves."
-
-
-def notebook_config(config: dict[str, Any], environ: dict[str, str] | None = None) -> HermesProxyRuntimeConfig:
-    """The config the runner resolved, made whole again with the bearer from ``HERMES_NB_AUTH_TOKEN``."""
-    env = os.environ if environ is None else environ
-    return HermesProxyRuntimeConfig.from_parameter(config, env.get(ENV_AUTH_TOKEN))
 
 
 @dataclass
@@ -95,17 +83,14 @@ class Job(Shown):
             tempfile.TemporaryDirectory(prefix="hermes-nb-run-", ignore_cleanup_errors=True)))
         return prepared.replace(config=config, root=root).run(handle_signals=False)
 
-    def summary(self, result: Any) -> dict[str, Any]:
-        """The verdict summary of this job's result (what the receipt records)."""
-        if self.name == WIRE_SPIKE:
-            return wire_summary(result, target=self.target, model=self.config.model, contract=self.spec.compare)
-        if self.name == ADAPTER_CHECK:
-            return check_summary(result, target=self.target)
-        return run_summary(result, target=self.target, config=self.config)
-
     def finish(self, result: Any) -> None:
         """The verdict cell: stop what the job started, record the summary, raise unless it passed."""
-        summary = self.summary(result)
+        if self.name == WIRE_SPIKE:
+            summary = wire_summary(result, target=self.target, model=self.config.model, contract=self.spec.compare)
+        elif self.name == ADAPTER_CHECK:
+            summary = check_summary(result, target=self.target)
+        else:
+            summary = run_summary(result, target=self.target, config=self.config)
         self.close()
         record_verdict(summary)
 
@@ -118,7 +103,11 @@ def open_job(name: str, *, target: dict[str, Any] | Target | None = None, config
     """The job ``name`` with its parameters (see the module docstring)."""
     spec = JOB_SPECS[name].build("notebook", **{k: v for k, v in options.items() if v is not None})
     stack = ExitStack()
-    resolved = notebook_config(config, environ) if config is not None else spec.runtime_config(environ=environ)
+    if config is not None:  # the runner's, made whole again with the bearer from HERMES_NB_AUTH_TOKEN
+        token = (os.environ if environ is None else environ).get(ENV_AUTH_TOKEN)
+        resolved = HermesProxyRuntimeConfig.from_parameter(config, token)
+    else:
+        resolved = spec.runtime_config(environ=environ)
     if isinstance(target, dict):
         target = Target.from_parameter(target)
     if target is None:
@@ -203,34 +192,29 @@ def check_summary(result: CheckResult, *, target: Target) -> dict[str, Any]:
     )
 
 
-def run_summary(result: Any, *, target: Target, config: HermesProxyRuntimeConfig) -> dict[str, Any]:
+def run_summary(result: RunResult | CheckResult, *, target: Target,
+                config: HermesProxyRuntimeConfig) -> dict[str, Any]:
     """E2E verdict: the run's status (cancelled counts as failed) and artifact digests; a ``CheckResult`` instead
     (the model is not in the proxy's list: not sent) is failed, with the check's errors and hint."""
-    provider = getattr(result, "provider", None) or target.provider or config.provider
+    common: dict[str, Any] = {"endpoint": config.endpoint, "target": target.kind, "hermes_version": target.release,
+                              "redactor": Redactor(config.secrets())}
     if isinstance(result, CheckResult):
-        check = result
+        provider = result.provider or target.provider or config.provider
         return verdict_summary(
-            E2E_SMOKE, "failed", reason="model-not-listed", errors=list(check.errors),
-            warnings=list(check.warnings), endpoint=config.endpoint, model=check.model, target=target.kind,
-            hermes_version=target.release, provider=provider,
-            details={"hint": check.hint, "models": list(check.models), "provider": provider,
-                     "model_origin": check.model_origin, "not_sent": True},
-            redactor=Redactor(config.secrets()))
-    doc = dict(getattr(result, "result", {}) or {})
-    exchange = getattr(result, "exchange", None)
+            E2E_SMOKE, "failed", reason="model-not-listed", errors=list(result.errors),
+            warnings=list(result.warnings), model=result.model, provider=provider, **common,
+            details={"hint": result.hint, "models": list(result.models), "provider": provider,
+                     "model_origin": result.model_origin, "not_sent": True})
+    doc, exchange, outcome = result.result, result.exchange, result.outcome
+    provider = target.provider or config.provider
     timeline = StreamTimeline.from_exchange(exchange).to_dict() if exchange is not None and exchange.streamed else None
     status = str(doc.get("status", "failed"))
-    outcome = getattr(result, "outcome", None)
-    run_dir = getattr(result, "run_dir", None)
     return verdict_summary(
         E2E_SMOKE, status if status in VERDICTS else "failed",
-        reason=str(doc.get("reason") or getattr(outcome, "reason", None) or status),
+        reason=str(doc.get("reason") or (outcome.reason if outcome is not None else None) or status),
         errors=list(doc.get("errors") or []), warnings=list(doc.get("warnings") or []),
-        endpoint=config.endpoint, model=getattr(exchange, "model", None) or config.model,
-        target=target.kind, hermes_version=target.release, provider=provider, artifacts=artifact_digests(run_dir),
-        run_dir=str(run_dir) if run_dir else None,
-        details={"run_id": getattr(result, "run_id", None), "exit_code": getattr(result, "exit_code", None),
-                 "final_message": getattr(outcome, "final_message", None), "usage": doc.get("usage"),
-                 "hint": doc.get("hint"), "provider": provider, "timeline": timeline},
-        redactor=Redactor(config.secrets()),
-    )
+        model=(exchange.model if exchange is not None else None) or config.model, provider=provider,
+        artifacts=artifact_digests(result.run_dir), run_dir=str(result.run_dir), **common,
+        details={"run_id": result.run_id, "exit_code": result.exit_code,
+                 "final_message": outcome.final_message if outcome is not None else None, "usage": doc.get("usage"),
+                 "hint": doc.get("hint"), "provider": provider, "timeline": timeline})

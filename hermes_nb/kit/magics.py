@@ -1,10 +1,6 @@
-"""IPython magics, registered by ``%load_ext hermes_nb``: ``%hermes_check``, ``%hermes_probe``, ``%hermes_load`` and
-``%%hermes_chat`` (the cell body is the prompt; the answer streams into one display updated in place, Markdown by
-default with nothing in it run, then the verdict and usage). Their arguments are generated from the jobs' specs, so
-``%hermes_check?`` states what ``hermes-nb check --help`` states; the config is resolved as the CLI resolves it, and
-with no endpoint anywhere each scenario gets an embedded emulator for the session (``%unload_ext`` stops them).
-Every result is the cell's value; a kernel interrupt keeps what arrived (the partial answer, the load measured).
-"""
+"""The magics ``%load_ext hermes_nb`` registers. Their arguments are generated from the jobs' specs (``%hermes_check?``
+states what ``hermes-nb check --help`` states) and their config is resolved as the CLI resolves it; with no endpoint
+anywhere, each scenario gets an embedded emulator for the session. A kernel interrupt keeps what arrived."""
 
 from __future__ import annotations
 
@@ -30,7 +26,7 @@ from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, Spec
 from hermes_nb.kit.console import answer_html, json_of
 from hermes_nb.kit.job import Job
-from hermes_nb.kit.session import ModelCatalog, Targets, phase_of, status_of, unlisted_note
+from hermes_nb.kit.session import ConsoleSession, status_line, unlisted_note
 from hermes_nb.load.report import LoadReport  # the load wing, reached from the kit by this magic only
 from hermes_nb.load.run import run_load
 from hermes_nb.load.spec import LoadSpec
@@ -41,10 +37,8 @@ from hermes_nb.proxy.report import WireReport
 from hermes_nb.target import Target
 from hermes_nb.views.htmlkit import badge
 from hermes_nb.wire.client import HermesClient
-from hermes_nb.wire.payloads import responses_request_body
+from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import classify
-
-__all__ = ["HermesMagics", "ChatSpec", "ChatResult", "load_ipython_extension", "unload_ipython_extension"]
 
 #: stream display updates at most this often (the final text always goes out)
 UPDATE_EVERY_S = 0.05
@@ -76,7 +70,7 @@ class ChatResult(Shown):
     @property
     def status(self) -> str:
         """The console's status line: ``done: passed (ok)``, ``blocked: auth`` (never "done" for a failure)."""
-        return "interrupted: partial text kept" if self.stopped else status_of(phase_of(self), self)
+        return "interrupted: partial text kept" if self.stopped else status_line(self.verdict, self.reason)
 
     def _repr_text_(self) -> str:
         took = f" in {self.exchange.timings.total_s:.3f} s" if self.exchange is not None else ""
@@ -151,9 +145,7 @@ class HermesMagics(Magics):
 
     def __init__(self, shell: Any = None) -> None:
         super().__init__(shell)
-        self.targets = Targets()
-        #: the models each endpoint lists: one ``GET /models`` per endpoint for the session
-        self.catalog = ModelCatalog()
+        self.session = ConsoleSession()  # its emulators and the models each endpoint lists, for the kernel's session
 
     def aim(self, spec: Any, provider: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
         """The options' config, resolved once, and its target (the configured endpoint, else this session's
@@ -161,7 +153,7 @@ class HermesMagics(Magics):
         config = spec.runtime_config()
         if provider and not config.provider:
             config = config.model_copy(update={"provider": provider})
-        return self.targets.aim(config, spec.scenario)
+        return self.session.aim(config, spec.scenario)
 
     @line_magic
     @_magic(CheckSpec, "%hermes_check")
@@ -194,29 +186,24 @@ class HermesMagics(Magics):
             raise HermesError("%%hermes_chat: the cell body is the prompt, and it is empty")
         target, config = self.aim(spec, provider="xai" if spec.route == "responses" else None)
         warnings = []
-        models = self.catalog.lookup(config)
+        models = self.session.listed(config)
         if models is not None and config.model not in models:
             warnings.append(unlisted_note(config.model, models, config.endpoint))
             display({"text/plain": f"warning: {warnings[0]}",
                      "text/html": badge("warning", f"⚠ warning: {warnings[0]}")}, raw=True)
         answer = _Answer(Redactor(config.secrets()), spec.format)
-        exchange = outcome = None
-        stopped = False
+        body, path = ((responses_request_body(config, prompt, stream=True), "/responses") if spec.route == "responses"
+                      else (chat_request_body(config, [{"role": "user", "content": prompt}], stream=True),
+                            "/chat/completions"))
+        exchange = None
         with HermesClient(config) as client:
             try:
-                if spec.route == "responses":
-                    body = responses_request_body(config, prompt, stream=True)
-                    exchange = client.send(client.build_request("POST", "/responses", json=body, sse=True), sse=True,
-                                           on_delta=answer.delta)
-                else:
-                    exchange = client.chat([{"role": "user", "content": prompt}], stream=True,
-                                           on_delta=answer.delta)
+                exchange = client.send(client.build_request("POST", path, json=body, sse=True), on_delta=answer.delta)
             except KeyboardInterrupt:  # the kernel's interrupt: stop here, keep what arrived
-                stopped = True
-        if exchange is not None:
-            outcome = classify(exchange, config, executable=target.executable)
+                pass
+        outcome = classify(exchange, config, executable=target.executable) if exchange is not None else None
         text = exchange.text if exchange is not None else answer.redactor.text("".join(answer.pieces))
-        result = ChatResult(exchange=exchange, outcome=outcome, text=text, stopped=stopped, warnings=warnings)
+        result = ChatResult(exchange=exchange, outcome=outcome, text=text, stopped=exchange is None, warnings=warnings)
         answer.finish(result.status, result.usage.line() if exchange is not None else None)
         return result
 
@@ -230,4 +217,4 @@ def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext hermes_nb``: stop the session's emulators."""
     magics = ipython.magics_manager.registry.get(HermesMagics.__name__)
     if isinstance(magics, HermesMagics):
-        magics.targets.close()
+        magics.session.close()

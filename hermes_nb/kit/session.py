@@ -1,6 +1,6 @@
 """The probe console's logic without widgets (tested without a browser): routes and the body editor, the targets,
-one request streamed on its own thread, the request's state machine, the history and the models each endpoint
-lists. :mod:`hermes_nb.kit.console` wires ipywidgets to it; the magics share its targets and model catalog."""
+one request streamed on its own thread, the history and what the console shows of them. :mod:`hermes_nb.kit.console`
+wires ipywidgets to it; the magics share its targets and the models each endpoint lists."""
 
 from __future__ import annotations
 
@@ -32,14 +32,11 @@ from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import classify, route_outcome
 
-__all__ = ["ROUTES", "RouteChoice", "BodyCheck", "check_body", "Targets", "ConsoleActions",
-           "ModelCatalog", "StreamJob", "HistoryEntry", "RequestState", "View", "ConsoleSession",
-           "error_html", "unlisted_note"]
-
 
 @dataclass(frozen=True)
 class RouteChoice:
-    """One entry of the route picker (``method``/``path`` None: the method picker's and the path field's)."""
+    """One entry of the route picker (``method``/``path`` None: the method picker's and the path field's);
+    ``api``: what a prompt becomes, ``chat`` (messages) or ``responses`` (OpenAI's Responses API: ``input``)."""
 
     label: str
     method: str | None
@@ -47,7 +44,6 @@ class RouteChoice:
     root: bool = False
     sse: bool = False
     chat: bool = False
-    #: what a prompt becomes: ``chat`` (messages) or ``responses`` (OpenAI's Responses API: ``input``)
     api: str = "chat"
 
 
@@ -115,117 +111,9 @@ def error_html(exc: HermesError | str) -> str:
     return kv_html([("status", "error"), ("error", str(exc))], title="error")
 
 
-# --------------------------------------------------------------------------- targets and the buttons' calls
-
-class Targets:
-    """A session's targets: a configured endpoint is identified on each call; with none configured, an embedded
-    emulator per scenario and provider, started on first use and stopped by :meth:`close`."""
-
-    def __init__(self, *, delay_s: float | None = None, provider: str = "nous") -> None:
-        #: the ``slow`` scenario's pause before each delta (None: the emulator's default)
-        self.delay_s = delay_s
-        #: what an embedded emulator fronts when the config names no provider (``xai`` forwards ``/v1/responses``)
-        self.provider = provider
-        self.emulators: dict[tuple[str, str], Target] = {}
-        self._stack = ExitStack()
-        self._lock = threading.Lock()
-
-    def aim(self, config: HermesProxyRuntimeConfig, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
-        """``config``'s target, and ``config`` aimed at it."""
-        if config.origin("endpoint") != "default":
-            return identify(config), config
-        config = config.model_copy(update={"provider": config.provider or self.provider})
-        key = (scenario, config.provider or "nous")
-        with self._lock:
-            if key not in self.emulators:
-                extra: dict[str, Any] = {} if self.delay_s is None else {"delay_s": self.delay_s}
-                self.emulators[key], _ = self._stack.enter_context(embedded_target(config, scenario=scenario, **extra))
-        target = self.emulators[key]
-        return target, config.with_endpoint(target.endpoint, origin="emulator")
-
-    def close(self) -> None:
-        with self._lock:
-            self._stack.close()
-            self.emulators.clear()
-
-
-class ConsoleActions(Targets):
-    """The console's targets and the library calls of its buttons; each call returns HTML."""
-
-    def resolve(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
-                auth_token: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
-        """The inputs' config, resolved once as the CLI does it, and its target."""
-        config = resolve_runtime_config(environ=environ, endpoint=endpoint.strip() or None, model=model or None,
-                                        auth_token=auth_token or None)
-        return self.aim(config, scenario)
-
-    def _shown(self, inputs: tuple[str, str, str], environ: Mapping[str, str] | None, auth_token: str | None,
-               call: Callable[[Target, HermesProxyRuntimeConfig], Any]) -> str:
-        try:
-            return str(call(*self.resolve(*inputs, environ=environ, auth_token=auth_token))._repr_html_())
-        except HermesError as exc:
-            return error_html(exc)
-
-    def check(self, endpoint: str, model: str, scenario: str, *, environ: Mapping[str, str] | None = None,
-              auth_token: str | None = None) -> str:
-        return self._shown((endpoint, model, scenario), environ, auth_token, lambda t, c: check(c, target=t))
-
-    def probe(self, endpoint: str, model: str, scenario: str, *, budget_s: float = 30.0,
-              environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> str:
-        return self._shown((endpoint, model, scenario), environ, auth_token, lambda _t, c: probe(c, budget_s=budget_s))
-
-    def run_prompt(self, endpoint: str, model: str, scenario: str, prompt: str, *, root: str | None = None,
-                   environ: Mapping[str, str] | None = None, auth_token: str | None = None) -> str:
-        """Run ``prompt`` as a mission, prepared as ``hermes-nb run --prompt`` prepares it."""
-        def run(_target: Target, config: HermesProxyRuntimeConfig) -> Any:
-            work = root or self._stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-run-"))
-            prepared = prepare_mission(prompt=prompt, root=root, fallback_root=None)
-            return prepared.replace(config=config, root=Path(work)).run(handle_signals=False)
-        return self._shown((endpoint, model, scenario), environ, auth_token, run)
-
-
-# --------------------------------------------------------------------------- the models each endpoint lists
-
-def models_of(exchange: Exchange | None) -> list[str] | None:
-    """The model ids of a ``/models`` answer (None: not a model list)."""
-    body = exchange.json_body if exchange is not None and exchange.ok_status else None
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, list):
-        return None
-    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id") is not None]
-
-
 def unlisted_note(model: str, models: Sequence[str], endpoint: str) -> str:
     listed = ", ".join(models[:8]) + (f", … ({len(models)} in all)" if len(models) > 8 else "")
     return f"model {model!r} is not listed by the proxy at {endpoint} (listed: {listed or 'none'})"
-
-
-class ModelCatalog:
-    """Endpoint → the models it lists (None: asked, no list): one ``GET /models`` per endpoint for the session.
-    An endpoint without a list flags nothing (the adapter check judges a missing list)."""
-
-    def __init__(self) -> None:
-        self._lists: dict[str, list[str] | None] = {}
-        self._asking = threading.Lock()  # two threads asking at once: one request, the other waits for it
-
-    def known(self, endpoint: str) -> list[str] | None:
-        return self._lists.get(endpoint.rstrip("/"))
-
-    def asked(self, endpoint: str) -> bool:
-        return endpoint.rstrip("/") in self._lists
-
-    def lookup(self, config: HermesProxyRuntimeConfig, *, deadline_s: float = 5.0) -> list[str] | None:
-        key = config.endpoint.rstrip("/")
-        with self._asking:
-            if key not in self._lists:
-                with HermesClient(config) as client:
-                    self._lists[key] = models_of(client.models(deadline_s=deadline_s))
-        return self._lists[key]
-
-    def flag(self, endpoint: str, model: str) -> str | None:
-        """Why ``model`` looks wrong for ``endpoint`` (None: listed, or no list known)."""
-        models = self.known(endpoint)
-        return None if models is None or not model or model in models else unlisted_note(model, models, endpoint)
 
 
 # --------------------------------------------------------------------------- one request on its own thread
@@ -233,21 +121,22 @@ class ModelCatalog:
 class StreamJob:
     """One request off the kernel's main thread (the kernel stays idle and handles a Stop click); each delta goes
     to ``on_delta`` as it arrives. :meth:`stop` shuts the socket down (taken from httpcore's ``connect_tcp``
-    trace event): the blocked read returns at once and the exchange keeps every delta that arrived."""
+    trace event): the blocked read returns at once and the exchange keeps every delta that arrived. ``record``
+    makes the history entry before the job counts as ended; ``on_done`` runs after."""
 
     def __init__(self, client: HermesClient, request: Any, *, sse: bool,
                  on_delta: Callable[[str], None] | None = None,
+                 record: Callable[[Exchange, bool], HistoryEntry] | None = None,
                  on_done: Callable[[StreamJob], None] | None = None) -> None:
         self.client, self.request, self.sse = client, request, sse
-        self.on_delta, self.on_done = on_delta, on_done
+        self.on_delta, self.record, self.on_done = on_delta, record, on_done
         self.pieces: list[str] = []
         self.exchange: Exchange | None = None
+        self.entry: HistoryEntry | None = None
         self.error: BaseException | None = None
         self.stopped = threading.Event()
-        #: the request ended (set before ``on_done`` runs: a new request may start from then on)
-        self.ended = threading.Event()
-        #: ``on_done`` ran too: the history entry and the widgets show the end
-        self.done = threading.Event()
+        self.ended = threading.Event()  # the entry is recorded: a new request may start
+        self.done = threading.Event()  # ``on_done`` ran too
         self._sock: socket.socket | None = None
         self._thread = threading.Thread(target=self._run, name="hermes-nb-console-stream", daemon=True)
         request.extensions["trace"] = self._trace
@@ -259,7 +148,7 @@ class StreamJob:
 
     @property
     def running(self) -> bool:
-        return self._thread.is_alive() and not self.ended.is_set()
+        return not self.ended.is_set()
 
     def start(self) -> StreamJob:
         self._thread.start()
@@ -288,6 +177,8 @@ class StreamJob:
     def _run(self) -> None:
         try:
             self.exchange = self.client.send(self.request, sse=self.sse, on_delta=self._delta)
+            if self.record is not None:
+                self.entry = self.record(self.exchange, self.stopped.is_set())
         except BaseException as exc:  # thread edge: kept for the caller, shown in the response panel
             self.error = exc
         finally:
@@ -310,7 +201,7 @@ class StreamJob:
         return self.done.wait(timeout)
 
 
-# --------------------------------------------------------------------------- history
+# --------------------------------------------------------------------------- history and what the console shows
 
 class HistoryEntry(StrictModel):
     """One exchange of the session and its verdict; its JSON is the export and a history file's line."""
@@ -344,9 +235,6 @@ class HistoryEntry(StrictModel):
             return json.dumps(ex.json_body, indent=2, ensure_ascii=False)
         return ex.body_text or ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
-
 
 def load_history(path: Path) -> list[HistoryEntry]:
     """The entries of a history file (a ConfigError naming the line that is not one)."""
@@ -362,177 +250,150 @@ def load_history(path: Path) -> list[HistoryEntry]:
     return entries
 
 
-# --------------------------------------------------------------------------- the request's state machine
-
-IDLE, SENDING, STREAMING = "idle", "sending", "streaming"
-DONE, FAILED, BLOCKED, STOPPED = "done", "failed", "blocked", "stopped"
-RUNNING = frozenset({SENDING, STREAMING})
-_PHASE = {"passed": DONE, "failed": FAILED, "blocked": BLOCKED, "stopped": STOPPED}
+_PHASES = {"passed": "done", "blocked": "blocked", "stopped": "stopped"}
 
 
-def phase_of(entry: Any) -> str:
-    """The phase an entry (anything with a ``verdict``; None: no exchange) ends in."""
-    return FAILED if entry is None else _PHASE.get(entry.verdict, FAILED)
-
-
-def status_of(phase: str, entry: Any = None, error: str | None = None) -> str:
-    """``sending…``, ``done: passed (ok)``, ``failed: unreachable``, ``stopped: partial text kept`` (a failure never
-    says "done")."""
-    if phase in RUNNING:
-        return f"{phase}…"
-    if phase == STOPPED:
-        return "stopped: partial text kept"
-    if phase == IDLE:
-        return IDLE
-    if entry is None:
-        return f"{phase}: {error or 'no exchange'}"
-    return f"{phase}: {entry.verdict} ({entry.reason})" if phase == DONE else f"{phase}: {entry.reason}"
+def status_line(verdict: str, reason: str) -> str:
+    """``done: passed (ok)``, ``blocked: auth``, ``stopped: partial text kept`` (a failure never says "done")."""
+    phase = _PHASES.get(verdict, "failed")
+    if phase == "done":
+        return f"done: {verdict} ({reason})"
+    return "stopped: partial text kept" if phase == "stopped" else f"{phase}: {reason}"
 
 
 @dataclass(frozen=True)
 class View:
-    """What the console shows, all from one moment."""
+    """What the console shows, all from one moment: ``phase`` is idle, sending, streaming (a request runs), done,
+    failed, blocked or stopped; ``text`` the answer so far or the shown entry's; ``error`` why a request ended
+    without an exchange."""
 
     phase: str
     status: str
-    #: the answer so far (streaming) or the shown entry's answer
-    text: str
-    usage: str | None
-    entry: HistoryEntry | None
-    #: why a request ended without an exchange
-    error: str | None
+    text: str = ""
+    usage: str | None = None
+    entry: HistoryEntry | None = None
+    error: str | None = None
 
     @property
     def running(self) -> bool:
         """Stop is enabled exactly then, Send exactly otherwise."""
-        return self.phase in RUNNING
+        return self.phase in ("sending", "streaming")
 
 
-class RequestState:
-    """idle ─begin→ sending ─delta→ streaming ─finish→ done | failed | blocked | stopped; :meth:`select` shows a
-    finished entry. Each request has a generation: a delta or an end of an older one is ignored, so nothing
-    outlives its request (no "sending…" left behind, no old answer under a new status). One lock: a snapshot is
-    one moment, whichever thread asks."""
-
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._gen = 0
-        self._pieces: list[str] = []
-        self._show(IDLE)
-
-    def _show(self, phase: str, entry: HistoryEntry | None = None, text: str = "", error: str | None = None) -> None:
-        self._phase, self._entry, self._text, self._error = phase, entry, text, error
-
-    def begin(self) -> int:
-        """A new request: sending, the previous answer cleared. Its generation, for its callbacks."""
-        with self._lock:
-            if self._phase in RUNNING:
-                raise ConfigError("a request is still running: stop it first")
-            self._gen += 1
-            self._pieces = []
-            self._show(SENDING)
-            return self._gen
-
-    def abandon(self, gen: int) -> None:
-        """Request ``gen`` was refused before it was sent: back to idle."""
-        with self._lock:
-            if gen == self._gen and self._phase in RUNNING:
-                self._show(IDLE)
-
-    def delta(self, gen: int, piece: str) -> bool:
-        with self._lock:
-            if gen != self._gen or self._phase not in RUNNING:
-                return False
-            self._pieces.append(piece)
-            self._show(STREAMING)
-            return True
-
-    def finish(self, gen: int, entry: HistoryEntry | None, error: str | None = None) -> bool:
-        """Request ``gen`` ended: its entry (None with ``error``: no exchange at all)."""
-        with self._lock:
-            if gen != self._gen or self._phase not in RUNNING:
-                return False
-            self._show(phase_of(entry), entry, entry.answer if entry is not None else "".join(self._pieces), error)
-            return True
-
-    def select(self, entry: HistoryEntry) -> bool:
-        """Show a finished entry; refused (False) while a request runs."""
-        with self._lock:
-            if self._phase in RUNNING:
-                return False
-            if entry is not self._entry:
-                self._show(phase_of(entry), entry, entry.answer)
-            return True
-
-    def snapshot(self) -> View:
-        with self._lock:
-            entry = self._entry
-            return View(phase=self._phase, status=status_of(self._phase, entry, self._error),
-                        text="".join(self._pieces) if self._phase in RUNNING else self._text,
-                        usage=Usage.from_exchange(entry.exchange).line() if entry is not None else None,
-                        entry=entry, error=self._error)
+def _judged(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig, stopped: bool) -> dict[str, Any]:
+    """The verdict fields of one console exchange's history entry."""
+    if stopped:
+        return {"verdict": "stopped", "reason": "stopped", "errors": [f"stopped after {len(ex.text)} characters"],
+                "hint": "the stream was stopped from the console; the partial text is kept"}
+    if route.chat or not ex.ok_status or ex.transport_error is not None:
+        outcome = classify(ex, config)
+        return {"verdict": outcome.status, "reason": outcome.reason, "hint": outcome.hint,
+                "errors": list(outcome.errors), "outcome": outcome}
+    return {"verdict": "passed", "reason": route_outcome(ex, root=route.root)}
 
 
 # --------------------------------------------------------------------------- the session
 
-def _judge(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig,
-           stopped: bool) -> tuple[str, str, str | None, list[str], Outcome | None]:
-    """(verdict, reason, hint, errors, outcome) of one console exchange."""
-    if stopped:
-        return ("stopped", "stopped", "the stream was stopped from the console; the partial text is kept",
-                [f"stopped after {len(ex.text)} characters"], None)
-    if route.chat or not ex.ok_status or ex.transport_error is not None:
-        outcome = classify(ex, config)
-        return outcome.status, outcome.reason, outcome.hint, list(outcome.errors), outcome
-    return "passed", route_outcome(ex, root=route.root), None, [], None
-
-
 class ConsoleSession:
-    """Inputs in, a :class:`StreamJob` out, a :class:`HistoryEntry` in :attr:`history` when it ends (appended to the
-    ``history`` file too, secrets masked, so it survives a kernel restart). The bearer comes from
-    ``HERMES_NB_AUTH_TOKEN`` or :meth:`set_token` (the password field), and its redactor knows it."""
+    """The console's logic: its targets (a configured endpoint is identified on each call; with none configured, an
+    embedded emulator per scenario and ``provider``, started on first use), the library calls of its buttons (each
+    returning HTML), the models each endpoint lists, and its requests: inputs in, a :class:`StreamJob` out, a
+    :class:`HistoryEntry` in :attr:`history` when it ends (appended to the ``history`` file too, secrets masked, so
+    it survives a kernel restart). The config is resolved as the CLI does it, from ``environ`` and the bearer of
+    :meth:`set_token` (the password field); the redactor knows it."""
 
     def __init__(self, *, delay_s: float | None = None, environ: Mapping[str, str] | None = None,
                  history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
-        self.actions = ConsoleActions(delay_s=delay_s, provider=provider)
+        self.delay_s, self.provider = delay_s, provider  # delay_s: the ``slow`` scenario's pause before each delta
+        self.environ = environ
+        self.auth_token: str | None = None
+        self.emulators: dict[tuple[str, str], Target] = {}
+        self._stack = ExitStack()
         self.redactor = Redactor()
         self.history_path = Path(history) if history is not None else None
         #: this session's exchanges, oldest first
         self.history = load_history(self.history_path) if self.history_path is not None else []
-        self._history_lock = threading.Lock()
-        self.environ = environ
+        self._lock = threading.Lock()  # the history and what is shown: one moment, whichever thread asks
+        #: the last request started, and the entry shown (its own once it ends, or one picked from the history)
         self.job: StreamJob | None = None
-        self._token: str | None = None
-        self.catalog = ModelCatalog()
+        self.shown: HistoryEntry | None = None
+        #: endpoint (no final ``/``) → the models it lists (None: asked, no list); one ``GET /models`` each
+        self.catalog: dict[str, list[str] | None] = {}
+        self._once = threading.Lock()  # an emulator started, a model list asked for: once, the others wait
         #: the endpoint the last request (or models lookup) went to
         self.endpoint_in_use: str | None = None
 
-    def set_token(self, value: str | None) -> None:
-        """Use ``value`` as the bearer (None or empty: back to ``HERMES_NB_AUTH_TOKEN``)."""
-        self._token = value or None
-        if value:
-            self.redactor.add(value)
-
-    @property
-    def token_source(self) -> str:
-        """Where the bearer comes from, never the bearer itself."""
-        return "password field" if self._token else "HERMES_NB_AUTH_TOKEN or the default"
-
-    def call(self, action: Callable[..., str], *args: Any, **kw: Any) -> str:
-        """One of :attr:`actions`' buttons with this session's environment and bearer."""
-        return action(*args, environ=self.environ, auth_token=self._token, **kw)
+    # ---- targets and the buttons' calls
+    def aim(self, config: HermesProxyRuntimeConfig, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
+        """``config``'s target, and ``config`` aimed at it."""
+        if config.origin("endpoint") != "default":
+            return identify(config), config
+        config = config.model_copy(update={"provider": config.provider or self.provider})
+        key = (scenario, config.provider or "nous")
+        with self._once:
+            if key not in self.emulators:
+                extra: dict[str, Any] = {} if self.delay_s is None else {"delay_s": self.delay_s}
+                self.emulators[key], _ = self._stack.enter_context(embedded_target(config, scenario=scenario, **extra))
+        target = self.emulators[key]
+        return target, config.with_endpoint(target.endpoint, origin="emulator")
 
     def config(self, endpoint: str, model: str, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
-        target, config = self.actions.resolve(endpoint, model, scenario, environ=self.environ,
-                                              auth_token=self._token)
+        """The inputs' config and its target."""
+        config = resolve_runtime_config(environ=self.environ, endpoint=endpoint.strip() or None, model=model or None,
+                                        auth_token=self.auth_token)
+        target, config = self.aim(config, scenario)
         self.redactor.add(*config.secrets())
         self.endpoint_in_use = config.endpoint
         return target, config
 
+    def set_token(self, value: str | None) -> None:
+        """Use ``value`` as the bearer (None or empty: back to ``HERMES_NB_AUTH_TOKEN``)."""
+        self.auth_token = value or None
+        if value:
+            self.redactor.add(value)
+
+    def _shown(self, inputs: tuple[str, str, str], call: Callable[[Target, HermesProxyRuntimeConfig], Any]) -> str:
+        try:
+            return str(call(*self.config(*inputs))._repr_html_())
+        except HermesError as exc:
+            return error_html(exc)
+
+    def check(self, endpoint: str, model: str, scenario: str) -> str:
+        return self._shown((endpoint, model, scenario), lambda t, c: check(c, target=t))
+
+    def probe(self, endpoint: str, model: str, scenario: str, *, budget_s: float = 30.0) -> str:
+        return self._shown((endpoint, model, scenario), lambda _t, c: probe(c, budget_s=budget_s))
+
+    def run_prompt(self, endpoint: str, model: str, scenario: str, prompt: str, *, root: str | None = None) -> str:
+        """Run ``prompt`` as a mission, prepared as ``hermes-nb run --prompt`` prepares it."""
+        def run(_target: Target, config: HermesProxyRuntimeConfig) -> Any:
+            work = root or self._stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-run-"))
+            prepared = prepare_mission(prompt=prompt, root=root, fallback_root=None)
+            return prepared.replace(config=config, root=Path(work)).run(handle_signals=False)
+        return self._shown((endpoint, model, scenario), run)
+
+    def listed(self, config: HermesProxyRuntimeConfig, *, deadline_s: float = 5.0) -> list[str] | None:
+        """The models ``config``'s endpoint lists (None: no list; an unlisted model is then not flagged)."""
+        key = config.endpoint.rstrip("/")
+        with self._once:
+            if key not in self.catalog:
+                with HermesClient(config) as client:
+                    answer = client.models(deadline_s=deadline_s)
+                body = answer.json_body if answer.ok_status else None
+                data = body.get("data") if isinstance(body, dict) else None
+                self.catalog[key] = ([str(m["id"]) for m in data if isinstance(m, dict) and m.get("id") is not None]
+                                     if isinstance(data, list) else None)
+        return self.catalog[key]
+
+    def models(self, endpoint: str, model: str, scenario: str) -> list[str] | None:
+        """The models the inputs' target lists."""
+        return self.listed(self.config(endpoint, model, scenario)[1])
+
+    # ---- requests
     def prepare(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, *, prompt: str = "",
                 body: str = "", method: str = "POST", path: str = "",
                 on_delta: Callable[[str], None] | None = None,
-                on_done: Callable[[StreamJob, HistoryEntry | None], None] | None = None) -> StreamJob:
+                on_done: Callable[[StreamJob], None] | None = None) -> StreamJob:
         """One request, built and not started. Raises :class:`ConfigError` for bad inputs (nothing sent)."""
         choice = ROUTES[route] if isinstance(route, str) else route
         req_method = (choice.method or method or "GET").upper()
@@ -555,44 +416,58 @@ class ConsoleSession:
         client = HermesClient(config)
         request = client.build_request(req_method, req_path, json=value, root=choice.root, sse=choice.sse)
 
-        def done(job: StreamJob) -> None:
-            entry = None
-            if job.exchange is not None:
-                stopped = job.stopped.is_set()
-                verdict, reason, hint, errors, outcome = _judge(choice, job.exchange, config, stopped)
-                entry = self._record(route=choice.label if choice.path else req_path, exchange=job.exchange,
-                                     verdict=verdict, reason=reason, hint=hint, errors=errors, stopped=stopped,
-                                     outcome=outcome, provider=target.provider)
-            if on_done is not None:
-                on_done(job, entry)
+        def record(exchange: Exchange, stopped: bool) -> HistoryEntry:
+            judged = _judged(choice, exchange, config, stopped)
+            with self._lock:  # entries come from stream threads
+                entry = HistoryEntry(number=self.history[-1].number + 1 if self.history else 1,
+                                     route=choice.label if choice.path else req_path, exchange=exchange,
+                                     stopped=stopped, provider=target.provider, **judged)
+                self.history.append(entry)
+                if self.history_path is not None:
+                    self.history_path.parent.mkdir(parents=True, exist_ok=True)
+                    with self.history_path.open("a", encoding="utf-8") as fh:
+                        fh.write(json.dumps(self.redactor.data(entry.model_dump(mode="json", by_alias=True)),
+                                            ensure_ascii=False, sort_keys=True) + "\n")
+                self.shown = entry
+            return entry
 
-        return StreamJob(client, request, sse=choice.sse, on_delta=on_delta, on_done=done)
-
-    def _record(self, **fields: Any) -> HistoryEntry:
-        with self._history_lock:  # entries come from stream threads
-            entry = HistoryEntry(number=self.history[-1].number + 1 if self.history else 1, **fields)
-            self.history.append(entry)
-            if self.history_path is not None:
-                self.history_path.parent.mkdir(parents=True, exist_ok=True)
-                with self.history_path.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(self.redactor.data(entry.to_dict()), ensure_ascii=False, sort_keys=True)
-                             + "\n")
-        return entry
+        return StreamJob(client, request, sse=choice.sse, on_delta=on_delta, record=record, on_done=on_done)
 
     def start(self, job: StreamJob) -> StreamJob:
-        """Start a prepared request (refused while another runs)."""
-        if self.job is not None and self.job.running:
-            raise ConfigError("a request is still running: stop it first")
-        self.job = job
+        """Start a prepared request (refused while another runs); the previous answer is no longer shown."""
+        with self._lock:
+            if self.job is not None and self.job.running:
+                raise ConfigError("a request is still running: stop it first")
+            self.job, self.shown = job, None
         return job.start()
 
     def send(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, **inputs: Any) -> StreamJob:
         """Start one request on its own thread (``inputs``: :meth:`prepare`'s)."""
         return self.start(self.prepare(endpoint, model, scenario, route, **inputs))
 
-    def models(self, endpoint: str, model: str, scenario: str) -> list[str] | None:
-        """The models the target lists (one ``GET /models`` per endpoint for the session; None: no list)."""
-        return self.catalog.lookup(self.config(endpoint, model, scenario)[1])
+    def select(self, entry: HistoryEntry) -> bool:
+        """Show a finished entry; refused (False) while a request runs."""
+        with self._lock:
+            if self.job is not None and self.job.running:
+                return False
+            self.shown = entry
+            return True
+
+    def view(self) -> View:
+        """What the console shows now: the running request, else the shown entry, else how the last one ended."""
+        with self._lock:
+            job, entry = self.job, self.shown
+            running = job is not None and job.running
+        if job is not None and running:
+            phase = "streaming" if job.pieces else "sending"
+            return View(phase, f"{phase}…", job.text)
+        if entry is not None:
+            return View(_PHASES.get(entry.verdict, "failed"), status_line(entry.verdict, entry.reason), entry.answer,
+                        Usage.from_exchange(entry.exchange).line(), entry)
+        if job is None:
+            return View("idle", "idle")
+        error = f"{type(job.error).__name__}: {job.error}" if job.error is not None else "no exchange"
+        return View("failed", f"failed: {error}", job.text, error=error)
 
     def stop(self) -> None:
         if self.job is not None:
@@ -600,11 +475,14 @@ class ConsoleSession:
 
     def export(self, index: int) -> str:
         """History entry ``index`` as JSON, secrets masked."""
-        data = self.redactor.data(self.history[index].to_dict())
+        data = self.redactor.data(self.history[index].model_dump(mode="json", by_alias=True))
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
 
     def close(self) -> None:
+        """Stop the request and the emulators."""
         self.stop()
         if self.job is not None:
             self.job.wait(5.0)
-        self.actions.close()
+        with self._once:
+            self._stack.close()
+            self.emulators.clear()

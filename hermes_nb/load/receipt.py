@@ -19,7 +19,7 @@ from hermes_nb.load.run import run_load
 from hermes_nb.load.spec import LoadSpec
 from hermes_nb.load.views import report_text
 from hermes_nb.nbrun.smoke import SmokeResult, run_smoke
-from hermes_nb.receipts.store import is_url, open_store
+from hermes_nb.receipts.store import RemoteStore, is_url
 from hermes_nb.receipts.verdict import verdict_summary
 from hermes_nb.target import UNKNOWN, Target
 
@@ -59,7 +59,7 @@ def load(spec: LoadSpec, config: HermesProxyRuntimeConfig | None = None, *,
          progress: Callable[[str], None] | None = None, environ: Mapping[str, str] | None = None) -> LoadRun:
     """The command's one call: measure, then (``spec.out``) keep the receipt; shared storage is checked first."""
     if spec.out and is_url(spec.out):
-        open_store(spec.out).check()
+        RemoteStore(spec.out).check()
     report = run_load(config, spec=spec, progress=progress, environ=environ)
     if spec.out is None:
         return LoadRun(report)
@@ -70,7 +70,7 @@ def load(spec: LoadSpec, config: HermesProxyRuntimeConfig | None = None, *,
 def keep(report: LoadReport, out: str, *, html: bool = True, secrets: list[str] | None = None,
          progress: Callable[[str], None] | None = None, timeout_s: float = 300.0) -> SmokeResult:
     """The receipt of ``report`` under ``out`` (a directory or a storage URL): the load notebook, executed."""
-    store = open_store(out) if is_url(out) else None
+    store = RemoteStore(out) if is_url(out) else None
     target = Target(endpoint=report.endpoint, kind=report.target.kind, release=report.target.release or UNKNOWN,
                     evidence=report.target.evidence, provider=report.target.provider,
                     executable=report.target.executable)

@@ -170,12 +170,12 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
     rig, provider, out = spec.rig, spec.provider, spec.out
     only, timeout_s, html, blocked_exit = spec.only or None, spec.cell_timeout_s, spec.html, spec.blocked_exit
     junit_xml, summary_md = spec.junit_xml, spec.summary_md
-    from hermes_nb.receipts.store import is_url, open_store
+    from hermes_nb.receipts.store import RemoteStore, is_url
 
     check_output_paths(junit_xml=junit_xml, summary_md=summary_md)
     warnings: list[str] = []
     step = step_summary_path(step_summary, env, warnings)
-    store = open_store(str(out)) if out is not None and is_url(out) else None
+    store = RemoteStore(str(out)) if out is not None and is_url(out) else None
     if store is not None:
         store.check()
     else:

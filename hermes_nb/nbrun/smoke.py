@@ -28,7 +28,7 @@ from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
 from hermes_nb.nbrun.kernels import KernelPool
 from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
 from hermes_nb.receipts.index import append_index, index_entry, write_index_html
-from hermes_nb.receipts.write import HtmlRenderer, write_receipt
+from hermes_nb.receipts.write import write_receipt
 from hermes_nb.target import Target
 
 __all__ = ["SmokeResult", "launch_kernels", "run_smoke"]
@@ -153,7 +153,6 @@ def _run(names: list[str], template_dir: Path, work: Path, pool: KernelPool, tar
     out_dir = prove_dir(Path(out_dir).resolve(), "receipts directory")
     receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
     redactor = Redactor(secrets)
-    renderer = HtmlRenderer() if html else None
     runs: list[NotebookRun] = []
     cancelled_by: str | None = None
     stopped = {"by": "SIGINT"}  # the signal's name, set before the kernels are killed (the workers read it)
@@ -183,7 +182,7 @@ def _run(names: list[str], template_dir: Path, work: Path, pool: KernelPool, tar
 
             nb = remove_error_markers(nb)
         try:
-            files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, renderer=renderer,
+            files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, page=html,
                                   artifacts=artifacts)
         except (SecretLeak, ArtifactError, OSError) as exc:
             reason = str(exc) if isinstance(exc, HermesError) else f"receipt not written: {exc}"

@@ -28,14 +28,6 @@ def is_url(location: str | Path | None) -> bool:
     return "://" in text and not text.startswith("file://")
 
 
-def _iorw() -> Any:
-    # edge: papermill's I/O registry takes ~0.4 s to import and only a storage URL needs it (the load notebook's
-    # kernel imports this module)
-    from papermill import iorw
-
-    return iorw
-
-
 class RemoteStore:
     """A receipts prefix behind one of papermill's I/O handlers (``s3://`` with ``hermes-nb[s3]``, ``gs://``,
     ``abs://``, ``adl://``, ``hdfs://``, or one a package registers under ``papermill.io``)."""
@@ -47,7 +39,11 @@ class RemoteStore:
         self.scheme = self.url.split("://", 1)[0]
         if self.scheme == "s3" and importlib.util.find_spec("boto3") is None:
             raise UsageError(f"{url}: s3:// needs boto3: pip install 'hermes-nb[s3]'")
-        self.iorw = _iorw()
+        # edge: papermill's I/O registry takes ~0.4 s to import and only a storage URL needs it (the load notebook's
+        # kernel imports this module)
+        from papermill import iorw
+
+        self.iorw = iorw
         self.handler = self.iorw.papermill_io.get_handler(self.url + "/")
         if isinstance(self.handler, self.iorw.LocalHandler):
             raise UsageError(f"{url}: no papermill I/O handler for {self.scheme}:// "
@@ -129,7 +125,6 @@ class RemoteStore:
         return self.write_text("index.html", text)
 
 
-
 def index_documents(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
     """Every receipts index in a local directory, oldest run first: ``index.json`` (a local directory's chain)
     and ``index.d/*.json`` (one per run, from shared storage)."""
@@ -140,14 +135,10 @@ def index_documents(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
     return found
 
 
-def open_store(location: str) -> RemoteStore:
-    return RemoteStore(location)
-
-
 @contextmanager
 def mirrored(url: str, *, only_indexes: bool = False) -> Iterator[tuple[RemoteStore, Path]]:
     """A temporary local copy of a remote receipts prefix, or of its index objects (removed afterwards)."""
-    store = open_store(url)
+    store = RemoteStore(url)
     store.check()
     tmp = Path(tempfile.mkdtemp(prefix="hermes-nb-mirror-"))
     try:

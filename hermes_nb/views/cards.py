@@ -9,7 +9,7 @@ from typing import Any
 
 from hermes_nb.core.records import StreamTimeline, Usage
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.harness.results import artifact_digests
+from hermes_nb.harness.run import artifact_digests
 from hermes_nb.proxy.report import fmt
 from hermes_nb.views.htmlkit import box, details, esc, kv_html, pre, seconds, table_html
 from hermes_nb.views.timeline import timeline_svg

@@ -105,7 +105,7 @@ def test_masked_pieces_hold_no_fragment_of_a_secret(cuts: list[int]) -> None:
 
 def test_a_long_stream_keeps_a_small_window_and_still_masks_late_secrets() -> None:
     from hermes_nb.core.records import SSEEventRecord
-    from hermes_nb.harness.stream_log import RedactedStream
+    from hermes_nb.harness.run import RedactedStream
 
     pieces = [f"word{i} and more text " for i in range(3000)] + ["key sk-canary-str", "eam-0123456789abcdef ok"]
     out: list[str] = []

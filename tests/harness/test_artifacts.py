@@ -45,10 +45,9 @@ def test_json_format_two_spaces_no_final_newline(tmp_path: Path) -> None:
 
 def test_latest_and_index(tmp_path: Path) -> None:
     arts = MissionArtifacts(tmp_path, "m1")
-    arts.set_latest("r1", "2026-01-01T00:00:00.000Z", "running")
-    arts.update_index("r1", started_at="2026-01-01T00:00:00.000Z", status="running", runtime="hermes-proxy")
+    arts.mark("r1", "2026-01-01T00:00:00.000Z", "running", runtime="hermes-proxy")
     arts.update_index("r2", started_at="2026-01-01T00:00:01.000Z", status="running")
-    arts.update_index("r1", finished_at="2026-01-01T00:00:02.000Z", status="passed")
+    arts.mark("r1", "2026-01-01T00:00:00.000Z", "passed", "2026-01-01T00:00:02.000Z")
     latest_text = (tmp_path / ".harness/missions/m1/latest.json").read_text()
     assert not latest_text.endswith("\n")
     LatestRun.model_validate_json(latest_text)
@@ -68,7 +67,7 @@ def test_symlinked_mission_dir_refused(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="symlink"):
         arts.preflight("r1")
     with pytest.raises(ArtifactError, match="symlink"):
-        arts.set_latest("r1", iso_now(), "running")
+        arts.mark("r1", iso_now(), "running")
     assert list(elsewhere.iterdir()) == []
 
 

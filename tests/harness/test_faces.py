@@ -18,7 +18,7 @@ from hermes_nb import kit, run_mission
 from hermes_nb.cli import main
 from hermes_nb.core.facts import notebook_path
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.kit import ConsoleActions
+from hermes_nb.kit import ConsoleSession
 
 MISSION = """schema_version: uh.mission.v0
 id: faces-1
@@ -91,7 +91,7 @@ def test_a_prompt_sends_the_same_request_from_every_face(tmp_path: Path, capsys:
         run_mission(prompt=PROMPT, root=tmp_path / "lib", endpoint=emu.endpoint, handle_signals=False)
         from_library = _chat_requests(emu)
 
-        actions = ConsoleActions()
+        actions = ConsoleSession()
         try:
             html = actions.run_prompt(emu.endpoint, "", "ok", PROMPT, root=str(tmp_path / "console"))
         finally:

@@ -58,7 +58,7 @@ def test_stream_arrives_in_pieces_on_another_thread_and_stop_keeps_the_partial_t
     done = threading.Event()
     entries = []
     job = session.send("", "m", "slow", "chat (streamed)", prompt="count to ten",
-                       on_delta=on_delta, on_done=lambda j, e: (entries.append(e), done.set()))
+                       on_delta=on_delta, on_done=lambda j: (entries.append(j.entry), done.set()))
     assert two.wait(10), "no deltas arrived"
     session.stop()
     assert done.wait(10)
@@ -218,7 +218,7 @@ def test_ten_failing_sends_in_a_row_leave_no_sending_and_stop_disabled() -> None
     try:
         for n in range(1, 11):
             assert console.send() is not None and console.wait(10)
-            view = console.state.snapshot()
+            view = console.session.view()
             assert view.status == "blocked: unreachable" and "sending" not in console.stream_view.value
             assert ">done" not in console.stream_view.value
             assert console.stop_button.disabled and not console.send_button.disabled

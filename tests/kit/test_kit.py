@@ -10,6 +10,7 @@ import pytest
 from hermes_nb import CheckResult, NotebookFailed, WireReport, kit, resolve_runtime_config
 from hermes_nb.core.manifest import manifest_template, save_manifest
 from hermes_nb.emulator import serve_emulator
+from hermes_nb.kit.job import artifact_digests, check_summary, run_summary, wire_summary
 from hermes_nb.proxy.report import Drift
 from hermes_nb.receipts import verdict
 from hermes_nb.target import Target
@@ -65,9 +66,9 @@ def test_no_endpoint_anywhere_is_an_embedded_emulator_stopped_with_the_job() -> 
 
 def test_artifact_digests_only_existing(tmp_path: Path) -> None:
     (tmp_path / "runtime-final.txt").write_text("x")
-    digests = kit.artifact_digests(tmp_path)
+    digests = artifact_digests(tmp_path)
     assert list(digests) == ["runtime-final.txt"] and len(digests["runtime-final.txt"]) == 64
-    assert kit.artifact_digests(None) == {}
+    assert artifact_digests(None) == {}
 
 
 def test_verdict_summary_validates_and_redacts() -> None:
@@ -88,21 +89,21 @@ def _target(kind: str = "emulator") -> Target:
 def test_check_summary_maps_states(state: str, verdict: str) -> None:
     result = CheckResult(available=state == "ready", state=state, model="m",
                          errors=["e"] if verdict != "passed" else [])
-    summary = kit.check_summary(result, target=_target())
+    summary = check_summary(result, target=_target())
     assert summary["verdict"] == verdict and summary["reason"] == state
 
 
 def test_wire_summary_drift_unreachable_guarded_passed() -> None:
     ok = WireReport(endpoint="x", state="live", reachable=True)
-    assert kit.wire_summary(ok, target=_target(), model="m", contract="c")["verdict"] == "passed"
+    assert wire_summary(ok, target=_target(), model="m", contract="c")["verdict"] == "passed"
     drifted = WireReport(endpoint="x", state="live", reachable=True,
                          drift=[Drift(field="state", expected="live", observed="stale")])
-    drift = kit.wire_summary(drifted, target=_target(), model="m", contract="c")
+    drift = wire_summary(drifted, target=_target(), model="m", contract="c")
     assert drift["verdict"] == "failed" and "state: live → stale" in drift["errors"][0]
-    down = kit.wire_summary(WireReport(endpoint="x", state="unreachable", action="start it"), target=_target(),
+    down = wire_summary(WireReport(endpoint="x", state="unreachable", action="start it"), target=_target(),
                             model="m", contract="c")
     assert down["verdict"] == "blocked" and down["reason"] == "unreachable" and down["details"]["hint"] == "start it"
-    guarded = kit.wire_summary(WireReport(endpoint="x", state="not_local", reachable=True, action="use 127.0.0.1"),
+    guarded = wire_summary(WireReport(endpoint="x", state="not_local", reachable=True, action="use 127.0.0.1"),
                                target=_target(), model="m", contract="c")
     assert (guarded["verdict"], guarded["reason"], guarded["details"]["drift"]) == ("blocked", "not_local", [])
 
@@ -114,6 +115,7 @@ class _Run:
     run_id: str = "r"
     exit_code: int = 0
     outcome: object = None
+    exchange: object = None
     extra: dict = field(default_factory=dict)
 
 
@@ -123,7 +125,7 @@ def test_run_summary_takes_the_runtime_status_and_artifacts(tmp_path: Path, stat
     (tmp_path / "runtime-result.yaml").write_text("status: x\n")
     config = resolve_runtime_config(endpoint="http://127.0.0.1:5/v1", model="m",
                                     environ={"HERMES_NB_AUTH_TOKEN": CANARY})
-    summary = kit.run_summary(_Run({"status": status, "errors": [f"leak {CANARY}"]}, tmp_path),
+    summary = run_summary(_Run({"status": status, "errors": [f"leak {CANARY}"]}, tmp_path),
                                 target=_target(), config=config)
     assert summary["verdict"] == verdict and list(summary["artifacts"]) == ["runtime-result.yaml"]
     assert summary["run_dir"] == str(tmp_path) and CANARY not in str(summary)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hermes_nb import ProbeConsole
-from hermes_nb.kit import ConsoleActions
+from hermes_nb.kit import ConsoleSession
 
 pytest.importorskip("ipywidgets")
 
@@ -23,7 +23,7 @@ def test_check_button_shows_ready_against_the_embedded_emulator(console: ProbeCo
     console.check_button.click()
     assert "adapter check" in console.output.value
     assert ">ready<" in console.output.value
-    assert [t.kind for t in console.actions.emulators.values()] == ["emulator"]
+    assert [t.kind for t in console.session.emulators.values()] == ["emulator"]
 
 
 def test_probe_button_shows_the_wire_report(console: ProbeConsole) -> None:
@@ -46,12 +46,12 @@ def test_scenario_change_restarts_the_emulator_and_shows_the_new_outcome(console
     console.check_button.click()
     console.scenario.value = "auth-stale"
     console.check_button.click()
-    assert [scenario for scenario, _ in console.actions.emulators] == ["ok", "auth-stale"]  # one emulator each
+    assert [scenario for scenario, _ in console.session.emulators] == ["ok", "auth-stale"]  # one emulator each
     assert ">locked<" in console.output.value
 
 
 def test_bad_endpoint_shows_one_error_instead_of_raising() -> None:
-    actions = ConsoleActions()
+    actions = ConsoleSession()
     try:
         html = actions.check("ftp://nope", "m", "ok")
     finally:
@@ -65,7 +65,7 @@ def test_unreachable_endpoint_is_reported_not_raised() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    actions = ConsoleActions()
+    actions = ConsoleSession()
     try:
         html = actions.check(f"http://127.0.0.1:{port}/v1", "m", "ok")
     finally:

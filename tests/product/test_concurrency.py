@@ -131,7 +131,7 @@ from pathlib import Path
 import nbformat
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import append_index, index_entry
-from hermes_nb.receipts.write import HtmlRenderer, write_receipt
+from hermes_nb.receipts.write import write_receipt
 
 root, worker, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 for i in range(count):
@@ -142,7 +142,7 @@ for i in range(count):
             "target_kind": "emulator", "endpoint": "http://127.0.0.1:1/v1", "model": "m",
             "started_at": "2026-01-01T00:00:00.000Z", "duration_s": 1.0}
     red = Redactor(["sk-concurrency-0123456789abcdef"])
-    files = write_receipt(nb, root / "2026-01-01" / run_id, "e2e_smoke", meta, redactor=red, renderer=HtmlRenderer())
+    files = write_receipt(nb, root / "2026-01-01" / run_id, "e2e_smoke", meta, redactor=red, page=True)
     append_index(root, [index_entry(root, files, meta)], redactor=red)
 """
 

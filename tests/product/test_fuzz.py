@@ -219,7 +219,7 @@ def test_receipt_verifier_takes_any_damage(target: str, garbage: bytes, append: 
 
     from hermes_nb import verify_receipts
     from hermes_nb.receipts.index import append_index, index_entry
-    from hermes_nb.receipts.write import HtmlRenderer, write_receipt
+    from hermes_nb.receipts.write import write_receipt
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -230,7 +230,7 @@ def test_receipt_verifier_takes_any_damage(target: str, garbage: bytes, append: 
                 "started_at": "2026-01-01T00:00:00.000Z", "duration_s": 1.0}
         red = Redactor(["sk-fuzz-receipts-0123456789"])
         files = write_receipt(nb, root / "2026-01-01" / meta["run_id"], "e2e_smoke", meta, redactor=red,
-                              renderer=HtmlRenderer())
+                              page=True)
         append_index(root, [index_entry(root, files, meta)], redactor=red)
         assert verify_receipts(root).ok
         path = next(p for p in root.rglob(target) if p.is_file()) if target != "index.json" else root / target

@@ -76,13 +76,13 @@ def test_every_job_leaks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         receipts = root / "runbooks" / "receipts" / "audit"
         assert job("smoke", "--out", str(receipts)) == 0
 
-        from hermes_nb.kit import ConsoleActions
+        from hermes_nb.kit import ConsoleSession
 
-        actions = ConsoleActions()
+        actions = ConsoleSession(environ=env)
         try:
-            outputs.append(actions.check(emu.endpoint, "m", "ok", environ=env))
+            outputs.append(actions.check(emu.endpoint, "m", "ok"))
             outputs.append(actions.probe(emu.endpoint, "m", "ok", budget_s=10))
-            outputs.append(actions.run_prompt(emu.endpoint, "m", "ok", PROMPT, root=str(root), environ=env))
+            outputs.append(actions.run_prompt(emu.endpoint, "m", "ok", PROMPT, root=str(root)))
         finally:
             actions.close()
         outputs.extend(_magics(emu.endpoint, str(manifest)))

@@ -18,8 +18,7 @@ from hermes_nb.receipts.index import (
     render_index_html,
     write_index_html,
 )
-from hermes_nb.receipts.render import render_html
-from hermes_nb.receipts.write import HtmlRenderer, write_receipt
+from hermes_nb.receipts.write import render_html, write_receipt
 from hermes_nb.views.htmlkit import badge
 from hermes_nb.views.timeline import StreamTimeline
 from tests.helpers import run_smoke_on
@@ -57,7 +56,7 @@ def _write_run(directory: Path, run_id: str, verdicts: dict[str, str], endpoint:
         meta = {"notebook": name, "run_id": run_id, "verdict": verdict, "target_kind": "emulator",
                 "endpoint": endpoint, "model": "m", "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.5 + i}
         files = write_receipt(_receipt_nb(None), directory / "2026-01-01" / run_id, name, meta, redactor=red,
-                              renderer=HtmlRenderer())
+                              page=True)
         entries.append(index_entry(directory, files, meta))
     append_index(directory, entries, redactor=red)
 

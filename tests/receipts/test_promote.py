@@ -14,7 +14,7 @@ from hermes_nb.core.manifest import load_manifest, manifest_template, save_manif
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import append_index, index_entry
 from hermes_nb.receipts.promote import RECORDS_HEADING, PromotionRefused, check_receipt, promote
-from hermes_nb.receipts.write import HtmlRenderer, write_receipt
+from hermes_nb.receipts.write import write_receipt
 from tests.helpers import run_smoke_on
 
 CANARY = "sk-canary-promote-0123456789"
@@ -29,7 +29,7 @@ def _receipt(directory: Path, *, notebook: str = "e2e_smoke", verdict: str = "pa
             "endpoint": "http://127.0.0.1:8645/v1", "model": "nousresearch/hermes-4-405b",
             "hermes_agent_version": "0.19.0", "started_at": "2026-01-01T00:00:00.000Z", "duration_s": 2.0}
     files = write_receipt(nb, directory / "2026-01-01" / run_id, notebook, meta, redactor=Redactor(),
-                          renderer=HtmlRenderer())
+                          page=True)
     append_index(directory, [index_entry(directory, files, meta)], redactor=Redactor())
     return files.notebook
 

@@ -15,7 +15,7 @@ from hermes_nb.core.io import sha256_file
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import append_index, index_entry, load_index, render_readme
 from hermes_nb.receipts.verify import verify_receipt
-from hermes_nb.receipts.write import HtmlRenderer, receipt_digest, redact_notebook, write_receipt
+from hermes_nb.receipts.write import receipt_digest, redact_notebook, render_html, write_receipt
 from hermes_nb.views.htmlkit import badge
 
 CANARY = "sk-canary-receipts-0123456789"
@@ -45,7 +45,7 @@ def _write(directory: Path, name: str = "e2e_smoke", text: str = "hello", redact
     receipt_dir = directory / "2026-01-01" / "20260101T000000Z-abcdef"
     meta = _meta(notebook=name, **over)
     files = write_receipt(_nb(text), receipt_dir, name, meta, redactor=red,
-                          renderer=HtmlRenderer() if html else None, artifacts=artifacts)
+                          page=html, artifacts=artifacts)
     append_index(directory, [index_entry(directory, files, meta)], redactor=red)
     return files
 
@@ -173,8 +173,6 @@ def test_verify_receipt_alone_without_sidecar(tmp_path: Path) -> None:
 
 
 def test_html_render_shows_markdown_code_outputs_and_errors() -> None:
-    from hermes_nb.receipts.render import render_html
-
     nb = _nb("out <b>")
     nb.cells.insert(0, nbformat.v4.new_markdown_cell("# Title\n\nsome *text*"))
     err = nbformat.v4.new_code_cell("1/0")
@@ -278,8 +276,6 @@ def test_the_index_is_a_chain_removing_or_reordering_an_entry_shows(tmp_path: Pa
 ])
 def test_the_receipt_page_never_shows_a_bare_none_for_the_hermes_agent_version(kind: str, version: str | None,
                                                                                 shown: str) -> None:
-    from hermes_nb.receipts.render import render_html
-
     nb = _nb("out")
     nb.metadata["receipt"] = {**_meta(), "target_kind": kind, "hermes_agent_version": version}
     assert f"<th>hermes_agent_version</th><td>{shown}</td>" in render_html(nb)
