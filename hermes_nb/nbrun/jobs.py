@@ -1,28 +1,10 @@
-"""The smoke as one library call: what ``hermes-nb smoke`` runs, so a notebook or a script gets the same.
-
-:func:`smoke` does everything the command does, and the command only turns its flags into this call and
-prints the outcome:
-
-* the **target** (:func:`hermes_nb.target.establish`): the embedded emulator; a live endpoint (checked for an
-  emulator behind it; its release from ``--hermes-bin``, else from the recorded contracts it behaves as); or the
-  real-proxy rig of any release (``--hermes-bin``, ``--package``: its cached venv, :mod:`hermes_nb.rig.venvs`);
-* the **contract** the wire-format spike compares with (:func:`hermes_nb.proxy.probe.spike_contract`):
-  ``--contract``, else the release's own recorded one;
-* **storage**: receipts for a storage URL (``s3://…``) are staged in a private directory, then published
-  (:mod:`hermes_nb.receipts.store`), an interrupted run's too;
-* the **CI outputs** (:mod:`hermes_nb.nbrun.ci_report`): JUnit XML, the Markdown summary and
-  ``$GITHUB_STEP_SUMMARY``; every output path is checked writable before anything runs;
-* **signals**, in this one place for the smoke and the matrix (:func:`hermes_nb.rig.matrix.matrix`): SIGINT,
-  SIGTERM (what a CI runner sends when it cancels a job) and SIGHUP, main thread only. The notebooks still
-  running are recorded ``cancelled`` with what they had, the finished receipts are kept and indexed, the CI
-  outputs name the cancelled cases, the staging directory, kernels and their temporary files are removed,
-  and the exit code is 128 + the signal (130 for SIGINT, 143 for SIGTERM). A signal after the notebooks
-  finished changes nothing: the outputs are written and the verdict stands.
-"""
+"""The smoke as one library call (:func:`smoke`, what ``hermes-nb smoke`` runs): the target, the contract the spike
+compares with, storage staging, the CI outputs, and the signals in one place for the smoke and the matrix: the
+notebooks still running are recorded ``cancelled``, the finished receipts kept and indexed, the CI outputs name the
+cancelled cases, and the exit code is 128 + the signal. A signal after the notebooks finished changes nothing."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import tempfile
@@ -40,7 +22,7 @@ from hermes_nb.core.io import prove_dir
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, conflict
-from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
+from hermes_nb.harness.signals import Cancelled, SignalGuard
 from hermes_nb.nbrun.ci_report import (
     check_output_paths,
     ci_report,
@@ -49,13 +31,12 @@ from hermes_nb.nbrun.ci_report import (
     with_problems,
     write_ci_outputs,
 )
-from hermes_nb.nbrun.smoke import SmokeResult, run_smoke
+from hermes_nb.nbrun.smoke import SmokeResult, launch_kernels, run_smoke, signal_name
 from hermes_nb.proxy.probe import spike_contract
-from hermes_nb.target import Target, establish
+from hermes_nb.receipts.store import is_url, open_store
+from hermes_nb.target import establish
 
 __all__ = ["SmokeSpec", "SmokeOutcome", "smoke", "quiet_notebook_loggers", "signal_name"]
-
-_CLI = frozenset({"cli"})
 
 
 class SmokeSpec(ConfigOptions):
@@ -109,11 +90,6 @@ def quiet_notebook_loggers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def signal_name(exc: BaseException) -> str:
-    """``SIGTERM`` for :class:`Cancelled` (15), ``SIGINT`` for a plain ``KeyboardInterrupt``."""
-    return SIGNAL_NAMES.get(getattr(exc, "signum", 2), "SIGINT")
-
-
 @dataclass
 class SmokeOutcome:
     """What :func:`smoke` did: the CI report (redacted plain data), the smoke's result when the notebooks ran,
@@ -125,7 +101,7 @@ class SmokeOutcome:
     warnings: list[str] = field(default_factory=list)
     #: why the target never started (the rig refused, or a signal came first), else None
     error: str | None = None
-    #: outputs asked for that were not written after all, one line each (the disk filled up): the smoke fails
+    #: outputs asked for that were not written after all (the disk filled up): the smoke fails
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -137,131 +113,103 @@ class SmokeOutcome:
         return with_problems(int(self.report["exit_code"]), self.problems)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` object: the smoke's result (or the reason it did not start), the exit code, the outputs."""
-        redactor = Redactor(self.result.secrets if self.result is not None else ())
+        """The ``--json`` object: the smoke's result (or why it did not start), the exit code, the outputs."""
         head = (self.result.to_dict() if self.result is not None
                 else {"error": self.error, "verdict": self.verdict, "target_kind": self.report.get("target_kind")})
-        return redactor.data({**head, "exit_code": self.exit_code, "blocked_exit": self.report.get("blocked_exit"),
-                              "ci_run_url": self.report.get("ci_run_url"), "warnings": list(self.warnings),
-                              "problems": list(self.problems), **self.written})
+        return Redactor(self.result.secrets if self.result is not None else ()).data({
+            **head, "exit_code": self.exit_code, "blocked_exit": self.report.get("blocked_exit"),
+            "ci_run_url": self.report.get("ci_run_url"), "warnings": list(self.warnings),
+            "problems": list(self.problems), **self.written})
 
     def _repr_html_(self) -> str:
         return self.result._repr_html_() if self.result is not None else f"<p>smoke {self.verdict}: {self.error}</p>"
 
 
-def _receipts_home(out: str | Path | None) -> Path:
-    """The directory receipts go to is checked before anything runs (created if needed, writable)."""
-    return prove_dir(Path(out) if out else RECEIPTS_RELPATH, "receipts directory")
-
-
 def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = None,
           environ: Mapping[str, str] | None = None, progress: Callable[[str], None] | None = None,
           handle_signals: bool = True, **options: Any) -> SmokeOutcome:
-    """Run the smoke as ``hermes-nb smoke`` does (see the module docstring); never raises for a verdict.
-
-    ``endpoint`` None: ``$HERMES_NB_ENDPOINT``, else the embedded emulator; ``rig``: ``stale``/``live``
-    (``provider``: the rig's ``hermes proxy start --provider``, default nous);
-    ``out``: a directory or a storage URL (default ``runbooks/receipts/<target kind>``); ``step_summary``:
-    default ``$GITHUB_STEP_SUMMARY``. Bad arguments and unwritable outputs raise :class:`UsageError`
-    (exit 2) before anything runs.
-    """
+    """Run the smoke as ``hermes-nb smoke`` does; never raises for a verdict. ``options``: :class:`SmokeSpec`'s;
+    ``step_summary``: default ``$GITHUB_STEP_SUMMARY``. Bad options and unwritable outputs raise
+    :class:`~hermes_nb.core.errors.UsageError` (exit 2) before anything runs."""
     env = os.environ if environ is None else environ
     spec = spec or SmokeSpec.build(**options)
-    rig, provider, out = spec.rig, spec.provider, spec.out
-    only, timeout_s, html, blocked_exit = spec.only or None, spec.cell_timeout_s, spec.html, spec.blocked_exit
-    junit_xml, summary_md = spec.junit_xml, spec.summary_md
-    from hermes_nb.receipts.store import is_url, open_store
-
-    check_output_paths(junit_xml=junit_xml, summary_md=summary_md)
+    only, blocked_exit = spec.only or None, spec.blocked_exit
+    check_output_paths(junit_xml=spec.junit_xml, summary_md=spec.summary_md)
     warnings: list[str] = []
     step = step_summary_path(step_summary, env, warnings)
-    store = open_store(str(out)) if out is not None and is_url(out) else None
+    store = open_store(spec.out) if spec.out and is_url(spec.out) else None
     if store is not None:
         store.check()
     else:
-        _receipts_home(out)
-    # a signal from here on, before any notebook ran, still gets the CI outputs (every notebook cancelled)
-    with SignalGuard(handle_signals) as guard, ExitStack() as cleanup:
+        prove_dir(Path(spec.out) if spec.out else RECEIPTS_RELPATH, "receipts directory")
+    # from here on a signal, even before any notebook ran, still gets the CI outputs (every notebook cancelled)
+    with SignalGuard(handle_signals) as guard, ExitStack() as stack:
         kernels = None
-        if not rig:  # the kernels boot while the config and the target resolve (a rig first: it may take minutes)
-            from hermes_nb.nbrun.smoke import launch_kernels
-
+        if not spec.rig:  # the kernels boot while the config and the target resolve (a rig first: it may take minutes)
             kernels = launch_kernels(only)
-            cleanup.callback(kernels.close)  # run_smoke takes them over; stopped here if it is never reached
-
+            stack.callback(kernels.close)  # run_smoke takes them over; stopped here if it is never reached
         config = spec.runtime_config(environ=env)
         secrets = config.secrets()
         say = progress or (lambda _line: None)
         quiet_notebook_loggers()
 
-        def finish(report: dict[str, Any], result: SmokeResult | None, error: str | None) -> SmokeOutcome:
-            redactor = Redactor(result.secrets if result is not None else secrets)
+        def finish(report: dict[str, Any], result: SmokeResult | None = None, error: str | None = None) -> SmokeOutcome:
             problems = list(report.get("problems") or [])
-            written = write_ci_outputs(report, redactor=redactor, junit_xml=junit_xml, summary_md=summary_md,
-                                       step_summary=step, warnings=warnings, problems=problems)
+            written = write_ci_outputs(report, redactor=Redactor(result.secrets if result else secrets),
+                                       junit_xml=spec.junit_xml, summary_md=spec.summary_md, step_summary=step,
+                                       warnings=warnings, problems=problems)
             return SmokeOutcome(report, result, written, warnings, error, problems)
 
-        with ExitStack() as stack:
-            target: Target | None = None
-            handle = None
-            try:
-                guard.arm()  # a signal while the kernels, config or target started stops it here (cleaned up)
-                install = None
-                if rig:
-                    handle = _start_rig(stack, spec, say=say, json_quiet=progress is None)
-                    install = handle.install
-                elif spec.hermes_bin:
-                    from hermes_nb.rig.executable import install_of  # the rig's wing, reached at --hermes-bin only
+        target = handle = install = None
+        try:
+            guard.arm()  # a signal while the kernels, config or target started stops it here (cleaned up)
+            if spec.rig:
+                handle = _start_rig(stack, spec, say=say, json_quiet=progress is None)
+                install = handle.install
+            elif spec.hermes_bin:
+                from hermes_nb.rig.executable import install_of  # the rig's wing, reached at --hermes-bin only
 
-                    install = install_of(spec.hermes_bin)
-                named = (install.version, f"--hermes-bin {install.bin} ({install.package})",
-                         install.executable) if install is not None and not rig and install.version else None
-                target, config = establish(config, stack, rig=handle, ask_emulator=True, release=named)
-                compare, target = spike_contract(target, config, spec.contract,
-                                                 package=install.package if install is not None else None)
-                guard.armed = False  # run_smoke arms it again while the notebooks run
-            except RigError as exc:  # blocked before any notebook ran: CI still gets its report
-                guard.armed = False
-                error = Redactor(secrets).text(str(exc))
-                report = not_started_report(error, target_kind="rig", blocked_exit=blocked_exit,
-                                            hermes_version=spec.hermes_version or spec.package, environ=env,
-                                            redactor=Redactor(secrets))
-                report["provider"] = provider or "nous"
-                return finish(report, None, error)
-            except Cancelled as exc:
-                error = f"cancelled by {signal_name(exc)} before any notebook ran"
-                kind = "rig" if rig else (target.kind if target else "emulator")
-                report = not_started_report(error, target_kind=kind, blocked_exit=blocked_exit, verdict="cancelled",
-                                            cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets),
-                                            notebooks=list(dict.fromkeys(only)) if only else NOTEBOOKS)
-                return finish(report, None, error)
-            if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
-                say(f"warning: {insecure}")
-            out_dir = Path(out) if out is not None and store is None else RECEIPTS_RELPATH / target.kind
-            staging = None
-            if store is not None:  # shared storage: stage locally, publish after the run (an interrupted one too)
-                staging = out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
-            rig_secrets = list(handle.redactor.secrets) if handle is not None else []
-            result = run_smoke(target, config, out_dir=out_dir, only=only, timeout_s=timeout_s, html=html,
-                               progress=progress, secrets=rig_secrets, guard=guard, kernels=kernels,
-                               parameters={WIRE_SPIKE: {"compare": compare}} if compare else None)
-            locate = None
-            if store is not None and staging is not None:
-                store.publish(staging, result.run_id, redactor=Redactor(result.secrets))
-                locate = functools.partial(store.locate, staging=staging)
-                for r in result.runs:
-                    r.receipt_path = locate(r.receipt_path) if r.receipt_path else None
-                result.out_dir = store.url
-            redactor = Redactor(result.secrets)
-            report = ci_report(result, blocked_exit=blocked_exit, redactor=redactor, environ=env)
-            return finish(report, result, None)
+                install = install_of(spec.hermes_bin)
+            named = (install.version, f"--hermes-bin {install.bin} ({install.package})", install.executable) \
+                if install is not None and not spec.rig and install.version else None
+            target, config = establish(config, stack, rig=handle, ask_emulator=True, release=named)
+            compare, target = spike_contract(target, config, spec.contract, package=install and install.package)
+            guard.armed = False  # run_smoke arms it again while the notebooks run
+        except RigError as exc:  # blocked before any notebook ran: CI still gets its report
+            guard.armed = False
+            error = Redactor(secrets).text(str(exc))
+            report = not_started_report(error, target_kind="rig", blocked_exit=blocked_exit,
+                                        hermes_version=spec.hermes_version or spec.package, environ=env,
+                                        redactor=Redactor(secrets))
+            return finish({**report, "provider": spec.provider or "nous"}, error=error)
+        except Cancelled as exc:
+            error = f"cancelled by {signal_name(exc)} before any notebook ran"
+            kind = "rig" if spec.rig else (target.kind if target else "emulator")
+            return finish(not_started_report(error, target_kind=kind, blocked_exit=blocked_exit, verdict="cancelled",
+                                             cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets),
+                                             notebooks=list(dict.fromkeys(only)) if only else NOTEBOOKS), error=error)
+        if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
+            say(f"warning: {insecure}")
+        out_dir = Path(spec.out) if spec.out is not None and store is None else RECEIPTS_RELPATH / target.kind
+        if store is not None:  # shared storage: stage locally, publish after the run (an interrupted one too)
+            out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
+        result = run_smoke(target, config, out_dir=out_dir, only=only, timeout_s=spec.cell_timeout_s, html=spec.html,
+                           progress=progress, secrets=list(handle.redactor.secrets) if handle else [], guard=guard,
+                           kernels=kernels, parameters={WIRE_SPIKE: {"compare": compare}} if compare else None)
+        if store is not None:
+            store.publish(out_dir, result.run_id, redactor=Redactor(result.secrets))
+            for r in result.runs:
+                r.receipt_path = store.locate(r.receipt_path, staging=out_dir) if r.receipt_path else None
+            result.out_dir = store.url
+        return finish(ci_report(result, blocked_exit=blocked_exit, redactor=Redactor(result.secrets), environ=env),
+                      result)
 
 
 def _start_rig(stack: ExitStack, spec: SmokeSpec, *, say: Callable[[str], None], json_quiet: bool) -> Any:
     """The real proxy in ``spec.rig`` with ``--provider``: ``--hermes-bin``'s, a release's cached venv (``--package``,
     ``--hermes-version``), else the one found the usual way; entered on ``stack``."""
     from hermes_nb.rig.rig import real_proxy  # the rig's wing, reached at --rig only
-    from hermes_nb.rig.venvs import ensure_release, release_spec, unsupported_reason
+    from hermes_nb.rig.venvs import ensure_release, release_spec, unsupported_reason  # (the same edge)
 
     state, provider, hermes_bin = str(spec.rig), spec.provider or "nous", spec.hermes_bin
     wanted = spec.package or spec.hermes_version
