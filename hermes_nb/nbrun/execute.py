@@ -47,6 +47,28 @@ KERNEL_ARGV = ("-m", "ipykernel_launcher", "-f", "{connection_file}", "--History
                f"--IPKernelApp.exec_lines={json.dumps([WARM])}")
 
 
+class _Client(AsyncKernelClient):
+    """Recorded on its kernel's manager, so :meth:`KernelPool.stop` stops it (nbclient leaves it open)."""
+
+    def start_channels(self, *args: Any, **kw: Any) -> None:
+        vars(self.parent).setdefault("hermes_nb_clients", []).append(self)
+        super().start_channels(*args, **kw)
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
+        """The handshake without the 0.2 s jupyter_client then spends draining IOPub (P4)."""
+        deadline = time.monotonic() + (timeout or 60)
+        while time.monotonic() < deadline:
+            self.kernel_info()
+            with contextlib.suppress(Empty):
+                if (await self.get_shell_msg(timeout=1))["msg_type"] == "kernel_info_reply":
+                    with contextlib.suppress(Empty):
+                        await self.get_iopub_msg(timeout=0.2)
+                        return
+            if not await self.is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+        raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+
+
 class KernelPool:
     """The private kernelspec and the kernels started from it; ``close()`` kills what is left, removes the dir."""
 
@@ -63,34 +85,8 @@ class KernelPool:
         self.specs = KernelSpecManager(kernel_dirs=[str(spec_dir.parent)], ensure_native_kernel=False)
         self.cancelled = threading.Event()
         self._kernels: list[AsyncKernelManager] = []
-        self._clients: list[AsyncKernelClient] = []
         self._ahead: dict[str, AsyncKernelManager] = {}
         self._lock = threading.Lock()
-        pool = self
-
-        class Client(AsyncKernelClient):
-            """Tracked, so :meth:`KernelPool.stop` can stop it: nbclient leaves a handed-in kernel's client open."""
-
-            def start_channels(self, *args: Any, **kw: Any) -> None:
-                with pool._lock:
-                    pool._clients.append(self)
-                super().start_channels(*args, **kw)
-
-            async def wait_for_ready(self, timeout: float | None = None) -> None:
-                """The handshake without the 0.2 s jupyter_client then spends draining IOPub (P4)."""
-                deadline = time.monotonic() + (timeout or 60)
-                while time.monotonic() < deadline:
-                    self.kernel_info()
-                    with contextlib.suppress(Empty):
-                        if (await self.get_shell_msg(timeout=1))["msg_type"] == "kernel_info_reply":
-                            with contextlib.suppress(Empty):
-                                await self.get_iopub_msg(timeout=0.2)
-                                return
-                    if not await self.is_alive():
-                        raise RuntimeError("Kernel died before replying to kernel_info")
-                raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
-
-        self.client_class = Client
 
     def launch(self, cwds: Sequence[Path]) -> list[AsyncKernelManager]:
         """Start a kernel in each directory now; :meth:`start` there takes it (they boot meanwhile: P4)."""
@@ -112,7 +108,7 @@ class KernelPool:
             raise KeyboardInterrupt
         name = str(self.dir / f"k{uuid.uuid4().hex[:8]}")  # absolute: jupyter_client's default is cwd-relative
         km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=self.specs, transport="ipc", ip=name,
-                                connection_file=f"{name}.json", client_factory=self.client_class)
+                                connection_file=f"{name}.json", client_factory=_Client)
         with self._lock:
             self._kernels.append(km)
         run_sync(km.start_kernel)(cwd=str(cwd))
@@ -122,10 +118,7 @@ class KernelPool:
 
     def stop(self, km: AsyncKernelManager) -> None:
         """Stop its clients' channels, kill the kernel, clean up (connection file, sockets)."""
-        with self._lock:
-            clients = [c for c in self._clients if c.parent is km]
-            self._clients = [c for c in self._clients if c.parent is not km]
-        for client in clients:
+        for client in vars(km).pop("hermes_nb_clients", []):
             client.stop_channels()
         _kill(km)  # at once: shutdown_kernel(now=True) would poll for the exit every 0.1 s
         if km.has_kernel:
@@ -138,9 +131,6 @@ class KernelPool:
             kernels = list(self._kernels)
         for km in kernels:
             _kill(km)
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": KERNEL_NAME, "python": self.python, "argv": ["<python>", *KERNEL_ARGV]}
 
     def close(self) -> None:
         with self._lock:

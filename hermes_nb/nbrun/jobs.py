@@ -170,10 +170,11 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
                 from hermes_nb.rig.executable import install_of  # the rig's wing, reached at --hermes-bin only
 
                 install = install_of(spec.hermes_bin)
-            named = (install.version, f"--hermes-bin {install.bin} ({install.package})", install.executable) \
-                if install is not None and not spec.rig and install.version else None
+            package = install.package if install else None
+            named = (install.version, f"--hermes-bin {install.bin} ({package})", install.executable) \
+                if install and not spec.rig and install.version else None
             target, config = establish(config, stack, rig=handle, ask_emulator=True, release=named)
-            compare, target = spike_contract(target, config, spec.contract, package=install and install.package)
+            compare, target = spike_contract(target, config, spec.contract, package=package)
             guard.armed = False  # run_smoke arms it again while the notebooks run
         except RigError as exc:  # blocked before any notebook ran: CI still gets its report
             guard.armed = False

@@ -25,7 +25,7 @@ from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, data_dir, notebooks_dir, 
 from hermes_nb.core.io import json_digest, new_run_id, prove_dir, sha256_file
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
-from hermes_nb.nbrun.execute import KernelPool, NotebookRun, execute_notebook
+from hermes_nb.nbrun.execute import KERNEL_ARGV, KERNEL_NAME, KernelPool, NotebookRun, execute_notebook
 from hermes_nb.receipts.index import append_index, index_entry, write_index_html
 from hermes_nb.receipts.verdict import operator_action, proxy_state
 from hermes_nb.receipts.write import RECEIPT_SCHEMA, HtmlRenderer, write_receipt
@@ -222,13 +222,6 @@ def _run(names: list[str], template_dir: Path, pool: KernelPool, target: Target,
                        problems)
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 @functools.cache
 def environment_digest() -> dict[str, Any]:
     """The installed distributions as ``name==version`` lines: how many, and the sha256 of the sorted list."""
@@ -275,8 +268,10 @@ def receipt_metadata(run: NotebookRun, *, run_id: str, target: Target, pool: Ker
         "model": summary.get("model") or (run.parameters.get("config") or {}).get("model"),
         "hermes_nb_version": __version__,
         "python": {"version": sys.version.split()[0], "implementation": sys.implementation.name},
-        "kernel": {**pool.describe(), "language_version": nb_meta.get("language_info", {}).get("version")},
-        "papermill_version": _version("papermill"), "nbclient_version": _version("nbclient"),
+        "kernel": {"name": KERNEL_NAME, "python": pool.python, "argv": ["<python>", *KERNEL_ARGV],
+                   "language_version": nb_meta.get("language_info", {}).get("version")},
+        "papermill_version": importlib.metadata.version("papermill"),
+        "nbclient_version": importlib.metadata.version("nbclient"),
         # the release under test: the target's (the rig, --hermes-bin), never a local install's
         "hermes_agent_version": target.release, "hermes_agent_version_source": target.release_source,
         "provider": target.provider or summary.get("provider"),
