@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import shutil
 import sys
 import tempfile
@@ -35,7 +36,7 @@ from hermes_nb.core.io import iso_now
 from hermes_nb.receipts.verdict import find_verdict
 
 __all__ = ["KERNEL_ARGV", "KERNEL_NAME", "QUIET_ENV", "KernelPool", "NotebookRun", "decide_verdict",
-           "execute_notebook"]
+           "execute_notebook", "quiet_notebook_loggers"]
 
 KERNEL_NAME = "hermes-nb-python"
 QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
@@ -145,6 +146,12 @@ class KernelPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def quiet_notebook_loggers() -> None:
+    """papermill/nbclient log cell errors and timeouts themselves; our progress lines say the same once."""
+    for name in ("papermill", "nbclient", "traitlets"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def _kill(km: AsyncKernelManager) -> None:

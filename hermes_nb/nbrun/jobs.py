@@ -5,7 +5,6 @@ cancelled cases, and the exit code is 128 + the signal. A signal after the noteb
 
 from __future__ import annotations
 
-import logging
 import os
 import tempfile
 from collections.abc import Callable, Mapping
@@ -31,6 +30,7 @@ from hermes_nb.nbrun.ci_report import (
     with_problems,
     write_ci_outputs,
 )
+from hermes_nb.nbrun.execute import quiet_notebook_loggers
 from hermes_nb.nbrun.smoke import SmokeResult, launch_kernels, run_smoke, signal_name
 from hermes_nb.proxy.probe import spike_contract
 from hermes_nb.receipts.store import is_url, open_store
@@ -82,12 +82,6 @@ class SmokeSpec(ConfigOptions):
         if self.upstream and self.rig != "live":
             raise conflict("upstream", "rig", why="go together: an upstream sits behind the live rig")
         return self
-
-
-def quiet_notebook_loggers() -> None:
-    """papermill/nbclient log cell errors and timeouts themselves; our progress lines say the same once."""
-    for name in ("papermill", "nbclient", "traitlets"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 @dataclass

@@ -23,7 +23,7 @@ import nbformat
 
 from hermes_nb.core.errors import ConfigError, NotebookFailed
 from hermes_nb.core.facts import GUIDES, TEMPLATED_NOTEBOOKS, sanitize_file
-from hermes_nb.nbrun.execute import KernelPool, NotebookRun, execute_notebook
+from hermes_nb.nbrun.execute import KernelPool, NotebookRun, execute_notebook, quiet_notebook_loggers
 from hermes_nb.nbrun.templates import build
 from hermes_nb.receipts.verdict import VERDICT_MIME
 
@@ -101,6 +101,7 @@ def refresh_notebooks(directory: Path, *, names: Sequence[str] | None = None, ti
                       progress: Callable[[str], None] | None = None) -> list[NotebookRun]:
     """Build each notebook (default: the templated ones), execute it in ``directory`` and store it there, the
     template with the outputs it gave."""
+    quiet_notebook_loggers()
     directory = Path(directory).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     runs = [NotebookRun(name=name, template=build(name), parameters={}) for name in names or TEMPLATED_NOTEBOOKS]
