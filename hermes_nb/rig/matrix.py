@@ -35,15 +35,17 @@ from hermes_nb.core.io import prove_dir, write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.spec import CommaList, Opt, Spec
 from hermes_nb.harness.signals import SIGNAL_NAMES, SignalGuard
-from hermes_nb.nbrun.ci_report import (
+from hermes_nb.nbrun.jobs import (
+    SmokeSpec,
     check_output_paths,
     not_started_report,
+    quiet_notebook_loggers,
+    smoke,
     smoke_exit_code,
     step_summary_path,
     with_problems,
     write_ci_outputs,
 )
-from hermes_nb.nbrun.jobs import SmokeSpec, quiet_notebook_loggers, smoke
 from hermes_nb.proxy.contracts import (
     contract_drift,
     contract_file_name,
@@ -87,7 +89,7 @@ class Release:
         return release_contract(self.package, self.version)
 
 
-#: ``runner(release, state, out_dir, provider, contract) -> ci report`` (:func:`hermes_nb.nbrun.ci_report.ci_report`);
+#: ``runner(release, state, out_dir, provider, contract) -> ci report`` (:func:`hermes_nb.nbrun.jobs.ci_report`);
 #: a report without notebooks that ran and a ``target_kind`` of ``rig`` means the release could not be had
 Runner = Callable[[Release, str, Path, str, "str | None"], dict[str, Any]]
 
