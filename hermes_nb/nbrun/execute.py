@@ -1,12 +1,8 @@
-"""One notebook through papermill on a fresh kernel of a private kernelspec, and its verdict from our own record.
-
-The kernelspec (this interpreter's ``-m ipykernel_launcher``) lives in the pool's private directory, read by its
-own ``KernelSpecManager``: no "kernel not found", no ``JUPYTER_PATH`` touched; ``IPYTHONDIR`` and ``TMPDIR`` point
-into that directory, so no user profile changes a receipt and a killed kernel's files go with it. Kernels talk
-over IPC (no ports to pick). We start each kernel ourselves and hand it to papermill as ``km=`` only for speed
-(docs/performance.md, P4). Papermill's own record is not trusted for the verdict: after a timeout it marks every
-cell completed, and ``sys.exit(0)`` looks like a failure.
-"""
+"""One notebook through papermill on a fresh kernel, and its verdict from our own record (papermill marks every
+cell completed after a timeout, and ``sys.exit(0)`` looks like a failure to it). The kernelspec lives in a private
+directory with ``IPYTHONDIR`` and ``TMPDIR``: no "kernel not found", no user profile in a receipt, a killed
+kernel's files go with it. Kernels talk over IPC (no ports to pick); we start them and hand them to papermill as
+``km=`` for speed only (P4, docs/performance.md)."""
 
 from __future__ import annotations
 

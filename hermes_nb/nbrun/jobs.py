@@ -1,9 +1,7 @@
 """The smoke as one library call (:func:`smoke`, what ``hermes-nb smoke`` runs): the target, the contract the spike
 compares with, storage staging, the CI outputs (one plain, redacted report behind the JUnit XML and the Markdown
-summary: receipts named relative to the artifact root, ``$GITHUB_WORKSPACE`` or ``$CI_PROJECT_DIR``, with the CI
-run's page), and the signals in one place for the smoke and the matrix: the notebooks still running are recorded
-``cancelled``, the finished receipts kept and indexed, the CI outputs name the cancelled cases, and the exit code is
-128 + the signal. A signal after the notebooks finished changes nothing."""
+summary), and the signals, in one place for the smoke and the matrix: a signal cancels the running notebooks, keeps
+the finished receipts and ends with 128 + its number; after the notebooks finished it changes nothing."""
 
 from __future__ import annotations
 

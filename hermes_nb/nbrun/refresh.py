@@ -1,11 +1,7 @@
-"""``make notebooks``: build each shipped notebook, execute it against the emulator and store it with its outputs,
-which nbval compares. Only a passing run is stored (a guide: one that ran through). The outputs are normalised
-with the nbval sanitize rules (ports, run ids, durations… → placeholders; artifact digests → ``<sha256>``, a
-verdict's timeline and load figures → ``<timeline>``, ``<load>``), so refreshing twice writes the same bytes. A
-guide keeps no widget view (its state is not stored) and shows the placeholders escaped in its HTML.
-
-    python -m hermes_nb.nbrun.refresh notebooks    # the guides; `hermes-nb notebooks refresh` does the others
-"""
+"""``make notebooks``: build each shipped notebook, execute it against the emulator and store it with the outputs
+nbval compares, if it passed (a guide: if it ran through). Outputs are normalised with the nbval sanitize rules, so
+refreshing twice writes the same bytes; a guide keeps no widget view and shows the placeholders in its HTML.
+``python -m hermes_nb.nbrun.refresh notebooks`` refreshes the guides; ``hermes-nb notebooks refresh`` the others."""
 
 from __future__ import annotations
 
