@@ -65,7 +65,7 @@ def sanitize_outputs(nb: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> A
             if isinstance(summary, dict) and isinstance(summary.get("artifacts"), dict):
                 summary["artifacts"] = {name: "<sha256>" for name in summary["artifacts"]}
             details = summary.get("details") if isinstance(summary, dict) else None
-            for key in ("timeline", "load"):  # stream timings and load figures vary run to run
+            for key in ("timeline", "load", "measured_s"):  # stream timings and load figures vary run to run
                 if isinstance(details, dict) and key in details:
                     details[key] = f"<{key}>"
             outputs.append(nbformat.from_dict(clean))
