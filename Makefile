@@ -97,7 +97,7 @@ smoke: install
 SHIPPED_NOTEBOOKS := wire_format_spike adapter_check e2e_smoke load probe_console
 notebooks: install
 	$(BIN)/hermes-nb notebooks refresh --dir notebooks
-	$(BIN)/python -m hermes_nb.nbrun.guides notebooks
+	$(BIN)/python -m hermes_nb.nbrun.refresh notebooks
 	cp $(SHIPPED_NOTEBOOKS:%=notebooks/%.ipynb) hermes_nb/data/notebooks/
 	cp notebooks/nbval-sanitize.cfg hermes_nb/data/nbval-sanitize.cfg
 

@@ -1,32 +1,15 @@
-"""The smoke as one library call: what ``hermes-nb smoke`` runs, so a notebook or a script gets the same.
-
-:func:`smoke` does everything the command does, and the command only turns its flags into this call and
-prints the outcome:
-
-* the **target** (:func:`hermes_nb.target.establish`): the embedded emulator; a live endpoint (checked for an
-  emulator behind it; its release from ``--hermes-bin``, else from the recorded contracts it behaves as); or the
-  real-proxy rig of any release (``--hermes-bin``, ``--package``: its cached venv, :mod:`hermes_nb.rig.executable`);
-* the **contract** the wire-format spike compares with (:func:`hermes_nb.proxy.probe.spike_contract`):
-  ``--contract``, else the release's own recorded one;
-* **storage**: receipts for a storage URL (``s3://…``) are staged in a private directory, then published
-  (:mod:`hermes_nb.receipts.store`), an interrupted run's too;
-* the **CI outputs** (:mod:`hermes_nb.nbrun.ci_report`): JUnit XML, the Markdown summary and
-  ``$GITHUB_STEP_SUMMARY``; every output path is checked writable before anything runs;
-* **signals**, in this one place for the smoke and the matrix (:func:`hermes_nb.rig.matrix.matrix`): SIGINT,
-  SIGTERM (what a CI runner sends when it cancels a job) and SIGHUP, main thread only. The notebooks still
-  running are recorded ``cancelled`` with what they had, the finished receipts are kept and indexed, the CI
-  outputs name the cancelled cases, the staging directory, kernels and their temporary files are removed,
-  and the exit code is 128 + the signal (130 for SIGINT, 143 for SIGTERM). A signal after the notebooks
-  finished changes nothing: the outputs are written and the verdict stands.
-"""
+"""The smoke as one library call (:func:`smoke`, what ``hermes-nb smoke`` runs): the target, the contract the spike
+compares with, storage staging, the CI outputs (one plain, redacted report behind the JUnit XML and the Markdown
+summary), and the signals, in one place for the smoke and the matrix: a signal cancels the running notebooks, keeps
+the finished receipts and ends with 128 + its number; after the notebooks finished it changes nothing."""
 
 from __future__ import annotations
 
-import functools
-import logging
 import os
+import signal
+import socket
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,28 +17,32 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from hermes_nb.core.errors import RigError
-from hermes_nb.core.facts import NOTEBOOKS, RECEIPTS_RELPATH, WIRE_SPIKE, plain_http_warning
-from hermes_nb.core.io import prove_dir
+from hermes_nb.core.errors import ArtifactError, RigError, UsageError
+from hermes_nb.core.facts import (
+    EXIT_BLOCKED,
+    EXIT_USAGE,
+    NOTEBOOKS,
+    RECEIPTS_RELPATH,
+    WIRE_SPIKE,
+    exit_code_for,
+    exit_code_for_signal,
+    plain_http_warning,
+)
+from hermes_nb.core.io import iso_now, new_run_id, prove_dir, prove_writable
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, conflict
-from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
-from hermes_nb.nbrun.ci_report import (
-    check_output_paths,
-    ci_report,
-    not_started_report,
-    step_summary_path,
-    with_problems,
-    write_ci_outputs,
-)
-from hermes_nb.nbrun.smoke import SmokeResult, run_smoke
+from hermes_nb.harness.signals import Cancelled, SignalGuard
+from hermes_nb.nbrun.execute import quiet_notebook_loggers
+from hermes_nb.nbrun.smoke import SmokeResult, launch_kernels, run_smoke, signal_name
 from hermes_nb.proxy.probe import spike_contract
-from hermes_nb.target import Target, establish
+from hermes_nb.receipts.ci import write_junit, write_summary
+from hermes_nb.receipts.verdict import operator_action, proxy_state
+from hermes_nb.target import establish
 
-__all__ = ["SmokeSpec", "SmokeOutcome", "smoke", "quiet_notebook_loggers", "signal_name"]
-
-_CLI = frozenset({"cli"})
+__all__ = ["SmokeSpec", "SmokeOutcome", "smoke", "quiet_notebook_loggers", "signal_name", "STATUS_WORDS",
+           "ci_report", "smoke_exit_code", "write_ci_outputs", "not_started_report", "check_output_paths",
+           "step_summary_path", "with_problems"]
 
 
 class SmokeSpec(ConfigOptions):
@@ -103,17 +90,6 @@ class SmokeSpec(ConfigOptions):
         return self
 
 
-def quiet_notebook_loggers() -> None:
-    """papermill/nbclient log cell errors and timeouts themselves; our progress lines say the same once."""
-    for name in ("papermill", "nbclient", "traitlets"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-
-
-def signal_name(exc: BaseException) -> str:
-    """``SIGTERM`` for :class:`Cancelled` (15), ``SIGINT`` for a plain ``KeyboardInterrupt``."""
-    return SIGNAL_NAMES.get(getattr(exc, "signum", 2), "SIGINT")
-
-
 @dataclass
 class SmokeOutcome:
     """What :func:`smoke` did: the CI report (redacted plain data), the smoke's result when the notebooks ran,
@@ -125,7 +101,7 @@ class SmokeOutcome:
     warnings: list[str] = field(default_factory=list)
     #: why the target never started (the rig refused, or a signal came first), else None
     error: str | None = None
-    #: outputs asked for that were not written after all, one line each (the disk filled up): the smoke fails
+    #: outputs asked for that were not written after all (the disk filled up): the smoke fails
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -137,124 +113,99 @@ class SmokeOutcome:
         return with_problems(int(self.report["exit_code"]), self.problems)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` object: the smoke's result (or the reason it did not start), the exit code, the outputs."""
-        redactor = Redactor(self.result.secrets if self.result is not None else ())
+        """The ``--json`` object: the smoke's result (or why it did not start), the exit code, the outputs."""
         head = (self.result.to_dict() if self.result is not None
                 else {"error": self.error, "verdict": self.verdict, "target_kind": self.report.get("target_kind")})
-        return redactor.data({**head, "exit_code": self.exit_code, "blocked_exit": self.report.get("blocked_exit"),
-                              "ci_run_url": self.report.get("ci_run_url"), "warnings": list(self.warnings),
-                              "problems": list(self.problems), **self.written})
+        return Redactor(self.result.secrets if self.result is not None else ()).data({
+            **head, "exit_code": self.exit_code, "blocked_exit": self.report.get("blocked_exit"),
+            "ci_run_url": self.report.get("ci_run_url"), "warnings": list(self.warnings),
+            "problems": list(self.problems), **self.written})
 
     def _repr_html_(self) -> str:
         return self.result._repr_html_() if self.result is not None else f"<p>smoke {self.verdict}: {self.error}</p>"
 
 
-def _receipts_home(out: str | Path | None) -> Path:
-    """The directory receipts go to is checked before anything runs (created if needed, writable)."""
-    return prove_dir(Path(out) if out else RECEIPTS_RELPATH, "receipts directory")
-
-
 def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = None,
           environ: Mapping[str, str] | None = None, progress: Callable[[str], None] | None = None,
           handle_signals: bool = True, **options: Any) -> SmokeOutcome:
-    """Run the smoke as ``hermes-nb smoke`` does (see the module docstring); never raises for a verdict.
-
-    ``endpoint`` None: ``$HERMES_NB_ENDPOINT``, else the embedded emulator; ``rig``: ``stale``/``live``
-    (``provider``: the rig's ``hermes proxy start --provider``, default nous);
-    ``out``: a directory or a storage URL (default ``runbooks/receipts/<target kind>``); ``step_summary``:
-    default ``$GITHUB_STEP_SUMMARY``. Bad arguments and unwritable outputs raise :class:`UsageError`
-    (exit 2) before anything runs.
-    """
+    """Run the smoke as ``hermes-nb smoke`` does; never raises for a verdict. ``options``: :class:`SmokeSpec`'s;
+    ``step_summary``: default ``$GITHUB_STEP_SUMMARY``. Bad options and unwritable outputs raise
+    :class:`~hermes_nb.core.errors.UsageError` (exit 2) before anything runs."""
     env = os.environ if environ is None else environ
     spec = spec or SmokeSpec.build(**options)
-    rig, provider, out = spec.rig, spec.provider, spec.out
-    only, timeout_s, html, blocked_exit = spec.only or None, spec.cell_timeout_s, spec.html, spec.blocked_exit
-    junit_xml, summary_md = spec.junit_xml, spec.summary_md
+    only, blocked_exit = spec.only or None, spec.blocked_exit
     from hermes_nb.receipts.store import RemoteStore, is_url
 
-    check_output_paths(junit_xml=junit_xml, summary_md=summary_md)
+    check_output_paths(junit_xml=spec.junit_xml, summary_md=spec.summary_md)
     warnings: list[str] = []
     step = step_summary_path(step_summary, env, warnings)
-    store = RemoteStore(str(out)) if out is not None and is_url(out) else None
+    store = RemoteStore(str(spec.out)) if spec.out and is_url(spec.out) else None
     if store is not None:
         store.check()
     else:
-        _receipts_home(out)
-    # a signal from here on, before any notebook ran, still gets the CI outputs (every notebook cancelled)
-    with SignalGuard(handle_signals) as guard, ExitStack() as cleanup:
+        prove_dir(Path(spec.out) if spec.out else RECEIPTS_RELPATH, "receipts directory")
+    # from here on a signal, even before any notebook ran, still gets the CI outputs (every notebook cancelled)
+    with SignalGuard(handle_signals) as guard, ExitStack() as stack:
         kernels = None
-        if not rig:  # the kernels boot while the config and the target resolve (a rig first: it may take minutes)
-            from hermes_nb.nbrun.smoke import launch_kernels
-
+        if not spec.rig:  # the kernels boot while the config and the target resolve (a rig first: it may take minutes)
             kernels = launch_kernels(only)
-            cleanup.callback(kernels.close)  # run_smoke takes them over; stopped here if it is never reached
-
+            stack.callback(kernels.close)  # run_smoke takes them over; stopped here if it is never reached
         config = spec.runtime_config(environ=env)
         secrets = config.secrets()
         say = progress or (lambda _line: None)
         quiet_notebook_loggers()
 
-        def finish(report: dict[str, Any], result: SmokeResult | None, error: str | None) -> SmokeOutcome:
-            redactor = Redactor(result.secrets if result is not None else secrets)
+        def finish(report: dict[str, Any], result: SmokeResult | None = None, error: str | None = None) -> SmokeOutcome:
             problems = list(report.get("problems") or [])
-            written = write_ci_outputs(report, redactor=redactor, junit_xml=junit_xml, summary_md=summary_md,
-                                       step_summary=step, warnings=warnings, problems=problems)
+            written = write_ci_outputs(report, redactor=Redactor(result.secrets if result else secrets),
+                                       junit_xml=spec.junit_xml, summary_md=spec.summary_md, step_summary=step,
+                                       warnings=warnings, problems=problems)
             return SmokeOutcome(report, result, written, warnings, error, problems)
 
-        with ExitStack() as stack:
-            target: Target | None = None
-            handle = None
-            try:
-                guard.arm()  # a signal while the kernels, config or target started stops it here (cleaned up)
-                install = None
-                if rig:
-                    handle = _start_rig(stack, spec, say=say, json_quiet=progress is None)
-                    install = handle.install
-                elif spec.hermes_bin:
-                    from hermes_nb.rig.executable import install_of  # the rig's wing, reached at --hermes-bin only
+        target = handle = install = None
+        try:
+            guard.arm()  # a signal while the kernels, config or target started stops it here (cleaned up)
+            if spec.rig:
+                handle = _start_rig(stack, spec, say=say, json_quiet=progress is None)
+                install = handle.install
+            elif spec.hermes_bin:
+                from hermes_nb.rig.executable import install_of  # the rig's wing, reached at --hermes-bin only
 
-                    install = install_of(spec.hermes_bin)
-                named = (install.version, f"--hermes-bin {install.bin} ({install.package})",
-                         install.executable) if install is not None and not rig and install.version else None
-                target, config = establish(config, stack, rig=handle, ask_emulator=True, release=named)
-                compare, target = spike_contract(target, config, spec.contract,
-                                                 package=install.package if install is not None else None)
-                guard.armed = False  # run_smoke arms it again while the notebooks run
-            except RigError as exc:  # blocked before any notebook ran: CI still gets its report
-                guard.armed = False
-                error = Redactor(secrets).text(str(exc))
-                report = not_started_report(error, target_kind="rig", blocked_exit=blocked_exit,
-                                            hermes_version=spec.hermes_version or spec.package, environ=env,
-                                            redactor=Redactor(secrets))
-                report["provider"] = provider or "nous"
-                return finish(report, None, error)
-            except Cancelled as exc:
-                error = f"cancelled by {signal_name(exc)} before any notebook ran"
-                kind = "rig" if rig else (target.kind if target else "emulator")
-                report = not_started_report(error, target_kind=kind, blocked_exit=blocked_exit, verdict="cancelled",
-                                            cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets),
-                                            notebooks=list(dict.fromkeys(only)) if only else NOTEBOOKS)
-                return finish(report, None, error)
-            if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
-                say(f"warning: {insecure}")
-            out_dir = Path(out) if out is not None and store is None else RECEIPTS_RELPATH / target.kind
-            staging = None
-            if store is not None:  # shared storage: stage locally, publish after the run (an interrupted one too)
-                staging = out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
-            rig_secrets = list(handle.redactor.secrets) if handle is not None else []
-            result = run_smoke(target, config, out_dir=out_dir, only=only, timeout_s=timeout_s, html=html,
-                               progress=progress, secrets=rig_secrets, guard=guard, kernels=kernels,
-                               parameters={WIRE_SPIKE: {"compare": compare}} if compare else None)
-            locate = None
-            if store is not None and staging is not None:
-                store.publish(staging, result.run_id, redactor=Redactor(result.secrets))
-                locate = functools.partial(store.locate, staging=staging)
-                for r in result.runs:
-                    r.receipt_path = locate(r.receipt_path) if r.receipt_path else None
-                result.out_dir = store.url
-            redactor = Redactor(result.secrets)
-            report = ci_report(result, blocked_exit=blocked_exit, redactor=redactor, environ=env)
-            return finish(report, result, None)
+                install = install_of(spec.hermes_bin)
+            package = install.package if install else None
+            named = (install.version, f"--hermes-bin {install.bin} ({package})", install.executable) \
+                if install and not spec.rig and install.version else None
+            target, config = establish(config, stack, rig=handle, ask_emulator=True, release=named)
+            compare, target = spike_contract(target, config, spec.contract, package=package)
+            guard.armed = False  # run_smoke arms it again while the notebooks run
+        except RigError as exc:  # blocked before any notebook ran: CI still gets its report
+            guard.armed = False
+            error = Redactor(secrets).text(str(exc))
+            report = not_started_report(error, target_kind="rig", blocked_exit=blocked_exit,
+                                        hermes_version=spec.hermes_version or spec.package, environ=env,
+                                        redactor=Redactor(secrets))
+            return finish({**report, "provider": spec.provider or "nous"}, error=error)
+        except Cancelled as exc:
+            error = f"cancelled by {signal_name(exc)} before any notebook ran"
+            kind = "rig" if spec.rig else (target.kind if target else "emulator")
+            return finish(not_started_report(error, target_kind=kind, blocked_exit=blocked_exit, verdict="cancelled",
+                                             cancelled_by=signal_name(exc), environ=env, redactor=Redactor(secrets),
+                                             notebooks=list(dict.fromkeys(only)) if only else NOTEBOOKS), error=error)
+        if (insecure := plain_http_warning(target.endpoint)) is not None:  # also in every receipt
+            say(f"warning: {insecure}")
+        out_dir = Path(spec.out) if spec.out is not None and store is None else RECEIPTS_RELPATH / target.kind
+        if store is not None:  # shared storage: stage locally, publish after the run (an interrupted one too)
+            out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hermes-nb-stage-")))
+        result = run_smoke(target, config, out_dir=out_dir, only=only, timeout_s=spec.cell_timeout_s, html=spec.html,
+                           progress=progress, secrets=list(handle.redactor.secrets) if handle else [], guard=guard,
+                           kernels=kernels, parameters={WIRE_SPIKE: {"compare": compare}} if compare else None)
+        if store is not None:
+            store.publish(out_dir, result.run_id, redactor=Redactor(result.secrets))
+            for r in result.runs:
+                r.receipt_path = store.locate(r.receipt_path, staging=out_dir) if r.receipt_path else None
+            result.out_dir = store.url
+        return finish(ci_report(result, blocked_exit=blocked_exit, redactor=Redactor(result.secrets), environ=env),
+                      result)
 
 
 def _start_rig(stack: ExitStack, spec: SmokeSpec, *, say: Callable[[str], None], json_quiet: bool) -> Any:
@@ -273,3 +224,156 @@ def _start_rig(stack: ExitStack, spec: SmokeSpec, *, say: Callable[[str], None],
     say(f"starting the real proxy rig ({state}, --provider {provider})")
     return stack.enter_context(real_proxy(state, provider=provider, hermes_bin=hermes_bin,
                                           upstream=spec.upstream or "emulator"))
+
+
+#: an execution status as CI readers see it ("a cell raised", not ``cell_error``)
+STATUS_WORDS = {
+    "completed": "completed", "cell_error": "a cell raised", "timeout": "cell timeout",
+    "dead_kernel": "kernel died", "kernel_error": "kernel did not start", "runner_error": "runner error",
+    "interrupted": "cancelled", "pending": "not started", "not_started": "not started",
+}
+
+
+def smoke_exit_code(verdict: str, blocked_exit: int = EXIT_BLOCKED, cancelled_by: str | None = None) -> int:
+    """A verdict's exit code, blocked mapped to ``blocked_exit``, a run stopped by a signal 128 + its number."""
+    if cancelled_by:
+        return exit_code_for_signal(signal.Signals[cancelled_by].value)
+    return blocked_exit if verdict == "blocked" else exit_code_for(verdict)
+
+
+def with_problems(code: int, problems: Sequence[str]) -> int:
+    """The exit code of a job some of whose outputs were not written: its own when that already fails, else 2."""
+    return (code or EXIT_USAGE) if problems else code
+
+
+def _ci(environ: Mapping[str, str] | None) -> tuple[Path, str | None, str | None]:
+    """(the artifact root, the CI run's page, GitLab's URL prefix of a job artifact) from what CI sets."""
+    env = os.environ if environ is None else environ
+    if env.get("GITLAB_CI") or env.get("CI_JOB_URL"):
+        job = env.get("CI_JOB_URL") or None
+        return Path(env.get("CI_PROJECT_DIR") or Path.cwd()), job, f"{job}/artifacts/file" if job else None
+    server, repository, run_id = (env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    run_url = f"{server.rstrip('/')}/{repository}/actions/runs/{run_id}" if server and repository and run_id else None
+    return Path(env.get("GITHUB_WORKSPACE") or Path.cwd()), run_url, None
+
+
+def _relative(root: Path, location: Any) -> str:
+    """A URL as is; a local path relative to the artifact root when it is under it."""
+    path = Path(str(location))
+    if "://" in str(location):
+        return str(location)
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _base(run_url: str | None, blocked_exit: int) -> dict[str, Any]:
+    return {"schema": "hermes-nb.smoke-ci.v1", "blocked_exit": blocked_exit, "hostname": socket.gethostname(),
+            "ci_run_url": run_url}
+
+
+def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redactor | None = None,
+              environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Plain, redacted data for JUnit and the step summary; per notebook what an operator acts on."""
+    root, run_url, file_url = _ci(environ)
+    notebooks = []
+    for run in result.runs:
+        summary = run.summary or {}
+        details = summary.get("details")
+        details = details if isinstance(details, dict) else {}
+        decided = summary.get("verdict") == run.verdict  # its verdict cell decided: it raised NotebookFailed to stop
+        errors = [str(e) for e in run.errors if not (decided and str(e).startswith("NotebookFailed: "))]
+        receipt = _relative(root, run.receipt_path) if run.receipt_path else None
+        status = STATUS_WORDS.get(run.status, run.status.replace("_", " "))
+        notebooks.append({
+            "name": run.name, "verdict": run.verdict, "status": status,
+            # what kind of failure, in a word or two: the notebook's own reason when its verdict cell decided
+            "kind": str(summary.get("reason")) if decided else status,
+            "reason": run.reason, "errors": errors, "hint": details.get("hint"),
+            "drift": [str(d) for d in details.get("drift") or []],
+            "not_judged": [str(d) for d in details.get("not_judged") or []],
+            "operator_action": operator_action(summary, run.reason, errors) if run.verdict == "blocked" else None,
+            "duration_s": round(run.duration_s, 3), "started_at": run.started_at or None, "receipt": receipt,
+            "receipt_url": f"{file_url}/{receipt}" if file_url and receipt and "://" not in receipt
+            and not Path(receipt).is_absolute() else None,
+        })
+    target, problems = result.target, [str(p) for p in result.problems]
+    states = {proxy_state(run.summary) for run in result.runs}
+    started = [n["started_at"] for n in notebooks if n["started_at"]]
+    report = {
+        **_base(run_url, blocked_exit), "provider": target.provider, "verdict": result.verdict,
+        "exit_code": with_problems(smoke_exit_code(result.verdict, blocked_exit, result.cancelled_by), problems),
+        "cancelled_by": result.cancelled_by, "problems": problems, "run_id": result.run_id,
+        "started_at": min(started) if started else iso_now(), "target_kind": target.kind,
+        # the state the notebooks saw the proxy in: a stale proxy behind a "live" endpoint is not live
+        "proxy_state": next((s for s in ("stale", "unreachable", "live") if s in states), None),
+        "endpoint": target.endpoint, "hermes_version": target.release,
+        "hermes_version_source": target.release_source, "target_evidence": target.evidence,
+        "out": _relative(root, result.out_dir), "duration_s": round(result.duration_s, 3), "notebooks": notebooks,
+    }
+    return (redactor or Redactor(result.secrets)).data(report)
+
+
+def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT_BLOCKED,
+                       hermes_version: str | None = None, verdict: str = "blocked", cancelled_by: str | None = None,
+                       environ: Mapping[str, str] | None = None, redactor: Redactor | None = None,
+                       notebooks: Sequence[str] = ()) -> dict[str, Any]:
+    """The report of a smoke whose target never started (the rig refused, or a signal came first): one case per
+    requested notebook, else one named after the target, each carrying the reason, so CI shows why."""
+    now = iso_now()
+    report = {
+        **_base(_ci(environ)[1], blocked_exit), "provider": None, "verdict": verdict,
+        "exit_code": smoke_exit_code(verdict, blocked_exit, cancelled_by), "cancelled_by": cancelled_by,
+        "run_id": new_run_id(), "started_at": now, "target_kind": target_kind, "endpoint": None,
+        "hermes_version": hermes_version, "target_evidence": None, "out": None, "duration_s": 0.0,
+        "notebooks": [{"name": name, "verdict": verdict, "status": "not started",
+                       "reason": error if verdict == "cancelled" else "not started",
+                       "errors": [error], "hint": None, "drift": [],
+                       "operator_action": error if verdict == "blocked" else None,
+                       "duration_s": 0.0, "started_at": now, "receipt": None, "receipt_url": None}
+                      for name in (notebooks or [target_kind])],
+    }
+    return (redactor or Redactor()).data(report)
+
+
+def check_output_paths(**paths: str | Path | None) -> None:
+    """Every output file asked for is proven writable before anything runs, else a :class:`UsageError`."""
+    for what, path in paths.items():
+        if path is not None:
+            prove_writable(path, f"{what.replace('_', ' ')} output")
+
+
+def step_summary_path(given: str | Path | None, environ: Mapping[str, str], warnings: list[str]) -> str | None:
+    """The step summary to append to (``given``, else ``$GITHUB_STEP_SUMMARY``); an unwritable one is a warning."""
+    path = str(given) if given is not None else (environ.get("GITHUB_STEP_SUMMARY") or None)
+    try:
+        return str(prove_writable(path, "GITHUB_STEP_SUMMARY", append=True)) if path else None
+    except UsageError as exc:
+        warnings.append(f"{exc}; the summary is not appended there")
+        return None
+
+
+def write_ci_outputs(report: dict[str, Any], *, redactor: Redactor, junit_xml: str | Path | None = None,
+                     summary_md: str | Path | None = None, step_summary: str | Path | None = None,
+                     warnings: list[str] | None = None, problems: list[str] | None = None,
+                     junit_text: str | None = None, summary_text: str | None = None) -> dict[str, str]:
+    """Write the JUnit XML and the Markdown summary, append the summary to ``$GITHUB_STEP_SUMMARY``; returns what
+    was written, by key. ``junit_text``/``summary_text``: documents made elsewhere (the matrix's). An output not
+    written after all (a full disk) is one line in ``problems`` (raised without it); the step summary's, in
+    ``warnings``. A document that would carry a secret is refused."""
+    written: dict[str, str] = {}
+    for key, path, failures in (("junit_xml", junit_xml, problems), ("summary_md", summary_md, problems),
+                                ("step_summary", step_summary, warnings)):
+        if not path:
+            continue
+        try:
+            written[key] = str(write_junit(report, str(path), redactor=redactor, text=junit_text) if key == "junit_xml"
+                               else write_summary(report, str(path), redactor=redactor, text=summary_text,
+                                                  append=key == "step_summary"))
+        except (ArtifactError, OSError) as exc:
+            if failures is None:
+                raise
+            failures.append(str(exc) if isinstance(exc, ArtifactError)
+                            else f"{key.replace('_', ' ')} {path}: not written ({exc.strerror or exc})")
+    return written

@@ -1,16 +1,7 @@
-"""Refresh the committed notebooks: regenerate from the templates, execute against the emulator, store outputs.
-
-``make notebooks`` → ``hermes-nb notebooks refresh``. The stored outputs are
-what nbval compares (``pytest --nbval notebooks/``); they must come from a
-passing run against the deterministic emulator, so a notebook that does not
-pass is not written. Papermill's per-run metadata (timings, status) is
-stripped, and the stored outputs are normalised with the nbval sanitize rules
-(ports, run ids, timestamps, durations, temp paths → placeholders; artifact
-digests in the verdict's machine summary → ``<sha256>``, its stream timeline → ``<timeline>``, a load report's
-figures → ``<load>``), so that refreshing
-twice writes byte-identical files and ``git diff notebooks/`` shows only real
-changes.
-"""
+"""``make notebooks``: build each shipped notebook, execute it against the emulator and store it with the outputs
+nbval compares, if it passed (a guide: if it ran through). Outputs are normalised with the nbval sanitize rules, so
+refreshing twice writes the same bytes; a guide keeps no widget view and shows the placeholders in its HTML.
+``python -m hermes_nb.nbrun.refresh notebooks`` refreshes the guides; ``hermes-nb notebooks refresh`` the others."""
 
 from __future__ import annotations
 
@@ -18,6 +9,7 @@ import configparser
 import json
 import re
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,25 +17,17 @@ from typing import Any
 
 import nbformat
 
-from hermes_nb.core.errors import ConfigError, NotebookFailed, UsageError
-from hermes_nb.core.facts import TEMPLATED_NOTEBOOKS, sanitize_file
-from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
-from hermes_nb.nbrun.kernels import KernelPool
+from hermes_nb.core.errors import ConfigError, NotebookFailed
+from hermes_nb.core.facts import GUIDES, TEMPLATED_NOTEBOOKS, sanitize_file
+from hermes_nb.nbrun.execute import KernelPool, NotebookRun, execute_notebook, quiet_notebook_loggers
 from hermes_nb.nbrun.templates import build
 from hermes_nb.receipts.verdict import VERDICT_MIME
 
-__all__ = ["SANITIZE_FILE", "strip_run_metadata", "sanitize_rules", "sanitize_outputs", "refresh_notebooks"]
+__all__ = ["SANITIZE_FILE", "sanitize_rules", "sanitize_outputs", "refresh_notebooks"]
 
 SANITIZE_FILE = "nbval-sanitize.cfg"
-
-
-def strip_run_metadata(nb: Any) -> Any:
-    """Drop papermill's and nbclient's per-run metadata (the outputs stay)."""
-    nb.metadata.pop("papermill", None)
-    for cell in nb.cells:
-        cell.metadata.pop("papermill", None)
-        cell.metadata.pop("execution", None)
-    return nb
+#: what a guide does not store: the widget view (its state is not stored) and the console's page script
+_LIVE_ONLY = ("application/vnd.jupyter.widget-view+json", "application/javascript")
 
 
 def sanitize_rules(path: Path) -> list[tuple[re.Pattern[str], str]]:
@@ -52,19 +36,9 @@ def sanitize_rules(path: Path) -> list[tuple[re.Pattern[str], str]]:
     try:
         with open(path, encoding="utf-8") as fh:
             parser.read_file(fh)
-    except (OSError, configparser.Error) as exc:
-        raise ConfigError(f"{path}: not a readable sanitize file: {exc}") from None
-    rules: list[tuple[re.Pattern[str], str]] = []
-    for section in parser.sections():
-        pattern = parser.get(section, "regex", fallback=None)
-        replacement = parser.get(section, "replace", fallback=None)
-        if pattern is None or replacement is None:
-            raise ConfigError(f"{path}: section [{section}] needs both regex and replace")
-        try:
-            rules.append((re.compile(pattern), replacement))
-        except re.error as exc:
-            raise ConfigError(f"{path}: bad regex {pattern!r} in [{section}]: {exc}") from None
-    return rules
+        return [(re.compile(parser[s]["regex"]), parser[s]["replace"]) for s in parser.sections()]
+    except (OSError, configparser.Error, KeyError, re.error) as exc:
+        raise ConfigError(f"{path}: not a usable sanitize file ({type(exc).__name__}: {exc})") from None
 
 
 def _sanitize(value: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> Any:
@@ -91,7 +65,7 @@ def sanitize_outputs(nb: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> A
             if isinstance(summary, dict) and isinstance(summary.get("artifacts"), dict):
                 summary["artifacts"] = {name: "<sha256>" for name in summary["artifacts"]}
             details = summary.get("details") if isinstance(summary, dict) else None
-            for key in ("timeline", "load"):  # stream timings and load figures vary run to run
+            for key in ("timeline", "load", "measured_s"):  # stream timings and load figures vary run to run
                 if isinstance(details, dict) and key in details:
                     details[key] = f"<{key}>"
             outputs.append(nbformat.from_dict(clean))
@@ -99,27 +73,37 @@ def sanitize_outputs(nb: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> A
     return nb
 
 
+def _guide_outputs(nb: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> None:
+    """A guide's outputs, read unrun: no live-only data, the placeholders visible in HTML (``&lt;port&gt;``)."""
+    names = sorted({m for _, replacement in rules for m in re.findall(r"<[a-z0-9.-]+>", replacement)}, key=len)
+    placeholders = re.compile("|".join(re.escape(n) for n in reversed(names)))
+    for cell in (c for c in nb.cells if c.cell_type == "code"):
+        kept = []
+        for output in cell.outputs:
+            data = output.get("data")
+            if data is not None:
+                for mime in _LIVE_ONLY:
+                    data.pop(mime, None)
+                if not data:
+                    continue
+                if "text/html" in data:
+                    data["text/html"] = placeholders.sub(lambda m: m[0].replace("<", "&lt;").replace(">", "&gt;"),
+                                                         "".join(data["text/html"]))
+            kept.append(output)
+        cell.outputs = kept
+
+
 def refresh_notebooks(directory: Path, *, names: Sequence[str] | None = None, timeout_s: float = 120.0,
                       progress: Callable[[str], None] | None = None) -> list[NotebookRun]:
-    """Write each template to ``directory``, execute it there (cwd = directory), store it with outputs."""
-    if timeout_s <= 0:
-        raise UsageError(f"--timeout must be > 0, got {timeout_s:g}")
+    """Build each notebook (default: the templated ones), execute it in ``directory`` and store it there, the
+    template with the outputs it gave."""
+    quiet_notebook_loggers()
     directory = Path(directory).resolve()
     directory.mkdir(parents=True, exist_ok=True)
-    say = progress or (lambda _msg: None)
-    runs = []
-    for name in names or TEMPLATED_NOTEBOOKS:
-        template = build(name)
-        tmp = directory / f".{name}.template.ipynb"
-        nbformat.write(template, str(tmp))
-        runs.append(NotebookRun(name=name, template=tmp, parameters={}))
-    try:
-        with KernelPool() as pool, ThreadPoolExecutor(max_workers=len(runs)) as ex:
-            runs = list(ex.map(lambda r: execute_notebook(r, pool, timeout_s=timeout_s, cwd=directory), runs))
-    finally:
-        for r in runs:
-            r.template.unlink(missing_ok=True)
-    failed = [r for r in runs if r.verdict != "passed"]
+    runs = [NotebookRun(name=name, template=build(name), parameters={}) for name in names or TEMPLATED_NOTEBOOKS]
+    with KernelPool() as pool, ThreadPoolExecutor(max_workers=len(runs)) as ex:
+        runs = list(ex.map(lambda r: execute_notebook(r, pool, timeout_s=timeout_s, cwd=directory), runs))
+    failed = [r for r in runs if (r.status != "completed" if r.name in GUIDES else r.verdict != "passed")]
     if failed:
         first = next((r for r in failed if r.ename is not None), failed[0])
         raise NotebookFailed("; ".join(f"{r.name}: {r.verdict} ({r.reason})" for r in failed),
@@ -129,9 +113,18 @@ def refresh_notebooks(directory: Path, *, names: Sequence[str] | None = None, ti
         shutil.copyfile(sanitize_file(), cfg)
     rules = sanitize_rules(cfg)
     for r in runs:
-        nb = sanitize_outputs(strip_run_metadata(r.nb), rules)
-        for cell, ref in zip(nb.cells, build(r.name).cells, strict=False):
-            cell["id"] = ref["id"]
+        nb = build(r.name)  # the template's cells and metadata, with the outputs they gave
+        for cell, ran in zip(nb.cells, r.nb.cells, strict=True):
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = ran.outputs, ran.execution_count
+        sanitize_outputs(nb, rules)
+        if r.name in GUIDES:
+            _guide_outputs(nb, rules)
         nbformat.write(nb, str(directory / f"{r.name}.ipynb"))
-        say(f"{r.name}: refreshed ({r.duration_s:.2f} s)")
+        if progress is not None:
+            progress(f"{r.name}: refreshed ({r.duration_s:.2f} s)")
     return runs
+
+
+if __name__ == "__main__":  # pragma: no cover - the Makefile's entry point for the guides
+    refresh_notebooks(Path(sys.argv[1] if len(sys.argv) > 1 else "notebooks"), names=GUIDES, progress=print)

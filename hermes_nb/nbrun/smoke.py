@@ -1,14 +1,12 @@
-"""Run the notebooks headlessly through papermill and keep them as receipts.
-
-The notebooks run concurrently, each on a fresh kernel, against one target established before them
-(:func:`hermes_nb.target.establish`), handed to each as a parameter with the resolved config. Interrupted
-(``KeyboardInterrupt``, or :class:`~hermes_nb.harness.signals.Cancelled`) while they run: the kernels are stopped,
-the running notebooks recorded ``cancelled`` with what they had, the finished receipts kept and indexed; nothing is
-re-raised.
-"""
+"""The notebooks run concurrently, each on a fresh kernel, against one target established before them, and kept as
+receipts with an index. Interrupted while they run (Ctrl-C, SIGTERM): the kernels are killed, the running notebooks
+recorded ``cancelled`` with what they had, the finished receipts kept and indexed; nothing is re-raised."""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,20 +16,29 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import nbformat
+
+from hermes_nb import __version__
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ArtifactError, HermesError, SecretLeak, UsageError
-from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, notebooks_dir, worst_verdict
-from hermes_nb.core.io import new_run_id, prove_dir
+from hermes_nb.core.facts import E2E_SMOKE, NOTEBOOKS, data_dir, notebooks_dir, plain_http_warning, worst_verdict
+from hermes_nb.core.io import json_digest, new_run_id, prove_dir, sha256_file
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
-from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
-from hermes_nb.nbrun.kernels import KernelPool
-from hermes_nb.nbrun.receipt_meta import artifact_sources, prefetch_environment_digest, receipt_metadata
+from hermes_nb.nbrun.execute import KERNEL_ARGV, KERNEL_NAME, KernelPool, NotebookRun, execute_notebook
 from hermes_nb.receipts.index import append_index, index_entry, write_index_html
-from hermes_nb.receipts.write import write_receipt
+from hermes_nb.receipts.verdict import operator_action, proxy_state
+from hermes_nb.receipts.write import RECEIPT_SCHEMA, write_receipt
 from hermes_nb.target import Target
+from hermes_nb.views.htmlkit import box, kv_html, seconds, table_html
 
-__all__ = ["SmokeResult", "launch_kernels", "run_smoke"]
+__all__ = ["SmokeResult", "launch_kernels", "run_smoke", "receipt_metadata", "artifact_sources",
+           "environment_digest", "signal_name"]
+
+
+def signal_name(exc: BaseException) -> str:
+    """``SIGTERM`` for :class:`Cancelled` (15), ``SIGINT`` for a plain ``KeyboardInterrupt``."""
+    return SIGNAL_NAMES.get(getattr(exc, "signum", 2), "SIGINT")
 
 
 @dataclass
@@ -42,7 +49,6 @@ class SmokeResult:
     out_dir: Path | str
     runs: list[NotebookRun]
     duration_s: float
-    #: the target the receipts name, established once (:func:`hermes_nb.target.establish`)
     target: Target = field(default_factory=lambda: Target(endpoint="", kind="emulator"))
     #: what the outputs must never contain (the bearer, secret headers, the rig's credentials)
     secrets: list[str] = field(default_factory=list, repr=False)
@@ -51,52 +57,32 @@ class SmokeResult:
     #: outputs not written (the index on a full disk), one line each: the smoke fails naming them
     problems: list[str] = field(default_factory=list)
 
-    def _repr_html_(self) -> str:  # a cell can end with the smoke's result (hermes_nb.nbrun.smoke_view)
-        from hermes_nb.nbrun.smoke_view import smoke_html
-
-        return smoke_html(self.to_dict())
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        from hermes_nb.nbrun.smoke_view import smoke_text
-
-        p.text("SmokeResult(...)" if cycle else smoke_text(self.to_dict()))
-
-    @property
-    def provider(self) -> str | None:
-        """The provider the proxy fronts (the target's, identified once)."""
-        return self.target.provider
-
     def to_dict(self) -> dict[str, Any]:
         return {
-            "verdict": self.verdict,
-            "run_id": self.run_id,
-            "target_kind": self.target.kind,
-            "provider": self.provider,
-            "endpoint": self.target.endpoint,
-            "target_evidence": self.target.evidence,
-            "out_dir": str(self.out_dir),
-            "duration_s": round(self.duration_s, 3),
-            "cancelled_by": self.cancelled_by,
-            "receipts": [
-                {"notebook": r.name, "path": str(r.receipt_path) if r.receipt_path else None,
-                 "verdict": r.verdict, "status": r.status, "reason": r.reason,
-                 "duration_s": round(r.duration_s, 3)}
-                for r in self.runs
-            ],
+            "verdict": self.verdict, "run_id": self.run_id, "target_kind": self.target.kind,
+            "provider": self.target.provider, "endpoint": self.target.endpoint, "target_evidence": self.target.evidence,
+            "out_dir": str(self.out_dir), "duration_s": round(self.duration_s, 3), "cancelled_by": self.cancelled_by,
+            "receipts": [{"notebook": r.name, "path": str(r.receipt_path) if r.receipt_path else None,
+                          "verdict": r.verdict, "status": r.status, "reason": r.reason,
+                          "duration_s": round(r.duration_s, 3)} for r in self.runs],
         }
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        runs = ", ".join(f"{r.name} {r.verdict}" for r in self.runs)
+        provider = f", provider {self.target.provider}" if self.target.provider else ""
+        p.text("SmokeResult(...)" if cycle else Redactor().text(
+            f"SmokeResult({self.verdict}, run {self.run_id}, target {self.target.kind} {self.target.endpoint}"
+            f"{provider}, {self.duration_s:.3f} s: {runs})"))
 
-def launch_kernels(only: Sequence[str] | None = None, templates: Path | None = None) -> KernelPool:
-    """The smoke's kernels, started now, one per notebook in its working directory: they boot while the caller
-    resolves its config and target and the runner imports papermill (kept for speed: P4, docs/performance.md)."""
-    names, _ = _notebooks(only, templates)
-    pool = KernelPool()
-    try:
-        pool.launch([pool.dir / "work" / name for name in names])
-    except BaseException:
-        pool.close()
-        raise
-    return pool
+    def _repr_html_(self) -> str:
+        head = kv_html([("verdict", self.verdict), ("run id", self.run_id), ("target", self.target.kind),
+                        ("provider", self.target.provider), ("endpoint", self.target.endpoint),
+                        ("duration", seconds(self.duration_s)), ("receipts in", str(self.out_dir))],
+                       badges=("verdict",))
+        rows = [{"notebook": r.name, "verdict": r.verdict, "reason": r.reason, "duration": seconds(r.duration_s),
+                 "receipt": str(r.receipt_path) if r.receipt_path else None} for r in self.runs]
+        return box("smoke", self.verdict, head,
+                   table_html(rows, ("notebook", "verdict", "reason", "duration", "receipt"), badges=("verdict",)))
 
 
 def _notebooks(only: Sequence[str] | None, templates: Path | None) -> tuple[list[str], Path]:
@@ -108,19 +94,31 @@ def _notebooks(only: Sequence[str] | None, templates: Path | None) -> tuple[list
     return names, template_dir
 
 
+def launch_kernels(only: Sequence[str] | None = None, templates: Path | None = None) -> KernelPool:
+    """The smoke's kernels, started now, one per notebook in its working directory: they boot while the caller
+    resolves its config and target and the runner imports papermill (P4, docs/performance.md)."""
+    names, _ = _notebooks(only, templates)
+    pool = KernelPool()
+    try:
+        pool.launch([pool.dir / "work" / name for name in names])
+    except BaseException:
+        pool.close()
+        raise
+    return pool
+
+
 def run_smoke(target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path,
               only: Sequence[str] | None = None, timeout_s: float = 120.0, html: bool = True,
               templates: Path | None = None, progress: Callable[[str], None] | None = None, run_id: str | None = None,
               secrets: Sequence[str] = (), guard: SignalGuard | None = None,
               parameters: Mapping[str, Mapping[str, Any]] | None = None,
               kernels: KernelPool | None = None) -> SmokeResult:
-    """Execute the notebooks concurrently against ``target`` (established once by the caller, ``config`` aimed at
-    it) and write one receipt each, plus the index. Each job notebook gets the target and the config as
-    parameters; the bearer reaches its kernel in ``HERMES_NB_AUTH_TOKEN`` only. ``secrets``: more values no output
-    may contain (the rig's). ``guard``: a caller's signal guard, armed while the notebooks run (a signal then
-    cancels them; at any other moment it waits until they are done). ``parameters``: notebook name → extra
-    papermill parameters (the load receipt's report). ``kernels``: started already by :func:`launch_kernels` with
-    the same ``only`` and ``templates``; taken over and closed.
+    """Execute the notebooks concurrently against ``target`` (``config`` aimed at it) and write one receipt each,
+    plus the index. Each job notebook gets the target and the config as parameters; the bearer reaches its kernel
+    in ``HERMES_NB_AUTH_TOKEN`` only. ``secrets``: more values no output may contain. ``guard``: armed while the
+    notebooks run (a signal then cancels them; at any other moment it waits). ``parameters``: notebook name → extra
+    papermill parameters. ``kernels``: from :func:`launch_kernels` with the same ``only`` and ``templates``; taken
+    over and closed.
     """
     if timeout_s <= 0:
         if kernels is not None:
@@ -128,16 +126,14 @@ def run_smoke(target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path
         raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
     with kernels if kernels is not None else launch_kernels(only, templates) as pool:
         names, template_dir = _notebooks(only, templates)
-        work = pool.dir / "work"
-        return _run(names, template_dir, work, pool, target, config, out_dir=out_dir, timeout_s=timeout_s,
-                    html=html, progress=progress, run_id=run_id, secrets=[*config.secrets(), *secrets], guard=guard,
-                    parameters=parameters)
+        return _run(names, template_dir, pool, target, config, out_dir=out_dir, timeout_s=timeout_s, html=html,
+                    progress=progress, run_id=run_id, secrets=[*config.secrets(), *secrets], guard=guard,
+                    parameters=parameters or {})
 
 
-def _run(names: list[str], template_dir: Path, work: Path, pool: KernelPool, target: Target,
-         config: HermesProxyRuntimeConfig, *, out_dir: Path, timeout_s: float, html: bool,
-         progress: Callable[[str], None] | None, run_id: str | None, secrets: list[str], guard: SignalGuard | None,
-         parameters: Mapping[str, Mapping[str, Any]] | None) -> SmokeResult:
+def _run(names: list[str], template_dir: Path, pool: KernelPool, target: Target, config: HermesProxyRuntimeConfig,
+         *, out_dir: Path, timeout_s: float, html: bool, progress: Callable[[str], None] | None, run_id: str | None,
+         secrets: list[str], guard: SignalGuard | None, parameters: Mapping[str, Mapping[str, Any]]) -> SmokeResult:
     say_lock = threading.Lock()
 
     def say(msg: str) -> None:  # one whole line at a time from the worker threads
@@ -153,34 +149,33 @@ def _run(names: list[str], template_dir: Path, work: Path, pool: KernelPool, tar
     out_dir = prove_dir(Path(out_dir).resolve(), "receipts directory")
     receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
     redactor = Redactor(secrets)
+    work = pool.dir / "work"
     runs: list[NotebookRun] = []
-    cancelled_by: str | None = None
-    stopped = {"by": "SIGINT"}  # the signal's name, set before the kernels are killed (the workers read it)
     for name in names:
         params: dict[str, Any] = ({"target": target.to_parameter(), "config": config.to_parameter()}
                                   if name in NOTEBOOKS else {"endpoint": target.endpoint, "model": config.model})
         if name == E2E_SMOKE:
             (work / "e2e-root").mkdir()
             params["root"] = str(work / "e2e-root")
-        params.update((parameters or {}).get(name) or {})
-        runs.append(NotebookRun(name=name, template=(template_dir / f"{name}.ipynb").resolve(), parameters=params))
+        params.update(parameters.get(name, {}))
+        runs.append(NotebookRun(name, (template_dir / f"{name}.ipynb").resolve(), params))
+    common: dict[str, Any] = {"run_id": run_id, "target": target, "pool": pool, "timeout_s": timeout_s,
+                              "redactor": redactor, "endpoint_origin": config.origin("endpoint")}
+    nbformat.validate(nbformat.v4.new_notebook())  # its schema compiled once (~0.1 s), not by every thread
+    stopped = {"by": "SIGINT"}  # the signal's name, set before the kernels are killed (the workers read it)
 
     def job(run: NotebookRun) -> NotebookRun:
         say(f"{run.name}: running")
-        # every receipt records the environment's digest: computed once the notebooks run, off the start's path
-        execute_notebook(run, pool, timeout_s=timeout_s, cwd=work / run.name, on_start=prefetch_environment_digest)
+        execute_notebook(run, pool, timeout_s=timeout_s, cwd=work / run.name)
         if run.status == "interrupted":  # stopped by a signal while it ran: not a failure of the proxy
             run.verdict, run.reason = "cancelled", f"cancelled by {stopped['by']} while it ran"
         artifacts = artifact_sources(run)
-        meta = receipt_metadata(run, run_id=run_id, target=target, pool=pool, timeout_s=timeout_s,
-                                redactor=redactor, endpoint_origin=config.origin("endpoint"))
-        nb = run.nb if run.nb is not None else _empty_notebook(run.template)
+        meta = receipt_metadata(run, **common)
+        nb = run.nb if run.nb is not None else nbformat.read(str(run.template), as_version=4)
         if "papermill" in nb.metadata:
             nb.metadata["papermill"]["exception"] = run.verdict != "passed"
         if run.verdict == "blocked":  # expected, with an operator action: no red "Exception" banner
-            from papermill.execute import remove_error_markers
-
-            nb = remove_error_markers(nb)
+            nb.cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
         try:
             files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, page=html,
                                   artifacts=artifacts)
@@ -190,40 +185,96 @@ def _run(names: list[str], template_dir: Path, work: Path, pool: KernelPool, tar
             run.errors.append(reason)
             say(f"{run.name}: failed: {reason}")
             return run
-        run.receipt_path = files.notebook
-        run.written = (files, meta)
+        run.receipt_path, run.written = files.notebook, (files, meta)
         say(f"{run.name}: {run.verdict} ({run.reason}) in {run.duration_s:.2f} s")
         return run
 
+    cancelled_by: str | None = None
     with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="hermes-nb-smoke") as ex:
         futures = [ex.submit(job, r) for r in runs]
         try:
             if guard is not None:
                 guard.arm()  # a signal that came while the kernels started cancels here
+            environment_digest()  # computed here once, while the notebooks run; every receipt records it
             runs = [f.result() for f in futures]
         except (KeyboardInterrupt, Cancelled) as exc:  # kill the kernels, keep and index the receipts
-            cancelled_by = stopped["by"] = SIGNAL_NAMES.get(getattr(exc, "signum", 2), "SIGINT")
+            cancelled_by = stopped["by"] = signal_name(exc)
             say(f"{cancelled_by}: stopping the kernels; the receipts of the running notebooks say cancelled")
             pool.cancel()
             runs = [f.result() for f in futures]
         finally:
             if guard is not None:
                 guard.armed = False  # from here on a signal waits: the receipts and index get written
-    entries = [index_entry(out_dir, *r.written) for r in runs if r.written is not None]
     problems: list[str] = []
     try:
-        append_index(out_dir, entries, redactor=redactor)
-        write_index_html(out_dir, redactor=redactor)  # DIR/index.html: each run's verdicts together
+        append_index(out_dir, [index_entry(out_dir, *r.written) for r in runs if r.written], redactor=redactor)
+        write_index_html(out_dir, redactor=redactor)
     except (ArtifactError, OSError) as exc:  # e.g. the disk filled up: the smoke fails naming the file
         problems.append(str(exc) if isinstance(exc, ArtifactError) else f"receipts index not written: {exc}")
     for r in runs:
-        r.nb = r.written = None  # the receipts on disk are the record; drop the in-memory copies
+        r.nb = r.written = None  # the receipts on disk are the record
     verdict = "cancelled" if cancelled_by else worst_verdict(r.verdict for r in runs)
     return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target, secrets, cancelled_by,
                        problems)
 
 
-def _empty_notebook(template: Path) -> Any:
-    import nbformat
+@functools.cache
+def environment_digest() -> dict[str, Any]:
+    """The installed distributions as ``name==version`` lines: how many, and the sha256 of the sorted list."""
+    metadata = [d.metadata for d in importlib.metadata.distributions()]
+    pins = sorted({f"{m['Name'].lower()}=={m['Version']}" for m in metadata if m["Name"]})
+    return {"packages": len(pins), "sha256": json_digest(pins)}
 
-    return nbformat.read(str(template), as_version=4)
+
+def receipt_metadata(run: NotebookRun, *, run_id: str, target: Target, pool: KernelPool, timeout_s: float,
+                     redactor: Redactor, endpoint_origin: str | None = None) -> dict[str, Any]:
+    """``metadata.receipt`` of one executed notebook: what ran, where, with which versions, and its artifacts."""
+    summary = run.summary or {}
+    nb_meta = run.nb.metadata if run.nb is not None else {}
+    params = redactor.data(run.parameters)
+    endpoint = summary.get("endpoint") or target.endpoint
+    try:
+        template = "hermes_nb/data/" + run.template.resolve().relative_to(data_dir().resolve()).as_posix()
+    except ValueError:
+        template = run.template.name
+    return {
+        "schema": RECEIPT_SCHEMA, "notebook": run.name, "run_id": run_id, "verdict": run.verdict,
+        "status": run.status, "reason": run.reason, "errors": run.errors,
+        # a blocked notebook is an expected outcome with an action: said once, up front (index.html, CI)
+        "operator_action": operator_action(summary, run.reason, run.errors) if run.verdict == "blocked" else None,
+        "target_kind": target.kind, "proxy_state": proxy_state(summary), "target_evidence": target.evidence,
+        "endpoint": endpoint, "endpoint_origin": endpoint_origin,
+        "target_warnings": [w for w in [plain_http_warning(endpoint)] if w],
+        "model": summary.get("model") or (run.parameters.get("config") or {}).get("model"),
+        "hermes_nb_version": __version__,
+        "python": {"version": sys.version.split()[0], "implementation": sys.implementation.name},
+        "kernel": {"name": KERNEL_NAME, "python": pool.python, "argv": ["<python>", *KERNEL_ARGV],
+                   "language_version": nb_meta.get("language_info", {}).get("version")},
+        "papermill_version": importlib.metadata.version("papermill"),
+        "nbclient_version": importlib.metadata.version("nbclient"),
+        # the release under test: the target's (the rig, --hermes-bin), never a local install's
+        "hermes_agent_version": target.release, "hermes_agent_version_source": target.release_source,
+        "provider": target.provider or summary.get("provider"),
+        "started_at": run.started_at, "finished_at": run.finished_at, "duration_s": round(run.duration_s, 3),
+        "execution_timeout_s": timeout_s,
+        "template": {"path": template, "sha256": sha256_file(run.template)},
+        "parameters": params, "parameters_sha256": json_digest(params),
+        "environment": environment_digest(),
+        "artifacts": dict(summary.get("artifacts") or {}),
+        "papermill_exception_recorded": nb_meta.get("papermill", {}).get("exception"),
+        "summary": {k: v for k, v in summary.items() if k != "run_dir"},
+    }
+
+
+def artifact_sources(run: NotebookRun) -> dict[str, Path]:
+    """The run artifacts to copy into the receipt; each must still match the digest the kernel recorded."""
+    summary = run.summary or {}
+    sources: dict[str, Path] = {}
+    for name, digest in (summary.get("artifacts") or {}).items() if summary.get("run_dir") else ():
+        path = Path(summary["run_dir"]) / name
+        if not path.is_file() or sha256_file(path) != digest:
+            run.verdict, run.reason = "failed", f"artifact {name} changed or vanished after the run"
+            run.errors.append(run.reason)
+            continue
+        sources[name] = path
+    return sources

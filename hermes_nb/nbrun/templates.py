@@ -1,17 +1,7 @@
-"""The shipped notebooks (the smoke's three and the load receipt's), generated from code so they are reproducible.
-
-``hermes-nb notebooks refresh`` writes them from these templates, executes
-them against the deterministic emulator and stores the outputs that nbval
-compares. Conventions (tested in tests/nbrun/test_notebooks.py):
-
-* one cell tagged ``parameters``, literals only, each line
-  ``name: type = default  # help`` (papermill's ``--help-notebook`` reads it);
-  ``Optional`` types are written as a string annotation so the cell needs no import;
-* no secret is ever a parameter: the kernel reads ``HERMES_NB_AUTH_TOKEN``;
-* cells only call ``hermes_nb`` (the kernel-side kit, :mod:`hermes_nb.kit`) and end with the object itself:
-  its ``_repr_html_`` (coloured verdict, secrets masked, stream timeline) is what the notebook shows;
-* the last cell closes the target and records the verdict (raises unless passed).
-"""
+"""The shipped notebooks, generated from code so they are reproducible: the smoke's three and the load receipt's
+(one ``parameters`` cell of literals, ``name: type = default  # help``, that papermill reads; no secret is ever a
+parameter; cells only call :mod:`hermes_nb.kit` and end with the object, whose display is the notebook's; the last
+cell records the verdict), and the guide (the probe console and the magics; never run by the smoke)."""
 
 from __future__ import annotations
 
@@ -19,14 +9,14 @@ from collections.abc import Sequence
 
 import nbformat
 
-from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, LOAD_NOTEBOOK, TEMPLATED_NOTEBOOKS, WIRE_SPIKE
+from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, GUIDES, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS, WIRE_SPIKE
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.harness.prepare import RunSpec
 from hermes_nb.load.spec import LoadSpec  # the load wing's notebook: its parameters are LoadSpec's
 from hermes_nb.proxy.check import CheckSpec
 from hermes_nb.proxy.probe import ProbeSpec
 
-__all__ = ["KERNELSPEC", "JOB_SPECS", "build", "build_all"]
+__all__ = ["KERNELSPEC", "JOB_SPECS", "build"]
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 #: each job notebook's spec: its parameters cell is generated from it (the CLI's words and defaults)
@@ -42,7 +32,7 @@ _SECRETS_NOTE = (
     "Secrets are never parameters (papermill writes parameter values into the output notebook): "
     "the bearer token, if any, is read inside the kernel from `HERMES_NB_AUTH_TOKEN` and never displayed."
 )
-#: a cell whose output is a measurement (timings): nbval runs it and does not compare what it shows
+#: a cell whose output varies (timings, widgets): nbval runs it and does not compare what it shows
 _MEASURED = ("nbval-ignore-output",)
 
 
@@ -57,16 +47,12 @@ def _code(source: str, tags: Sequence[str] = ()) -> nbformat.NotebookNode:
     return cell
 
 
-def _params(source: str) -> nbformat.NotebookNode:
-    return _code(source, tags=["parameters"])
-
-
 def _notebook(cells: list[nbformat.NotebookNode], title: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.cells = cells
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}
-    nb.metadata["hermes_nb"] = {"template": title}
+    nb.metadata["hermes_nb"] = {"guide" if title in GUIDES else "template": title}
     for i, cell in enumerate(nb.cells):  # stable ids keep git diffs of refreshed notebooks small
         cell["id"] = f"{title.replace('_', '-')}-{i:02d}"
     return nb
@@ -79,7 +65,7 @@ def _job(name: str, intro: str, steps: Sequence[tuple[str, str]]) -> nbformat.No
     args = ", ".join(f"{n}={n}" for n in names)
     cells = [_md(intro + f"\n\nRunbook: `hermes-nb smoke --only {name} --endpoint http://127.0.0.1:8645/v1`. "
                  + _SECRETS_NOTE),
-             _params(spec.parameters_source(RUNNER_PARAMS)),
+             _code(spec.parameters_source(RUNNER_PARAMS), tags=["parameters"]),
              _code(f"from hermes_nb import kit\n\njob = kit.open_job({name!r}, {args})\njob")]
     for title, code in steps:
         cells += [_md(title), _code(code)]
@@ -180,16 +166,82 @@ themselves slow down. Dashed: the upstream's own p50 and p99 (with `direct`).
     ], LOAD_NOTEBOOK)
 
 
-_BUILDERS = {WIRE_SPIKE: wire_format_spike, ADAPTER_CHECK: adapter_check, E2E_SMOKE: e2e_smoke, LOAD_NOTEBOOK: load}
+def _guide_code(source: str) -> nbformat.NotebookNode:
+    return _code(source, tags=_MEASURED)
+
+
+def probe_console() -> nbformat.NotebookNode:
+    """The guide: the console and the magics, against an embedded emulator; no output is compared (widgets)."""
+    return _notebook([
+        _md("""
+# Probing a Hermes proxy from Jupyter
+
+A short tour of the exploratory face of hermes_nb: the **probe console** (widgets) and the **magics**.
+Nothing here needs a proxy: with no endpoint (and no `HERMES_NB_ENDPOINT`) everything talks to an
+**embedded emulator** started for this session. Point it at `http://127.0.0.1:8645/v1` to probe a real
+`hermes proxy start`. The bearer, if any, comes from `HERMES_NB_AUTH_TOKEN` in the kernel or the console's
+password field; it is never shown, stored in widget state or written into this notebook.
+
+Opened without running, each output below is what the cell showed when the guide was made (the console as
+a static picture); **Run All** brings the live console back at the top and at the bottom.
+"""),
+        _md("""
+## The console
+
+Pick a route (chat streamed, chat, models, health, or any forwarded path), edit the prompt or a JSON body,
+press **Send** — or **Ctrl+Enter** / **Shift+Enter** in the prompt (Enter is a new line, **Esc** stops).
+Deltas appear as they arrive (the stream runs off the kernel's main thread), rendered as Markdown (the
+*raw* toggle shows the text as sent; nothing in an answer runs). **Stop** cuts the stream and keeps the
+partial text. The status names the verdict (`done: passed (ok)`, `failed: unreachable`, `blocked: auth`),
+with the token usage and output tokens/s. The response panel shows status, error envelope, hint, the time
+to headers / first delta / total and the stream's timeline. Once the proxy's `/models` answered, the model
+field offers the listed models and flags an unlisted one.
+
+Every exchange lands in the **history**: pick one to see its own answer and table, copy it as curl or
+Python (httpx, openai) — the bearer as `$HERMES_NB_AUTH_TOKEN`, never its value — or export it as JSON.
+`ProbeConsole(history="probe.jsonl")` keeps the history in a file and reloads it, so it survives a kernel
+restart (after one, the console says to run its cell again). The `slow` scenario makes streaming visible
+(a pause before each delta).
+"""),
+        _guide_code('from hermes_nb import ProbeConsole\n\n'
+              'console = ProbeConsole(scenario="slow", delay_s=0.2)\nconsole'),
+        _md("""
+The console can be driven from code too (the same calls its buttons make); `wait()` is for scripts,
+a cell never needs it.
+"""),
+        _guide_code("console.send()\nconsole.wait()\nconsole.session.history[-1].exchange"),
+        _md("""
+## The magics
+
+`%load_ext hermes_nb` registers `%hermes_check`, `%hermes_probe [--compare NAME]` and the cell magic
+`%%hermes_chat [--endpoint URL] [--model M] [--scenario S] [--format markdown|text|code|json]`. They resolve
+their config the way the CLI does (flags over `HERMES_NB_*` over a manifest over the defaults). Each result
+is the cell's value, so the next cell has it as `_`.
+"""),
+        _guide_code("%load_ext hermes_nb"),
+        _guide_code("%hermes_check"),
+        _guide_code("%hermes_probe --compare hermes-agent-0.19.0"),
+        _md("The cell body is the prompt; the answer streams into the output as Markdown, then the verdict and "
+            "the token usage:"),
+        _guide_code("%%hermes_chat --scenario slow\nIn one sentence: what does a smoke test prove?"),
+        _guide_code("chat = _\nchat.exchange"),
+        _md("""
+## Back to the console
+
+The same console, with what it did above in its history. When you are done, `console.close()` stops its
+emulator and `%unload_ext hermes_nb` the ones the magics started (restarting the kernel does both).
+"""),
+        _guide_code("console"),
+    ], "probe_console")
+
+
+_BUILDERS = {WIRE_SPIKE: wire_format_spike, ADAPTER_CHECK: adapter_check, E2E_SMOKE: e2e_smoke, LOAD_NOTEBOOK: load,
+             "probe_console": probe_console}
+assert tuple(_BUILDERS) == SHIPPED_NOTEBOOKS, "core.facts names the notebooks built here"
 
 
 def build(name: str) -> nbformat.NotebookNode:
     try:
         return _BUILDERS[name]()
     except KeyError:
-        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(TEMPLATED_NOTEBOOKS)}") from None
-
-
-def build_all() -> dict[str, nbformat.NotebookNode]:
-    return {name: build(name) for name in TEMPLATED_NOTEBOOKS}
-
+        raise ValueError(f"unknown notebook {name!r}; known: {', '.join(SHIPPED_NOTEBOOKS)}") from None

@@ -100,7 +100,7 @@ def junit_suites_text(reports: Sequence[tuple[str | None, Mapping[str, Any]] | M
 
 
 def junit_text(report: Mapping[str, Any]) -> str:
-    """One smoke run's (``report``: :func:`~hermes_nb.nbrun.ci_report.ci_report`)."""
+    """One smoke run's (``report``: :func:`~hermes_nb.nbrun.jobs.ci_report`)."""
     return junit_suites_text([report], name="hermes-nb smoke")
 
 
@@ -132,7 +132,7 @@ def _blocked_policy(code: int) -> str:
 
 
 def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke") -> str:
-    """The Markdown of one smoke run (``report``: :func:`~hermes_nb.nbrun.ci_report.ci_report`)."""
+    """The Markdown of one smoke run (``report``: :func:`~hermes_nb.nbrun.jobs.ci_report`)."""
     verdict = str(report.get("verdict"))
     notebooks = list(report.get("notebooks") or [])
     blocked_exit = int(report.get("blocked_exit", 3))

@@ -23,15 +23,16 @@ from hermes_nb.core.io import prove_dir, write_atomic
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.spec import CommaList, Opt, Spec
 from hermes_nb.harness.signals import SIGNAL_NAMES, SignalGuard
-from hermes_nb.nbrun.ci_report import (
+from hermes_nb.nbrun.jobs import (
+    SmokeSpec,
     check_output_paths,
     not_started_report,
+    smoke,
     smoke_exit_code,
     step_summary_path,
     with_problems,
     write_ci_outputs,
 )
-from hermes_nb.nbrun.jobs import SmokeSpec, smoke
 from hermes_nb.proxy.contracts import (
     contract_drift,
     contract_file_name,

@@ -13,7 +13,7 @@ from junitparser import Failure, JUnitXml, Skipped
 
 from hermes_nb.cli import main
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.nbrun.ci_report import ci_report, smoke_exit_code, write_ci_outputs
+from hermes_nb.nbrun.jobs import ci_report, smoke_exit_code, write_ci_outputs
 from hermes_nb.receipts.ci import junit_text, summary_markdown, xml_safe
 from tests.helpers import JUNIT_XSD, run_smoke_on
 

@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from hermes_nb.core.facts import (
+    GUIDES,
     LOAD_NOTEBOOK,
     NOTEBOOKS,
     SHIPPED_NOTEBOOKS,
@@ -39,8 +40,6 @@ def _load(name: str) -> nbformat.NotebookNode:
 
 def test_the_three_notebooks_exist_and_match_the_runner() -> None:
     assert (*NOTEBOOKS, LOAD_NOTEBOOK) == NAMES and LOAD_NOTEBOOK not in NOTEBOOKS  # the smoke runs its three only
-    from hermes_nb.nbrun.guides import GUIDES
-
     assert sorted(p.stem for p in NB_DIR.glob("*.ipynb") if p.stem not in GUIDES) == sorted(NAMES)
 
 
@@ -231,13 +230,9 @@ def _outputs(nb) -> list:
 
 
 def test_the_guided_notebook_is_generated_shipped_and_only_calls_the_package(tmp_path: Path) -> None:
-    from hermes_nb.core.facts import GUIDES as GUIDE_NAMES
-    from hermes_nb.nbrun.guides import GUIDES, write_guides
-
-    assert tuple(GUIDES) == GUIDE_NAMES == ("probe_console",)
-    (written,) = write_guides(tmp_path)
+    assert GUIDES == ("probe_console",)
     committed = nbformat.read(str(NB_DIR / "probe_console.ipynb"), as_version=4)
-    nb = nbformat.read(str(written), as_version=4)
+    nb = build("probe_console")
     assert _shape(nb) == _shape(committed), "run `make notebooks`"
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.metadata["tags"] == ["nbval-ignore-output"] and not c.outputs for c in code)
@@ -260,10 +255,10 @@ def test_the_executed_guide_stores_normalised_outputs_that_read_well_unrun(tmp_p
     """What ``make notebooks`` stores: the same cells and kinds of output as committed; no port, model id or
     widget state of the session that ran it; the console as a static picture (no widget view, no page
     script); the sanitize placeholders visible in HTML (it showed "VBox(children=…" and "s / s / s")."""
-    from hermes_nb.nbrun.guides import write_guides
+    from hermes_nb.nbrun.refresh import refresh_notebooks
 
-    (written,) = write_guides(tmp_path, execute=True)
-    nb = nbformat.read(str(written), as_version=4)
+    refresh_notebooks(tmp_path, names=GUIDES)
+    nb = nbformat.read(str(tmp_path / "probe_console.ipynb"), as_version=4)
     committed = nbformat.read(str(NB_DIR / "probe_console.ipynb"), as_version=4)
     assert _shape(nb) == _shape(committed) and _outputs(nb) == _outputs(committed)
     outputs = json.dumps([c.outputs for c in nb.cells if c.cell_type == "code"])

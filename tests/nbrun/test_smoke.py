@@ -20,8 +20,7 @@ from hermes_nb.core.facts import worst_verdict as overall_verdict
 from hermes_nb.core.io import new_run_id
 from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.nbrun.execute import decide_verdict
-from hermes_nb.nbrun.kernels import KERNEL_NAME, KernelPool
+from hermes_nb.nbrun.execute import KERNEL_NAME, KernelPool, decide_verdict
 from hermes_nb.receipts.index import load_index
 from hermes_nb.target import Target, identify
 from tests.helpers import ROOT, run_smoke_on
@@ -323,7 +322,7 @@ def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Pa
 def test_artifacts_changed_after_the_run_fail_the_verdict(tmp_path: Path) -> None:
     from hermes_nb.core.io import sha256_file
     from hermes_nb.nbrun.execute import NotebookRun
-    from hermes_nb.nbrun.receipt_meta import artifact_sources as _artifact_sources
+    from hermes_nb.nbrun.smoke import artifact_sources as _artifact_sources
 
     (tmp_path / "runtime-final.txt").write_text("final")
     (tmp_path / "runtime.stdout.log").write_text("text")
@@ -604,21 +603,16 @@ def test_a_cell_timeout_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
     assert list(tmp.iterdir()) == []
 
 
-def test_the_environment_digest_lists_what_the_metadata_parser_reads() -> None:
-    """Every receipt's ``environment``: each installed distribution's ``name==version`` as importlib.metadata's own
-    parser reads it (ours reads only the headers it needs); a header block with folded lines is read the same way."""
+def test_the_environment_digest_lists_every_installed_distribution() -> None:
+    """Every receipt's ``environment``: each installed distribution's ``name==version``, counted and digested."""
     import importlib.metadata
 
     from hermes_nb.core.io import json_digest
-    from hermes_nb.nbrun.receipt_meta import _name_and_version, environment_digest
+    from hermes_nb.nbrun.smoke import environment_digest
 
     expected = sorted({f"{d.metadata['Name'].lower()}=={d.metadata['Version']}"
                        for d in importlib.metadata.distributions() if d.metadata["Name"]})
     assert environment_digest() == {"packages": len(expected), "sha256": json_digest(expected)}
-    text = ("Metadata-Version: 2.1\nSummary: a\n  folded Name: x\nName: Real\nVersion: 1.0 \n"
-            "\nName: in-the-description\n")
-    assert _name_and_version(text) == ("Real", "1.0")
-    assert _name_and_version("Version: 2\n") == (None, "2")
 
 
 def test_the_target_is_identified_once_and_no_notebook_asks_again(tmp_path: Path) -> None:

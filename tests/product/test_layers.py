@@ -86,7 +86,7 @@ def test_the_contracts_hold() -> None:
     ("core/facts.py", "import hermes_nb.wire.sse", "Layers"),
     ("proxy/probe.py", "import hermes_nb.harness.run", "Layers"),
     ("nbrun/smoke.py", "import hermes_nb.kit.job", "Layers"),
-    ("receipts/verify.py", "import hermes_nb.cli.output", "The CLI is imported by nobody"),
+    ("receipts/verify.py", "import hermes_nb.cli.app", "The CLI is imported by nobody"),
     ("emulator/app.py", "import hermes_nb.wire.client", "The emulator never imports the client"),
     ("load/report.py", "import hermes_nb.load.views", "The load wing"),
 ])

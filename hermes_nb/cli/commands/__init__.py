@@ -1,1 +1,1 @@
-"""One module per ``hermes-nb`` subcommand: ``register(subparsers, parent)``."""
+"""One module per ``hermes-nb`` command: its docstring, ``HELP``, ``SPEC`` and ``handle`` (or ``ACTIONS``)."""

@@ -1,14 +1,12 @@
 """Write or show <root>/.harness/adapters/hermes-proxy.yaml (the seed §9 template, status experimental).
 exit: 0 written or shown, 2 exists without --force, not writable, or not found."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field
 
-from hermes_nb.cli.output import Output
+from hermes_nb.cli.app import Output
 from hermes_nb.core.errors import ArtifactError, ConfigError
 from hermes_nb.core.facts import RUNTIME, manifest_path
 from hermes_nb.core.manifest import load_manifest, manifest_document, manifest_template, save_manifest
@@ -35,11 +33,10 @@ class ShowSpec(Spec):
 
 
 def handle_add(spec: AddSpec, out: Output) -> int:
-    root = Path(spec.root) if spec.root else Path.cwd()
+    root = Path(spec.root or Path.cwd())
     if not root.is_dir():
         raise ArtifactError(f"root {root} is not a directory")
-    path = manifest_path(root)
-    refuse_symlinks(root, path)
+    refuse_symlinks(root, path := manifest_path(root))
     manifest = manifest_template(uh_strict=spec.uh_strict)
     try:
         written = save_manifest(manifest, path, force=spec.force)
@@ -52,7 +49,7 @@ def handle_add(spec: AddSpec, out: Output) -> int:
 
 
 def handle_show(spec: ShowSpec, out: Output) -> int:
-    root = Path(spec.root) if spec.root else Path.cwd()
+    root = Path(spec.root or Path.cwd())
     path = find_manifest(root, spec.manifest)
     if path is None:
         raise ConfigError(f"{manifest_path(root)}: manifest not found (run `hermes-nb adapter add`)")
@@ -60,8 +57,7 @@ def handle_show(spec: ShowSpec, out: Output) -> int:
     config = ConfigOptions(root=str(root), manifest=str(path)).runtime_config()
     # the file's own token and the effective one (HERMES_NB_AUTH_TOKEN may differ), plus secret shapes
     redactor = Redactor([*config.secrets(), *manifest.runtime_config().secrets()])
-    document = redactor.data(manifest_document(manifest))
-    effective = redactor.data(config.to_document())
+    document, effective = redactor.data(manifest_document(manifest)), redactor.data(config.to_document())
     out.line(f"# {path}\n{dump_yaml(document, block_strings=False).rstrip()}")
     out.line(f"# effective runtime_config (manifest + HERMES_NB_* environment)\n"
              f"{dump_yaml(effective, block_strings=False).rstrip()}")

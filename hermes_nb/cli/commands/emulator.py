@@ -1,9 +1,7 @@
 """Serve the emulated Hermes proxy on loopback until Ctrl-C. Per request, the header
 X-Hermes-Emulator-Scenario: <name> overrides --scenario. The first stdout line is the endpoint."""
 
-from __future__ import annotations
-
-from hermes_nb.cli.output import Output
+from hermes_nb.cli.app import Output
 from hermes_nb.emulator.app import run
 from hermes_nb.emulator.scenarios import EmulatorSpec
 

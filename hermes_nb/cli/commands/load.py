@@ -5,9 +5,7 @@ the paced scenario (or --scenario). A non-loopback endpoint is refused (exit 2, 
 exit: 0 every request succeeded, 3 blocked (429s stopped the ramp, or nobody answered), 1 other errors or
 interrupted (the figures measured so far are printed and kept), 2 usage."""
 
-from __future__ import annotations
-
-from hermes_nb.cli.output import Output
+from hermes_nb.cli.app import Output
 from hermes_nb.load.receipt import load
 from hermes_nb.load.spec import LoadSpec
 
@@ -17,9 +15,8 @@ SPEC = LoadSpec
 
 def handle(spec: LoadSpec, out: Output) -> int:
     run = load(spec, spec.runtime_config(), progress=out.info)
-    if out.json_mode:  # the human text carries them on stdout; with --json, stderr says them too
-        for warning in run.report.warnings:
-            out.info(f"warning: {warning}")
+    for warning in run.report.warnings if out.json_mode else ():  # else the text on stdout carries them
+        out.info(f"warning: {warning}")
     for line in run.text().splitlines():
         out.line(line)
     out.emit(run.to_dict())

@@ -5,9 +5,7 @@ appended to $GITHUB_STEP_SUMMARY when set). Releases that cannot run the state a
 exit: 0 every release that ran passed, 1 any failed, 3 any blocked or unavailable (or none ran; --blocked-exit
 maps it), 2 usage, 130/143 stopped by SIGINT/SIGTERM."""
 
-from __future__ import annotations
-
-from hermes_nb.cli.output import Output
+from hermes_nb.cli.app import Output
 from hermes_nb.rig.matrix import MatrixSpec, matrix
 
 HELP = "run the smoke against several Hermes Agent releases"
@@ -16,10 +14,8 @@ SPEC = MatrixSpec
 
 def handle(spec: MatrixSpec, out: Output) -> int:
     result, doc = matrix(spec, progress=None if out.json_mode else out.info)
-    for warning in doc["warnings"]:
-        out.info(f"warning: {warning}")
-    for problem in doc["problems"]:  # an output not written: the matrix fails naming it
-        out.info(f"hermes-nb: error: {problem}")
+    for line in [f"warning: {w}" for w in doc["warnings"]] + [f"hermes-nb: error: {p}" for p in doc["problems"]]:
+        out.info(line)  # a problem: an output not written, the matrix fails naming it
     for v in doc["versions"]:
         reason = f"  ({v['reason']})" if v["status"] != "ran" else ""
         out.line(f"{v['release']:34} {v['provider']:5} {v['status']:11} {v['verdict'] or '—':8} "

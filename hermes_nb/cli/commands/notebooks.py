@@ -3,26 +3,19 @@
 sanitize rules into DIR to open in Jupyter or check with nbval; refresh (make notebooks) regenerates them from
 the templates, executes them against the emulator and stores the outputs nbval compares."""
 
-from __future__ import annotations
-
-import logging
 import shutil
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
 
-from hermes_nb.cli.output import Output
+from hermes_nb.cli.app import Output
 from hermes_nb.core.errors import ArtifactError, UsageError
 from hermes_nb.core.facts import GUIDES, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS, notebook_path, sanitize_file
 from hermes_nb.core.io import sha256_file
 from hermes_nb.core.spec import Opt, Spec
 
 HELP = "the shipped notebooks: list, export, refresh"
-
-
-class ListSpec(Spec):
-    pass
 
 
 class ExportSpec(Spec):
@@ -35,14 +28,12 @@ class RefreshSpec(Spec):
     cell_timeout_s: float = Field(120.0, gt=0, description="the longest run of one cell")
 
 
-def handle_list(spec: ListSpec, out: Output) -> int:
-    def kind(name: str) -> str:
-        return "guide" if name in GUIDES else "load" if name == LOAD_NOTEBOOK else "smoke"
-
-    rows = [{"name": name, "kind": kind(name), "path": str(notebook_path(name)),
-             "sha256": sha256_file(notebook_path(name))} for name in SHIPPED_NOTEBOOKS]
-    for row in rows:
-        out.line(f"{row['name']:18} {row['kind']:6} {row['path']}")
+def handle_list(spec: Spec, out: Output) -> int:
+    rows = []
+    for name in SHIPPED_NOTEBOOKS:
+        path, kind = notebook_path(name), "guide" if name in GUIDES else "load" if name == LOAD_NOTEBOOK else "smoke"
+        rows.append({"name": name, "kind": kind, "path": str(path), "sha256": sha256_file(path)})
+        out.line(f"{name:18} {kind:6} {path}")
     out.emit({"notebooks": rows})
     return 0
 
@@ -57,29 +48,28 @@ def handle_export(spec: ExportSpec, out: Output) -> int:
         raise UsageError(f"{clashes[0]} exists (use --force to overwrite)")
     try:
         target.mkdir(parents=True, exist_ok=True)
-        written = [Path(shutil.copyfile(src, target / src.name)) for src in sources]
+        written = [str(shutil.copyfile(src, target / src.name)) for src in sources]
     except OSError as exc:
         raise ArtifactError(f"cannot export into {target}: {exc.strerror or exc}") from None
     for path in written:
         out.line(f"exported {path}")
-    out.emit({"exported": [str(p) for p in written]})
+    out.emit({"exported": written})
     return 0
 
 
 def handle_refresh(spec: RefreshSpec, out: Output) -> int:
-    from hermes_nb.nbrun.refresh import refresh_notebooks  # the runner: loaded only for this action
+    from hermes_nb.nbrun.refresh import refresh_notebooks  # CLI start-up: the runner, for this action only
 
-    for name in ("papermill", "nbclient", "traitlets"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    directory = Path(spec.dir)
-    runs = refresh_notebooks(directory, timeout_s=spec.cell_timeout_s, progress=None if out.json_mode else out.info)
-    for r in runs:
-        out.line(f"refreshed {directory / (r.name + '.ipynb')}")
-    out.emit({"refreshed": [str(directory / f"{r.name}.ipynb") for r in runs], "verdict": "passed"})
+    progress = None if out.json_mode else out.info
+    runs = refresh_notebooks(Path(spec.dir), timeout_s=spec.cell_timeout_s, progress=progress)
+    refreshed = [str(Path(spec.dir) / f"{r.name}.ipynb") for r in runs]
+    for path in refreshed:
+        out.line(f"refreshed {path}")
+    out.emit({"refreshed": refreshed, "verdict": "passed"})
     return 0
 
 
-ACTIONS = {"list": (ListSpec, handle_list, "the notebooks shipped with hermes_nb (the smoke's three, load, guide)"),
+ACTIONS = {"list": (Spec, handle_list, "the notebooks shipped with hermes_nb (the smoke's three, load, guide)"),
            "export": (ExportSpec, handle_export, "copy the shipped notebooks and nbval-sanitize.cfg into DIR"),
            "refresh": (RefreshSpec, handle_refresh, "regenerate from the templates, execute against the emulator, "
                                                     "store outputs (make notebooks)")}

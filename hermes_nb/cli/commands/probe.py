@@ -7,22 +7,14 @@ exit: 0 no drift, 1 drift, 2 usage (bad flags, unknown contract, invalid URL), 3
 proxy's local-only guard (one line and the action, no drift) or an upstream that is down or rate-limited (not
 judged; a later retry)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.cli.output import Output
+from hermes_nb.cli.app import Output
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.io import write_atomic
 from hermes_nb.core.providers import start_hint
-from hermes_nb.proxy.contracts import (
-    apply_contract,
-    contract_document,
-    dumps_contract,
-    load_contract,
-    resolve_contract,
-)
+from hermes_nb.proxy import contracts
 from hermes_nb.proxy.probe import ProbeSpec, probe
 from hermes_nb.proxy.report import ROUTES, WireReport
 from hermes_nb.target import release_of
@@ -36,7 +28,7 @@ def handle(spec: ProbeSpec, out: Output) -> int:
         if target and not Path(target).resolve().parent.is_dir():
             raise UsageError(f"{flag} {target}: its directory does not exist")
     if spec.compare:
-        resolve_contract(spec.compare)  # an unknown contract is a usage error before anything is sent
+        contracts.resolve_contract(spec.compare)  # an unknown contract is a usage error before anything is sent
     config = spec.runtime_config()
     release = release_of(spec.hermes_bin) if spec.hermes_bin else None
     report = probe(config, budget_s=spec.budget_s, request_budget_s=spec.request_budget_s,
@@ -44,15 +36,15 @@ def handle(spec: ProbeSpec, out: Output) -> int:
     report.release = f"{release[0]} ({release[1]})" if release else None
     compared = None
     if spec.compare:
-        path = resolve_contract(spec.compare, provider=report.provider)
+        path = contracts.resolve_contract(spec.compare, provider=report.provider)
         compared = spec.compare if path.stem == spec.compare or path.name == spec.compare else \
             f"{spec.compare} ({path.name}, provider {report.provider})"
-        apply_contract(report, load_contract(path), state=spec.state)
-    if spec.out:
-        _write(spec.out, report.model_dump_json(indent=2) + "\n")
+        contracts.apply_contract(report, contracts.load_contract(path), state=spec.state)
+    if spec.out:  # whole or not at all: ArtifactError "cannot write <path>: <why>"
+        write_atomic(spec.out, report.model_dump_json(indent=2) + "\n")
     if spec.write_contract:
-        doc = contract_document({report.state: report}, target=config.endpoint)
-        _write(spec.write_contract, dumps_contract(doc))
+        doc = contracts.contract_document({report.state: report}, target=config.endpoint)
+        write_atomic(spec.write_contract, contracts.dumps_contract(doc))
     for line in render(report, compared=compared):
         out.line(line)
     out.emit(report.summary())
@@ -65,10 +57,6 @@ def handle(spec: ProbeSpec, out: Output) -> int:
 
 #: `` (stream)`` / `` (1.5 MB body)``: tells the three chat rows apart in the table
 _VARIANTS = {spec.name: f" ({spec.variant})" for spec in ROUTES if spec.variant}
-
-
-def _write(path: str, text: str) -> None:
-    write_atomic(path, text)  # whole or not at all: ArtifactError "cannot write <path>: <why>"
 
 
 def _cell(value: Any) -> str:

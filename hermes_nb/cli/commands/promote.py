@@ -2,14 +2,12 @@
 receipt against a live proxy promotes; anything else is refused with the reason (exit 1). Missing files or a
 bad manifest: exit 2."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 
 from pydantic import Field
 
-from hermes_nb.cli.output import Output
+from hermes_nb.cli.app import Output
 from hermes_nb.core.facts import MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH, env_secrets
 from hermes_nb.core.spec import Spec
 from hermes_nb.receipts.promote import promote

@@ -3,15 +3,13 @@
 list: every receipt in the index(es), newest first. DIR may be a storage URL (s3://bucket/prefix, any papermill
 I/O handler): it is mirrored into a temporary directory and checked there; paths are reported as URLs."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
-from hermes_nb.cli.output import Output
+from hermes_nb.cli.app import Output
 from hermes_nb.core.errors import UsageError
 from hermes_nb.core.facts import RECEIPTS_RELPATH, env_secrets
 from hermes_nb.core.spec import Opt, Spec
@@ -34,8 +32,7 @@ class ListSpec(Spec):
 def _dir(value: str | None) -> Path:
     if value is None:
         raise UsageError("receipts verify: give the receipts directory (DIR)")
-    path = Path(value)
-    if not path.is_dir():
+    if not (path := Path(value)).is_dir():
         raise UsageError(f"{path}: not a directory")
     return path
 
@@ -60,7 +57,6 @@ def handle_verify(spec: VerifySpec, out: Output) -> int:
 
 
 def handle_list(spec: ListSpec, out: Output) -> int:
-    indexes: list[tuple[Any, Any]]
     if is_url(spec.dir):
         with mirrored(spec.dir, only_indexes=True) as (_, local):
             indexes = index_documents(local)

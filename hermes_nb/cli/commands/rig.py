@@ -4,14 +4,12 @@ The first stdout line is the endpoint; with --json the single JSON object is pri
 Ctrl-C or SIGTERM stops the proxy (and the live state's upstream) cleanly, exit 0; during start-up too (exit
 130). Exit 3 when the proxy cannot be started (no hermes, logged-out, not ready), 1 when it dies while running."""
 
-from __future__ import annotations
-
 import signal
 import threading
 from types import FrameType
 from typing import Any
 
-from hermes_nb.cli.output import Output
+from hermes_nb.cli.app import Output
 from hermes_nb.rig.executable import ensure_release
 from hermes_nb.rig.rig import RigSpec, real_proxy
 
@@ -19,8 +17,18 @@ HELP = "run the real `hermes proxy start` on loopback (stale|live|logged-out|cha
 SPEC = RigSpec
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _endpoint(upstream: Any) -> str | None:
+    return None if upstream is None else str(getattr(upstream, "endpoint", upstream))
+
+
 def handle(args: RigSpec, out: Output) -> int:
-    previous = _sigterm_as_interrupt()  # from the start: a SIGTERM during startup must still stop the proxy
+    # SIGTERM stops the rig like Ctrl-C, from the start: the proxy runs in its own session and would outlive us
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
     try:
         binary = ensure_release(args.package, progress=out.info) if args.package else args.hermes_bin
         with real_proxy(args.state, provider=args.provider, port=args.port, hermes_bin=binary,
@@ -31,12 +39,12 @@ def handle(args: RigSpec, out: Output) -> int:
                 "endpoint": rig.endpoint, "provider": rig.provider, "state": rig.state,
                 "hermes_version": rig.hermes_version, "package": rig.install.package,
                 "hermes_bin": str(rig.hermes_bin), "pid": rig.pid, "startup_s": round(rig.startup_s, 3),
-                "upstream": _upstream(rig.upstream), "upstream_kind": rig.upstream_kind,
+                "upstream": _endpoint(rig.upstream), "upstream_kind": rig.upstream_kind,
             })
             out.info(f"{rig.install.label} proxy --provider {rig.provider} ({rig.state}) pid {rig.pid}, "
                      f"ready in {rig.startup_s:.2f}s; log {rig.log_path}")
             if rig.upstream is not None:
-                out.info(f"upstream ({rig.upstream_kind}): {_upstream(rig.upstream)}")
+                out.info(f"upstream ({rig.upstream_kind}): {_endpoint(rig.upstream)}")
             out.info("Ctrl-C stops")
             try:
                 code = rig.wait()
@@ -48,20 +56,3 @@ def handle(args: RigSpec, out: Output) -> int:
     finally:  # an interrupt before the proxy was ready has already stopped it (real_proxy's cleanup): exit 130
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
-def _sigterm_as_interrupt() -> Any:
-    """SIGTERM stops the rig like Ctrl-C (the proxy runs in its own session and would outlive us)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGTERM, _interrupt)
-
-
-def _upstream(emu: Any) -> str | None:
-    if emu is None:
-        return None
-    return str(getattr(emu, "endpoint", emu))

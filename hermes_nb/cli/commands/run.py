@@ -6,17 +6,14 @@ verdict to stderr; --json prints the runtime-result document plus run_dir.
 exit: 0 passed, 1 failed or cancelled, 2 usage/configuration error (nothing written),
 3 blocked (locked credentials, proxy not running, not local, rate-limited, model not available)."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 
-from hermes_nb.cli.output import Output
+from hermes_nb.cli.app import Output
 from hermes_nb.harness.prepare import RunSpec, prepare_mission
 
 HELP = "run a mission or a prompt and write UH artifacts"
 SPEC = RunSpec
-_TAGS = {"passed": "PASS", "failed": "FAIL", "blocked": "BLOCKED", "cancelled": "CANCELLED"}
 
 
 def _stream(delta: str) -> None:
@@ -25,7 +22,6 @@ def _stream(delta: str) -> None:
 
 
 def handle(spec: RunSpec, out: Output) -> int:
-    # <root>: --root, else R for R/.harness/missions/<dir>/mission.yaml, else the current directory
     prepared = prepare_mission(spec.source(), root=spec.root, fallback_root=Path.cwd(), manifest=spec.manifest,
                                overrides=spec.runtime_config_overrides, endpoint=spec.endpoint, model=spec.model,
                                provider=spec.provider)
@@ -43,14 +39,12 @@ def handle(spec: RunSpec, out: Output) -> int:
         if result.text and not result.text.endswith("\n"):
             _stream("\n")
         doc = result.result
-        out.info(f"[{_TAGS.get(result.status, result.status.upper())}] mission {doc['mission_id']} {result.status} "
-                 f"(run {result.run_id}, exit {result.exit_code})")
-        for error in doc.get("errors", []):
-            out.info(f"  error: {error}")
-        for warning in doc.get("warnings", []):
-            out.info(f"  warning: {warning}")
+        tag = {"passed": "PASS", "failed": "FAIL"}.get(result.status, result.status.upper())
+        out.info(f"[{tag}] mission {doc['mission_id']} {result.status} (run {result.run_id}, exit {result.exit_code})")
+        lines = [f"  error: {e}" for e in doc.get("errors", [])] + [f"  warning: {w}" for w in doc.get("warnings", [])]
         if doc.get("hint"):
-            out.info(f"  hint: {doc['hint']}")
-        out.info(f"  run dir: {result.run_dir}")
+            lines.append(f"  hint: {doc['hint']}")
+        for line in [*lines, f"  run dir: {result.run_dir}"]:
+            out.info(line)
     out.emit(result.to_json())
     return result.exit_code
