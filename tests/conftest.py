@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from tests.helpers import S3_BUCKET
+from hermes_nb.rig.rig import RigHandle, real_proxy
+from tests.helpers import S3_BUCKET, release_bin
 
 # `make fuzz`: pytest --hypothesis-profile=fuzz (tests/product/test_fuzz.py sizes itself from the profile)
 settings.register_profile("fuzz", max_examples=4000, deadline=None)
@@ -71,3 +74,25 @@ def s3_env(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> di
     if S3_BUCKET not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
         s3.create_bucket(Bucket=S3_BUCKET)
     return env
+
+
+# ------------------------------------------------------------------ the real proxy (tests/rig, tests/emulator, …)
+
+@pytest.fixture(scope="session")
+def shared_rig() -> Iterator[Callable[..., RigHandle]]:
+    """``shared_rig(release, state, provider="nous")``: a running real proxy, started once per session and kept for
+    every test that only reads from it (a test that changes a rig's state, e.g. parks its credential or stops its
+    upstream, starts its own). A release whose venv is missing is a skip naming its make target."""
+    started: dict[tuple[str, str, str], RigHandle] = {}
+    with ExitStack() as stack:
+        def get(release: str, state: str, provider: str = "nous") -> RigHandle:
+            key = (release, state, provider)
+            if key not in started:
+                started[key] = stack.enter_context(real_proxy(state, provider=provider,
+                                                              hermes_bin=release_bin(release)))
+            return started[key]
+
+        yield get
+        for rig in started.values():  # stalled streams end with their upstream, or each proxy waits on them
+            if rig.upstream is not None:
+                rig.upstream.close()
