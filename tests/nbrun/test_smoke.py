@@ -434,14 +434,10 @@ def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: 
 
 @pytest.mark.real_proxy
 @pytest.mark.skipif(HERMES_BIN is None, reason="no hermes: run `make rig-venv`")
-def test_the_real_proxy_in_front_of_the_emulator_is_the_rig_not_a_live_proxy(monkeypatch) -> None:
+def test_the_real_proxy_in_front_of_the_emulator_is_the_rig_not_a_live_proxy(shared_rig) -> None:
     """The real proxy forwards the scenario header to its upstream: behind --endpoint, it is the rig (the proxy is
     the target, its upstream the emulator), never a live proxy the promotion gate would accept."""
-    from hermes_nb.rig.rig import real_proxy
-
-    monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))
-    with real_proxy("live") as rig:
-        target = _identify(rig.endpoint)
+    target = _identify(shared_rig("0.19", "live").endpoint)
     assert target.kind == "rig" and "upstream profile" in (target.evidence or "")
 
 
