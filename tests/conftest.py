@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,6 +37,33 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     monkeypatch.setenv("HERMES_NB_CACHE_DIR", str(tmp_path_factory.mktemp("hermes-nb-cache")))
     # recorded contract sets (hermes-nb contract record) never land in the user's data dir
     monkeypatch.setenv("HERMES_NB_CONTRACTS_DIR", str(tmp_path_factory.mktemp("hermes-nb-contracts")))
+
+
+@dataclass
+class SmokeRun:
+    """What ``hermes-nb smoke --out <out> --json`` printed (``doc``) and wrote (``out``), ``canary`` its token."""
+
+    out: Path
+    doc: dict
+    canary: str
+
+
+@pytest.fixture(scope="session")
+def default_smoke(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
+    """The README's main command, once per session, as a subprocess: ``hermes-nb smoke --out <dir> --json`` (three
+    notebooks against the embedded emulator) with a canary token in its environment, which is hermetic like every
+    test's. For the tests that only read what it printed and wrote."""
+    out = tmp_path_factory.mktemp("default-smoke")
+    canary = "sk-canary-smoke-0123456789abcdef"
+    env = {k: v for k, v in os.environ.items()
+           if not (k.upper().startswith(_CLEAR_PREFIXES) or k.upper() in _CLEAR_NAMES)}
+    env |= {"HERMES_HOME": str(tmp_path_factory.mktemp("hermes-home")), "HERMES_NB_AUTH_TOKEN": canary,
+            "HERMES_NB_CACHE_DIR": str(tmp_path_factory.mktemp("hermes-nb-cache")),
+            "HERMES_NB_CONTRACTS_DIR": str(tmp_path_factory.mktemp("hermes-nb-contracts"))}
+    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", "--out", str(out), "--json"],
+                          capture_output=True, text=True, env=env, timeout=110)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return SmokeRun(out, json.loads(proc.stdout), canary)
 
 
 # ------------------------------------------------------------------ receipts in S3 (tests/nbrun)
