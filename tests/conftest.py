@@ -20,6 +20,16 @@ from tests.helpers import S3_BUCKET, release_bin
 # `make fuzz`: pytest --hypothesis-profile=fuzz (tests/product/test_fuzz.py sizes itself from the profile)
 settings.register_profile("fuzz", max_examples=4000, deadline=None)
 
+#: pytest's tmp_path directories on tmpfs when it has room: the suite writes thousands of small files (artifacts,
+#: receipts, indexes, each replaced atomically), and on a disk filesystem every replace waits on the disk. Only
+#: pytest's own directories (numbered and cleaned up by pytest as usual): TMPDIR, which the kernels and the package
+#: use (and the notebooks' sanitize rules expect), stays where it is.
+SHM, SHM_MIN_FREE = Path("/dev/shm"), 2 << 30
+if "PYTEST_DEBUG_TEMPROOT" not in os.environ and SHM.is_dir() and os.access(SHM, os.W_OK):
+    _free = os.statvfs(SHM)
+    if _free.f_bavail * _free.f_frsize >= SHM_MIN_FREE:
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(SHM)
+
 _CLEAR_PREFIXES = ("HERMES_", "NOUS_")
 _CLEAR_NAMES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR",
                 "GITHUB_STEP_SUMMARY"}  # a test run inside GitHub Actions must not write the job summary

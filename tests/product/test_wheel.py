@@ -90,6 +90,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
            "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
     yield Installed(wheel, venv / "bin", empty, env)
+    shutil.rmtree(venv, ignore_errors=True)  # ~120 MB, on tmpfs (tests/conftest.py): the wheel itself is kept
 
 
 def test_the_wheel_ships_the_notebooks_contracts_and_sanitize_rules(installed: Installed) -> None:
