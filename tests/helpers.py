@@ -39,6 +39,25 @@ def no_dns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "getaddrinfo", fail)
 
 
+# ------------------------------------------------------------------ the real proxy's releases (side venvs)
+
+#: release → (its executable, the make target that builds its venv); each release lives in its own side venv,
+#: built from a lock file by the Makefile (``make rig-venv``, ``make release-venvs``)
+RELEASES: dict[str, tuple[Path, str]] = {
+    "0.19": (ROOT / ".venv-hermes" / "bin" / "hermes", "make rig-venv"),
+    "iot-0.22": (ROOT / ".venv-hermes-iot-0.22" / "bin" / "hermes", "make release-venvs"),
+    "axisrow": (ROOT / ".venv-hermes-axisrow" / "bin" / "hermesx", "make release-venvs"),
+}
+
+
+def release_bin(name: str) -> Path:
+    """The executable of a release, or a skip naming the make target that builds it."""
+    path, target = RELEASES[name]
+    if not path.is_file():
+        pytest.skip(f"no {path.relative_to(ROOT)}: run `{target}`")
+    return path
+
+
 # ------------------------------------------------------------------ the browser (Playwright in .venv-browser)
 
 CHROMIUM = Path(os.environ.get("HERMES_NB_CHROMIUM", "/usr/bin/chromium"))

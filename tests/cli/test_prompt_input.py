@@ -9,6 +9,7 @@ not the text.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hermes_nb.cli import main
 from hermes_nb.core.facts import MAX_PROMPT_BYTES, PROXY_MAX_REQUEST_BYTES
 from hermes_nb.wire.client import HermesClient
 
@@ -65,28 +67,29 @@ def test_a_huge_limit_is_a_bound_not_an_allocation_under_a_3_gb_address_space_ca
 @pytest.mark.parametrize("limit", ["0", "-1"])
 @pytest.mark.parametrize("source", [["--prompt", "hi"], ["--prompt-file", "p.txt"], ["--prompt", "-"]],
                          ids=["inline", "file", "stdin"])
-def test_the_limit_must_be_positive_whatever_the_source(tmp_path: Path, limit: str, source: list[str]) -> None:
+def test_the_limit_must_be_positive_whatever_the_source(tmp_path: Path, limit: str, source: list[str],
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "p.txt").write_text("hi")
-    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "run", *source, "--max-prompt-bytes", limit,
-                           "--root", str(tmp_path), "--json"], input="hi", capture_output=True, text=True,
-                          timeout=60, env=_env(), cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert json.loads(proc.stdout)["error"] == "--max-prompt-bytes: must be > 0"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"hi")))  # a usage error: in-process suffices
+    code = main(["run", *source, "--max-prompt-bytes", limit, "--root", str(tmp_path), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2, err[-2000:]
+    assert json.loads(out)["error"] == "--max-prompt-bytes: must be > 0"
     assert not (tmp_path / ".harness").exists()
 
 
-def test_the_limit_is_just_above_the_proxy_body_cap_and_can_be_changed(tmp_path: Path) -> None:
+def test_the_limit_is_just_above_the_proxy_body_cap_and_can_be_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     assert PROXY_MAX_REQUEST_BYTES < MAX_PROMPT_BYTES < 1.1 * PROXY_MAX_REQUEST_BYTES
     prompt = tmp_path / "p.txt"
     prompt.write_text("x" * 2000)
-    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "run", "--prompt-file", str(prompt),
-                           "--max-prompt-bytes", "1000", "--root", str(tmp_path), "--json"],
-                          capture_output=True, text=True, timeout=60, env=_env())
-    assert proc.returncode == 2 and "larger than 1000 bytes" in json.loads(proc.stdout)["error"]
-    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "run", "--prompt", "-", "--max-prompt-bytes", "1000",
-                           "--root", str(tmp_path), "--json"], input=b"y" * 1001, capture_output=True, timeout=60,
-                          env=_env())
-    assert proc.returncode == 2 and b"larger than 1000 bytes" in proc.stdout
+    code = main(["run", "--prompt-file", str(prompt), "--max-prompt-bytes", "1000", "--root", str(tmp_path), "--json"])
+    assert code == 2 and "larger than 1000 bytes" in json.loads(capsys.readouterr().out)["error"]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"y" * 1001)))
+    code = main(["run", "--prompt", "-", "--max-prompt-bytes", "1000", "--root", str(tmp_path), "--json"])
+    assert code == 2 and "larger than 1000 bytes" in capsys.readouterr().out
 
 
 def _records(run_dir: Path) -> dict[str, bytes]:

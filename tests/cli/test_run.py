@@ -325,7 +325,7 @@ def test_html_200_is_a_protocol_error(capsys: pytest.CaptureFixture[str], tmp_pa
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Html)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         code, doc, _ = run_json(capsys, "--prompt", "hi", "--root", str(tmp_path), "--endpoint",

@@ -7,7 +7,7 @@ state in front of the emulator's ``upstream`` profile; the same requests go to t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -15,6 +15,7 @@ import pytest
 
 from hermes_nb.emulator import SCENARIO_HEADER, SCENARIOS, EmulatorHandle, serve_emulator
 from hermes_nb.rig import executable, rig
+from hermes_nb.rig.rig import RigHandle
 
 HERMES_BIN = executable.find_hermes_bin()
 pytestmark = [pytest.mark.real_proxy, pytest.mark.skipif(HERMES_BIN is None, reason=executable.INSTALL_HINT)]
@@ -27,7 +28,9 @@ def observe(base_url: str, method: str, path: str, *, body: Any = None, content:
     """Everything a client can see of one exchange, minus the Date header."""
     headers = {SCENARIO_HEADER: scenario, "Authorization": "Bearer probe"}
     seen: dict[str, Any] = {}
-    with httpx.Client(trust_env=False, timeout=httpx.Timeout(10, read=2.0)) as client:  # a stall: 2 s of silence
+    # a stall is this much silence (the stall scenario's never ends: 1 s shows it as well as more)
+    silence_s = 1.0 if scenario == "stall" else 2.0
+    with httpx.Client(trust_env=False, timeout=httpx.Timeout(10, read=silence_s)) as client:
         with client.stream(method, base_url + path, json=body, content=content, headers=headers) as r:
             seen["status"] = r.status_code
             seen["headers"] = sorted((k, v) for k, v in r.headers.items() if k != "date")
@@ -42,11 +45,9 @@ def observe(base_url: str, method: str, path: str, *, body: Any = None, content:
 
 
 @pytest.fixture(scope="module")
-def pair() -> Iterator[tuple[str, EmulatorHandle]]:
-    with rig.real_proxy("live", hermes_bin=HERMES_BIN) as real, serve_emulator(profile="hermes-agent") as emu:
-        yield real.base_url, emu
-        # end the upstream's stalled streams first, or the real proxy waits on them when it is stopped
-        real.upstream.close()
+def pair(shared_rig: Callable[..., RigHandle]) -> Iterator[tuple[str, EmulatorHandle]]:
+    with serve_emulator(profile="hermes-agent") as emu:  # the session's live rig (its stalls end with its upstream)
+        yield shared_rig("0.19", "live").base_url, emu
 
 
 CASES: list[tuple[str, str, str, Any]] = [
@@ -84,8 +85,9 @@ def test_same_413_and_malformed_body(pair: tuple[str, EmulatorHandle]) -> None:
             observe(real, "POST", "/v1/chat/completions", content=content)
 
 
-def test_auth_stale_has_the_real_envelope_shape() -> None:
-    with rig.real_proxy("stale", hermes_bin=HERMES_BIN) as real, serve_emulator(scenario="auth-stale") as emu:
+def test_auth_stale_has_the_real_envelope_shape(shared_rig: Callable[..., RigHandle]) -> None:
+    real = shared_rig("0.19", "stale")
+    with serve_emulator(scenario="auth-stale") as emu:
         for path, body in (("/v1/models", None), ("/v1/chat/completions", {**CHAT, "stream": True})):
             method = "POST" if body else "GET"
             mine = observe(emu.base_url, method, path, body=body, scenario="auth-stale")

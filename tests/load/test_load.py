@@ -348,7 +348,7 @@ def test_the_canary_token_never_reaches_an_output(monkeypatch, capsys, tmp_path:
     canary = "hnb-canary-" + "7f3a9c" * 4
     monkeypatch.setenv("HERMES_NB_AUTH_TOKEN", canary)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoAuth)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
     try:
         endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1"
         assert main(["load", "--endpoint", endpoint, "--concurrency", "1", "--requests", "2", "--json",

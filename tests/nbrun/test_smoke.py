@@ -241,13 +241,10 @@ def test_cli_unreachable_live_endpoint_is_blocked_exit_3(tmp_path: Path, capsys)
     assert receipt["target_kind"] == "live" and receipt["reason"] == "unreachable"
 
 
-def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path) -> None:
+def test_make_smoke_end_to_end_three_green_receipts_canary_clean(default_smoke) -> None:
     """The README's main command, as a subprocess: three notebooks, receipts verify, the canary nowhere."""
-    env = {**os.environ, "HERMES_NB_AUTH_TOKEN": CANARY}
-    proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", "--out", str(tmp_path), "--json"],
-                          capture_output=True, text=True, env=env, timeout=110)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout)
+    out, receipts_dir = default_smoke.doc, default_smoke.out
+    env = {**os.environ, "HERMES_NB_AUTH_TOKEN": default_smoke.canary}
     assert out["verdict"] == "passed"
     assert [r["notebook"] for r in out["receipts"]] == list(NOTEBOOKS)
     assert all(r["verdict"] == "passed" for r in out["receipts"])
@@ -265,11 +262,11 @@ def test_make_smoke_end_to_end_three_green_receipts_canary_clean(tmp_path: Path)
     request = json.loads((copies / "request.json").read_text())  # the request sent, secrets masked
     assert request["method"] == "POST" and request["url"].endswith("/v1/chat/completions")
     assert request["headers"]["authorization"] == "Bearer <redacted>" and request["body"]["stream"] is True
-    produced = [p for p in tmp_path.rglob("*") if p.is_file()]
+    produced = [p for p in receipts_dir.rglob("*") if p.is_file()]
     assert len(produced) >= 14
     for path in produced:
-        assert CANARY not in path.read_text(errors="replace"), path
-    verify = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "receipts", "verify", str(tmp_path)],
+        assert default_smoke.canary not in path.read_text(errors="replace"), path
+    verify = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "receipts", "verify", str(receipts_dir)],
                             capture_output=True, text=True, env=env, timeout=60)
     assert verify.returncode == 0, verify.stdout
     assert "3 receipts" in verify.stdout
@@ -433,14 +430,10 @@ def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: 
 
 @pytest.mark.real_proxy
 @pytest.mark.skipif(HERMES_BIN is None, reason="no hermes: run `make rig-venv`")
-def test_the_real_proxy_in_front_of_the_emulator_is_the_rig_not_a_live_proxy(monkeypatch) -> None:
+def test_the_real_proxy_in_front_of_the_emulator_is_the_rig_not_a_live_proxy(shared_rig) -> None:
     """The real proxy forwards the scenario header to its upstream: behind --endpoint, it is the rig (the proxy is
     the target, its upstream the emulator), never a live proxy the promotion gate would accept."""
-    from hermes_nb.rig.rig import real_proxy
-
-    monkeypatch.setenv("HERMES_NB_HERMES_BIN", str(HERMES_BIN))
-    with real_proxy("live") as rig:
-        target = _identify(rig.endpoint)
+    target = _identify(shared_rig("0.19", "live").endpoint)
     assert target.kind == "rig" and "upstream profile" in (target.evidence or "")
 
 

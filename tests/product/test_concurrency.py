@@ -28,8 +28,8 @@ from hermes_nb.harness.mission import Mission
 from hermes_nb.harness.run import run
 
 SOAK = bool(os.environ.get("HERMES_NB_SOAK"))  # read at import: the suite's fixtures clear HERMES_* later
-THREADS = 1000 if SOAK else 200
-PROCESSES = 50 if SOAK else 20
+THREADS = 1000 if SOAK else 64  # CI size: one wave, every thread released at once by the barrier
+PROCESSES = 50 if SOAK else 10
 TOKEN = "sk-concurrency-0123456789abcdef"
 ARTIFACTS = {"prompt.md", "runtime-session.yaml", "events.ndjson", "runtime.stdout.log", "runtime.stderr.log",
              "diff.patch", "runtime-result.yaml", "runtime-final.txt", "request.json"}

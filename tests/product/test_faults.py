@@ -317,6 +317,7 @@ class Fault:
     text: str | None = None  # run's whole text, when it passes
     deadline_s: float = 3.0  # generous bound of each job: deadlines below plus start-up
     extra: dict[str, Any] = field(default_factory=dict)
+    scale: float = 1.0  # the jobs' deadlines times this (a stall waits each one out: shorter ones show the same)
 
 
 TIMEOUTS = {"read_timeout", "deadline"}
@@ -326,8 +327,9 @@ FAULTS = [
     Fault("reset before headers", reset_before_headers, ("failed", {"stream_broken"}), {"error"}, {"unreachable"}),
     Fault("reset mid-stream", reset_mid_stream, ("failed", {"stream_broken"}), {"error"}, {"unknown"},
           partial=True),
-    Fault("stall before headers", stall_before_headers, ("failed", TIMEOUTS), {"unreachable"}, {"unreachable"}),
-    Fault("stall mid-stream", stall_mid_stream, ("failed", TIMEOUTS), {"slow"}, {"unknown"}, partial=True),
+    Fault("stall before headers", stall_before_headers, ("failed", TIMEOUTS), {"unreachable"}, {"unreachable"},
+          scale=0.4),
+    Fault("stall mid-stream", stall_mid_stream, ("failed", TIMEOUTS), {"slow"}, {"unknown"}, partial=True, scale=0.4),
     Fault("slow drip within the idle deadline", slow_drip, ("passed", {"ok"}), {"ready"}, {"live"},
           text="".join(DELTAS)),
     Fault("truncated stream", truncated, ("failed", {"truncated"}), {"error"}, {"unknown"}, partial=True),
@@ -430,7 +432,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 def test_fault_matrix(fault: Fault, endpoint_for: Any, tmp_path: Path) -> None:
     endpoint, servers = endpoint_for(fault)
     config = validate_config({"endpoint": endpoint, "model": MODEL, "auth_token": TOKEN,
-                              "request_timeout_ms": 800, **fault.extra})
+                              "request_timeout_ms": round(800 * fault.scale), **fault.extra})
 
     # run: documented classification, in time, partial text kept, documents written and valid
     result, took = _timed(lambda: run(Mission.adhoc("fault matrix"), config, root=tmp_path, handle_signals=False,
@@ -459,15 +461,15 @@ def test_fault_matrix(fault: Fault, endpoint_for: Any, tmp_path: Path) -> None:
         assert "certificate" in " ".join(doc["errors"]).lower()
 
     # check: the adapter check's state, in time
-    checked, took = _timed(lambda: check(config, budget_s=0.8))
+    checked, took = _timed(lambda: check(config, budget_s=0.8 * fault.scale))
     assert checked.state in fault.check, checked.errors
     assert took < fault.deadline_s
     if checked.state != "ready":
         assert checked.errors
 
     # probe: never raises, its whole deadline bounds it
-    report, took = _timed(lambda: probe(endpoint, auth_token=TOKEN, model=MODEL, budget_s=2.0,
-                                        request_budget_s=0.5))
+    report, took = _timed(lambda: probe(endpoint, auth_token=TOKEN, model=MODEL, budget_s=2.0 * fault.scale,
+                                        request_budget_s=0.5 * fault.scale))
     assert report.state in fault.probe, (report.state, report.warnings)
     assert took < 2.0 + fault.deadline_s
 

@@ -1,12 +1,11 @@
 """The small edges, each with its test: loopback however it is written, https to the proxy's
-plain-http port, ``receipts list`` newest first, and a clean build (no ``project.license`` table warning)."""
+plain-http port, ``receipts list`` newest first (the clean build, no ``project.license`` table warning, is checked
+on the wheel tests/product/test_wheel.py builds)."""
 
 from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -83,17 +82,3 @@ def test_receipts_list_is_newest_first_as_the_readme_says(tmp_path: Path, capsys
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("2026-01-03") and lines[-1].startswith("2026-01-01")
     assert "newest first" in (ROOT / "README.md").read_text()
-
-
-def test_the_build_has_no_license_table_warning(tmp_path: Path) -> None:
-    """``license = "MIT"`` (an SPDX expression) with a setuptools that reads it, pinned; no deprecation warning."""
-    import tomllib
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert project["project"]["license"] == "MIT"
-    assert any(r.startswith("setuptools>=77") for r in project["build-system"]["requires"])
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w",
-                           str(tmp_path), "-v", str(ROOT)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    text = proc.stdout + proc.stderr
-    assert "project.license" not in text and "SetuptoolsDeprecationWarning" not in text, text[-3000:]

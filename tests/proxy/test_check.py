@@ -51,7 +51,7 @@ class _Canned(BaseHTTPRequestHandler):
 def canned() -> Iterator[Any]:
     handler = type("Handler", (_Canned,), {"seen": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield server

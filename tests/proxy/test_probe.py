@@ -156,7 +156,7 @@ def test_echoed_credential_never_reaches_report_table_or_contract(kwargs: dict) 
     from hermes_nb.cli.commands.probe import render
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:
@@ -215,7 +215,7 @@ class _Html(BaseHTTPRequestHandler):
 @pytest.fixture
 def html_server() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Html)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()

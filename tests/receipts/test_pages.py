@@ -21,7 +21,6 @@ from hermes_nb.receipts.index import (
 from hermes_nb.receipts.write import render_html, write_receipt
 from hermes_nb.views.htmlkit import badge
 from hermes_nb.views.timeline import StreamTimeline
-from tests.helpers import run_smoke_on
 
 CANARY = "sk-canary-pages-0123456789"
 
@@ -88,21 +87,20 @@ def test_index_html_is_scanned_before_it_is_written(tmp_path: Path) -> None:
     assert not (tmp_path / "index.html").exists()
 
 
-def test_a_smoke_run_writes_receipts_with_timelines_and_the_index_page(tmp_path: Path) -> None:
-
-    result = run_smoke_on(tmp_path)
-    assert result.verdict == "passed"
-    pages = {r.name: r.receipt_path.with_suffix(".html").read_text() for r in result.runs}
+def test_a_smoke_run_writes_receipts_with_timelines_and_the_index_page(default_smoke) -> None:
+    doc, out = default_smoke.doc, default_smoke.out
+    assert doc["verdict"] == "passed"
+    receipts = {r["notebook"]: Path(r["path"]) for r in doc["receipts"]}
+    pages = {name: path.with_suffix(".html").read_text() for name, path in receipts.items()}
     for name in ("e2e_smoke", "wire_format_spike"):
         assert "<h3>Stream timeline</h3>" in pages[name] and 'class="hermes-timeline"' in pages[name], name
-    e2e = load_index(tmp_path)["receipts"]
+    e2e = load_index(out)["receipts"]
     assert "recorded in the receipt" not in pages["e2e_smoke"]
-    digest = nbformat.read(str(next(r.receipt_path for r in result.runs if r.name == "e2e_smoke")),
-                           as_version=4).metadata.receipt["artifacts"]["runtime-final.txt"]
+    digest = nbformat.read(str(receipts["e2e_smoke"]), as_version=4).metadata.receipt["artifacts"]["runtime-final.txt"]
     assert f'<code class="digest">{digest}</code>' in pages["e2e_smoke"]
-    index_page = (tmp_path / "index.html").read_text()
+    index_page = (out / "index.html").read_text()
     assert index_page.count('<tr class="receipt">') == len(e2e) == 3
-    assert f'id="{result.run_id}"' in index_page and verify_receipts(tmp_path).ok
+    assert f'id="{doc["run_id"]}"' in index_page and verify_receipts(out).ok
 
 
 def test_index_html_carries_lab_s_xsrf_query_over_to_its_links_and_says_what_they_need_untrusted() -> None:

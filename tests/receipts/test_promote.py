@@ -180,7 +180,7 @@ def test_the_success_path_end_to_end_a_smoke_receipt_against_a_non_emulator_endp
     with serve_emulator() as emu:
         handler = type("Relay", (_Relay,), {"upstream": emu.base_url})
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
         thread.start()
         try:
             endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1"

@@ -1,6 +1,6 @@
 """Conformance: the emulator's ``hermes-agent`` profile against the REAL ``hermes proxy`` (via the rig).
 
-Each rig state starts once per session (tests/rig/conftest.py: ``shared_rig``).
+Each rig state starts once per session (tests/conftest.py: ``shared_rig``).
 Skipped with a visible reason only when no ``hermes`` can be had (``make rig-venv``).
 """
 

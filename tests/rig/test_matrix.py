@@ -22,8 +22,7 @@ from hermes_nb.core.facts import data_dir
 from hermes_nb.nbrun.jobs import SmokeSpec, smoke
 from hermes_nb.rig.executable import ensure_release, pip_args, release_spec, unsupported_reason, venv_dir
 from hermes_nb.rig.matrix import MatrixResult, MatrixSpec, Release, matrix, matrix_markdown
-from tests.helpers import ROOT
-from tests.rig.conftest import RELEASES
+from tests.helpers import RELEASES, ROOT
 
 HERMES_BIN = RELEASES["0.19"][0] if RELEASES["0.19"][0].is_file() else None
 VERSIONS = ["0.19.0", "0.16.0", "0.18.1", "0.17.0", "0.18.0"]  # given unsorted on purpose

@@ -13,7 +13,7 @@ from hermes_nb.cli import main
 from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract
 from hermes_nb.proxy.probe import probe
 from hermes_nb.rig.rig import real_proxy
-from tests.rig.conftest import release_bin
+from tests.helpers import release_bin
 
 pytestmark = pytest.mark.real_proxy
 

@@ -21,7 +21,7 @@ from hermes_nb.rig import executable as hermes_bin
 from hermes_nb.rig import rig
 from hermes_nb.rig.executable import ENV_HERMES_BIN, cli_version, find_hermes_bin, install_of, live_supported
 from hermes_nb.rig.rig import EgressSink, FakePortal, auth_store_document
-from tests.rig.conftest import RELEASES
+from tests.helpers import RELEASES
 
 HERMES_BIN = RELEASES["0.19"][0] if RELEASES["0.19"][0].is_file() else None
 needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason="no .venv-hermes: run `make rig-venv`")

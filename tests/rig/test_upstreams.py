@@ -20,8 +20,7 @@ from hermes_nb import RigError, UsageError
 from hermes_nb.cli import main
 from hermes_nb.emulator.app import MINIMAL_MODELS
 from hermes_nb.rig.rig import RigHandle, real_proxy, upstream_command
-from tests.helpers import ROOT
-from tests.rig.conftest import RELEASES, release_bin
+from tests.helpers import RELEASES, ROOT, release_bin
 
 HERMES_BIN = RELEASES["0.19"][0] if RELEASES["0.19"][0].is_file() else None
 INSTALL_HINT = "no .venv-hermes: run `make rig-venv`"
