@@ -174,7 +174,7 @@ THEMED = (
 
 
 def test_every_text_reads_at_4_5_to_1_in_the_light_and_dark_themes(jupyterlab: dict, tmp_path: Path) -> None:
-    """Issue 19 §1: the dark theme's answer box was a light box with white text (1.06:1)."""
+    """The dark theme's answer box was a light box with white text (1.06:1)."""
     nb = _notebook(jupyterlab, "themes.ipynb", *THEMED)
     shots = {"JupyterLab Light": str(tmp_path / "probe-console.png"),
              "JupyterLab Dark": str(tmp_path / "probe-console-dark.png")}
@@ -195,7 +195,7 @@ def test_every_text_reads_at_4_5_to_1_in_the_light_and_dark_themes(jupyterlab: d
 
 def test_keyboard_sends_and_stops_usage_and_markdown_show_and_copy_never_carries_the_token(
         jupyterlab: dict, tmp_path: Path) -> None:
-    """Issue 19 §3-§7: Ctrl+Enter / Shift+Enter send, Enter is a newline, Escape stops; token usage after an
+    """Ctrl+Enter / Shift+Enter send, Enter is a newline, Escape stops; token usage after an
     answer; the answer rendered as Markdown without running what it carries; copy buttons; the model picker."""
     hostile = '**bold** <img src=x onerror="window.__hermes_pwned=1"> [x](javascript:window.__hermes_pwned=2)'
     nb = _notebook(jupyterlab, "keys.ipynb",
@@ -224,7 +224,7 @@ def test_keyboard_sends_and_stops_usage_and_markdown_show_and_copy_never_carries
 # --------------------------------------------------------------------------- no stuck states
 
 def test_ten_failing_sends_in_a_row_leave_no_sending_and_stop_disabled(jupyterlab: dict, tmp_path: Path) -> None:
-    """Issue 19 §2: a request that fails at once sometimes left "sending…" (2 of 10 against a closed port)."""
+    """A request that fails at once sometimes left "sending…" (2 of 10 against a closed port)."""
     nb = _notebook(jupyterlab, "failures.ipynb", "from hermes_nb import ProbeConsole\n"
                    f"console = ProbeConsole(endpoint='http://127.0.0.1:{_closed_port()}/v1', route='chat')\nconsole")
     seen = drive(_lab(jupyterlab, "failures", nb, rounds=10), tmp_path)
@@ -307,7 +307,7 @@ def test_receipt_and_run_index_in_the_browser(tmp_path: Path) -> None:
 
 
 def test_index_html_links_work_from_jupyterlabs_file_browser(jupyterlab: dict, tmp_path: Path) -> None:
-    """Issue 19 §13: opened inside JupyterLab, index.html's links gave 403 "Blocking request from unknown origin"."""
+    """Opened inside JupyterLab, index.html's links gave 403 "Blocking request from unknown origin"."""
 
     result = run_smoke_on(jupyterlab["root"] / "receipts", only=["adapter_check"])
     assert result.verdict == "passed"

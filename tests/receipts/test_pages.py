@@ -104,7 +104,7 @@ def test_a_smoke_run_writes_receipts_with_timelines_and_the_index_page(default_s
 
 
 def test_index_html_carries_lab_s_xsrf_query_over_to_its_links_and_says_what_they_need_untrusted() -> None:
-    """Issue 19 §12: in JupyterLab's HTML viewer the links answered 403 "Blocking request from unknown origin".
+    """In JupyterLab's HTML viewer the links answered 403 "Blocking request from unknown origin".
 
     The page's base there is ``/files/<dir>/index.html?_xsrf=…`` (Lab's download URL) and the frame sends no
     Referer; the script moves the ``_xsrf`` query onto each relative link. On file:// or S3 there is none and

@@ -140,7 +140,7 @@ def test_smoke_rig_live_with_the_minimal_upstream(tmp_path: Path, capsys: pytest
     assert [r["verdict"] for r in summary["receipts"]] == ["passed"]
 
 
-# --------------------------------------------------------------------------- the xai provider (issue 18)
+# --------------------------------------------------------------------------- the xai provider
 
 
 @pytest.fixture

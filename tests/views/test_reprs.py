@@ -75,7 +75,7 @@ def test_wire_report_and_drift_display_themselves(emu) -> None:
 
 
 def test_the_probe_headline_agrees_with_its_drift_and_names_the_contract(emu) -> None:
-    """Issue 19 §11: the headline said "passed" in green while the drift section said "(19) · failed"."""
+    """The headline once said "passed" in green while the drift section said "(19) · failed"."""
     from hermes_nb.proxy.contracts import apply_contract
 
     report = probe(emu.endpoint, budget_s=20)
