@@ -58,36 +58,28 @@ _HOP_BY_HOP = frozenset({
 })
 MINIMAL_MODELS: tuple[str, ...] = ("minimal-chat-1", "minimal-chat-1-mini")
 MINIMAL_MAX_BYTES = 1024 * 1024  # aiohttp's default client_max_size: the minimal upstream keeps it
-_SHAPES = Redactor()  # secret-shaped values (``sk-…``, JWTs, bearer values) in a query string are not recorded
 
 
 @dataclass(slots=True)
 class RecordedRequest:
-    """One request as the emulator received it (Authorization redacted)."""
+    """One request as the emulator received it (sensitive header values and secret-shaped query values redacted)."""
 
     method: str
     path: str
     query: str
-    #: lower-cased names, sensitive values redacted (``Bearer <redacted>``)
-    headers: dict[str, str]
-    #: the scenario in effect (default or the per-request header)
-    scenario: str
-    #: the parsed JSON body, when the handler read one that parsed
-    json: Any = None
-    #: bytes read from the body (None: the body was never read, e.g. a 404 before forwarding)
-    body_size: int | None = None
-    #: response status (None while still streaming)
-    status: int | None = None
+    headers: dict[str, str]  # lower-cased names
+    scenario: str  # in effect: the default or the per-request header's
+    json: Any = None  # the body, when the handler read one that parsed
+    body_size: int | None = None  # None: the body was never read (e.g. a 404 before forwarding)
+    status: int | None = None  # None while still streaming
 
 
 @dataclass(slots=True)
 class _State:
     spec: EmulatorSpec
     requests: list[RecordedRequest]
-    #: ``concurrency-limited``: the chat requests that may be in flight
-    capacity: asyncio.Semaphore
-    #: set when the emulator shuts down: stalls and pauses end
-    closing: asyncio.Event = field(default_factory=asyncio.Event)
+    capacity: asyncio.Semaphore  # ``concurrency-limited``: the chat requests that may be in flight
+    closing: asyncio.Event = field(default_factory=asyncio.Event)  # set at shutdown: stalls and pauses end
 
     async def shut(self, _app: web.Application) -> None:
         self.closing.set()
@@ -98,8 +90,7 @@ SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
 RECORD_KEY = web.RequestKey("hermes_nb_record", RecordedRequest)
 
 
-def _proxy_error(status: int, message: str, code: str) -> web.Response:
-    """The real proxy's ``_json_error``."""
+def _proxy_error(status: int, message: str, code: str) -> web.Response:  # the real proxy's ``_json_error``
     return web.json_response({"error": {"message": message, "type": code, "code": code}}, status=status)
 
 
@@ -136,7 +127,7 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     if limited and state.capacity.locked():
         request[SCENARIO_KEY] = "rate-limited"
         limited = False
-    record = request[RECORD_KEY] = RecordedRequest(request.method, request.path, _SHAPES.text(request.query_string),
+    record = request[RECORD_KEY] = RecordedRequest(request.method, request.path, Redactor().text(request.query_string),
                                                    redact_headers(request.headers), scenario)
     state.requests.append(record)
     started = time.monotonic()
@@ -230,10 +221,9 @@ async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.
 
 async def _read_body(request: web.Request) -> bytes:
     raw = await request.read()  # raises HTTPRequestEntityTooLarge (413 text/plain) over client_max_size
-    record = request[RECORD_KEY]
-    record.body_size = len(raw)
+    request[RECORD_KEY].body_size = len(raw)
     with contextlib.suppress(ValueError, UnicodeDecodeError):
-        record.json = json.loads(raw) if raw else None
+        request[RECORD_KEY].json = json.loads(raw) if raw else None
     return raw
 
 

@@ -1,8 +1,6 @@
-"""``run_load``, the load probe as one call (the CLI, ``%hermes_load`` and the notebook end here), and its generator:
-aiohttp on one event loop (httpx's client spent 12–18 ms of CPU a request at 256 streams and read a 100 ms first token
-as 3.6–4.5 s: docs/performance.md P8), in a thread of its own so Ctrl-C in the caller returns what was measured. The
-embedded emulator runs in processes of its own: in a thread, the generator read its queueing as the target's.
-"""
+"""``run_load``, the load probe as one call, and its generator: aiohttp on one event loop (httpx cost too much CPU a
+request: docs/performance.md P8), in a thread of its own so Ctrl-C in the caller returns what was measured. The embedded
+emulator runs in processes of its own: in a thread, the generator read its queueing as the target's."""
 
 from __future__ import annotations
 
@@ -19,8 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -45,8 +42,7 @@ LAG_TICK_S = 0.05
 PROGRESS_EVERY_S = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
+class Prepared(NamedTuple):
     """One request from the one request builder: URL, headers (Authorization included), body."""
 
     url: str
@@ -280,8 +276,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        proc.kill()  # Popen's exit waits for it
 
 
 @contextmanager

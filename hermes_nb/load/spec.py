@@ -1,7 +1,5 @@
-"""Every option of the load probe, declared once: ``hermes-nb load``'s flags, ``%hermes_load``'s parser and help
-and the load notebook's parameters cell are generated from :class:`LoadSpec`. The hard caps are the fields'
-constraints; :func:`guard` refuses a non-loopback target before anything is sent (load spends the quota behind it).
-"""
+"""Every option of the load probe, declared once in :class:`LoadSpec` (the CLI, the magic and the notebook are made
+from it); :func:`guard` refuses a non-loopback target before anything is sent (load spends the quota behind it)."""
 
 from __future__ import annotations
 
@@ -34,21 +32,14 @@ def _pairs(value: Any) -> Any:
     return {key.strip(): number.strip() for key, _, number in pairs}
 
 
-def _one_or_many(value: Any) -> Any:
-    return [value] if isinstance(value, int) else value
-
-
-Level = Annotated[int, Field(ge=1, le=1024)]
-Budget = Annotated[int, Field(ge=1, le=20_000)]
-
-
 class LoadSpec(ConfigOptions):
     """The load probe's options (docs/load.md) besides the runtime config's (every job's). ``*_timeout_s`` a
     silence, ``*_budget_s`` a whole."""
 
-    concurrency: Annotated[list[Level], CommaList, Opt(metavar="N,N,…")] = Field(
+    concurrency: Annotated[list[Annotated[int, Field(ge=1, le=1024)]], CommaList, Opt(metavar="N,N,…")] = Field(
         [1, 4, 16, 64], min_length=1, max_length=16, description="concurrency levels, run in ascending order")
-    requests: Annotated[list[Budget], CommaList, BeforeValidator(_one_or_many), Opt(metavar="N,N,…")] = Field(
+    requests: Annotated[list[Annotated[int, Field(ge=1, le=20_000)]], CommaList,
+                        BeforeValidator(lambda v: [v] if isinstance(v, int) else v), Opt(metavar="N,N,…")] = Field(
         default_factory=list, description="measured requests per level: one for every level, or one per level "
                                           "(60,320,1280); default: --rounds")
     rounds: int = Field(4, ge=1, le=100, description=f"measured requests per level: rounds x concurrency (at least "

@@ -19,7 +19,6 @@ from hermes_nb.load.report import (
     Sample,
     added_latency,
     compute,
-    itl,
     level_result,
     percentile,
     read_samples,
@@ -75,7 +74,7 @@ def test_hidden_reasoning_is_taken_out_of_the_itl_count() -> None:
     """10 reasoning tokens counted in the usage but never streamed, 20 answer tokens 10 ms apart: 10 ms."""
     hidden = _sample(0.0, 0.2, 0.39, 30, reasoning_tokens=10)
     streamed = _sample(0.0, 0.1, 0.39, 30, reasoning_tokens=10, reasoning_deltas=10)
-    assert itl(hidden) == pytest.approx(0.010) and itl(streamed) == pytest.approx(0.010)
+    assert hidden.itl() == pytest.approx(0.010) and streamed.itl() == pytest.approx(0.010)
 
 
 def test_added_latency_has_an_interval_and_the_paired_repeats() -> None:
