@@ -1,6 +1,5 @@
-"""The card of each record a cell can end with, by class name (records never import the views): an exchange alone
-or under its verdict, the adapter check, the wire report and its drift, a run's result, a ``%%hermes_chat`` answer.
-Allow-listed fields only, escaped and masked."""
+"""The card of each record a cell can end with, by class name (records never import the views): allow-listed fields
+only, escaped and masked."""
 
 from __future__ import annotations
 
@@ -76,8 +75,7 @@ def judged_html(title: str, verdict: str, ex: Any | None, *, reason: str | None,
     return box(title, verdict, *parts)
 
 
-def _noted(value: str | None, *notes: str | None) -> str | None:
-    """``value (note, note)`` with the notes that are set."""
+def _noted(value: str | None, *notes: str | None) -> str | None:  # ``value (note, note)``, the notes that are set
     shown = [n for n in notes if n]
     return value + (f" ({', '.join(shown)})" if shown else "") if value else None
 
@@ -103,10 +101,8 @@ def drift_table(drifts: Any) -> str:
 
 
 def drift_card(drifts: Any) -> str:
-    if not drifts:
-        return box("wire contract", "passed", "<div>the proxy matches the recorded wire contract.</div>",
-                   headline=drifts.headline)
-    return box("wire contract", "failed", drift_table(drifts), headline=drifts.headline)
+    body = drift_table(drifts) if drifts else "<div>the proxy matches the recorded wire contract.</div>"
+    return box("wire contract", "failed" if drifts else "passed", body, headline=drifts.headline)
 
 
 def one_drift_card(drift: Any) -> str:
@@ -181,7 +177,6 @@ def chat_card(chat: Any) -> str:
                        stopped=chat.stopped, stream="answer stream")
 
 
-#: the card of each record class a cell can end with, by class name (records never import the views)
 _CARDS: dict[str, Callable[[Any], str]] = {
     "Exchange": exchange_html, "CheckResult": check_card, "DriftList": drift_card, "Drift": one_drift_card,
     "WireReport": wire_card, "RunResult": run_card, "ChatResult": chat_card,

@@ -1,5 +1,4 @@
-"""The stream timeline as an inline SVG: the marks of one streamed answer on one axis, idle gaps shaded and labelled,
-no two labels overlapping."""
+"""The stream timeline as an inline SVG: one streamed answer's marks on one axis, idle gaps shaded, no label overlaps."""
 
 from __future__ import annotations
 
@@ -21,28 +20,21 @@ def idle_gaps(tl: StreamTimeline) -> list[tuple[float, float]]:
     return [(a, b) for a, b in pairwise(marks) if b - a >= threshold]
 
 
-#: label layout: an upper bound of a character's width in the 11 px font, the row pitch (an 11 px text box and
-#: more), and the rows idle-gap labels may take (those that do not fit keep only their tooltip)
+#: a character's width at most in the 11 px font, the row pitch, the rows idle-gap labels may take (others: tooltip)
 CHAR_W, ROW_H, GAP_LABEL_ROWS = 6.6, 15, 3
 
 
 def place_labels(spans: list[tuple[float, float]], *, max_rows: int | None = None) -> list[int | None]:
     """A row for each label span ``(x0, x1)``, greedy left to right, so no two labels of a row overlap (None: no
     room left)."""
-    order = sorted(range(len(spans)), key=lambda i: spans[i][0])
-    ends: list[float] = []
+    ends: list[float] = []  # each row's right end
     rows: list[int | None] = [None] * len(spans)
-    for i in order:
+    for i in sorted(range(len(spans)), key=lambda i: spans[i][0]):
         x0, x1 = spans[i]
-        for row, end in enumerate(ends):
-            if x0 >= end + 4:  # 4 px apart
-                ends[row] = x1
-                rows[i] = row
-                break
-        else:
-            if max_rows is None or len(ends) < max_rows:
-                ends.append(x1)
-                rows[i] = len(ends) - 1
+        row = next((r for r, end in enumerate(ends) if x0 >= end + 4), len(ends))  # 4 px apart, else a new row
+        if max_rows is None or row < max_rows:
+            ends[row:row + 1] = [x1]
+            rows[i] = row
     return rows
 
 
