@@ -1,4 +1,4 @@
-"""The stream timeline as an inline SVG: one streamed answer's marks on one axis, idle gaps shaded, no label overlaps."""
+"""The stream timeline as an inline SVG: one streamed answer's marks on an axis, idle gaps shaded, no label overlaps."""
 
 from __future__ import annotations
 
