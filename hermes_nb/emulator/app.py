@@ -118,7 +118,7 @@ def _refusal(headers: Any) -> str | None:
 @web.middleware
 async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Record the request, pick its scenario, log one line when it ends. ``concurrency-limited``: a chat request
-    beyond ``max_concurrent`` in flight is answered as ``rate-limited``; the others are in flight until answered."""
+    beyond ``max_concurrent`` in flight is answered as ``rate-limited``."""
     state = request.app[STATE]
     header = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
     scenario = request[SCENARIO_KEY] = header if header in s.ALL_SCENARIOS else state.spec.scenario
@@ -146,8 +146,7 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
 
 
 def _unknown(request: web.Request) -> s.Reply | None:
-    """400 for a scenario this profile does not play, naming the profile: :func:`hermes_nb.target.emulator_evidence`
-    tells the emulator from a real upstream, and a real proxy in front of it (the rig) from the emulator."""
+    """400 for a scenario this profile does not play, naming the profile (how the emulator is told from the rig)."""
     profile = request.app[STATE].spec.profile
     name = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
     known = {"minimal": ("ok",), "upstream": s.UPSTREAM_SCENARIOS}.get(profile, s.ALL_SCENARIOS)
@@ -177,8 +176,7 @@ async def _pause(request: web.Request, seconds: float) -> bool:
 
 
 async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.StreamResponse:
-    """Execute a reply plan; ``proxied``: as the real proxy relays it (chunked, hop-by-hop headers dropped, an
-    upstream that breaks ends the body cleanly)."""
+    """Execute a reply plan; ``proxied``: as the real proxy relays it (chunked, hop-by-hop headers dropped)."""
     headers = {"Content-Type": reply.content_type, **reply.headers}
     if proxied:
         headers = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
@@ -290,8 +288,7 @@ def _proxy_routes(app: web.Application, spec: EmulatorSpec) -> None:
 
 
 def _minimal_routes(app: web.Application, spec: EmulatorSpec) -> None:
-    """Two routes, aiohttp's defaults elsewhere; its own models (any is accepted and echoed), ids ``min-<n>``, no
-    ``system_fingerprint``; streams in CRLF with SSE comments. The text is ours (its sentinel block too)."""
+    """Two routes, aiohttp's defaults elsewhere, unlike our upstream in every detail docs/emulator.md lists."""
     names = tuple(spec.models) if spec.models else MINIMAL_MODELS
     counter = itertools.count(1)
     created = 1_700_000_000
@@ -354,10 +351,8 @@ class _ServerThread(threading.Thread):
         self.stopping = asyncio.Event()
 
     def run(self) -> None:
-        try:
+        with contextlib.closing(self.loop):
             self.loop.run_until_complete(self._serve())
-        finally:
-            self.loop.close()
 
     async def _serve(self) -> None:
         runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=2.0)
@@ -383,8 +378,7 @@ class EmulatorHandle(EndpointHandle):
     profile: str
     scenario: str
     seed: int
-    #: what the proxy profiles front (``nous``, ``xai``)
-    provider: str
+    provider: str  # what the proxy profiles front
     _log: list[RecordedRequest]
     _thread: _ServerThread
 
@@ -423,9 +417,7 @@ class EmulatorHandle(EndpointHandle):
 
 def serve_emulator(*, port: int = 0, **options: Any) -> EmulatorHandle:
     """Start an emulator now, on a free loopback port unless ``port`` names one; ``options`` are
-    :class:`~hermes_nb.emulator.scenarios.EmulatorSpec`'s (``profile``, ``scenario``, ``seed``, ``models``,
-    ``provider``, ``delay_s``, ``retry_after``…; ValueError for a bad one, a host that is not loopback included).
-    :class:`~hermes_nb.core.errors.ProxyUnreachable` when it cannot listen."""
+    :class:`~hermes_nb.emulator.scenarios.EmulatorSpec`'s (ValueError for a bad one); ProxyUnreachable: no listening."""
     spec = EmulatorSpec.of(port=port, **options)
     family = socket.AF_INET6 if ":" in spec.host else socket.AF_INET
     try:  # listening before the thread starts: a request that comes first waits in the backlog
@@ -445,8 +437,7 @@ def serve_emulator(*, port: int = 0, **options: Any) -> EmulatorHandle:
 
 def run(spec: EmulatorSpec, *, line: Callable[[str], None], emit: Callable[[dict[str, Any]], None],
         info: Callable[[str], None]) -> int:
-    """Serve until Ctrl-C/SIGTERM (exit 0): ``line`` gets the endpoint first, ``emit`` the JSON description,
-    ``info`` progress; one log line per request goes to stderr."""
+    """Serve until Ctrl-C/SIGTERM (exit 0): ``line`` gets the endpoint, ``emit`` the JSON, ``info`` progress."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("hermes-nb emulator: %(message)s"))
     logger.addHandler(handler)

@@ -29,14 +29,11 @@ SCENARIOS: tuple[str, ...] = (
     "ok", "no-sentinel", "empty", "length", "auth-stale", "rate-limited", "server-error", "bad-gateway",
     "model-missing", "stream-error-event", "truncated", "slow", "stall", "reset", "malformed", "no-done",
 )
-#: faults of the proxy itself (its own 502/504 envelopes): the proxy profiles only
-PROXY_SCENARIOS = ("upstream-unreachable", "upstream-timeout")
+PROXY_SCENARIOS = ("upstream-unreachable", "upstream-timeout")  # the proxy's own 502/504: proxy profiles only
 #: the other shapes of an error inside a 200 stream, and a whole message after the deltas
 IN_BAND_SCENARIOS = ("stream-error-flat", "stream-error-typed", "stream-error-anthropic", "late-message")
-#: for the load probe: paced answers (:func:`_completion`), and 429s beyond ``max_concurrent`` chat requests in flight
-LOAD_SCENARIOS = ("paced", "concurrency-limited")
-#: an upstream's trouble that is not a fault (a slow first byte, a slow answer): seconds by design
-TROUBLE_SCENARIOS = ("slow-first-byte", "slow-answer")
+LOAD_SCENARIOS = ("paced", "concurrency-limited")  # the load probe's: paced answers, 429s beyond max_concurrent
+TROUBLE_SCENARIOS = ("slow-first-byte", "slow-answer")  # an upstream's trouble that is not a fault: seconds long
 #: what an upstream can do (everything but the proxy's own faults): the rig's live upstream takes these
 UPSTREAM_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + LOAD_SCENARIOS + TROUBLE_SCENARIOS
 ALL_SCENARIOS: tuple[str, ...] = UPSTREAM_SCENARIOS + PROXY_SCENARIOS
