@@ -83,14 +83,9 @@ def sample_files(samples: Sequence[Sample]) -> dict[str, str]:
             SAMPLES_CSV: buffer.getvalue()}
 
 
-def read_samples(text: str, *, csv_format: bool = False) -> list[Sample]:
-    """The samples of a ``load-samples.jsonl`` (or, ``csv_format``, ``.csv``) file's text."""
-    if csv_format:
-        rows = [{k: v.split() if k == "gaps_ms" else v or None for k, v in row.items()}
-                for row in csv.DictReader(io.StringIO(text))]
-    else:
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    return TypeAdapter(list[Sample]).validate_python(rows)
+def read_samples(text: str) -> list[Sample]:
+    """The samples of a ``load-samples.jsonl`` file's text."""
+    return TypeAdapter(list[Sample]).validate_python([json.loads(line) for line in text.splitlines() if line.strip()])
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:

@@ -27,15 +27,11 @@ _DARK = {
     "success-color1": "#4caf50", "error-color1": "#f44336", "warn-color1": "#ff9800", "brand-color1": "#2196f3",
     "info-color1": "#00bcd4",
 }
-#: tone → (JupyterLab variable, fallback outside Lab)
 TONES: dict[str, tuple[str, str]] = {tone: (f"--jp-{var}", _LIGHT[var]) for tone, var in (
     ("good", "success-color1"), ("bad", "error-color1"), ("warn", "warn-color1"), ("accent", "brand-color1"),
     ("info", "info-color1"), ("muted", "content-font-color2"))}
-#: how much of the tone a text colour keeps; the rest is the theme's strongest font colour
-_TONE_SHARE = 65
+_TONE_SHARE = 65  # of a text colour; the rest is the theme's strongest font colour
 _FONT0 = "var(--jp-content-font-color0,#000)"
-
-#: each verdict or state word → its tone
 VERDICT_TONES: dict[str, str] = {
     **dict.fromkeys(("passed", "ready", "ok", "live", "forwarded", "done", "True"), "good"),
     **dict.fromkeys(("failed", "error", "misconfigured", "drift", "False"), "bad"),
@@ -50,25 +46,21 @@ def text_colour(tone: str) -> str:
     return f"color-mix(in srgb,var({var},{fallback}) {_TONE_SHARE}%,{_FONT0})"
 
 
-def edge_colour(tone: str) -> str:
-    """The tone itself, for borders and marks (never for text)."""
-    var, fallback = TONES[tone]
-    return f"var({var},{fallback})"
+def edge_colour(tone: str) -> str:  # the tone itself, for borders and marks (never for text)
+    return "var({},{})".format(*TONES[tone])
 
 
 def tone_of(word: Any) -> str | None:
     return VERDICT_TONES.get(str(word))
 
 
-#: verdict word → its text colour (one map for every face)
 VERDICT_COLOURS: dict[str, str] = {word: text_colour(t) for word, t in VERDICT_TONES.items()}
 MUTED = text_colour("muted")
 BORDER = "var(--jp-border-color2,#d0d7de)"
 CODE_BACKGROUND = "var(--jp-cell-editor-background,transparent)"
 
 _CELL = f"border:1px solid {BORDER};padding:2px 8px;vertical-align:top;text-align:left"
-#: values wrap anywhere (long URLs, digests); headers only at word boundaries
-TD_STYLE = f"{_CELL};overflow-wrap:anywhere"
+TD_STYLE = f"{_CELL};overflow-wrap:anywhere"  # values wrap anywhere (URLs, digests); headers at word boundaries
 TH_STYLE = f"{_CELL};overflow-wrap:normal;word-break:normal;hyphens:manual"
 _TABLE = '<table class="hermes-nb" style="border-collapse:collapse;text-align:left;max-width:100%">'
 _WRAP = '<div class="hermes-nb-box" style="max-width:100%;overflow-x:auto">'
@@ -156,8 +148,7 @@ def pre(text: str, redactor: Redactor | None = None) -> str:
 
 
 class _Renderer(HTMLRenderer):
-    """Raw HTML escaped (``escape=True``), only safe link schemes, images shown as links: nothing in an answer
-    runs or fetches."""
+    """Raw HTML escaped, safe link schemes only, images as links: nothing in an answer runs or fetches."""
 
     SAFE_PROTOCOLS = ("http:", "https:", "mailto:")
 
@@ -177,8 +168,7 @@ def markdown_html(text: str, redactor: Redactor | None = None) -> str:
 
 
 def page_css() -> str:
-    """A standalone page's stylesheet: the theme variables (light; dark when the reader prefers it), body, links,
-    code, and the one table style for plain ``<table>`` markup."""
+    """A standalone page's stylesheet: the theme variables (light; dark on the reader's wish), the one table style."""
     light, dark = (";".join(f"--jp-{k}:{v}" for k, v in theme.items()) for theme in (_LIGHT, _DARK))
     return "\n".join((
         f":root{{color-scheme:light dark;{light}}}",
