@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from hermes_nb.core.config import normalise_endpoint
 from hermes_nb.core.errors import UsageError
@@ -36,7 +36,8 @@ class LoadSpec(ConfigOptions):
     """The load probe's options (docs/load.md) besides the runtime config's (every job's). ``*_timeout_s`` a
     silence, ``*_budget_s`` a whole."""
 
-    concurrency: Annotated[list[Annotated[int, Field(ge=1, le=1024)]], CommaList, Opt(metavar="N,N,…")] = Field(
+    concurrency: Annotated[list[Annotated[int, Field(ge=1, le=1024)]], CommaList, Opt(metavar="N,N,…"),
+                           AfterValidator(lambda levels: sorted(set(levels)))] = Field(
         [1, 4, 16, 64], min_length=1, max_length=16, description="concurrency levels, run in ascending order")
     requests: Annotated[list[Annotated[int, Field(ge=1, le=20_000)]], CommaList,
                         BeforeValidator(lambda v: [v] if isinstance(v, int) else v), Opt(metavar="N,N,…")] = Field(
@@ -71,7 +72,8 @@ class LoadSpec(ConfigOptions):
     saturation_gain: float = Field(0.05, ge=0, le=10, description="the ramp stops after a level whose throughput grew "
                                                                   "less than this share over the level before (0: "
                                                                   "never)")
-    direct: Annotated[str | None, Opt(metavar="URL")] = Field(
+    direct: Annotated[str | None, AfterValidator(lambda url: None if url is None else normalise_endpoint(url)),
+                      Opt(metavar="URL")] = Field(
         None, description="the upstream behind the proxy (incl. /v1): each level runs against it too and the report "
                           "gives the proxy's added latency")
     allow_non_loopback: bool = Field(False, description="load a proxy that is not on this machine (spends its "
@@ -90,11 +92,6 @@ class LoadSpec(ConfigOptions):
     report: Annotated[str | None, Opt(faces=frozenset({"notebook"}))] = Field(
         None, description="a load-report.json written by hermes-nb load --out (None: measure here)")
 
-    @field_validator("concurrency")
-    @classmethod
-    def _ascending(cls, levels: list[int]) -> list[int]:
-        return sorted(set(levels))
-
     @field_validator("slo")
     @classmethod
     def _slo_keys(cls, slo: dict[str, float]) -> dict[str, float]:
@@ -102,11 +99,6 @@ class LoadSpec(ConfigOptions):
         if unknown:
             raise ValueError(f"unknown target {', '.join(unknown)}; give {', '.join(SLO_KEYS)}")
         return slo
-
-    @field_validator("direct")
-    @classmethod
-    def _direct(cls, url: str | None) -> str | None:
-        return None if url is None else normalise_endpoint(url)
 
     @field_validator("scenario")
     @classmethod
