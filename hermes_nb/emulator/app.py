@@ -48,7 +48,6 @@ PROXY_FAULTS = {
                                   ":443 ssl:default [Connect call failed ('127.0.0.1', 443)]", "upstream_unreachable"),
     "upstream-timeout": (504, "upstream request timed out", "upstream_timeout"),
 }
-#: hermes-agent 0.22's refusal (hermes_cli/proxy/server.py, the local-only middleware)
 GUARD_MESSAGE = "Request refused: browser requests and foreign Host names are not accepted by this proxy."
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 #: what the real proxy strips from the upstream's response headers
@@ -158,7 +157,8 @@ def _unknown(request: web.Request) -> s.Reply | None:
 
 @web.middleware
 async def _gate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The answers before any route: ``local_only``'s refusal (403), the minimal profile's unknown scenario (400)."""
+    """The answers before any route: ``local_only``'s refusal (403, hermes-agent 0.22's local-only middleware), the
+    minimal profile's unknown scenario (400)."""
     spec = request.app[STATE].spec
     if spec.local_only and spec.profile in ("hermes-agent", "seed") and (code := _refusal(request.headers)):
         return _proxy_error(403, GUARD_MESSAGE, code)

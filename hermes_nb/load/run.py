@@ -256,8 +256,7 @@ class Level:
 
 
 EMBEDDED_SCENARIO = "paced"
-#: answers a second one emulator process serves on one core (docs/performance.md P6: it tops out near 400)
-EMULATOR_RPS = 300
+EMULATOR_RPS = 300  # answers a second one emulator process serves on one core (docs/performance.md P6)
 
 
 def processes_for(spec: LoadSpec) -> int:

@@ -18,10 +18,8 @@ from hermes_nb.emulator.scenarios import ALL_SCENARIOS
 CLI = frozenset({"cli"})
 #: not notebook parameters: a parameter named like a token is refused there (no secret is ever a parameter)
 SHELL = frozenset({"cli", "magic"})
-#: what ``--slo`` may bound, per request (seconds)
-SLO_KEYS = ("ttft_s", "ttfat_s", "itl_s", "e2e_s")
-#: measured requests per level when neither ``requests`` nor ``level_budget_s`` is given: at least this many
-MIN_REQUESTS = 8
+SLO_KEYS = ("ttft_s", "ttfat_s", "itl_s", "e2e_s")  # what ``--slo`` may bound, per request (seconds)
+MIN_REQUESTS = 8  # per level when neither ``requests`` nor ``level_budget_s`` is given
 
 
 def _pairs(value: Any) -> Any:
