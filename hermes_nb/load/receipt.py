@@ -38,10 +38,9 @@ class LoadRun:
         return exit_code_for(worst_verdict([self.report.verdict, *receipt]))
 
     def text(self) -> str:
-        if self.receipt is None:
-            return report_text(self.report)
-        receipt = self.to_dict()["receipt"]
-        return f"{report_text(self.report)}\nreceipt: {receipt['verdict']} ({receipt['reason']})  {receipt['path']}"
+        kept = self.to_dict().get("receipt")
+        return report_text(self.report) + (f"\nreceipt: {kept['verdict']} ({kept['reason']})  {kept['path']}"
+                                           if kept else "")
 
     def to_dict(self) -> dict[str, Any]:
         """The report (``--json``), plus where its receipt went and that receipt's verdict."""
