@@ -16,10 +16,11 @@ from pathlib import Path
 import nbformat
 from hermes_nb.nbrun.smoke_target import SmokeTarget
 
+from hermes_nb.core.records import StreamTimeline
 from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.receipts.index import load_index, render_index_html
 from hermes_nb.receipts.write import render_html
-from hermes_nb.views.timeline import StreamTimeline, timeline_svg
+from hermes_nb.views.htmlkit import timeline_svg
 
 
 def _median_ms(fn, n: int = 50) -> float:

@@ -1,7 +1,5 @@
-"""Embedded emulator of the Hermes proxy (and of an OpenAI-compatible upstream): ``with serve_emulator(profile=…,
-scenario=…, seed=…) as emu:``, ``emu`` is the endpoint (``http://127.0.0.1:<port>/v1``) and ``emu.requests`` what
-it received (Authorization redacted). A request's ``X-Hermes-Emulator-Scenario: <name>`` overrides the scenario (the
-real proxy forwards it to its upstream too)."""
+"""Embedded emulator of the Hermes proxy and of an OpenAI-compatible upstream: ``with serve_emulator(…) as emu:``,
+``emu`` is the endpoint and ``emu.requests`` what it received (docs/emulator.md)."""
 
 from .app import EmulatorHandle, RecordedRequest, create_app, serve_emulator
 from .scenarios import ALL_SCENARIOS, PROFILES, PROXY_SCENARIOS, SCENARIO_HEADER, SCENARIOS, UPSTREAM_SCENARIOS

@@ -48,7 +48,6 @@ PROXY_FAULTS = {
                                   ":443 ssl:default [Connect call failed ('127.0.0.1', 443)]", "upstream_unreachable"),
     "upstream-timeout": (504, "upstream request timed out", "upstream_timeout"),
 }
-#: hermes-agent 0.22's refusal (hermes_cli/proxy/server.py, the local-only middleware)
 GUARD_MESSAGE = "Request refused: browser requests and foreign Host names are not accepted by this proxy."
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 #: what the real proxy strips from the upstream's response headers
@@ -58,36 +57,28 @@ _HOP_BY_HOP = frozenset({
 })
 MINIMAL_MODELS: tuple[str, ...] = ("minimal-chat-1", "minimal-chat-1-mini")
 MINIMAL_MAX_BYTES = 1024 * 1024  # aiohttp's default client_max_size: the minimal upstream keeps it
-_SHAPES = Redactor()  # secret-shaped values (``sk-…``, JWTs, bearer values) in a query string are not recorded
 
 
 @dataclass(slots=True)
 class RecordedRequest:
-    """One request as the emulator received it (Authorization redacted)."""
+    """One request as the emulator received it (sensitive header values and secret-shaped query values redacted)."""
 
     method: str
     path: str
     query: str
-    #: lower-cased names, sensitive values redacted (``Bearer <redacted>``)
-    headers: dict[str, str]
-    #: the scenario in effect (default or the per-request header)
-    scenario: str
-    #: the parsed JSON body, when the handler read one that parsed
-    json: Any = None
-    #: bytes read from the body (None: the body was never read, e.g. a 404 before forwarding)
-    body_size: int | None = None
-    #: response status (None while still streaming)
-    status: int | None = None
+    headers: dict[str, str]  # lower-cased names
+    scenario: str  # in effect: the default or the per-request header's
+    json: Any = None  # the body, when the handler read one that parsed
+    body_size: int | None = None  # None: the body was never read (e.g. a 404 before forwarding)
+    status: int | None = None  # None while still streaming
 
 
 @dataclass(slots=True)
 class _State:
     spec: EmulatorSpec
     requests: list[RecordedRequest]
-    #: ``concurrency-limited``: the chat requests that may be in flight
-    capacity: asyncio.Semaphore
-    #: set when the emulator shuts down: stalls and pauses end
-    closing: asyncio.Event = field(default_factory=asyncio.Event)
+    capacity: asyncio.Semaphore  # ``concurrency-limited``: the chat requests that may be in flight
+    closing: asyncio.Event = field(default_factory=asyncio.Event)  # set at shutdown: stalls and pauses end
 
     async def shut(self, _app: web.Application) -> None:
         self.closing.set()
@@ -98,8 +89,7 @@ SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
 RECORD_KEY = web.RequestKey("hermes_nb_record", RecordedRequest)
 
 
-def _proxy_error(status: int, message: str, code: str) -> web.Response:
-    """The real proxy's ``_json_error``."""
+def _proxy_error(status: int, message: str, code: str) -> web.Response:  # the real proxy's ``_json_error``
     return web.json_response({"error": {"message": message, "type": code, "code": code}}, status=status)
 
 
@@ -127,7 +117,7 @@ def _refusal(headers: Any) -> str | None:
 @web.middleware
 async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Record the request, pick its scenario, log one line when it ends. ``concurrency-limited``: a chat request
-    beyond ``max_concurrent`` in flight is answered as ``rate-limited``; the others are in flight until answered."""
+    beyond ``max_concurrent`` in flight is answered as ``rate-limited``."""
     state = request.app[STATE]
     header = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
     scenario = request[SCENARIO_KEY] = header if header in s.ALL_SCENARIOS else state.spec.scenario
@@ -136,7 +126,7 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     if limited and state.capacity.locked():
         request[SCENARIO_KEY] = "rate-limited"
         limited = False
-    record = request[RECORD_KEY] = RecordedRequest(request.method, request.path, _SHAPES.text(request.query_string),
+    record = request[RECORD_KEY] = RecordedRequest(request.method, request.path, Redactor().text(request.query_string),
                                                    redact_headers(request.headers), scenario)
     state.requests.append(record)
     started = time.monotonic()
@@ -155,8 +145,7 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
 
 
 def _unknown(request: web.Request) -> s.Reply | None:
-    """400 for a scenario this profile does not play, naming the profile: :func:`hermes_nb.target.emulator_evidence`
-    tells the emulator from a real upstream, and a real proxy in front of it (the rig) from the emulator."""
+    """400 for a scenario this profile does not play, naming the profile (how the emulator is told from the rig)."""
     profile = request.app[STATE].spec.profile
     name = (request.headers.get(s.SCENARIO_HEADER) or "").strip()
     known = {"minimal": ("ok",), "upstream": s.UPSTREAM_SCENARIOS}.get(profile, s.ALL_SCENARIOS)
@@ -168,7 +157,8 @@ def _unknown(request: web.Request) -> s.Reply | None:
 
 @web.middleware
 async def _gate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The answers before any route: ``local_only``'s refusal (403), the minimal profile's unknown scenario (400)."""
+    """The answers before any route: ``local_only``'s refusal (403, hermes-agent 0.22's local-only middleware), the
+    minimal profile's unknown scenario (400)."""
     spec = request.app[STATE].spec
     if spec.local_only and spec.profile in ("hermes-agent", "seed") and (code := _refusal(request.headers)):
         return _proxy_error(403, GUARD_MESSAGE, code)
@@ -186,8 +176,7 @@ async def _pause(request: web.Request, seconds: float) -> bool:
 
 
 async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.StreamResponse:
-    """Execute a reply plan; ``proxied``: as the real proxy relays it (chunked, hop-by-hop headers dropped, an
-    upstream that breaks ends the body cleanly)."""
+    """Execute a reply plan; ``proxied``: as the real proxy relays it (chunked, hop-by-hop headers dropped)."""
     headers = {"Content-Type": reply.content_type, **reply.headers}
     if proxied:
         headers = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
@@ -230,10 +219,9 @@ async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.
 
 async def _read_body(request: web.Request) -> bytes:
     raw = await request.read()  # raises HTTPRequestEntityTooLarge (413 text/plain) over client_max_size
-    record = request[RECORD_KEY]
-    record.body_size = len(raw)
+    request[RECORD_KEY].body_size = len(raw)
     with contextlib.suppress(ValueError, UnicodeDecodeError):
-        record.json = json.loads(raw) if raw else None
+        request[RECORD_KEY].json = json.loads(raw) if raw else None
     return raw
 
 
@@ -300,8 +288,7 @@ def _proxy_routes(app: web.Application, spec: EmulatorSpec) -> None:
 
 
 def _minimal_routes(app: web.Application, spec: EmulatorSpec) -> None:
-    """Two routes, aiohttp's defaults elsewhere; its own models (any is accepted and echoed), ids ``min-<n>``, no
-    ``system_fingerprint``; streams in CRLF with SSE comments. The text is ours (its sentinel block too)."""
+    """Two routes, aiohttp's defaults elsewhere, unlike our upstream in every detail docs/emulator.md lists."""
     names = tuple(spec.models) if spec.models else MINIMAL_MODELS
     counter = itertools.count(1)
     created = 1_700_000_000
@@ -364,10 +351,8 @@ class _ServerThread(threading.Thread):
         self.stopping = asyncio.Event()
 
     def run(self) -> None:
-        try:
+        with contextlib.closing(self.loop):
             self.loop.run_until_complete(self._serve())
-        finally:
-            self.loop.close()
 
     async def _serve(self) -> None:
         runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=2.0)
@@ -393,8 +378,7 @@ class EmulatorHandle(EndpointHandle):
     profile: str
     scenario: str
     seed: int
-    #: what the proxy profiles front (``nous``, ``xai``)
-    provider: str
+    provider: str  # what the proxy profiles front
     _log: list[RecordedRequest]
     _thread: _ServerThread
 
@@ -433,9 +417,7 @@ class EmulatorHandle(EndpointHandle):
 
 def serve_emulator(*, port: int = 0, **options: Any) -> EmulatorHandle:
     """Start an emulator now, on a free loopback port unless ``port`` names one; ``options`` are
-    :class:`~hermes_nb.emulator.scenarios.EmulatorSpec`'s (``profile``, ``scenario``, ``seed``, ``models``,
-    ``provider``, ``delay_s``, ``retry_after``…; ValueError for a bad one, a host that is not loopback included).
-    :class:`~hermes_nb.core.errors.ProxyUnreachable` when it cannot listen."""
+    :class:`~hermes_nb.emulator.scenarios.EmulatorSpec`'s (ValueError for a bad one); ProxyUnreachable: no listening."""
     spec = EmulatorSpec.of(port=port, **options)
     family = socket.AF_INET6 if ":" in spec.host else socket.AF_INET
     try:  # listening before the thread starts: a request that comes first waits in the backlog
@@ -455,8 +437,7 @@ def serve_emulator(*, port: int = 0, **options: Any) -> EmulatorHandle:
 
 def run(spec: EmulatorSpec, *, line: Callable[[str], None], emit: Callable[[dict[str, Any]], None],
         info: Callable[[str], None]) -> int:
-    """Serve until Ctrl-C/SIGTERM (exit 0): ``line`` gets the endpoint first, ``emit`` the JSON description,
-    ``info`` progress; one log line per request goes to stderr."""
+    """Serve until Ctrl-C/SIGTERM (exit 0): ``line`` gets the endpoint, ``emit`` the JSON, ``info`` progress."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("hermes-nb emulator: %(message)s"))
     logger.addHandler(handler)

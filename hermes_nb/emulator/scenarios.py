@@ -20,10 +20,8 @@ from hermes_nb.core.facts import DEFAULT_MODEL, SENTINEL_TAG, is_loopback_host
 from hermes_nb.core.providers import default_model_for
 from hermes_nb.core.spec import CommaList, Opt, Spec, conflict
 
-#: per-request scenario override (the real proxy forwards it to its upstream)
-SCENARIO_HEADER = "X-Hermes-Emulator-Scenario"
-#: on the answer to an unknown scenario: the profile that answered (``upstream`` behind a real proxy)
-PROFILE_HEADER = "X-Hermes-Emulator-Profile"
+SCENARIO_HEADER = "X-Hermes-Emulator-Scenario"  # per request (the real proxy forwards it to its upstream)
+PROFILE_HEADER = "X-Hermes-Emulator-Profile"  # on an unknown scenario's 400: the profile that answered
 Profile = Literal["hermes-agent", "seed", "upstream", "minimal"]
 PROFILES: tuple[str, ...] = get_args(Profile)
 #: the list checked against the real proxy's pass-through
@@ -31,14 +29,11 @@ SCENARIOS: tuple[str, ...] = (
     "ok", "no-sentinel", "empty", "length", "auth-stale", "rate-limited", "server-error", "bad-gateway",
     "model-missing", "stream-error-event", "truncated", "slow", "stall", "reset", "malformed", "no-done",
 )
-#: faults of the proxy itself (its own 502/504 envelopes): the proxy profiles only
-PROXY_SCENARIOS = ("upstream-unreachable", "upstream-timeout")
+PROXY_SCENARIOS = ("upstream-unreachable", "upstream-timeout")  # the proxy's own 502/504: proxy profiles only
 #: the other shapes of an error inside a 200 stream, and a whole message after the deltas
 IN_BAND_SCENARIOS = ("stream-error-flat", "stream-error-typed", "stream-error-anthropic", "late-message")
-#: for the load probe: paced answers (:func:`_completion`), and 429s beyond ``max_concurrent`` chat requests in flight
-LOAD_SCENARIOS = ("paced", "concurrency-limited")
-#: an upstream's trouble that is not a fault (a slow first byte, a slow answer): seconds by design
-TROUBLE_SCENARIOS = ("slow-first-byte", "slow-answer")
+LOAD_SCENARIOS = ("paced", "concurrency-limited")  # the load probe's: paced answers, 429s beyond max_concurrent
+TROUBLE_SCENARIOS = ("slow-first-byte", "slow-answer")  # an upstream's trouble that is not a fault: seconds long
 #: what an upstream can do (everything but the proxy's own faults): the rig's live upstream takes these
 UPSTREAM_SCENARIOS: tuple[str, ...] = SCENARIOS + IN_BAND_SCENARIOS + LOAD_SCENARIOS + TROUBLE_SCENARIOS
 ALL_SCENARIOS: tuple[str, ...] = UPSTREAM_SCENARIOS + PROXY_SCENARIOS
@@ -47,10 +42,7 @@ SSE_CT = "text/event-stream"
 #: upstream routes (relative to /v1) -> allowed method; and the Responses API (POST)
 UPSTREAM_ROUTES = {"/chat/completions": "POST", "/completions": "POST", "/embeddings": "POST", "/models": "GET"}
 RESPONSES_ROUTE = "/responses"
-#: the routes whose answer is generated (``slow-answer`` stretches them)
-_GENERATED = frozenset({"/chat/completions", "/completions", RESPONSES_ROUTE})
-#: how long ``reset`` waits after its last delta before the RST (the text arrives first)
-RESET_GRACE_S = 0.05
+RESET_GRACE_S = 0.05  # ``reset``: after its last delta, before the RST (the text arrives first)
 BAD_GATEWAY_HTML = ("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway"
                     "</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
 _FAILED = "The upstream model failed while generating the answer."
@@ -62,8 +54,7 @@ _IN_BAND: dict[str, dict[str, Any]] = {
     "stream-error-anthropic": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
 }
 _LIBRARY = Opt(faces=frozenset())  # a keyword of serve_emulator(), no flag
-#: 2025-08-19T00:00:00Z, the spike's example ``created``; offsets are derived from the seed.
-BASE_CREATED = 1755561600
+BASE_CREATED = 1755561600  # 2025-08-19T00:00:00Z, the spike's example ``created``; offsets come from the seed
 DEFAULT_MODELS: tuple[str, ...] = (DEFAULT_MODEL, "nousresearch/hermes-4-70b", "hermes-4-405b")
 #: what ``/v1/models`` lists behind each provider (xAI's OAuth API lists Grok models; its default first)
 MODELS_BY_PROVIDER: dict[str, tuple[str, ...]] = {
@@ -141,8 +132,7 @@ class EmulatorSpec(Spec):
             raise ValueError(cls.explain(exc)) from None
 
     @property
-    def listed(self) -> tuple[str, ...]:
-        """What ``/v1/models`` lists: ``models``, else the provider's."""
+    def listed(self) -> tuple[str, ...]:  # what /v1/models lists
         return tuple(self.models or MODELS_BY_PROVIDER[self.provider])
 
 
@@ -246,9 +236,7 @@ class Pause:
     seconds: float
 
 
-#: the plan's actions: send nothing more until the client or the emulator gives up; abort with a TCP RST
-STALL = "stall"
-RESET = "reset"
+STALL, RESET = "stall", "reset"  # the plan's actions: send nothing more until someone gives up; abort with a TCP RST
 Part = bytes | Pause | str
 
 
@@ -258,8 +246,7 @@ class Reply:
     content_type: str
     parts: list[Part]
     headers: dict[str, str] = field(default_factory=dict)
-    #: a chunked body written piece by piece (SSE, a faulty JSON body); else one body with Content-Length
-    streamed: bool = False
+    streamed: bool = False  # a chunked body written piece by piece (SSE, a faulty JSON body); else Content-Length
 
 
 def json_reply(status: int, obj: Any, headers: dict[str, str] | None = None) -> Reply:
@@ -306,7 +293,7 @@ def upstream_answer(spec: EmulatorSpec, scenario: str, route: str, method: str, 
                   for m in (() if scenario == "empty" else spec.listed)]
         return _error(spec, scenario) or _shape_json(spec, scenario, {"object": "list", "data": listed})
     reply = _error(spec, scenario) or _answer(spec, scenario, route, raw)
-    if scenario != "slow-answer" or route not in _GENERATED or not 200 <= reply.status < 300:
+    if scenario != "slow-answer" or route == "/embeddings" or not 200 <= reply.status < 300:
         return reply
     # slow-answer: the body spread over answer_s (one JSON body: all of it after the wait), the headers at once
     pieces = [p for p in reply.parts if isinstance(p, bytes)]

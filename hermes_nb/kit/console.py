@@ -32,7 +32,7 @@ from hermes_nb.kit.session import (
     error_html,
     unlisted_note,
 )
-from hermes_nb.views.cards import judged_html
+from hermes_nb.views import judged_html
 from hermes_nb.views.htmlkit import (
     BORDER,
     MUTED,

@@ -1,6 +1,5 @@
-"""``hermes-nb load`` as one call, its receipt (``--out``: the report and its samples as files, the shipped ``load``
-notebook executed on them, recomputing every figure and recording the files' digests) and the notebook's cells.
-"""
+"""``hermes-nb load`` as one call, its receipt (``--out``: the shipped ``load`` notebook executed on the report and its
+samples, recomputing every figure) and the notebook's cells."""
 
 from __future__ import annotations
 
@@ -39,10 +38,9 @@ class LoadRun:
         return exit_code_for(worst_verdict([self.report.verdict, *receipt]))
 
     def text(self) -> str:
-        if self.receipt is None:
-            return report_text(self.report)
-        receipt = self.to_dict()["receipt"]
-        return f"{report_text(self.report)}\nreceipt: {receipt['verdict']} ({receipt['reason']})  {receipt['path']}"
+        kept = self.to_dict().get("receipt")
+        return report_text(self.report) + (f"\nreceipt: {kept['verdict']} ({kept['reason']})  {kept['path']}"
+                                           if kept else "")
 
     def to_dict(self) -> dict[str, Any]:
         """The report (``--json``), plus where its receipt went and that receipt's verdict."""
@@ -57,7 +55,7 @@ class LoadRun:
 
 def load(spec: LoadSpec, config: HermesProxyRuntimeConfig | None = None, *,
          progress: Callable[[str], None] | None = None, environ: Mapping[str, str] | None = None) -> LoadRun:
-    """The command's one call: measure, then (``spec.out``) keep the receipt; shared storage is checked first."""
+    """Measure, then (``spec.out``) keep the receipt; shared storage is checked first."""
     if spec.out and is_url(spec.out):
         RemoteStore(spec.out).check()
     report = run_load(config, spec=spec, progress=progress, environ=environ)
@@ -106,8 +104,7 @@ def measure_or_read(spec: LoadSpec) -> LoadReport:
 
 
 def summary(result: LoadReport, report: str | None = None) -> dict[str, Any]:
-    """The load receipt's verdict: the report's own, its figures in the details, and the digests of the report and
-    its samples when they were handed over."""
+    """The load receipt's verdict: the report's, its figures in the details, the digests of the files handed over."""
     folder = Path(report).parent if report else None
     return verdict_summary(
         LOAD_NOTEBOOK, result.verdict, reason=result.reason, errors=list(result.errors),

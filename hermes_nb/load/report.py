@@ -1,8 +1,6 @@
-"""The load report: one raw record per request (:class:`Sample`), the figures of each level computed from them
-(definitions beside AIPerf's, vLLM's and llmperf's: docs/load.md) and the verdict. :func:`compute` is the one way
-figures are made: the run calls it, and the receipt's notebook again on the sample files kept. Times are seconds
-since the run started (one clock, ``time.perf_counter``). Pure; its views register themselves with IPython.
-"""
+"""The load report: one raw record per request (:class:`Sample`), each level's figures (docs/load.md) and the verdict.
+:func:`compute` is the one way figures are made: by the run, and again by the receipt's notebook on the samples kept.
+Times are seconds since the run started (``time.perf_counter``)."""
 
 from __future__ import annotations
 
@@ -22,18 +20,13 @@ from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import cooldown_note, start_hint
 from hermes_nb.core.records import Status
 
-LOAD_SCHEMA = "hermes-nb.load.v2"
-#: the report as a file: what ``hermes-nb load --out`` hands the load notebook, kept in the receipt
-REPORT_FILE = "load-report.json"
+REPORT_FILE = "load-report.json"  # what ``hermes-nb load --out`` hands the load notebook, kept in the receipt
 SAMPLES_JSONL, SAMPLES_CSV = "load-samples.jsonl", "load-samples.csv"
 EVIDENCE = (REPORT_FILE, SAMPLES_JSONL, SAMPLES_CSV)
 #: how a request can fail, in the order reports list them
 ERROR_CLASSES = ("rate_limited", "client_error", "server_error", "timeout", "transport", "stream_error")
-#: what ended a level before its budget: a 429, Ctrl-C, the run's budget
-StopReason = Literal["rate_limited", "interrupted", "time_cap"]
 QUANTILES = (50, 90, 95, 99)
-#: a level warns when its loop ran later than this (p99), the process used more than this share of a CPU, or the
-#: machine's CPUs were busier than this: fixed bounds, whatever the figures measured
+#: a level warns past these fixed bounds: its loop's lag (p99), its process's share of a CPU, the machine's busy share
 LAG_WARN_MS, CPU_WARN_SHARE, MACHINE_WARN_BUSY = 10.0, 0.8, 0.9
 
 
@@ -63,8 +56,21 @@ class Sample:
     def since_start(self, moment: float | None) -> float | None:
         return None if moment is None else moment - self.start_s
 
+    def ttft(self) -> float | None:
+        return self.since_start(self.first_token_s)
 
-_SAMPLES = TypeAdapter(list[Sample])
+    def ttfat(self) -> float | None:
+        return self.since_start(self.first_answer_s)
+
+    def e2e(self) -> float | None:
+        return self.since_start(self.last_token_s if self.last_token_s is not None else self.last_byte_s)
+
+    def itl(self) -> float | None:
+        """First token → last answer token over the tokens between; hidden reasoning tokens take no time between."""
+        n = self.tokens - (0 if self.reasoning_deltas else self.reasoning_tokens)
+        if n < 2 or self.first_token_s is None or self.last_token_s is None:
+            return None
+        return (self.last_token_s - self.first_token_s) / (n - 1)
 
 
 def sample_files(samples: Sequence[Sample]) -> dict[str, str]:
@@ -77,19 +83,14 @@ def sample_files(samples: Sequence[Sample]) -> dict[str, str]:
             SAMPLES_CSV: buffer.getvalue()}
 
 
-def read_samples(text: str, *, csv_format: bool = False) -> list[Sample]:
-    """The samples of a ``load-samples.jsonl`` (or, ``csv_format``, ``.csv``) file's text."""
-    if csv_format:
-        rows = [{k: v.split() if k == "gaps_ms" else v or None for k, v in row.items()}
-                for row in csv.DictReader(io.StringIO(text))]
-    else:
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    return _SAMPLES.validate_python(rows)
+def read_samples(text: str) -> list[Sample]:
+    """The samples of a ``load-samples.jsonl`` file's text."""
+    return TypeAdapter(list[Sample]).validate_python([json.loads(line) for line in text.splitlines() if line.strip()])
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile of ascending ``ordered`` values, linear between the nearest ranks (numpy's default;
-    ``statistics.quantiles`` refuses a single value)."""
+    """The ``q``-th percentile of ascending values, linear between ranks (numpy's default; ``statistics`` refuses one
+    value)."""
     if not ordered:
         raise ValueError("percentile of no values")
     rank = (len(ordered) - 1) * q / 100.0
@@ -113,12 +114,9 @@ class Percentiles(StrictModel):
     mean: float | None = None
     min: float | None = None
     max: float | None = None
-    #: the percentiles resting on fewer samples than they need (p90: 10, p95: 20, p99: 100)
-    thin: list[str] = Field(default_factory=list)
-    #: the p50's distribution-free 95 % interval (the order statistics around the median), None under 6 samples
-    p50_ci: tuple[float, float] | None = None
-    #: each repeat's p50 (with ``--repeat``): the run-to-run spread
-    p50_by_repeat: list[float] = Field(default_factory=list)
+    thin: list[str] = Field(default_factory=list)  # those resting on too few samples (p90: 10, p95: 20, p99: 100)
+    p50_ci: tuple[float, float] | None = None  # the p50's distribution-free 95 % interval (None under 6 samples)
+    p50_by_repeat: list[float] = Field(default_factory=list)  # each repeat's p50: the run-to-run spread
 
     @classmethod
     def of(cls, values_s: Sequence[float], *, by_repeat: Sequence[Sequence[float]] = ()) -> Percentiles:
@@ -152,7 +150,7 @@ class ErrorCounts(StrictModel):
         return sum(self.by_class().values())
 
     def by_class(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in ERROR_CLASSES}
+        return self.model_dump(include=set(ERROR_CLASSES))
 
 
 class Overhead(StrictModel):
@@ -227,32 +225,13 @@ class LevelResult(StrictModel):
     output_tokens: int = 0
     token_source: Literal["usage", "deltas", "mixed", "none"] = "none"
     slo: Slo | None = None
-    stopped_by: StopReason | None = None
+    stopped_by: Literal["rate_limited", "interrupted", "time_cap"] | None = None  # what ended it before its budget
     unreachable: bool = False
     overhead: Overhead = Field(default_factory=Overhead)
 
 
-def ttft(s: Sample) -> float | None:
-    return s.since_start(s.first_token_s)
-
-
-def ttfat(s: Sample) -> float | None:
-    return s.since_start(s.first_answer_s)
-
-
-def e2e(s: Sample) -> float | None:
-    return s.since_start(s.last_token_s if s.last_token_s is not None else s.last_byte_s)
-
-
-def itl(s: Sample) -> float | None:
-    """First token → last answer token over the tokens between; hidden reasoning tokens take no time between them."""
-    n = s.tokens - (0 if s.reasoning_deltas else s.reasoning_tokens)
-    if n < 2 or s.first_token_s is None or s.last_token_s is None:
-        return None
-    return (s.last_token_s - s.first_token_s) / (n - 1)
-
-
-_SLO: dict[str, Callable[[Sample], float | None]] = {"ttft_s": ttft, "ttfat_s": ttfat, "itl_s": itl, "e2e_s": e2e}
+_SLO: dict[str, Callable[[Sample], float | None]] = {"ttft_s": Sample.ttft, "ttfat_s": Sample.ttfat,
+                                                     "itl_s": Sample.itl, "e2e_s": Sample.e2e}
 
 
 def _values(samples: Iterable[Sample], read: Callable[[Sample], float | None]) -> list[float]:
@@ -296,8 +275,8 @@ def level_result(samples: Sequence[Sample], ran: LevelResult, settings: Mapping[
     sent = len(samples)
     return ran.model_copy(update=dict(
         rate=cfg.get("rate"), repeats=max(len(repeats), 1), sent=sent, succeeded=len(ok), errors=_errors(samples),
-        duration_s=_r(duration), ttft_ms=_figure(ok, ttft, repeats), ttfat_ms=_figure(ok, ttfat, repeats),
-        itl_ms=_figure(ok, itl, repeats), e2e_ms=_figure(ok, e2e, repeats),
+        duration_s=_r(duration), ttft_ms=_figure(ok, Sample.ttft, repeats), ttfat_ms=_figure(ok, Sample.ttfat, repeats),
+        itl_ms=_figure(ok, Sample.itl, repeats), e2e_ms=_figure(ok, Sample.e2e, repeats),
         last_byte_ms=_figure(ok, lambda s: s.since_start(s.last_byte_s), repeats),
         gaps=Gaps(gap_ms=Percentiles.of([g / 1000 for s in streams for g in s.gaps_ms]), streams=len(streams),
                   stalled=stalled, stall_share=_r(stalled / len(streams)) if streams else 0.0),
@@ -316,10 +295,8 @@ class AddedLatency(StrictModel):
     concurrency: int
     ttft_ms: dict[str, float | None] = Field(default_factory=dict)
     e2e_ms: dict[str, float | None] = Field(default_factory=dict)
-    #: the p50 differences' 95 % bootstrap intervals (both sides resampled, seeded)
-    ttft_p50_ci: tuple[float, float] | None = None
+    ttft_p50_ci: tuple[float, float] | None = None  # the p50 difference's 95 % bootstrap interval (seeded)
     e2e_p50_ci: tuple[float, float] | None = None
-    #: each repeat's p50 difference (proxy and direct ran back to back: a pair)
     ttft_p50_by_repeat: list[float] = Field(default_factory=list)
     e2e_p50_by_repeat: list[float] = Field(default_factory=list)
 
@@ -334,7 +311,7 @@ def added_latency(proxy: Sequence[Sample], direct: Sequence[Sample], *, concurre
     rng = random.Random(seed)
     out = AddedLatency(concurrency=concurrency)
     repeats = sorted({s.repeat for s in proxy} & {s.repeat for s in direct})
-    for name, read in (("ttft", ttft), ("e2e", e2e)):
+    for name, read in (("ttft", Sample.ttft), ("e2e", Sample.e2e)):
         a, b = _values(proxy, read), _values(direct, read)
         pa, pb = Percentiles.of(a), Percentiles.of(b)
         setattr(out, f"{name}_ms", {q: _r(getattr(pa, q) - getattr(pb, q)) if a and b else None
@@ -350,8 +327,7 @@ def added_latency(proxy: Sequence[Sample], direct: Sequence[Sample], *, concurre
 
 
 class TargetInfo(StrictModel):
-    """What was loaded: ``emulator`` (hermes_nb's emulator answered), ``rig`` (a real proxy with the emulator as its
-    upstream: the proxy is the target) or ``live``."""
+    """What was loaded: ``emulator``, ``rig`` (a real proxy before the emulator: the proxy is the target), ``live``."""
 
     kind: Literal["emulator", "rig", "live"] = "live"
     release: str | None = None  # the proxy's hermes-agent release, when known
@@ -375,10 +351,9 @@ class RateLimit(StrictModel):
 
 
 class LoadReport(StrictModel):
-    """What :func:`hermes_nb.load.run.run_load` measured. The raw samples are :attr:`samples` (not in the JSON: the
-    receipt keeps them as files)."""
+    """What :func:`hermes_nb.load.run.run_load` measured; its raw :attr:`samples` are kept as files, not in the JSON."""
 
-    format: str = LOAD_SCHEMA
+    format: str = "hermes-nb.load.v2"
     endpoint: str
     direct: str | None = None
     model: str
@@ -390,12 +365,10 @@ class LoadReport(StrictModel):
     verdict: Status = "passed"
     reason: str = "measured"
     errors: list[str] = Field(default_factory=list)
-    #: about the target (non-loopback, plain http, a 429's cool-down); each level's own is in its overhead
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # about the target; each level's own is in its overhead
     first_error_concurrency: int | None = None
     rate_limited: RateLimit | None = None
-    #: the level whose throughput grew less than ``saturation_gain`` over the one before
-    saturated_at: int | None = None
+    saturated_at: int | None = None  # the level whose throughput grew less than ``saturation_gain``
     slo_max_concurrency: int | None = None
     interrupted: bool = False
     started_at: str = ""
@@ -406,7 +379,6 @@ class LoadReport(StrictModel):
     @property
     def samples(self) -> list[Sample]:
         return self._samples
-
 
 
 def compute(report: LoadReport, samples: Sequence[Sample]) -> LoadReport:

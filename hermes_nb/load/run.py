@@ -1,8 +1,6 @@
-"""``run_load``, the load probe as one call (the CLI, ``%hermes_load`` and the notebook end here), and its generator:
-aiohttp on one event loop (httpx's client spent 12–18 ms of CPU a request at 256 streams and read a 100 ms first token
-as 3.6–4.5 s: docs/performance.md P8), in a thread of its own so Ctrl-C in the caller returns what was measured. The
-embedded emulator runs in processes of its own: in a thread, the generator read its queueing as the target's.
-"""
+"""``run_load``, the load probe as one call, and its generator: aiohttp on one event loop (httpx cost too much CPU a
+request: docs/performance.md P8), in a thread of its own so Ctrl-C in the caller returns what was measured. The embedded
+emulator runs in processes of its own: in a thread, the generator read its queueing as the target's."""
 
 from __future__ import annotations
 
@@ -19,8 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -45,8 +42,7 @@ LAG_TICK_S = 0.05
 PROGRESS_EVERY_S = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
+class Prepared(NamedTuple):
     """One request from the one request builder: URL, headers (Authorization included), body."""
 
     url: str
@@ -157,17 +153,14 @@ def _cpu_ticks() -> tuple[int, int] | None:
 
 
 class Level:
-    """One level against one target, run once: ``warmup_rounds`` unmeasured rounds (connections opened; a failure
-    there ends the level, its failures reported), then ``concurrency`` workers back to back (closed loop) or taking
-    turns at Poisson arrivals at ``rate`` (open loop) until the budget, the first 429 (those in flight finish), the
-    run's deadline, or :meth:`cut`."""
+    """One level against one target, run once: unmeasured warm-up rounds (a failure there ends it), then ``concurrency``
+    workers, closed or open loop, until the budget, the first 429, the run's deadline, or :meth:`cut`."""
 
     def __init__(self, build: Callable[[], Prepared], spec: LoadSpec, *, target: str, concurrency: int, repeat: int,
                  budget: int | None, origin: float, deadline: float, redactor: Redactor) -> None:
         self.build, self.spec, self.concurrency, self.repeat = build, spec, concurrency, repeat
         self.budget, self.origin, self.deadline, self.redactor = budget, origin, deadline, redactor
         self.tag = f"{target} concurrency {concurrency}" + (f" (repeat {repeat + 1})" if spec.repeat > 1 else "")
-        #: what samples cannot say: the overhead, what stopped the level, how many were cancelled
         self.result = LevelResult(target=target, concurrency=concurrency)
         self.samples: list[Sample] = []
         self._halt, self._warming, self._until = asyncio.Event(), True, float("inf")
@@ -263,13 +256,11 @@ class Level:
 
 
 EMBEDDED_SCENARIO = "paced"
-#: answers a second one emulator process serves on one core (docs/performance.md P6: it tops out near 400)
-EMULATOR_RPS = 300
+EMULATOR_RPS = 300  # answers a second one emulator process serves on one core (docs/performance.md P6)
 
 
 def processes_for(spec: LoadSpec) -> int:
-    """Emulator processes for the top level: its answers a second at the paced floor over :data:`EMULATOR_RPS`, at
-    most one per CPU."""
+    """Emulator processes for the top level's answers a second at the paced floor, at most one per CPU."""
     floor = spec.first_delta_s + spec.token_interval_s * (spec.max_tokens - 1)
     wanted = max(spec.concurrency) / max(floor, 0.05)
     return max(1, min(os.cpu_count() or 1, math.ceil(wanted / EMULATOR_RPS)))
@@ -280,14 +271,13 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        proc.kill()  # Popen's exit waits for it
 
 
 @contextmanager
 def _embedded_emulator(spec: LoadSpec, processes: int) -> Iterator[str]:
-    """``processes`` emulators sharing one loopback port (``SO_REUSEPORT``: the kernel spreads the connections), each
-    in a session of its own (the terminal's Ctrl-C is the generator's); their endpoint, all stopped on exit."""
+    """``processes`` emulators sharing one port (``SO_REUSEPORT``), each in a session of its own (the terminal's Ctrl-C
+    is the generator's); their endpoint, all stopped on exit."""
     argv = [sys.executable, "-m", "hermes_nb.emulator", "--reuse-port", "--scenario", spec.scenario or
             EMBEDDED_SCENARIO, "--first-delta-s", repr(spec.first_delta_s), "--token-interval-s",
             repr(spec.token_interval_s)]
@@ -306,8 +296,7 @@ def _embedded_emulator(spec: LoadSpec, processes: int) -> Iterator[str]:
 
 def _builder(config: HermesProxyRuntimeConfig, spec: LoadSpec, stack: ExitStack,
              numbers: Iterator[int]) -> Callable[[], Prepared]:
-    """Requests from the one request builder, each prompt numbered from ``numbers`` (one count a run, seeded: no two
-    requests send the same prompt, so no prefix cache answers them)."""
+    """Requests from the one request builder, each prompt numbered (no prefix cache answers two of them)."""
     client = stack.enter_context(HermesClient(config))
 
     def build() -> Prepared:
@@ -322,8 +311,8 @@ def _builder(config: HermesProxyRuntimeConfig, spec: LoadSpec, stack: ExitStack,
 
 
 class _Ramp:
-    """The levels, ascending, each measured ``repeat`` times with proxy and direct interleaved (ABBA). The ramp stops
-    after a level that met a 429, reached nobody, failed every request, or whose throughput stopped growing."""
+    """The levels, ascending, each ``repeat`` times with proxy and direct interleaved (ABBA); stops after a level that
+    met a 429, reached nobody, failed every request, or whose throughput stopped growing."""
 
     def __init__(self, spec: LoadSpec, builds: dict[str, Callable[[], Prepared]], redactor: Redactor,
                  progress: Progress | None, origin: float) -> None:
@@ -400,13 +389,9 @@ class _Ramp:
 def run_load(target: HermesProxyRuntimeConfig | str | None = None, *, spec: LoadSpec | None = None,
              environ: Mapping[str, str] | None = None, progress: Progress | None = None,
              **options: Any) -> LoadReport:
-    """Measure chat completions level by level (docs/load.md).
-
-    ``target``: a resolved runtime config, an endpoint ``http://host:port/v1``, or None (``spec.endpoint``,
-    ``HERMES_NB_ENDPOINT``, else the embedded emulator); ``options``: :class:`LoadSpec` fields, over ``spec``.
-    Raises :class:`~hermes_nb.core.errors.UsageError` (nothing sent) for a bad option or target; HTTP and network
-    failures are measured, not raised.
-    """
+    """Measure chat completions level by level (docs/load.md). ``target``: a runtime config, an endpoint, or None
+    (``spec.endpoint``, ``HERMES_NB_ENDPOINT``, else the embedded emulator); ``options``: :class:`LoadSpec` fields.
+    A bad option or target is a UsageError (nothing sent); HTTP and network failures are measured, not raised."""
     spec = LoadSpec.build(**{**(spec.model_dump() if spec else {}), **options})
     register_displays()  # in IPython: the report shows its tables and pictures
     config = target if isinstance(target, HermesProxyRuntimeConfig) else resolve_runtime_config(

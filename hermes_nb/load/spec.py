@@ -1,14 +1,12 @@
-"""Every option of the load probe, declared once: ``hermes-nb load``'s flags, ``%hermes_load``'s parser and help
-and the load notebook's parameters cell are generated from :class:`LoadSpec`. The hard caps are the fields'
-constraints; :func:`guard` refuses a non-loopback target before anything is sent (load spends the quota behind it).
-"""
+"""Every option of the load probe, declared once in :class:`LoadSpec` (the CLI, the magic and the notebook are made
+from it); :func:`guard` refuses a non-loopback target before anything is sent (load spends the quota behind it)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from hermes_nb.core.config import normalise_endpoint
 from hermes_nb.core.errors import UsageError
@@ -20,10 +18,8 @@ from hermes_nb.emulator.scenarios import ALL_SCENARIOS
 CLI = frozenset({"cli"})
 #: not notebook parameters: a parameter named like a token is refused there (no secret is ever a parameter)
 SHELL = frozenset({"cli", "magic"})
-#: what ``--slo`` may bound, per request (seconds)
-SLO_KEYS = ("ttft_s", "ttfat_s", "itl_s", "e2e_s")
-#: measured requests per level when neither ``requests`` nor ``level_budget_s`` is given: at least this many
-MIN_REQUESTS = 8
+SLO_KEYS = ("ttft_s", "ttfat_s", "itl_s", "e2e_s")  # what ``--slo`` may bound, per request (seconds)
+MIN_REQUESTS = 8  # per level when neither ``requests`` nor ``level_budget_s`` is given
 
 
 def _pairs(value: Any) -> Any:
@@ -34,21 +30,15 @@ def _pairs(value: Any) -> Any:
     return {key.strip(): number.strip() for key, _, number in pairs}
 
 
-def _one_or_many(value: Any) -> Any:
-    return [value] if isinstance(value, int) else value
-
-
-Level = Annotated[int, Field(ge=1, le=1024)]
-Budget = Annotated[int, Field(ge=1, le=20_000)]
-
-
 class LoadSpec(ConfigOptions):
     """The load probe's options (docs/load.md) besides the runtime config's (every job's). ``*_timeout_s`` a
     silence, ``*_budget_s`` a whole."""
 
-    concurrency: Annotated[list[Level], CommaList, Opt(metavar="N,N,…")] = Field(
+    concurrency: Annotated[list[Annotated[int, Field(ge=1, le=1024)]], CommaList, Opt(metavar="N,N,…"),
+                           AfterValidator(lambda levels: sorted(set(levels)))] = Field(
         [1, 4, 16, 64], min_length=1, max_length=16, description="concurrency levels, run in ascending order")
-    requests: Annotated[list[Budget], CommaList, BeforeValidator(_one_or_many), Opt(metavar="N,N,…")] = Field(
+    requests: Annotated[list[Annotated[int, Field(ge=1, le=20_000)]], CommaList,
+                        BeforeValidator(lambda v: [v] if isinstance(v, int) else v), Opt(metavar="N,N,…")] = Field(
         default_factory=list, description="measured requests per level: one for every level, or one per level "
                                           "(60,320,1280); default: --rounds")
     rounds: int = Field(4, ge=1, le=100, description=f"measured requests per level: rounds x concurrency (at least "
@@ -80,7 +70,8 @@ class LoadSpec(ConfigOptions):
     saturation_gain: float = Field(0.05, ge=0, le=10, description="the ramp stops after a level whose throughput grew "
                                                                   "less than this share over the level before (0: "
                                                                   "never)")
-    direct: Annotated[str | None, Opt(metavar="URL")] = Field(
+    direct: Annotated[str | None, AfterValidator(lambda url: None if url is None else normalise_endpoint(url)),
+                      Opt(metavar="URL")] = Field(
         None, description="the upstream behind the proxy (incl. /v1): each level runs against it too and the report "
                           "gives the proxy's added latency")
     allow_non_loopback: bool = Field(False, description="load a proxy that is not on this machine (spends its "
@@ -99,11 +90,6 @@ class LoadSpec(ConfigOptions):
     report: Annotated[str | None, Opt(faces=frozenset({"notebook"}))] = Field(
         None, description="a load-report.json written by hermes-nb load --out (None: measure here)")
 
-    @field_validator("concurrency")
-    @classmethod
-    def _ascending(cls, levels: list[int]) -> list[int]:
-        return sorted(set(levels))
-
     @field_validator("slo")
     @classmethod
     def _slo_keys(cls, slo: dict[str, float]) -> dict[str, float]:
@@ -111,11 +97,6 @@ class LoadSpec(ConfigOptions):
         if unknown:
             raise ValueError(f"unknown target {', '.join(unknown)}; give {', '.join(SLO_KEYS)}")
         return slo
-
-    @field_validator("direct")
-    @classmethod
-    def _direct(cls, url: str | None) -> str | None:
-        return None if url is None else normalise_endpoint(url)
 
     @field_validator("scenario")
     @classmethod

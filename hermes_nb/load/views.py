@@ -1,7 +1,6 @@
-"""How a :class:`~hermes_nb.load.report.LoadReport` shows itself: the same tables as the CLI's text and as HTML, and
-five standalone SVG pictures from one helper (:func:`chart`; docs/load.md, "Why no matplotlib"). The record never
-imports this module: :func:`register_displays` hands it to IPython. A thin percentile is marked ``*``, drawn hollow.
-"""
+"""How a :class:`~hermes_nb.load.report.LoadReport` shows itself: the same tables as text and HTML, and five SVG
+pictures from one helper (:func:`chart`; docs/load.md, "Why no matplotlib"). A thin percentile is marked ``*``, drawn
+hollow. The record never imports this module: :func:`register_displays` hands it to IPython."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_nb.core.redaction import Redactor
-from hermes_nb.load.report import ERROR_CLASSES, LevelResult, LoadReport, Percentiles, Sample, e2e, percentile
+from hermes_nb.load.report import ERROR_CLASSES, LevelResult, LoadReport, Percentiles, Sample, percentile
 from hermes_nb.views.htmlkit import box, esc, kv_html, table_html
 
 _SHAPES = Redactor()
@@ -138,7 +137,7 @@ def level_line(level: LevelResult) -> str:
 def progress_line(tag: str, samples: Sequence[Sample], in_flight: int, spent: float, budget: int | None,
                   budget_s: float | None) -> str:
     """Inside a level, every second: done / in flight / E2E p50 so far / ETA."""
-    so_far = sorted(v for s in samples if s.error is None and (v := e2e(s)) is not None)
+    so_far = sorted(v for s in samples if s.error is None and (v := s.e2e()) is not None)
     done = len(samples)
     eta = max((budget_s or 0.0) - spent, 0.0) if budget is None else (budget - done) * spent / done if done else None
     return (f"{tag}: {done}/{'…' if budget is None else budget} done, {in_flight} in flight, E2E p50 "
@@ -275,7 +274,8 @@ def _panel(x0: float, panel: Panel) -> list[str]:
     out += [_text(fx(v), bottom + 14, _num(v), middle) for v in ticks]
     out.append(f'<line x1="{left}" y1="{bottom}" x2="{left + width}" y2="{bottom}" stroke="#57606a"/>'
                + _text(left + width / 2, bottom + 27, panel.x_label, middle + grey))
-    for s in panel.series:
+    for k, s in enumerate(panel.series):
+        dash = ' stroke-dasharray="4,3"' if s.dashed else ""
         runs: list[list[str]] = [[]]
         for i, (x, y) in enumerate(s.points):
             if y is None:
@@ -287,15 +287,13 @@ def _panel(x0: float, panel: Panel) -> list[str]:
                        f'{"#fff" if i in s.hollow else s.colour}" stroke="{s.colour}"><title>{html.escape(s.label)} '
                        f"at {_num(x)}: {_num(y)} {html.escape(panel.unit)}"
                        f"{' (too few samples)' if i in s.hollow else ''}</title></circle>")
-        dash = ' stroke-dasharray="4,3"' if s.dashed else ""
         if s.line:
             out += [f'<polyline points="{" ".join(r)}" fill="none" stroke="{s.colour}" stroke-width="1.5"{dash}/>'
                     for r in runs if len(r) > 1]
-    for k, s in enumerate(panel.series[:9]):  # the legend: three columns under the axis
-        lx, ly = left + (k % 3) * 82, bottom + 40 + (k // 3) * 13
-        dash = ' stroke-dasharray="4,3"' if s.dashed else ""
-        out.append(f'<line x1="{lx}" y1="{ly - 4}" x2="{lx + 16}" y2="{ly - 4}" stroke="{s.colour}" stroke-width="2"'
-                   f"{dash}/>" + _text(lx + 20, ly, s.label))
+        if k < 9:  # the legend: three columns under the axis
+            lx, ly = left + (k % 3) * 82, bottom + 40 + (k // 3) * 13
+            out.append(f'<line x1="{lx}" y1="{ly - 4}" x2="{lx + 16}" y2="{ly - 4}" stroke="{s.colour}" '
+                       f'stroke-width="2"{dash}/>' + _text(lx + 20, ly, s.label))
     return out
 
 
@@ -374,7 +372,7 @@ def _distribution(report: LoadReport, levels: list[int]) -> SvgPlot:
     cdf, timeline = [], []
     for k, c in enumerate(levels):
         mine = sorted((s.start_s, v * 1000) for s in report.samples
-                      if s.target == "proxy" and s.concurrency == c and s.error is None and (v := e2e(s)) is not None)
+                      if s.target == "proxy" and s.concurrency == c and s.error is None and (v := s.e2e()) is not None)
         values, step = sorted(v for _, v in mine), max(1, len(mine) // 200)
         colour = _PALETTE[k % len(_PALETTE)]
         cdf.append(Series(f"c={c}", colour, [(v, 100 * (i + 1) / len(values)) for i, v in enumerate(values)

@@ -23,8 +23,7 @@ from hermes_nb.core.io import json_digest, sha256_file, write_atomic
 from hermes_nb.core.records import Usage
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.verdict import find_verdict
-from hermes_nb.views.htmlkit import BORDER, badge, edge_colour, markdown_html, page_css
-from hermes_nb.views.timeline import timeline_svg
+from hermes_nb.views.htmlkit import BORDER, badge, edge_colour, markdown_html, page_css, timeline_svg
 
 RECEIPT_SCHEMA = "hermes-nb.receipt.v1"
 SIDECAR_SUFFIX = ".receipt.json"

@@ -4,15 +4,27 @@ one request at a time (its throughput cannot grow with concurrency: a saturated 
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
 import threading
 from collections.abc import Iterator
 
 import pytest
 from aiohttp import web
+from pydantic import TypeAdapter
+
+from hermes_nb.load.report import Sample
 
 #: scaled-down pacing: the first delta after 20 ms, then a token every 2 ms
 FAST = {"first_delta_s": 0.02, "token_interval_s": 0.002}
+
+
+def csv_samples(text: str) -> list[Sample]:
+    """The samples of a ``load-samples.csv`` file's text (``gaps_ms`` space-separated, an empty cell None)."""
+    rows = [{k: v.split() if k == "gaps_ms" else v or None for k, v in row.items()}
+            for row in csv.DictReader(io.StringIO(text))]
+    return TypeAdapter(list[Sample]).validate_python(rows)
 
 
 def _chunk(delta: dict) -> bytes:

@@ -19,7 +19,6 @@ from hermes_nb.load.report import (
     Sample,
     added_latency,
     compute,
-    itl,
     level_result,
     percentile,
     read_samples,
@@ -27,6 +26,7 @@ from hermes_nb.load.report import (
 )
 from hermes_nb.load.run import run_load
 from hermes_nb.load.views import report_text
+from tests.load.conftest import csv_samples
 
 
 def _sample(start: float, first: float | None, last: float | None, tokens: int, **kw) -> Sample:
@@ -75,7 +75,7 @@ def test_hidden_reasoning_is_taken_out_of_the_itl_count() -> None:
     """10 reasoning tokens counted in the usage but never streamed, 20 answer tokens 10 ms apart: 10 ms."""
     hidden = _sample(0.0, 0.2, 0.39, 30, reasoning_tokens=10)
     streamed = _sample(0.0, 0.1, 0.39, 30, reasoning_tokens=10, reasoning_deltas=10)
-    assert itl(hidden) == pytest.approx(0.010) and itl(streamed) == pytest.approx(0.010)
+    assert hidden.itl() == pytest.approx(0.010) and streamed.itl() == pytest.approx(0.010)
 
 
 def test_added_latency_has_an_interval_and_the_paired_repeats() -> None:
@@ -99,7 +99,7 @@ def test_a_busy_machine_or_a_late_loop_warns_on_fixed_bounds() -> None:
 def test_the_samples_files_round_trip() -> None:
     samples = [_sample(0.0, 0.1, 0.2, 3, gaps_ms=[50.0, 50.0]), Sample("direct", 1, 1, 0.5, error="timeout")]
     jsonl, csv = sample_files(samples).values()
-    assert read_samples(jsonl) == samples == read_samples(csv, csv_format=True)
+    assert read_samples(jsonl) == samples == csv_samples(csv)
 
 
 # --------------------------------------------------------------------------- against known timing
@@ -135,7 +135,7 @@ def test_the_report_is_recomputed_from_its_samples(hermes_emulator_factory) -> N
     report = run_load(emu.endpoint, concurrency="1,2", requests=4)
     kept = LoadReport.model_validate_json(report.model_dump_json())
     assert kept.samples == [] and "samples" not in json.loads(report.model_dump_json())
-    again = compute(kept, read_samples(sample_files(report.samples)[SAMPLES_CSV], csv_format=True))
+    again = compute(kept, csv_samples(sample_files(report.samples)[SAMPLES_CSV]))
     assert again.model_dump() == report.model_dump() and len(again.samples) == 8
     for block in (lv.ttft_ms for lv in report.levels):
         assert {"count", "p50", "p95", "p99"} <= set(block.model_dump()) and block.count == 4

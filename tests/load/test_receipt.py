@@ -24,14 +24,14 @@ from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.emulator.scenarios import SCENARIO_HEADER
 from hermes_nb.load import run as run_module
 from hermes_nb.load.receipt import load, read
-from hermes_nb.load.report import REPORT_FILE, SAMPLES_CSV, SAMPLES_JSONL, read_samples
+from hermes_nb.load.report import REPORT_FILE, SAMPLES_CSV, SAMPLES_JSONL
 from hermes_nb.load.spec import LoadSpec
 from hermes_nb.load.views import level_line
 from hermes_nb.receipts.verdict import find_verdict
 from hermes_nb.rig.executable import INSTALL_HINT, find_hermes_bin
 from hermes_nb.rig.rig import real_proxy
 from tests.helpers import drive, needs_browser
-from tests.load.conftest import FAST
+from tests.load.conftest import FAST, csv_samples
 
 HERMES_BIN = find_hermes_bin()  # read at collection, before the autouse fixture clears HERMES_*
 needs_hermes = pytest.mark.skipif(HERMES_BIN is None, reason=INSTALL_HINT)
@@ -47,7 +47,7 @@ def test_the_receipt_keeps_every_request_and_recomputes_the_report(hermes_emulat
     assert receipt.name == f"{LOAD_NOTEBOOK}.ipynb" and verify_receipts(tmp_path).ok
     kept = receipt.parent / "artifacts" / LOAD_NOTEBOOK
     lines = (kept / SAMPLES_JSONL).read_text().splitlines()
-    assert len(lines) == 8 == len(read_samples((kept / SAMPLES_CSV).read_text(), csv_format=True))  # one a request
+    assert len(lines) == 8 == len(csv_samples((kept / SAMPLES_CSV).read_text()))  # one a request
     assert set(json.loads(lines[0])) >= {"start_s", "first_token_s", "first_answer_s", "last_token_s", "last_byte_s",
                                          "tokens", "status", "error", "gaps_ms"}
     assert read(kept / REPORT_FILE).model_dump() == run.report.model_dump()  # recomputed from the samples kept

@@ -131,7 +131,8 @@ def test_sanitize_file_only_normalises_what_varies() -> None:
 def test_sanitize_rules_hide_timeline_pictures_and_digests_only() -> None:
     import re
 
-    from hermes_nb.views.timeline import StreamTimeline, timeline_svg
+    from hermes_nb.core.records import StreamTimeline
+    from hermes_nb.views.htmlkit import timeline_svg
 
     parser = configparser.ConfigParser()
     parser.read(NB_DIR / "nbval-sanitize.cfg")

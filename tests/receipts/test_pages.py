@@ -10,6 +10,7 @@ import pytest
 
 from hermes_nb import verify_receipts
 from hermes_nb.core.errors import SecretLeak
+from hermes_nb.core.records import StreamTimeline
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import (
     append_index,
@@ -20,7 +21,6 @@ from hermes_nb.receipts.index import (
 )
 from hermes_nb.receipts.write import render_html, write_receipt
 from hermes_nb.views.htmlkit import badge
-from hermes_nb.views.timeline import StreamTimeline
 
 CANARY = "sk-canary-pages-0123456789"
 

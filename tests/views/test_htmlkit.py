@@ -12,18 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.core.records import Usage
+from hermes_nb.core.records import StreamTimeline, Usage
 from hermes_nb.views import htmlkit
 from hermes_nb.views.htmlkit import (
+    CHAR_W,
     TONES,
     VERDICT_COLOURS,
     badge,
     kv_html,
     markdown_html,
     page_css,
+    place_labels,
     table_html,
+    timeline_svg,
 )
-from hermes_nb.views.timeline import CHAR_W, StreamTimeline, place_labels, timeline_svg
 
 PACKAGE = Path(htmlkit.__file__).resolve().parent.parent
 

@@ -13,12 +13,12 @@ from hermes_nb import HermesClient, check
 from hermes_nb.core.config import validate_config
 from hermes_nb.core.facts import DEFAULT_MODEL
 from hermes_nb.core.io import sha256_file
+from hermes_nb.core.records import StreamTimeline
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.proxy.contracts import compare, load_contract, resolve_contract
 from hermes_nb.proxy.probe import probe
 from hermes_nb.proxy.report import Drift
-from hermes_nb.views.htmlkit import VERDICT_COLOURS, badge
-from hermes_nb.views.timeline import StreamTimeline, idle_gaps, timeline_svg
+from hermes_nb.views.htmlkit import VERDICT_COLOURS, badge, idle_gaps, timeline_svg
 
 CANARY = "sk-canary-reprs-0123456789abcdef"
 
