@@ -1,8 +1,6 @@
-"""One notebook through papermill on a fresh kernel, and its verdict from our own record (papermill marks every
-cell completed after a timeout, and ``sys.exit(0)`` looks like a failure to it). The kernelspec lives in a private
-directory with ``IPYTHONDIR`` and ``TMPDIR``: no "kernel not found", no user profile in a receipt, a killed
-kernel's files go with it. Kernels talk over IPC (no ports to pick); we start them and hand them to papermill as
-``km=`` for speed only (P4, docs/performance.md)."""
+"""One notebook through papermill on a fresh kernel, its verdict from our own record (papermill marks every cell
+completed after a timeout). The kernelspec lives in a private directory with ``IPYTHONDIR`` and ``TMPDIR``: no user
+profile in a receipt, a killed kernel's files go with it. Kernels talk over IPC; we start them (``km=``) for speed."""
 
 from __future__ import annotations
 
@@ -31,13 +29,9 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from hermes_nb.core.io import iso_now
 from hermes_nb.receipts.verdict import find_verdict
 
-__all__ = ["KERNEL_ARGV", "KERNEL_NAME", "QUIET_ENV", "KernelPool", "NotebookRun", "decide_verdict",
-           "execute_notebook", "quiet_notebook_loggers"]
-
 KERNEL_NAME = "hermes-nb-python"
 QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-#: run by each kernel as it starts, while the runner still imports papermill: the first cells then find pydantic,
-#: the runtime config and httpx loaded (P4); it leaves no name behind
+#: run by each kernel as it starts, while the runner imports papermill: the first cells find these loaded (P4)
 WARM = "import hermes_nb.core.resolve as _r, hermes_nb.wire.client as _c; del _r, _c"
 #: no history database (the kernels of a run would share one)
 KERNEL_ARGV = ("-m", "ipykernel_launcher", "-f", "{connection_file}", "--HistoryManager.enabled=False",
@@ -86,7 +80,7 @@ class KernelPool:
         self._lock = threading.Lock()
 
     def launch(self, cwds: Sequence[Path]) -> list[AsyncKernelManager]:
-        """Start a kernel in each directory now; :meth:`start` there takes it (they boot meanwhile: P4)."""
+        """Start a kernel in each directory now; :meth:`start` there takes it."""
         launched = []
         for cwd in cwds:
             cwd.mkdir(parents=True, exist_ok=True)
@@ -114,7 +108,6 @@ class KernelPool:
         return km
 
     def stop(self, km: AsyncKernelManager) -> None:
-        """Stop its clients' channels, kill the kernel, clean up (connection file, sockets)."""
         for client in vars(km).pop("hermes_nb_clients", []):
             client.stop_channels()
         _kill(km)  # at once: shutdown_kernel(now=True) would poll for the exit every 0.1 s
@@ -145,7 +138,7 @@ class KernelPool:
 
 
 def quiet_notebook_loggers() -> None:
-    """papermill/nbclient log cell errors and timeouts themselves; our progress lines say the same once."""
+    """papermill/nbclient log what our progress lines say once."""
     for name in ("papermill", "nbclient", "traitlets"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
@@ -174,7 +167,7 @@ class NotebookRun:
     started_at: str = ""
     finished_at: str = ""
     duration_s: float = 0.0
-    #: the receipt notebook: its path, or the URL it was published at (shared storage)
+    #: the receipt notebook: its path, or its URL (shared storage)
     receipt_path: Path | str | None = None
     #: (ReceiptFiles, metadata.receipt) once the receipt is written
     written: Any = None
@@ -199,11 +192,8 @@ def decide_verdict(status: str, summary: Mapping[str, Any] | None, error: str | 
 
 def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cwd: Path) -> NotebookRun:
     """Run one notebook on a fresh kernel in ``cwd``; record status, the executed notebook and our verdict.
-
-    Papermill writes nothing (``output_path=None``): the caller redacts and scans before anything is written. The
-    notebook it hands our ``on_notebook_start`` hook is the one it fills cell by cell, so after a timeout or a
-    dead kernel (where papermill returns nothing) the receipt still shows every output up to the failure.
-    """
+    Papermill writes nothing (the caller redacts first); the notebook ``on_notebook_start`` gets is filled cell by
+    cell, so after a timeout or a dead kernel the receipt still shows every output up to the failure."""
     run.started_at = iso_now()
     t0 = time.perf_counter()
     executing: list[Any] = []
@@ -211,7 +201,7 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
     km = None
     try:
         km = pool.start(cwd)  # first: it boots while this thread imports papermill and parameterises
-        import papermill  # after the kernels start: they boot while this imports (P4, docs/performance.md)
+        import papermill  # after the kernel starts: it boots while this imports (P4)
 
         papermill.execute_notebook(
             run.template, None, parameters=run.parameters, kernel_name=KERNEL_NAME, km=km, language="python",
@@ -241,7 +231,6 @@ def execute_notebook(run: NotebookRun, pool: KernelPool, *, timeout_s: float, cw
 
 
 def _failure(exc: Exception, timeout_s: float) -> tuple[str, str]:
-    """The execution status an exception means, and its one line."""
     if hasattr(exc, "ename") and hasattr(exc, "evalue"):  # papermill's PapermillExecutionError: a cell raised
         return "cell_error", f"{exc.ename}: {exc.evalue}"
     if isinstance(exc, CellTimeoutError):
@@ -254,8 +243,7 @@ def _failure(exc: Exception, timeout_s: float) -> tuple[str, str]:
 
 
 def _close_thread_loop() -> None:
-    """Close the event loop jupyter_core's ``run_sync`` made for this worker thread: left open, its selector and
-    self-pipe outlive the thread. Not the main thread's, which belongs to whoever runs us."""
+    """Close the event loop ``run_sync`` made for this worker thread (left open, its selector outlives the thread)."""
     if threading.current_thread() is threading.main_thread():
         return
     loop = ensure_event_loop()

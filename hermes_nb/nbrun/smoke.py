@@ -1,6 +1,5 @@
-"""The notebooks run concurrently, each on a fresh kernel, against one target established before them, and kept as
-receipts with an index. Interrupted while they run (Ctrl-C, SIGTERM): the kernels are killed, the running notebooks
-recorded ``cancelled`` with what they had, the finished receipts kept and indexed; nothing is re-raised."""
+"""The notebooks run concurrently, each on a fresh kernel, against one target, kept as receipts with an index. A
+signal while they run kills the kernels: the running ones are recorded ``cancelled``, the finished receipts kept."""
 
 from __future__ import annotations
 
@@ -32,12 +31,8 @@ from hermes_nb.receipts.write import RECEIPT_SCHEMA, write_receipt
 from hermes_nb.target import Target
 from hermes_nb.views.htmlkit import box, kv_html, seconds, table_html
 
-__all__ = ["SmokeResult", "launch_kernels", "run_smoke", "receipt_metadata", "artifact_sources",
-           "environment_digest", "signal_name"]
-
 
 def signal_name(exc: BaseException) -> str:
-    """``SIGTERM`` for :class:`Cancelled` (15), ``SIGINT`` for a plain ``KeyboardInterrupt``."""
     return SIGNAL_NAMES.get(getattr(exc, "signum", 2), "SIGINT")
 
 
@@ -45,7 +40,7 @@ def signal_name(exc: BaseException) -> str:
 class SmokeResult:
     verdict: str
     run_id: str
-    #: the receipts directory, or the storage URL the receipts were published to
+    #: the receipts directory, or the storage URL they were published to
     out_dir: Path | str
     runs: list[NotebookRun]
     duration_s: float
@@ -54,7 +49,7 @@ class SmokeResult:
     secrets: list[str] = field(default_factory=list, repr=False)
     #: the signal that stopped the run (``SIGINT``, ``SIGTERM``, ``SIGHUP``), None when it ran to the end
     cancelled_by: str | None = None
-    #: outputs not written (the index on a full disk), one line each: the smoke fails naming them
+    #: outputs not written (the index on a full disk): the smoke fails naming them
     problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,8 +90,7 @@ def _notebooks(only: Sequence[str] | None, templates: Path | None) -> tuple[list
 
 
 def launch_kernels(only: Sequence[str] | None = None, templates: Path | None = None) -> KernelPool:
-    """The smoke's kernels, started now, one per notebook in its working directory: they boot while the caller
-    resolves its config and target and the runner imports papermill (P4, docs/performance.md)."""
+    """One kernel per notebook, started now: they boot while the caller resolves its target (P4)."""
     names, _ = _notebooks(only, templates)
     pool = KernelPool()
     try:
@@ -113,13 +107,10 @@ def run_smoke(target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path
               secrets: Sequence[str] = (), guard: SignalGuard | None = None,
               parameters: Mapping[str, Mapping[str, Any]] | None = None,
               kernels: KernelPool | None = None) -> SmokeResult:
-    """Execute the notebooks concurrently against ``target`` (``config`` aimed at it) and write one receipt each,
-    plus the index. Each job notebook gets the target and the config as parameters; the bearer reaches its kernel
-    in ``HERMES_NB_AUTH_TOKEN`` only. ``secrets``: more values no output may contain. ``guard``: armed while the
-    notebooks run (a signal then cancels them; at any other moment it waits). ``parameters``: notebook name → extra
-    papermill parameters. ``kernels``: from :func:`launch_kernels` with the same ``only`` and ``templates``; taken
-    over and closed.
-    """
+    """Execute the notebooks concurrently against ``target`` and write one receipt each, plus the index (the bearer
+    reaches a kernel in ``HERMES_NB_AUTH_TOKEN`` only). ``secrets``: more values no output may contain; ``guard``:
+    armed while the notebooks run; ``parameters``: notebook name → extra parameters; ``kernels``: from
+    :func:`launch_kernels` with the same ``only``, taken over."""
     if timeout_s <= 0:
         if kernels is not None:
             kernels.close()
@@ -220,7 +211,7 @@ def _run(names: list[str], template_dir: Path, pool: KernelPool, target: Target,
 
 @functools.cache
 def environment_digest() -> dict[str, Any]:
-    """The installed distributions as ``name==version`` lines: how many, and the sha256 of the sorted list."""
+    """How many distributions are installed, and the sha256 of their sorted ``name==version`` list."""
     metadata = [d.metadata for d in importlib.metadata.distributions()]
     pins = sorted({f"{m['Name'].lower()}=={m['Version']}" for m in metadata if m["Name"]})
     return {"packages": len(pins), "sha256": json_digest(pins)}
@@ -228,7 +219,6 @@ def environment_digest() -> dict[str, Any]:
 
 def receipt_metadata(run: NotebookRun, *, run_id: str, target: Target, pool: KernelPool, timeout_s: float,
                      redactor: Redactor, endpoint_origin: str | None = None) -> dict[str, Any]:
-    """``metadata.receipt`` of one executed notebook: what ran, where, with which versions, and its artifacts."""
     summary = run.summary or {}
     nb_meta = run.nb.metadata if run.nb is not None else {}
     params = redactor.data(run.parameters)

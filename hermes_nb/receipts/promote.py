@@ -40,8 +40,7 @@ class Promotion:
 
 
 def check_receipt(receipt: Path, *, secrets: Iterable[str] = ()) -> tuple[dict[str, Any], list[str]]:
-    """(metadata.receipt, reasons to refuse); a receipt in an indexed directory (``DIR/<date>/<run>/``) is checked
-    against its index entry too. UsageError when the file does not exist."""
+    """(metadata.receipt, reasons to refuse); a receipt in an indexed directory is checked against its entry too."""
     receipt = Path(receipt)
     if not receipt.is_file():
         raise UsageError(f"--receipt: {receipt} not found")
@@ -81,7 +80,6 @@ def check_receipt(receipt: Path, *, secrets: Iterable[str] = ()) -> tuple[dict[s
 
 def promote(receipt: Path, *, manifest: Path = MANIFEST_RELPATH, runbook: Path = SMOKE_RUNBOOK_RELPATH,
             secrets: Iterable[str] = (), now: datetime | None = None) -> Promotion:
-    """Flip the manifest to active and append the promotion record, or raise PromotionRefused."""
     manifest, runbook = Path(manifest), Path(runbook)
     loaded = load_manifest(manifest)  # ConfigError (exit 2) when missing or invalid
     meta, reasons = check_receipt(Path(receipt), secrets=secrets)

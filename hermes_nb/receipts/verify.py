@@ -1,6 +1,5 @@
-"""``receipts verify``: recompute every digest, check the index chains, re-scan every file for secrets (a ``matrix
---out`` directory: each version's receipts directory). The digests catch edits and accidents, not someone who
-recomputes them all."""
+"""``receipts verify``: recompute every digest, check the index chains, re-scan every file for secrets. The digests
+catch edits and accidents, not someone who recomputes them all."""
 
 from __future__ import annotations
 
@@ -42,7 +41,6 @@ def _secrets_in(path: Path, known: list[str]) -> list[str]:
 
 
 def scan_tree(directory: Path, secrets: Iterable[str] = (), *, skip: Iterable[Path] = ()) -> tuple[int, list[str]]:
-    """Scan every file under ``directory`` (but those under ``skip``) for known secrets and secret shapes."""
     known, skipped = [s for s in secrets if s], set(skip)
     paths = sorted(p for p in Path(directory).rglob("*") if p.is_file() and not skipped & set(p.parents))
     return len(paths), [problem for path in paths for problem in _secrets_in(path, known)]
@@ -54,7 +52,7 @@ def sidecar_of(notebook: Path) -> Path:
 
 def verify_receipt(notebook: Path, *, sidecar_sha256: str | None = None,
                    secrets: Iterable[str] = ()) -> tuple[dict[str, Any] | None, list[str]]:
-    """One receipt: sidecar digests, the receipt digest, its files' secrets. Returns (receipt, problems)."""
+    """(metadata.receipt, problems) of one receipt: sidecar digests, the receipt digest, its files' secrets."""
     notebook = Path(notebook)
     sidecar_path = sidecar_of(notebook)
     if not notebook.is_file():
@@ -93,7 +91,6 @@ def verify_receipt(notebook: Path, *, sidecar_sha256: str | None = None,
 
 
 def verify_receipts(directory: Path, *, secrets: Iterable[str] = ()) -> VerifyReport:
-    """Recompute every digest of every indexed receipt and re-scan the whole tree for secrets."""
     directory = Path(directory)
     report = VerifyReport(str(directory))
     if not directory.is_dir():
