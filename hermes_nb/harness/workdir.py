@@ -1,6 +1,5 @@
 """The directory a run works in (the project, or a throwaway copy: UH's ``directory`` sandbox) and the diff of what
-changed in it: the working tree written as a git tree through a temporary index (the user's index untouched)
-before and after, the two trees diffed, binary-safe."""
+changed in it: the working tree as a git tree through a temporary index (the user's untouched) before and after."""
 
 from __future__ import annotations
 
@@ -27,8 +26,7 @@ _GIT_TIMEOUT_S = 120.0
 
 @contextmanager
 def workdir(project: str | Path, *, sandbox: bool, max_entries: int | None = None) -> Iterator[Path]:
-    """``project`` itself, or a copy of it (``.git`` kept so the diff works the same, :data:`SKIP_NAMES` skipped,
-    symlinks copied as symlinks) removed afterwards."""
+    """``project`` itself, or a copy of it (``.git`` kept, :data:`SKIP_NAMES` skipped) removed afterwards."""
     source = Path(project)
     if not sandbox:
         yield source
@@ -92,7 +90,6 @@ def _git(cwd: Path, *args: str, index: Path | None = None, check: bool = True) -
 
 
 def _tree_of_worktree(cwd: Path) -> str:
-    """The working tree as ``git add -A`` would stage it, written as a tree object through a temporary index."""
     git_index = _git(cwd, "rev-parse", "--git-path", "index").stdout.decode().strip()
     with tempfile.TemporaryDirectory(prefix="hermes-nb-index-") as tmp:
         index = Path(tmp) / "index"
@@ -105,7 +102,7 @@ def _tree_of_worktree(cwd: Path) -> str:
 
 
 def snapshot(cwd: str | Path) -> Diff:
-    """The base commit (``HEAD``, if any) and the working-tree snapshot at the start of a run."""
+    """The base commit (if any) and the working-tree snapshot at the start of a run."""
     path = Path(cwd)
     try:
         inside = _git(path, "rev-parse", "--is-inside-work-tree", check=False)
@@ -122,7 +119,7 @@ def snapshot(cwd: str | Path) -> Diff:
 
 
 def capture(diff: Diff) -> Diff:
-    """``diff`` with the binary-safe patch of what changed since :func:`snapshot` (``b""`` when nothing did)."""
+    """``diff`` with the binary-safe patch of what changed since :func:`snapshot`."""
     if diff.tree is None:
         return diff
     try:
