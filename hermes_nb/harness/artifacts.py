@@ -224,17 +224,17 @@ class MissionArtifacts:
             fh.write(text)
         return path
 
-    def write_bytes(self, path: Path, data: bytes) -> Path:
-        with self.open(path, "wb") as fh:
-            fh.write(data)
-        return path
-
     def write_line(self, handle: IO[str], obj: dict[str, Any]) -> None:
         line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
         if not _surely_clean(line, self.redactor):
             line = json.dumps(self.redactor.data(obj), ensure_ascii=False, separators=(",", ":"))
         handle.write(line + "\n")
         handle.flush()
+
+    def write_bytes(self, path: Path, data: bytes) -> Path:
+        with self.open(path, "wb") as fh:
+            fh.write(data)
+        return path
 
     def write_json(self, path: Path, obj: Any) -> Path:
         """UH's format: 2-space indent, no final newline."""
@@ -274,12 +274,10 @@ class MissionArtifacts:
             fcntl.flock(fd, fcntl.LOCK_EX)
             index = self.read_index()
             entries = index["runs"]
-            at = next((i for i, e in enumerate(entries) if isinstance(e, dict) and e.get("run_id") == run_id), None)
-            entry = uh_document(RunsIndexEntry, **{**(entries[at] if at is not None else {"run_id": run_id}), **fields})
-            if at is None:
-                entries.append(entry)
-            else:
-                entries[at] = entry
+            at = next((i for i, e in enumerate(entries) if isinstance(e, dict) and e.get("run_id") == run_id),
+                      len(entries))
+            old = entries[at] if at < len(entries) else {"run_id": run_id}
+            entries[at:at + 1] = [uh_document(RunsIndexEntry, **{**old, **fields})]  # (at the end: appended)
             self.write_json(self.path("runs", "index.json"), index)
         finally:
             os.close(fd)  # releases the lock

@@ -117,96 +117,89 @@ def run_smoke(target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path
         raise UsageError(f"the cell timeout must be > 0 seconds, got {timeout_s:g}")
     with kernels if kernels is not None else launch_kernels(only, templates) as pool:
         names, template_dir = _notebooks(only, templates)
-        return _run(names, template_dir, pool, target, config, out_dir=out_dir, timeout_s=timeout_s, html=html,
-                    progress=progress, run_id=run_id, secrets=[*config.secrets(), *secrets], guard=guard,
-                    parameters=parameters or {})
+        secrets, parameters = [*config.secrets(), *secrets], parameters or {}
+        say_lock = threading.Lock()
 
+        def say(msg: str) -> None:  # one whole line at a time from the worker threads
+            if progress is not None:
+                with say_lock:
+                    progress(msg)
 
-def _run(names: list[str], template_dir: Path, pool: KernelPool, target: Target, config: HermesProxyRuntimeConfig,
-         *, out_dir: Path, timeout_s: float, html: bool, progress: Callable[[str], None] | None, run_id: str | None,
-         secrets: list[str], guard: SignalGuard | None, parameters: Mapping[str, Mapping[str, Any]]) -> SmokeResult:
-    say_lock = threading.Lock()
+        t0 = time.perf_counter()
+        if target.evidence and target.kind == "emulator" and config.origin("endpoint") != "emulator":
+            say(f"target kind: emulator ({target.evidence})")
+        started = datetime.now(UTC)
+        run_id = run_id or new_run_id(started)
+        out_dir = prove_dir(Path(out_dir).resolve(), "receipts directory")
+        receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
+        redactor = Redactor(secrets)
+        work = pool.dir / "work"
+        runs: list[NotebookRun] = []
+        for name in names:
+            params: dict[str, Any] = ({"target": target.to_parameter(), "config": config.to_parameter()}
+                                      if name in NOTEBOOKS else {"endpoint": target.endpoint, "model": config.model})
+            if name == E2E_SMOKE:
+                (work / "e2e-root").mkdir()
+                params["root"] = str(work / "e2e-root")
+            params.update(parameters.get(name, {}))
+            runs.append(NotebookRun(name, (template_dir / f"{name}.ipynb").resolve(), params))
+        common: dict[str, Any] = {"run_id": run_id, "target": target, "pool": pool, "timeout_s": timeout_s,
+                                  "redactor": redactor, "endpoint_origin": config.origin("endpoint")}
+        nbformat.validate(nbformat.v4.new_notebook())  # its schema compiled once (~0.1 s), not by every thread
+        stopped = {"by": "SIGINT"}  # the signal's name, set before the kernels are killed (the workers read it)
 
-    def say(msg: str) -> None:  # one whole line at a time from the worker threads
-        if progress is not None:
-            with say_lock:
-                progress(msg)
-
-    t0 = time.perf_counter()
-    if target.evidence and target.kind == "emulator" and config.origin("endpoint") != "emulator":
-        say(f"target kind: emulator ({target.evidence})")
-    started = datetime.now(UTC)
-    run_id = run_id or new_run_id(started)
-    out_dir = prove_dir(Path(out_dir).resolve(), "receipts directory")
-    receipt_dir = out_dir / started.strftime("%Y-%m-%d") / run_id
-    redactor = Redactor(secrets)
-    work = pool.dir / "work"
-    runs: list[NotebookRun] = []
-    for name in names:
-        params: dict[str, Any] = ({"target": target.to_parameter(), "config": config.to_parameter()}
-                                  if name in NOTEBOOKS else {"endpoint": target.endpoint, "model": config.model})
-        if name == E2E_SMOKE:
-            (work / "e2e-root").mkdir()
-            params["root"] = str(work / "e2e-root")
-        params.update(parameters.get(name, {}))
-        runs.append(NotebookRun(name, (template_dir / f"{name}.ipynb").resolve(), params))
-    common: dict[str, Any] = {"run_id": run_id, "target": target, "pool": pool, "timeout_s": timeout_s,
-                              "redactor": redactor, "endpoint_origin": config.origin("endpoint")}
-    nbformat.validate(nbformat.v4.new_notebook())  # its schema compiled once (~0.1 s), not by every thread
-    stopped = {"by": "SIGINT"}  # the signal's name, set before the kernels are killed (the workers read it)
-
-    def job(run: NotebookRun) -> NotebookRun:
-        say(f"{run.name}: running")
-        execute_notebook(run, pool, timeout_s=timeout_s, cwd=work / run.name)
-        if run.status == "interrupted":  # stopped by a signal while it ran: not a failure of the proxy
-            run.verdict, run.reason = "cancelled", f"cancelled by {stopped['by']} while it ran"
-        artifacts = artifact_sources(run)
-        meta = receipt_metadata(run, **common)
-        nb = run.nb if run.nb is not None else nbformat.read(str(run.template), as_version=4)
-        if "papermill" in nb.metadata:
-            nb.metadata["papermill"]["exception"] = run.verdict != "passed"
-        if run.verdict == "blocked":  # expected, with an operator action: no red "Exception" banner
-            nb.cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
-        try:
-            files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, page=html,
-                                  artifacts=artifacts)
-        except (SecretLeak, ArtifactError, OSError) as exc:
-            reason = str(exc) if isinstance(exc, HermesError) else f"receipt not written: {exc}"
-            run.verdict, run.reason = "failed", reason
-            run.errors.append(reason)
-            say(f"{run.name}: failed: {reason}")
+        def job(run: NotebookRun) -> NotebookRun:
+            say(f"{run.name}: running")
+            execute_notebook(run, pool, timeout_s=timeout_s, cwd=work / run.name)
+            if run.status == "interrupted":  # stopped by a signal while it ran: not a failure of the proxy
+                run.verdict, run.reason = "cancelled", f"cancelled by {stopped['by']} while it ran"
+            artifacts = artifact_sources(run)
+            meta = receipt_metadata(run, **common)
+            nb = run.nb if run.nb is not None else nbformat.read(str(run.template), as_version=4)
+            if "papermill" in nb.metadata:
+                nb.metadata["papermill"]["exception"] = run.verdict != "passed"
+            if run.verdict == "blocked":  # expected, with an operator action: no red "Exception" banner
+                nb.cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
+            try:
+                files = write_receipt(nb, receipt_dir, run.name, meta, redactor=redactor, page=html,
+                                      artifacts=artifacts)
+            except (SecretLeak, ArtifactError, OSError) as exc:
+                reason = str(exc) if isinstance(exc, HermesError) else f"receipt not written: {exc}"
+                run.verdict, run.reason = "failed", reason
+                run.errors.append(reason)
+                say(f"{run.name}: failed: {reason}")
+                return run
+            run.receipt_path, run.written = files.notebook, (files, meta)
+            say(f"{run.name}: {run.verdict} ({run.reason}) in {run.duration_s:.2f} s")
             return run
-        run.receipt_path, run.written = files.notebook, (files, meta)
-        say(f"{run.name}: {run.verdict} ({run.reason}) in {run.duration_s:.2f} s")
-        return run
 
-    cancelled_by: str | None = None
-    with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="hermes-nb-smoke") as ex:
-        futures = [ex.submit(job, r) for r in runs]
+        cancelled_by: str | None = None
+        with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="hermes-nb-smoke") as ex:
+            futures = [ex.submit(job, r) for r in runs]
+            try:
+                if guard is not None:
+                    guard.arm()  # a signal that came while the kernels started cancels here
+                environment_digest()  # computed here once, while the notebooks run; every receipt records it
+                runs = [f.result() for f in futures]
+            except (KeyboardInterrupt, Cancelled) as exc:  # kill the kernels, keep and index the receipts
+                cancelled_by = stopped["by"] = signal_name(exc)
+                say(f"{cancelled_by}: stopping the kernels; the receipts of the running notebooks say cancelled")
+                pool.cancel()
+                runs = [f.result() for f in futures]
+            finally:
+                if guard is not None:
+                    guard.armed = False  # from here on a signal waits: the receipts and index get written
+        problems: list[str] = []
         try:
-            if guard is not None:
-                guard.arm()  # a signal that came while the kernels started cancels here
-            environment_digest()  # computed here once, while the notebooks run; every receipt records it
-            runs = [f.result() for f in futures]
-        except (KeyboardInterrupt, Cancelled) as exc:  # kill the kernels, keep and index the receipts
-            cancelled_by = stopped["by"] = signal_name(exc)
-            say(f"{cancelled_by}: stopping the kernels; the receipts of the running notebooks say cancelled")
-            pool.cancel()
-            runs = [f.result() for f in futures]
-        finally:
-            if guard is not None:
-                guard.armed = False  # from here on a signal waits: the receipts and index get written
-    problems: list[str] = []
-    try:
-        append_index(out_dir, [index_entry(out_dir, *r.written) for r in runs if r.written], redactor=redactor)
-        write_index_html(out_dir, redactor=redactor)
-    except (ArtifactError, OSError) as exc:  # e.g. the disk filled up: the smoke fails naming the file
-        problems.append(str(exc) if isinstance(exc, ArtifactError) else f"receipts index not written: {exc}")
-    for r in runs:
-        r.nb = r.written = None  # the receipts on disk are the record
-    verdict = "cancelled" if cancelled_by else worst_verdict(r.verdict for r in runs)
-    return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target, secrets, cancelled_by,
-                       problems)
+            append_index(out_dir, [index_entry(out_dir, *r.written) for r in runs if r.written], redactor=redactor)
+            write_index_html(out_dir, redactor=redactor)
+        except (ArtifactError, OSError) as exc:  # e.g. the disk filled up: the smoke fails naming the file
+            problems.append(str(exc) if isinstance(exc, ArtifactError) else f"receipts index not written: {exc}")
+        for r in runs:
+            r.nb = r.written = None  # the receipts on disk are the record
+        verdict = "cancelled" if cancelled_by else worst_verdict(r.verdict for r in runs)
+        return SmokeResult(verdict, run_id, out_dir, runs, time.perf_counter() - t0, target, secrets, cancelled_by,
+                           problems)
 
 
 @functools.cache
