@@ -1,5 +1,7 @@
 """Plan, dry-run and run a mission against the proxy, writing UH's artifact tree (uh-contract §3). A run keeps the
-prompt once, in ``prompt.md``; every other record carries ``<prompt.md: N bytes, sha256:…>`` instead."""
+prompt once, in ``prompt.md``; every other record carries ``<prompt.md: N bytes, sha256:…>`` instead. It works in
+the project or a throwaway copy (UH's ``directory`` sandbox); what changed is diffed as git trees written through a
+temporary index (the user's untouched)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,12 @@ import contextlib
 import hashlib
 import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +26,7 @@ from hermes_nb.core.errors import ArtifactError, HermesError
 from hermes_nb.core.facts import (
     CONNECT_TIMEOUT_S,
     ERROR_PREFIX,
+    HARNESS_DIR,
     PROMPT_FILE,
     RUN_ARTIFACTS,
     RUNTIME,
@@ -34,11 +41,128 @@ from hermes_nb.core.redaction import Redactor, StreamRedactor, redact_headers
 from hermes_nb.harness.artifacts import HermesRuntimeResult, MissionArtifacts, RuntimeSession, uh_document
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of, render_prompt
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
-from hermes_nb.harness.workdir import Diff, capture, snapshot, workdir
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body
 from hermes_nb.wire.reading import classify
 from hermes_nb.wire.sentinel import extract_final_message
+
+#: directory names never copied into a sandbox
+SKIP_NAMES = frozenset({HARNESS_DIR, ".venv", ".venv-hermes", "venv", "node_modules", "__pycache__", ".mypy_cache",
+                        ".pytest_cache", ".ruff_cache", ".tox", ".ipynb_checkpoints"})
+#: a project with more entries is not copied (``--no-sandbox`` runs in place)
+MAX_SANDBOX_ENTRIES = 50_000
+MAX_DIFF_BYTES = 50 * 1024 * 1024
+_GIT_TIMEOUT_S = 120.0
+
+
+@contextlib.contextmanager
+def workdir(project: str | Path, *, sandbox: bool, max_entries: int | None = None) -> Iterator[Path]:
+    """``project`` itself, or a copy of it (``.git`` kept, :data:`SKIP_NAMES` skipped) removed afterwards."""
+    source = Path(project)
+    if not sandbox:
+        yield source
+        return
+    if not source.is_dir():
+        raise ArtifactError(f"sandbox source {source} is not a directory")
+    limit, count = max_entries or MAX_SANDBOX_ENTRIES, 0
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        nonlocal count
+        skipped = set(SKIP_NAMES.intersection(names))
+        count += len(names) - len(skipped)
+        if count > limit:
+            raise ArtifactError(f"project {directory} has more than {limit} entries: too large for a sandbox copy "
+                                "(use --no-sandbox)")
+        return skipped
+
+    parent = Path(tempfile.mkdtemp(prefix="hermes-nb-sandbox-"))
+    target = parent / (source.resolve().name or "project")
+    try:
+        try:
+            shutil.copytree(source, target, symlinks=True, ignore=ignore)
+        except (shutil.Error, OSError) as exc:
+            raise ArtifactError(f"cannot copy {source} into a sandbox: {exc}") from None
+        yield target
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+class _GitFailed(Exception):
+    pass
+
+
+@dataclass
+class Diff:
+    cwd: Path
+    #: the working tree at the start, as a git tree (None: not a git work tree, or git failed)
+    tree: str | None = None
+    commit: str | None = None
+    patch: bytes = b""
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _git(cwd: Path, *args: str, index: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, timeout=_GIT_TIMEOUT_S,
+                              check=False)
+    except FileNotFoundError:
+        raise _GitFailed("git executable not found") from None
+    except subprocess.TimeoutExpired:
+        raise _GitFailed(f"git {args[0]} timed out after {_GIT_TIMEOUT_S:.0f} s") from None
+    if check and proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise _GitFailed(f"git {args[0]} failed: {message[-1] if message else f'exit {proc.returncode}'}")
+    return proc
+
+
+def _tree_of_worktree(cwd: Path) -> str:
+    git_index = _git(cwd, "rev-parse", "--git-path", "index").stdout.decode().strip()
+    with tempfile.TemporaryDirectory(prefix="hermes-nb-index-") as tmp:
+        index = Path(tmp) / "index"
+        if (cwd / git_index).is_file():  # (an absolute git_index stays itself)
+            shutil.copyfile(cwd / git_index, index)  # keeps the stat cache: add -A stays fast
+        else:
+            _git(cwd, "read-tree", "--empty", index=index)
+        _git(cwd, "add", "-A", "--", ".", f":(exclude){HARNESS_DIR}", index=index)
+        return _git(cwd, "write-tree", index=index).stdout.decode().strip()
+
+
+def snapshot(cwd: str | Path) -> Diff:
+    """The base commit (if any) and the working-tree snapshot at the start of a run."""
+    path = Path(cwd)
+    try:
+        inside = _git(path, "rev-parse", "--is-inside-work-tree", check=False)
+    except _GitFailed as exc:
+        return Diff(path, notes=[f"diff capture skipped: {exc}"])
+    if inside.returncode != 0 or inside.stdout.strip() != b"true":
+        return Diff(path, notes=[f"diff capture skipped: {path} is not a git work tree"])
+    head = _git(path, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
+    commit = head.stdout.decode().strip() if head.returncode == 0 else None
+    try:
+        return Diff(path, tree=_tree_of_worktree(path), commit=commit)
+    except _GitFailed as exc:
+        return Diff(path, commit=commit, errors=[f"Diff capture failed: {exc}"])
+
+
+def capture(diff: Diff) -> Diff:
+    """``diff`` with the binary-safe patch of what changed since :func:`snapshot`."""
+    if diff.tree is None:
+        return diff
+    try:
+        tree = _tree_of_worktree(diff.cwd)
+        if tree != diff.tree:
+            diff.patch = _git(diff.cwd, "diff", "--binary", "--no-color", "--no-ext-diff", diff.tree, tree).stdout
+    except _GitFailed as exc:
+        diff.errors.append(f"Diff capture failed: {exc}")
+    if len(diff.patch) > MAX_DIFF_BYTES:
+        diff.patch = diff.patch[:MAX_DIFF_BYTES]
+        diff.errors.append(f"Diff capture truncated at {MAX_DIFF_BYTES} bytes")
+    return diff
 
 
 def artifact_digests(run_dir: Any, names: tuple[str, ...] = RUN_ARTIFACTS) -> dict[str, str]:

@@ -79,15 +79,13 @@ class KernelPool:
         self._ahead: dict[str, AsyncKernelManager] = {}
         self._lock = threading.Lock()
 
-    def launch(self, cwds: Sequence[Path]) -> list[AsyncKernelManager]:
+    def launch(self, cwds: Sequence[Path]) -> None:
         """Start a kernel in each directory now; :meth:`start` there takes it."""
-        launched = []
         for cwd in cwds:
             cwd.mkdir(parents=True, exist_ok=True)
-            launched.append(km := self.start(cwd))
+            km = self.start(cwd)
             with self._lock:
                 self._ahead[str(cwd)] = km
-        return launched
 
     def start(self, cwd: Path | str) -> AsyncKernelManager:
         """The kernel :meth:`launch` started in ``cwd``, else a fresh one; refused once the pool is cancelled."""
