@@ -209,14 +209,11 @@ def mission_from_document(data: Any, *, where: str = "mission", source_path: Pat
     return mission
 
 
-def _read_yaml(path: Path, what: str) -> Any:
-    return load_yaml(read_text_file(path, f"{path}: {what}"), where=str(path))
-
-
 def load_mission(path: str | os.PathLike[str]) -> Mission:
     p = Path(path)
     p = p / "mission.yaml" if p.is_dir() else p
-    return mission_from_document(_read_yaml(p, "mission"), where=str(p), source_path=p.resolve())
+    data = load_yaml(read_text_file(p, f"{p}: mission"), where=str(p))
+    return mission_from_document(data, where=str(p), source_path=p.resolve())
 
 
 def harness_root_of(mission: Mission) -> Path | None:
@@ -238,7 +235,7 @@ def load_workflow(root: str | Path, mission: Mission) -> tuple[Workflow | None, 
     path = next((base / f"{profile}{ext}" for ext in (".yaml", ".yml") if (base / f"{profile}{ext}").is_file()), None)
     if path is None:
         return None, [f"workflow {profile!r} not found at {base / (profile + '.yaml')}; prompt rendered without it"]
-    data = _read_yaml(path, "workflow")
+    data = load_yaml(read_text_file(path, f"{path}: workflow"), where=str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a workflow must be a mapping")
     try:

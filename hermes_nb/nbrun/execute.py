@@ -169,7 +169,6 @@ class NotebookRun:
     receipt_path: Path | str | None = None
     #: (ReceiptFiles, metadata.receipt) once the receipt is written
     written: Any = None
-    #: a cell error's cell index and exception name
     cell: int | None = None
     ename: str | None = None
 

@@ -376,7 +376,7 @@ def test_a_target_hermes_nb_started_keeps_its_kind() -> None:
 
 def test_cli_endpoint_at_an_emulator_gives_emulator_receipts_the_gate_refuses(tmp_path: Path, capsys) -> None:
     from hermes_nb.core.manifest import manifest_template, save_manifest
-    from hermes_nb.receipts.promote import PromotionRefused, promote
+    from hermes_nb.receipts.verify import PromotionRefused, promote
 
     with serve_emulator() as emu:
         code = main(["smoke", "--endpoint", emu.endpoint, "--only", "e2e_smoke", "--out", str(tmp_path / "r"),
