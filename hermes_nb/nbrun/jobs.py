@@ -31,8 +31,7 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, conflict
 from hermes_nb.harness.signals import Cancelled, SignalGuard
-from hermes_nb.nbrun.execute import quiet_notebook_loggers
-from hermes_nb.nbrun.smoke import SmokeResult, launch_kernels, run_smoke, signal_name
+from hermes_nb.nbrun.smoke import SmokeResult, launch_kernels, quiet_notebook_loggers, run_smoke, signal_name
 from hermes_nb.proxy.probe import spike_contract
 from hermes_nb.receipts import ci
 from hermes_nb.receipts.store import RemoteStore, is_url

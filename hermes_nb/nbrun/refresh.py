@@ -18,7 +18,7 @@ import nbformat
 
 from hermes_nb.core.errors import ConfigError, NotebookFailed
 from hermes_nb.core.facts import GUIDES, TEMPLATED_NOTEBOOKS, sanitize_file
-from hermes_nb.nbrun.execute import KernelPool, NotebookRun, execute_notebook, quiet_notebook_loggers
+from hermes_nb.nbrun.smoke import KernelPool, NotebookRun, execute_notebook, quiet_notebook_loggers
 from hermes_nb.nbrun.templates import build
 from hermes_nb.receipts.verdict import VERDICT_MIME
 
