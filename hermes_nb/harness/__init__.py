@@ -1,1 +1,1 @@
-"""Layer 4, the harness: UH missions, their preparation and runs, UH's artifact tree. Imports core and wire."""
+"""The harness: UH missions, their preparation and runs, UH's artifact tree."""

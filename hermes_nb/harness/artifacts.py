@@ -1,6 +1,5 @@
 """UH's run documents (uh-contract §3), each built through its model (a key UH does not know, or a ``null`` where
-UH wants it absent, fails when it is built), and the writer of a mission directory, which refuses symlinks and
-paths outside it (:class:`~hermes_nb.core.errors.ArtifactError`, exit 2)."""
+UH wants it absent, fails), and the writer of a mission directory, which refuses symlinks and paths outside it."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ from hermes_nb.core.yamlio import dump_yaml
 
 RunStatus = Literal["running", "passed", "failed", "blocked", "cancelled", "timeout"]
 _TS = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
-#: the default of a field UH allows absent but never null: pydantic does not validate a default, an explicit
-#: null is validated and fails (typed Any: None is no value of the field's type)
+#: the default of a field UH allows absent but never null (pydantic validates an explicit null, not a default)
 _ABSENT: Any = None
 
 
@@ -102,22 +100,19 @@ RESULT_EXTRA_FIELDS = tuple(sorted(set(HermesRuntimeResult.model_fields) - set(R
 
 
 def validate_result(doc: dict[str, Any]) -> HermesRuntimeResult:
-    """The UH fields strictly (unknown keys beyond the documented extras fail), then the extras."""
     RuntimeResult.model_validate({k: v for k, v in doc.items() if k not in RESULT_EXTRA_FIELDS})
     return HermesRuntimeResult.model_validate(doc)
 
 
 def uh_document(model: type[BaseModel], **fields: Any) -> dict[str, Any]:
-    """``fields`` as ``model``'s document: a None leaves its key out unless the field is nullable (UH's optional
-    keys are absent, never null)."""
+    """``fields`` as ``model``'s document: a None leaves its key out unless the field is nullable."""
     nullable = {k for k, f in model.model_fields.items() if type(None) in get_args(f.annotation)}
     present = {k: v for k, v in fields.items() if v is not None or k in nullable}
     return model.model_validate(present).model_dump(mode="json", exclude_unset=True)
 
 
 def _surely_clean(line: str, redactor: Redactor) -> bool:
-    """True when the JSON text ``line`` cannot hold a secret (a string appears in it verbatim unless it holds a
-    character JSON escapes), so redacting its strings one by one can be skipped (P5; property-tested)."""
+    """True when the JSON text ``line`` cannot hold a secret: redacting its strings can be skipped (P5)."""
     for secret in redactor.secrets:
         if secret in line or '"' in secret or "\\" in secret or not secret.isprintable():
             return False
@@ -125,7 +120,6 @@ def _surely_clean(line: str, redactor: Redactor) -> bool:
 
 
 def refuse_symlinks(root: Path, path: Path) -> None:
-    """Raise :class:`ArtifactError` if any component of ``path`` below ``root`` is a symlink."""
     current = root
     for part in path.relative_to(root).parts:
         current = current / part
@@ -134,7 +128,6 @@ def refuse_symlinks(root: Path, path: Path) -> None:
 
 
 class MissionArtifacts:
-    """The writer of one mission directory, ``<root>/.harness/missions/<dir>/``."""
 
     def __init__(self, root: str | Path, mission_dir: str, *, redactor: Redactor | None = None) -> None:
         if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", mission_dir) or mission_dir in (".", ".."):
@@ -153,7 +146,6 @@ class MissionArtifacts:
         self.redactor = redactor or Redactor()
 
     def _check(self, path: Path, *, inside: Path) -> Path:
-        """``path``, refused when it leaves ``inside`` or goes through a symlink below the root."""
         path = Path(os.path.normpath(path))
         if not path.is_relative_to(inside):
             raise ArtifactError(f"artifact path {path} escapes {inside}")
@@ -173,7 +165,7 @@ class MissionArtifacts:
         return path.relative_to(self.root).as_posix()
 
     def preflight(self, run_id: str) -> None:
-        """What can be checked before the first write: safe paths, a readable index, a writable root."""
+        """Before the first write: safe paths, a readable index, a writable root."""
         run_dir = self.run_dir(run_id)
         for parts in (("latest.json",), ("runtime-result.yaml",), ("runs", "index.json")):
             self.path(*parts)
@@ -210,7 +202,7 @@ class MissionArtifacts:
             raise ArtifactError(f"cannot create {directory}: {exc.strerror}") from None
 
     def open(self, path: Path, mode: str = "a") -> IO[Any]:
-        """Open a checked path for writing (``a``, ``w`` or ``wb``), never through a final symlink."""
+        """Open a checked path for writing, never through a final symlink."""
         self._mkdirs(path.parent)
         flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | (os.O_APPEND if mode == "a" else os.O_TRUNC)
         try:
@@ -232,28 +224,27 @@ class MissionArtifacts:
             fh.write(text)
         return path
 
-    def write_bytes(self, path: Path, data: bytes) -> Path:
-        with self.open(path, "wb") as fh:
-            fh.write(data)
-        return path
-
     def write_line(self, handle: IO[str], obj: dict[str, Any]) -> None:
-        """One redacted NDJSON line on an open handle, flushed."""
         line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
         if not _surely_clean(line, self.redactor):
             line = json.dumps(self.redactor.data(obj), ensure_ascii=False, separators=(",", ":"))
         handle.write(line + "\n")
         handle.flush()
 
+    def write_bytes(self, path: Path, data: bytes) -> Path:
+        with self.open(path, "wb") as fh:
+            fh.write(data)
+        return path
+
     def write_json(self, path: Path, obj: Any) -> Path:
-        """2-space indent, no final newline (UH's format)."""
+        """UH's format: 2-space indent, no final newline."""
         return self.write_text(path, json.dumps(self.redactor.data(obj), indent=2, ensure_ascii=False), atomic=True)
 
     def write_yaml(self, path: Path, obj: Any) -> Path:
         return self.write_text(path, dump_yaml(self.redactor.data(obj)), atomic=True)
 
     def mark(self, run_id: str, started_at: str, status: str, finished_at: str | None = None, **entry: Any) -> None:
-        """``latest.json`` and the run's entry in the index (``entry``: more of its fields)."""
+        """``latest.json`` and the run's entry in the index."""
         self.write_json(self.path("latest.json"), uh_document(
             LatestRun, schema_version="uh.latest-run.v0", run_id=run_id, started_at=started_at,
             finished_at=finished_at, status=status))
@@ -272,8 +263,7 @@ class MissionArtifacts:
         return data
 
     def update_index(self, run_id: str, **fields: Any) -> None:
-        """Insert or update the entry of ``run_id`` in place, under a lock on ``runs/`` itself (no lock file in
-        UH's tree): concurrent runs of one mission keep every entry."""
+        """Insert or update ``run_id``'s entry under a lock on ``runs/`` itself (no lock file in UH's tree)."""
         runs = self.path("runs")
         self._mkdirs(runs)
         try:
@@ -284,12 +274,10 @@ class MissionArtifacts:
             fcntl.flock(fd, fcntl.LOCK_EX)
             index = self.read_index()
             entries = index["runs"]
-            at = next((i for i, e in enumerate(entries) if isinstance(e, dict) and e.get("run_id") == run_id), None)
-            entry = uh_document(RunsIndexEntry, **{**(entries[at] if at is not None else {"run_id": run_id}), **fields})
-            if at is None:
-                entries.append(entry)
-            else:
-                entries[at] = entry
+            at = next((i for i, e in enumerate(entries) if isinstance(e, dict) and e.get("run_id") == run_id),
+                      len(entries))
+            old = entries[at] if at < len(entries) else {"run_id": run_id}
+            entries[at:at + 1] = [uh_document(RunsIndexEntry, **{**old, **fields})]  # (at the end: appended)
             self.write_json(self.path("runs", "index.json"), index)
         finally:
             os.close(fd)  # releases the lock

@@ -1,6 +1,5 @@
 """Missions (``uh.mission.v0``, uh-contract §1) and the prompt one becomes (§4). Unknown keys are dropped as UH
-drops them (a mission UH runs runs here too) but in the objects UH keeps strict; an unknown top-level key is a
-warning. Unlike UH, ``workflow_profile`` is optional and a missing workflow file is a warning."""
+drops them (an unknown top-level key is a warning); unlike UH, a missing workflow is a warning."""
 
 from __future__ import annotations
 
@@ -18,15 +17,11 @@ from hermes_nb.core.model import StrictModel
 from hermes_nb.core.yamlio import load_yaml, read_text_file
 from hermes_nb.wire.sentinel import runtime_final_message_instruction
 
-MISSION_SCHEMA: Literal["uh.mission.v0"] = "uh.mission.v0"
-ADHOC_ID = "adhoc"
 #: the fixed line before the sentinel instruction (uh-contract §4 item 4)
 MISSION_INSTRUCTION = "Carry out the mission above and produce the expected artifacts."
 
 
 class _Loose(BaseModel):
-    """UH drops unknown keys in these objects; so do we."""
-
     model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)
 
 
@@ -115,7 +110,6 @@ class Team(StrictModel):
 
 class Mission(_Loose):
     schema_version: Literal["uh.mission.v0"]
-    #: any non-empty string (as in UH); the artifact directory needs a path-safe name, checked at run time
     id: str = Field(..., min_length=1)
     workflow_profile: str | None = None
     title: str | None = None
@@ -144,7 +138,7 @@ class Mission(_Loose):
     issues: list[LegacyIssue] | None = None
     read_first: list[str] | None = None
     expected_artifacts: list[ExpectedArtifact] | None = None
-    #: not part of the document: where it was read from, and the unknown top-level keys dropped
+    #: not part of the document
     source_path: Path | None = Field(None, exclude=True)
     ignored_keys: list[str] = Field(default_factory=list, exclude=True)
 
@@ -171,10 +165,9 @@ class Mission(_Loose):
 
     @classmethod
     def adhoc(cls, prompt: str) -> Mission:
-        """A plain prompt as mission ``adhoc``, the prompt its description."""
         if not prompt or prompt.isspace():
             raise ConfigError("the prompt is empty")
-        return cls(schema_version=MISSION_SCHEMA, id=ADHOC_ID, title="Ad-hoc prompt", objective=prompt)
+        return cls(schema_version="uh.mission.v0", id="adhoc", title="Ad-hoc prompt", objective=prompt)
 
     @property
     def display_name(self) -> str:
@@ -196,7 +189,6 @@ _FIELDS = [name for name, f in Mission.model_fields.items() if not f.exclude]
 
 
 def mission_from_document(data: Any, *, where: str = "mission", source_path: Path | None = None) -> Mission:
-    """Validate a parsed mission document (one clear line per problem)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: a mission must be a mapping, got {type(data).__name__}")
     ignored = []
@@ -217,15 +209,11 @@ def mission_from_document(data: Any, *, where: str = "mission", source_path: Pat
     return mission
 
 
-def _read_yaml(path: Path, what: str) -> Any:
-    return load_yaml(read_text_file(path, f"{path}: {what}"), where=str(path))
-
-
 def load_mission(path: str | os.PathLike[str]) -> Mission:
-    """Read ``mission.yaml`` (or a directory holding one)."""
     p = Path(path)
     p = p / "mission.yaml" if p.is_dir() else p
-    return mission_from_document(_read_yaml(p, "mission"), where=str(p), source_path=p.resolve())
+    data = load_yaml(read_text_file(p, f"{p}: mission"), where=str(p))
+    return mission_from_document(data, where=str(p), source_path=p.resolve())
 
 
 def harness_root_of(mission: Mission) -> Path | None:
@@ -237,7 +225,7 @@ def harness_root_of(mission: Mission) -> Path | None:
 
 
 def load_workflow(root: str | Path, mission: Mission) -> tuple[Workflow | None, list[str]]:
-    """``.harness/workflows/<workflow_profile>.yaml`` under ``root``; a missing file is a warning."""
+    """``.harness/workflows/<workflow_profile>.yaml`` under ``root`` (a missing file: a warning)."""
     profile = mission.workflow_profile
     if not profile:
         return None, []
@@ -247,7 +235,7 @@ def load_workflow(root: str | Path, mission: Mission) -> tuple[Workflow | None, 
     path = next((base / f"{profile}{ext}" for ext in (".yaml", ".yml") if (base / f"{profile}{ext}").is_file()), None)
     if path is None:
         return None, [f"workflow {profile!r} not found at {base / (profile + '.yaml')}; prompt rendered without it"]
-    data = _read_yaml(path, "workflow")
+    data = load_yaml(read_text_file(path, f"{path}: workflow"), where=str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a workflow must be a mapping")
     try:
@@ -257,7 +245,7 @@ def load_workflow(root: str | Path, mission: Mission) -> tuple[Workflow | None, 
 
 
 def mission_warnings(mission: Mission) -> list[str]:
-    """Ignored unknown keys, and what the hermes-proxy runtime cannot honour (UH's preflight would refuse it)."""
+    """Ignored unknown keys, and what the hermes-proxy runtime cannot honour."""
     where = str(mission.source_path) if mission.source_path else "mission"
     out = [f"{where}: unknown key {key} ignored (as UH does)" for key in mission.ignored_keys]
     req = mission.runtime_requirements

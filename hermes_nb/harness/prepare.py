@@ -1,5 +1,4 @@
-"""The one way a run is prepared, whoever launches it (the CLI, the notebooks, the kit, the console,
-:func:`run_mission`), so the same mission sends the same request from every face."""
+"""The one way a run is prepared, whoever launches it, so the same mission sends the same request from every face."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ class RunSpec(ConfigOptions):
         return self
 
     def source(self) -> Mission | str:
-        """The mission file, or an ad-hoc mission made from the prompt (a file or stdin read with the limit:
-        ``/dev/zero`` is refused after ``max_prompt_bytes + 1`` bytes)."""
+        """The mission file, or an ad-hoc mission made from the prompt (a file or stdin read up to the limit)."""
         if self.mission is not None:
             return self.mission
         if self.prompt is not None and self.prompt != "-":
@@ -82,17 +80,14 @@ class RunSpec(ConfigOptions):
 
 @dataclass(frozen=True)
 class PreparedMission:
-    """A mission ready to run: its resolved config, workflow, warnings and project root."""
-
     mission: Mission
     config: HermesProxyRuntimeConfig
-    #: the project root (manifest, workflows, artifacts); None: none yet (the kit gives one before running)
+    #: the project root; None: none yet (the kit gives one before running)
     root: Path | None
     workflow: Workflow | None = None
     warnings: tuple[str, ...] = ()
 
     def replace(self, **changes: Any) -> PreparedMission:
-        """A copy with ``changes`` (``config=`` pointed at an emulator, ``root=`` a temporary directory)."""
         return dataclasses.replace(self, **changes)
 
     def _root(self) -> Path:
@@ -101,12 +96,10 @@ class PreparedMission:
         return self.root
 
     def run(self, **options: Any) -> RunResult:
-        """:func:`hermes_nb.harness.run.run` with this preparation (``sandbox``, ``on_delta``, …)."""
         return run(self.mission, self.config, root=self._root(), workflow=self.workflow, warnings=self.warnings,
                    **options)
 
     def dry_run(self, *, run_id: str | None = None) -> DryRunResult:
-        """:func:`hermes_nb.harness.run.dry_run` with this preparation: writes the plan, sends nothing."""
         return dry_run(self.mission, self.config, root=self._root(), run_id=run_id, workflow=self.workflow,
                        warnings=self.warnings)
 
@@ -117,9 +110,8 @@ def prepare_mission(source: Mission | PathLike | None = None, *, prompt: str | N
                     overrides: Mapping[str, Any] | str | None = None, environ: Mapping[str, str] | None = None,
                     **explicit: Any) -> PreparedMission:
     """The mission (a mission.yaml, a :class:`Mission` or ``prompt``), its root (``root``, else ``R`` for
-    ``R/.harness/missions/<dir>/mission.yaml``, else ``fallback_root``: None for the kit, which writes under a
-    temporary directory), its config resolved once (``explicit``: runtime_config keys as arguments, the highest
-    layer), workflow and warnings; :class:`ConfigError` for bad input, before anything is written."""
+    ``R/.harness/missions/<dir>/mission.yaml``, else ``fallback_root``), its config resolved once (``explicit``:
+    runtime_config keys, the highest layer), workflow and warnings; :class:`ConfigError` before anything is written."""
     if source is not None and prompt is not None:
         raise ConfigError("give a mission or a prompt, not both")
     if isinstance(source, Mission):
@@ -149,9 +141,8 @@ def prepare_mission(source: Mission | PathLike | None = None, *, prompt: str | N
 def run_mission(source: Mission | PathLike | None = None, *, prompt: str | None = None,
                 spec: RunSpec | None = None, environ: Mapping[str, str] | None = None,
                 on_delta: Callable[[str], None] | None = None, **options: Any) -> RunResult:
-    """Prepare ``source`` or ``prompt`` and run it as ``hermes-nb run`` does. ``spec`` or ``options``:
-    :class:`RunSpec`'s fields, plus :func:`hermes_nb.harness.run.run`'s ``transport``, ``on_event``,
-    ``handle_signals`` and ``project``."""
+    """Prepare ``source`` or ``prompt`` and run it as ``hermes-nb run`` does. ``options``: :class:`RunSpec`'s fields,
+    plus :func:`hermes_nb.harness.run.run`'s ``transport``, ``on_event``, ``handle_signals`` and ``project``."""
     hooks = {k: options.pop(k) for k in ("transport", "on_event", "handle_signals", "project") if k in options}
     spec = spec or RunSpec.build(**options)
     prepared = prepare_mission(source if source is not None or prompt is not None else spec.source(),

@@ -1,6 +1,7 @@
-"""Plan, dry-run and run a mission against the proxy, writing UH's artifact tree (uh-contract §3), and what a run
-hands back. A run keeps the prompt once, in ``prompt.md``; every other record carries ``<prompt.md: N bytes,
-sha256:…>`` instead."""
+"""Plan, dry-run and run a mission against the proxy, writing UH's artifact tree (uh-contract §3). A run keeps the
+prompt once, in ``prompt.md``; every other record carries ``<prompt.md: N bytes, sha256:…>`` instead. It works in
+the project or a throwaway copy (UH's ``directory`` sandbox); what changed is diffed as git trees written through a
+temporary index (the user's untouched)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ import contextlib
 import hashlib
 import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +26,7 @@ from hermes_nb.core.errors import ArtifactError, HermesError
 from hermes_nb.core.facts import (
     CONNECT_TIMEOUT_S,
     ERROR_PREFIX,
+    HARNESS_DIR,
     PROMPT_FILE,
     RUN_ARTIFACTS,
     RUNTIME,
@@ -35,24 +41,139 @@ from hermes_nb.core.redaction import Redactor, StreamRedactor, redact_headers
 from hermes_nb.harness.artifacts import HermesRuntimeResult, MissionArtifacts, RuntimeSession, uh_document
 from hermes_nb.harness.mission import Mission, Workflow, harness_root_of, render_prompt
 from hermes_nb.harness.signals import SIGNAL_NAMES, Cancelled, SignalGuard
-from hermes_nb.harness.workdir import Diff, capture, snapshot, workdir
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body
 from hermes_nb.wire.reading import classify
 from hermes_nb.wire.sentinel import extract_final_message
 
+#: directory names never copied into a sandbox
+SKIP_NAMES = frozenset({HARNESS_DIR, ".venv", ".venv-hermes", "venv", "node_modules", "__pycache__", ".mypy_cache",
+                        ".pytest_cache", ".ruff_cache", ".tox", ".ipynb_checkpoints"})
+#: a project with more entries is not copied (``--no-sandbox`` runs in place)
+MAX_SANDBOX_ENTRIES = 50_000
+MAX_DIFF_BYTES = 50 * 1024 * 1024
+_GIT_TIMEOUT_S = 120.0
+
+
+@contextlib.contextmanager
+def workdir(project: str | Path, *, sandbox: bool, max_entries: int | None = None) -> Iterator[Path]:
+    """``project`` itself, or a copy of it (``.git`` kept, :data:`SKIP_NAMES` skipped) removed afterwards."""
+    source = Path(project)
+    if not sandbox:
+        yield source
+        return
+    if not source.is_dir():
+        raise ArtifactError(f"sandbox source {source} is not a directory")
+    limit, count = max_entries or MAX_SANDBOX_ENTRIES, 0
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        nonlocal count
+        skipped = set(SKIP_NAMES.intersection(names))
+        count += len(names) - len(skipped)
+        if count > limit:
+            raise ArtifactError(f"project {directory} has more than {limit} entries: too large for a sandbox copy "
+                                "(use --no-sandbox)")
+        return skipped
+
+    parent = Path(tempfile.mkdtemp(prefix="hermes-nb-sandbox-"))
+    target = parent / (source.resolve().name or "project")
+    try:
+        try:
+            shutil.copytree(source, target, symlinks=True, ignore=ignore)
+        except (shutil.Error, OSError) as exc:
+            raise ArtifactError(f"cannot copy {source} into a sandbox: {exc}") from None
+        yield target
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+class _GitFailed(Exception):
+    pass
+
+
+@dataclass
+class Diff:
+    cwd: Path
+    #: the working tree at the start, as a git tree (None: not a git work tree, or git failed)
+    tree: str | None = None
+    commit: str | None = None
+    patch: bytes = b""
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _git(cwd: Path, *args: str, index: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, timeout=_GIT_TIMEOUT_S,
+                              check=False)
+    except FileNotFoundError:
+        raise _GitFailed("git executable not found") from None
+    except subprocess.TimeoutExpired:
+        raise _GitFailed(f"git {args[0]} timed out after {_GIT_TIMEOUT_S:.0f} s") from None
+    if check and proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise _GitFailed(f"git {args[0]} failed: {message[-1] if message else f'exit {proc.returncode}'}")
+    return proc
+
+
+def _tree_of_worktree(cwd: Path) -> str:
+    git_index = _git(cwd, "rev-parse", "--git-path", "index").stdout.decode().strip()
+    with tempfile.TemporaryDirectory(prefix="hermes-nb-index-") as tmp:
+        index = Path(tmp) / "index"
+        if (cwd / git_index).is_file():  # (an absolute git_index stays itself)
+            shutil.copyfile(cwd / git_index, index)  # keeps the stat cache: add -A stays fast
+        else:
+            _git(cwd, "read-tree", "--empty", index=index)
+        _git(cwd, "add", "-A", "--", ".", f":(exclude){HARNESS_DIR}", index=index)
+        return _git(cwd, "write-tree", index=index).stdout.decode().strip()
+
+
+def snapshot(cwd: str | Path) -> Diff:
+    """The base commit (if any) and the working-tree snapshot at the start of a run."""
+    path = Path(cwd)
+    try:
+        inside = _git(path, "rev-parse", "--is-inside-work-tree", check=False)
+    except _GitFailed as exc:
+        return Diff(path, notes=[f"diff capture skipped: {exc}"])
+    if inside.returncode != 0 or inside.stdout.strip() != b"true":
+        return Diff(path, notes=[f"diff capture skipped: {path} is not a git work tree"])
+    head = _git(path, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
+    commit = head.stdout.decode().strip() if head.returncode == 0 else None
+    try:
+        return Diff(path, tree=_tree_of_worktree(path), commit=commit)
+    except _GitFailed as exc:
+        return Diff(path, commit=commit, errors=[f"Diff capture failed: {exc}"])
+
+
+def capture(diff: Diff) -> Diff:
+    """``diff`` with the binary-safe patch of what changed since :func:`snapshot`."""
+    if diff.tree is None:
+        return diff
+    try:
+        tree = _tree_of_worktree(diff.cwd)
+        if tree != diff.tree:
+            diff.patch = _git(diff.cwd, "diff", "--binary", "--no-color", "--no-ext-diff", diff.tree, tree).stdout
+    except _GitFailed as exc:
+        diff.errors.append(f"Diff capture failed: {exc}")
+    if len(diff.patch) > MAX_DIFF_BYTES:
+        diff.patch = diff.patch[:MAX_DIFF_BYTES]
+        diff.errors.append(f"Diff capture truncated at {MAX_DIFF_BYTES} bytes")
+    return diff
+
 
 def artifact_digests(run_dir: Any, names: tuple[str, ...] = RUN_ARTIFACTS) -> dict[str, str]:
-    """sha256 of each run artifact present in ``run_dir``."""
     if run_dir is None:
         return {}
     return {name: sha256_file(Path(run_dir) / name) for name in names if (Path(run_dir) / name).is_file()}
 
 
 class RunPlan(BaseModel):
-    """What a run will send, with no secret and no copy of the prompt: ``body`` and ``args`` carry
-    ``prompt_reference`` where the user message goes, ``prompt`` is the digest and size of what ``prompt.md``
-    holds; ``request_prompt`` (never dumped) is the prompt as sent, the user's own words unredacted."""
+    """What a run will send, with no secret and no copy of the prompt (``prompt_reference`` in its place);
+    ``request_prompt`` (never dumped) is the prompt as sent."""
 
     mission_id: str
     runtime: str = RUNTIME
@@ -70,18 +191,16 @@ class RunPlan(BaseModel):
     prompt_reference: str = Field(exclude=True)
 
     def request(self) -> dict[str, Any]:
-        """``request.json`` before the call (the client's own record of the request replaces it after)."""
+        """``request.json`` before the call (the client's record replaces it after)."""
         return {"method": self.method, "url": self.url, "headers": dict(self.headers), "body": self.body}
 
     def session(self, status: str, **fields: Any) -> dict[str, Any]:
-        """The ``runtime-session.yaml`` document."""
         return uh_document(RuntimeSession, schema_version="uh.runtime-session.v0", mission_id=self.mission_id,
                            runtime=self.runtime, status=status, command=self.command, args=self.args, **fields)
 
 
 @dataclass
 class RunResult(Shown):
-    """A finished run: the runtime-result document and where it lives."""
 
     result: dict[str, Any]
     run_dir: Path
@@ -124,7 +243,6 @@ class DryRunResult:
 
 def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Workflow | None = None,
              warnings: list[str] | tuple[str, ...] = ()) -> RunPlan:
-    """The request a run will send (no IO)."""
     prompt = render_prompt(mission, workflow)
     redactor = Redactor(config.secrets())
     stored = redactor.text(prompt).encode("utf-8", "surrogatepass")  # prompt.md's bytes
@@ -150,8 +268,8 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
 def _prepare(mission: Mission, config: HermesProxyRuntimeConfig, root: str | Path, run_id: str | None,
              workflow: Workflow | None, warnings: list[str] | tuple[str, ...]
              ) -> tuple[RunPlan, MissionArtifacts, str, bool]:
-    """The plan, the artifact writer, the run id and whether the mission is ``<root>/.harness/missions/<dir>/
-    mission.yaml`` (written under that ``<dir>``, else under its id), after every check before the first write."""
+    """The plan, the artifact writer, the run id and whether the mission is placed under ``root`` (its artifacts
+    under its directory's name, else its id), after every check before the first write."""
     plan = plan_run(mission, config, workflow=workflow, warnings=warnings)
     home = harness_root_of(mission)
     placed = home is not None and mission.source_path is not None and home.resolve() == Path(root).resolve()
@@ -183,9 +301,8 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
         workflow: Workflow | None = None, warnings: list[str] | tuple[str, ...] = (),
         handle_signals: bool = True, project: str | Path | None = None) -> RunResult:
     """Execute ``mission``; a started run always ends with its result document, ``latest.json`` and index entry.
-    ``on_delta`` gets the redacted text ``runtime.stdout.log`` got, ``on_event`` each SSE record once its piece is
-    settled; a hook that raises becomes a warning. SIGINT/SIGTERM/SIGHUP (``handle_signals``, main thread) or a
-    ``KeyboardInterrupt`` from a hook cancel the run, its partial text kept."""
+    ``on_delta`` gets the redacted text, ``on_event`` each SSE record once settled (a hook that raises: a warning). A
+    signal (``handle_signals``) or a ``KeyboardInterrupt`` from a hook cancels the run, its partial text kept."""
     plan, artifacts, rid, placed = _prepare(mission, config, root, run_id, workflow, warnings)
     with workdir(Path(project) if project is not None else artifacts.root, sandbox=sandbox) as wd:
         rid = artifacts.claim_run_id(rid, explicit=run_id is not None)  # concurrent runs: one directory each
@@ -201,7 +318,7 @@ def run(mission: Mission, config: HermesProxyRuntimeConfig, *, root: str | Path,
 
 
 def _set_content(payload: Any, text: str) -> bool:
-    """Replace the content piece of a chat chunk (``choices[0].delta``/``message``); True if it changed."""
+    """Replace the content of a chat chunk (``choices[0].delta``/``message``); True if it changed."""
     try:
         choice = payload["choices"][0]
         holder = choice["delta"] if isinstance(choice.get("delta"), dict) else choice["message"]
@@ -215,9 +332,7 @@ def _set_content(payload: Any, text: str) -> bool:
 
 class RedactedStream:
     """The streamed answer and its SSE events, released in order and redacted: a secret split across deltas never
-    reaches the log, and each event waits until the piece it carried is settled, so it is logged with its share of
-    the secret masked. ``event(record)`` and ``piece(text)`` as the client reads; ``write_text(safe)`` and
-    ``write_event(record, payload)`` get what is settled; ``finish()`` releases the rest."""
+    reaches the log, and each event waits until its piece is settled, so it is logged with its share masked."""
 
     def __init__(self, redactor: Redactor, *, write_text: Callable[[str], None],
                  write_event: Callable[[SSEEventRecord, Any], None]) -> None:
@@ -267,8 +382,8 @@ class RedactedStream:
 
 
 class _Runner:
-    """One run's life cycle (uh-contract §3 sequence). The signal handlers cover all of it (a SIGTERM while a
-    document is written must not leave ``latest.json`` running) but cancel only while the request is in flight."""
+    """One run's life cycle (uh-contract §3). The signal handlers cover all of it (no ``latest.json`` left running)
+    but cancel only while the request is in flight."""
 
     def __init__(self, mission: Mission, config: HermesProxyRuntimeConfig, plan: RunPlan,
                  artifacts: MissionArtifacts, run_id: str, *, transport: httpx.BaseTransport | None,
@@ -276,7 +391,7 @@ class _Runner:
         self.mission, self.config, self.plan, self.arts, self.run_id = mission, config, plan, artifacts, run_id
         self.transport, self.hooks = transport, hooks  # on_delta, on_event: dropped once one raised
         self.guard = SignalGuard(handle_signals)
-        self.run_dir = artifacts.run_dir(run_id)  # (writes refuse symlinks on the way and at the end)
+        self.run_dir = artifacts.run_dir(run_id)
         self.started_at = iso_now()
         self.notes: list[str] = []
         self.hook_warnings: list[str] = []
@@ -290,7 +405,6 @@ class _Runner:
         return self.arts.relative(self.run_dir / name)
 
     def _event(self, kind: str, **payload: Any) -> None:
-        """One events.ndjson line, written and flushed now (the handle stays open for the run)."""
         if self._events is None:
             self._events = self.arts.open(self.run_dir / "events.ndjson", "a")
         self.arts.write_line(self._events, {"type": kind, "timestamp": iso_now(), "runtime": self.plan.runtime,
@@ -303,13 +417,12 @@ class _Runner:
 
     def _write_sse(self, record: SSEEventRecord, payload: Any) -> None:
         extra = {} if record.event == "message" else {"event": record.event}
-        # (events.ndjson is open: runtime.started came before the request)
         self.arts.write_line(self._events, {"type": "hermes-proxy.sse", "timestamp": iso_now(), "payload": payload,
                                             "t": round(record.t, 6), **extra})
         self._call("on_event", record)
 
     def _call(self, name: str, value: Any) -> None:
-        """A caller's display hook; one that fails is not called again and the run goes on (it is paid for)."""
+        """A caller's hook; one that fails is not called again and the run goes on (it is paid for)."""
         hook = self.hooks.get(name)
         if hook is None:
             return
@@ -372,7 +485,7 @@ class _Runner:
 
     def _finish(self, exchange: Exchange | None, cancelled: Cancelled | None,
                 outcome: Outcome | None = None) -> RunResult:
-        """The logs, diff, final text and request record, then the terminal documents (``outcome``: an abort's)."""
+        """The logs, diff, final text and request record, then the terminal documents."""
         if outcome is None and exchange is not None and cancelled is None:
             self._stream.text.adopt(exchange.text)  # the same text: one copy, not the pieces and a join (P5)
             outcome = classify(exchange, self.config)

@@ -1,6 +1,5 @@
 """SIGINT/SIGTERM/SIGHUP during a run: cancel the request, never lose the run's documents. A handler is held back
-while a native module initialises (raised inside pydantic-core's init it is a panic, not a ``KeyboardInterrupt``).
-The CLI installs its handlers through this module at start-up: it loads only ``signal`` and ``threading``."""
+while a native module initialises (raised inside pydantic-core's init it is a panic). Loaded at CLI start-up."""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ class _NativeLoader(importlib.machinery.ExtensionFileLoader):
 
 
 def defer_in_native_init() -> None:
-    """Load extension modules through :class:`_NativeLoader` from now on (a ``FileFinder`` path hook ahead of the
-    others, with the standard loaders but that one; once per process)."""
+    """Load extension modules through :class:`_NativeLoader` from now on (once per process)."""
     if any(getattr(hook, "hermes_nb_native", False) for hook in sys.path_hooks):
         return
     m = importlib.machinery
@@ -67,7 +65,7 @@ def defer_in_native_init() -> None:
 
 
 class Cancelled(BaseException):
-    """Raised from a signal handler to abort the request (never escapes the runner)."""
+    """Raised from a signal handler to abort the request."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -75,8 +73,8 @@ class Cancelled(BaseException):
 
 
 class SignalGuard:
-    """The handlers for a run's whole life cycle (main thread only; the previous ones restored after). While
-    ``armed`` (the request in flight) a signal raises :class:`Cancelled`; otherwise it is kept in ``pending``."""
+    """The handlers for a run's whole life cycle (main thread only). While ``armed`` a signal raises
+    :class:`Cancelled`; otherwise it is kept in ``pending``."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled and threading.current_thread() is threading.main_thread()

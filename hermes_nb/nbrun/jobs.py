@@ -1,7 +1,5 @@
-"""The smoke as one library call (:func:`smoke`, what ``hermes-nb smoke`` runs): the target, the contract the spike
-compares with, storage staging, the CI outputs (one plain, redacted report behind the JUnit XML and the Markdown
-summary), and the signals, in one place for the smoke and the matrix: a signal cancels the running notebooks, keeps
-the finished receipts and ends with 128 + its number; after the notebooks finished it changes nothing."""
+"""The smoke as one library call (:func:`smoke`, what ``hermes-nb smoke`` runs) and its CI outputs, shared with the
+matrix: a signal cancels the running notebooks, keeps the finished receipts and ends with 128 + its number."""
 
 from __future__ import annotations
 
@@ -33,16 +31,12 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, conflict
 from hermes_nb.harness.signals import Cancelled, SignalGuard
-from hermes_nb.nbrun.execute import quiet_notebook_loggers
-from hermes_nb.nbrun.smoke import SmokeResult, launch_kernels, run_smoke, signal_name
+from hermes_nb.nbrun.smoke import SmokeResult, launch_kernels, quiet_notebook_loggers, run_smoke, signal_name
 from hermes_nb.proxy.probe import spike_contract
-from hermes_nb.receipts.ci import write_junit, write_summary
+from hermes_nb.receipts import ci
+from hermes_nb.receipts.store import RemoteStore, is_url
 from hermes_nb.receipts.verdict import operator_action, proxy_state
 from hermes_nb.target import establish
-
-__all__ = ["SmokeSpec", "SmokeOutcome", "smoke", "quiet_notebook_loggers", "signal_name", "STATUS_WORDS",
-           "ci_report", "smoke_exit_code", "write_ci_outputs", "not_started_report", "check_output_paths",
-           "step_summary_path", "with_problems"]
 
 
 class SmokeSpec(ConfigOptions):
@@ -92,16 +86,15 @@ class SmokeSpec(ConfigOptions):
 
 @dataclass
 class SmokeOutcome:
-    """What :func:`smoke` did: the CI report (redacted plain data), the smoke's result when the notebooks ran,
-    the CI outputs written, warnings, and the exit code the command ends with."""
+    """What :func:`smoke` did: the CI report (redacted plain data), its result when the notebooks ran, the outputs."""
 
     report: dict[str, Any]
     result: SmokeResult | None = None
     written: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    #: why the target never started (the rig refused, or a signal came first), else None
+    #: why the target never started (the rig refused, or a signal came first)
     error: str | None = None
-    #: outputs asked for that were not written after all (the disk filled up): the smoke fails
+    #: outputs not written after all (a full disk): the smoke fails
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -113,7 +106,6 @@ class SmokeOutcome:
         return with_problems(int(self.report["exit_code"]), self.problems)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` object: the smoke's result (or why it did not start), the exit code, the outputs."""
         head = (self.result.to_dict() if self.result is not None
                 else {"error": self.error, "verdict": self.verdict, "target_kind": self.report.get("target_kind")})
         return Redactor(self.result.secrets if self.result is not None else ()).data({
@@ -128,14 +120,12 @@ class SmokeOutcome:
 def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = None,
           environ: Mapping[str, str] | None = None, progress: Callable[[str], None] | None = None,
           handle_signals: bool = True, **options: Any) -> SmokeOutcome:
-    """Run the smoke as ``hermes-nb smoke`` does; never raises for a verdict. ``options``: :class:`SmokeSpec`'s;
-    ``step_summary``: default ``$GITHUB_STEP_SUMMARY``. Bad options and unwritable outputs raise
-    :class:`~hermes_nb.core.errors.UsageError` (exit 2) before anything runs."""
+    """Run the smoke as ``hermes-nb smoke`` does; never raises for a verdict (bad options and unwritable outputs:
+    :class:`~hermes_nb.core.errors.UsageError` before anything runs). ``step_summary``: default
+    ``$GITHUB_STEP_SUMMARY``."""
     env = os.environ if environ is None else environ
     spec = spec or SmokeSpec.build(**options)
     only, blocked_exit = spec.only or None, spec.blocked_exit
-    from hermes_nb.receipts.store import RemoteStore, is_url
-
     check_output_paths(junit_xml=spec.junit_xml, summary_md=spec.summary_md)
     warnings: list[str] = []
     step = step_summary_path(step_summary, env, warnings)
@@ -209,8 +199,7 @@ def smoke(spec: SmokeSpec | None = None, *, step_summary: str | Path | None = No
 
 
 def _start_rig(stack: ExitStack, spec: SmokeSpec, *, say: Callable[[str], None], json_quiet: bool) -> Any:
-    """The real proxy in ``spec.rig`` with ``--provider``: ``--hermes-bin``'s, a release's cached venv (``--package``,
-    ``--hermes-version``), else the one found the usual way; entered on ``stack``."""
+    """The real proxy rig of ``spec``'s release, entered on ``stack``."""
     from hermes_nb.rig.executable import ensure_release, release_spec, unsupported_reason  # the rig's wing: --rig only
     from hermes_nb.rig.rig import real_proxy
 
@@ -247,7 +236,7 @@ def with_problems(code: int, problems: Sequence[str]) -> int:
 
 
 def _ci(environ: Mapping[str, str] | None) -> tuple[Path, str | None, str | None]:
-    """(the artifact root, the CI run's page, GitLab's URL prefix of a job artifact) from what CI sets."""
+    """(the artifact root, the CI run's page, GitLab's URL prefix of a job artifact)."""
     env = os.environ if environ is None else environ
     if env.get("GITLAB_CI") or env.get("CI_JOB_URL"):
         job = env.get("CI_JOB_URL") or None
@@ -258,7 +247,6 @@ def _ci(environ: Mapping[str, str] | None) -> tuple[Path, str | None, str | None
 
 
 def _relative(root: Path, location: Any) -> str:
-    """A URL as is; a local path relative to the artifact root when it is under it."""
     path = Path(str(location))
     if "://" in str(location):
         return str(location)
@@ -275,7 +263,7 @@ def _base(run_url: str | None, blocked_exit: int) -> dict[str, Any]:
 
 def ci_report(result: Any, *, blocked_exit: int = EXIT_BLOCKED, redactor: Redactor | None = None,
               environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Plain, redacted data for JUnit and the step summary; per notebook what an operator acts on."""
+    """Plain, redacted data for JUnit and the step summary."""
     root, run_url, file_url = _ci(environ)
     notebooks = []
     for run in result.runs:
@@ -319,8 +307,8 @@ def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT
                        hermes_version: str | None = None, verdict: str = "blocked", cancelled_by: str | None = None,
                        environ: Mapping[str, str] | None = None, redactor: Redactor | None = None,
                        notebooks: Sequence[str] = ()) -> dict[str, Any]:
-    """The report of a smoke whose target never started (the rig refused, or a signal came first): one case per
-    requested notebook, else one named after the target, each carrying the reason, so CI shows why."""
+    """The report of a smoke whose target never started: one case per requested notebook (else one named after the
+    target), each carrying the reason."""
     now = iso_now()
     report = {
         **_base(_ci(environ)[1], blocked_exit), "provider": None, "verdict": verdict,
@@ -338,7 +326,6 @@ def not_started_report(error: str, *, target_kind: str, blocked_exit: int = EXIT
 
 
 def check_output_paths(**paths: str | Path | None) -> None:
-    """Every output file asked for is proven writable before anything runs, else a :class:`UsageError`."""
     for what, path in paths.items():
         if path is not None:
             prove_writable(path, f"{what.replace('_', ' ')} output")
@@ -358,19 +345,19 @@ def write_ci_outputs(report: dict[str, Any], *, redactor: Redactor, junit_xml: s
                      summary_md: str | Path | None = None, step_summary: str | Path | None = None,
                      warnings: list[str] | None = None, problems: list[str] | None = None,
                      junit_text: str | None = None, summary_text: str | None = None) -> dict[str, str]:
-    """Write the JUnit XML and the Markdown summary, append the summary to ``$GITHUB_STEP_SUMMARY``; returns what
-    was written, by key. ``junit_text``/``summary_text``: documents made elsewhere (the matrix's). An output not
-    written after all (a full disk) is one line in ``problems`` (raised without it); the step summary's, in
-    ``warnings``. A document that would carry a secret is refused."""
+    """Write the JUnit XML and the summary, append it to ``$GITHUB_STEP_SUMMARY``; what was written, by key.
+    ``junit_text``/``summary_text``: the matrix's documents. An output not written is a line in ``problems`` (raised
+    without it); the step summary's, in ``warnings``."""
     written: dict[str, str] = {}
     for key, path, failures in (("junit_xml", junit_xml, problems), ("summary_md", summary_md, problems),
                                 ("step_summary", step_summary, warnings)):
         if not path:
             continue
+        given, make = (junit_text, ci.junit_text) if key == "junit_xml" else (summary_text, ci.summary_markdown)
+        text = redactor.text(given) if given is not None else make(redactor.data(dict(report)))
         try:
-            written[key] = str(write_junit(report, str(path), redactor=redactor, text=junit_text) if key == "junit_xml"
-                               else write_summary(report, str(path), redactor=redactor, text=summary_text,
-                                                  append=key == "step_summary"))
+            written[key] = str(ci.write_ci_file(path, text, redactor, "JUnit XML" if key == "junit_xml" else "summary",
+                                                append=key == "step_summary"))
         except (ArtifactError, OSError) as exc:
             if failures is None:
                 raise

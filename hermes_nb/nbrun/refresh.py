@@ -1,6 +1,5 @@
-"""``make notebooks``: build each shipped notebook, execute it against the emulator and store it with the outputs
-nbval compares, if it passed (a guide: if it ran through). Outputs are normalised with the nbval sanitize rules, so
-refreshing twice writes the same bytes; a guide keeps no widget view and shows the placeholders in its HTML.
+"""``make notebooks``: build each shipped notebook, execute it against the emulator and store it, if it passed, with
+its outputs normalised by the nbval sanitize rules (refreshing twice writes the same bytes).
 ``python -m hermes_nb.nbrun.refresh notebooks`` refreshes the guides; ``hermes-nb notebooks refresh`` the others."""
 
 from __future__ import annotations
@@ -19,11 +18,9 @@ import nbformat
 
 from hermes_nb.core.errors import ConfigError, NotebookFailed
 from hermes_nb.core.facts import GUIDES, TEMPLATED_NOTEBOOKS, sanitize_file
-from hermes_nb.nbrun.execute import KernelPool, NotebookRun, execute_notebook, quiet_notebook_loggers
+from hermes_nb.nbrun.smoke import KernelPool, NotebookRun, execute_notebook, quiet_notebook_loggers
 from hermes_nb.nbrun.templates import build
 from hermes_nb.receipts.verdict import VERDICT_MIME
-
-__all__ = ["SANITIZE_FILE", "sanitize_rules", "sanitize_outputs", "refresh_notebooks"]
 
 SANITIZE_FILE = "nbval-sanitize.cfg"
 #: what a guide does not store: the widget view (its state is not stored) and the console's page script
@@ -31,7 +28,7 @@ _LIVE_ONLY = ("application/vnd.jupyter.widget-view+json", "application/javascrip
 
 
 def sanitize_rules(path: Path) -> list[tuple[re.Pattern[str], str]]:
-    """The ``regex``/``replace`` pairs of an nbval sanitize file, read with :mod:`configparser` as nbval does."""
+    """The ``regex``/``replace`` pairs of an nbval sanitize file, read as nbval does."""
     parser = configparser.ConfigParser()
     try:
         with open(path, encoding="utf-8") as fh:
@@ -95,8 +92,7 @@ def _guide_outputs(nb: Any, rules: Sequence[tuple[re.Pattern[str], str]]) -> Non
 
 def refresh_notebooks(directory: Path, *, names: Sequence[str] | None = None, timeout_s: float = 120.0,
                       progress: Callable[[str], None] | None = None) -> list[NotebookRun]:
-    """Build each notebook (default: the templated ones), execute it in ``directory`` and store it there, the
-    template with the outputs it gave."""
+    """Build each notebook (default: the templated ones), execute it in ``directory`` and store it there."""
     quiet_notebook_loggers()
     directory = Path(directory).resolve()
     directory.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,6 @@
-"""The shipped notebooks, generated from code so they are reproducible: the smoke's three and the load receipt's
-(one ``parameters`` cell of literals, ``name: type = default  # help``, that papermill reads; no secret is ever a
-parameter; cells only call :mod:`hermes_nb.kit` and end with the object, whose display is the notebook's; the last
-cell records the verdict), and the guide (the probe console and the magics; never run by the smoke)."""
+"""The shipped notebooks, generated from code: the smoke's three and the load receipt's (a ``parameters`` cell
+papermill reads, never a secret; cells only call :mod:`hermes_nb.kit` and display; the last records the verdict),
+and the guide (the probe console and the magics; never run by the smoke)."""
 
 from __future__ import annotations
 
@@ -16,9 +15,6 @@ from hermes_nb.load.spec import LoadSpec  # the load wing's notebook: its parame
 from hermes_nb.proxy.check import CheckSpec
 from hermes_nb.proxy.probe import ProbeSpec
 
-__all__ = ["KERNELSPEC", "JOB_SPECS", "build"]
-
-KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 #: each job notebook's spec: its parameters cell is generated from it (the CLI's words and defaults)
 JOB_SPECS: dict[str, type[ConfigOptions]] = {WIRE_SPIKE: ProbeSpec, ADAPTER_CHECK: CheckSpec, E2E_SMOKE: RunSpec}
 #: the two parameters the runner adds to every job notebook: what it established once, handed on
@@ -50,7 +46,7 @@ def _code(source: str, tags: Sequence[str] = ()) -> nbformat.NotebookNode:
 def _notebook(cells: list[nbformat.NotebookNode], title: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.cells = cells
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     nb.metadata["hermes_nb"] = {"guide" if title in GUIDES else "template": title}
     for i, cell in enumerate(nb.cells):  # stable ids keep git diffs of refreshed notebooks small

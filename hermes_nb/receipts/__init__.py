@@ -1,2 +1,1 @@
-"""Layer 5, receipts: the verdict record, a receipt, its pages, the chained index, verify, shared storage, CI
-reports and the promotion gate. Imports nothing that runs notebooks."""
+"""Receipts: the verdict record, a receipt, its pages, the chained index, verify, storage, CI reports, promotion."""

@@ -1,8 +1,5 @@
-"""What CI reads of a smoke run: its JUnit XML and its Markdown summary, each redacted and scanned (a secret refuses
-the write). The XML is valid against Jenkins xunit-plugin's ``junit-10.xsd`` in the shape docs/ci/README.md gives:
-blocked is ``<skipped>`` (every reader keeps the pipeline green; ``--blocked-exit`` decides), cancelled ``<error>``.
-The summary goes to ``--summary-md`` and is appended to ``$GITHUB_STEP_SUMMARY`` (GitHub caps a step's at 1 MiB).
-"""
+"""What CI reads of a smoke run: its JUnit XML (valid against ``junit-10.xsd``, in docs/ci/README.md's shape:
+blocked is ``<skipped>``, so ``--blocked-exit`` decides; cancelled ``<error>``) and its Markdown summary."""
 
 from __future__ import annotations
 
@@ -22,7 +19,7 @@ _ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_safe(value: Any) -> str:
-    """``value`` as text XML 1.0 can carry: ANSI colour codes and forbidden characters removed."""
+    """``value`` as text XML 1.0 can carry (no ANSI colour codes, no forbidden characters)."""
     return _ILLEGAL.sub("", _ANSI.sub("", "" if value is None else str(value)))
 
 
@@ -34,7 +31,6 @@ def _seconds(value: Any) -> str:
 
 
 def _suite(parent: ET.Element, report: Mapping[str, Any], name: str | None) -> None:
-    """One ``<testsuite>`` for one smoke report."""
     kind = str(report.get("target_kind") or "emulator")
     notebooks = list(report.get("notebooks") or [])
     errored = sum(1 for n in notebooks if n.get("verdict") == "cancelled")
@@ -52,7 +48,7 @@ def _suite(parent: ET.Element, report: Mapping[str, Any], name: str | None) -> N
                  "exit_code", "blocked_exit", "cancelled_by", "ci_run_url"):
         if report.get(prop) is not None:
             ET.SubElement(props, "property", {"name": prop, "value": xml_safe(report[prop])})
-    for n in notebooks:  # (the properties element comes first whatever is added to it)
+    for n in notebooks:
         if n.get("receipt"):
             ET.SubElement(props, "property", {"name": f"receipt:{n.get('name')}",
                                               "value": xml_safe(n.get("receipt_url") or n["receipt"])})
@@ -110,7 +106,6 @@ MAX_SUMMARY_CHARS = 512 * 1024
 
 
 def md_cell(value: Any) -> str:
-    """Text safe inside one Markdown table cell."""
     text = "—" if value is None or value == "" else str(value)
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
@@ -132,7 +127,6 @@ def _blocked_policy(code: int) -> str:
 
 
 def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke") -> str:
-    """The Markdown of one smoke run (``report``: :func:`~hermes_nb.nbrun.jobs.ci_report`)."""
     verdict = str(report.get("verdict"))
     notebooks = list(report.get("notebooks") or [])
     blocked_exit = int(report.get("blocked_exit", 3))
@@ -194,20 +188,8 @@ def summary_markdown(report: Mapping[str, Any], *, title: str = "hermes-nb smoke
     return text
 
 
-def write_junit(report: Mapping[str, Any], path: str | Path, *, redactor: Redactor, text: str | None = None) -> Path:
-    """The JUnit XML of ``report`` (or the given ``text``)."""
-    return _write(path, junit_text(redactor.data(dict(report))) if text is None else redactor.text(text), redactor,
-                  "JUnit XML")
-
-
-def write_summary(report: Mapping[str, Any], path: str | Path, *, redactor: Redactor, append: bool = False,
-                  text: str | None = None) -> Path:
-    """The summary Markdown of ``report`` (or the given ``text``), written, or appended (GitHub's step summary)."""
-    return _write(path, summary_markdown(redactor.data(dict(report))) if text is None else redactor.text(text),
-                  redactor, "summary", append=append)
-
-
-def _write(path: str | Path, text: str, redactor: Redactor, what: str, *, append: bool = False) -> Path:
+def write_ci_file(path: str | Path, text: str, redactor: Redactor, what: str, *, append: bool = False) -> Path:
+    """Write ``text`` (scanned: a secret refuses the write), or append it (GitHub's step summary)."""
     check_clean(str(path), text, redactor)
     if not append:
         return write_atomic(path, text, what=what)

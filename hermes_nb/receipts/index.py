@@ -1,6 +1,5 @@
-"""The receipts index: ``DIR/index.json``, ``DIR/README.md`` and ``DIR/index.html`` (each run's verdicts, newest
-first). Each entry names the sha256 of the one before (``prev_sha256``): removing, editing or reordering an earlier
-entry breaks the chain (cutting the newest off does not: git history of a committed directory covers that)."""
+"""The receipts index: ``DIR/index.json``, ``DIR/README.md`` and ``DIR/index.html``. Each entry names the sha256 of
+the one before (``prev_sha256``): removing, editing or reordering an earlier entry breaks the chain."""
 
 from __future__ import annotations
 
@@ -24,9 +23,7 @@ INDEX_SCHEMA = "hermes-nb.receipts-index.v1"
 INDEXED_FIELDS = ("run_id", "notebook", "verdict", "target_kind", "endpoint", "model", "started_at", "duration_s")
 #: indexed later: an entry written before has none of them; one that has them must match
 LATER_FIELDS = ("reason", "operator_action", "proxy_state", "provider")
-#: In JupyterLab's HTML viewer the page's base is its /files/ URL with ``?_xsrf=…``; relative links lose that query
-#: and jupyter_server answers 403. This carries it over to each relative link (once the viewer trusts the page);
-#: on file:// or S3 there is no _xsrf and nothing changes.
+#: JupyterLab's HTML viewer serves the page with ``?_xsrf=…``; relative links lose it (403): this carries it over
 _LINKS_SCRIPT = """(function(){var b=new URL(document.baseURI),x=b.searchParams.get('_xsrf');if(!x)return;
 document.querySelectorAll('a[href]').forEach(function(a){var h=a.getAttribute('href');
 if(/^([a-z][a-z0-9+.-]*:|\\/\\/|#)/i.test(h))return;var u=new URL(h,b);
@@ -66,7 +63,6 @@ def index_entry(directory: Path, files: ReceiptFiles, receipt: Mapping[str, Any]
 
 
 def entry_digest(entries: list[Any]) -> str | None:
-    """sha256 of the canonical JSON of the last entry (None for an empty index)."""
     return json_digest(entries[-1]) if entries else None
 
 
@@ -74,9 +70,9 @@ def append_index(directory: Path, entries: Iterable[Mapping[str, Any]], *, redac
     """Append entries to ``index.json`` (each naming the digest of the one before) and rewrite ``README.md``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory, os.O_RDONLY)  # the lock is on the directory: no lock file in a tree meant to be committed
+    fd = os.open(directory, os.O_RDONLY)  # locked itself: no lock file in a tree meant to be committed
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # (threads too: each opens its own descriptor)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         index = load_index(directory)
         for e in entries:
             index["receipts"].append({**redactor.data(dict(e)), "prev_sha256": entry_digest(index["receipts"])})
@@ -90,7 +86,6 @@ def append_index(directory: Path, entries: Iterable[Mapping[str, Any]], *, redac
 
 
 def _page(entry: Mapping[str, Any]) -> str:
-    """The receipt's HTML page (none for a run with the renders off)."""
     path = str(entry.get("path") or "")
     if "html" in entry:
         return str(entry["html"] or "")
@@ -125,8 +120,7 @@ def _verdict(word: Any) -> str:
 
 
 def target_label(entries: list[Mapping[str, Any]]) -> str:
-    """The run's target kind, with the state its notebooks saw the proxy in when that is not live (a ``live``
-    endpoint whose proxy refused its credentials reads ``live endpoint, proxy stale``)."""
+    """The run's target kind, with the proxy's state when not live (``live endpoint, proxy stale``)."""
     kind = str(entries[0].get("target_kind") or "—") if entries else "—"
     states = {str(e["proxy_state"]) for e in entries if e.get("proxy_state")}
     seen = next((s for s in ("stale", "unreachable") if s in states), None)
@@ -136,7 +130,7 @@ def target_label(entries: list[Mapping[str, Any]]) -> str:
 
 
 def render_index_html(index: Mapping[str, Any], *, chain: str = "index.json") -> str:
-    """The page of an index; ``chain``: where its hash chain is (shared storage: ``index.d/``, one per run)."""
+    """The page of an index; ``chain``: where its hash chain is (shared storage: ``index.d/``)."""
     entries = [e for e in index.get("receipts", []) if isinstance(e, Mapping)]
     runs: dict[str, list[Mapping[str, Any]]] = {}
     for entry in entries:
@@ -178,7 +172,6 @@ def render_index_html(index: Mapping[str, Any], *, chain: str = "index.json") ->
 
 
 def write_index_html(directory: Path, *, redactor: Redactor | None = None) -> Path:
-    """(Re)write ``directory/index.html`` from ``directory/index.json`` (scanned for secrets first)."""
     text = render_index_html(load_index(Path(directory)))
     check_clean("index.html", text, redactor or Redactor())
     return write_atomic(Path(directory) / "index.html", text)

@@ -1,7 +1,6 @@
 """Receipts in shared storage (``--out s3://bucket/prefix``: any URL papermill's I/O handlers accept). Objects are
 named by run id (one index object per run, ``index.d/<run id>.json``), so runners sharing a prefix never write the
-same object: no locks, no read-modify-write; only ``index.html`` may miss a run finishing at the same moment, until
-the next run. Reading back mirrors the objects into a temporary directory. Errors name the URL, never a flag."""
+same object: no locks. Reading back mirrors the objects into a temporary directory."""
 
 from __future__ import annotations
 
@@ -18,19 +17,17 @@ from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import load_index, parse_index, render_index_html
 from hermes_nb.receipts.write import check_clean
 
-#: the per-run index objects live under ``<prefix>/index.d/``
 INDEX_DIR = "index.d"
 
 
 def is_url(location: str | Path | None) -> bool:
-    """A storage URL (``scheme://…``) rather than a local path (``file://`` counts as local)."""
+    """A storage URL rather than a local path (``file://`` counts as local)."""
     text = str(location or "")
     return "://" in text and not text.startswith("file://")
 
 
 class RemoteStore:
-    """A receipts prefix behind one of papermill's I/O handlers (``s3://`` with ``hermes-nb[s3]``, ``gs://``,
-    ``abs://``, ``adl://``, ``hdfs://``, or one a package registers under ``papermill.io``)."""
+    """A receipts prefix behind one of papermill's I/O handlers."""
 
     def __init__(self, url: str) -> None:
         if not is_url(url):
@@ -39,9 +36,7 @@ class RemoteStore:
         self.scheme = self.url.split("://", 1)[0]
         if self.scheme == "s3" and importlib.util.find_spec("boto3") is None:
             raise UsageError(f"{url}: s3:// needs boto3: pip install 'hermes-nb[s3]'")
-        # edge: papermill's I/O registry takes ~0.4 s to import and only a storage URL needs it (the load notebook's
-        # kernel imports this module)
-        from papermill import iorw
+        from papermill import iorw  # edge: ~0.4 s to import, and only a storage URL needs it
 
         self.iorw = iorw
         self.handler = self.iorw.papermill_io.get_handler(self.url + "/")
@@ -79,19 +74,18 @@ class RemoteStore:
         return sorted(found)
 
     def check(self) -> None:
-        """Can the prefix be listed? (a missing bucket or bad credentials: a usage error before any notebook runs)"""
+        """A prefix that cannot be listed (a missing bucket, bad credentials) is a usage error."""
         try:
             self.handler.listdir(self.url + "/")
         except Exception as exc:  # noqa: BLE001 — every handler raises its own types
             raise UsageError(f"{self.url}: cannot list the prefix ({type(exc).__name__}: {exc})") from None
 
     def locate(self, path: str | Path, staging: Path) -> str:
-        """The URL a staged local file is published at."""
         return self._full(Path(path).resolve().relative_to(staging.resolve()).as_posix())
 
     def publish(self, staging: Path, run_id: str | None = None, *, redactor: Redactor | None = None) -> list[str]:
-        """Upload a staged run: its receipt files, then its index (a reader that sees it finds every receipt),
-        then the page. ``run_id`` None: the staged index's (a run interrupted before it returned)."""
+        """Upload a staged run: its receipt files, then its index (a reader that sees it finds every receipt), then
+        the page. ``run_id`` None: the staged index's."""
         staging = Path(staging)
         if run_id is None:
             entries = load_index(staging)["receipts"]
@@ -116,7 +110,7 @@ class RemoteStore:
         return uploaded
 
     def write_index_html(self, *, redactor: Redactor | None = None) -> str:
-        """``<prefix>/index.html`` from every run's index object, oldest run first (run ids sort by time)."""
+        """``<prefix>/index.html`` from every run's index object (run ids sort by time)."""
         entries: list[Any] = []
         for rel in sorted(n for n in self.list_files(INDEX_DIR) if n.endswith(".json")):
             entries += parse_index(self.read_text(rel), self._full(rel))["receipts"]
@@ -126,8 +120,7 @@ class RemoteStore:
 
 
 def index_documents(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """Every receipts index in a local directory, oldest run first: ``index.json`` (a local directory's chain)
-    and ``index.d/*.json`` (one per run, from shared storage)."""
+    """Every receipts index in a local directory, oldest first: ``index.json`` and ``index.d/*.json``."""
     directory = Path(directory)
     found = [(directory / "index.json", load_index(directory))] if (directory / "index.json").is_file() else []
     for path in sorted((directory / INDEX_DIR).glob("*.json")):
@@ -137,7 +130,7 @@ def index_documents(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
 
 @contextmanager
 def mirrored(url: str, *, only_indexes: bool = False) -> Iterator[tuple[RemoteStore, Path]]:
-    """A temporary local copy of a remote receipts prefix, or of its index objects (removed afterwards)."""
+    """A temporary local copy of a remote receipts prefix, or of its index objects."""
     store = RemoteStore(url)
     store.check()
     tmp = Path(tempfile.mkdtemp(prefix="hermes-nb-mirror-"))

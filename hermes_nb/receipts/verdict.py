@@ -1,6 +1,5 @@
 """The verdict record: a notebook's verdict cell displays it in an output's ``metadata`` (:data:`VERDICT_MIME`) and
-the smoke runner reads it back (papermill cannot hand values back); the output's text holds only stable fields, so
-nbval's diff leaves the digests and timings out."""
+the smoke runner reads it back (papermill cannot hand values back)."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ def verdict_summary(job: str, status: str, *, reason: str, errors: list[str] | N
                     artifacts: Mapping[str, str] | None = None, run_dir: str | None = None,
                     details: Mapping[str, Any] | None = None, provider: str | None = None,
                     redactor: Redactor | None = None) -> dict[str, Any]:
-    """The machine summary of one notebook job (redacted). ``provider``: the one the proxy fronts."""
+    """The machine summary of one notebook job (redacted)."""
     if status not in VERDICTS:
         raise ValueError(f"unknown verdict {status!r} (expected one of {', '.join(VERDICTS)})")
     summary = {"schema": VERDICT_SCHEMA, "job": job, "verdict": status, "reason": reason, "errors": list(errors or []),
@@ -31,7 +30,6 @@ def verdict_summary(job: str, status: str, *, reason: str, errors: list[str] | N
 
 
 def find_verdict(nb: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The last verdict summary recorded in an executed notebook, or None."""
     found: dict[str, Any] | None = None
     for cell in nb.get("cells", []):
         for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
@@ -58,8 +56,8 @@ _CHECK_STATES = {"ready": "live", "locked": "stale", "unreachable": "unreachable
 
 
 def proxy_state(summary: Mapping[str, Any] | None) -> str | None:
-    """The proxy's state a notebook observed: ``live``, ``stale`` (its credentials refused) or ``unreachable``;
-    None when the notebook did not tell (the wire spike's report state, the adapter check's state)."""
+    """The proxy's state a notebook observed: ``live``, ``stale`` (its credentials refused), ``unreachable`` or
+    None."""
     summary = summary or {}
     details = summary.get("details") or {}
     state = details.get("state") if isinstance(details, Mapping) else None

@@ -1,8 +1,6 @@
 """One receipt under ``DIR/<UTC date>/<run id>/``: the executed notebook redacted and stamped (``metadata.receipt``),
-its HTML page, copies of the run's artifacts and the sidecar with the sha256 of ``metadata.receipt`` and every file.
-Nothing is written before it is redacted and scanned (:class:`~hermes_nb.core.errors.SecretLeak` otherwise). The
-page is rendered here in milliseconds (nbconvert's exporter took ~2 s a run); an SVG output is an image (no script).
-"""
+its HTML page (rendered here: nbconvert took ~2 s), copies of the run's artifacts and the sidecar with the sha256 of
+``metadata.receipt`` and every file. Nothing is written before it is redacted and scanned."""
 
 from __future__ import annotations
 
@@ -112,7 +110,6 @@ def _receipt_table(receipt: dict[str, Any], details: dict[str, Any]) -> str:
 
 
 def render_html(nb: Any) -> str:
-    """The receipt notebook as one self-contained HTML page."""
     receipt = dict(nb.get("metadata", {}).get("receipt") or {})
     parts = [f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>'
              f'{html.escape(str(receipt.get("notebook", "notebook")))} receipt</title>'
@@ -138,12 +135,11 @@ def render_html(nb: Any) -> str:
 
 
 def receipt_digest(receipt: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of ``metadata.receipt``."""
     return json_digest(dict(receipt))
 
 
 def redact_notebook(nb: Any, redactor: Redactor) -> nbformat.NotebookNode:
-    """Every string of the notebook (sources, outputs, metadata, papermill parameters) redacted."""
+    """Every string of the notebook redacted."""
     return nbformat.reads(json.dumps(redactor.data(json.loads(nbformat.writes(nb)))), as_version=4)
 
 
@@ -165,8 +161,7 @@ def check_clean(label: str, text: str, redactor: Redactor) -> None:
 
 def write_receipt(nb: Any, receipt_dir: Path, name: str, receipt: Mapping[str, Any], *,
                   redactor: Redactor, page: bool = False, artifacts: Mapping[str, Path] | None = None) -> ReceiptFiles:
-    """Redact, stamp ``metadata.receipt``, scan, then write the notebook, its HTML ``page``, artifact copies and
-    sidecar."""
+    """Redact, stamp, scan, then write the notebook, its HTML ``page``, artifact copies and sidecar."""
     clean = redact_notebook(nb, redactor)
     meta = redactor.data(dict(receipt))
     clean.metadata["receipt"] = meta

@@ -288,11 +288,11 @@ def test_sandbox_and_in_place_give_empty_diff(tmp_path: Path, clean_emu: Any, sa
 
 
 def test_failed_sandbox_copy_writes_nothing(tmp_path: Path, clean_emu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_nb.harness.workdir
+    import hermes_nb.harness.run
 
     (tmp_path / "a").write_text("x")
     (tmp_path / "b").write_text("y")
-    monkeypatch.setattr(hermes_nb.harness.workdir, "MAX_SANDBOX_ENTRIES", 1)
+    monkeypatch.setattr(hermes_nb.harness.run, "MAX_SANDBOX_ENTRIES", 1)
     with pytest.raises(ArtifactError, match="too large"):
         run(Mission.adhoc("hi"), config_for(clean_emu.endpoint), root=tmp_path, handle_signals=False)
     assert not (tmp_path / ".harness").exists() and clean_emu.requests == []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.harness.workdir import capture, snapshot, workdir
+from hermes_nb.harness.run import capture, snapshot, workdir
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -73,7 +73,7 @@ def test_magics_in_a_kernel_executed_by_nbclient(tmp_path) -> None:
     import nbformat
     from nbclient import NotebookClient
 
-    from hermes_nb.nbrun.execute import KERNEL_NAME, KernelPool
+    from hermes_nb.nbrun.smoke import KERNEL_NAME, KernelPool
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("%load_ext hermes_nb"),

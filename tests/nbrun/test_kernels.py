@@ -1,4 +1,4 @@
-"""Kernels (hermes_nb.nbrun.execute): each notebook's own fresh kernel, started ahead or on demand, over
+"""Kernels (hermes_nb.nbrun.smoke): each notebook's own fresh kernel, started ahead or on demand, over
 IPC; a kernel that cannot start is a verdict; a notebook run leaves nothing behind."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hermes_nb.nbrun.execute import KernelPool, NotebookRun, execute_notebook
+from hermes_nb.nbrun.smoke import KernelPool, NotebookRun, execute_notebook
 
 
 def _notebook(path: Path) -> Path:

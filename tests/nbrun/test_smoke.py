@@ -20,7 +20,7 @@ from hermes_nb.core.facts import worst_verdict as overall_verdict
 from hermes_nb.core.io import new_run_id
 from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.nbrun.execute import KERNEL_NAME, KernelPool, decide_verdict
+from hermes_nb.nbrun.smoke import KERNEL_NAME, KernelPool, decide_verdict
 from hermes_nb.receipts.index import load_index
 from hermes_nb.target import Target, identify
 from tests.helpers import ROOT, run_smoke_on
@@ -306,7 +306,7 @@ def test_bad_config_after_the_kernels_launched_leaves_no_kernel_and_no_directory
 
 
 def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Path) -> None:
-    from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
+    from hermes_nb.nbrun.smoke import NotebookRun, execute_notebook
 
     _write_fixture(tmp_path, "ok", FIXTURES["ok"])
     run = NotebookRun(name="ok", template=tmp_path / "ok.ipynb", parameters={})
@@ -318,7 +318,7 @@ def test_a_kernel_that_cannot_start_is_a_failed_verdict_not_a_crash(tmp_path: Pa
 
 def test_artifacts_changed_after_the_run_fail_the_verdict(tmp_path: Path) -> None:
     from hermes_nb.core.io import sha256_file
-    from hermes_nb.nbrun.execute import NotebookRun
+    from hermes_nb.nbrun.smoke import NotebookRun
     from hermes_nb.nbrun.smoke import artifact_sources as _artifact_sources
 
     (tmp_path / "runtime-final.txt").write_text("final")
@@ -376,7 +376,7 @@ def test_a_target_hermes_nb_started_keeps_its_kind() -> None:
 
 def test_cli_endpoint_at_an_emulator_gives_emulator_receipts_the_gate_refuses(tmp_path: Path, capsys) -> None:
     from hermes_nb.core.manifest import manifest_template, save_manifest
-    from hermes_nb.receipts.promote import PromotionRefused, promote
+    from hermes_nb.receipts.verify import PromotionRefused, promote
 
     with serve_emulator() as emu:
         code = main(["smoke", "--endpoint", emu.endpoint, "--only", "e2e_smoke", "--out", str(tmp_path / "r"),
@@ -410,7 +410,7 @@ def test_cli_failing_endpoint_exits_1_with_a_verified_failed_receipt(tmp_path: P
 
 def test_kernels_ignore_the_users_ipython_profile_and_keep_no_history(tmp_path: Path, monkeypatch) -> None:
     """A startup script in the user's IPython profile must not change what a receipt's notebook does."""
-    from hermes_nb.nbrun.execute import NotebookRun, execute_notebook
+    from hermes_nb.nbrun.smoke import NotebookRun, execute_notebook
 
     user_dir = tmp_path / "user-ipython"
     (user_dir / "profile_default" / "startup").mkdir(parents=True)

@@ -75,7 +75,7 @@ def _lab_env(home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    from hermes_nb.nbrun.execute import KERNEL_ARGV, QUIET_ENV
+    from hermes_nb.nbrun.smoke import KERNEL_ARGV, QUIET_ENV
 
     home = tmp_path_factory.mktemp("jupyter")
     (home / "hermes-home").mkdir()

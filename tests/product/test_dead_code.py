@@ -17,8 +17,8 @@ vulture = pytest.importorskip("vulture")
 #: names only a framework calls, each with the framework
 ALLOWED = {
     "formatter_class": "argparse reads it from the parser (cli/app.py)",
-    "start_channels": "nbclient calls it on the kernel client it makes (nbrun/execute.py)",
-    "wait_for_ready": "nbclient calls it on the kernel client it makes (nbrun/execute.py)",
+    "start_channels": "nbclient calls it on the kernel client it makes (nbrun/smoke.py)",
+    "wait_for_ready": "nbclient calls it on the kernel client it makes (nbrun/smoke.py)",
     "SAFE_PROTOCOLS": "mistune's HTMLRenderer reads it when it sanitises a link (core/htmlkit.py)",
     "image": "mistune's HTMLRenderer calls it for each image (core/htmlkit.py)",
     "do_POST": "http.server's handler calls it for each POST (rig/rig.py: the fake portal)",

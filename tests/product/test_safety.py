@@ -85,8 +85,7 @@ def test_the_smoke_receipt_and_output_warn(tmp_path: Path, monkeypatch: pytest.M
     import hermes_nb.nbrun.jobs as jobs
     from hermes_nb.cli.app import main
     from hermes_nb.core.redaction import Redactor
-    from hermes_nb.nbrun.execute import KernelPool, NotebookRun
-    from hermes_nb.nbrun.smoke import receipt_metadata
+    from hermes_nb.nbrun.smoke import KernelPool, NotebookRun, receipt_metadata
     from hermes_nb.target import Target
 
     with KernelPool() as pool:

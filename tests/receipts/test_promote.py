@@ -13,7 +13,7 @@ from hermes_nb.cli import main
 from hermes_nb.core.manifest import load_manifest, manifest_template, save_manifest
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.receipts.index import append_index, index_entry
-from hermes_nb.receipts.promote import RECORDS_HEADING, PromotionRefused, check_receipt, promote
+from hermes_nb.receipts.verify import RECORDS_HEADING, PromotionRefused, check_receipt, promote
 from hermes_nb.receipts.write import write_receipt
 from tests.helpers import run_smoke_on
 

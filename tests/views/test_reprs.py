@@ -115,8 +115,7 @@ def test_run_result_shows_the_artifact_digests(emu, tmp_path: Path) -> None:
 
 
 def test_smoke_summary_displays_each_notebook_verdict(tmp_path: Path) -> None:
-    from hermes_nb.nbrun.execute import NotebookRun
-    from hermes_nb.nbrun.smoke import SmokeResult
+    from hermes_nb.nbrun.smoke import NotebookRun, SmokeResult
 
     runs = [NotebookRun(name="adapter_check", template=tmp_path, parameters={}, verdict="passed", reason="ready",
                         duration_s=1.25),

@@ -10,7 +10,7 @@ from pydantic import Field
 from hermes_nb.cli.app import Output
 from hermes_nb.core.facts import MANIFEST_RELPATH, SMOKE_RUNBOOK_RELPATH, env_secrets
 from hermes_nb.core.spec import Spec
-from hermes_nb.receipts.promote import promote
+from hermes_nb.receipts.verify import promote
 
 HELP = "promote the manifest to active on a live e2e receipt"
 
