@@ -22,8 +22,6 @@ from hermes_nb.cli import interrupts
 from hermes_nb.core.errors import HermesError, UsageError
 from hermes_nb.core.facts import EXIT_OK, EXIT_USAGE
 
-__all__ = ["main", "build_parser", "reference", "Output", "COMMANDS"]
-
 COMMANDS = ("check", "run", "adapter", "schema", "emulator", "probe", "rig", "load", "smoke",
             "matrix", "contract", "receipts", "promote", "notebooks")
 #: every help page is 100 columns wide, whatever the terminal: the same text in a terminal and in docs/cli.md

@@ -14,8 +14,6 @@ from types import FrameType
 
 from hermes_nb.harness.signals import INTERRUPTED, defer_in_native_init, deferred
 
-__all__ = ["install", "is_program", "on_sigint", "arm", "disarm", "exit_code", "SIGNALS"]
-
 #: Ctrl-C, and what a CI runner or a service manager sends to stop the program
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _state: dict[str, object] = {"armed": False, "pending": False, "signum": None}

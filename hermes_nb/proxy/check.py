@@ -25,8 +25,6 @@ from hermes_nb.target import Target, identify, release_of
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.reading import CHECK_STATES, Reading, hint, read
 
-__all__ = ["CheckSpec", "CheckResult", "CheckState", "CHECK_VERDICT", "ModelChoice", "check", "resolve_model"]
-
 CheckState = Literal["ready", "locked", "unreachable", "slow", "not_local", "rate_limited", "misconfigured", "error"]
 CHECK_VERDICT = {"ready": "passed", "locked": "blocked", "unreachable": "blocked", "slow": "blocked",
                  "not_local": "blocked", "rate_limited": "blocked", "misconfigured": "failed", "error": "failed"}

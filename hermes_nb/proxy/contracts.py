@@ -23,11 +23,6 @@ from hermes_nb.core.records import ErrorEnvelope
 from hermes_nb.proxy.report import LABELS, ROUTES, Drift, DriftList, NotJudged, NotJudgedReason, Owner, WireReport
 from hermes_nb.wire.reading import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
 
-__all__ = ["FORMAT", "ROUTE_FIELDS", "ENV_CONTRACTS_DIR", "message_template", "contract_section", "contract_document",
-           "load_contract", "resolve_contract", "compare", "contract_label", "apply_contract", "judge",
-           "contract_file_name", "owners", "section_diff", "contract_drift", "dumps_contract", "user_contracts_dir",
-           "recorded_contracts", "behaves_as", "closest_contract", "release_contract", "release_changes", "version_key"]
-
 FORMAT = "hermes-nb.wire-contract/2"
 ENV_CONTRACTS_DIR = ENV_PREFIX + "CONTRACTS_DIR"
 #: per-route fields a contract compares (``json_keys``: the contract's keys must be present)

@@ -39,8 +39,6 @@ from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import answered_by, body_kind, ended, hint, read, route_outcome
 
-__all__ = ["ProbeSpec", "probe", "spike_contract"]
-
 _CLI = frozenset({"cli"})
 LARGE_BODY_BYTES = 1_500_000
 _FAILURE_SHAPES: dict[str, StreamShape] = {"sse": "sse", "json": "json", "json-envelope": "json", "text": "text",

@@ -11,10 +11,6 @@ from pydantic import Field, PrivateAttr
 from hermes_nb.core.model import Shown, StrictModel
 from hermes_nb.wire.reading import RouteOutcome
 
-__all__ = ["RouteSpec", "ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "ADMISSION_CASES", "STREAM_VARIANTS", "RouteResult",
-           "AuthCase", "WireReport", "ProxyState", "StreamShape", "Owner", "Drift", "DriftList", "NotJudged",
-           "NotJudgedReason", "fmt"]
-
 
 @dataclass(frozen=True)
 class RouteSpec:

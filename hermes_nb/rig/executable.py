@@ -11,14 +11,12 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,12 +26,6 @@ import platformdirs
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.facts import ENV_HERMES_BIN, ENV_PREFIX, data_dir
 from hermes_nb.proxy.contracts import recorded_contracts, release_contract
-from hermes_nb.wire.client import HermesClient
-
-__all__ = ["ENV_HERMES_BIN", "INSTALL_HINT", "EXECUTABLES", "Install", "install_of", "cli_version", "find_hermes_bin",
-           "site_packages", "live_supported", "spawn", "stop_process", "wait_until_answers", "base_env", "free_port",
-           "last_lines", "ENV_CACHE_DIR", "KNOWN_VERSIONS", "release_spec", "venv_dir", "pip_args", "cached_release",
-           "ensure_release", "unsupported_reason"]
 
 EXECUTABLES = ("hermes", "hermesx")
 INSTALL_HINT = (
@@ -71,59 +63,6 @@ def base_env(*, home: Path | None = None) -> dict[str, str]:
     if home is not None:
         env |= {"HOME": str(home), "HERMES_HOME": str(home / ".hermes-nb-none"), "TMPDIR": str(home)}
     return env
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def last_lines(text: str, n: int = 3) -> str:
-    return " | ".join([ln.strip() for ln in text.splitlines() if ln.strip()][-n:])
-
-
-def spawn(stack: ExitStack, argv: list[str], *, log_path: Path, env: dict[str, str], cwd: Path,
-          what: str) -> subprocess.Popen[Any]:
-    """``argv`` in its own session, its output appended to ``log_path``, stopped when ``stack`` closes."""
-    with log_path.open("ab") as log:
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=cwd, start_new_session=True)
-        except OSError as exc:
-            raise RigError(f"cannot start {what} {argv[0]}: {exc.strerror or exc}") from None
-    stack.callback(stop_process, proc)
-    return proc
-
-
-def stop_process(proc: subprocess.Popen[Any], *, grace_s: float = 5.0) -> None:
-    """terminate → wait → kill → wait; its pipes closed."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        with suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=grace_s)
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
-
-
-def wait_until_answers(proc: subprocess.Popen[Any], endpoint: str, ready: Callable[[Any], bool], *,
-                       deadline_s: float, what: str) -> bool:
-    """Ask ``ready(client)`` until it says True: True; False once ``proc`` exited (seen at once: its exit is what is
-    waited on between two tries); RigError ``<what> within N s`` at the deadline."""
-    deadline = time.monotonic() + deadline_s
-    with HermesClient(endpoint, connect_timeout_s=1.0) as client:
-        while proc.poll() is None:
-            if ready(client):
-                return True
-            if time.monotonic() >= deadline:
-                raise RigError(f"{what} within {deadline_s:.0f}s")
-            with suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=0.05)
-    return False
 
 
 def _usable(path: Path) -> bool:

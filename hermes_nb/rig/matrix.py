@@ -45,8 +45,6 @@ from hermes_nb.receipts.ci import junit_suites_text, md_cell
 from hermes_nb.receipts.write import check_clean
 from hermes_nb.rig.executable import KNOWN_VERSIONS, install_of, release_spec, unsupported_reason
 
-__all__ = ["MATRIX_SCHEMA", "MatrixSpec", "Release", "VersionRun", "MatrixResult", "matrix_markdown", "matrix"]
-
 MATRIX_SCHEMA = "hermes-nb.proxy-matrix.v2"
 #: a change between two recorded contracts, named by the fields it touches
 NAMED_CHANGES = {"admission[": "the local-only guard: a foreign or non-canonical Host, an Origin, a cross-site fetch "

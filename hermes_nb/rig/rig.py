@@ -19,8 +19,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
@@ -35,27 +35,67 @@ from hermes_nb.core.redaction import Redactor, auth_store_secrets
 from hermes_nb.core.spec import Opt, Spec, conflict
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.scenarios import MODELS_BY_PROVIDER, UPSTREAM_SCENARIOS
-from hermes_nb.rig.executable import (
-    INSTALL_HINT,
-    Install,
-    base_env,
-    find_hermes_bin,
-    free_port,
-    install_of,
-    last_lines,
-    live_supported,
-    spawn,
-    wait_until_answers,
-)
-
-__all__ = ["STATES", "RigHandle", "RigSpec", "child_environment", "real_proxy", "auth_store_document", "unsigned_jwt",
-           "EgressSink", "FakePortal", "UPSTREAMS", "CommandUpstream", "upstream_command"]
+from hermes_nb.rig.executable import INSTALL_HINT, Install, base_env, find_hermes_bin, install_of, live_supported
+from hermes_nb.wire.client import HermesClient
 
 STATES: tuple[str, ...] = ("stale", "live", "logged-out", "challenge")
 _SCOPE = "inference:invoke"
 _PAST = "2020-01-01T00:00:00+00:00"
 #: ``upstream=`` names the rig knows; anything else is a command line with ``{port}``
 UPSTREAMS: tuple[str, ...] = ("emulator", "minimal")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def last_lines(text: str, n: int = 3) -> str:
+    return " | ".join([ln.strip() for ln in text.splitlines() if ln.strip()][-n:])
+
+
+def spawn(stack: ExitStack, argv: list[str], *, log_path: Path, env: dict[str, str], cwd: Path,
+          what: str) -> subprocess.Popen[Any]:
+    """``argv`` in its own session, its output appended to ``log_path``, stopped when ``stack`` closes."""
+    with log_path.open("ab") as log:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    cwd=cwd, start_new_session=True)
+        except OSError as exc:
+            raise RigError(f"cannot start {what} {argv[0]}: {exc.strerror or exc}") from None
+    stack.callback(stop_process, proc)
+    return proc
+
+
+def stop_process(proc: subprocess.Popen[Any], *, grace_s: float = 5.0) -> None:
+    """terminate → wait → kill → wait; its pipes closed."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        with suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace_s)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def wait_until_answers(proc: subprocess.Popen[Any], endpoint: str, ready: Callable[[Any], bool], *,
+                       deadline_s: float, what: str) -> bool:
+    """Ask ``ready(client)`` until it says True: True; False once ``proc`` exited (seen at once: its exit is what is
+    waited on between two tries); RigError ``<what> within N s`` at the deadline."""
+    deadline = time.monotonic() + deadline_s
+    with HermesClient(endpoint, connect_timeout_s=1.0) as client:
+        while proc.poll() is None:
+            if ready(client):
+                return True
+            if time.monotonic() >= deadline:
+                raise RigError(f"{what} within {deadline_s:.0f}s")
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.05)
+    return False
 
 
 def unsigned_jwt(**claims: Any) -> str:
