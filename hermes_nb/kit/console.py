@@ -257,11 +257,9 @@ def _html(cls: str = "", **kw: Any) -> w.HTML:
 
 
 class ProbeConsole:
-    """The widgets; ``endpoint``, ``model``, ``prompt``, ``body``, ``view``, ``send_button``, ``stop_button`` and
-    ``history`` (the picker) can be driven from code, ``session`` is the logic. ``delay_s``: the embedded emulator's
-    pause before each delta of the ``slow`` scenario (visible streaming); ``history``: a JSON-lines file the
-    history is kept in and reloaded from; ``provider``: what the embedded emulator fronts (``xai`` forwards
-    ``/v1/responses``)."""
+    """The widgets (drivable from code; ``session`` is the logic). ``delay_s``: the ``slow`` scenario's pause before
+    each delta; ``history``: a JSON-lines file the history is kept in and reloaded from; ``provider``: what the
+    embedded emulator fronts (``xai`` forwards ``/v1/responses``)."""
 
     #: widget updates from the stream thread at most this often (the last one always goes out)
     UPDATE_EVERY_S = 0.05

@@ -1,6 +1,5 @@
-"""The magics ``%load_ext hermes_nb`` registers. Their arguments are generated from the jobs' specs (``%hermes_check?``
-states what ``hermes-nb check --help`` states) and their config is resolved as the CLI resolves it; with no endpoint
-anywhere, each scenario gets an embedded emulator for the session. A kernel interrupt keeps what arrived."""
+"""The magics ``%load_ext hermes_nb`` registers: arguments generated from the jobs' specs, config resolved as the CLI
+resolves it (no endpoint: an embedded emulator per scenario). A kernel interrupt keeps what arrived."""
 
 from __future__ import annotations
 
