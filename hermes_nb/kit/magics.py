@@ -142,8 +142,7 @@ class HermesMagics(Magics):
         self.session = ConsoleSession()  # its emulators and the models each endpoint lists, for the kernel's session
 
     def aim(self, spec: Any, provider: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
-        """The options' config, resolved once, and its target (the configured endpoint, else this session's
-        emulator for the scenario and provider); the config aimed at the target."""
+        """The options' config, aimed at its target (the configured endpoint, else this session's emulator)."""
         config = spec.runtime_config()
         if provider and not config.provider:
             config = config.model_copy(update={"provider": provider})
