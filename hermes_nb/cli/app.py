@@ -1,8 +1,6 @@
 """``hermes-nb``: flags → one library call → print → exit code. A command is a module of ``hermes_nb/cli/commands/``
 (docstring, ``HELP``, ``SPEC`` and ``handle(spec, out)``, or ``ACTIONS``); only the command named is imported."""
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 import functools

@@ -2,8 +2,6 @@
 (every cleanup runs) and the program exits 128 + the signal with one line; later ones are ignored. Held back during
 a native module's init (inside pydantic-core's it would become a pyo3 panic)."""
 
-from __future__ import annotations
-
 import os
 import signal
 import sys

@@ -2,8 +2,6 @@
 Widgets are set from the stream's thread (the documented ipywidgets pattern), so the kernel stays idle for Stop.
 The password field is emptied once read: the bearer is never echoed, kept in widget state or saved."""
 
-from __future__ import annotations
-
 import html
 import json
 import os

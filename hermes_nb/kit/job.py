@@ -2,8 +2,6 @@
 ``run()``), then ``job.finish(result)``. ``hermes-nb smoke`` hands in its ``target`` and ``config`` (the bearer in
 ``HERMES_NB_AUTH_TOKEN``); run alone, the notebook resolves and identifies them itself."""
 
-from __future__ import annotations
-
 import os
 import tempfile
 from collections.abc import Mapping

@@ -1,8 +1,6 @@
 """The adapter check: is the configured proxy ready to run missions? ``GET <endpoint>/models`` with the configured
 bearer after the identity step; the answer's reading gives the state, then the model list decides (docs/cli.md)."""
 
-from __future__ import annotations
-
 import difflib
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, cast

@@ -2,8 +2,6 @@
 the proxy's drift), and the judgement of a probe against one. A set is one release,
 ``<package>-<version>[-<provider>].json``, shipped or in the user's contracts directory."""
 
-from __future__ import annotations
-
 import json
 import os
 import re

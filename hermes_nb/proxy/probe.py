@@ -1,8 +1,6 @@
 """The wire-format spike as code: every route, the auth handoff, the admission layer and the failure shapes of one
 endpoint, with cheap bodies; HTTP and network failures never raise (the report's routes say what happened)."""
 
-from __future__ import annotations
-
 import json
 import re
 import time

@@ -1,7 +1,5 @@
 """The probe's records: what it sends, what it saw, the drift from a contract (docs/wire-contract.md)."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any, Literal
 

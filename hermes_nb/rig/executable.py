@@ -2,8 +2,6 @@
 releases pin their own pydantic, httpx and openai). Lookup: ``--hermes-bin``, ``$HERMES_NB_HERMES_BIN``, a
 ``.venv-hermes`` beside this venv or here, then ``PATH``."""
 
-from __future__ import annotations
-
 import fcntl
 import importlib.metadata
 import os

@@ -1,8 +1,6 @@
 """``hermes-nb matrix``: the smoke against the real proxy of several releases, oldest first, and what changed between
 consecutive ones (their verdicts, and their recorded contracts' proxy-owned differences)."""
 
-from __future__ import annotations
-
 import json
 import os
 import time
