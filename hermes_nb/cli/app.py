@@ -1,9 +1,5 @@
-"""``hermes-nb``: flags → one library call → print → exit code (0 passed, 1 failed, 2 usage, 3 blocked); ``--json``
-prints exactly one JSON object, errors included. A command is a module of ``hermes_nb/cli/commands/``: its docstring
-(the description), ``HELP``, ``SPEC`` (the flags are generated from it) and ``handle(spec, out) -> int``, or
-``ACTIONS = {name: (Spec, handler, help)}``; only the command named is imported."""
-
-from __future__ import annotations
+"""``hermes-nb``: flags → one library call → print → exit code. A command is a module of ``hermes_nb/cli/commands/``
+(docstring, ``HELP``, ``SPEC`` and ``handle(spec, out)``, or ``ACTIONS``); only the command named is imported."""
 
 import argparse
 import contextlib
@@ -22,8 +18,6 @@ from hermes_nb.cli import interrupts
 from hermes_nb.core.errors import HermesError, UsageError
 from hermes_nb.core.facts import EXIT_OK, EXIT_USAGE
 
-__all__ = ["main", "build_parser", "reference", "Output", "COMMANDS"]
-
 COMMANDS = ("check", "run", "adapter", "schema", "emulator", "probe", "rig", "load", "smoke",
             "matrix", "contract", "receipts", "promote", "notebooks")
 #: every help page is 100 columns wide, whatever the terminal: the same text in a terminal and in docs/cli.md
@@ -39,7 +33,6 @@ class Output:
     def __init__(self, json_mode: bool) -> None:
         self.json_mode = json_mode
         self.emitted = False
-        #: the ``exit_code`` the emitted object announced, if any
         self.emitted_exit_code: int | None = None
 
     def line(self, text: str = "") -> None:
@@ -94,9 +87,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The CLI. As the program (``argv`` None, main thread) it owns SIGINT and SIGTERM: the first one ends with one
-    line and 130 / 143 (a run in flight ends ``cancelled``, exit 1; a smoke or matrix writes its outputs first);
-    later ones are ignored, and once the result is decided no signal can change it."""
+    """The CLI. As the program (``argv`` None, main thread) it owns SIGINT and SIGTERM; once the result is decided no
+    signal can change it."""
     entry = argv is None and threading.current_thread() is threading.main_thread()
     if entry:
         interrupts.install()

@@ -1,10 +1,6 @@
-"""Ctrl-C and SIGTERM for the ``hermes-nb`` program, owned from its first line (``hermes_nb/cli/__init__.py``): the
-first one raises ``KeyboardInterrupt`` (so every cleanup runs) and the program exits 128 + the signal (130, 143),
-with one line, never a traceback; later ones are ignored. A run's or a smoke's SignalGuard takes over while it works
-and sets the same flag. A native module's init runs with the handler held back: raised inside pydantic-core's, a
-``KeyboardInterrupt`` becomes a pyo3 panic. This module imports only what the handlers need."""
-
-from __future__ import annotations
+"""Ctrl-C and SIGTERM for the ``hermes-nb`` program, from its first line: the first one raises ``KeyboardInterrupt``
+(every cleanup runs) and the program exits 128 + the signal with one line; later ones are ignored. Held back during
+a native module's init (inside pydantic-core's it would become a pyo3 panic)."""
 
 import os
 import signal
@@ -14,9 +10,6 @@ from types import FrameType
 
 from hermes_nb.harness.signals import INTERRUPTED, defer_in_native_init, deferred
 
-__all__ = ["install", "is_program", "on_sigint", "arm", "disarm", "exit_code", "SIGNALS"]
-
-#: Ctrl-C, and what a CI runner or a service manager sends to stop the program
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _state: dict[str, object] = {"armed": False, "pending": False, "signum": None}
 

@@ -1,9 +1,6 @@
 """The probe console (``from hermes_nb import ProbeConsole``): ipywidgets wired to :mod:`hermes_nb.kit.session`.
-Widget values are set from the stream's thread (the documented ipywidgets pattern), so the kernel stays idle and
-handles a Stop click at once; each rendering holds one lock and shows one moment of the session. The password
-field is emptied as soon as it is read: the bearer is never echoed, kept in widget state or saved in the notebook."""
-
-from __future__ import annotations
+Widgets are set from the stream's thread (the documented ipywidgets pattern), so the kernel stays idle for Stop.
+The password field is emptied once read: the bearer is never echoed, kept in widget state or saved."""
 
 import html
 import json
@@ -47,8 +44,6 @@ from hermes_nb.views.htmlkit import (
     table_html,
     text_colour,
 )
-
-# --------------------------------------------------------------------------- copy as code
 
 #: headers a client sets by itself: left out of the code
 _OWN = {"authorization", "content-length", "host", "accept-encoding", "connection", "user-agent"}
@@ -107,15 +102,12 @@ def snippets(request: Any, redactor: Redactor | None = None) -> dict[str, str]:
                                f"api_key={key})  # the proxy attaches the real credentials\n\n{sdk}")}
 
 
-# --------------------------------------------------------------------------- the console's HTML
-
 KEYS_HINT = "Ctrl+Enter or Shift+Enter: send · Enter: new line · Esc (or the send keys again): stop"
 RESTART_NOTICE = ("The kernel behind this console has restarted or stopped: run this cell again for a working "
                   "console (ProbeConsole(history=PATH) reloads the history from PATH).")
 _COPY_LABELS = {"curl": "copy as curl", "httpx": "copy as Python (httpx)", "openai": "copy as Python (openai)"}
 
-#: in the keyboard hint's HTML: the notice a console shows once its kernel is gone (ipywidgets marks the view
-#: ``jupyter-widgets-disconnected``), and the answer's typography
+#: the notice a console shows once its kernel is gone (ipywidgets marks it ``jupyter-widgets-disconnected``)
 CONSOLE_CSS = (
     f'.hermes-console.jupyter-widgets-disconnected::before{{content:"{RESTART_NOTICE}";display:block;'
     f"font:inherit;white-space:normal;padding:.4em .6em;margin-bottom:.4em;"
@@ -126,8 +118,7 @@ CONSOLE_CSS = (
     ".hermes-stream-text p{margin:.3em 0}"
 )
 
-#: published once per console (``application/javascript``): the prompt's keys (Ctrl/Shift+Enter send, Escape
-#: stops, Enter stays a newline) and the copy buttons; where no script runs the code is under "show the code"
+#: the prompt's keys and the copy buttons (where no script runs, the code is under "show the code")
 CONSOLE_JS = """(function () {
   if (window.__hermesNbConsole) { return; }
   window.__hermesNbConsole = true;
@@ -236,8 +227,6 @@ def response_html(entry: HistoryEntry, redactor: Redactor | None = None, *, head
                        stopped=entry.stopped, headers=headers, redactor=redactor)
 
 
-# --------------------------------------------------------------------------- the widgets
-
 def _row(*children: Any) -> w.Box:
     return w.Box(list(children), layout=w.Layout(display="flex", flex_flow="row wrap", width="100%",
                                                  align_items="center"))
@@ -245,8 +234,7 @@ def _row(*children: Any) -> w.Box:
 
 def _field(kind: Any, description: str, cls: str = "", *, grow: str | None = None,
            changed: Callable[[Any], Any] | None = None, **kw: Any) -> Any:
-    """An input with its label (``cls``: its CSS class; ``changed``: called with each change of its value);
-    ``grow``: it grows from that width, else it fits."""
+    """An input with its label; ``grow``: it grows from that width, else it fits."""
     layout = w.Layout(width="auto", flex=f"1 1 {grow}", min_width="10em") if grow else w.Layout(width="auto")
     field = kind(description=description, style={"description_width": "initial"}, layout=kw.pop("layout", layout),
                  _dom_classes=(cls,) if cls else (), **kw)
@@ -267,11 +255,9 @@ def _html(cls: str = "", **kw: Any) -> w.HTML:
 
 
 class ProbeConsole:
-    """The widgets; ``endpoint``, ``model``, ``prompt``, ``body``, ``view``, ``send_button``, ``stop_button`` and
-    ``history`` (the picker) can be driven from code, ``session`` is the logic. ``delay_s``: the embedded emulator's
-    pause before each delta of the ``slow`` scenario (visible streaming); ``history``: a JSON-lines file the
-    history is kept in and reloaded from; ``provider``: what the embedded emulator fronts (``xai`` forwards
-    ``/v1/responses``)."""
+    """The widgets (drivable from code; ``session`` is the logic). ``delay_s``: the ``slow`` scenario's pause before
+    each delta; ``history``: a JSON-lines file the history is kept in and reloaded from; ``provider``: what the
+    embedded emulator fronts (``xai`` forwards ``/v1/responses``)."""
 
     #: widget updates from the stream thread at most this often (the last one always goes out)
     UPDATE_EVERY_S = 0.05
@@ -332,7 +318,6 @@ class ProbeConsole:
         ], layout=w.Layout(width="100%"), _dom_classes=("hermes-console",))
         self._render()
 
-    # ---- inputs
     def _inputs(self) -> tuple[str, str, str]:
         return self.endpoint.value, self.model.value, self.scenario.value
 
@@ -362,7 +347,6 @@ class ProbeConsole:
         lines += [note(f"✗ {e}", "bad") for e in checked.errors] + [note(n) for n in checked.notes]
         self.body_message.value = "<br>".join(lines)
 
-    # ---- the model picker
     def _flag_model(self) -> None:
         endpoint, model = (self.session.endpoint_in_use or "").rstrip("/"), self.model.value.strip()
         known = self.session.catalog.get(endpoint)
@@ -374,7 +358,7 @@ class ProbeConsole:
     def refresh_models(self) -> list[str] | None:
         """Ask the target for its models (once per endpoint for the session) and offer them in the model field."""
         try:
-            models = self.session.models(*self._inputs())
+            models = self.session.listed(self.session.config(*self._inputs())[1])
         except HermesError:
             models = None
         if models:
@@ -382,7 +366,6 @@ class ProbeConsole:
         self._flag_model()
         return models
 
-    # ---- rendering (any thread)
     def _render(self, *, force: bool = True) -> None:
         with self._render_lock:
             now = time.monotonic()
@@ -419,7 +402,6 @@ class ProbeConsole:
         finally:
             self._syncing = False
 
-    # ---- actions
     def send(self) -> StreamJob | None:
         """What the Send button does; returns the running job (None when the inputs were refused)."""
         try:
@@ -468,14 +450,12 @@ class ProbeConsole:
                                   f"{html.escape(text)}</pre>")
         return text
 
-    # ---- display
     def _repr_text_(self) -> str:
         return (f"ProbeConsole ({len(self.session.history)} exchanges in its history): run this cell for the live "
                 "console")
 
     def snapshot_html(self) -> str:
-        """A static picture of the console now, for a notebook opened without its kernel (plain HTML that
-        survives JupyterLab's sanitiser)."""
+        """A static picture of the console, for a notebook opened without its kernel (survives the sanitiser)."""
         view, red = self.session.view(), self.session.redactor
         fields = [("endpoint", self.endpoint.value or "(embedded emulator)"), ("model", self.model.value),
                   ("scenario", self.scenario.value), ("route", self.route.value), ("prompt", self.prompt.value)]

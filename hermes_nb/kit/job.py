@@ -1,9 +1,6 @@
 """What a job notebook's cells call: ``job = kit.open_job(name, **parameters)``, ``job.check()`` (or ``probe()``,
-``run()``), then ``job.finish(result)`` (the verdict cell). ``hermes-nb smoke`` hands in the ``target`` it
-identified and the ``config`` it resolved (the bearer in ``HERMES_NB_AUTH_TOKEN``); run alone, the notebook
-resolves and identifies them itself (an embedded emulator when no endpoint is configured anywhere)."""
-
-from __future__ import annotations
+``run()``), then ``job.finish(result)``. ``hermes-nb smoke`` hands in its ``target`` and ``config`` (the bearer in
+``HERMES_NB_AUTH_TOKEN``); run alone, the notebook resolves and identifies them itself."""
 
 import os
 import tempfile
@@ -44,7 +41,7 @@ class Job(Shown):
     spec: Any
     target: Target
     config: HermesProxyRuntimeConfig
-    #: the config came from the runner (resolved once there), not from the parameters
+    #: the config came from the runner, not from the parameters
     given_config: bool = False
     _stack: ExitStack = field(default_factory=ExitStack, repr=False)
 
@@ -117,8 +114,6 @@ def open_job(name: str, *, target: dict[str, Any] | Target | None = None, config
     return Job(name=name, spec=spec, target=target, config=resolved, given_config=config is not None, _stack=stack)
 
 
-# --------------------------------------------------------------------------- the verdict cell
-
 def verdict_html(summary: Mapping[str, Any]) -> str:
     """The verdict cell's view: stable fields only (no digests, no timings); a blocked job's operator action."""
     keys = ["job", "verdict", "reason", "target", "endpoint", "model"]
@@ -142,9 +137,8 @@ def record_verdict(summary: Mapping[str, Any]) -> None:
 
 
 def wire_summary(report: Any, *, target: Target, model: str, contract: str | None) -> dict[str, Any]:
-    """Spike verdict, from proxy-owned facts only: unreachable or refused by the local-only guard → blocked (one
-    line, one action); drift → failed; an upstream that answered 429 or that the proxy reports down → blocked;
-    else passed, with what a slow upstream could not answer listed as not judged."""
+    """Spike verdict, from proxy-owned facts only: unreachable, refused, rate-limited or upstream down → blocked;
+    drift → failed; else passed (what a slow upstream could not answer: not judged)."""
     drift_lines = [str(d) for d in report.drift]
     skipped = list(report.not_judged)
     reasons = {n.reason for n in skipped}
@@ -194,8 +188,8 @@ def check_summary(result: CheckResult, *, target: Target) -> dict[str, Any]:
 
 def run_summary(result: RunResult | CheckResult, *, target: Target,
                 config: HermesProxyRuntimeConfig) -> dict[str, Any]:
-    """E2E verdict: the run's status (cancelled counts as failed) and artifact digests; a ``CheckResult`` instead
-    (the model is not in the proxy's list: not sent) is failed, with the check's errors and hint."""
+    """E2E verdict: the run's status (cancelled counts as failed); a ``CheckResult`` (model not listed, not sent)
+    is failed."""
     common: dict[str, Any] = {"endpoint": config.endpoint, "target": target.kind, "hermes_version": target.release,
                               "redactor": Redactor(config.secrets())}
     if isinstance(result, CheckResult):

@@ -1,6 +1,5 @@
-"""The magics ``%load_ext hermes_nb`` registers. Their arguments are generated from the jobs' specs (``%hermes_check?``
-states what ``hermes-nb check --help`` states) and their config is resolved as the CLI resolves it; with no endpoint
-anywhere, each scenario gets an embedded emulator for the session. A kernel interrupt keeps what arrived."""
+"""The magics ``%load_ext hermes_nb`` registers: arguments generated from the jobs' specs, config resolved as the CLI
+resolves it (no endpoint: an embedded emulator per scenario). A kernel interrupt keeps what arrived."""
 
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ from hermes_nb.core.records import Exchange, Outcome, Usage
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.core.resolve import ConfigOptions
 from hermes_nb.core.spec import Opt, Spec
-from hermes_nb.kit.console import answer_html, json_of
+from hermes_nb.kit.console import ProbeConsole, answer_html, json_of
 from hermes_nb.kit.job import Job
 from hermes_nb.kit.session import ConsoleSession, status_line, unlisted_note
 from hermes_nb.load.report import LoadReport  # the load wing, reached from the kit by this magic only
@@ -40,9 +39,6 @@ from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import classify
 
-#: stream display updates at most this often (the final text always goes out)
-UPDATE_EVERY_S = 0.05
-
 
 @dataclass(repr=False)  # IPython's text repr is then Shown's one line, not the dataclass's repr
 class ChatResult(Shown):
@@ -52,7 +48,6 @@ class ChatResult(Shown):
     outcome: Outcome | None
     text: str
     stopped: bool = False
-    #: e.g. the model is not one the proxy lists
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -78,8 +73,7 @@ class ChatResult(Shown):
 
 
 class _Answer:
-    """The streamed answer's display (``text/plain`` + ``text/html``), updated in place at most every
-    :data:`UPDATE_EVERY_S`."""
+    """The streamed answer's display, updated in place at the console's pace."""
 
     def __init__(self, redactor: Redactor, fmt: str = "markdown") -> None:
         self.pieces: list[str] = []
@@ -102,7 +96,7 @@ class _Answer:
     def delta(self, piece: str) -> None:
         self.pieces.append(piece)
         now = time.monotonic()
-        if now - self._last >= UPDATE_EVERY_S:
+        if now - self._last >= ProbeConsole.UPDATE_EVERY_S:
             self._last = now
             self.handle.update(self._bundle("streaming…"), raw=True)
 
@@ -148,8 +142,7 @@ class HermesMagics(Magics):
         self.session = ConsoleSession()  # its emulators and the models each endpoint lists, for the kernel's session
 
     def aim(self, spec: Any, provider: str | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
-        """The options' config, resolved once, and its target (the configured endpoint, else this session's
-        emulator for the scenario and provider); the config aimed at the target."""
+        """The options' config, aimed at its target (the configured endpoint, else this session's emulator)."""
         config = spec.runtime_config()
         if provider and not config.provider:
             config = config.model_copy(update={"provider": provider})

@@ -1,6 +1,5 @@
-"""The probe console's logic without widgets (tested without a browser): routes and the body editor, the targets,
-one request streamed on its own thread, the history and what the console shows of them. :mod:`hermes_nb.kit.console`
-wires ipywidgets to it; the magics share its targets and the models each endpoint lists."""
+"""The probe console's logic without widgets (tested without a browser): routes, the body editor, targets, one
+request streamed on its own thread, the history. The magics share its targets and model lists."""
 
 from __future__ import annotations
 
@@ -116,13 +115,9 @@ def unlisted_note(model: str, models: Sequence[str], endpoint: str) -> str:
     return f"model {model!r} is not listed by the proxy at {endpoint} (listed: {listed or 'none'})"
 
 
-# --------------------------------------------------------------------------- one request on its own thread
-
 class StreamJob:
-    """One request off the kernel's main thread (the kernel stays idle and handles a Stop click); each delta goes
-    to ``on_delta`` as it arrives. :meth:`stop` shuts the socket down (taken from httpcore's ``connect_tcp``
-    trace event): the blocked read returns at once and the exchange keeps every delta that arrived. ``record``
-    makes the history entry before the job counts as ended; ``on_done`` runs after."""
+    """One request off the kernel's main thread, so the kernel stays idle and handles a Stop click. :meth:`stop`
+    shuts the socket (from httpcore's ``connect_tcp`` trace) down: the blocked read returns, the deltas are kept."""
 
     def __init__(self, client: HermesClient, request: Any, *, sse: bool,
                  on_delta: Callable[[str], None] | None = None,
@@ -201,8 +196,6 @@ class StreamJob:
         return self.done.wait(timeout)
 
 
-# --------------------------------------------------------------------------- history and what the console shows
-
 class HistoryEntry(StrictModel):
     """One exchange of the session and its verdict; its JSON is the export and a history file's line."""
 
@@ -263,9 +256,8 @@ def status_line(verdict: str, reason: str) -> str:
 
 @dataclass(frozen=True)
 class View:
-    """What the console shows, all from one moment: ``phase`` is idle, sending, streaming (a request runs), done,
-    failed, blocked or stopped; ``text`` the answer so far or the shown entry's; ``error`` why a request ended
-    without an exchange."""
+    """What the console shows, all from one moment (``phase``: idle, sending, streaming, done, failed, blocked or
+    stopped)."""
 
     phase: str
     status: str
@@ -292,15 +284,10 @@ def _judged(route: RouteChoice, ex: Exchange, config: HermesProxyRuntimeConfig, 
     return {"verdict": "passed", "reason": route_outcome(ex, root=route.root)}
 
 
-# --------------------------------------------------------------------------- the session
-
 class ConsoleSession:
-    """The console's logic: its targets (a configured endpoint is identified on each call; with none configured, an
-    embedded emulator per scenario and ``provider``, started on first use), the library calls of its buttons (each
-    returning HTML), the models each endpoint lists, and its requests: inputs in, a :class:`StreamJob` out, a
-    :class:`HistoryEntry` in :attr:`history` when it ends (appended to the ``history`` file too, secrets masked, so
-    it survives a kernel restart). The config is resolved as the CLI does it, from ``environ`` and the bearer of
-    :meth:`set_token` (the password field); the redactor knows it."""
+    """The console's logic: its targets (with no endpoint configured, an embedded emulator per scenario and
+    provider, started on first use), its buttons' calls, and its requests, each a :class:`HistoryEntry` once it
+    ends (also appended, masked, to the ``history`` file so it survives a kernel restart)."""
 
     def __init__(self, *, delay_s: float | None = None, environ: Mapping[str, str] | None = None,
                  history: str | os.PathLike[str] | None = None, provider: str = "nous") -> None:
@@ -311,19 +298,15 @@ class ConsoleSession:
         self._stack = ExitStack()
         self.redactor = Redactor()
         self.history_path = Path(history) if history is not None else None
-        #: this session's exchanges, oldest first
         self.history = load_history(self.history_path) if self.history_path is not None else []
         self._lock = threading.Lock()  # the history and what is shown: one moment, whichever thread asks
-        #: the last request started, and the entry shown (its own once it ends, or one picked from the history)
         self.job: StreamJob | None = None
         self.shown: HistoryEntry | None = None
-        #: endpoint (no final ``/``) → the models it lists (None: asked, no list); one ``GET /models`` each
+        #: endpoint (no final ``/``) → the models it lists (None: asked, no list)
         self.catalog: dict[str, list[str] | None] = {}
         self._once = threading.Lock()  # an emulator started, a model list asked for: once, the others wait
-        #: the endpoint the last request (or models lookup) went to
         self.endpoint_in_use: str | None = None
 
-    # ---- targets and the buttons' calls
     def aim(self, config: HermesProxyRuntimeConfig, scenario: str) -> tuple[Target, HermesProxyRuntimeConfig]:
         """``config``'s target, and ``config`` aimed at it."""
         if config.origin("endpoint") != "default":
@@ -385,11 +368,6 @@ class ConsoleSession:
                                      if isinstance(data, list) else None)
         return self.catalog[key]
 
-    def models(self, endpoint: str, model: str, scenario: str) -> list[str] | None:
-        """The models the inputs' target lists."""
-        return self.listed(self.config(endpoint, model, scenario)[1])
-
-    # ---- requests
     def prepare(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, *, prompt: str = "",
                 body: str = "", method: str = "POST", path: str = "",
                 on_delta: Callable[[str], None] | None = None,
@@ -442,7 +420,6 @@ class ConsoleSession:
         return job.start()
 
     def send(self, endpoint: str, model: str, scenario: str, route: str | RouteChoice, **inputs: Any) -> StreamJob:
-        """Start one request on its own thread (``inputs``: :meth:`prepare`'s)."""
         return self.start(self.prepare(endpoint, model, scenario, route, **inputs))
 
     def select(self, entry: HistoryEntry) -> bool:

@@ -1,8 +1,5 @@
 """The adapter check: is the configured proxy ready to run missions? ``GET <endpoint>/models`` with the configured
-bearer, one budget for headers and body, after the job's identity step; the state is
-:data:`hermes_nb.wire.reading.CHECK_STATES` of the answer's reading, then the model list decides (docs/cli.md)."""
-
-from __future__ import annotations
+bearer after the identity step; the answer's reading gives the state, then the model list decides (docs/cli.md)."""
 
 import difflib
 from collections.abc import Mapping
@@ -24,8 +21,6 @@ from hermes_nb.proxy.contracts import version_key
 from hermes_nb.target import Target, identify, release_of
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.reading import CHECK_STATES, Reading, hint, read
-
-__all__ = ["CheckSpec", "CheckResult", "CheckState", "CHECK_VERDICT", "ModelChoice", "check", "resolve_model"]
 
 CheckState = Literal["ready", "locked", "unreachable", "slow", "not_local", "rate_limited", "misconfigured", "error"]
 CHECK_VERDICT = {"ready": "passed", "locked": "blocked", "unreachable": "blocked", "slow": "blocked",
@@ -65,7 +60,6 @@ class CheckResult(Shown, BaseModel):
     warnings: list[str] = Field(default_factory=list)
     hint: str | None = None
     http_status: int | None = None
-    #: the provider, its source and ``/health``'s ``upstream``; the release and its source (the target's)
     provider: str | None = None
     provider_source: str | None = None
     upstream: str | None = None
@@ -90,8 +84,7 @@ class CheckResult(Shown, BaseModel):
 
 def resolve_model(config: HermesProxyRuntimeConfig, provider: str | None,
                   listed: list[str] | None = None) -> ModelChoice:
-    """The model to send: as configured, else ``provider``'s default; unusable (naming the listed models and a
-    suggestion) when none is configured and ``listed`` lacks the default."""
+    """The model to send: as configured, else ``provider``'s default (unusable when ``listed`` lacks it)."""
     # a resolved config remembers each key's origin; one built directly, which fields were set
     configured = config.origin("model") != "default" if config._origins else "model" in config.model_fields_set
     if configured:
@@ -151,9 +144,8 @@ def _state(r: Reading, endpoint: str, target: Target, budget_s: float) -> tuple[
 def check(config: HermesProxyRuntimeConfig | AdapterManifest | Mapping[str, Any] | None = None, *,
           spec: CheckSpec | None = None, target: Target | None = None,
           transport: httpx.BaseTransport | None = None, **options: Any) -> CheckResult:
-    """Check the adapter; never raises for bad config or network (it is in the result). ``config``: a runtime
-    config, manifest or mapping (None: ``spec``'s resolution); ``spec`` or ``options``: :class:`CheckSpec`'s fields;
-    ``target``: the job's identity when the caller established it already."""
+    """Check the adapter; bad config or network is in the result, never raised. ``config``: a runtime config,
+    manifest or mapping (None: ``spec``'s); ``target``: the job's identity when the caller has it."""
     spec = spec or CheckSpec.build(**options)
     try:
         if config is None:

@@ -1,9 +1,6 @@
-"""Wire contracts (docs/wire-contract.md): a proxy's behaviour per auth state, every field tagged with its owner (the
-proxy: drift when it differs; the upstream behind it, or nobody can tell: information), and the judgement of a probe
-against one. A set is one release, ``<package>-<version>[-<provider>].json``, shipped or in the user's contracts
-directory; what the upstream could not answer is not judged."""
-
-from __future__ import annotations
+"""Wire contracts (docs/wire-contract.md): a proxy's behaviour per auth state, every field tagged with its owner (only
+the proxy's drift), and the judgement of a probe against one. A set is one release,
+``<package>-<version>[-<provider>].json``, shipped or in the user's contracts directory."""
 
 import json
 import os
@@ -22,11 +19,6 @@ from hermes_nb.core.providers import DEFAULT_PROVIDER, PROXY_PROVIDERS, upstream
 from hermes_nb.core.records import ErrorEnvelope
 from hermes_nb.proxy.report import LABELS, ROUTES, Drift, DriftList, NotJudged, NotJudgedReason, Owner, WireReport
 from hermes_nb.wire.reading import RATE_LIMIT_CODES, UPSTREAM_DOWN_CODES
-
-__all__ = ["FORMAT", "ROUTE_FIELDS", "ENV_CONTRACTS_DIR", "message_template", "contract_section", "contract_document",
-           "load_contract", "resolve_contract", "compare", "contract_label", "apply_contract", "judge",
-           "contract_file_name", "owners", "section_diff", "contract_drift", "dumps_contract", "user_contracts_dir",
-           "recorded_contracts", "behaves_as", "closest_contract", "release_contract", "release_changes", "version_key"]
 
 FORMAT = "hermes-nb.wire-contract/2"
 ENV_CONTRACTS_DIR = ENV_PREFIX + "CONTRACTS_DIR"
@@ -55,8 +47,7 @@ _PROVIDER_SUFFIX = re.compile(f"-({'|'.join(PROXY_PROVIDERS)})$")
 
 def owners(fields: tuple[str, ...], relayed_fields: tuple[str, ...], answered: Any,
            stream_owner: Owner = "unknown") -> dict[str, list[str]]:
-    """The owner tags of one entry: the proxy's, except the relayed fields of an answer the upstream gave (its stream
-    fields: ``stream_owner``'s)."""
+    """The owner tags of one entry: the relayed fields of an upstream's answer are not the proxy's."""
     tags: dict[str, list[str]] = {"proxy": [], "upstream": []}
     for f in fields:
         relayed = answered == "upstream" and f in relayed_fields
@@ -92,8 +83,7 @@ def message_template(error_type: str | None, message: str | None) -> str | None:
 
 
 def contract_section(report: WireReport) -> dict[str, Any]:
-    """The compared fields of one probe report (deterministic: no endpoint, no timings), each entry tagged with its
-    owners."""
+    """The compared fields of one probe report (no endpoint, no timings), each entry tagged with its owners."""
     stream_owner: Owner = "proxy" if report.upstream_known else "unknown"
     routes = []
     for spec in ROUTES:
@@ -119,8 +109,7 @@ def contract_section(report: WireReport) -> dict[str, Any]:
 
 def contract_document(sections: Mapping[str, WireReport], *, target: str, source: str = "observed",
                       notes: list[str] | None = None, provider: str | None = None, **about: Any) -> dict[str, Any]:
-    """A contract file from one probe report per state (``about``: the release's ``package``, ``version``,
-    ``executable``)."""
+    """A contract file from one probe report per state (``about``: ``package``, ``version``, ``executable``)."""
     seen = provider or next((r.provider for r in sections.values() if r.provider), None)
     return {"format": FORMAT, "source": source, "target": target, "provider": seen, "notes": list(notes or []),
             **about, "states": {state: contract_section(report) for state, report in sorted(sections.items())}}
@@ -150,8 +139,7 @@ def load_contract(path: str | Path) -> dict[str, Any]:
 
 
 def user_contracts_dir() -> Path:
-    """Where recorded sets go and are found after the shipped ones: ``$HERMES_NB_CONTRACTS_DIR``, else platformdirs'
-    user data directory (``~/.local/share/hermes-nb/contracts``)."""
+    """Where recorded sets go (searched after the shipped ones): ``$HERMES_NB_CONTRACTS_DIR``, else user data."""
     given = os.environ.get(ENV_CONTRACTS_DIR)
     return Path(given).expanduser().absolute() if given else Path(platformdirs.user_data_dir("hermes-nb")) / "contracts"
 
@@ -242,9 +230,8 @@ def _differs(field: str, expected: Any, observed: Any) -> bool:
 
 def judge(report: WireReport, contract: Mapping[str, Any], *,
           state: str | None = None) -> tuple[list[Drift], list[NotJudged]]:
-    """Every difference between ``report`` and the contract's section for its state (``state``, else the detected
-    one, else the first) with its owner; and what could not be judged, and why (:data:`NotJudgedReason`): the
-    upstream's trouble is not drift, but what the proxy answers itself is always judged."""
+    """Every difference from the contract's section for ``state`` (else the detected one, else the first), with its
+    owner; and what could not be judged: the upstream's trouble is not drift, the proxy's own answers always count."""
     if not report.reachable or report.state == "not_local":
         first = report.routes[0].transport_error if report.routes else None
         why = (f"no route got an HTTP answer from {report.endpoint} ({first or 'no answer'})" if not report.reachable
@@ -263,8 +250,7 @@ def judge(report: WireReport, contract: Mapping[str, Any], *,
 
 
 def _why_not(exp: Mapping[str, Any], got: Any) -> tuple[NotJudgedReason, str] | None:
-    """``(reason, detail)`` when an observed answer (a route or an auth case) cannot judge the expected one (the
-    proxy's own answer: always judged)."""
+    """``(reason, detail)`` when an observed route or auth case cannot judge the expected one."""
     if got.outcome == "skipped" and got.transport_error != "upstream_slow":
         return "probe_deadline", "not sent: the probe's overall deadline ran out"
     if exp.get("answered_by") != "upstream":
@@ -329,8 +315,7 @@ def apply_contract(report: WireReport, contract: Mapping[str, Any], *, state: st
 
 
 def _entries(section: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], tuple[str, ...], tuple[str, ...]]]:
-    """Each compared entry of a section by its label (``routes[GET /health]``, ``auth[none]``, ``admission[host]``),
-    with its fields and those the upstream relays."""
+    """Each compared entry of a section by its label (``auth[none]``), with its fields and those the upstream relays."""
     out = {"routes[" + LABELS.get(r.get("name"), f"{r.get('method')} {r.get('path')}") + "]":
            (r, ROUTE_FIELDS, RELAYED_FIELDS) for r in section.get("routes", [])}
     out |= {f"auth[{c}]": (e, AUTH_FIELDS, AUTH_RELAYED_FIELDS) for c, e in (section.get("auth") or {}).items()}
@@ -362,8 +347,7 @@ def section_diff(expected: Mapping[str, Any], observed: Mapping[str, Any], *, pr
 
 
 def contract_drift(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> list[Drift]:
-    """The proxy-owned differences between two contract documents, state by state (``stale.routes[GET /].status:
-    …``); a state on one side only is one line (``live: not probed → probed``)."""
+    """The proxy-owned differences between two contract documents, state by state (a state on one side only: a line)."""
     drift: list[Drift] = []
     exp, obs = expected.get("states", {}), observed.get("states", {})
     for state in sorted(set(exp) | set(obs)):

@@ -1,8 +1,5 @@
-"""The seed's wire-format spike as code: every route, the auth handoff, the admission layer and the failure shapes of
-one endpoint, through :meth:`hermes_nb.wire.client.HermesClient.request`, with cheap bodies (``max_tokens`` 8). HTTP
-and network failures never raise: the routes of the report say what happened, within the overall deadline."""
-
-from __future__ import annotations
+"""The wire-format spike as code: every route, the auth handoff, the admission layer and the failure shapes of one
+endpoint, with cheap bodies; HTTP and network failures never raise (the report's routes say what happened)."""
 
 import json
 import re
@@ -38,8 +35,6 @@ from hermes_nb.target import PROBE_SCENARIO, UNKNOWN, Target, allowed_paths_of, 
 from hermes_nb.wire.client import HermesClient
 from hermes_nb.wire.payloads import chat_request_body, responses_request_body
 from hermes_nb.wire.reading import answered_by, body_kind, ended, hint, read, route_outcome
-
-__all__ = ["ProbeSpec", "probe", "spike_contract"]
 
 _CLI = frozenset({"cli"})
 LARGE_BODY_BYTES = 1_500_000
@@ -126,8 +121,8 @@ def bearer_required(cases: list[AuthCase]) -> bool | None:
 
 
 def report_state(results: list[RouteResult]) -> ProxyState:
-    """``stale``/``live`` from the chat and models routes (``live``: both relayed, the chat answer a 2xx);
-    ``unreachable``; ``not_local`` (the local-only guard refused everything); else ``unknown``."""
+    """``stale``/``live`` from the chat and models routes (``live``: both relayed, the chat a 2xx), else
+    ``unreachable``, ``not_local`` or ``unknown``."""
     answered = [r for r in results if r.status is not None]
     if not answered:
         return "unreachable"
@@ -207,12 +202,9 @@ def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = No
           transport: httpx.BaseTransport | None = None, budget_s: float = ProbeSpec.model_fields["budget_s"].default,
           request_budget_s: float = ProbeSpec.model_fields["request_budget_s"].default,
           headers: dict[str, str] | None = None, provider: str | None = None, executable: str = "hermes") -> WireReport:
-    """Probe ``target`` (a resolved runtime config, or an endpoint): whether hermes_nb's upstream answers, the proxy's
-    own routes, the forwarded ones (once one gets no whole answer within ``request_budget_s``, the rest are skipped:
-    ``upstream_slow``), the auth handoff and the admission cases, all within ``budget_s``. ``provider``: the one
-    expected; ``executable``: the name hints use. ConfigError for an invalid endpoint, UsageError for a bad budget."""
+    """Probe ``target`` (a resolved config, or an endpoint) within ``budget_s``: once a forwarded route gets no whole
+    answer within ``request_budget_s``, the rest are skipped (``upstream_slow``). ``executable``: the name hints use."""
     ProbeSpec.build(budget_s=budget_s, request_budget_s=request_budget_s)  # the spec's checks
-    # the target's config (a bare endpoint: placeholders), bodies kept cheap; the arguments win
     if isinstance(target, HermesProxyRuntimeConfig):
         base: dict[str, Any] = target.to_document(reveal_secrets=True)
     else:
@@ -240,8 +232,7 @@ def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = No
                 seen[owner].update(ex.headers)
             return ex
 
-        # hermes_nb's upstream (behind the proxy, or the emulator itself) names the scenarios it plays: only then are
-        # the stream variants asked for (a stale proxy never forwards the question)
+        # only hermes_nb's upstream names the scenarios it plays: only then are the stream variants asked for
         models = next(s for s in ROUTES if s.name == "models")
         if (asked := call(models, extra={SCENARIO_HEADER: PROBE_SCENARIO})) is not None and asked.status is not None:
             env = asked.envelope
@@ -300,9 +291,8 @@ def probe(target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = No
 
 def spike_contract(target: Target, config: HermesProxyRuntimeConfig, given: str | None = None, *,
                    package: str | None = None) -> tuple[str | None, Target]:
-    """The contract a smoke's spike compares with, and the target with its release told: ``given``; a known
-    release's own (``package``: the rig's, ``--hermes-bin``'s); for a live proxy of unknown release, probed once, the
-    newest it behaves as (its release: ``contract match``), else the closest. The emulator: none."""
+    """The contract a smoke's spike compares with, and the target with its release told: ``given``, a known release's
+    own, else (a live proxy, probed once) the newest it behaves as, else the closest. The emulator: none."""
     if given:
         return given, target
     if package and target.release != UNKNOWN:

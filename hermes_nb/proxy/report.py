@@ -1,7 +1,4 @@
-"""The probe's records: what it sends (routes, auth and admission cases), what it saw, the drift from a contract. The
-cards are :mod:`hermes_nb.views`'; the outcome vocabulary and who owns a field: docs/wire-contract.md."""
-
-from __future__ import annotations
+"""The probe's records: what it sends, what it saw, the drift from a contract (docs/wire-contract.md)."""
 
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -10,10 +7,6 @@ from pydantic import Field, PrivateAttr
 
 from hermes_nb.core.model import Shown, StrictModel
 from hermes_nb.wire.reading import RouteOutcome
-
-__all__ = ["RouteSpec", "ROUTES", "LOCAL_ROUTES", "AUTH_CASES", "ADMISSION_CASES", "STREAM_VARIANTS", "RouteResult",
-           "AuthCase", "WireReport", "ProxyState", "StreamShape", "Owner", "Drift", "DriftList", "NotJudged",
-           "NotJudgedReason", "fmt"]
 
 
 @dataclass(frozen=True)
@@ -67,8 +60,7 @@ STREAM_VARIANTS = tuple(s.scenario for s in ROUTES if s.scenario)
 #: the auth handoff on ``GET /v1/models``: the header sent (False: none)
 AUTH_CASES: tuple[tuple[str, bool | str], ...] = (
     ("none", False), ("malformed", "Basic cHJvYmU6cHJvYmU="), ("bearer", True))
-#: the admission layer on ``GET /health``: what a browser or a foreign name sends (``{port}``: the endpoint's). A
-#: local-only proxy (hermes-agent 0.22) refuses each with 403 ``host_not_allowed`` / ``origin_not_allowed``.
+#: the admission layer on ``GET /health``: what a browser or a foreign name sends (a local-only proxy: 403 each)
 ADMISSION_CASES: tuple[tuple[str, str, str], ...] = (
     ("host", "Host", "127.1:{port}"), ("origin", "Origin", "http://evil.example"),
     ("fetch_site", "Sec-Fetch-Site", "cross-site"))
@@ -77,8 +69,7 @@ StreamShape = Literal["json", "sse", "text", "none"]
 ProxyState = Literal["stale", "live", "unreachable", "not_local", "unknown"]
 #: who a contract field describes: the proxy (drift), whatever upstream answers behind it, or nobody can tell
 Owner = Literal["proxy", "upstream", "unknown"]
-#: why a field was not judged: nothing answered, the local-only guard refused everything; the upstream was slow, down
-#: (the proxy's own 502/504) or rate-limited; the probe's overall deadline ran out first
+#: why a field was not judged (``upstream_down``: the proxy's own 502/504)
 NotJudgedReason = Literal["unreachable", "not_local", "upstream_slow", "upstream_down", "rate_limited",
                           "probe_deadline"]
 
@@ -164,8 +155,7 @@ class RouteResult(StrictModel):
 
 
 class AuthCase(StrictModel):
-    """One request of the auth handoff (``none``, ``malformed``, ``bearer``) or the admission layer (``host``,
-    ``origin``, ``fetch_site``): what was sent, redacted (``Basic <redacted>``, ``Host: 127.1:<port>``), the answer."""
+    """One request of the auth handoff or the admission layer: what was sent (redacted) and the answer."""
 
     case: str
     header: str

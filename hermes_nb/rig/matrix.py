@@ -1,9 +1,5 @@
 """``hermes-nb matrix``: the smoke against the real proxy of several releases, oldest first, and what changed between
-them. A release whose recorded contract says the rig state cannot run is ``unsupported``; each spike compares with
-``--contract``, else the release's own recorded contract. ``matrix.json``/``matrix.md`` list each release and, between
-consecutive ones, the verdicts that changed and what the proxy does differently by their contracts."""
-
-from __future__ import annotations
+consecutive ones (their verdicts, and their recorded contracts' proxy-owned differences)."""
 
 import json
 import os
@@ -44,8 +40,6 @@ from hermes_nb.proxy.contracts import (
 from hermes_nb.receipts.ci import junit_suites_text, md_cell
 from hermes_nb.receipts.write import check_clean
 from hermes_nb.rig.executable import KNOWN_VERSIONS, install_of, release_spec, unsupported_reason
-
-__all__ = ["MATRIX_SCHEMA", "MatrixSpec", "Release", "VersionRun", "MatrixResult", "matrix_markdown", "matrix"]
 
 MATRIX_SCHEMA = "hermes-nb.proxy-matrix.v2"
 #: a change between two recorded contracts, named by the fields it touches
@@ -240,10 +234,8 @@ def matrix_markdown(doc: dict[str, Any]) -> str:
 def matrix(spec: MatrixSpec, *, step_summary: str | Path | None = None, environ: Mapping[str, str] | None = None,
            progress: Callable[[str], None] | None = None, handle_signals: bool = True,
            runner: Runner | None = None) -> tuple[MatrixResult, dict[str, Any]]:
-    """Run the matrix as ``hermes-nb matrix`` does: ``runner`` (default: the smoke) for every provider and release
-    that supports the state, then ``matrix.json``/``matrix.md`` and the CI outputs. Returns the result and its
-    document (``--json``). A signal stops it (the smoke in flight is cancelled, the releases after it are
-    ``cancelled``); the outputs are still written. Unknown releases and unwritable outputs are usage errors first."""
+    """Run the matrix as ``hermes-nb matrix`` does (``runner``: the smoke) and write its outputs; the result and its
+    ``--json`` document. A signal cancels the rest, the outputs are still written."""
     env = os.environ if environ is None else environ
     releases = spec.releases()
     if spec.contract:

@@ -23,8 +23,6 @@ from hermes_nb.proxy.probe import probe
 from hermes_nb.rig.executable import Install, base_env, cli_version, ensure_release, install_of, live_supported
 from hermes_nb.rig.rig import real_proxy
 
-__all__ = ["RecordSpec", "record", "shipped_providers"]
-
 _HOW = {
     "nous": "stale: tokens present, portal refusing connections; live: unsigned invoke JWT, "
             "NOUS_INFERENCE_BASE_URL -> hermes_nb emulator (upstream profile).",

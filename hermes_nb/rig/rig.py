@@ -1,9 +1,6 @@
-"""The real ``hermes proxy start --provider nous|xai`` of any release on loopback, its ``HOME`` and ``HERMES_HOME`` a
-fresh temporary directory (never ``~/.hermes``), with the auth store of a state: ``stale`` (every forwarded route 401
-``upstream_auth_failed``), ``live`` (forwards to a loopback upstream: the emulator, the minimal upstream or a command),
-``logged-out`` (the proxy refuses to start) or ``challenge`` (a Nous free-tier guest the fake portal challenges).
-No request leaves the machine: anything but the loopback upstream ends at the egress sink, and a live rig is refused
-for a release whose proxy would ignore it. The child's log is shown only through the rig's redactor."""
+"""The real ``hermes proxy start --provider nous|xai`` of any release on loopback, in a fresh temporary home (never
+``~/.hermes``), with the auth store of a state (stale, live, logged-out, challenge). No request leaves the machine:
+anything but the loopback upstream ends at the egress sink; the child's log is shown only through a redactor."""
 
 from __future__ import annotations
 
@@ -19,8 +16,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
@@ -35,27 +32,66 @@ from hermes_nb.core.redaction import Redactor, auth_store_secrets
 from hermes_nb.core.spec import Opt, Spec, conflict
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.scenarios import MODELS_BY_PROVIDER, UPSTREAM_SCENARIOS
-from hermes_nb.rig.executable import (
-    INSTALL_HINT,
-    Install,
-    base_env,
-    find_hermes_bin,
-    free_port,
-    install_of,
-    last_lines,
-    live_supported,
-    spawn,
-    wait_until_answers,
-)
-
-__all__ = ["STATES", "RigHandle", "RigSpec", "child_environment", "real_proxy", "auth_store_document", "unsigned_jwt",
-           "EgressSink", "FakePortal", "UPSTREAMS", "CommandUpstream", "upstream_command"]
+from hermes_nb.rig.executable import INSTALL_HINT, Install, base_env, find_hermes_bin, install_of, live_supported
+from hermes_nb.wire.client import HermesClient
 
 STATES: tuple[str, ...] = ("stale", "live", "logged-out", "challenge")
 _SCOPE = "inference:invoke"
 _PAST = "2020-01-01T00:00:00+00:00"
 #: ``upstream=`` names the rig knows; anything else is a command line with ``{port}``
 UPSTREAMS: tuple[str, ...] = ("emulator", "minimal")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def last_lines(text: str, n: int = 3) -> str:
+    return " | ".join([ln.strip() for ln in text.splitlines() if ln.strip()][-n:])
+
+
+def spawn(stack: ExitStack, argv: list[str], *, log_path: Path, env: dict[str, str], cwd: Path,
+          what: str) -> subprocess.Popen[Any]:
+    """``argv`` in its own session, its output appended to ``log_path``, stopped when ``stack`` closes."""
+    with log_path.open("ab") as log:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    cwd=cwd, start_new_session=True)
+        except OSError as exc:
+            raise RigError(f"cannot start {what} {argv[0]}: {exc.strerror or exc}") from None
+    stack.callback(stop_process, proc)
+    return proc
+
+
+def stop_process(proc: subprocess.Popen[Any], *, grace_s: float = 5.0) -> None:
+    """terminate → wait → kill → wait; its pipes closed."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        with suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace_s)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def wait_until_answers(proc: subprocess.Popen[Any], endpoint: str, ready: Callable[[Any], bool], *,
+                       deadline_s: float, what: str) -> bool:
+    """Ask ``ready(client)`` until it says True: True; False once ``proc`` exited; RigError at the deadline."""
+    deadline = time.monotonic() + deadline_s
+    with HermesClient(endpoint, connect_timeout_s=1.0) as client:
+        while proc.poll() is None:
+            if ready(client):
+                return True
+            if time.monotonic() >= deadline:
+                raise RigError(f"{what} within {deadline_s:.0f}s")
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.05)
+    return False
 
 
 def unsigned_jwt(**claims: Any) -> str:
@@ -67,11 +103,8 @@ def unsigned_jwt(**claims: Any) -> str:
 
 def auth_store_document(state: str, *, provider: str = "nous", base_url: str = "http://127.0.0.1:9/v1",
                         portal_url: str = "http://127.0.0.1:9") -> dict[str, Any] | None:
-    """The ``auth.json`` of ``provider`` in ``state`` (hermes-agent's layout), fresh random tokens; None: logged out.
-
-    live: a JWT valid for a day (beyond xAI's proactive refresh). stale: one the proxy must refresh first (nous:
-    not a JWT; xai: expired an hour ago), and every refresh fails on this machine. challenge: a Nous free-tier guest
-    whose key expired long ago. xai's pooled credential sends to ``base_url``; nous reads its env instead."""
+    """The ``auth.json`` of ``provider`` in ``state``, fresh random tokens (None: logged out). live: a JWT valid for a
+    day (beyond xAI's proactive refresh); stale: one the proxy must refresh first, which fails on this machine."""
     if state == "logged-out":
         return None
     now, refresh = datetime.now(UTC), f"rig-refresh-{secrets.token_urlsafe(18)}"
@@ -111,9 +144,8 @@ class _FirstLine(socketserver.StreamRequestHandler):
 
 
 class EgressSink(socketserver.ThreadingTCPServer):
-    """Records the first line of each connection (``attempts``) and closes it. The child's proxy variables point
-    here, so a token refresh becomes ``CONNECT auth.x.ai:443`` to the sink; aiohttp (the proxy's forwarding)
-    ignores them."""
+    """Records the first line of each connection (``attempts``) and closes it: the child's proxy variables point
+    here, so a token refresh ends here (aiohttp, the proxy's forwarding, ignores them)."""
 
     def __init__(self, handler: type[socketserver.BaseRequestHandler] = _FirstLine) -> None:
         super().__init__(("127.0.0.1", 0), handler)
@@ -148,8 +180,7 @@ class _Portal(http.server.BaseHTTPRequestHandler):
 
 
 class FakePortal(EgressSink):
-    """The Nous portal of the ``challenge`` state (``HERMES_PORTAL_BASE_URL`` wins outright in hermes-agent): every
-    guest credential exchange gets the free tier's browser challenge (428 ``challenge_required``)."""
+    """The Nous portal of the ``challenge`` state: every guest exchange gets the browser challenge (428)."""
 
     def __init__(self) -> None:
         super().__init__(_Portal)
@@ -181,9 +212,8 @@ def upstream_command(command: str, port: int) -> list[str]:
 
 def start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path, deadline_s: float,
                    provider: str = "nous") -> Any:
-    """The server behind the live proxy, entered on ``stack``: the emulator's ``upstream`` profile (listing
-    ``provider``'s models), the minimal upstream, or a command run in the rig's temp home, ready once
-    ``GET /v1/models`` gets any HTTP answer."""
+    """The server behind the live proxy, entered on ``stack``: the emulator, the minimal upstream, or a command run in
+    the rig's temp home (ready once ``GET /v1/models`` gets any HTTP answer)."""
     if upstream == "minimal":
         return stack.enter_context(serve_emulator(profile="minimal", scenario=scenario))
     if upstream == "emulator":
@@ -206,8 +236,8 @@ def start_upstream(stack: ExitStack, upstream: str, scenario: str, *, root: Path
 
 def child_environment(root: Path, *, portal_url: str, inference_url: str, egress_url: str | None = None,
                       desktop_token: str | None = None) -> dict[str, str]:
-    """PATH, a temp HOME/HERMES_HOME, the overrides the rig needs; ``egress_url``: proxy variables sending httpx calls
-    off the machine to the sink; ``desktop_token``: a desktop session (a free-tier guest's exchange needs one)."""
+    """PATH, a temp HOME/HERMES_HOME and the rig's overrides; ``egress_url``: the sink, as the proxy variables;
+    ``desktop_token``: a desktop session (a free-tier guest's exchange needs one)."""
     env = base_env() | {"HOME": str(root / "home"), "HERMES_HOME": str(root / "hermes-home"),
                         "HERMES_SHARED_AUTH_DIR": str(root / "shared"), "HERMES_PORTAL_BASE_URL": portal_url,
                         "TMPDIR": str(root / "tmp"), "NOUS_INFERENCE_BASE_URL": inference_url}
@@ -293,11 +323,8 @@ def real_proxy(state: str = "live", *, provider: str = "nous", port: int = 0,
                hermes_bin: str | os.PathLike[str] | None = None, upstream_scenario: str = "ok",
                upstream: str = "emulator", deadline_s: float = 30.0) -> Iterator[RigHandle]:
     """Run the real ``<hermes_bin> proxy start --provider <provider>`` in ``state``; yield a :class:`RigHandle`.
-
-    ``upstream`` (live): ``emulator`` (its ``upstream`` profile playing ``upstream_scenario``), ``minimal``, or a
-    command line with ``{port}`` starting an OpenAI-compatible server on ``127.0.0.1:{port}/v1``. Raises
-    :class:`RigError` (exit 3) when no hermes is found, the proxy exits before it is ready (logged-out: "Not logged
-    into …") or ``/health`` does not answer within ``deadline_s``."""
+    ``upstream`` (live): ``emulator``, ``minimal`` or a command line with ``{port}``. :class:`RigError` (exit 3) when
+    no hermes is found, the proxy exits before it is ready, or ``/health`` does not answer within ``deadline_s``."""
     _check(state, provider, upstream, upstream_scenario, deadline_s)
     binary = find_hermes_bin(hermes_bin)
     if binary is None:

@@ -18,7 +18,7 @@ import yaml
 from hermes_nb.cli import main
 from hermes_nb.emulator import serve_emulator
 from hermes_nb.harness.artifacts import LatestRun, RunsIndex, RuntimeSession, validate_result
-from hermes_nb.rig.executable import stop_process
+from hermes_nb.rig.rig import stop_process
 from tests.helpers import ROOT, free_port, no_dns
 
 CLI = ROOT / ".venv" / "bin" / "hermes-nb"

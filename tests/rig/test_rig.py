@@ -17,7 +17,6 @@ import pytest
 
 from hermes_nb import RigError, UsageError
 from hermes_nb.core.redaction import auth_store_secrets
-from hermes_nb.rig import executable as hermes_bin
 from hermes_nb.rig import rig
 from hermes_nb.rig.executable import ENV_HERMES_BIN, cli_version, find_hermes_bin, install_of, live_supported
 from hermes_nb.rig.rig import EgressSink, FakePortal, auth_store_document
@@ -288,7 +287,7 @@ def test_cli_rig_prints_endpoint_first_and_stops_on_ctrl_c() -> None:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
     finally:
-        hermes_bin.stop_process(proc)
+        rig.stop_process(proc)
     with pytest.raises(httpx.ConnectError):
         httpx.get(first + "/models", trust_env=False)
 
@@ -365,7 +364,7 @@ time.sleep(600)
         code = proc.wait(timeout=30)
         assert code == 130, proc.stderr.read()
     finally:
-        hermes_bin.stop_process(proc)
+        rig.stop_process(proc)
     with pytest.raises(ProcessLookupError):  # stopped and reaped by the rig, not orphaned
         os.kill(int(pid_text), 0)
     assert not Path(hermes_home).parent.exists()

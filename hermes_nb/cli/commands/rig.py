@@ -7,7 +7,6 @@ Ctrl-C or SIGTERM stops the proxy (and the live state's upstream) cleanly, exit 
 import signal
 import threading
 from types import FrameType
-from typing import Any
 
 from hermes_nb.cli.app import Output
 from hermes_nb.rig.executable import ensure_release
@@ -19,10 +18,6 @@ SPEC = RigSpec
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
-
-
-def _endpoint(upstream: Any) -> str | None:
-    return None if upstream is None else str(getattr(upstream, "endpoint", upstream))
 
 
 def handle(args: RigSpec, out: Output) -> int:
@@ -39,12 +34,12 @@ def handle(args: RigSpec, out: Output) -> int:
                 "endpoint": rig.endpoint, "provider": rig.provider, "state": rig.state,
                 "hermes_version": rig.hermes_version, "package": rig.install.package,
                 "hermes_bin": str(rig.hermes_bin), "pid": rig.pid, "startup_s": round(rig.startup_s, 3),
-                "upstream": _endpoint(rig.upstream), "upstream_kind": rig.upstream_kind,
+                "upstream": rig.upstream, "upstream_kind": rig.upstream_kind,
             })
             out.info(f"{rig.install.label} proxy --provider {rig.provider} ({rig.state}) pid {rig.pid}, "
                      f"ready in {rig.startup_s:.2f}s; log {rig.log_path}")
             if rig.upstream is not None:
-                out.info(f"upstream ({rig.upstream_kind}): {_endpoint(rig.upstream)}")
+                out.info(f"upstream ({rig.upstream_kind}): {rig.upstream}")
             out.info("Ctrl-C stops")
             try:
                 code = rig.wait()
