@@ -211,6 +211,7 @@ async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.
                                                                   struct.pack("ii", 1, 0))
                     transport.abort()
                 return response
+        request[RECORD_KEY].status = response.status  # the body is whole: a shutdown from here on logs its status
         await response.write_eof()
     except ConnectionError:
         logger.debug("client went away during %s %s", request.method, request.path)
@@ -351,8 +352,8 @@ class _ServerThread(threading.Thread):
         self.stopping = asyncio.Event()
 
     def run(self) -> None:
-        with contextlib.closing(self.loop):
-            self.loop.run_until_complete(self._serve())
+        with asyncio.Runner(loop_factory=lambda: self.loop) as runner:  # closing, it ends every task left (each logs)
+            runner.run(self._serve())
 
     async def _serve(self) -> None:
         runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=2.0)
