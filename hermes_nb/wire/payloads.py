@@ -1,6 +1,4 @@
-"""OpenAI-style payloads, pure: request bodies, Retry-After, chunk interpretation, error envelopes in every shape
-(``{"error": {...}}`` of OpenAI, the proxy, litellm and Anthropic; ``{"error": "text"}``; the flat ``{"message",
-"status"}`` and ``{"type": "error", "message"}``)."""
+"""OpenAI-style payloads, pure: request bodies, Retry-After, chunk interpretation, error envelopes in every shape."""
 
 from __future__ import annotations
 
@@ -17,9 +15,6 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.records import ErrorEnvelope
 from hermes_nb.wire.sse import ServerSentEvent
 
-_loads = json.loads
-_fast = orjson.loads
-_FastError = orjson.JSONDecodeError
 #: a Responses API ``status`` / ``incomplete_details.reason`` -> the chat finish_reason it means
 _RESPONSE_FINISH = {"completed": "stop", "max_output_tokens": "length", "content_filter": "content_filter"}
 
@@ -71,7 +66,7 @@ def parse_error_body(body: str | bytes | None, content_type: str | None) -> Erro
     if not text or not (ctype.endswith("/json") or ctype.endswith("+json") or text[0] in "{["):
         return None
     try:
-        return envelope_from_json(_loads(text))
+        return envelope_from_json(json.loads(text))
     except (ValueError, RecursionError):  # too deep is invalid too
         return None
 
@@ -164,7 +159,6 @@ def _response_finish(response: Mapping[str, Any]) -> str | None:
 
 
 def _response_text(response: Mapping[str, Any]) -> str:
-    """The ``output_text`` parts of a Responses API ``response`` object, joined."""
     parts: list[str] = []
     output = response.get("output")
     for item in output if isinstance(output, list) else ():
@@ -199,11 +193,8 @@ def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | N
 
 
 class ChatStream:
-    """Reads the SSE events of one chat-completions (or Responses API) stream: :meth:`feed` returns an event's
-    content delta. After ``[DONE]``, an error in any shape (the text so far kept) or ``response.completed`` /
-    ``response.incomplete`` it is ``finished`` and ignores the rest. A frame that is not JSON is a
-    ``protocol_errors`` entry, never raised; a whole ``choices[].message`` after the deltas is appended when it
-    brings new text, else noted in ``warnings``."""
+    """One chat-completions (or Responses API) stream: :meth:`feed` returns an event's content delta; after
+    ``[DONE]``, an error or the response's end it is ``finished``. Frames that are not JSON are ``protocol_errors``."""
 
     __slots__ = ("_parts", "_text", "finished", "done", "finish_reason", "usage", "model", "error", "in_band_error",
                  "protocol_errors", "warnings", "reasoning")
@@ -244,8 +235,8 @@ class ChatStream:
         obj: Any = None
         if data[:1] == "{":  # the common case, read by orjson (P1)
             try:
-                obj = _fast(data)
-            except _FastError:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:
                 obj = None  # json.loads decides below (NaN, lone surrogates, deep nesting, invalid)
             else:  # orjson reads integers beyond 64 bits as floats: chunks with numbers go to json.loads
                 if "usage" in obj or "error" in obj:
@@ -257,7 +248,7 @@ class ChatStream:
                 self.done = self.finished = True
                 return ""
             try:
-                obj = _loads(data)
+                obj = json.loads(data)
             except (ValueError, RecursionError):  # too deep is invalid too
                 self.protocol_errors.append(f"invalid JSON in SSE data: {_excerpt(data)}")
                 return ""
@@ -266,7 +257,6 @@ class ChatStream:
         return self.feed_chunk(obj)
 
     def feed_chunk(self, obj: dict[str, Any]) -> str:
-        """Interpret one parsed chunk object."""
         kind = obj.get("type")
         if kind.__class__ is str and kind.startswith("response."):
             return self._response_event(kind, obj)
@@ -348,7 +338,7 @@ class ChatStream:
         self.in_band_error = self.finished = True
         envelope = None
         try:
-            obj = _loads(data) if data.strip() else None
+            obj = json.loads(data) if data.strip() else None
         except (ValueError, RecursionError):  # too deep is invalid too
             obj = None
         if isinstance(obj, dict):

@@ -1,6 +1,5 @@
-"""Incremental Server-Sent Events decoder on bytes, by the WHATWG rules (LF, CR or CRLF, also split across reads;
-UTF-8 with replacement; an event needs a ``data`` line; the last event id persists; an event without its blank line
-at the end of the stream is never dispatched)."""
+"""Incremental WHATWG Server-Sent Events decoder on bytes (any line terminator, also split across reads; an event
+without its blank line at the end of the stream is never dispatched)."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ class ServerSentEvent:
 
 
 class _Draft:
-    """:class:`ServerSentEvent`'s slots, filled with plain stores, then retagged as the frozen class (its
-    ``__init__`` is a fifth of the decoder's time: P1)."""
+    """ServerSentEvent's slots, filled then retagged as it: its frozen ``__init__`` is a fifth of the decoder's time."""
 
     __slots__ = ("event", "data", "id", "retry")
     event: str
@@ -29,8 +27,6 @@ class _Draft:
 
 
 class SSEDecoder:
-    """Bytes in, :class:`ServerSentEvent` out. One instance per stream."""
-
     __slots__ = ("_tail", "_skip_lf", "_started", "_event", "_data", "_id", "_retry")
 
     def __init__(self) -> None:
