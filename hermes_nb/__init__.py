@@ -1,23 +1,17 @@
 """hermes_nb: prove a local Hermes proxy works as a UH runtime, and keep the evidence.
 
-``from hermes_nb import …`` is the public surface (:data:`__all__`). It stays
-light: each name loads its module on first use, and always resolves to the
-same object, whatever was imported before. The package is layered, read
-bottom-up (docs/architecture/layers.md): ``core`` → ``wire`` → ``emulator`` →
-``proxy`` | ``harness`` → ``receipts`` → ``kit`` | ``nbrun`` → ``cli``.
-"""
+``from hermes_nb import …`` is the public surface (:data:`__all__`); each name loads its module on first use. The
+layers: docs/architecture/layers.md."""
 
-# Nothing is imported here (not even __future__): this runs before ``hermes-nb`` owns Ctrl-C
-# (hermes_nb/cli/__init__.py), and a signal during an import here would print a traceback
-# (tests/cli/test_interrupt.py). Annotations are strings, never evaluated.
+# Nothing is imported here (not even __future__): this runs before ``hermes-nb`` owns Ctrl-C, and a signal during
+# an import here would print a traceback. Annotations are strings, never evaluated.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __version__ = "0.1.0"
 
-#: public name -> its module: one verb per job with its result, the config, the client, the emulator, the errors;
-#: everything else is imported from its subpackage
+#: public name -> its module; everything else is imported from its subpackage
 _LAZY: dict[str, str] = {
     "check": "proxy.check", "CheckResult": "proxy.check",
     "probe": "proxy.probe", "WireReport": "proxy.report",

@@ -267,19 +267,18 @@ class ChatStream:
             return ""
         if choices is None and "usage" not in obj:
             return ""
-        model, usage = obj.get("model"), obj.get("usage")
-        if model and model.__class__ is str:
-            self.model = model
-        if usage and usage.__class__ is dict:
-            self.usage = usage
+        self._meta(obj)
         if not choices or choices.__class__ is not list or choices[0].__class__ is not dict:
             return ""
         choice = choices[0]
+        finish = choice.get("finish_reason")
+        if finish and finish.__class__ is str:
+            self.finish_reason = finish
         holder = choice.get("delta")
         if holder.__class__ is not dict:
             holder = choice.get("message")
             if holder.__class__ is dict and self._parts:
-                return self._late_message(holder, choice)
+                return self._late_message(holder)
         piece = ""
         if holder.__class__ is dict:
             content = holder.get("content")
@@ -287,9 +286,6 @@ class ChatStream:
                 piece = self._add(content)
             elif (thought := holder.get("reasoning_content") or holder.get("reasoning")) and thought.__class__ is str:
                 self.reasoning += 1
-        finish = choice.get("finish_reason")
-        if finish and finish.__class__ is str:
-            self.finish_reason = finish
         return piece
 
     def _response_event(self, kind: str, obj: dict[str, Any]) -> str:
@@ -301,11 +297,7 @@ class ChatStream:
             return self._add(text) if text and text.__class__ is str else ""
         response = obj.get("response")
         response = response if response.__class__ is dict else {}
-        model, usage = response.get("model"), response.get("usage")
-        if model and model.__class__ is str:
-            self.model = model
-        if usage and usage.__class__ is dict:
-            self.usage = usage
+        self._meta(response)
         if kind == "response.failed":
             error = response.get("error")
             self.error = (envelope_from_json({"error": error}) if error.__class__ is dict else None) or \
@@ -316,10 +308,14 @@ class ChatStream:
             self.finished = True
         return ""
 
-    def _late_message(self, message: dict[str, Any], choice: dict[str, Any]) -> str:
-        finish = choice.get("finish_reason")
-        if finish and finish.__class__ is str:
-            self.finish_reason = finish
+    def _meta(self, obj: dict[str, Any]) -> None:
+        model, usage = obj.get("model"), obj.get("usage")
+        if model and model.__class__ is str:
+            self.model = model
+        if usage and usage.__class__ is dict:
+            self.usage = usage
+
+    def _late_message(self, message: dict[str, Any]) -> str:
         content = message.get("content")
         if not (content and content.__class__ is str):
             return ""

@@ -18,7 +18,11 @@ _INNER_RE = re.compile(r"[ \t]*```+[^`\s][^`]*")
 #: UH's extractor (src/harness/runtime-final-message.ts), the fallback
 _UH_RE = re.compile(r"```" + re.escape(SENTINEL_TAG) + r"[ \t]*\r?\n([\s\S]*?)\r?\n```")
 
-_INSTRUCTION = f"""
+
+
+def runtime_final_message_instruction() -> str:
+    """The instruction appended to every mission prompt (starts with a newline)."""
+    return f"""
 ## Runtime final message
 
 When you are done, end your answer with a one-paragraph summary of what you did
@@ -31,11 +35,6 @@ and the outcome, inside a fenced block tagged `{SENTINEL_TAG}`, like this:
 This block must come last in your answer; nothing may follow it. Its content is
 copied to `runtime-final.txt`.
 """
-
-
-def runtime_final_message_instruction() -> str:
-    """The instruction appended to every mission prompt (starts with a newline)."""
-    return _INSTRUCTION
 
 
 def extract_final_message(text: str) -> str | None:

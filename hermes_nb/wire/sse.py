@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_BOM = "\ufeff"
-
 
 @dataclass(frozen=True, slots=True)
 class ServerSentEvent:
@@ -67,7 +65,7 @@ class SSEDecoder:
         text = region.decode("utf-8", "replace")
         if not self._started:
             self._started = True
-            if text.startswith(_BOM):
+            if text.startswith("\ufeff"):
                 text = text[1:]
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
