@@ -101,18 +101,6 @@ def detect_provider(*, health: Any = None, allowed_message: str | None = None,
                          warnings=warnings)
 
 
-def emulator_evidence(client: HermesClient, budget_s: float) -> tuple[str | None, str | None]:
-    """(evidence, profile) when hermes_nb's emulator answers at or behind the endpoint: it answers an unknown scenario
-    with 400 ``unknown_scenario``; the real proxy forwards the header, a real upstream ignores it."""
-    exchange = client.models(headers={SCENARIO_HEADER: PROBE_SCENARIO}, deadline_s=budget_s)
-    code = exchange.envelope.code if exchange.envelope is not None else None
-    if exchange.status != 400 or code != "unknown_scenario":
-        return None, None
-    profile = exchange.headers.get(PROFILE_HEADER.lower())
-    return (f"GET {client.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 unknown_scenario "
-            f"from the emulator's {profile or 'hermes-agent'} profile"), profile
-
-
 def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", release: str | None = None,
              release_source: str | None = None, executable: str | None = None,
              transport: httpx.BaseTransport | None = None, budget_s: float = 2.0,
@@ -124,7 +112,12 @@ def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", rel
         answer = client.request("GET", "/health", root=True, auth=False, deadline_s=budget_s)
         healthy, body = answer.status is not None, answer.json_body if answer.status == 200 else None
         if kind == "live" and healthy and ask_emulator:
-            evidence, profile = emulator_evidence(client, budget_s)
+            # hermes_nb's emulator answers an unknown scenario with 400; the proxy forwards it, an upstream ignores it
+            probe = client.models(headers={SCENARIO_HEADER: PROBE_SCENARIO}, deadline_s=budget_s)
+            if probe.status == 400 and probe.envelope is not None and probe.envelope.code == "unknown_scenario":
+                profile = probe.headers.get(PROFILE_HEADER.lower())
+                evidence = (f"GET {client.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 "
+                            f"unknown_scenario from the emulator's {profile or 'hermes-agent'} profile")
     facts = detect_provider(health=body, configured=config.provider, executable=executable or "hermes")
     if evidence is not None and profile in ("upstream", "minimal") and isinstance(body, dict) and "upstream" in body:
         # a real hermes proxy (its /health) in front of the emulator's upstream profile: the proxy is the target

@@ -179,8 +179,7 @@ class HermesClient:
 
     def send(self, request: httpx.Request, *, sse: bool = False, on_delta: DeltaCallback | None = None,
              on_event: EventCallback | None = None, deadline_s: float | None = None) -> Exchange:
-        """Send ``request`` and record everything; a ``text/event-stream`` body is read as SSE until ``[DONE]`` or
-        an error, ``on_delta`` getting each content piece and ``on_event`` each event as they arrive."""
+        """Send ``request`` and record everything; an event stream is read until ``[DONE]`` or an error."""
         return _Call(self, request, on_delta, on_event, deadline_s).run()
 
     def close(self) -> None:

@@ -72,8 +72,7 @@ def parse_error_body(body: str | bytes | None, content_type: str | None) -> Erro
 
 
 def in_band_error_of(obj: Mapping[str, Any]) -> ErrorEnvelope | None:
-    """The error a frame of a 200 stream carries (any shape above), or None for a normal chunk (a frame with
-    ``choices`` is never an error)."""
+    """The error a frame of a 200 stream carries, or None for a normal chunk (one with ``choices``)."""
     if obj.get("error"):
         return envelope_from_json(obj) or ErrorEnvelope(
             message=_excerpt(json.dumps(obj["error"], ensure_ascii=False), 200), shape="string")
@@ -137,8 +136,7 @@ def chat_request_body(config: HermesProxyRuntimeConfig, messages: list[dict[str,
 
 def responses_request_body(config: HermesProxyRuntimeConfig, prompt: str | list[dict[str, Any]], *,
                            stream: bool | None = None) -> dict[str, Any]:
-    """The ``/responses`` body (OpenAI's Responses API): ``prompt`` is the ``input``, ``config.system_prompt`` the
-    ``instructions``, ``max_tokens`` the ``max_output_tokens``."""
+    """The ``/responses`` body (OpenAI's Responses API)."""
     body: dict[str, Any] = {"model": config.model, "input": prompt,
                             "stream": config.stream if stream is None else stream}
     if config.system_prompt:
@@ -170,8 +168,7 @@ def _response_text(response: Mapping[str, Any]) -> str:
 
 
 def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
-    """``(text, finish_reason, usage, model)`` of a non-streamed ``chat.completion`` body, or of a Responses API
-    ``response`` object (its ``output_text`` parts)."""
+    """``(text, finish_reason, usage, model)`` of a non-streamed chat completion or Responses API ``response``."""
     if not isinstance(obj, Mapping):
         return "", None, None, None
     model = obj.get("model") if isinstance(obj.get("model"), str) else None
