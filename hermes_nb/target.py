@@ -26,7 +26,6 @@ UNKNOWN = "unknown"
 PROBE_SCENARIO = "hermes-nb-target-check"
 #: ``/health`` keys that could carry the proxy's version (no release so far sends one)
 _HEALTH_VERSION_KEYS = ("hermes_agent_version", "hermes_version", "version")
-_ALLOWED = re.compile(r"Allowed:\s*(.+?)\s*$")
 
 
 class Target(StrictModel):
@@ -72,7 +71,7 @@ class ProviderFacts(StrictModel):
 
 def allowed_paths_of(message: str | None) -> list[str] | None:
     """The list of ``… is not forwarded by this proxy. Allowed: /chat/completions, …`` (None: no list)."""
-    found = _ALLOWED.search(message or "")
+    found = re.search(r"Allowed:\s*(.+?)\s*$", message or "")
     if found is None:
         return None
     return [p.strip() for p in found.group(1).rstrip(".").split(",") if p.strip()]

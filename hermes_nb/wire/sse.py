@@ -24,6 +24,13 @@ class _Draft:
     retry: int | None
 
 
+def _event(event: str, data: str, id: str | None, retry: int | None) -> ServerSentEvent:
+    ev = _Draft()
+    ev.event, ev.data, ev.id, ev.retry = event, data, id, retry
+    ev.__class__ = ServerSentEvent  # type: ignore[assignment]  # the retag: same slots
+    return ev  # type: ignore[return-value]  # retagged: a ServerSentEvent now
+
+
 class SSEDecoder:
     __slots__ = ("_tail", "_skip_lf", "_started", "_event", "_data", "_id", "_retry")
 
@@ -79,13 +86,7 @@ class SSEDecoder:
         clean = not self._data and self._event is None and self._retry is None
         for block in blocks:
             if clean and block[:5] == "data:" and "\n" not in block:
-                ev = _Draft()
-                ev.event = "message"
-                ev.data = block[6:] if block[5:6] == " " else block[5:]
-                ev.id = self._id
-                ev.retry = None
-                ev.__class__ = ServerSentEvent  # type: ignore[assignment]  # the retag: same slots (see _Draft)
-                out.append(ev)  # type: ignore[arg-type]  # retagged: a ServerSentEvent now
+                out.append(_event("message", block[6:] if block[5:6] == " " else block[5:], self._id, None))
                 continue
             lines = block.split("\n")
             lines.append("")
@@ -102,13 +103,8 @@ class SSEDecoder:
         for line in lines:
             if not line:
                 if data:
-                    ev = _Draft()
-                    ev.event = self._event or "message"
-                    ev.data = data[0] if len(data) == 1 else "\n".join(data)
-                    ev.id = self._id
-                    ev.retry = self._retry
-                    ev.__class__ = ServerSentEvent  # type: ignore[assignment]  # the retag: same slots (see _Draft)
-                    out.append(ev)  # type: ignore[arg-type]  # retagged: a ServerSentEvent now
+                    joined = data[0] if len(data) == 1 else "\n".join(data)
+                    out.append(_event(self._event or "message", joined, self._id, self._retry))
                     data = self._data = []
                 self._event = None
                 self._retry = None
