@@ -35,25 +35,19 @@ __all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension", 
 def load_ipython_extension(ipython: "Any") -> None:
     """``%load_ext hermes_nb``: registers ``%hermes_check``, ``%hermes_probe``, ``%%hermes_chat``
     (:mod:`hermes_nb.kit.magics`, imported only now so that ``import hermes_nb`` stays light)."""
-    import importlib
-
-    importlib.import_module("hermes_nb.kit.magics").load_ipython_extension(ipython)
+    __import__("hermes_nb.kit.magics", fromlist=["_"]).load_ipython_extension(ipython)
 
 
 def unload_ipython_extension(ipython: "Any") -> None:
     """``%unload_ext hermes_nb``: stops the embedded emulators the magics started."""
-    import importlib
-
-    importlib.import_module("hermes_nb.kit.magics").unload_ipython_extension(ipython)
+    __import__("hermes_nb.kit.magics", fromlist=["_"]).unload_ipython_extension(ipython)
 
 
 def __getattr__(name: str) -> "Any":
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'hermes_nb' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"hermes_nb.{module}"), name)
+    value = getattr(__import__(f"hermes_nb.{module}", fromlist=[name]), name)
     globals()[name] = value
     return value
 
