@@ -1,23 +1,17 @@
 """hermes_nb: prove a local Hermes proxy works as a UH runtime, and keep the evidence.
 
-``from hermes_nb import …`` is the public surface (:data:`__all__`). It stays
-light: each name loads its module on first use, and always resolves to the
-same object, whatever was imported before. The package is layered, read
-bottom-up (docs/architecture/layers.md): ``core`` → ``wire`` → ``emulator`` →
-``proxy`` | ``harness`` → ``receipts`` → ``kit`` | ``nbrun`` → ``cli``.
-"""
+``from hermes_nb import …`` is the public surface (:data:`__all__`); each name loads its module on first use. The
+layers: docs/architecture/layers.md."""
 
-# Nothing is imported here (not even __future__): this runs before ``hermes-nb`` owns Ctrl-C
-# (hermes_nb/cli/__init__.py), and a signal during an import here would print a traceback
-# (tests/cli/test_interrupt.py). Annotations are strings, never evaluated.
+# Nothing is imported here (not even __future__): this runs before ``hermes-nb`` owns Ctrl-C, and a signal during
+# an import here would print a traceback. Annotations are strings, never evaluated.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __version__ = "0.1.0"
 
-#: public name -> its module: one verb per job with its result, the config, the client, the emulator, the errors;
-#: everything else is imported from its subpackage
+#: public name -> its module; everything else is imported from its subpackage
 _LAZY: dict[str, str] = {
     "check": "proxy.check", "CheckResult": "proxy.check",
     "probe": "proxy.probe", "WireReport": "proxy.report",
@@ -41,25 +35,19 @@ __all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension", 
 def load_ipython_extension(ipython: "Any") -> None:
     """``%load_ext hermes_nb``: registers ``%hermes_check``, ``%hermes_probe``, ``%%hermes_chat``
     (:mod:`hermes_nb.kit.magics`, imported only now so that ``import hermes_nb`` stays light)."""
-    import importlib
-
-    importlib.import_module("hermes_nb.kit.magics").load_ipython_extension(ipython)
+    __import__("hermes_nb.kit.magics", fromlist=["_"]).load_ipython_extension(ipython)
 
 
 def unload_ipython_extension(ipython: "Any") -> None:
     """``%unload_ext hermes_nb``: stops the embedded emulators the magics started."""
-    import importlib
-
-    importlib.import_module("hermes_nb.kit.magics").unload_ipython_extension(ipython)
+    __import__("hermes_nb.kit.magics", fromlist=["_"]).unload_ipython_extension(ipython)
 
 
 def __getattr__(name: str) -> "Any":
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'hermes_nb' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"hermes_nb.{module}"), name)
+    value = getattr(__import__(f"hermes_nb.{module}", fromlist=[name]), name)
     globals()[name] = value
     return value
 

@@ -1,7 +1,5 @@
-"""The thing under test, established once per job: one :class:`Target` record (endpoint; kind ``emulator``, ``rig``
-or ``live``; provider; release, each with its source), handed on, never resolved again; the notebooks get it as one
-parameter. The release is only ever what the rig or the operator's ``--hermes-bin`` says (or ``/health``), never an
-unrelated local install's."""
+"""The thing under test, established once per job as one :class:`Target`, handed on, never resolved again. The
+release is only what the rig, ``--hermes-bin`` or ``/health`` says, never an unrelated local install's."""
 
 from __future__ import annotations
 
@@ -22,16 +20,12 @@ from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.scenarios import PROFILE_HEADER, SCENARIO_HEADER
 from hermes_nb.wire.client import HermesClient
 
-__all__ = ["Target", "TargetKind", "ProviderFacts", "identify", "establish", "embedded_target", "detect_provider",
-           "allowed_paths_of", "emulator_evidence", "release_of", "PROBE_SCENARIO", "UNKNOWN"]
-
 TargetKind = Literal["emulator", "rig", "live"]
 UNKNOWN = "unknown"
 #: a scenario no emulator knows: hermes_nb's emulator answers it with 400 ``unknown_scenario``
 PROBE_SCENARIO = "hermes-nb-target-check"
 #: ``/health`` keys that could carry the proxy's version (no release so far sends one)
 _HEALTH_VERSION_KEYS = ("hermes_agent_version", "hermes_version", "version")
-_ALLOWED = re.compile(r"Allowed:\s*(.+?)\s*$")
 
 
 class Target(StrictModel):
@@ -42,7 +36,6 @@ class Target(StrictModel):
     provider: str | None = None
     #: ``/health``, ``path_not_allowed``, ``config``, ``rig``, ``emulator``
     provider_source: str | None = None
-    #: ``/health``'s ``upstream`` verbatim
     upstream: str | None = None
     release: str = UNKNOWN
     #: ``rig: <exe>``, ``--hermes-bin <exe>``, ``/health``
@@ -64,12 +57,11 @@ class Target(StrictModel):
 
     @property
     def release_label(self) -> str:
-        """``0.22.2.post1 (rig: .venv/bin/hermes)`` / ``unknown``."""
-        return f"{self.release} ({self.release_source})" if self.release_source else self.release
+            return f"{self.release} ({self.release_source})" if self.release_source else self.release
 
 
 class ProviderFacts(StrictModel):
-    """What the proxy says about its provider, where that came from, ``/health``'s ``upstream`` verbatim."""
+    """What the proxy says about its provider and where that came from."""
 
     provider: str | None = None
     source: str | None = None
@@ -79,7 +71,7 @@ class ProviderFacts(StrictModel):
 
 def allowed_paths_of(message: str | None) -> list[str] | None:
     """The list of ``… is not forwarded by this proxy. Allowed: /chat/completions, …`` (None: no list)."""
-    found = _ALLOWED.search(message or "")
+    found = re.search(r"Allowed:\s*(.+?)\s*$", message or "")
     if found is None:
         return None
     return [p.strip() for p in found.group(1).rstrip(".").split(",") if p.strip()]
@@ -87,7 +79,7 @@ def allowed_paths_of(message: str | None) -> list[str] | None:
 
 def detect_provider(*, health: Any = None, allowed_message: str | None = None,
                     configured: str | None = None, executable: str = "hermes") -> ProviderFacts:
-    """The provider from ``/health``'s body, else a ``path_not_allowed`` message, else the configuration."""
+    """The provider from ``/health``'s ``upstream``, else a ``path_not_allowed`` message, else the configuration."""
     upstream = health.get("upstream") if isinstance(health, Mapping) else None
     upstream = upstream if isinstance(upstream, str) and upstream.strip() else None
     detected, source = provider_by_display_name(upstream), "/health"
@@ -108,32 +100,23 @@ def detect_provider(*, health: Any = None, allowed_message: str | None = None,
                          warnings=warnings)
 
 
-def emulator_evidence(client: HermesClient, budget_s: float) -> tuple[str | None, str | None]:
-    """(evidence, profile) when hermes_nb's emulator answers at or behind the client's endpoint, else (None, None): it
-    answers a scenario it does not know with 400 ``unknown_scenario``; the real proxy forwards the header, a real
-    upstream ignores it."""
-    exchange = client.models(headers={SCENARIO_HEADER: PROBE_SCENARIO}, deadline_s=budget_s)
-    code = exchange.envelope.code if exchange.envelope is not None else None
-    if exchange.status != 400 or code != "unknown_scenario":
-        return None, None
-    profile = exchange.headers.get(PROFILE_HEADER.lower())
-    return (f"GET {client.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 unknown_scenario "
-            f"from the emulator's {profile or 'hermes-agent'} profile"), profile
-
-
 def identify(config: HermesProxyRuntimeConfig, *, kind: TargetKind = "live", release: str | None = None,
              release_source: str | None = None, executable: str | None = None,
              transport: httpx.BaseTransport | None = None, budget_s: float = 2.0,
              ask_emulator: bool = False) -> Target:
-    """Ask ``config.endpoint`` once (``GET /health``, no bearer) what it is. ``kind``: ``rig`` or ``emulator`` when
-    the caller started it; ``release``, ``release_source``, ``executable``: what the caller knows; ``ask_emulator``:
-    also ask whether hermes_nb's emulator answers (the smoke's receipts must not call an emulator live)."""
+    """Ask ``config.endpoint`` once (``GET /health``) what it is; ``ask_emulator``: also ask whether hermes_nb's
+    emulator answers (the smoke's receipts must not call an emulator live)."""
     evidence = profile = None
     with HermesClient(config, transport=transport, connect_timeout_s=min(budget_s, 2.0)) as client:
         answer = client.request("GET", "/health", root=True, auth=False, deadline_s=budget_s)
         healthy, body = answer.status is not None, answer.json_body if answer.status == 200 else None
         if kind == "live" and healthy and ask_emulator:
-            evidence, profile = emulator_evidence(client, budget_s)
+            # hermes_nb's emulator answers an unknown scenario with 400; the proxy forwards it, an upstream ignores it
+            probe = client.models(headers={SCENARIO_HEADER: PROBE_SCENARIO}, deadline_s=budget_s)
+            if probe.status == 400 and probe.envelope is not None and probe.envelope.code == "unknown_scenario":
+                profile = probe.headers.get(PROFILE_HEADER.lower())
+                evidence = (f"GET {client.endpoint}/models with {SCENARIO_HEADER}: {PROBE_SCENARIO} answered 400 "
+                            f"unknown_scenario from the emulator's {profile or 'hermes-agent'} profile")
     facts = detect_provider(health=body, configured=config.provider, executable=executable or "hermes")
     if evidence is not None and profile in ("upstream", "minimal") and isinstance(body, dict) and "upstream" in body:
         # a real hermes proxy (its /health) in front of the emulator's upstream profile: the proxy is the target
@@ -166,9 +149,8 @@ def release_of(hermes_bin: str | Path) -> tuple[str, str, str]:
 def establish(config: HermesProxyRuntimeConfig, stack: ExitStack, *, rig: Any = None, scenario: str = "ok",
               release: tuple[str, str, str] | None = None, ask_emulator: bool = False,
               transport: httpx.BaseTransport | None = None) -> tuple[Target, HermesProxyRuntimeConfig]:
-    """The job's identity step: the ``rig`` hermes_nb started, else the configured endpoint, else (none configured)
-    an embedded emulator entered on ``stack``; the target and ``config`` aimed at it. ``release``: (release, source,
-    executable) of ``--hermes-bin``."""
+    """The job's identity step: the ``rig``, else the configured endpoint, else an embedded emulator entered on
+    ``stack``; the target and ``config`` aimed at it. ``release``: :func:`release_of` ``--hermes-bin``."""
     if rig is not None:
         aimed = config.with_endpoint(rig.endpoint, origin="rig")
         install = rig.install

@@ -14,12 +14,19 @@ from typing import Any
 
 import pytest
 
+from hermes_nb.core.facts import SENTINEL_TAG
+
 #: the checkout: README.md, docs/, notebooks/, the side venvs
 ROOT = Path(__file__).resolve().parent.parent
 #: the JUnit schema CI systems read (Jenkins' junit-10.xsd; its origin: docs/ci/README.md)
 JUNIT_XSD = ROOT / "tests" / "data" / "junit-10.xsd"
 #: the bucket the S3 fixtures (tests/conftest.py: ``moto_url``, ``s3_env``) create on the loopback server
 S3_BUCKET = "receipts"
+
+
+def wrap_final_message(summary: str) -> str:
+    """A sentinel block holding ``summary`` (trimmed), ending with a newline, as an agent writes it."""
+    return f"```{SENTINEL_TAG}\n{summary.strip()}\n```\n"
 
 # ------------------------------------------------------------------ loopback
 

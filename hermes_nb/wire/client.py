@@ -1,7 +1,6 @@
-"""The httpx client for the hermes proxy (sync: notebooks already run an event loop): one request builder; every
-call returns an :class:`~hermes_nb.core.records.Exchange`, never raising for HTTP or network failures.
-``request_timeout_ms`` bounds the wait for the answer and each silence (SSE comments are no progress), never a
-healthy stream; ``max_duration_ms`` (a call's ``deadline_s``) caps the whole call."""
+"""The httpx client for the hermes proxy (sync: notebooks already run an event loop); every call returns an
+Exchange, never raising for HTTP or network failures. ``request_timeout_ms`` bounds each silence (SSE comments are
+no progress), never a healthy stream; ``max_duration_ms`` (a call's ``deadline_s``) caps the whole call."""
 
 from __future__ import annotations
 
@@ -107,8 +106,7 @@ def _pieces(obj: Any) -> Iterator[str]:
 
 
 class HermesClient:
-    """Talks to one proxy: a :class:`HermesProxyRuntimeConfig`, or an endpoint alone (and its ``auth_token``) for
-    the calls that need no model."""
+    """One proxy: a runtime config, or an endpoint alone (and its ``auth_token``) for the calls that need no model."""
 
     def __init__(self, target: HermesProxyRuntimeConfig | str, *, auth_token: str | None = None,
                  transport: httpx.BaseTransport | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S,
@@ -137,9 +135,8 @@ class HermesClient:
 
     def build_request(self, method: str, path: str, *, json: Any = None, headers: Mapping[str, str] | None = None,
                       auth: bool | str = True, root: bool = False, sse: bool = False) -> httpx.Request:
-        """THE request builder. ``path`` is relative to the endpoint, or with ``root`` to its origin. Headers, later
-        winning: content-type, accept, ``extra_headers``, authorization (``auth``: the bearer, False for none, or
-        that value), ``headers``."""
+        """THE request builder: ``path`` is relative to the endpoint, or with ``root`` to its origin; ``auth``: the
+        bearer, False for none, or that value. Later headers win: ``extra_headers``, authorization, ``headers``."""
         hdrs = {"content-type": "application/json"} if json is not None else {}
         if sse:
             hdrs.update(_SSE_HEADERS)
@@ -161,7 +158,6 @@ class HermesClient:
 
     def chat(self, messages: list[dict[str, Any]], *, on_delta: DeltaCallback | None = None,
              on_event: EventCallback | None = None, stream: bool | None = None) -> Exchange:
-        """``POST <endpoint>/chat/completions`` with the config's body."""
         if self.config is None:
             raise UsageError(f"HermesClient({self.endpoint!r}): chat needs a runtime config (a model)")
         body = chat_request_body(self.config, messages, stream=stream)
@@ -178,14 +174,12 @@ class HermesClient:
     def request(self, method: str, path: str, *, json: Any = None, headers: Mapping[str, str] | None = None,
                 auth: bool | str = True, root: bool = False, deadline_s: float | None = None,
                 sse: bool = False) -> Exchange:
-        """A raw call (probes): the same builder, the same record."""
         req = self.build_request(method, path, json=json, headers=headers, auth=auth, root=root, sse=sse)
         return self.send(req, deadline_s=deadline_s)
 
     def send(self, request: httpx.Request, *, sse: bool = False, on_delta: DeltaCallback | None = None,
              on_event: EventCallback | None = None, deadline_s: float | None = None) -> Exchange:
-        """Send ``request`` and record everything; a ``text/event-stream`` body is read as SSE until ``[DONE]`` or
-        an error, ``on_delta`` getting each content piece and ``on_event`` each event as they arrive."""
+        """Send ``request`` and record everything; an event stream is read until ``[DONE]`` or an error."""
         return _Call(self, request, on_delta, on_event, deadline_s).run()
 
     def close(self) -> None:
@@ -199,8 +193,6 @@ class HermesClient:
 
 
 class _Call:
-    """One request and its response; produces the Exchange."""
-
     def __init__(self, client: HermesClient, request: httpx.Request, on_delta: DeltaCallback | None,
                  on_event: EventCallback | None, deadline_s: float | None) -> None:
         self.client, self.request, self.on_delta, self.on_event = client, request, on_delta, on_event
@@ -343,7 +335,6 @@ class _Call:
                                warnings=list(chat.warnings))
 
     def _interpret_body(self, raw: bytes, status: int) -> None:
-        """Keep the body verbatim; parse JSON (a completion, or an error envelope)."""
         f = self.fields
         text = raw.decode("utf-8", "replace")
         f["body_text"] = self.redact.text(text)

@@ -1,6 +1,4 @@
-"""OpenAI-style payloads, pure: request bodies, Retry-After, chunk interpretation, error envelopes in every shape
-(``{"error": {...}}`` of OpenAI, the proxy, litellm and Anthropic; ``{"error": "text"}``; the flat ``{"message",
-"status"}`` and ``{"type": "error", "message"}``)."""
+"""OpenAI-style payloads, pure: request bodies, Retry-After, chunk interpretation, error envelopes in every shape."""
 
 from __future__ import annotations
 
@@ -17,9 +15,6 @@ from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.records import ErrorEnvelope
 from hermes_nb.wire.sse import ServerSentEvent
 
-_loads = json.loads
-_fast = orjson.loads
-_FastError = orjson.JSONDecodeError
 #: a Responses API ``status`` / ``incomplete_details.reason`` -> the chat finish_reason it means
 _RESPONSE_FINISH = {"completed": "stop", "max_output_tokens": "length", "content_filter": "content_filter"}
 
@@ -71,14 +66,13 @@ def parse_error_body(body: str | bytes | None, content_type: str | None) -> Erro
     if not text or not (ctype.endswith("/json") or ctype.endswith("+json") or text[0] in "{["):
         return None
     try:
-        return envelope_from_json(_loads(text))
+        return envelope_from_json(json.loads(text))
     except (ValueError, RecursionError):  # too deep is invalid too
         return None
 
 
 def in_band_error_of(obj: Mapping[str, Any]) -> ErrorEnvelope | None:
-    """The error a frame of a 200 stream carries (any shape above), or None for a normal chunk (a frame with
-    ``choices`` is never an error)."""
+    """The error a frame of a 200 stream carries, or None for a normal chunk (one with ``choices``)."""
     if obj.get("error"):
         return envelope_from_json(obj) or ErrorEnvelope(
             message=_excerpt(json.dumps(obj["error"], ensure_ascii=False), 200), shape="string")
@@ -142,8 +136,7 @@ def chat_request_body(config: HermesProxyRuntimeConfig, messages: list[dict[str,
 
 def responses_request_body(config: HermesProxyRuntimeConfig, prompt: str | list[dict[str, Any]], *,
                            stream: bool | None = None) -> dict[str, Any]:
-    """The ``/responses`` body (OpenAI's Responses API): ``prompt`` is the ``input``, ``config.system_prompt`` the
-    ``instructions``, ``max_tokens`` the ``max_output_tokens``."""
+    """The ``/responses`` body (OpenAI's Responses API)."""
     body: dict[str, Any] = {"model": config.model, "input": prompt,
                             "stream": config.stream if stream is None else stream}
     if config.system_prompt:
@@ -164,7 +157,6 @@ def _response_finish(response: Mapping[str, Any]) -> str | None:
 
 
 def _response_text(response: Mapping[str, Any]) -> str:
-    """The ``output_text`` parts of a Responses API ``response`` object, joined."""
     parts: list[str] = []
     output = response.get("output")
     for item in output if isinstance(output, list) else ():
@@ -176,8 +168,7 @@ def _response_text(response: Mapping[str, Any]) -> str:
 
 
 def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
-    """``(text, finish_reason, usage, model)`` of a non-streamed ``chat.completion`` body, or of a Responses API
-    ``response`` object (its ``output_text`` parts)."""
+    """``(text, finish_reason, usage, model)`` of a non-streamed chat completion or Responses API ``response``."""
     if not isinstance(obj, Mapping):
         return "", None, None, None
     model = obj.get("model") if isinstance(obj.get("model"), str) else None
@@ -199,11 +190,8 @@ def parse_chat_completion(obj: Any) -> tuple[str, str | None, dict[str, Any] | N
 
 
 class ChatStream:
-    """Reads the SSE events of one chat-completions (or Responses API) stream: :meth:`feed` returns an event's
-    content delta. After ``[DONE]``, an error in any shape (the text so far kept) or ``response.completed`` /
-    ``response.incomplete`` it is ``finished`` and ignores the rest. A frame that is not JSON is a
-    ``protocol_errors`` entry, never raised; a whole ``choices[].message`` after the deltas is appended when it
-    brings new text, else noted in ``warnings``."""
+    """One chat-completions (or Responses API) stream: :meth:`feed` returns an event's content delta; after
+    ``[DONE]``, an error or the response's end it is ``finished``. Frames that are not JSON are ``protocol_errors``."""
 
     __slots__ = ("_parts", "_text", "finished", "done", "finish_reason", "usage", "model", "error", "in_band_error",
                  "protocol_errors", "warnings", "reasoning")
@@ -244,8 +232,8 @@ class ChatStream:
         obj: Any = None
         if data[:1] == "{":  # the common case, read by orjson (P1)
             try:
-                obj = _fast(data)
-            except _FastError:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:
                 obj = None  # json.loads decides below (NaN, lone surrogates, deep nesting, invalid)
             else:  # orjson reads integers beyond 64 bits as floats: chunks with numbers go to json.loads
                 if "usage" in obj or "error" in obj:
@@ -257,7 +245,7 @@ class ChatStream:
                 self.done = self.finished = True
                 return ""
             try:
-                obj = _loads(data)
+                obj = json.loads(data)
             except (ValueError, RecursionError):  # too deep is invalid too
                 self.protocol_errors.append(f"invalid JSON in SSE data: {_excerpt(data)}")
                 return ""
@@ -266,7 +254,6 @@ class ChatStream:
         return self.feed_chunk(obj)
 
     def feed_chunk(self, obj: dict[str, Any]) -> str:
-        """Interpret one parsed chunk object."""
         kind = obj.get("type")
         if kind.__class__ is str and kind.startswith("response."):
             return self._response_event(kind, obj)
@@ -277,19 +264,18 @@ class ChatStream:
             return ""
         if choices is None and "usage" not in obj:
             return ""
-        model, usage = obj.get("model"), obj.get("usage")
-        if model and model.__class__ is str:
-            self.model = model
-        if usage and usage.__class__ is dict:
-            self.usage = usage
+        self._meta(obj)
         if not choices or choices.__class__ is not list or choices[0].__class__ is not dict:
             return ""
         choice = choices[0]
+        finish = choice.get("finish_reason")
+        if finish and finish.__class__ is str:
+            self.finish_reason = finish
         holder = choice.get("delta")
         if holder.__class__ is not dict:
             holder = choice.get("message")
             if holder.__class__ is dict and self._parts:
-                return self._late_message(holder, choice)
+                return self._late_message(holder)
         piece = ""
         if holder.__class__ is dict:
             content = holder.get("content")
@@ -297,9 +283,6 @@ class ChatStream:
                 piece = self._add(content)
             elif (thought := holder.get("reasoning_content") or holder.get("reasoning")) and thought.__class__ is str:
                 self.reasoning += 1
-        finish = choice.get("finish_reason")
-        if finish and finish.__class__ is str:
-            self.finish_reason = finish
         return piece
 
     def _response_event(self, kind: str, obj: dict[str, Any]) -> str:
@@ -311,11 +294,7 @@ class ChatStream:
             return self._add(text) if text and text.__class__ is str else ""
         response = obj.get("response")
         response = response if response.__class__ is dict else {}
-        model, usage = response.get("model"), response.get("usage")
-        if model and model.__class__ is str:
-            self.model = model
-        if usage and usage.__class__ is dict:
-            self.usage = usage
+        self._meta(response)
         if kind == "response.failed":
             error = response.get("error")
             self.error = (envelope_from_json({"error": error}) if error.__class__ is dict else None) or \
@@ -326,10 +305,14 @@ class ChatStream:
             self.finished = True
         return ""
 
-    def _late_message(self, message: dict[str, Any], choice: dict[str, Any]) -> str:
-        finish = choice.get("finish_reason")
-        if finish and finish.__class__ is str:
-            self.finish_reason = finish
+    def _meta(self, obj: dict[str, Any]) -> None:
+        model, usage = obj.get("model"), obj.get("usage")
+        if model and model.__class__ is str:
+            self.model = model
+        if usage and usage.__class__ is dict:
+            self.usage = usage
+
+    def _late_message(self, message: dict[str, Any]) -> str:
         content = message.get("content")
         if not (content and content.__class__ is str):
             return ""
@@ -348,7 +331,7 @@ class ChatStream:
         self.in_band_error = self.finished = True
         envelope = None
         try:
-            obj = _loads(data) if data.strip() else None
+            obj = json.loads(data) if data.strip() else None
         except (ValueError, RecursionError):  # too deep is invalid too
             obj = None
         if isinstance(obj, dict):

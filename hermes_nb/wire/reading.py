@@ -1,8 +1,6 @@
-"""ONE reading of a response (:func:`read` → :class:`Reading`: the failure kind, status, envelope, Retry-After); the
-chat verdict (:func:`classify`), the check's states (:data:`CHECK_STATES`), the probe's route outcomes and every
-operator action (:func:`hint`) are tables over it. Auth and rate limit are decided from the status and the envelope's
-``type``/``code``, never from message text. Pure: no IO.
-"""
+"""ONE reading of a response (:func:`read`); the chat verdict, the check's states, the probe's route outcomes and
+every operator action are tables over it. Auth and rate limit come from the status and the envelope's codes, never
+from message text."""
 
 from __future__ import annotations
 
@@ -27,8 +25,7 @@ GUARD_CODES = frozenset({"host_not_allowed", "origin_not_allowed"})
 PROXY_ERROR_TYPES = frozenset({"upstream_unreachable", "upstream_timeout", "proxy_error"})
 PROXY_OWN_TYPES = PROXY_ERROR_TYPES | GUARD_CODES | {"path_not_allowed", "upstream_auth_failed"}
 
-#: each kind of answer: (a chat exchange's verdict, its reason, the adapter check's state); ``ok`` is judged on its
-#: content (a chat) or its model list (the check). No HTTP answer: refused … broken; an HTTP answer: the rest.
+#: each kind of answer: (a chat exchange's verdict, its reason, the adapter check's state)
 _KINDS: dict[str, tuple[Status, str, str]] = {
     "refused": ("blocked", "unreachable", "unreachable"), "dns": ("failed", "dns", "misconfigured"),
     "connect_timeout": ("blocked", "connect_timeout", "unreachable"),
@@ -85,24 +82,18 @@ _HINTS = {
 
 @dataclass(frozen=True)
 class Reading:
-    """What one exchange says, read once."""
-
     kind: Kind
     status: int | None
     envelope: ErrorEnvelope | None
-    #: ``type`` and ``code`` of the envelope, lower-cased
     codes: frozenset[str]
     retry_after_s: float | None
     #: the envelope's message, else a body excerpt, else the transport failure's message
     detail: str
-    #: the error arrived inside a 200 stream
     in_band: bool = False
-    #: the transport failure's phase (``connect``, ``headers``, ``body``), None with a whole answer
     phase: str | None = None
 
     @property
     def code(self) -> str | None:
-        """The envelope's own error name (``host_not_allowed``, ``upstream_timeout``…)."""
         env = self.envelope
         return str(env.type or env.code) if env is not None and (env.type or env.code is not None) else None
 
@@ -151,7 +142,6 @@ def _transport_kind(ex: Exchange, endpoint: str) -> Kind:
 
 
 def read(ex: Exchange, endpoint: str | None = None) -> Reading:
-    """The reading of one exchange (``endpoint``: the one it was sent to; default the request's URL)."""
     env = ex.envelope
     codes = env.codes if env is not None else frozenset()
     detail = _detail(ex)
@@ -193,8 +183,7 @@ def read(ex: Exchange, endpoint: str | None = None) -> Reading:
 
 def hint(reading: Reading, *, endpoint: str, provider: str | None = None, executable: str = "hermes",
          release: str | None = None) -> str | None:
-    """What the operator does about ``reading`` (None when nothing: a passed answer, an unexplained error);
-    ``release``: the one under test (the provider facts that follow it)."""
+    """What the operator does about ``reading`` (None when nothing); ``release``: the one under test."""
     kind = reading.kind
     if kind in ("refused", "connect_timeout"):
         return start_hint(provider, executable)
@@ -232,8 +221,7 @@ def _outcome(ex: Exchange, r: Reading, status: Status, reason: str, error: str |
 
 
 def classify(exchange: Exchange, config: HermesProxyRuntimeConfig, *, executable: str = "hermes") -> Outcome:
-    """The verdict of one chat exchange: the kind's row of the table, and for a whole answer its content
-    (empty, truncated, cut at ``max_tokens``, with or without the final-message block)."""
+    """The verdict of one chat exchange: the kind's row of the table, and for a whole answer its content."""
     ex = exchange
     r = read(ex, config.endpoint)
     partial = f" ({len(ex.text)} characters of partial text kept)" if ex.text else ""
@@ -300,7 +288,6 @@ def body_kind(ex: Exchange) -> str:
 
 
 def route_outcome(ex: Exchange, *, root: bool, expect_sse: bool = False) -> RouteOutcome:
-    """What the endpoint did with one probed request, from its :func:`read`."""
     r = read(ex)
     if r.status is None:
         if r.kind in ("refused", "dns", "connect_error") and r.phase == "connect":

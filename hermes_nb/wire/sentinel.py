@@ -1,7 +1,5 @@
-"""The final-message sentinel: the prompt's instruction and the extractor of the fenced block tagged
-``uh-runtime-final-message`` (the run's ``runtime-final.txt``). The rule is a superset of UH's lazy regex: inner
-fences nest (a fence with an info string opens one, a bare one closes the innermost), the last complete block that
-is not the instruction's placeholder wins, and when none is found UH's regex decides."""
+"""The final-message sentinel (``runtime-final.txt``): a superset of UH's lazy regex: inner fences nest, the last
+complete block that is not a placeholder wins, and when none is found UH's regex decides."""
 
 from __future__ import annotations
 
@@ -20,7 +18,11 @@ _INNER_RE = re.compile(r"[ \t]*```+[^`\s][^`]*")
 #: UH's extractor (src/harness/runtime-final-message.ts), the fallback
 _UH_RE = re.compile(r"```" + re.escape(SENTINEL_TAG) + r"[ \t]*\r?\n([\s\S]*?)\r?\n```")
 
-_INSTRUCTION = f"""
+
+
+def runtime_final_message_instruction() -> str:
+    """The instruction appended to every mission prompt (starts with a newline)."""
+    return f"""
 ## Runtime final message
 
 When you are done, end your answer with a one-paragraph summary of what you did
@@ -33,16 +35,6 @@ and the outcome, inside a fenced block tagged `{SENTINEL_TAG}`, like this:
 This block must come last in your answer; nothing may follow it. Its content is
 copied to `runtime-final.txt`.
 """
-
-
-def runtime_final_message_instruction() -> str:
-    """The instruction appended to every mission prompt (starts with a newline)."""
-    return _INSTRUCTION
-
-
-def wrap_final_message(summary: str) -> str:
-    """A sentinel block holding ``summary`` (trimmed), ending with a newline."""
-    return f"{_FENCE}{SENTINEL_TAG}\n{summary.strip()}\n{_FENCE}\n"
 
 
 def extract_final_message(text: str) -> str | None:

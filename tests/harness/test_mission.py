@@ -15,7 +15,8 @@ from hermes_nb.harness.mission import (
     mission_from_document,
     render_prompt,
 )
-from hermes_nb.wire.sentinel import extract_final_message, runtime_final_message_instruction, wrap_final_message
+from hermes_nb.wire.sentinel import extract_final_message, runtime_final_message_instruction
+from tests.helpers import wrap_final_message
 
 FULL = """
 schema_version: uh.mission.v0

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hermes_nb import Exchange, HermesClient, HermesProxyRuntimeConfig
 from hermes_nb.core.records import SSEEventRecord
 from hermes_nb.wire.reading import classify
-from hermes_nb.wire.sentinel import wrap_final_message
+from tests.helpers import wrap_final_message
 
 MSGS = [{"role": "user", "content": "hi"}]
 

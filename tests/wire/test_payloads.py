@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -273,13 +274,14 @@ def test_chat_stream_with_orjson_equals_chat_stream_with_json_loads(frames: list
 
     fast = ChatStream()
     fast_pieces = [fast.feed(ServerSentEvent(data=d)) for d in frames]
-    saved = payloads._fast, payloads._FastError
-    payloads._fast, payloads._FastError = json.loads, (ValueError, RecursionError)  # type: ignore[assignment]
+    saved = payloads.orjson
+    payloads.orjson = SimpleNamespace(  # type: ignore[assignment]
+        loads=json.loads, JSONDecodeError=(ValueError, RecursionError))
     try:
         ref = ChatStream()
         ref_pieces = [ref.feed(ServerSentEvent(data=d)) for d in frames]
     finally:
-        payloads._fast, payloads._FastError = saved
+        payloads.orjson = saved
     assert fast_pieces == ref_pieces
     assert _state(fast) == _state(ref)
 

@@ -10,7 +10,7 @@ import pytest
 from hermes_nb import Exchange, HermesProxyRuntimeConfig
 from hermes_nb.core.records import ErrorEnvelope, RequestRecord, Timings, TransportFailure
 from hermes_nb.wire.reading import classify
-from hermes_nb.wire.sentinel import wrap_final_message
+from tests.helpers import wrap_final_message
 
 CONFIG = HermesProxyRuntimeConfig(model="hermes-4-405b", request_timeout_ms=1500)
 GOOD = "Did the thing.\n" + wrap_final_message("All done.")

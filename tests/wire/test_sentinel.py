@@ -13,8 +13,8 @@ from hermes_nb.wire.sentinel import (
     SENTINEL_PLACEHOLDERS,
     extract_final_message,
     runtime_final_message_instruction,
-    wrap_final_message,
 )
+from tests.helpers import wrap_final_message
 
 F = "```"
 OPEN = F + SENTINEL_TAG
