@@ -23,11 +23,12 @@ def read_text_file(path: Any, what: str, *, max_bytes: int | None = None) -> str
     return decode_utf8(read_bytes_file(path, what, max_bytes=max_bytes), what)
 
 
-def decode_utf8(data: bytes, what: str) -> str:
+def decode_utf8(data: bytes | memoryview, what: str, *, offset: int = 0) -> str:
+    """``offset``: where ``data`` starts in what was read (a view decodes without a copy)."""
     try:
-        return data.decode("utf-8")
+        return str(data, "utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{what} is not UTF-8 text (byte {exc.start}: 0x{data[exc.start]:02x})") from None
+        raise ConfigError(f"{what} is not UTF-8 text (byte {offset + exc.start}: 0x{data[exc.start]:02x})") from None
 
 
 def read_bytes_file(path: Any, what: str, *, max_bytes: int | None = None) -> bytes:

@@ -275,5 +275,7 @@ def render_prompt(mission: Mission, workflow: Workflow | None = None) -> str:
                                   for a in mission.expected_artifacts or []],
         "## Verification Checks": [f"- {c}" for c in mission.verification.checks or []]}
     sections += [[heading, *items] for heading, items in listed.items() if items]
-    body = "".join("\n".join(lines) + "\n\n" for lines in sections)
-    return f"{body}{MISSION_INSTRUCTION}\n{runtime_final_message_instruction()}"
+    parts: list[str] = []  # joined once: a long description is copied once, into the prompt
+    for lines in sections:
+        parts += [piece for i, line in enumerate(lines) for piece in (("\n", line) if i else (line,))] + ["\n\n"]
+    return "".join([*parts, MISSION_INSTRUCTION, "\n", runtime_final_message_instruction()])

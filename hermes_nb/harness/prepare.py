@@ -72,7 +72,12 @@ class RunSpec(ConfigOptions):
                 raise ConfigError(f"{what}: cannot read: {exc.strerror or exc}") from None
         else:
             raise ConfigError("give exactly one of MISSION, --prompt TEXT (- for stdin) or --prompt-file PATH")
-        text = decode_utf8(data, what).strip(" \t\n\r\x0b\x0c")
+        start, end = 0, len(data)  # the whitespace around it dropped on a view: a big prompt is not copied for it
+        while start < end and data[start] in b" \t\n\r\x0b\x0c":
+            start += 1
+        while end > start and data[end - 1] in b" \t\n\r\x0b\x0c":
+            end -= 1
+        text = decode_utf8(memoryview(data)[start:end], what, offset=start)
         if not text or text.isspace():
             raise ConfigError(f"{what}: the prompt is empty")
         return Mission.adhoc(text)

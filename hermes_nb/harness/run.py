@@ -245,9 +245,13 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
              warnings: list[str] | tuple[str, ...] = ()) -> RunPlan:
     prompt = render_prompt(mission, workflow)
     redactor = Redactor(config.secrets())
-    stored = redactor.text(prompt).encode("utf-8", "surrogatepass")  # prompt.md's bytes
-    digest = {"file": PROMPT_FILE, "bytes": len(stored), "sha256": hashlib.sha256(stored).hexdigest()}
-    reference = f"<{PROMPT_FILE}: {len(stored)} bytes, sha256:{digest['sha256']}>"
+    stored, sha, size = redactor.text(prompt), hashlib.sha256(), 0  # prompt.md's text
+    for start in range(0, len(stored), 1 << 20):  # a piece at a time: never a second whole copy of a big prompt
+        piece = stored[start:start + (1 << 20)].encode("utf-8", "surrogatepass")
+        sha.update(piece)
+        size += len(piece)
+    digest = {"file": PROMPT_FILE, "bytes": size, "sha256": sha.hexdigest()}
+    reference = f"<{PROMPT_FILE}: {size} bytes, sha256:{digest['sha256']}>"
     body = chat_request_body(config, [{"role": "user", "content": reference}])
     with HermesClient(config) as client:
         request = client.build_request("POST", "/chat/completions", json=body, sse=bool(body.get("stream")))
