@@ -24,10 +24,6 @@ from __future__ import annotations
 
 from hermes_nb.core.facts import EXIT_BLOCKED, EXIT_FAILED, EXIT_USAGE
 
-__all__ = ["HermesError", "ConfigError", "UnknownKeyError", "UsageError", "ArtifactError", "ProxyUnreachable",
-           "ProxyTimeout", "ProxyStatusError", "ProtocolViolation", "RigError", "NotebookFailed", "SecretLeak",
-           "PromotionRefused", "PublishError"]
-
 
 class HermesError(Exception):
     #: the CLI's exit code when this error escapes to the command line

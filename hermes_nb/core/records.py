@@ -24,8 +24,7 @@ TransportKind = Literal["connect_refused", "connect_timeout", "dns", "connect_er
 
 
 class ErrorEnvelope(StrictModel):
-    """An error body: ``{"error": {...}}`` (``nested``), ``{"message": ...}`` (``flat``), ``{"error": "..."}``
-    (``string``)."""
+    """An error body: ``{"error": {...}}`` (nested), ``{"message": ...}`` (flat), ``{"error": "..."}`` (string)."""
 
     message: str | None = None
     type: str | None = None
@@ -56,7 +55,7 @@ class SSEEventRecord(StrictModel):
 class RequestRecord(StrictModel):
     method: str
     url: str
-    #: lower-cased names; ``authorization`` is redacted (``Bearer <redacted>``)
+    #: lower-cased names; ``authorization`` redacted
     headers: dict[str, str] = Field(default_factory=dict)
     #: the JSON body sent, if any
     body: Any = None
@@ -188,8 +187,7 @@ def _count(value: Any) -> int | None:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token usage of one answer as every face shows it ("not reported", never guessed). Output speed: completion
-    tokens over the time the text took to arrive (first delta to last byte; else the whole exchange)."""
+    """Token usage of one answer ("not reported", never guessed); speed over first delta to last byte."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -292,5 +290,4 @@ class StreamTimeline:
                    _num(data.get("last_byte_s")), _num(data.get("total_s")) or 0.0, bool(data.get("stopped")))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe (a verdict summary carries it into the receipt)."""
         return {**asdict(self), "deltas": list(self.deltas)}

@@ -25,9 +25,8 @@ _PUBLIC_TOKENS = frozenset({"hermes-proxy", "probe", "x", REDACTED})
 
 @dataclass(frozen=True)
 class _Shape:
-    """A kind of secret recognised by its look: ``pattern`` (with groups, only the last is secret), ``accept`` a
-    further test of that part, ``growing`` a text *tail* that could still become it, ``present`` a cheap test, False
-    only when the text cannot hold it (a 10 MB prompt is redacted in milliseconds)."""
+    """A secret known by its look (only ``pattern``'s last group is secret); ``growing``: a text tail that could
+    still become one; ``present``: a cheap pre-test (a 10 MB prompt is redacted in milliseconds)."""
 
     name: str
     pattern: re.Pattern[str]
@@ -132,8 +131,7 @@ class Redactor:
         return value
 
     def data(self, value: Any) -> Any:
-        """Every string inside a JSON-like structure redacted (keys too); a header-shaped key naming a credential
-        (``x-auth-token``, not ``auth_state``) has its value masked."""
+        """Every string inside a JSON-like structure redacted (keys too); a credential header's value masked."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
@@ -181,24 +179,20 @@ def auth_store_secrets(document: Any) -> list[str]:
     return out
 
 
-#: the characters a growing shape's tail is made of (with the letters that match ASCII ones case-insensitively),
-#: and every whitespace character
+#: a growing shape's tail characters (with the letters matching ASCII ones case-insensitively); every whitespace
 _TOKEN_CHARS = string.ascii_letters + string.digits + "._~+/=-" + "\u212a\u017f\u0131\u0130"
 _SPACE_CHARS = "".join(chr(c) for c in range(0x3000 + 1) if chr(c).isspace())
 
 
 def _tail_start(buffer: str) -> int:
-    """The earliest place a growing shape can match ``…$``: a trailing token run, or ``bearer`` + whitespace + one
-    (a few characters searched, not the whole pending text: P5)."""
+    """The earliest place a growing shape can match ``…$`` (a few characters searched, not the whole text)."""
     run = len(buffer.rstrip(_TOKEN_CHARS))
     return max(0, len(buffer[:run].rstrip(_SPACE_CHARS)) - len("bearer"))
 
 
 class StreamRedactor:
-    """Feed pieces, get redacted text that is safe to write now; :meth:`flush` at the end. It holds back the
-    shortest tail that could still become a secret until the next piece settles it; however the text is split, the
-    output joined equals ``redactor.text(whole)``. ``mask(start, end)`` is ``raw[start:end]`` with the secrets
-    masked (an SSE event's share of a split secret), over a window of recent text (:meth:`forget` moves its start)."""
+    """Feed pieces, get the redacted text safe to write now (a tail that could still become a secret is held
+    back); however the text is split, the output joined equals ``redactor.text(whole)``."""
 
     #: characters kept before the window start, so ``\\b`` in the shapes sees the previous character
     MARGIN = 64
@@ -206,8 +200,7 @@ class StreamRedactor:
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
         self.length = 0
-        #: raw characters already released
-        self.settled = 0
+        self.settled = 0  # raw characters already released
         self._pieces: list[str] = []
         self._window = ""  # raw[self._wstart:]
         self._wstart = 0
@@ -215,14 +208,12 @@ class StreamRedactor:
 
     @property
     def raw(self) -> str:
-        """Everything fed so far (joined on demand)."""
         if len(self._pieces) > 1:
             self._pieces = ["".join(self._pieces)]
         return self._pieces[0] if self._pieces else ""
 
     def adopt(self, whole: str) -> bool:
-        """Hold ``whole`` instead of the pieces if it equals everything fed so far (True then): a long answer is
-        not held twice."""
+        """Hold ``whole`` instead of the pieces if it equals them (a long answer is not held twice)."""
         if len(whole) != self.length:
             return False
         pos = 0

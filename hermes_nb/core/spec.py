@@ -1,7 +1,5 @@
-"""Job specs: every option of a job declared once, as a pydantic field (type, unit in its name, default, constraint,
-``description``; :class:`Opt` says how the faces show it); the CLI's flags, the magics' parser and the notebooks'
-parameters cell are generated from it. A bad value is one line naming the option as the face spells it; a rule
-across options is a ``model_validator`` raising :func:`conflict`."""
+"""Job specs: every option of a job declared once, as a pydantic field; the CLI's flags, the magics' parser and the
+notebooks' parameters cell are generated from it. A bad value is one line naming the option as the face spells it."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ ALL_FACES: frozenset[str] = frozenset({"cli", "magic", "notebook"})
 
 @dataclass(frozen=True)
 class Opt:
-    """How the faces show one option: which faces have it, positional, a list as a repeated flag (``--only a --only
-    b``), the help's placeholder, a one-letter alias."""
+    """How the faces show one option (``repeat``: a list as a repeated flag, ``--only a --only b``)."""
 
     faces: frozenset[str] = ALL_FACES
     positional: bool = False
@@ -45,7 +42,6 @@ def conflict(*names: str, why: str = "cannot be used together") -> PydanticCusto
 
 
 def flag_of(name: str) -> str:
-    """``cell_timeout_s`` → ``--cell-timeout-s``."""
     return "--" + name.replace("_", "-")
 
 
@@ -54,7 +50,6 @@ def _opt(info: FieldInfo) -> Opt:
 
 
 def _unwrap(annotation: Any) -> tuple[Any, bool]:
-    """(the type without ``None``, whether ``None`` is allowed)."""
     if get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
     if get_origin(annotation) in (Union, types.UnionType):
@@ -105,8 +100,7 @@ class Spec(StrictModel):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser, face: Face = "cli") -> None:
-        """One argparse argument per option. Every default is None: the spec fills it in (given and defaulted stay
-        apart), and ``--help`` states the spec's default."""
+        """One argparse argument per option; every default is None (given and defaulted stay apart)."""
         for name, info, opt in cls.options(face):
             inner, _ = _unwrap(info.annotation)
             help_text, default = info.description or "", info.default
@@ -187,8 +181,7 @@ class Spec(StrictModel):
 
     @classmethod
     def parameters_source(cls, extra: Sequence[tuple[str, str, str, str]] = ()) -> str:
-        """The notebook's ``parameters`` cell: ``name: type = default  # description`` per option (``extra``: lines
-        the runner adds, as (name, type, default literal, description))."""
+        """The notebook's ``parameters`` cell (``extra``: (name, type, default literal, description) lines)."""
         lines = []
         for name, info, _ in cls.options("notebook"):
             default = info.get_default(call_default_factory=True)
