@@ -17,7 +17,6 @@ from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import provider_info
 from hermes_nb.core.redaction import REDACTED, is_secret_name, redact_headers
 
-#: the providers the proxy ships (:data:`~hermes_nb.core.providers.PROXY_PROVIDERS`)
 Provider = Literal["nous", "xai"]
 #: the keys UH's own strict hermes-proxy runtime_config schema accepts
 UH_STRICT_KEYS = ("endpoint", "model", "provider", "request_timeout_ms", "extra_headers")

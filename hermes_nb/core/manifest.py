@@ -1,5 +1,4 @@
-"""The adapter manifest (``uh.adapter.v0``, ``.harness/adapters/hermes-proxy.yaml``): model, template, IO; and the
-JSON Schemas of it and of the runtime config (``hermes-nb schema``, ``docs/schema/``)."""
+"""The adapter manifest (``uh.adapter.v0``): model, template, IO; and the JSON Schemas (``hermes-nb schema``)."""
 
 from __future__ import annotations
 

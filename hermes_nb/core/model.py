@@ -1,5 +1,4 @@
-"""The one strict base of every pydantic document and record hermes_nb owns (a model of someone else's loose
-document says why it is not), how a record shows itself, and the one handle shape of a running server."""
+"""The strict base of every pydantic model hermes_nb owns, how a record shows itself, a running server's handle."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ class StrictModel(BaseModel):
 
 
 class Shown:
-    """A record a cell can end with: ``_repr_html_`` hands it to :func:`hermes_nb.views.html`, loaded by name then
-    (the views sit above every record they draw)."""
+    """A record a cell can end with; the views are loaded by name (they sit above every record they draw)."""
 
     def _repr_text_(self) -> str:
         return f"{type(self).__name__}(...)"
@@ -34,8 +32,7 @@ class Shown:
 
 
 class EndpointHandle(str):
-    """A running server that *is* its endpoint string, so it goes wherever an endpoint does; every keyword becomes
-    an attribute."""
+    """A running server that *is* its endpoint string; every keyword becomes an attribute."""
 
     endpoint: str
 

@@ -57,7 +57,6 @@ class RequestRecord(StrictModel):
     url: str
     #: lower-cased names; ``authorization`` redacted
     headers: dict[str, str] = Field(default_factory=dict)
-    #: the JSON body sent, if any
     body: Any = None
 
 
@@ -91,8 +90,7 @@ class Exchange(Shown, StrictModel):
     status: int | None = None
     reason: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    #: the media type only, lower-cased
-    content_type: str | None = None
+    content_type: str | None = None  # the media type only, lower-cased
     #: a body that was not SSE, verbatim (UTF-8 with replacement), and its JSON when it was JSON
     body_text: str | None = None
     json_body: Any = None

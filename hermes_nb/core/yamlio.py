@@ -43,8 +43,7 @@ def read_bytes_file(path: Any, what: str, *, max_bytes: int | None = None) -> by
 
 
 def read_limited(handle: Any, max_bytes: int, what: str) -> Any:
-    """At most ``max_bytes`` from ``handle`` (``/dev/zero`` is refused after ``max_bytes + 1``), a chunk at a time
-    (a 4 GB limit costs nothing for a 7-byte file); a regular file in one read of its size."""
+    """At most ``max_bytes`` from ``handle``, a chunk at a time (``/dev/zero`` is refused after ``max_bytes + 1``)."""
     try:
         status = os.fstat(handle.fileno())
         size_hint = status.st_size if stat.S_ISREG(status.st_mode) else 0
@@ -82,6 +81,5 @@ _BlockDumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
 
 
 def dump_yaml(obj: Any, *, block_strings: bool = True) -> str:
-    """YAML in key order; multi-line strings as ``|`` blocks unless ``block_strings`` is False."""
     dumper = _BlockDumper if block_strings else _SafeDumper
     return yaml.dump(obj, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
