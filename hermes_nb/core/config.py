@@ -51,7 +51,6 @@ def normalise_endpoint(value: str) -> str:
 
 
 def endpoint_of(value: str, *, where: str = "endpoint") -> str:
-    """:func:`normalise_endpoint` raising a one-line :class:`ConfigError`."""
     try:
         return normalise_endpoint(value)
     except ValueError as exc:
@@ -161,7 +160,6 @@ class HermesProxyRuntimeConfig(StrictModel):
         return self._origins.get(key, "default")
 
     def with_endpoint(self, endpoint: str, *, origin: str) -> HermesProxyRuntimeConfig:
-        """This config aimed at ``endpoint`` (validated), its origin recorded."""
         copy = self.model_copy()
         copy.endpoint = endpoint
         copy._origins = {**self._origins, "endpoint": origin}
@@ -212,7 +210,6 @@ def _model_at(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> type[BaseM
 
 
 def format_validation_error(exc: ValidationError, *, where: str, model: type[BaseModel] | None = None) -> ConfigError:
-    """Turn a pydantic error into a :class:`ConfigError` with one line per problem."""
     problems: list[str] = []
     first_unknown: UnknownKeyError | None = None
     for err in exc.errors(include_url=False, include_input=False):

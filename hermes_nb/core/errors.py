@@ -101,8 +101,6 @@ class SecretLeak(HermesError):
 
 
 class PromotionRefused(HermesError):
-    """``reasons``: why; ``problems``: one line each."""
-
     def __init__(self, reasons: list[str]) -> None:
         self.problems = [f"promotion refused: {r}" for r in reasons]
         self.reasons = reasons

@@ -170,9 +170,6 @@ class Outcome(StrictModel):
     final_message: str | None = None
 
 
-#: a streamed text that arrived within less than this is rated over the whole exchange instead
-MIN_SPAN_S = 0.05
-NOT_REPORTED = "not reported"
 
 
 def _num(value: Any) -> float | None:
@@ -185,7 +182,8 @@ def _count(value: Any) -> int | None:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token usage of one answer ("not reported", never guessed); speed over first delta to last byte."""
+    """Token usage of one answer ("not reported", never guessed); speed over first delta to last byte (or, under
+    50 ms, over the whole exchange)."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -220,7 +218,7 @@ class Usage:
 
     @staticmethod
     def output_seconds(first_delta_s: float | None, last_byte_s: float | None, total_s: float | None) -> float | None:
-        if first_delta_s is not None and last_byte_s is not None and last_byte_s - first_delta_s >= MIN_SPAN_S:
+        if first_delta_s is not None and last_byte_s is not None and last_byte_s - first_delta_s >= 0.05:
             return last_byte_s - first_delta_s
         return total_s
 
@@ -237,7 +235,7 @@ class Usage:
     def line(self) -> str:
         """``12 prompt + 34 completion = 46 tokens · 85.2 tokens/s`` (or ``not reported``)."""
         if not self.reported:
-            return NOT_REPORTED
+            return "not reported"
         n = ["?" if v is None else str(v) for v in (self.prompt_tokens, self.completion_tokens, self.total_tokens)]
         text = f"{n[0]} prompt + {n[1]} completion = {n[2]} tokens"
         if (speed := self.tokens_per_s) is not None:
@@ -248,7 +246,6 @@ class Usage:
 
 
 def _is_delta(data: str) -> bool:
-    """A chunk that carries text (``choices[0].delta.content`` or ``choices[0].text``)."""
     try:
         obj = json.loads(data) if data[:1] == "{" else None
     except ValueError:

@@ -18,14 +18,13 @@ from hermes_nb.core.errors import UsageError
 from hermes_nb.core.model import StrictModel
 
 Face = Literal["cli", "magic", "notebook"]
-ALL_FACES: frozenset[str] = frozenset({"cli", "magic", "notebook"})
 
 
 @dataclass(frozen=True)
 class Opt:
     """How the faces show one option (``repeat``: a list as a repeated flag, ``--only a --only b``)."""
 
-    faces: frozenset[str] = ALL_FACES
+    faces: frozenset[str] = frozenset({"cli", "magic", "notebook"})
     positional: bool = False
     repeat: bool = False
     metavar: str | None = None
@@ -150,7 +149,6 @@ class Spec(StrictModel):
 
     @classmethod
     def explain(cls, exc: ValidationError, face: Face | Literal["library"] = "library") -> str:
-        """One line for a validation error, each option spelled as ``face`` does."""
         problems = []
         for err in exc.errors(include_url=False, include_input=False):
             ctx = err.get("ctx") or {}

@@ -14,8 +14,6 @@ from hermes_nb.core.errors import ConfigError
 SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 C_YAML = SafeLoader is not yaml.SafeLoader
-#: the most one read asks for beyond what the file says it holds: a limit is a bound, never an allocation
-READ_CHUNK = 1 << 20
 
 
 def read_text_file(path: Any, what: str, *, max_bytes: int | None = None) -> str:
@@ -52,7 +50,7 @@ def read_limited(handle: Any, max_bytes: int, what: str) -> Any:
     parts: list[Any] = []
     left = max_bytes + 1
     while left > 0:
-        part = handle.read(min(left, max(READ_CHUNK, size_hint + 1)))
+        part = handle.read(min(left, max(1 << 20, size_hint + 1)))  # a limit is a bound, never an allocation
         if not part:
             break
         parts.append(part)
