@@ -218,19 +218,11 @@ class StreamRedactor:
         self._pieces = [whole] if whole else []
         return True
 
-    @property
-    def kept(self) -> int:
-        return len(self._window)
-
-    @property
-    def pending(self) -> str:
-        return self._window[self.settled - self._wstart:]
-
     def feed(self, piece: str) -> str:
         self._pieces.append(piece)
         self._window += piece
         self.length += len(piece)
-        return self._release(self.settled + self._safe_cut(self.pending))
+        return self._release(self.settled + self._safe_cut(self._window[self.settled - self._wstart:]))
 
     def flush(self) -> str:
         return self._release(self.length)
