@@ -179,8 +179,7 @@ class HermesProxyRuntimeConfig(StrictModel):
 
     @classmethod
     def from_parameter(cls, value: Mapping[str, Any], auth_token: str | None = None) -> HermesProxyRuntimeConfig:
-        """A config handed over by :meth:`to_parameter`, made whole with ``auth_token`` (it travels in
-        ``HERMES_NB_AUTH_TOKEN``, never as a parameter); masked values are dropped."""
+        """A :meth:`to_parameter` config made whole with ``auth_token`` (never a parameter); masked values dropped."""
         doc = {k: v for k, v in value.items() if k not in ("origins", "auth_token")}
         doc["extra_headers"] = {k: v for k, v in doc.get("extra_headers", {}).items() if REDACTED not in v}
         if auth_token:

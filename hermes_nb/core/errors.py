@@ -81,8 +81,7 @@ class RigError(HermesError):
 
 
 class NotebookFailed(HermesError):
-    """``cell``/``ename``: the failing cell's index and exception name, when a runner saw it (None inside the
-    kernel, where the raising cell is the verdict cell itself)."""
+    """``cell``/``ename``: the failing cell's index and exception name, when a runner saw it."""
 
     def __init__(self, message: str, *, notebook: str | None = None, cell: int | None = None,
                  ename: str | None = None) -> None:

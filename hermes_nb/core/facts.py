@@ -120,8 +120,7 @@ def sanitize_file() -> Path:
 
 
 def is_loopback_host(host: str) -> bool:
-    """``localhost``, ``*.localhost`` or a loopback address however written (``::ffff:127.0.0.1``, and what
-    ``inet_aton`` reads as 127.x: ``127.1``, ``0x7f.1``…)."""
+    """``localhost``, ``*.localhost`` or a loopback address however written (``::ffff:127.0.0.1``, ``0x7f.1``…)."""
     host = host.strip("[]").rstrip(".").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, TypeVar
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-H = TypeVar("H", bound="EndpointHandle")
-
 
 class StrictModel(BaseModel):
-    """An unknown key is rejected, naming it; an assignment is validated; a rejected value is never echoed in the
-    error (it may be a token)."""
+    """Unknown keys rejected, assignments validated, a rejected value never echoed (it may be a token)."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
 
@@ -36,7 +33,7 @@ class EndpointHandle(str):
 
     endpoint: str
 
-    def __new__(cls: type[H], endpoint: str, **fields: Any) -> H:
+    def __new__(cls, endpoint: str, **fields: Any) -> Self:
         obj = super().__new__(cls, endpoint)
         obj.endpoint = endpoint
         for key, value in fields.items():

@@ -1,6 +1,5 @@
-"""THE one place a runtime config is put together (every face calls :func:`resolve_runtime_config`): defaults < the
-manifest's < the mission's overrides < ``HERMES_NB_*`` < ``--runtime-config-overrides`` < arguments. Each key
-remembers where it came from, so a notebook tells "no endpoint given" from "``HERMES_NB_ENDPOINT`` names one"."""
+"""THE one place a runtime config is put together: defaults < the manifest's < the mission's overrides <
+``HERMES_NB_*`` < ``--runtime-config-overrides`` < arguments; each key remembers where it came from."""
 
 from __future__ import annotations
 
