@@ -18,7 +18,6 @@ from hermes_nb.core.providers import provider_info
 from hermes_nb.core.redaction import REDACTED, is_secret_name, redact_headers
 
 Provider = Literal["nous", "xai"]
-#: the keys UH's own strict hermes-proxy runtime_config schema accepts
 UH_STRICT_KEYS = ("endpoint", "model", "provider", "request_timeout_ms", "extra_headers")
 #: headers ``extra_headers`` may not set: the client frames the request, the bearer is ``auth_token``
 FORBIDDEN_EXTRA_HEADERS = ("content-length", "host", "transfer-encoding", "authorization")

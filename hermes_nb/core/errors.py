@@ -1,6 +1,5 @@
-"""Every error class of the package, drawn once. HTTP and network failures of a call are recorded in an
-:class:`~hermes_nb.core.records.Exchange`, not raised; these are for configuration, usage and orchestration,
-and for callers that require an answer (``Exchange.raise_for_status``). Each ``str()`` is one line, never a secret::
+"""Every error class of the package, drawn once; each ``str()`` is one line, never a secret. A call's HTTP and
+network failures are recorded in an :class:`~hermes_nb.core.records.Exchange`, raised only on request::
 
     HermesError            (exit 1 unless said)
     ├── ConfigError        a bad runtime_config, manifest, mission or overrides (exit 2)

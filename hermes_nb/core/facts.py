@@ -52,7 +52,6 @@ SENTINEL_TAG = "uh-runtime-final-message"
 #: the real proxy's request body cap (hermes_cli/proxy/server.py ``MAX_REQUEST_BYTES``; 413 above it)
 PROXY_MAX_REQUEST_BYTES = 10_000_000
 MAX_PROMPT_BYTES = 10 * 1024 * 1024
-#: the one file of a run that holds the prompt (the other records refer to it by digest and size)
 PROMPT_FILE = "prompt.md"
 #: the run artifacts a receipt and a run's display carry digests (and a receipt copies) of
 RUN_ARTIFACTS = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
@@ -64,7 +63,6 @@ ENV_CONFIG: Mapping[str, str] = {key: ENV_PREFIX + key.upper() for key in ("endp
 #: the bearer travels in HERMES_NB_AUTH_TOKEN, never as a notebook parameter
 ENV_ENDPOINT, ENV_AUTH_TOKEN = ENV_CONFIG["endpoint"], ENV_CONFIG["auth_token"]
 ENV_HERMES_BIN = ENV_PREFIX + "HERMES_BIN"
-#: the first hermes-agent release with `hermes proxy`
 MINIMUM_HERMES_PROXY_VERSION = "0.16.0"
 
 

@@ -116,13 +116,10 @@ class Spec(StrictModel):
                                     help=help_text)
                 continue
             names = [flag_of(name), *([opt.short] if opt.short else [])]
-            if inner is bool:
-                if info.default is True:
-                    parser.add_argument(flag_of("no_" + name), dest=name, action="store_const", const=False,
-                                        default=None, help=f"turn off: {help_text}")
-                else:
-                    parser.add_argument(*names, dest=name, action="store_const", const=True, default=None,
-                                        help=help_text)
+            if inner is bool:  # a flag on by default is turned off by --no-<name>
+                off = info.default is True
+                parser.add_argument(*([flag_of("no_" + name)] if off else names), dest=name, action="store_const",
+                                    const=not off, default=None, help=f"turn off: {help_text}" if off else help_text)
                 continue
             metavar = opt.metavar or ("NAME" if opt.repeat else _metavar(name, inner))
             action = "append" if opt.repeat else "store"
