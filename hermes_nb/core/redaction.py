@@ -97,16 +97,13 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _usable(secrets: Iterable[str]) -> set[str]:
-    return {s for s in secrets if s and s not in _PUBLIC_TOKENS and len(s) >= 4}
-
-
 class Redactor:
     """Replace known secret values and secret-shaped strings with ``<redacted>``."""
 
     def __init__(self, secrets: Iterable[str] = (), *, shapes: bool = True) -> None:
-        self._secrets = sorted(_usable(secrets), key=len, reverse=True)  # longest first: no tail left
+        self._secrets: list[str] = []
         self._shapes = shapes
+        self.add(*secrets)
 
     def __repr__(self) -> str:
         return f"Redactor({len(self._secrets)} secrets, shapes={self._shapes})"
@@ -120,12 +117,12 @@ class Redactor:
         return SHAPES if self._shapes else ()
 
     def add(self, *secrets: str) -> None:
-        self._secrets = sorted(set(self._secrets) | _usable(secrets), key=len, reverse=True)
+        usable = {s for s in secrets if s and s not in _PUBLIC_TOKENS and len(s) >= 4}
+        self._secrets = sorted(set(self._secrets) | usable, key=len, reverse=True)  # longest first: no tail left
 
     def text(self, value: str) -> str:
         for secret in self._secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
+            value = value.replace(secret, REDACTED)
         for shape in self.shapes:
             value = shape.sub(value)
         return value
