@@ -188,7 +188,6 @@ class HermesProxyRuntimeConfig(StrictModel):
         return config
 
     def to_document(self, *, reveal_secrets: bool = False, uh_strict: bool = False) -> dict[str, Any]:
-        """A plain dict for YAML/JSON; secrets masked unless ``reveal_secrets``."""
         data = self.model_dump(mode="python", exclude_none=True)
         data["auth_token"] = self.auth_token.get_secret_value() if reveal_secrets else "**********"
         if not reveal_secrets:
@@ -197,7 +196,6 @@ class HermesProxyRuntimeConfig(StrictModel):
 
 
 def _model_at(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The model of the nested field at ``loc`` (None when there is none)."""
     for part in loc:
         field = model.model_fields.get(str(part)) if model is not None else None
         if field is None:

@@ -87,7 +87,6 @@ def save_manifest(manifest: AdapterManifest, path: str | os.PathLike[str], *, fo
 
 
 def schema_documents() -> dict[str, dict[str, Any]]:
-    """JSON Schemas keyed by file name (``docs/schema/<name>``)."""
     models: dict[str, type[StrictModel]] = {"hermes-proxy-runtime-config": HermesProxyRuntimeConfig,
                                             "adapter-manifest": AdapterManifest}
     return {f"{name}.schema.json": {**model.model_json_schema(mode="validation"),

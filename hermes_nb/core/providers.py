@@ -93,7 +93,6 @@ def provider_by_allowed_paths(paths: Iterable[str]) -> str | None:
 
 
 def provider_in_text(text: str | None) -> str | None:
-    """The provider whose display name (or ``hermes auth add`` id) a proxy message names."""
     low = (text or "").lower()
     return next((p.id for p in PROVIDER_TABLE
                  if p.display_name.lower() in low or f"`hermes auth add {p.auth_store_id}" in low), None)
@@ -174,7 +173,6 @@ def reauth_hint(provider: str | None = None, message: str | None = None, executa
 
 
 def logged_out_hint(provider: str | None = None, executable: str = "hermes") -> str:
-    """What a proxy that refuses to start for want of credentials needs."""
     info = provider_info(provider)
     login = _cmd(info, lambda p: p.login_command, executable)
     if info is None:
@@ -184,7 +182,6 @@ def logged_out_hint(provider: str | None = None, executable: str = "hermes") -> 
 
 
 def start_hint(provider: str | None = None, executable: str = "hermes") -> str:
-    """The one action for a proxy that does not answer: start it (logging in first if it refuses)."""
     info = provider_info(provider)
     start = _cmd(info, lambda p: f"hermes proxy start --provider {p.id}", executable)
     return (f"start the proxy with {start} (if it refuses because it is not logged in, run "

@@ -169,7 +169,6 @@ class Spec(StrictModel):
 
     @classmethod
     def parser(cls, prog: str, description: str = "", face: Face = "magic") -> argparse.ArgumentParser:
-        """A standalone parser for ``face`` (the magics'): errors raise :class:`UsageError`, never exit."""
         parser = _Parser(prog=prog, description=description, add_help=False)
         cls.add_arguments(parser, face)
         return parser
