@@ -67,7 +67,7 @@ class TransportFailure(StrictModel):
     exception: str | None = None
 
 
-#: how many delta arrival times an Exchange keeps (its timeline picture needs no more)
+#: how many delta arrival times an Exchange keeps in ``Timings.delta_s`` (its timeline picture needs no more)
 DELTA_MARKS = 1000
 
 
@@ -79,7 +79,6 @@ class Timings(StrictModel):
     first_delta_s: float | None = None
     last_byte_s: float | None = None
     total_s: float = 0.0
-    #: each text delta (the first DELTA_MARKS: bounded even when no event records are kept)
     delta_s: list[float] = Field(default_factory=list)
 
 

@@ -13,7 +13,6 @@ from hermes_nb.core.errors import ConfigError
 
 SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-C_YAML = SafeLoader is not yaml.SafeLoader
 
 
 def read_text_file(path: Any, what: str, *, max_bytes: int | None = None) -> str:
