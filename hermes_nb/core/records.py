@@ -1,5 +1,4 @@
-"""Plain data records of the client, the readings, the runner, the probe and the receipts: no IO, never a secret
-(headers are redacted when a record is built), JSON-safe dumps."""
+"""Plain data records: no IO, never a secret (headers are redacted when a record is built), JSON-safe dumps."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Secrets never reach an output: a :class:`Redactor` knows a run's literal secrets and the *shapes* of secrets
-(:data:`SHAPES`); everything hermes_nb writes goes through one. Which names hold a secret is one rule
-(:func:`is_secret_name`). :class:`StreamRedactor` does the same for text arriving in pieces."""
+"""Secrets never reach an output: everything hermes_nb writes goes through a :class:`Redactor` (a run's literal
+secrets and the :data:`SHAPES` of secrets) or, for text arriving in pieces, a :class:`StreamRedactor`."""
 
 from __future__ import annotations
 
