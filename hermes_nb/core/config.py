@@ -17,9 +17,7 @@ from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import provider_info
 from hermes_nb.core.redaction import REDACTED, is_secret_name, redact_headers
 
-#: the providers the proxy ships (:data:`~hermes_nb.core.providers.PROXY_PROVIDERS`)
 Provider = Literal["nous", "xai"]
-#: the keys UH's own strict hermes-proxy runtime_config schema accepts
 UH_STRICT_KEYS = ("endpoint", "model", "provider", "request_timeout_ms", "extra_headers")
 #: headers ``extra_headers`` may not set: the client frames the request, the bearer is ``auth_token``
 FORBIDDEN_EXTRA_HEADERS = ("content-length", "host", "transfer-encoding", "authorization")
@@ -52,7 +50,6 @@ def normalise_endpoint(value: str) -> str:
 
 
 def endpoint_of(value: str, *, where: str = "endpoint") -> str:
-    """:func:`normalise_endpoint` raising a one-line :class:`ConfigError`."""
     try:
         return normalise_endpoint(value)
     except ValueError as exc:
@@ -162,7 +159,6 @@ class HermesProxyRuntimeConfig(StrictModel):
         return self._origins.get(key, "default")
 
     def with_endpoint(self, endpoint: str, *, origin: str) -> HermesProxyRuntimeConfig:
-        """This config aimed at ``endpoint`` (validated), its origin recorded."""
         copy = self.model_copy()
         copy.endpoint = endpoint
         copy._origins = {**self._origins, "endpoint": origin}
@@ -182,8 +178,7 @@ class HermesProxyRuntimeConfig(StrictModel):
 
     @classmethod
     def from_parameter(cls, value: Mapping[str, Any], auth_token: str | None = None) -> HermesProxyRuntimeConfig:
-        """A config handed over by :meth:`to_parameter`, made whole with ``auth_token`` (it travels in
-        ``HERMES_NB_AUTH_TOKEN``, never as a parameter); masked values are dropped."""
+        """A :meth:`to_parameter` config made whole with ``auth_token`` (never a parameter); masked values dropped."""
         doc = {k: v for k, v in value.items() if k not in ("origins", "auth_token")}
         doc["extra_headers"] = {k: v for k, v in doc.get("extra_headers", {}).items() if REDACTED not in v}
         if auth_token:
@@ -193,7 +188,6 @@ class HermesProxyRuntimeConfig(StrictModel):
         return config
 
     def to_document(self, *, reveal_secrets: bool = False, uh_strict: bool = False) -> dict[str, Any]:
-        """A plain dict for YAML/JSON; secrets masked unless ``reveal_secrets``."""
         data = self.model_dump(mode="python", exclude_none=True)
         data["auth_token"] = self.auth_token.get_secret_value() if reveal_secrets else "**********"
         if not reveal_secrets:
@@ -202,7 +196,6 @@ class HermesProxyRuntimeConfig(StrictModel):
 
 
 def _model_at(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The model of the nested field at ``loc`` (None when there is none)."""
     for part in loc:
         field = model.model_fields.get(str(part)) if model is not None else None
         if field is None:
@@ -213,7 +206,6 @@ def _model_at(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> type[BaseM
 
 
 def format_validation_error(exc: ValidationError, *, where: str, model: type[BaseModel] | None = None) -> ConfigError:
-    """Turn a pydantic error into a :class:`ConfigError` with one line per problem."""
     problems: list[str] = []
     first_unknown: UnknownKeyError | None = None
     for err in exc.errors(include_url=False, include_input=False):

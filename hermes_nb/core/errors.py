@@ -1,6 +1,5 @@
-"""Every error class of the package, drawn once. HTTP and network failures of a call are recorded in an
-:class:`~hermes_nb.core.records.Exchange`, not raised; these are for configuration, usage and orchestration,
-and for callers that require an answer (``Exchange.raise_for_status``). Each ``str()`` is one line, never a secret::
+"""Every error class of the package, drawn once; each ``str()`` is one line, never a secret. A call's HTTP and
+network failures are recorded in an :class:`~hermes_nb.core.records.Exchange`, raised only on request::
 
     HermesError            (exit 1 unless said)
     ├── ConfigError        a bad runtime_config, manifest, mission or overrides (exit 2)
@@ -23,10 +22,6 @@ and for callers that require an answer (``Exchange.raise_for_status``). Each ``s
 from __future__ import annotations
 
 from hermes_nb.core.facts import EXIT_BLOCKED, EXIT_FAILED, EXIT_USAGE
-
-__all__ = ["HermesError", "ConfigError", "UnknownKeyError", "UsageError", "ArtifactError", "ProxyUnreachable",
-           "ProxyTimeout", "ProxyStatusError", "ProtocolViolation", "RigError", "NotebookFailed", "SecretLeak",
-           "PromotionRefused", "PublishError"]
 
 
 class HermesError(Exception):
@@ -85,8 +80,7 @@ class RigError(HermesError):
 
 
 class NotebookFailed(HermesError):
-    """``cell``/``ename``: the failing cell's index and exception name, when a runner saw it (None inside the
-    kernel, where the raising cell is the verdict cell itself)."""
+    """``cell``/``ename``: the failing cell's index and exception name, when a runner saw it."""
 
     def __init__(self, message: str, *, notebook: str | None = None, cell: int | None = None,
                  ename: str | None = None) -> None:
@@ -105,8 +99,6 @@ class SecretLeak(HermesError):
 
 
 class PromotionRefused(HermesError):
-    """``reasons``: why; ``problems``: one line each."""
-
     def __init__(self, reasons: list[str]) -> None:
         self.problems = [f"promotion refused: {r}" for r in reasons]
         self.reasons = reasons

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 from hermes_nb.core.providers import DEFAULT_PROVIDER, default_model_for
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
-#: every status word a command can end with -> its exit code (verdicts and run statuses, then check states)
 STATUS_EXIT: Mapping[str, int] = {
     "passed": EXIT_OK, "failed": EXIT_FAILED, "blocked": EXIT_BLOCKED, "cancelled": EXIT_FAILED,
     "ready": EXIT_OK, "error": EXIT_FAILED, "misconfigured": EXIT_USAGE, "locked": EXIT_BLOCKED,
@@ -26,7 +25,6 @@ OUTCOMES = (*VERDICTS, "cancelled")
 
 
 def exit_code_for(status: str) -> int:
-    """Unknown words count as failed."""
     return STATUS_EXIT.get(status, EXIT_FAILED)
 
 
@@ -44,33 +42,27 @@ RUNTIME = "hermes-proxy"
 #: every error line a classification writes starts with this (UH's prefix)
 ERROR_PREFIX = "hermes-proxy: "
 DEFAULT_ENDPOINT = "http://127.0.0.1:8645/v1"
-#: the model when none is configured and the provider is not known: the default provider's
 DEFAULT_MODEL = default_model_for(DEFAULT_PROVIDER) or ""
 #: the placeholder bearer (the real proxy ignores it and attaches its own credentials)
 DEFAULT_AUTH_TOKEN = "hermes-proxy"
 DEFAULT_TIMEOUT_MS = 300_000
-#: the longest wait for a TCP connection to the proxy, seconds
 CONNECT_TIMEOUT_S = 5.0
 #: the fence tag of the final-message block (uh-contract §4)
 SENTINEL_TAG = "uh-runtime-final-message"
 #: the real proxy's request body cap (hermes_cli/proxy/server.py ``MAX_REQUEST_BYTES``; 413 above it)
 PROXY_MAX_REQUEST_BYTES = 10_000_000
-#: the cap on prompt input, just above the proxy's
 MAX_PROMPT_BYTES = 10 * 1024 * 1024
-#: the one file of a run that holds the prompt (the other records refer to it by digest and size)
 PROMPT_FILE = "prompt.md"
 #: the run artifacts a receipt and a run's display carry digests (and a receipt copies) of
 RUN_ARTIFACTS = ("runtime-result.yaml", "runtime.stdout.log", "runtime-final.txt", "prompt.md", "events.ndjson",
                  "request.json")
 
 ENV_PREFIX = "HERMES_NB_"
-#: the runtime_config keys the environment sets, each with its variable (``HERMES_NB_<KEY>``)
 ENV_CONFIG: Mapping[str, str] = {key: ENV_PREFIX + key.upper() for key in ("endpoint", "model", "auth_token",
                                                                          "provider")}
 #: the bearer travels in HERMES_NB_AUTH_TOKEN, never as a notebook parameter
 ENV_ENDPOINT, ENV_AUTH_TOKEN = ENV_CONFIG["endpoint"], ENV_CONFIG["auth_token"]
 ENV_HERMES_BIN = ENV_PREFIX + "HERMES_BIN"
-#: the first hermes-agent release with `hermes proxy`
 MINIMUM_HERMES_PROXY_VERSION = "0.16.0"
 
 
@@ -126,8 +118,7 @@ def sanitize_file() -> Path:
 
 
 def is_loopback_host(host: str) -> bool:
-    """``localhost``, ``*.localhost`` or a loopback address however written (``::ffff:127.0.0.1``, and what
-    ``inet_aton`` reads as 127.x: ``127.1``, ``0x7f.1``…)."""
+    """``localhost``, ``*.localhost`` or a loopback address however written (``::ffff:127.0.0.1``, ``0x7f.1``…)."""
     host = host.strip("[]").rstrip(".").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True

@@ -1,6 +1,5 @@
-"""Outputs land whole or not at all (a temporary file beside the target, renamed over it; a device or a pipe is
-written in place); run ids, timestamps and digests in UH's formats. Before a job starts, :func:`prove_writable` and
-:func:`prove_dir` *create* what writing will need (root passes every ``os.access``; a read-only mount refuses)."""
+"""Outputs land whole or not at all; run ids, timestamps and digests in UH's formats. Before a job starts, the
+``prove_*`` functions *create* what writing will need (root passes every ``os.access``; a read-only mount refuses)."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from hermes_nb.core.errors import ArtifactError, UsageError
 
 #: characters encoded per write: a 10 MB prompt is never encoded whole a second time
 _PIECE = 1 << 20
-#: an explicit run id (``--run-id``)
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -67,8 +65,7 @@ def _real(path: str | os.PathLike[str]) -> Path:
 
 
 def prove_writable(path: str | os.PathLike[str], what: str, *, append: bool = False) -> Path:
-    """Prove now that ``path`` can be written at the end (its directory and a file beside it are created; with
-    ``append``, the file itself, as GitHub's step summary is); else a one-line :class:`UsageError`."""
+    """Prove now that ``path`` can be written at the end (with ``append``, the file itself); else a UsageError."""
     target = _real(path)
     try:
         if target.is_dir():
@@ -91,7 +88,6 @@ def prove_writable(path: str | os.PathLike[str], what: str, *, append: bool = Fa
 
 
 def prove_dir(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` created if needed and proven writable by creating a file in it."""
     target = Path(path)
     try:
         target.mkdir(parents=True, exist_ok=True)
@@ -109,8 +105,7 @@ def _create_beside(target: Path) -> tuple[int, str]:
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, what: str = "") -> Path:
-    """Write ``data`` (text as UTF-8) to ``path`` (a symlink followed) whole or not at all: a failure is one
-    :class:`ArtifactError` line, the target untouched and no temporary file left behind."""
+    """``data`` to ``path`` (a symlink followed) whole or not at all, or one :class:`ArtifactError` line."""
     target = _real(path)
     name = None
     try:

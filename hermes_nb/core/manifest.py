@@ -1,5 +1,4 @@
-"""The adapter manifest (``uh.adapter.v0``, ``.harness/adapters/hermes-proxy.yaml``): model, template, IO; and the
-JSON Schemas of it and of the runtime config (``hermes-nb schema``, ``docs/schema/``)."""
+"""The adapter manifest (``uh.adapter.v0``): model, template, IO; and the JSON Schemas (``hermes-nb schema``)."""
 
 from __future__ import annotations
 
@@ -88,7 +87,6 @@ def save_manifest(manifest: AdapterManifest, path: str | os.PathLike[str], *, fo
 
 
 def schema_documents() -> dict[str, dict[str, Any]]:
-    """JSON Schemas keyed by file name (``docs/schema/<name>``)."""
     models: dict[str, type[StrictModel]] = {"hermes-proxy-runtime-config": HermesProxyRuntimeConfig,
                                             "adapter-manifest": AdapterManifest}
     return {f"{name}.schema.json": {**model.model_json_schema(mode="validation"),

@@ -1,26 +1,21 @@
-"""The one strict base of every pydantic document and record hermes_nb owns (a model of someone else's loose
-document says why it is not), how a record shows itself, and the one handle shape of a running server."""
+"""The strict base of every pydantic model hermes_nb owns, how a record shows itself, a running server's handle."""
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, TypeVar
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-H = TypeVar("H", bound="EndpointHandle")
-
 
 class StrictModel(BaseModel):
-    """An unknown key is rejected, naming it; an assignment is validated; a rejected value is never echoed in the
-    error (it may be a token)."""
+    """Unknown keys rejected, assignments validated, a rejected value never echoed (it may be a token)."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
 
 
 class Shown:
-    """A record a cell can end with: ``_repr_html_`` hands it to :func:`hermes_nb.views.html`, loaded by name then
-    (the views sit above every record they draw)."""
+    """A record a cell can end with; the views are loaded by name (they sit above every record they draw)."""
 
     def _repr_text_(self) -> str:
         return f"{type(self).__name__}(...)"
@@ -34,12 +29,11 @@ class Shown:
 
 
 class EndpointHandle(str):
-    """A running server that *is* its endpoint string, so it goes wherever an endpoint does; every keyword becomes
-    an attribute."""
+    """A running server that *is* its endpoint string; every keyword becomes an attribute."""
 
     endpoint: str
 
-    def __new__(cls: type[H], endpoint: str, **fields: Any) -> H:
+    def __new__(cls, endpoint: str, **fields: Any) -> Self:
         obj = super().__new__(cls, endpoint)
         obj.endpoint = endpoint
         for key, value in fields.items():

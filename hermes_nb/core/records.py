@@ -1,5 +1,4 @@
-"""Plain data records of the client, the readings, the runner, the probe and the receipts: no IO, never a secret
-(headers are redacted when a record is built), JSON-safe dumps."""
+"""Plain data records: no IO, never a secret (headers are redacted when a record is built), JSON-safe dumps."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ TransportKind = Literal["connect_refused", "connect_timeout", "dns", "connect_er
 
 
 class ErrorEnvelope(StrictModel):
-    """An error body: ``{"error": {...}}`` (``nested``), ``{"message": ...}`` (``flat``), ``{"error": "..."}``
-    (``string``)."""
+    """An error body: ``{"error": {...}}`` (nested), ``{"message": ...}`` (flat), ``{"error": "..."}`` (string)."""
 
     message: str | None = None
     type: str | None = None
@@ -56,9 +54,8 @@ class SSEEventRecord(StrictModel):
 class RequestRecord(StrictModel):
     method: str
     url: str
-    #: lower-cased names; ``authorization`` is redacted (``Bearer <redacted>``)
+    #: lower-cased names; ``authorization`` redacted
     headers: dict[str, str] = Field(default_factory=dict)
-    #: the JSON body sent, if any
     body: Any = None
 
 
@@ -69,7 +66,7 @@ class TransportFailure(StrictModel):
     exception: str | None = None
 
 
-#: how many delta arrival times an Exchange keeps (its timeline picture needs no more)
+#: how many delta arrival times an Exchange keeps in ``Timings.delta_s`` (its timeline picture needs no more)
 DELTA_MARKS = 1000
 
 
@@ -81,7 +78,6 @@ class Timings(StrictModel):
     first_delta_s: float | None = None
     last_byte_s: float | None = None
     total_s: float = 0.0
-    #: each text delta (the first DELTA_MARKS: bounded even when no event records are kept)
     delta_s: list[float] = Field(default_factory=list)
 
 
@@ -92,8 +88,7 @@ class Exchange(Shown, StrictModel):
     status: int | None = None
     reason: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    #: the media type only, lower-cased
-    content_type: str | None = None
+    content_type: str | None = None  # the media type only, lower-cased
     #: a body that was not SSE, verbatim (UTF-8 with replacement), and its JSON when it was JSON
     body_text: str | None = None
     json_body: Any = None
@@ -173,9 +168,6 @@ class Outcome(StrictModel):
     final_message: str | None = None
 
 
-#: a streamed text that arrived within less than this is rated over the whole exchange instead
-MIN_SPAN_S = 0.05
-NOT_REPORTED = "not reported"
 
 
 def _num(value: Any) -> float | None:
@@ -188,8 +180,8 @@ def _count(value: Any) -> int | None:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token usage of one answer as every face shows it ("not reported", never guessed). Output speed: completion
-    tokens over the time the text took to arrive (first delta to last byte; else the whole exchange)."""
+    """Token usage of one answer ("not reported", never guessed); speed over first delta to last byte (or, under
+    50 ms, over the whole exchange)."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -224,7 +216,7 @@ class Usage:
 
     @staticmethod
     def output_seconds(first_delta_s: float | None, last_byte_s: float | None, total_s: float | None) -> float | None:
-        if first_delta_s is not None and last_byte_s is not None and last_byte_s - first_delta_s >= MIN_SPAN_S:
+        if first_delta_s is not None and last_byte_s is not None and last_byte_s - first_delta_s >= 0.05:
             return last_byte_s - first_delta_s
         return total_s
 
@@ -241,7 +233,7 @@ class Usage:
     def line(self) -> str:
         """``12 prompt + 34 completion = 46 tokens · 85.2 tokens/s`` (or ``not reported``)."""
         if not self.reported:
-            return NOT_REPORTED
+            return "not reported"
         n = ["?" if v is None else str(v) for v in (self.prompt_tokens, self.completion_tokens, self.total_tokens)]
         text = f"{n[0]} prompt + {n[1]} completion = {n[2]} tokens"
         if (speed := self.tokens_per_s) is not None:
@@ -252,7 +244,6 @@ class Usage:
 
 
 def _is_delta(data: str) -> bool:
-    """A chunk that carries text (``choices[0].delta.content`` or ``choices[0].text``)."""
     try:
         obj = json.loads(data) if data[:1] == "{" else None
     except ValueError:
@@ -292,5 +283,4 @@ class StreamTimeline:
                    _num(data.get("last_byte_s")), _num(data.get("total_s")) or 0.0, bool(data.get("stopped")))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe (a verdict summary carries it into the receipt)."""
         return {**asdict(self), "deltas": list(self.deltas)}

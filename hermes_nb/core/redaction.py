@@ -1,6 +1,5 @@
-"""Secrets never reach an output: a :class:`Redactor` knows a run's literal secrets and the *shapes* of secrets
-(:data:`SHAPES`); everything hermes_nb writes goes through one. Which names hold a secret is one rule
-(:func:`is_secret_name`). :class:`StreamRedactor` does the same for text arriving in pieces."""
+"""Secrets never reach an output: everything hermes_nb writes goes through a :class:`Redactor` (a run's literal
+secrets and the :data:`SHAPES` of secrets) or, for text arriving in pieces, a :class:`StreamRedactor`."""
 
 from __future__ import annotations
 
@@ -25,9 +24,8 @@ _PUBLIC_TOKENS = frozenset({"hermes-proxy", "probe", "x", REDACTED})
 
 @dataclass(frozen=True)
 class _Shape:
-    """A kind of secret recognised by its look: ``pattern`` (with groups, only the last is secret), ``accept`` a
-    further test of that part, ``growing`` a text *tail* that could still become it, ``present`` a cheap test, False
-    only when the text cannot hold it (a 10 MB prompt is redacted in milliseconds)."""
+    """A secret known by its look (only ``pattern``'s last group is secret); ``growing``: a text tail that could
+    still become one; ``present``: a cheap pre-test (a 10 MB prompt is redacted in milliseconds)."""
 
     name: str
     pattern: re.Pattern[str]
@@ -98,16 +96,13 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _usable(secrets: Iterable[str]) -> set[str]:
-    return {s for s in secrets if s and s not in _PUBLIC_TOKENS and len(s) >= 4}
-
-
 class Redactor:
     """Replace known secret values and secret-shaped strings with ``<redacted>``."""
 
     def __init__(self, secrets: Iterable[str] = (), *, shapes: bool = True) -> None:
-        self._secrets = sorted(_usable(secrets), key=len, reverse=True)  # longest first: no tail left
+        self._secrets: list[str] = []
         self._shapes = shapes
+        self.add(*secrets)
 
     def __repr__(self) -> str:
         return f"Redactor({len(self._secrets)} secrets, shapes={self._shapes})"
@@ -121,19 +116,18 @@ class Redactor:
         return SHAPES if self._shapes else ()
 
     def add(self, *secrets: str) -> None:
-        self._secrets = sorted(set(self._secrets) | _usable(secrets), key=len, reverse=True)
+        usable = {s for s in secrets if s and s not in _PUBLIC_TOKENS and len(s) >= 4}
+        self._secrets = sorted(set(self._secrets) | usable, key=len, reverse=True)  # longest first: no tail left
 
     def text(self, value: str) -> str:
         for secret in self._secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
+            value = value.replace(secret, REDACTED)
         for shape in self.shapes:
             value = shape.sub(value)
         return value
 
     def data(self, value: Any) -> Any:
-        """Every string inside a JSON-like structure redacted (keys too); a header-shaped key naming a credential
-        (``x-auth-token``, not ``auth_state``) has its value masked."""
+        """Every string inside a JSON-like structure redacted (keys too); a credential header's value masked."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
@@ -181,24 +175,14 @@ def auth_store_secrets(document: Any) -> list[str]:
     return out
 
 
-#: the characters a growing shape's tail is made of (with the letters that match ASCII ones case-insensitively),
-#: and every whitespace character
+#: a growing shape's tail characters (with the letters matching ASCII ones case-insensitively); every whitespace
 _TOKEN_CHARS = string.ascii_letters + string.digits + "._~+/=-" + "\u212a\u017f\u0131\u0130"
 _SPACE_CHARS = "".join(chr(c) for c in range(0x3000 + 1) if chr(c).isspace())
 
 
-def _tail_start(buffer: str) -> int:
-    """The earliest place a growing shape can match ``…$``: a trailing token run, or ``bearer`` + whitespace + one
-    (a few characters searched, not the whole pending text: P5)."""
-    run = len(buffer.rstrip(_TOKEN_CHARS))
-    return max(0, len(buffer[:run].rstrip(_SPACE_CHARS)) - len("bearer"))
-
-
 class StreamRedactor:
-    """Feed pieces, get redacted text that is safe to write now; :meth:`flush` at the end. It holds back the
-    shortest tail that could still become a secret until the next piece settles it; however the text is split, the
-    output joined equals ``redactor.text(whole)``. ``mask(start, end)`` is ``raw[start:end]`` with the secrets
-    masked (an SSE event's share of a split secret), over a window of recent text (:meth:`forget` moves its start)."""
+    """Feed pieces, get the redacted text safe to write now (a tail that could still become a secret is held
+    back); however the text is split, the output joined equals ``redactor.text(whole)``."""
 
     #: characters kept before the window start, so ``\\b`` in the shapes sees the previous character
     MARGIN = 64
@@ -206,8 +190,7 @@ class StreamRedactor:
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
         self.length = 0
-        #: raw characters already released
-        self.settled = 0
+        self.settled = 0  # raw characters already released
         self._pieces: list[str] = []
         self._window = ""  # raw[self._wstart:]
         self._wstart = 0
@@ -215,14 +198,12 @@ class StreamRedactor:
 
     @property
     def raw(self) -> str:
-        """Everything fed so far (joined on demand)."""
         if len(self._pieces) > 1:
             self._pieces = ["".join(self._pieces)]
         return self._pieces[0] if self._pieces else ""
 
     def adopt(self, whole: str) -> bool:
-        """Hold ``whole`` instead of the pieces if it equals everything fed so far (True then): a long answer is
-        not held twice."""
+        """Hold ``whole`` instead of the pieces if it equals them (a long answer is not held twice)."""
         if len(whole) != self.length:
             return False
         pos = 0
@@ -233,19 +214,11 @@ class StreamRedactor:
         self._pieces = [whole] if whole else []
         return True
 
-    @property
-    def kept(self) -> int:
-        return len(self._window)
-
-    @property
-    def pending(self) -> str:
-        return self._window[self.settled - self._wstart:]
-
     def feed(self, piece: str) -> str:
         self._pieces.append(piece)
         self._window += piece
         self.length += len(piece)
-        return self._release(self.settled + self._safe_cut(self.pending))
+        return self._release(self.settled + self._safe_cut(self._window[self.settled - self._wstart:]))
 
     def flush(self) -> str:
         return self._release(self.length)
@@ -312,7 +285,9 @@ class StreamRedactor:
                 if buffer.endswith(secret[:size]):
                     cut = min(cut, len(buffer) - size)
                     break
-        tail = _tail_start(buffer)
+        # the earliest place a growing shape can match ``…$`` (a few characters searched, not the whole text)
+        run = len(buffer.rstrip(_TOKEN_CHARS))
+        tail = max(0, len(buffer[:run].rstrip(_SPACE_CHARS)) - len("bearer"))
         for shape in self.redactor.shapes:
             for pattern in shape.growing:
                 if match := pattern.search(buffer, tail):

@@ -1,6 +1,5 @@
-"""THE one place a runtime config is put together (every face calls :func:`resolve_runtime_config`): defaults < the
-manifest's < the mission's overrides < ``HERMES_NB_*`` < ``--runtime-config-overrides`` < arguments. Each key
-remembers where it came from, so a notebook tells "no endpoint given" from "``HERMES_NB_ENDPOINT`` names one"."""
+"""THE one place a runtime config is put together: defaults < the manifest's < the mission's overrides <
+``HERMES_NB_*`` < ``--runtime-config-overrides`` < arguments; each key remembers where it came from."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ if TYPE_CHECKING:  # the manifest's model and PyYAML (~30 ms) load only when the
 
 
 def find_manifest(root: str | os.PathLike[str] | None, manifest: str | os.PathLike[str] | None) -> Path | None:
-    """``manifest`` if given, else ``<root>/.harness/adapters/hermes-proxy.yaml`` when it exists."""
     if manifest is not None:
         return Path(manifest)
     default = manifest_path(root) if root is not None else None
@@ -89,7 +87,6 @@ class ConfigOptions(Spec):
 
     def runtime_config(self, *, mission_overrides: Mapping[str, Any] | None = None,
                        environ: Mapping[str, str] | None = None, **explicit: Any) -> HermesProxyRuntimeConfig:
-        """``explicit``: more arguments, e.g. ``auth_token``."""
         return resolve_runtime_config(root=Path(self.root) if self.root else Path.cwd(), manifest=self.manifest,
                                       mission_overrides=mission_overrides, environ=environ,
                                       overrides=self.runtime_config_overrides, endpoint=self.endpoint,

@@ -1,7 +1,5 @@
-"""Job specs: every option of a job declared once, as a pydantic field (type, unit in its name, default, constraint,
-``description``; :class:`Opt` says how the faces show it); the CLI's flags, the magics' parser and the notebooks'
-parameters cell are generated from it. A bad value is one line naming the option as the face spells it; a rule
-across options is a ``model_validator`` raising :func:`conflict`."""
+"""Job specs: every option of a job declared once, as a pydantic field; the CLI's flags, the magics' parser and the
+notebooks' parameters cell are generated from it. A bad value is one line naming the option as the face spells it."""
 
 from __future__ import annotations
 
@@ -20,15 +18,13 @@ from hermes_nb.core.errors import UsageError
 from hermes_nb.core.model import StrictModel
 
 Face = Literal["cli", "magic", "notebook"]
-ALL_FACES: frozenset[str] = frozenset({"cli", "magic", "notebook"})
 
 
 @dataclass(frozen=True)
 class Opt:
-    """How the faces show one option: which faces have it, positional, a list as a repeated flag (``--only a --only
-    b``), the help's placeholder, a one-letter alias."""
+    """How the faces show one option (``repeat``: a list as a repeated flag, ``--only a --only b``)."""
 
-    faces: frozenset[str] = ALL_FACES
+    faces: frozenset[str] = frozenset({"cli", "magic", "notebook"})
     positional: bool = False
     repeat: bool = False
     metavar: str | None = None
@@ -45,7 +41,6 @@ def conflict(*names: str, why: str = "cannot be used together") -> PydanticCusto
 
 
 def flag_of(name: str) -> str:
-    """``cell_timeout_s`` → ``--cell-timeout-s``."""
     return "--" + name.replace("_", "-")
 
 
@@ -54,7 +49,6 @@ def _opt(info: FieldInfo) -> Opt:
 
 
 def _unwrap(annotation: Any) -> tuple[Any, bool]:
-    """(the type without ``None``, whether ``None`` is allowed)."""
     if get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
     if get_origin(annotation) in (Union, types.UnionType):
@@ -105,8 +99,7 @@ class Spec(StrictModel):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser, face: Face = "cli") -> None:
-        """One argparse argument per option. Every default is None: the spec fills it in (given and defaulted stay
-        apart), and ``--help`` states the spec's default."""
+        """One argparse argument per option; every default is None (given and defaulted stay apart)."""
         for name, info, opt in cls.options(face):
             inner, _ = _unwrap(info.annotation)
             help_text, default = info.description or "", info.default
@@ -123,13 +116,10 @@ class Spec(StrictModel):
                                     help=help_text)
                 continue
             names = [flag_of(name), *([opt.short] if opt.short else [])]
-            if inner is bool:
-                if info.default is True:
-                    parser.add_argument(flag_of("no_" + name), dest=name, action="store_const", const=False,
-                                        default=None, help=f"turn off: {help_text}")
-                else:
-                    parser.add_argument(*names, dest=name, action="store_const", const=True, default=None,
-                                        help=help_text)
+            if inner is bool:  # a flag on by default is turned off by --no-<name>
+                off = info.default is True
+                parser.add_argument(*([flag_of("no_" + name)] if off else names), dest=name, action="store_const",
+                                    const=not off, default=None, help=f"turn off: {help_text}" if off else help_text)
                 continue
             metavar = opt.metavar or ("NAME" if opt.repeat else _metavar(name, inner))
             action = "append" if opt.repeat else "store"
@@ -156,7 +146,6 @@ class Spec(StrictModel):
 
     @classmethod
     def explain(cls, exc: ValidationError, face: Face | Literal["library"] = "library") -> str:
-        """One line for a validation error, each option spelled as ``face`` does."""
         problems = []
         for err in exc.errors(include_url=False, include_input=False):
             ctx = err.get("ctx") or {}
@@ -180,15 +169,13 @@ class Spec(StrictModel):
 
     @classmethod
     def parser(cls, prog: str, description: str = "", face: Face = "magic") -> argparse.ArgumentParser:
-        """A standalone parser for ``face`` (the magics'): errors raise :class:`UsageError`, never exit."""
         parser = _Parser(prog=prog, description=description, add_help=False)
         cls.add_arguments(parser, face)
         return parser
 
     @classmethod
     def parameters_source(cls, extra: Sequence[tuple[str, str, str, str]] = ()) -> str:
-        """The notebook's ``parameters`` cell: ``name: type = default  # description`` per option (``extra``: lines
-        the runner adds, as (name, type, default literal, description))."""
+        """The notebook's ``parameters`` cell (``extra``: (name, type, default literal, description) lines)."""
         lines = []
         for name, info, _ in cls.options("notebook"):
             default = info.get_default(call_default_factory=True)

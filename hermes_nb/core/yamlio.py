@@ -13,9 +13,6 @@ from hermes_nb.core.errors import ConfigError
 
 SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-C_YAML = SafeLoader is not yaml.SafeLoader
-#: the most one read asks for beyond what the file says it holds: a limit is a bound, never an allocation
-READ_CHUNK = 1 << 20
 
 
 def read_text_file(path: Any, what: str, *, max_bytes: int | None = None) -> str:
@@ -44,8 +41,7 @@ def read_bytes_file(path: Any, what: str, *, max_bytes: int | None = None) -> by
 
 
 def read_limited(handle: Any, max_bytes: int, what: str) -> Any:
-    """At most ``max_bytes`` from ``handle`` (``/dev/zero`` is refused after ``max_bytes + 1``), a chunk at a time
-    (a 4 GB limit costs nothing for a 7-byte file); a regular file in one read of its size."""
+    """At most ``max_bytes`` from ``handle``, a chunk at a time (``/dev/zero`` is refused after ``max_bytes + 1``)."""
     try:
         status = os.fstat(handle.fileno())
         size_hint = status.st_size if stat.S_ISREG(status.st_mode) else 0
@@ -54,7 +50,7 @@ def read_limited(handle: Any, max_bytes: int, what: str) -> Any:
     parts: list[Any] = []
     left = max_bytes + 1
     while left > 0:
-        part = handle.read(min(left, max(READ_CHUNK, size_hint + 1)))
+        part = handle.read(min(left, max(1 << 20, size_hint + 1)))  # a limit is a bound, never an allocation
         if not part:
             break
         parts.append(part)
@@ -83,6 +79,5 @@ _BlockDumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
 
 
 def dump_yaml(obj: Any, *, block_strings: bool = True) -> str:
-    """YAML in key order; multi-line strings as ``|`` blocks unless ``block_strings`` is False."""
     dumper = _BlockDumper if block_strings else _SafeDumper
     return yaml.dump(obj, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -18,7 +18,7 @@ PACKAGE = Path(hermes_nb.__file__).parent
 
 
 def test_the_c_loader_is_used_when_libyaml_is_present() -> None:
-    assert yamlio.C_YAML is bool(getattr(yaml, "__with_libyaml__", False))
+    assert (yamlio.SafeLoader is not yaml.SafeLoader) is bool(getattr(yaml, "__with_libyaml__", False))
     if yaml.__with_libyaml__:
         assert yamlio.SafeLoader is yaml.CSafeLoader
 
