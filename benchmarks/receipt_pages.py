@@ -11,15 +11,17 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import nbformat
-from hermes_nb.nbrun.smoke_target import SmokeTarget
 
 from hermes_nb.core.records import StreamTimeline
+from hermes_nb.core.resolve import resolve_runtime_config
 from hermes_nb.nbrun.smoke import run_smoke
 from hermes_nb.receipts.index import load_index, render_index_html
 from hermes_nb.receipts.write import render_html
+from hermes_nb.target import establish
 from hermes_nb.views.htmlkit import timeline_svg
 
 
@@ -34,8 +36,9 @@ def _median_ms(fn, n: int = 50) -> float:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        result = run_smoke(SmokeTarget(), out_dir=Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        target, config = establish(resolve_runtime_config(environ={}), stack, ask_emulator=True)  # the emulator
+        result = run_smoke(target, config, out_dir=Path(tmp))
         e2e = next(r for r in result.runs if r.name == "e2e_smoke")
         nb = nbformat.read(str(e2e.receipt_path), as_version=4)
         index = load_index(Path(tmp))
