@@ -180,6 +180,12 @@ _TOKEN_CHARS = string.ascii_letters + string.digits + "._~+/=-" + "\u212a\u017f\
 _SPACE_CHARS = "".join(chr(c) for c in range(0x3000 + 1) if chr(c).isspace())
 
 
+def _tail_start(buffer: str) -> int:
+    """The earliest place a growing shape can match ``…$`` (a few characters searched, not the whole text)."""
+    run = len(buffer.rstrip(_TOKEN_CHARS))
+    return max(0, len(buffer[:run].rstrip(_SPACE_CHARS)) - len("bearer"))
+
+
 class StreamRedactor:
     """Feed pieces, get the redacted text safe to write now (a tail that could still become a secret is held
     back); however the text is split, the output joined equals ``redactor.text(whole)``."""
@@ -285,9 +291,7 @@ class StreamRedactor:
                 if buffer.endswith(secret[:size]):
                     cut = min(cut, len(buffer) - size)
                     break
-        # the earliest place a growing shape can match ``…$`` (a few characters searched, not the whole text)
-        run = len(buffer.rstrip(_TOKEN_CHARS))
-        tail = max(0, len(buffer[:run].rstrip(_SPACE_CHARS)) - len("bearer"))
+        tail = _tail_start(buffer)
         for shape in self.redactor.shapes:
             for pattern in shape.growing:
                 if match := pattern.search(buffer, tail):
