@@ -32,6 +32,24 @@ _SECRETS_NOTE = (
 _MEASURED = ("nbval-ignore-output",)
 
 
+#: the load notebook's pictures, one section each: the heading and what to read in the picture
+_LOAD_PICTURES = {
+    "latency": ("Latency by concurrency",
+                "p50 (the typical request), p95 and p99 (the slow tail); hollow points rest on too few samples. A "
+                "TTFT that grows\nwith concurrency while ITL stays flat means requests queue before they start; a "
+                "growing ITL means the streams\nthemselves slow down. Dashed: the upstream's own p50 and p99 (with "
+                "`direct`)."),
+    "gaps": ("Gaps between tokens", "Every pause between two tokens, pooled: a p99 or max far above the ITL is a "
+             "stall or a buffer; the second panel is the share of streams with a gap over `stall_s`."),
+    "throughput": ("Throughput", "Where requests/s flattens while latency still rises, something is saturated; "
+                   "the second panel is latency against the throughput achieved."),
+    "errors": ("Errors by class", "The share of each level's requests that failed; the ramp stops after the first "
+               "level with a 429."),
+    "distribution": ("Every request", "The E2E distribution per level and each request's E2E over the run, from "
+                     "the raw samples."),
+}
+
+
 def _md(text: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_markdown_cell(text.strip())
 
@@ -136,26 +154,8 @@ measures, then executes this notebook with `report` set to what it measured. {_S
         _md("## Measure\n\nOne row per level (`*`: a percentile resting on too few samples). The pictures follow, "
             "one per cell, as images (they render on GitHub too)."),
         _code("result = receipt.measure_or_read(spec)\nHTML(views.report_html(result, plots=False))", tags=_MEASURED),
-        _md("""
-## Latency by concurrency
-
-p50 (the typical request), p95 and p99 (the slow tail); hollow points rest on too few samples. A TTFT that grows
-with concurrency while ITL stays flat means requests queue before they start; a growing ITL means the streams
-themselves slow down. Dashed: the upstream's own p50 and p99 (with `direct`).
-"""),
-        _code('plot(result, "latency")', tags=_MEASURED),
-        _md("## Gaps between tokens\n\nEvery pause between two tokens, pooled: a p99 or max far above the ITL is a "
-            "stall or a buffer; the second panel is the share of streams with a gap over `stall_s`."),
-        _code('plot(result, "gaps")', tags=_MEASURED),
-        _md("## Throughput\n\nWhere requests/s flattens while latency still rises, something is saturated; the "
-            "second panel is latency against the throughput achieved."),
-        _code('plot(result, "throughput")', tags=_MEASURED),
-        _md("## Errors by class\n\nThe share of each level's requests that failed; the ramp stops after the first "
-            "level with a 429."),
-        _code('plot(result, "errors")', tags=_MEASURED),
-        _md("## Every request\n\nThe E2E distribution per level and each request's E2E over the run, from the raw "
-            "samples."),
-        _code('plot(result, "distribution")', tags=_MEASURED),
+        *[cell for kind, (title, text) in _LOAD_PICTURES.items()
+          for cell in (_md(f"## {title}\n\n{text}"), _code(f'plot(result, "{kind}")', tags=_MEASURED))],
         _md("## Verdict\n\nRecords the summary (with the digests of the report and its samples) and raises unless "
             "passed."),
         _code("kit.record_verdict(receipt.summary(result, spec.report))"),
