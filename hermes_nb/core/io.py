@@ -11,6 +11,7 @@ import re
 import secrets
 import stat
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -133,5 +134,11 @@ def _write(handle: Any, data: str | bytes) -> None:
     if isinstance(data, bytes):
         handle.write(data)
         return
-    for start in range(0, len(data), _PIECE):
-        handle.write(data[start:start + _PIECE].encode("utf-8"))
+    for piece in utf8_pieces(data):
+        handle.write(piece)
+
+
+def utf8_pieces(text: str, errors: str = "strict") -> Iterator[bytes]:
+    """``text`` encoded a piece at a time: a 10 MB prompt is never encoded whole a second time."""
+    for start in range(0, len(text), _PIECE):
+        yield text[start:start + _PIECE].encode("utf-8", errors)

@@ -33,7 +33,7 @@ from hermes_nb.core.facts import (
     exit_code_for,
     plain_http_warning,
 )
-from hermes_nb.core.io import iso_now, new_run_id, sha256_file, validate_run_id
+from hermes_nb.core.io import iso_now, new_run_id, sha256_file, utf8_pieces, validate_run_id
 from hermes_nb.core.model import Shown
 from hermes_nb.core.providers import provider_in_text
 from hermes_nb.core.records import Exchange, Outcome, SSEEventRecord
@@ -246,8 +246,7 @@ def plan_run(mission: Mission, config: HermesProxyRuntimeConfig, *, workflow: Wo
     prompt = render_prompt(mission, workflow)
     redactor = Redactor(config.secrets())
     stored, sha, size = redactor.text(prompt), hashlib.sha256(), 0  # prompt.md's text
-    for start in range(0, len(stored), 1 << 20):  # a piece at a time: never a second whole copy of a big prompt
-        piece = stored[start:start + (1 << 20)].encode("utf-8", "surrogatepass")
+    for piece in utf8_pieces(stored, "surrogatepass"):
         sha.update(piece)
         size += len(piece)
     digest = {"file": PROMPT_FILE, "bytes": size, "sha256": sha.hexdigest()}
