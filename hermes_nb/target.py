@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 import httpx
 
+from hermes_nb import emulator  # its server (aiohttp) loads at the first embedded emulator, not here
 from hermes_nb.core.config import HermesProxyRuntimeConfig
 from hermes_nb.core.errors import ConfigError, HermesError
 from hermes_nb.core.model import StrictModel
 from hermes_nb.core.providers import provider_by_allowed_paths, provider_by_display_name
-from hermes_nb.emulator import serve_emulator
 from hermes_nb.emulator.scenarios import PROFILE_HEADER, SCENARIO_HEADER
 from hermes_nb.wire.client import HermesClient
 
@@ -168,7 +168,7 @@ def embedded_target(config: HermesProxyRuntimeConfig, *, scenario: str = "ok", p
                     **settings: Any) -> Iterator[tuple[Target, HermesProxyRuntimeConfig]]:
     """An embedded emulator for a job that names no endpoint: its Target and the config aimed at it."""
     provider = config.provider or "nous"
-    with serve_emulator(profile=profile, scenario=scenario, provider=provider, **settings) as handle:
+    with emulator.serve_emulator(profile=profile, scenario=scenario, provider=provider, **settings) as handle:
         aimed = config.with_endpoint(handle.endpoint, origin="emulator")
         yield Target(endpoint=handle.endpoint, kind="emulator", provider=provider, provider_source="emulator",
                      healthy=True, evidence=f"the embedded emulator ({profile}, scenario {scenario})"), aimed

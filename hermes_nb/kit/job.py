@@ -20,7 +20,7 @@ from hermes_nb.core.records import StreamTimeline
 from hermes_nb.core.redaction import Redactor
 from hermes_nb.harness.prepare import prepare_mission
 from hermes_nb.harness.run import RunResult, artifact_digests
-from hermes_nb.nbrun.templates import JOB_SPECS
+from hermes_nb.nbrun import JOB_SPECS
 from hermes_nb.proxy.check import CheckResult, CheckSpec, check
 from hermes_nb.proxy.contracts import apply_contract, load_contract, resolve_contract
 from hermes_nb.proxy.probe import probe

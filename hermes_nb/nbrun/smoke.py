@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from email.parser import HeaderParser
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -47,11 +48,15 @@ from hermes_nb.target import Target
 from hermes_nb.views.htmlkit import box, kv_html, seconds, table_html
 
 KERNEL_NAME = "hermes-nb-python"
-QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1"}
+#: ipykernel's own launcher (``python -m ipykernel_launcher``) without the debugger: importing debugpy is 0.15-0.25 s
+#: of CPU in every kernel's start (P4), a headless run never attaches one, and ipykernel starts without it (it
+#: reports ``debugger: false``) when debugpy cannot be imported, which a ``None`` in ``sys.modules`` makes so
+LAUNCH = "import runpy, sys; sys.modules['debugpy'] = None; runpy.run_module('ipykernel_launcher', run_name='__main__')"
 #: run by each kernel as it starts, while the runner imports papermill: the first cells find these loaded (P4)
 WARM = "import hermes_nb.core.resolve as _r, hermes_nb.wire.client as _c; del _r, _c"
 #: no history database (the kernels of a run would share one)
-KERNEL_ARGV = ("-m", "ipykernel_launcher", "-f", "{connection_file}", "--HistoryManager.enabled=False",
+KERNEL_ARGV = ("-c", LAUNCH, "-f", "{connection_file}", "--HistoryManager.enabled=False",
                f"--IPKernelApp.exec_lines={json.dumps([WARM])}")
 
 
@@ -89,7 +94,7 @@ class KernelPool:
         env = {**QUIET_ENV, "IPYTHONDIR": str(self.dir / "ipython"), "TMPDIR": str(self.dir / "tmp")}
         (spec_dir / "kernel.json").write_text(json.dumps({
             "argv": [self.python, *KERNEL_ARGV], "display_name": "Python 3 (hermes-nb)", "language": "python",
-            "env": env}, indent=1), encoding="utf-8")
+            "env": env}), encoding="utf-8")
         self.specs = KernelSpecManager(kernel_dirs=[str(spec_dir.parent)], ensure_native_kernel=False)
         self.cancelled = threading.Event()
         self._kernels: list[AsyncKernelManager] = []
@@ -445,9 +450,11 @@ def run_smoke(target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path
 
 @functools.cache
 def environment_digest() -> dict[str, Any]:
-    """How many distributions are installed, and the sha256 of their sorted ``name==version`` list."""
-    metadata = [d.metadata for d in importlib.metadata.distributions()]
-    pins = sorted({f"{m['Name'].lower()}=={m['Version']}" for m in metadata if m["Name"]})
+    """How many distributions are installed, and the sha256 of their sorted ``name==version`` list (read from each
+    one's metadata headers only: ``Distribution.metadata`` parses the whole long description too, 5x the time)."""
+    headers = [HeaderParser().parsestr(d.read_text("METADATA") or d.read_text("PKG-INFO") or "")
+               for d in importlib.metadata.distributions()]
+    pins = sorted({f"{m['Name'].lower()}=={m['Version']}" for m in headers if m["Name"]})
     return {"packages": len(pins), "sha256": json_digest(pins)}
 
 

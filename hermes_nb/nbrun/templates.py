@@ -9,14 +9,9 @@ from collections.abc import Sequence
 import nbformat
 
 from hermes_nb.core.facts import ADAPTER_CHECK, E2E_SMOKE, GUIDES, LOAD_NOTEBOOK, SHIPPED_NOTEBOOKS, WIRE_SPIKE
-from hermes_nb.core.resolve import ConfigOptions
-from hermes_nb.harness.prepare import RunSpec
 from hermes_nb.load.spec import LoadSpec  # the load wing's notebook: its parameters are LoadSpec's
-from hermes_nb.proxy.check import CheckSpec
-from hermes_nb.proxy.probe import ProbeSpec
+from hermes_nb.nbrun import JOB_SPECS
 
-#: each job notebook's spec: its parameters cell is generated from it (the CLI's words and defaults)
-JOB_SPECS: dict[str, type[ConfigOptions]] = {WIRE_SPIKE: ProbeSpec, ADAPTER_CHECK: CheckSpec, E2E_SMOKE: RunSpec}
 #: the two parameters the runner adds to every job notebook: what it established once, handed on
 RUNNER_PARAMS = [
     ("target", '"Optional[dict]"', "None", "the target hermes-nb smoke identified once (None: identify it here: "

@@ -21,7 +21,7 @@ from hermes_nb import check, probe, run_mission
 from hermes_nb.cli import main
 from hermes_nb.core.facts import notebook_path
 from hermes_nb.emulator import serve_emulator
-from hermes_nb.nbrun.templates import JOB_SPECS
+from hermes_nb.nbrun import JOB_SPECS
 from hermes_nb.proxy.check import CheckSpec
 from hermes_nb.receipts.verdict import find_verdict
 
