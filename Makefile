@@ -84,8 +84,11 @@ upstream-venv: $(USTAMP)
 $(USTAMP): requirements-upstream.lock
 	$(call side-venv,$(UVENV),$<)
 
+# two pytest-xdist workers, each test module (and each notebook's cells) whole on one: the suite's processes wait on
+# kernels, real proxies, JupyterLab and the browser about as much as they compute (TEST_WORKERS=0: one process)
+TEST_WORKERS ?= 2
 test: install rig-venv .venv-hermes-iot-0.22/.installed .venv-hermes-axisrow/.installed upstream-venv $(BROWSER_DEPS)
-	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope tests notebooks --nbval --nbval-current-env \
 		--nbval-sanitize-with notebooks/nbval-sanitize.cfg $(PYTEST_ARGS)
 
 smoke: install

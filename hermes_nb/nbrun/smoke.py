@@ -2,7 +2,8 @@
 signal while they run kills the kernels: the running ones are recorded ``cancelled``, the finished receipts kept.
 One notebook's verdict comes from our own record (papermill marks every cell completed after a timeout). The
 kernelspec lives in a private directory with ``IPYTHONDIR`` and ``TMPDIR``: no user profile in a receipt, a killed
-kernel's files go with it. Kernels talk over IPC; we start them (``km=``) for speed."""
+kernel's files go with it. Kernels talk over IPC (loopback TCP under a TMPDIR too deep for a socket's path); we
+start them (``km=``) for speed."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import functools
 import importlib.metadata
 import json
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -48,6 +50,8 @@ from hermes_nb.target import Target
 from hermes_nb.views.htmlkit import box, kv_html, seconds, table_html
 
 KERNEL_NAME = "hermes-nb-python"
+#: the longest kernel name under which every IPC socket path (``<name>-<port>``) fits in a sockaddr_un (107 bytes)
+IPC_PATH_MAX = 100
 QUIET_ENV = {"JUPYTER_PLATFORM_DIRS": "1"}
 #: ipykernel's own launcher (``python -m ipykernel_launcher``) without the debugger: importing debugpy is 0.15-0.25 s
 #: of CPU in every kernel's start (P4), a headless run never attaches one, and ipykernel starts without it (it
@@ -120,7 +124,9 @@ class KernelPool:
         if self.cancelled.is_set():
             raise KeyboardInterrupt
         name = str(self.dir / f"k{uuid.uuid4().hex[:8]}")  # absolute: jupyter_client's default is cwd-relative
-        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=self.specs, transport="ipc", ip=name,
+        # a socket's path is at most 107 bytes (``<name>-<port>``): under a deep TMPDIR, loopback TCP instead
+        transport, ip = ("ipc", name) if len(os.fsencode(name)) <= IPC_PATH_MAX else ("tcp", "127.0.0.1")
+        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=self.specs, transport=transport, ip=ip,
                                 connection_file=f"{name}.json", client_factory=_Client)
         with self._lock:
             self._kernels.append(km)

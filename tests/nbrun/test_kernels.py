@@ -3,6 +3,8 @@ IPC; a kernel that cannot start is a verdict; a notebook run leaves nothing behi
 
 from __future__ import annotations
 
+import json
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -26,6 +28,23 @@ def test_a_kernel_that_cannot_start_in_its_directory_is_a_kernel_error(tmp_path:
     with KernelPool() as pool:
         execute_notebook(run, pool, timeout_s=60, cwd=tmp_path / "gone")  # no such working directory: Popen fails
     assert (run.status, run.verdict) == ("kernel_error", "failed") and "FileNotFoundError" in run.reason
+
+
+def test_under_a_tmpdir_too_deep_for_a_socket_path_the_kernels_talk_over_loopback_tcp(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A socket's path is at most 107 bytes: under a deep TMPDIR (a CI workspace, pytest-xdist's directories) the
+    notebook still runs, over 127.0.0.1, and the pool's directory is still removed."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    run = NotebookRun(name="t", template=_notebook(tmp_path / "t.ipynb"), parameters={})
+    with KernelPool() as pool:
+        km = pool.start(tmp_path)
+        assert (km.transport, km.ip) == ("tcp", "127.0.0.1") and Path(km.connection_file).parent == pool.dir
+        execute_notebook(run, pool, timeout_s=60, cwd=tmp_path)
+    assert (run.status, run.verdict) != ("kernel_error", "failed"), run.reason
+    assert run.status == "completed" and "2" in json.dumps(run.nb.cells[-1].outputs)
+    assert list(deep.iterdir()) == []
 
 
 def test_kernels_talk_over_ipc_sockets_in_the_pools_directory(tmp_path: Path) -> None:

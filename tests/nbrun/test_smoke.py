@@ -62,7 +62,8 @@ def _write_fixture(directory: Path, name: str, cells: list) -> None:
 
 @pytest.fixture(scope="module")
 def fixture_run(tmp_path_factory: pytest.TempPathFactory):
-    """All fixture notebooks in ONE concurrent run (each its own kernel); timeout 8 s per cell (load-proof)."""
+    """All fixture notebooks in ONE concurrent run (each its own kernel); timeout 4 s per cell: the slow one's
+    cell sleeps 60 s, every other cell takes well under a second (a kernel's start is not a cell)."""
     templates = tmp_path_factory.mktemp("templates")
     for name, cells in FIXTURES.items():
         _write_fixture(templates, name, cells)
@@ -70,7 +71,7 @@ def fixture_run(tmp_path_factory: pytest.TempPathFactory):
     old = os.environ.get("HERMES_NB_AUTH_TOKEN")
     os.environ["HERMES_NB_AUTH_TOKEN"] = CANARY
     try:
-        result = run_smoke_on(out, secrets=[CANARY], only=list(FIXTURES), templates=templates, timeout_s=8)
+        result = run_smoke_on(out, secrets=[CANARY], only=list(FIXTURES), templates=templates, timeout_s=4)
     finally:
         if old is None:
             os.environ.pop("HERMES_NB_AUTH_TOKEN", None)
@@ -588,7 +589,7 @@ def test_a_cell_timeout_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "NOUS_", "GITHUB_"))}
         env["TMPDIR"] = str(tmp)
         proc = subprocess.run([sys.executable, "-m", "hermes_nb.cli", "smoke", "--endpoint", emu.endpoint,
-                               "--only", "e2e_smoke", "--cell-timeout-s", "4", "--no-html", "--out",
+                               "--only", "e2e_smoke", "--cell-timeout-s", "2", "--no-html", "--out",
                                str(tmp_path / "r"), "--json"], env=env, capture_output=True, text=True, timeout=120)
     doc = json.loads(proc.stdout)
     assert (proc.returncode, doc["verdict"]) == (1, "failed"), proc.stderr[-2000:]
