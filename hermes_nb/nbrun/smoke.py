@@ -458,7 +458,8 @@ def run_smoke(target: Target, config: HermesProxyRuntimeConfig, *, out_dir: Path
 def environment_digest() -> dict[str, Any]:
     """How many distributions are installed, and the sha256 of their sorted ``name==version`` list (read from each
     one's metadata headers only: ``Distribution.metadata`` parses the whole long description too, 5x the time)."""
-    headers = [HeaderParser().parsestr(d.read_text("METADATA") or d.read_text("PKG-INFO") or "")
+    parser = HeaderParser()
+    headers = [parser.parsestr(d.read_text("METADATA") or d.read_text("PKG-INFO") or "")
                for d in importlib.metadata.distributions()]
     pins = sorted({f"{m['Name'].lower()}=={m['Version']}" for m in headers if m["Name"]})
     return {"packages": len(pins), "sha256": json_digest(pins)}
