@@ -87,6 +87,8 @@ class _State:
 STATE = web.AppKey("hermes_nb_state", _State)
 SCENARIO_KEY = web.RequestKey("hermes_nb_scenario", str)
 RECORD_KEY = web.RequestKey("hermes_nb_record", RecordedRequest)
+#: when the request started (monotonic); deleted once its line is logged
+STARTED_KEY = web.RequestKey("hermes_nb_started", float)
 
 
 def _proxy_error(status: int, message: str, code: str) -> web.Response:  # the real proxy's ``_json_error``
@@ -129,7 +131,7 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     record = request[RECORD_KEY] = RecordedRequest(request.method, request.path, Redactor().text(request.query_string),
                                                    redact_headers(request.headers), scenario)
     state.requests.append(record)
-    started = time.monotonic()
+    request[STARTED_KEY] = time.monotonic()
     try:
         async with state.capacity if limited else contextlib.nullcontext():
             response = await handler(request)
@@ -139,9 +141,19 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
         record.status = exc.status
         raise
     finally:
-        logger.info("%s %s %s -> %s scenario=%s %.1fms", state.spec.profile, request.method, request.path,
-                    record.status if record.status is not None else "aborted", scenario,
-                    (time.monotonic() - started) * 1000)
+        _log_line(request)
+
+
+def _log_line(request: web.Request) -> None:
+    """The request's one log line: as its streamed body is whole (before the last chunk goes out, so a client that
+    has read it all and stops the emulator finds it logged), else as the request ends."""
+    started = request.pop(STARTED_KEY, None)
+    if started is None:
+        return
+    record = request[RECORD_KEY]
+    logger.info("%s %s %s -> %s scenario=%s %.1fms", request.app[STATE].spec.profile, request.method, request.path,
+                record.status if record.status is not None else "aborted", record.scenario,
+                (time.monotonic() - started) * 1000)
 
 
 def _unknown(request: web.Request) -> s.Reply | None:
@@ -211,7 +223,8 @@ async def _write(request: web.Request, reply: s.Reply, *, proxied: bool) -> web.
                                                                   struct.pack("ii", 1, 0))
                     transport.abort()
                 return response
-        request[RECORD_KEY].status = response.status  # the body is whole: a shutdown from here on logs its status
+        request[RECORD_KEY].status = response.status  # the body is whole: logged before its last chunk goes out
+        _log_line(request)
         await response.write_eof()
     except ConnectionError:
         logger.debug("client went away during %s %s", request.method, request.path)
